@@ -1,0 +1,194 @@
+//! What a shared library's headers say: the platform it was built for (PE or ELF header)
+//! and, for Windows DLLs, the file version from its VERSIONINFO resource.
+//!
+//! Files are read through `object::ReadCache`, so only the bytes of the headers and of
+//! the resource section are read, whatever the file's size (cuDNN 9 DLLs reach 415 MB).
+
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::path::Path;
+use std::str::FromStr;
+
+use object::read::ReadCache;
+use object::read::pe::{PeFile64, ResourceDirectoryEntryData};
+use object::{FileKind, LittleEndian as LE};
+use serde::{Deserialize, Serialize};
+
+use crate::version::Version;
+
+/// The platform a cuDNN build targets, named like NVIDIA's redist manifests and archive
+/// names (`windows-x86_64`, `linux-x86_64`, `linux-sbsa`; field notes §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Platform {
+    /// 64-bit Windows on x86-64 (PE32+, machine AMD64).
+    #[serde(rename = "windows-x86_64")]
+    WindowsX86_64,
+    /// Linux on x86-64 (ELF64, EM_X86_64).
+    #[serde(rename = "linux-x86_64")]
+    LinuxX86_64,
+    /// Linux on 64-bit Arm servers (ELF64, EM_AARCH64). NVIDIA calls this `linux-sbsa`;
+    /// Jetson builds (`linux-aarch64`) have the same ELF machine and are told apart only
+    /// by their archive name.
+    #[serde(rename = "linux-sbsa")]
+    LinuxSbsa,
+    /// Linux on Arm for Jetson (`linux-aarch64` archives).
+    #[serde(rename = "linux-aarch64")]
+    LinuxAarch64,
+    /// Linux on POWER (ELF64, EM_PPC64 little-endian).
+    #[serde(rename = "linux-ppc64le")]
+    LinuxPpc64le,
+}
+
+impl Platform {
+    /// The name used in archive names, store entry names and `entry.toml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::WindowsX86_64 => "windows-x86_64",
+            Platform::LinuxX86_64 => "linux-x86_64",
+            Platform::LinuxSbsa => "linux-sbsa",
+            Platform::LinuxAarch64 => "linux-aarch64",
+            Platform::LinuxPpc64le => "linux-ppc64le",
+        }
+    }
+
+    /// True for the Windows platform (libraries in `bin`, named `*.dll`).
+    pub fn is_windows(self) -> bool {
+        self == Platform::WindowsX86_64
+    }
+
+    /// The platform this cuenv binary runs on, if it is one cuDNN is built for.
+    pub fn host() -> Option<Platform> {
+        match (std::env::consts::OS, std::env::consts::ARCH) {
+            ("windows", "x86_64") => Some(Platform::WindowsX86_64),
+            ("linux", "x86_64") => Some(Platform::LinuxX86_64),
+            ("linux", "aarch64") => Some(Platform::LinuxSbsa),
+            ("linux", "powerpc64") => Some(Platform::LinuxPpc64le),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Platform {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "windows-x86_64" => Platform::WindowsX86_64,
+            "linux-x86_64" => Platform::LinuxX86_64,
+            "linux-sbsa" => Platform::LinuxSbsa,
+            "linux-aarch64" => Platform::LinuxAarch64,
+            "linux-ppc64le" => Platform::LinuxPpc64le,
+            _ => return Err(format!("unknown platform `{s}` (expected windows-x86_64, linux-x86_64, linux-sbsa, linux-aarch64 or linux-ppc64le)")),
+        })
+    }
+}
+
+/// What the headers of one shared library say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BinaryInfo {
+    /// The platform from the PE machine or ELF `e_machine` field; `None` for a machine
+    /// cuDNN is not built for (e.g. a 32-bit DLL).
+    pub platform: Option<Platform>,
+    /// A short description of the format and machine, for error messages (`PE32 i386`).
+    pub describe: String,
+    /// Windows only: `FileVersion` from the fixed part of the VERSIONINFO resource
+    /// (`VS_FIXEDFILEINFO.dwFileVersionMS/LS`), e.g. `8.9.4.25`. `None` when the DLL has
+    /// no VERSIONINFO (cuDNN 9's `cudnn_graph64_9.dll` has none; field notes §7b).
+    pub file_version: Option<Version>,
+}
+
+/// Reads the headers of the PE or ELF file at `path`.
+///
+/// Errors: I/O errors reading the file; `InvalidData` when it is neither PE nor ELF.
+pub fn inspect(path: &Path) -> io::Result<BinaryInfo> {
+    let cache = ReadCache::new(File::open(path)?);
+    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
+    let kind = FileKind::parse(&cache).map_err(|_| bad("not a PE or ELF file"))?;
+    match kind {
+        FileKind::Pe64 => {
+            let pe = PeFile64::parse(&cache).map_err(|e| bad(&format!("bad PE file: {e}")))?;
+            let machine = pe.nt_headers().file_header.machine.get(LE);
+            let platform = (machine == object::pe::IMAGE_FILE_MACHINE_AMD64).then_some(Platform::WindowsX86_64);
+            Ok(BinaryInfo {
+                platform,
+                describe: format!("PE32+ machine {machine:#06x}"),
+                file_version: pe_file_version(&pe, &cache),
+            })
+        }
+        FileKind::Pe32 => Ok(BinaryInfo { platform: None, describe: "PE32 (32-bit Windows)".into(), file_version: None }),
+        FileKind::Elf64 => {
+            use object::read::elf::FileHeader as _;
+            let header = object::elf::FileHeader64::<object::Endianness>::parse(&cache)
+                .map_err(|e| bad(&format!("bad ELF file: {e}")))?;
+            let endian = header.endian().map_err(|e| bad(&e.to_string()))?;
+            let machine = header.e_machine(endian);
+            let platform = match machine {
+                object::elf::EM_X86_64 => Some(Platform::LinuxX86_64),
+                object::elf::EM_AARCH64 => Some(Platform::LinuxSbsa),
+                object::elf::EM_PPC64 => Some(Platform::LinuxPpc64le),
+                _ => None,
+            };
+            Ok(BinaryInfo { platform, describe: format!("ELF64 machine {machine}"), file_version: None })
+        }
+        FileKind::Elf32 => Ok(BinaryInfo { platform: None, describe: "ELF32 (32-bit)".into(), file_version: None }),
+        other => Err(bad(&format!("not a shared library ({other:?})"))),
+    }
+}
+
+/// `RT_VERSION`, the resource type of VERSIONINFO.
+const RT_VERSION: u16 = 16;
+/// `VS_FIXEDFILEINFO.dwSignature`.
+const FIXED_FILE_INFO_SIGNATURE: [u8; 4] = 0xFEEF04BDu32.to_le_bytes();
+
+fn pe_file_version<'a>(pe: &PeFile64<'a, &'a ReadCache<File>>, data: &'a ReadCache<File>) -> Option<Version> {
+    let sections = pe.section_table();
+    let dir = pe.data_directories().resource_directory(data, &sections).ok()??;
+    let root = dir.root().ok()?;
+    let ty = root.entries.iter().find(|e| e.name_or_id().id() == Some(RT_VERSION))?;
+    // type -> name -> language -> data entry; take the first at each level.
+    let mut node = ty.data(dir).ok()?;
+    let entry = loop {
+        match node {
+            ResourceDirectoryEntryData::Table(t) => node = t.entries.first()?.data(dir).ok()?,
+            ResourceDirectoryEntryData::Data(d) => break d,
+        }
+    };
+    let rva = entry.offset_to_data.get(LE);
+    let size = entry.size.get(LE) as usize;
+    let bytes = sections.pe_data_at(data, rva)?;
+    let blob = &bytes[..size.min(bytes.len())];
+    parse_fixed_file_version(blob)
+}
+
+/// Finds `VS_FIXEDFILEINFO` in a VERSIONINFO blob and returns its file version
+/// (`HIWORD(MS).LOWORD(MS).HIWORD(LS).LOWORD(LS)`).
+pub fn parse_fixed_file_version(blob: &[u8]) -> Option<Version> {
+    let at = blob.windows(4).position(|w| w == FIXED_FILE_INFO_SIGNATURE)?;
+    let word = |o: usize| -> Option<u32> { Some(u32::from_le_bytes(blob.get(at + o..at + o + 4)?.try_into().ok()?)) };
+    let ms = word(8)?;
+    let ls = word(12)?;
+    Some(Version::new(&[(ms >> 16) as u64, (ms & 0xffff) as u64, (ls >> 16) as u64, (ls & 0xffff) as u64]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_file_info() {
+        let mut blob = vec![0u8; 40];
+        blob.extend_from_slice(&FIXED_FILE_INFO_SIGNATURE);
+        blob.extend_from_slice(&0x0001_0000u32.to_le_bytes());
+        blob.extend_from_slice(&((8u32 << 16) | 9).to_le_bytes());
+        blob.extend_from_slice(&((4u32 << 16) | 25).to_le_bytes());
+        assert_eq!(parse_fixed_file_version(&blob).unwrap().to_string(), "8.9.4.25");
+        assert_eq!(parse_fixed_file_version(&[0; 16]), None);
+    }
+}

@@ -1,0 +1,61 @@
+//! How errors reach a person: a message, its cause chain, a hint, and an exit code.
+//!
+//! Each module has its own `thiserror` enum carrying paths and `#[source]`s. Those enums
+//! implement [`Diagnose`] to say what a person should do next (`hint`) and which class of
+//! failure it is ([`ExitCode`]). `anyhow` is used only at the top (the CLI); the renderer
+//! walks the chain and asks each known error for its hint and exit code.
+
+use std::fmt::Write as _;
+
+/// Process exit codes, one per failure class (documented in README.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum ExitCode {
+    /// Everything worked.
+    Success = 0,
+    /// A failure that is not the user's input (I/O, a lock timeout, ...).
+    Failure = 1,
+    /// Invalid input: bad arguments, a broken or hostile archive, a bad profile file.
+    Invalid = 2,
+    /// `store verify` found damaged entries.
+    Damaged = 3,
+}
+
+/// What an error knows beyond its message.
+pub trait Diagnose: std::error::Error {
+    /// One line telling the person what to do next, if there is something to do.
+    fn hint(&self) -> Option<String> {
+        None
+    }
+    /// The failure class of this error.
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::Failure
+    }
+}
+
+/// Finds the first error in `err`'s chain that implements [`Diagnose`].
+fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
+    for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<crate::lock::LockError>() {
+            return Some(e);
+        }
+    }
+    None
+}
+
+/// Renders `err` as `error: ...`, one `caused by: ...` line per cause, and a `hint: ...`.
+pub fn render(err: &anyhow::Error) -> String {
+    let mut out = format!("error: {err}\n");
+    for cause in err.chain().skip(1) {
+        let _ = writeln!(out, "  caused by: {cause}");
+    }
+    if let Some(hint) = diagnose(err).and_then(|d| d.hint()) {
+        let _ = writeln!(out, "hint: {hint}");
+    }
+    out
+}
+
+/// The exit code for `err`: the first [`Diagnose`] in the chain decides, else `Failure`.
+pub fn exit_code(err: &anyhow::Error) -> ExitCode {
+    diagnose(err).map(|d| d.exit_code()).unwrap_or(ExitCode::Failure)
+}

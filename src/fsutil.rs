@@ -1,0 +1,131 @@
+//! Small file-system helpers shared by the modules that write: atomic file writes,
+//! renames retried while Windows antivirus or indexers hold a new file (errors 5 and 32),
+//! and making a tree read-only or writable again.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::Duration;
+
+/// Renames `from` to `to`, retrying with backoff (10 ms doubling, 6 tries, about 0.6 s)
+/// when the OS reports a transient lock: `PermissionDenied` (Windows error 5) or a
+/// sharing violation (Windows error 32). Other errors return at once.
+pub fn rename_with_retry(from: &Path, to: &Path) -> io::Result<()> {
+    let mut delay = Duration::from_millis(10);
+    let mut tries = 0;
+    loop {
+        match fs::rename(from, to) {
+            Ok(()) => return Ok(()),
+            Err(e) if tries < 6 && is_transient(&e) => {
+                std::thread::sleep(delay);
+                delay *= 2;
+                tries += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn is_transient(e: &io::Error) -> bool {
+    cfg!(windows) && (e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(32))
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same folder, `sync_all`,
+/// then a rename over `path`. Readers see the old content or the new, never a mix.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(".cuenv-tmp").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    let tmp_path = tmp.into_temp_path();
+    rename_with_retry(&tmp_path, path)?;
+    // The rename consumed the temporary path; forget it so drop does not try to delete it.
+    std::mem::forget(tmp_path);
+    sync_dir(dir);
+    Ok(())
+}
+
+/// Flushes a folder's entries to disk where the platform supports it (Unix). Best effort.
+pub fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(f) = fs::File::open(dir) {
+        let _ = f.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// Marks every file under `root` read-only, and every sub-folder too (not `root` itself,
+/// so that `root` can still be renamed into place). Symlinks are left as they are.
+pub fn make_tree_readonly(root: &Path) -> io::Result<()> {
+    // Deepest first, so a folder is locked after its children.
+    for entry in walkdir::WalkDir::new(root).min_depth(1).contents_first(true) {
+        let entry = entry.map_err(io::Error::other)?;
+        if entry.path_is_symlink() {
+            continue;
+        }
+        set_readonly(entry.path(), true)?;
+    }
+    Ok(())
+}
+
+/// Undoes [`make_tree_readonly`] (and also clears read-only on `root`), so the tree can
+/// be deleted.
+pub fn make_tree_writable(root: &Path) -> io::Result<()> {
+    for entry in walkdir::WalkDir::new(root) {
+        let entry = entry.map_err(io::Error::other)?;
+        if entry.path_is_symlink() {
+            continue;
+        }
+        set_readonly(entry.path(), false)?;
+    }
+    Ok(())
+}
+
+/// Deletes a tree that may hold read-only files. A missing tree is not an error.
+pub fn remove_tree(root: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(root) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+        Ok(_) => {}
+    }
+    make_tree_writable(root)?;
+    fs::remove_dir_all(root)
+}
+
+fn set_readonly(path: &Path, readonly: bool) -> io::Result<()> {
+    let meta = fs::metadata(path)?;
+    let mut perms = meta.permissions();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = perms.mode();
+        let new = if readonly { mode & !0o222 } else { mode | 0o200 };
+        if new == mode {
+            return Ok(());
+        }
+        perms.set_mode(new);
+    }
+    #[cfg(not(unix))]
+    {
+        if meta.is_dir() {
+            // Windows ignores the read-only attribute on folders for deletion purposes.
+            return Ok(());
+        }
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(readonly);
+    }
+    fs::set_permissions(path, perms)
+}
+
+/// Human-readable size in binary units (`1.5 MiB`).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[u]) }
+}

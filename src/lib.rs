@@ -1,0 +1,20 @@
+//! cuenv: declarative, reversible cuDNN / CUDA toolkit environments.
+//!
+//! Data flow (each arrow is one module):
+//!
+//! ```text
+//! archive / wheel / folder --store::add--> store entry (content-addressed, read-only)
+//!                                           |
+//! lab.toml --profile--> resolved profiles --+--> generation (views + shims) --> stable paths
+//! ```
+//!
+//! Only the CLI layer (`cli`) prints; library modules return typed errors that implement
+//! [`error::Diagnose`] (a hint and an exit code).
+
+pub mod binfmt;
+pub mod error;
+pub mod fsutil;
+pub mod layout;
+pub mod lock;
+pub mod progress;
+pub mod version;

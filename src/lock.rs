@@ -1,0 +1,81 @@
+//! The one lock that serializes cuenv writers (`store add`, `store remove`, and later
+//! `apply`, `use`, `rollback`, `gc`) across processes.
+//!
+//! It is an OS file lock on `<home>/cuenv.lock` (std `File::try_lock`), polled every
+//! 100 ms until `CUENV_LOCK_TIMEOUT` seconds (default 300) pass. The OS releases it when
+//! the process dies, so a crashed cuenv never leaves a stale lock.
+
+use std::fs::{self, File, TryLockError};
+use std::io::{Read, Seek, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::error::Diagnose;
+use crate::layout::Layout;
+
+/// Errors while taking the lock.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another process kept the lock for the whole timeout.
+    #[error("another cuenv (pid {pid}) has held {path} for over {secs} s")]
+    Timeout { path: PathBuf, pid: String, secs: u64 },
+    /// The lock file could not be created or locked.
+    #[error("cannot lock {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Diagnose for LockError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            LockError::Timeout { .. } => Some(
+                "wait for the other cuenv to finish, or raise CUENV_LOCK_TIMEOUT (seconds)".into(),
+            ),
+            LockError::Io { .. } => Some("check that the cuenv home is writable (--home or CUENV_HOME)".into()),
+        }
+    }
+}
+
+/// A held writer lock; released on drop.
+#[derive(Debug)]
+pub struct WriterLock {
+    _file: File,
+}
+
+impl WriterLock {
+    /// Takes the lock, printing one "waiting for another cuenv (pid N)" line on stderr
+    /// through `on_wait` if it has to wait. Creates the home folder if needed.
+    pub fn acquire(layout: &Layout, on_wait: &mut dyn FnMut(&str)) -> Result<WriterLock, LockError> {
+        let path = layout.lock_file();
+        let io = |source| LockError::Io { path: path.clone(), source };
+        fs::create_dir_all(layout.home()).map_err(io)?;
+        let mut file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+        let secs = std::env::var("CUENV_LOCK_TIMEOUT").ok().and_then(|s| s.parse().ok()).unwrap_or(300u64);
+        let start = Instant::now();
+        let mut told = false;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => {
+                    let mut pid = String::new();
+                    let _ = file.rewind().and_then(|_| file.read_to_string(&mut pid));
+                    let pid = pid.trim().to_string();
+                    if !told {
+                        on_wait(&format!("waiting for another cuenv (pid {pid}) to finish..."));
+                        told = true;
+                    }
+                    if start.elapsed() >= Duration::from_secs(secs) {
+                        return Err(LockError::Timeout { path, pid, secs });
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(TryLockError::Error(e)) => return Err(io(e)),
+            }
+        }
+        let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| write!(file, "{}", std::process::id()));
+        Ok(WriterLock { _file: file })
+    }
+}
