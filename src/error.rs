@@ -36,6 +36,9 @@ pub trait Diagnose: std::error::Error {
 /// Finds the first error in `err`'s chain that implements [`Diagnose`].
 fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
     for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<crate::store::Error>() {
+            return Some(e);
+        }
         if let Some(e) = cause.downcast_ref::<crate::lock::LockError>() {
             return Some(e);
         }

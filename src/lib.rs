@@ -12,9 +12,11 @@
 //! [`error::Diagnose`] (a hint and an exit code).
 
 pub mod binfmt;
+pub mod cli;
 pub mod error;
 pub mod fsutil;
 pub mod layout;
 pub mod lock;
 pub mod progress;
+pub mod store;
 pub mod version;

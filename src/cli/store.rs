@@ -1,0 +1,213 @@
+//! `cuenv store add | list | verify | remove`.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use serde::Serialize;
+
+use super::{Ctx, print_json, reporter};
+use crate::error::ExitCode;
+use crate::fsutil::human_size;
+use crate::lock::WriterLock;
+use crate::store::{AddOptions, Store};
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Import cuDNN releases: official .zip / .tar.xz archives, legacy cuda/ archives,
+    /// nvidia-cudnn-cu* wheels, or extracted folders.
+    #[command(after_long_help = "Examples:\n  cuenv store add cudnn-windows-x86_64-9.5.0.50_cuda12-archive.zip\n  cuenv store add nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl --sha256 <hex>\n  cuenv store add \"C:\\Program Files\\NVIDIA\\CUDNN\\v9.5\" --cuda 12")]
+    Add {
+        /// Archives, wheels or folders to import.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// Expected SHA-256 of the input file (one input only).
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+        /// CUDA major the build is for; picks the variant in an installer tree.
+        #[arg(long, value_name = "MAJOR")]
+        cuda: Option<u64>,
+        /// Print the entries as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List store entries.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-hash entries against their entry.toml; exit 3 on any damage.
+    Verify {
+        /// Entries to check (name, or id prefix); all when omitted.
+        ids: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an entry.
+    Remove {
+        /// The entry (name, or id prefix of at least 4 hex digits).
+        id: String,
+    },
+}
+
+#[derive(Serialize)]
+struct EntryRow<'a> {
+    id: &'a str,
+    name: &'a str,
+    version: String,
+    cuda_major: u64,
+    platform: String,
+    size: u64,
+    source: &'a str,
+    path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    existed: Option<bool>,
+}
+
+fn row<'a>(meta: &'a crate::store::entry::EntryMeta, dir: &std::path::Path, existed: Option<bool>) -> EntryRow<'a> {
+    EntryRow {
+        id: &meta.id,
+        name: &meta.name,
+        version: meta.version.to_string(),
+        cuda_major: meta.cuda_major,
+        platform: meta.platform.to_string(),
+        size: meta.content_size(),
+        source: &meta.source.name,
+        path: dir.display().to_string(),
+        existed,
+    }
+}
+
+pub fn run(ctx: &Ctx, cmd: StoreCommand) -> anyhow::Result<ExitCode> {
+    let store = Store::new(&ctx.layout);
+    match cmd {
+        StoreCommand::Add { paths, sha256, cuda, json } => {
+            if sha256.is_some() && paths.len() > 1 {
+                anyhow::bail!("--sha256 applies to one input, but {} were given; add them one at a time", paths.len());
+            }
+            let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
+            let opts = AddOptions { sha256, cuda };
+            let mut added = Vec::new();
+            for path in &paths {
+                let progress = reporter::for_stderr(ctx.quiet);
+                let a = store.add(&lock, path, &opts, progress.as_ref())?;
+                if !json {
+                    if a.existed {
+                        println!("already in store: {} (from {})", a.meta.name, path.display());
+                    } else {
+                        println!(
+                            "added {} (cuDNN {} for CUDA {}, {}, {} libraries, {})",
+                            a.meta.name,
+                            a.meta.version,
+                            a.meta.cuda_major,
+                            a.meta.platform,
+                            a.meta.libraries.len(),
+                            human_size(a.meta.content_size())
+                        );
+                    }
+                }
+                added.push(a);
+            }
+            if json {
+                let rows: Vec<_> = added.iter().map(|a| row(&a.meta, &a.dir, Some(a.existed))).collect();
+                print_json(&rows);
+            }
+            Ok(ExitCode::Success)
+        }
+        StoreCommand::List { json } => {
+            let all = store.list();
+            if json {
+                let rows: Vec<_> = all.iter().filter_map(|(d, m)| m.as_ref().ok().map(|m| row(m, d, None))).collect();
+                print_json(&rows);
+            } else if all.is_empty() {
+                println!("the store at {} is empty; add a release with `cuenv store add <archive>`", ctx.layout.store_dir().display());
+            } else {
+                println!("{:<58} {:<10} {:>4} {:<15} {:>10}  SOURCE", "ENTRY", "CUDNN", "CUDA", "PLATFORM", "SIZE");
+                for (dir, m) in &all {
+                    match m {
+                        Ok(m) => println!(
+                            "{:<58} {:<10} {:>4} {:<15} {:>10}  {}",
+                            m.name,
+                            m.version.to_string(),
+                            m.cuda_major,
+                            m.platform.to_string(),
+                            human_size(m.content_size()),
+                            m.source.name
+                        ),
+                        Err(e) => println!("{:<58} unreadable: {e}", dir.file_name().unwrap_or_default().to_string_lossy()),
+                    }
+                }
+            }
+            for (_, m) in &all {
+                if let Err(e) = m {
+                    ctx.note(&format!("warning: {e}; run `cuenv store verify`"));
+                }
+            }
+            Ok(ExitCode::Success)
+        }
+        StoreCommand::Verify { ids, json } => {
+            let targets: Vec<PathBuf> = if ids.is_empty() {
+                store.list().into_iter().map(|(d, _)| d).collect()
+            } else {
+                ids.iter().map(|q| store.find(q).map(|(d, _)| d)).collect::<Result<_, _>>()?
+            };
+            #[derive(Serialize)]
+            struct Report {
+                entry: String,
+                ok: bool,
+                #[serde(flatten)]
+                damage: crate::store::Damage,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                error: Option<String>,
+            }
+            let mut reports = Vec::new();
+            for dir in targets {
+                let entry = dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
+                match store.verify(&dir) {
+                    Ok(damage) => reports.push(Report { entry, ok: damage.is_clean(), damage, error: None }),
+                    Err(e) => reports.push(Report { entry, ok: false, damage: Default::default(), error: Some(e.to_string()) }),
+                }
+            }
+            let bad = reports.iter().filter(|r| !r.ok).count();
+            if json {
+                print_json(&reports);
+            } else {
+                for r in &reports {
+                    if r.ok {
+                        println!("ok       {}", r.entry);
+                        continue;
+                    }
+                    println!("DAMAGED  {}", r.entry);
+                    if let Some(e) = &r.error {
+                        println!("  {e}");
+                    }
+                    for (what, list) in [("modified", &r.damage.modified), ("missing", &r.damage.missing), ("extra", &r.damage.extra)] {
+                        for p in list {
+                            println!("  {what}: {p}");
+                        }
+                    }
+                }
+                if reports.is_empty() {
+                    println!("the store is empty; nothing to verify");
+                } else {
+                    println!("{} entries checked, {} damaged", reports.len(), bad);
+                }
+            }
+            if bad > 0 {
+                if !json {
+                    eprintln!("hint: remove a damaged entry with `cuenv store remove <entry>` and add its archive again");
+                }
+                return Ok(ExitCode::Damaged);
+            }
+            Ok(ExitCode::Success)
+        }
+        StoreCommand::Remove { id } => {
+            let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
+            let (dir, meta) = store.find(&id)?;
+            store.remove(&lock, &dir)?;
+            println!("removed {}", meta.name);
+            Ok(ExitCode::Success)
+        }
+    }
+}

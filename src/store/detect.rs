@@ -1,0 +1,364 @@
+//! Recognizing a cuDNN release inside an extracted tree: where its root is, which CUDA
+//! variant to keep, its version, CUDA major, platform, library set and layout.
+//!
+//! Facts used (field notes §2, §7b):
+//! - The dispatcher is `cudnn64_<major>.dll` (Windows) or `libcudnn.so.<major>` (Linux);
+//!   it sits in `bin`, `bin/x64` (Windows, 9.18+), `lib`, `lib64` (legacy) or, in NVIDIA's
+//!   Windows installer tree, `bin/<cuda major.minor>/[x64]`.
+//! - The release root is the first ancestor of the dispatcher's folder that is not one of
+//!   `bin`, `lib`, `lib64`, `x64` or a `<major>.<minor>` variant folder.
+//! - The full 4-part version only comes from a wheel's METADATA or name, an official
+//!   archive's name, or a Windows DLL's VERSIONINFO; `cudnn_version.h` has 3 parts.
+//! - The CUDA major comes from `_cudaNN` (archive), `cuNN` (wheel), the installer's variant
+//!   folder, or `--cuda`; it is never guessed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::Error;
+use super::extract::{Item, native};
+use crate::binfmt::{self, Platform};
+use crate::version::{self, Version};
+
+/// Where the parts of a release are inside a store entry (relative, `/` separators).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct EntryLayout {
+    /// Folder holding the shared libraries on Windows (`bin`, `bin/x64`, `bin/12.6`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bin: Option<String>,
+    /// Folder holding shared libraries on Linux, or import libraries (`lib/x64`) on Windows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lib: Option<String>,
+    /// Folder holding `cudnn_version.h` / `cudnn.h`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub include: Option<String>,
+}
+
+/// Facts about the source beyond its content: its file (or folder) name, the CUDA major
+/// the user passed, and the text of a wheel's METADATA if one was found.
+#[derive(Debug, Default)]
+pub struct Hints {
+    /// File name of the archive or wheel, or the folder name.
+    pub source_name: String,
+    /// `--cuda MAJOR` as given.
+    pub cuda: Option<u64>,
+    /// METADATA text of the wheel (inside it, or beside a `site-packages/nvidia/cudnn`).
+    pub metadata: Option<(String, String)>,
+}
+
+/// What was recognized. Paths are relative to the raw tree.
+#[derive(Debug)]
+pub struct Detected {
+    /// The release root inside the raw tree (`""` for the tree itself).
+    pub root: String,
+    /// Items to keep, relative to `root`.
+    pub keep: BTreeMap<String, Item>,
+    /// The cuDNN version (3 or 4 parts) and where it came from.
+    pub version: Version,
+    pub version_source: String,
+    /// The CUDA major variant and where it came from.
+    pub cuda_major: u64,
+    pub cuda_source: String,
+    /// The platform, from the dispatcher's PE/ELF header.
+    pub platform: Platform,
+    /// File names of every shared library in the library folder, sorted.
+    pub libraries: Vec<String>,
+    /// Layout relative to the entry root.
+    pub layout: EntryLayout,
+}
+
+static DISPATCHER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)^(cudnn64_(\d+)\.dll|libcudnn\.so\.(\d+)(\.\d+)*)$").unwrap());
+static VARIANT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\d+\.\d+$").unwrap());
+/// `cudnn-windows-x86_64-9.5.0.50_cuda12-archive`, `..._cuda11.5-archive`
+static ARCHIVE_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)cudnn-(windows|linux)-([a-z0-9_]+)-(\d+\.\d+\.\d+(?:\.\d+)?)_cuda(\d+)(?:\.\d+)?-archive").unwrap()
+});
+/// `cudnn-11.2-windows-x64-v8.1.1.33`, `cudnn-10.2-linux-x64-v8.2.1.32`
+static LEGACY_NAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)cudnn-(\d+)\.(\d+)-(windows|linux)\d*-x64-v(\d+\.\d+\.\d+(?:\.\d+)?)").unwrap());
+/// `nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl`
+static WHEEL_NAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)nvidia[_-]cudnn[_-]cu(\d+)-(\d+\.\d+\.\d+(?:\.\d+)?)").unwrap());
+
+fn is_library(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    l.ends_with(".dll") || l.ends_with(".so") || l.contains(".so.")
+}
+
+fn parent(path: &str) -> &str {
+    path.rfind('/').map(|i| &path[..i]).unwrap_or("")
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn rel_to(root: &str, path: &str) -> String {
+    if root.is_empty() { path.to_string() } else { path[root.len() + 1..].to_string() }
+}
+
+/// Finds the release root and the variant folder (if any) of a dispatcher's library folder.
+fn root_of(lib_dir: &str) -> (String, Option<String>) {
+    let mut dir = lib_dir;
+    let mut variant = None;
+    loop {
+        let name = file_name(dir);
+        let l = name.to_ascii_lowercase();
+        if dir.is_empty() {
+            return (String::new(), variant);
+        }
+        if matches!(l.as_str(), "bin" | "lib" | "lib64" | "x64") {
+            dir = parent(dir);
+        } else if VARIANT.is_match(name) {
+            variant = Some(name.to_string());
+            dir = parent(dir);
+        } else {
+            return (dir.to_string(), variant);
+        }
+    }
+}
+
+/// Recognizes the cuDNN release in the raw tree at `raw` with the given `items`.
+///
+/// Errors: no dispatcher ([`Error::NoCudnn`]); several release roots
+/// ([`Error::SeveralReleases`]); CUDA variants to choose from without `--cuda`
+/// ([`Error::CudaUnknown`]); disagreeing or missing version / CUDA major; mixed or
+/// unknown platforms. Each names what to pass or fix.
+pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: &Hints) -> Result<Detected, Error> {
+    // 1. Dispatchers and their roots.
+    let dispatchers: Vec<&String> = items
+        .iter()
+        .filter(|(p, it)| !matches!(it, Item::Dir) && DISPATCHER.is_match(file_name(p)))
+        .map(|(p, _)| p)
+        .collect();
+    if dispatchers.is_empty() {
+        return Err(Error::NoCudnn { path: source.into() });
+    }
+    let mut roots: BTreeMap<String, BTreeMap<Option<String>, Vec<&String>>> = BTreeMap::new();
+    for d in &dispatchers {
+        let (root, variant) = root_of(parent(d));
+        roots.entry(root).or_default().entry(variant).or_default().push(d);
+    }
+    if roots.len() > 1 {
+        return Err(Error::SeveralReleases { path: source.into(), roots: roots.keys().map(|r| if r.is_empty() { ".".into() } else { r.clone() }).collect() });
+    }
+    let (root, variants) = roots.into_iter().next().expect("one root");
+
+    // 2. CUDA evidence from names.
+    let mut cuda: Vec<(u64, String)> = Vec::new();
+    let mut versions: Vec<(Version, String)> = Vec::new();
+    if let Some(c) = hints.cuda {
+        cuda.push((c, "--cuda".into()));
+    }
+    let names = [(hints.source_name.as_str(), "the source name"), (file_name(&root), "the release folder name")];
+    for (name, what) in names {
+        if let Some(m) = ARCHIVE_NAME.captures(name) {
+            cuda.push((m[4].parse().unwrap_or(0), format!("{what} `{name}`")));
+            versions.push((m[3].parse().expect("regex digits"), format!("{what} `{name}`")));
+        } else if let Some(m) = LEGACY_NAME.captures(name) {
+            cuda.push((m[1].parse().unwrap_or(0), format!("{what} `{name}`")));
+            versions.push((m[4].parse().expect("regex digits"), format!("{what} `{name}`")));
+        } else if let Some(m) = WHEEL_NAME.captures(name) {
+            cuda.push((m[1].parse().unwrap_or(0), format!("{what} `{name}`")));
+            versions.push((m[2].parse().expect("regex digits"), format!("{what} `{name}`")));
+        }
+    }
+    if let Some((meta_name, text)) = &hints.metadata {
+        let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
+        if let Some(v) = field("Version:").and_then(|v| v.parse::<Version>().ok()) {
+            versions.push((v, format!("wheel METADATA ({meta_name})")));
+        }
+        if let Some(m) = field("Name:").and_then(|n| Regex::new(r"(?i)cudnn[-_]cu(\d+)").unwrap().captures(n).map(|c| c[1].to_string())) {
+            cuda.push((m.parse().unwrap_or(0), format!("wheel METADATA ({meta_name})")));
+        }
+    }
+
+    // 3. Pick the CUDA variant folder when the tree holds several.
+    let named_cuda = cuda.first().map(|c| c.0);
+    let chosen_variant: Option<String> = if variants.len() == 1 {
+        variants.keys().next().cloned().flatten()
+    } else {
+        let all: Vec<String> = variants.keys().flatten().cloned().collect();
+        let Some(want) = named_cuda else {
+            return Err(Error::CudaUnknown { path: source.into(), variants: all });
+        };
+        let mut matching: Vec<&String> = all.iter().filter(|v| v.split('.').next() == Some(&want.to_string())).collect();
+        matching.sort_by_key(|v| v.parse::<Version>().ok());
+        match matching.last() {
+            Some(v) => Some((*v).clone()),
+            None => return Err(Error::CudaConflict { path: source.into(), claims: vec![(want, "--cuda".into())], detail: format!("this tree only holds CUDA variants {}", all.join(", ")) }),
+        }
+    };
+    if let Some(v) = &chosen_variant {
+        let major: u64 = v.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
+        cuda.push((major, format!("the variant folder `{v}`")));
+    }
+    let dispatcher = variants.get(&chosen_variant).expect("chosen among keys")[0].clone();
+
+    // 4. Keep the chosen variant only.
+    let mut keep = BTreeMap::new();
+    for (p, it) in items {
+        let in_root = root.is_empty() || p.starts_with(&format!("{root}/"));
+        if !in_root {
+            continue;
+        }
+        let rel = rel_to(&root, p);
+        let mut comps = rel.split('/');
+        let _first = comps.next();
+        if let Some(second) = comps.next() {
+            if VARIANT.is_match(second) && Some(second) != chosen_variant.as_deref() {
+                continue;
+            }
+        }
+        keep.insert(rel, it.clone());
+    }
+
+    // 5. CUDA major: all evidence must agree, and there must be some.
+    let mut distinct: BTreeSet<u64> = cuda.iter().map(|c| c.0).collect();
+    if distinct.len() > 1 {
+        return Err(Error::CudaConflict { path: source.into(), claims: cuda, detail: String::new() });
+    }
+    let Some(cuda_major) = distinct.pop_first() else {
+        return Err(Error::CudaUnknown { path: source.into(), variants: Vec::new() });
+    };
+    let cuda_source = cuda.iter().find(|c| c.0 == cuda_major).map(|c| c.1.clone()).unwrap_or_default();
+
+    // 6. Layout.
+    let lib_dir = parent(&dispatcher).to_string();
+    let dispatcher_path = native(raw, &resolve_link(items, &dispatcher));
+    let info = binfmt::inspect(&dispatcher_path).map_err(|e| Error::BadLibrary { path: source.into(), member: dispatcher.clone(), detail: e.to_string() })?;
+    let Some(mut platform) = info.platform else {
+        return Err(Error::BadLibrary { path: source.into(), member: dispatcher.clone(), detail: format!("built for {}, which no cuDNN release targets", info.describe) });
+    };
+    if platform == Platform::LinuxSbsa && (hints.source_name.contains("linux-aarch64") || root.contains("linux-aarch64")) {
+        platform = Platform::LinuxAarch64;
+    }
+    let mut layout = EntryLayout::default();
+    let in_variant = |p: &str| chosen_variant.as_ref().is_none_or(|v| p.split('/').any(|c| c == v));
+    let header = keep
+        .iter()
+        .filter(|(p, it)| matches!(it, Item::File { .. }) && in_variant(p))
+        .map(|(p, _)| p)
+        .filter(|p| matches!(file_name(p).to_ascii_lowercase().as_str(), "cudnn_version.h" | "cudnn.h"))
+        .min_by_key(|p| (file_name(p) != "cudnn_version.h", p.len()))
+        .cloned();
+    if let Some(h) = &header {
+        layout.include = Some(parent(h).to_string());
+    }
+    let lib_rel = rel_to(&root, &lib_dir);
+    if platform.is_windows() {
+        layout.bin = Some(lib_rel.clone());
+        layout.lib = keep
+            .keys()
+            .filter(|p| file_name(p).eq_ignore_ascii_case("cudnn.lib") && in_variant(p))
+            .map(|p| parent(p).to_string())
+            .next();
+    } else {
+        layout.lib = Some(lib_rel.clone());
+    }
+
+    // 7. Library set and platform agreement.
+    let mut libraries = Vec::new();
+    for (p, it) in &keep {
+        if parent(p) != lib_rel || matches!(it, Item::Dir) || !is_library(file_name(p)) {
+            continue;
+        }
+        libraries.push(file_name(p).to_string());
+        if let Item::File { .. } = it {
+            let full = native(raw, &if root.is_empty() { p.clone() } else { format!("{root}/{p}") });
+            if let Ok(other) = binfmt::inspect(&full) {
+                if other.platform.map(|o| o.is_windows()) != Some(platform.is_windows()) || other.platform.is_none() {
+                    return Err(Error::BadLibrary {
+                        path: source.into(),
+                        member: p.clone(),
+                        detail: format!("built for {}, but the dispatcher is {}", other.describe, platform),
+                    });
+                }
+            }
+        }
+    }
+    libraries.sort();
+
+    // 8. Version: header (3 parts) and every 4-part source must agree.
+    if let Some(h) = &header {
+        let text = std::fs::read_to_string(native(raw, &if root.is_empty() { h.clone() } else { format!("{root}/{h}") })).unwrap_or_default();
+        if let Some(v) = version::parse_cudnn_header(&text) {
+            versions.push((v, format!("`{h}`")));
+        }
+    }
+    if let Some(fv) = info.file_version {
+        versions.push((fv, format!("the VERSIONINFO of `{}`", file_name(&dispatcher))));
+    }
+    let Some(best) = versions.iter().max_by_key(|v| v.0.parts().len()).cloned() else {
+        return Err(Error::VersionUnknown { path: source.into() });
+    };
+    for (v, from) in &versions {
+        if !best.0.starts_with(&v.truncated(3)) || !v.starts_with(&best.0.truncated(v.parts().len().min(3))) {
+            return Err(Error::VersionConflict { path: source.into(), a: (best.0.to_string(), best.1.clone()), b: (v.to_string(), from.clone()) });
+        }
+    }
+    let dispatcher_major: u64 = DISPATCHER.captures(file_name(&dispatcher)).and_then(|c| c.get(2).or(c.get(3))).and_then(|m| m.as_str().parse().ok()).unwrap_or(0);
+    if dispatcher_major != best.0.major() {
+        return Err(Error::VersionConflict {
+            path: source.into(),
+            a: (best.0.to_string(), best.1.clone()),
+            b: (dispatcher_major.to_string(), format!("the dispatcher name `{}`", file_name(&dispatcher))),
+        });
+    }
+    Ok(Detected {
+        root,
+        keep,
+        version: best.0,
+        version_source: best.1,
+        cuda_major,
+        cuda_source,
+        platform,
+        libraries,
+        layout,
+    })
+}
+
+/// Follows symlinks inside the tree (at most 8 hops) to the file a path names.
+fn resolve_link(items: &BTreeMap<String, Item>, path: &str) -> String {
+    let mut p = path.to_string();
+    for _ in 0..8 {
+        match items.get(&p) {
+            Some(Item::Symlink { target }) => match super::member::resolve_symlink(&p, target) {
+                Ok(t) => p = t,
+                Err(_) => break,
+            },
+            _ => break,
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots() {
+        assert_eq!(root_of("cudnn-x-archive/bin"), ("cudnn-x-archive".into(), None));
+        assert_eq!(root_of("cudnn-x-archive/bin/x64"), ("cudnn-x-archive".into(), None));
+        assert_eq!(root_of("CUDNN/v9.5/bin/12.6/x64"), ("CUDNN/v9.5".into(), Some("12.6".into())));
+        assert_eq!(root_of("nvidia/cudnn/lib"), ("nvidia/cudnn".into(), None));
+        assert_eq!(root_of("cuda/lib64"), ("cuda".into(), None));
+        assert_eq!(root_of("lib"), ("".into(), None));
+    }
+
+    #[test]
+    fn names() {
+        let m = ARCHIVE_NAME.captures("cudnn-windows-x86_64-9.5.0.50_cuda12-archive.zip").unwrap();
+        assert_eq!((&m[3], &m[4]), ("9.5.0.50", "12"));
+        let m = ARCHIVE_NAME.captures("cudnn-linux-x86_64-8.5.0.96_cuda11.5-archive.tar.xz").unwrap();
+        assert_eq!((&m[3], &m[4]), ("8.5.0.96", "11"));
+        let m = LEGACY_NAME.captures("cudnn-11.2-windows-x64-v8.1.1.33.zip").unwrap();
+        assert_eq!((&m[1], &m[4]), ("11", "8.1.1.33"));
+        let m = WHEEL_NAME.captures("nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl").unwrap();
+        assert_eq!((&m[1], &m[2]), ("12", "9.5.0.50"));
+        assert!(DISPATCHER.is_match("cudnn64_9.dll") && DISPATCHER.is_match("libcudnn.so.8") && DISPATCHER.is_match("libcudnn.so.8.9.4"));
+        assert!(!DISPATCHER.is_match("libcudnn_ops.so.9") && !DISPATCHER.is_match("libcudnn.so") && !DISPATCHER.is_match("cudnn_ops64_9.dll"));
+    }
+}

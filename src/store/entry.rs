@@ -1,0 +1,142 @@
+//! `entry.toml`: the metadata file of a store entry, and the entry id.
+//!
+//! The id is the SHA-256 of a canonical listing of the entry's content: one line per item,
+//! sorted by relative path (`/` separators, byte order), `path \t kind \t digest \n`, where
+//! kind is `dir`, `file` (digest: the file's SHA-256) or `symlink` (digest: the target).
+//! `entry.toml` itself is not part of the listing, so the id depends only on the content.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::detect::EntryLayout;
+use super::extract::{Item, SourceKind};
+use crate::binfmt::Platform;
+use crate::version::Version;
+
+/// The file name of the metadata file at the root of every store entry.
+pub const ENTRY_FILE: &str = "entry.toml";
+
+/// Where an entry's content came from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SourceInfo {
+    /// File or folder name of the input.
+    pub name: String,
+    /// What kind of input it was.
+    pub kind: SourceKind,
+    /// Size of the input file in bytes (absent for folders).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// SHA-256 of the input file (absent for folders).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// One item of the entry's content, as recorded in `entry.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileRecord {
+    /// Relative path, `/` separators.
+    pub path: String,
+    /// `file`, `dir` or `symlink`.
+    pub kind: String,
+    /// Size in bytes (files only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Lowercase hex SHA-256 (files only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Link target (symlinks only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+/// The content of `entry.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EntryMeta {
+    /// Full hex SHA-256 content id.
+    pub id: String,
+    /// The entry's folder name: `cudnn-<version>-cuda<N>-<platform>-<12 hex of id>`.
+    pub name: String,
+    /// cuDNN version (3 or 4 parts).
+    pub version: Version,
+    /// Where the version was read from (e.g. `wheel METADATA`, `` `include/cudnn_version.h` ``).
+    pub version_source: String,
+    /// CUDA major this cuDNN build is for.
+    pub cuda_major: u64,
+    /// Where the CUDA major came from.
+    pub cuda_source: String,
+    /// The platform from the libraries' headers.
+    pub platform: Platform,
+    /// When it was added (RFC 3339, UTC, seconds).
+    pub added: String,
+    /// File names of the shared libraries found in the library folder.
+    pub libraries: Vec<String>,
+    /// Where `bin`, `lib` and `include` are inside the entry.
+    pub layout: EntryLayout,
+    /// The input it was imported from.
+    pub source: SourceInfo,
+    /// Every item of the content.
+    pub files: Vec<FileRecord>,
+}
+
+impl EntryMeta {
+    /// Total size of the content's files in bytes.
+    pub fn content_size(&self) -> u64 {
+        self.files.iter().filter_map(|f| f.size).sum()
+    }
+
+    /// Reads `<dir>/entry.toml`.
+    pub fn read(dir: &Path) -> Result<EntryMeta, String> {
+        let path = dir.join(ENTRY_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// Converts the kept items into records, sorted by path.
+pub fn records(items: &BTreeMap<String, Item>) -> Vec<FileRecord> {
+    items
+        .iter()
+        .map(|(path, item)| match item {
+            Item::Dir => FileRecord { path: path.clone(), kind: "dir".into(), size: None, sha256: None, target: None },
+            Item::File { size, sha256 } => FileRecord { path: path.clone(), kind: "file".into(), size: Some(*size), sha256: Some(sha256.clone()), target: None },
+            Item::Symlink { target } => FileRecord { path: path.clone(), kind: "symlink".into(), size: None, sha256: None, target: Some(target.clone()) },
+        })
+        .collect()
+}
+
+/// The content id of a set of records (see the module docs for the listing format).
+pub fn content_id(records: &[FileRecord]) -> String {
+    let mut sorted: Vec<&FileRecord> = records.iter().collect();
+    sorted.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    let mut h = Sha256::new();
+    for r in sorted {
+        let digest = r.sha256.as_deref().or(r.target.as_deref()).unwrap_or("");
+        h.update(format!("{}\t{}\t{}\n", r.path, r.kind, digest).as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// The readable folder name of an entry.
+pub fn entry_name(version: &Version, cuda_major: u64, platform: Platform, id: &str) -> String {
+    format!("cudnn-{version}-cuda{cuda_major}-{platform}-{}", &id[..12])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_ignores_order_and_names_content() {
+        let a = FileRecord { path: "b".into(), kind: "file".into(), size: Some(1), sha256: Some("aa".into()), target: None };
+        let b = FileRecord { path: "a".into(), kind: "dir".into(), size: None, sha256: None, target: None };
+        assert_eq!(content_id(&[a.clone(), b.clone()]), content_id(&[b.clone(), a.clone()]));
+        let mut c = a.clone();
+        c.sha256 = Some("ab".into());
+        assert_ne!(content_id(&[a, b.clone()]), content_id(&[c, b]));
+        let v: Version = "9.5.0.50".parse().unwrap();
+        assert_eq!(entry_name(&v, 12, Platform::WindowsX86_64, "0123456789abcdef"), "cudnn-9.5.0.50-cuda12-windows-x86_64-0123456789ab");
+    }
+}

@@ -1,0 +1,589 @@
+//! Reading an import source (zip, wheel, `.tar.xz`, `.tgz`, or a folder) into a staging
+//! folder, validating every member and hashing every file in the same streaming pass.
+//!
+//! Invariants:
+//! - Nothing is written outside `raw` (the staging folder), and every member name is
+//!   validated ([`super::member`]) before its file is created.
+//! - Files are streamed through a fixed 1 MiB buffer per worker: memory stays bounded
+//!   whatever the member size (the 9.5.0.50 Windows wheel holds a 415 MB DLL).
+//! - A member never yields more bytes than its header declares (zip bombs and lying
+//!   headers stop at the declared size), and zip members are CRC-checked by the `zip` crate.
+//! - Zip members are independent, so they are inflated by several threads, each with its
+//!   own file handle; the source file's SHA-256 is computed by one more thread meanwhile.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use sha2::{Digest, Sha256};
+
+use super::member::{self, CaseIndex};
+use super::Error;
+use crate::progress::Progress;
+
+/// The buffer size of one streaming worker, in bytes.
+const BUF: usize = 1 << 20;
+/// A member may expand at most this many times its compressed size (deflate's own
+/// maximum is about 1032:1; real cuDNN libraries compress 2-6:1) ...
+const MAX_RATIO: u64 = 200;
+/// ... once it is larger than this many bytes (tiny files compress arbitrarily well).
+const RATIO_FLOOR: u64 = 4 << 20;
+
+/// What kind of input a path holds, detected from its content (magic bytes), not its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceKind {
+    /// A zip archive (official Windows archive or a legacy `cuda/` zip).
+    Zip,
+    /// A pip wheel: a zip with a `*.dist-info/RECORD`.
+    Wheel,
+    /// An xz-compressed tar (official Linux archive).
+    TarXz,
+    /// A gzip-compressed tar (legacy `.tgz`).
+    TarGz,
+    /// An already extracted folder.
+    Folder,
+}
+
+/// One item of an extracted tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    /// A regular file: size in bytes and lowercase hex SHA-256.
+    File { size: u64, sha256: String },
+    /// A folder.
+    Dir,
+    /// A symbolic link; `target` as stored (relative), already checked to stay inside.
+    Symlink { target: String },
+}
+
+/// The result of extracting a source into a staging folder.
+#[derive(Debug, Default)]
+pub struct Extracted {
+    /// Every item by normalized relative path (`/` separators).
+    pub items: BTreeMap<String, Item>,
+    /// SHA-256 of the input file's bytes (none for a folder).
+    pub source_sha256: Option<String>,
+    /// Size of the input file in bytes (none for a folder).
+    pub source_size: Option<u64>,
+}
+
+/// Detects the kind of `path` from its content.
+///
+/// Errors: [`Error::Read`] if it cannot be read, [`Error::UnknownInput`] if it is not a
+/// zip, xz or gzip file, nor a folder.
+pub fn detect_kind(path: &Path) -> Result<SourceKind, Error> {
+    let meta = fs::metadata(path).map_err(|source| Error::Read { path: path.into(), source })?;
+    if meta.is_dir() {
+        return Ok(SourceKind::Folder);
+    }
+    let mut magic = [0u8; 6];
+    let mut f = File::open(path).map_err(|source| Error::Read { path: path.into(), source })?;
+    let n = read_full(&mut f, &mut magic).map_err(|source| Error::Read { path: path.into(), source })?;
+    let magic = &magic[..n];
+    if magic.starts_with(b"PK\x03\x04") || magic.starts_with(b"PK\x05\x06") {
+        return Ok(if is_wheel(path)? { SourceKind::Wheel } else { SourceKind::Zip });
+    }
+    if magic.starts_with(&[0xFD, b'7', b'z', b'X', b'Z', 0]) {
+        return Ok(SourceKind::TarXz);
+    }
+    if magic.starts_with(&[0x1F, 0x8B]) {
+        return Ok(SourceKind::TarGz);
+    }
+    Err(Error::UnknownInput {
+        path: path.into(),
+        why: "its content is not a zip, .tar.xz or .tgz archive".into(),
+    })
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+fn is_wheel(path: &Path) -> Result<bool, Error> {
+    let f = File::open(path).map_err(|source| Error::Read { path: path.into(), source })?;
+    let Ok(zip) = zip::ZipArchive::new(f) else { return Ok(false) };
+    Ok(zip.file_names_raw().any(|n| {
+        let n = String::from_utf8_lossy(n);
+        let mut parts = n.split('/');
+        matches!((parts.next(), parts.next(), parts.next()), (Some(d), Some("RECORD"), None) if d.ends_with(".dist-info"))
+    }))
+}
+
+/// Extracts `source` (of `kind`) into the empty folder `raw`, reporting bytes to `progress`.
+///
+/// Errors: any refused member, size or CRC mismatch, truncated archive, or I/O error, as
+/// an [`Error`] naming the archive and member. On error `raw` may hold partial files; the
+/// caller discards the whole staging folder.
+pub fn extract(source: &Path, kind: SourceKind, raw: &Path, progress: &dyn Progress) -> Result<Extracted, Error> {
+    match kind {
+        SourceKind::Zip | SourceKind::Wheel => extract_zip(source, raw, progress),
+        SourceKind::TarXz => {
+            let f = open(source)?;
+            extract_tar(source, raw, progress, f, |r| Box::new(xz2::read::XzDecoder::new(r)))
+        }
+        SourceKind::TarGz => {
+            let f = open(source)?;
+            extract_tar(source, raw, progress, f, |r| Box::new(flate2::read::GzDecoder::new(r)))
+        }
+        SourceKind::Folder => copy_folder(source, raw, progress),
+    }
+}
+
+fn open(path: &Path) -> Result<File, Error> {
+    File::open(path).map_err(|source| Error::Read { path: path.into(), source })
+}
+
+/// Joins a normalized `/`-separated relative path onto `base` with native separators.
+pub fn native(base: &Path, rel: &str) -> PathBuf {
+    let mut p = base.to_path_buf();
+    p.extend(rel.split('/').filter(|c| !c.is_empty()));
+    p
+}
+
+fn write_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
+    move |source| Error::Write { path: path.into(), source }
+}
+
+/// Copies `reader` into a new file at `dest`, hashing as it goes. Returns (bytes, hex sha256).
+/// Stops with `Ok` after at most `limit` bytes (`u64::MAX` for none) plus one, so callers can
+/// tell "more than declared" from "exactly declared".
+fn stream_to_file(reader: &mut dyn Read, dest: &Path, limit: u64, progress: &dyn Progress, buf: &mut [u8]) -> Result<(u64, String), StreamError> {
+    let mut out = File::create(dest).map_err(StreamError::Write)?;
+    let mut hasher = Sha256::new();
+    let mut total = 0u64;
+    loop {
+        let want = (buf.len() as u64).min(limit.saturating_add(1) - total.min(limit.saturating_add(1))) as usize;
+        if want == 0 {
+            break;
+        }
+        let n = match reader.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(StreamError::Read(e)),
+        };
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n]).map_err(StreamError::Write)?;
+        total += n as u64;
+        progress.advance(n as u64);
+    }
+    out.sync_all().map_err(StreamError::Write)?;
+    Ok((total, hex::encode(hasher.finalize())))
+}
+
+enum StreamError {
+    Read(io::Error),
+    Write(io::Error),
+}
+
+/// Hashes a whole file with SHA-256 (1 MiB reads). Returns (size, hex digest).
+pub fn hash_file(path: &Path) -> io::Result<(u64, String)> {
+    let mut f = File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; BUF];
+    let mut total = 0u64;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        total += n as u64;
+    }
+    Ok((total, hex::encode(hasher.finalize())))
+}
+
+// ---------------------------------------------------------------- zip
+
+struct ZipMember {
+    index: usize,
+    name: String,
+    path: String,
+    size: u64,
+}
+
+fn corrupt(archive: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Corrupt { archive: archive.into(), detail: e.to_string() }
+}
+
+fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Extracted, Error> {
+    let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, format!("not a readable zip ({e}); the file may be truncated")))?;
+    let mut items = BTreeMap::new();
+    let mut case = CaseIndex::default();
+    let mut files = Vec::new();
+    let mut symlinks = Vec::new();
+    for index in 0..zip.len() {
+        let f = zip.by_index_raw(index).map_err(|e| corrupt(source, e))?;
+        let name = String::from_utf8_lossy(f.name_raw()).into_owned();
+        let bad = |rule: String| Error::BadMember { archive: source.into(), member: name.clone(), rule };
+        let path = member::normalize(&name).map_err(|r| bad(r.0))?;
+        if path.is_empty() {
+            continue;
+        }
+        if let Some(prev) = case.insert(&path) {
+            return Err(Error::CaseCollision { archive: source.into(), first: prev, second: path });
+        }
+        if f.is_dir() {
+            items.insert(path, Item::Dir);
+        } else if f.is_symlink() {
+            if f.size() > 4096 {
+                return Err(bad("a symlink member longer than 4096 bytes".into()));
+            }
+            let mut target = String::new();
+            // by_index_raw gives the stored bytes; read the decompressed target instead.
+            drop(f);
+            zip.by_index(index)
+                .map_err(|e| corrupt(source, e))?
+                .read_to_string(&mut target)
+                .map_err(|e| bad(format!("unreadable symlink target ({e})")))?;
+            member::resolve_symlink(&path, &target).map_err(|r| bad(r.0))?;
+            symlinks.push((path, target));
+        } else {
+            let (size, packed) = (f.size(), f.compressed_size());
+            if size > RATIO_FLOOR && size / packed.max(1) > MAX_RATIO {
+                return Err(Error::Bomb { archive: source.into(), member: name, size, packed, max_ratio: MAX_RATIO });
+            }
+            files.push(ZipMember { index, name, path, size });
+        }
+    }
+    // Every parent folder of every member exists before the workers start.
+    for m in &files {
+        add_parents(&mut items, &m.path);
+    }
+    for (p, _) in &symlinks {
+        add_parents(&mut items, p);
+    }
+    for (path, item) in &items {
+        if *item == Item::Dir {
+            fs::create_dir_all(native(raw, path)).map_err(write_err(raw))?;
+        }
+    }
+    let total: u64 = files.iter().map(|m| m.size).sum();
+    progress.start("extracting", total);
+    let results = Mutex::new(Vec::with_capacity(files.len()));
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<Error>> = Mutex::new(None);
+    let buckets = balance(files, worker_count());
+    let source_hash = std::thread::scope(|s| {
+        let hasher = s.spawn(|| hash_file(source));
+        for bucket in buckets {
+            let (results, failed, first_error) = (&results, &failed, &first_error);
+            s.spawn(move || {
+                if let Err(e) = zip_worker(source, raw, bucket, progress, results, failed) {
+                    failed.store(true, Ordering::Relaxed);
+                    first_error.lock().unwrap().get_or_insert(e);
+                }
+            });
+        }
+        hasher.join().expect("hash thread panicked")
+    });
+    progress.finish();
+    if let Some(e) = first_error.into_inner().unwrap() {
+        return Err(e);
+    }
+    for (path, item) in results.into_inner().unwrap() {
+        items.insert(path, item);
+    }
+    for (path, target) in symlinks {
+        make_symlink(raw, &path, &target)?;
+        items.insert(path, Item::Symlink { target });
+    }
+    let (size, sha) = source_hash.map_err(|source_err| Error::Read { path: source.into(), source: source_err })?;
+    Ok(Extracted { items, source_sha256: Some(sha), source_size: Some(size) })
+}
+
+fn zip_worker(source: &Path, raw: &Path, members: Vec<ZipMember>, progress: &dyn Progress, results: &Mutex<Vec<(String, Item)>>, failed: &AtomicBool) -> Result<(), Error> {
+    let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, e))?;
+    let mut buf = vec![0u8; BUF];
+    for m in members {
+        if failed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let dest = native(raw, &m.path);
+        let mut reader = zip.by_index(m.index).map_err(|e| corrupt(source, format!("member `{}`: {e}", m.name)))?;
+        let (n, sha) = match stream_to_file(&mut reader, &dest, m.size, progress, &mut buf) {
+            Ok(v) => v,
+            Err(StreamError::Write(e)) => return Err(Error::Write { path: dest, source: e }),
+            Err(StreamError::Read(e)) => return Err(member_read_error(source, &m.name, e)),
+        };
+        if n != m.size {
+            return Err(Error::SizeMismatch { archive: source.into(), member: m.name, declared: m.size, actual: n });
+        }
+        results.lock().unwrap().push((m.path, Item::File { size: n, sha256: sha }));
+    }
+    Ok(())
+}
+
+fn member_read_error(archive: &Path, member: &str, e: io::Error) -> Error {
+    let text = e.to_string();
+    if text.to_ascii_lowercase().contains("checksum") || text.contains("CRC") {
+        Error::BadCrc { archive: archive.into(), member: member.into() }
+    } else if e.kind() == io::ErrorKind::UnexpectedEof {
+        corrupt(archive, format!("member `{member}` ends early; the archive is truncated"))
+    } else {
+        corrupt(archive, format!("member `{member}`: {text}"))
+    }
+}
+
+fn worker_count() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 4)
+}
+
+/// Splits members into `n` buckets of about equal total size (largest first, each to the
+/// lightest bucket), so one huge DLL does not serialize the rest behind it.
+fn balance(mut files: Vec<ZipMember>, n: usize) -> Vec<Vec<ZipMember>> {
+    files.sort_by(|a, b| b.size.cmp(&a.size));
+    let mut buckets: Vec<(u64, Vec<ZipMember>)> = (0..n).map(|_| (0, Vec::new())).collect();
+    for f in files {
+        let lightest = buckets.iter_mut().min_by_key(|b| b.0).expect("n >= 1");
+        lightest.0 += f.size;
+        lightest.1.push(f);
+    }
+    buckets.into_iter().map(|b| b.1).filter(|b| !b.is_empty()).collect()
+}
+
+fn add_parents(items: &mut BTreeMap<String, Item>, path: &str) {
+    let mut end = 0;
+    while let Some(i) = path[end..].find('/') {
+        end += i;
+        items.entry(path[..end].to_string()).or_insert(Item::Dir);
+        end += 1;
+    }
+}
+
+/// Creates a symlink at `raw/path` pointing to `target`. On Windows, where symlinks need
+/// privilege, the target file (which must already be extracted) is copied instead.
+fn make_symlink(raw: &Path, path: &str, target: &str) -> Result<(), Error> {
+    let dest = native(raw, path);
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(target, &dest).map_err(write_err(&dest))
+    }
+    #[cfg(not(unix))]
+    {
+        let resolved = member::resolve_symlink(path, target).expect("validated before");
+        let from = native(raw, &resolved);
+        if from.is_dir() {
+            return Err(Error::Write { path: dest, source: io::Error::other("symlinks to folders are not supported on Windows") });
+        }
+        fs::copy(&from, &dest).map(|_| ()).map_err(write_err(&dest))
+    }
+}
+
+// ---------------------------------------------------------------- tar
+
+/// Counts and hashes the compressed bytes as the decoder pulls them.
+struct HashingReader<R> {
+    inner: R,
+    hasher: Sha256,
+    count: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+type Decoder<'a> = Box<dyn Read + 'a>;
+
+fn extract_tar(
+    source: &Path,
+    raw: &Path,
+    progress: &dyn Progress,
+    file: File,
+    decoder: impl for<'a> FnOnce(&'a mut HashingReader<File>) -> Decoder<'a>,
+) -> Result<Extracted, Error> {
+    let total = file.metadata().map(|m| m.len()).unwrap_or(0);
+    progress.start("extracting", total);
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut hashing = HashingReader { inner: file, hasher: Sha256::new(), count: count.clone() };
+    let mut items = BTreeMap::new();
+    {
+        let mut archive = tar::Archive::new(decoder(&mut hashing));
+        let entries = archive.entries().map_err(|e| corrupt(source, e))?;
+        let mut case = CaseIndex::default();
+        let mut buf = vec![0u8; BUF];
+        let mut unpacked = 0u64;
+        let mut last_packed = 0u64;
+        for entry in entries {
+            let mut entry = entry.map_err(|e| tar_error(source, e))?;
+            let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+            let bad = |rule: String| Error::BadMember { archive: source.into(), member: name.clone(), rule };
+            let path = member::normalize(&name).map_err(|r| bad(r.0))?;
+            if path.is_empty() {
+                continue;
+            }
+            if let Some(prev) = case.insert(&path) {
+                return Err(Error::CaseCollision { archive: source.into(), first: prev, second: path });
+            }
+            let ty = entry.header().entry_type();
+            let declared = entry.header().size().map_err(|e| bad(format!("unreadable size ({e})")))?;
+            // Parents first (tar archives need not list folders).
+            add_parents(&mut items, &path);
+            fs::create_dir_all(native(raw, &path).parent().expect("under raw")).map_err(write_err(raw))?;
+            match ty {
+                tar::EntryType::Directory => {
+                    fs::create_dir_all(native(raw, &path)).map_err(write_err(raw))?;
+                    items.insert(path, Item::Dir);
+                }
+                tar::EntryType::Regular | tar::EntryType::Continuous => {
+                    let dest = native(raw, &path);
+                    let (n, sha) = match stream_to_file(&mut entry, &dest, declared, &NoAdvance, &mut buf) {
+                        Ok(v) => v,
+                        Err(StreamError::Write(e)) => return Err(Error::Write { path: dest, source: e }),
+                        Err(StreamError::Read(e)) => return Err(tar_error(source, e)),
+                    };
+                    if n != declared {
+                        return Err(Error::Corrupt {
+                            archive: source.into(),
+                            detail: format!("member `{name}` has {n} of the {declared} bytes its header declares; the archive is truncated"),
+                        });
+                    }
+                    unpacked += n;
+                    let packed = count.load(Ordering::Relaxed);
+                    progress.advance(packed - last_packed);
+                    last_packed = packed;
+                    if unpacked > (1 << 30) && unpacked / packed.max(1) > MAX_RATIO {
+                        return Err(Error::Bomb { archive: source.into(), member: name, size: unpacked, packed, max_ratio: MAX_RATIO });
+                    }
+                    items.insert(path, Item::File { size: n, sha256: sha });
+                }
+                tar::EntryType::Symlink => {
+                    let target = entry
+                        .link_name_bytes()
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .ok_or_else(|| bad("a symlink without a target".into()))?;
+                    member::resolve_symlink(&path, &target).map_err(|r| bad(r.0))?;
+                    make_symlink(raw, &path, &target)?;
+                    items.insert(path, Item::Symlink { target });
+                }
+                tar::EntryType::Link => {
+                    let target = entry
+                        .link_name_bytes()
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .ok_or_else(|| bad("a hard link without a target".into()))?;
+                    let target = member::normalize(&target).map_err(|r| bad(format!("hard link target: {}", r.0)))?;
+                    let Some(Item::File { size, sha256 }) = items.get(&target).cloned() else {
+                        return Err(bad(format!("a hard link to `{target}`, which is not an earlier file in the archive")));
+                    };
+                    fs::copy(native(raw, &target), native(raw, &path)).map_err(write_err(raw))?;
+                    items.insert(path, Item::File { size, sha256 });
+                }
+                tar::EntryType::XGlobalHeader | tar::EntryType::XHeader | tar::EntryType::GNULongName | tar::EntryType::GNULongLink => {}
+                other => return Err(bad(format!("unsupported member type {other:?} (only files, folders and links are allowed)"))),
+            }
+        }
+    }
+    // Hash whatever trails the tar end marker too, so the digest covers the whole file.
+    io::copy(&mut hashing, &mut io::sink()).map_err(|e| Error::Read { path: source.into(), source: e })?;
+    progress.finish();
+    let size = count.load(Ordering::Relaxed);
+    Ok(Extracted { items, source_sha256: Some(hex::encode(hashing.hasher.finalize())), source_size: Some(size) })
+}
+
+fn tar_error(archive: &Path, e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        corrupt(archive, "the compressed stream ends early; the archive is truncated")
+    } else {
+        corrupt(archive, e)
+    }
+}
+
+struct NoAdvance;
+impl Progress for NoAdvance {
+    fn start(&self, _: &str, _: u64) {}
+    fn advance(&self, _: u64) {}
+    fn finish(&self) {}
+}
+
+// ---------------------------------------------------------------- folder
+
+fn copy_folder(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Extracted, Error> {
+    let read_err = |e: walkdir::Error| {
+        let path = e.path().map(Path::to_path_buf).unwrap_or_else(|| source.into());
+        Error::Read { path, source: e.into() }
+    };
+    let mut total = 0u64;
+    for e in walkdir::WalkDir::new(source) {
+        let e = e.map_err(read_err)?;
+        if e.file_type().is_file() {
+            total += e.metadata().map(|m| m.len()).unwrap_or(0);
+        }
+    }
+    progress.start("copying", total);
+    let mut items = BTreeMap::new();
+    let mut case = CaseIndex::default();
+    let mut buf = vec![0u8; BUF];
+    let mut links = Vec::new();
+    for e in walkdir::WalkDir::new(source).min_depth(1).sort_by_file_name() {
+        let e = e.map_err(read_err)?;
+        let rel = e.path().strip_prefix(source).expect("walkdir stays under its root");
+        let name = rel.to_string_lossy().into_owned();
+        let bad = |rule: String| Error::BadMember { archive: source.into(), member: name.clone(), rule };
+        let path = member::normalize(&name).map_err(|r| bad(r.0))?;
+        if let Some(prev) = case.insert(&path) {
+            return Err(Error::CaseCollision { archive: source.into(), first: prev, second: path });
+        }
+        let dest = native(raw, &path);
+        let ft = e.file_type();
+        if ft.is_dir() {
+            fs::create_dir_all(&dest).map_err(write_err(&dest))?;
+            items.insert(path, Item::Dir);
+        } else if ft.is_symlink() {
+            let target = fs::read_link(e.path()).map_err(|source| Error::Read { path: e.path().into(), source })?;
+            let target = target.to_string_lossy().into_owned();
+            member::resolve_symlink(&path, &target).map_err(|r| bad(r.0))?;
+            links.push((path, target));
+        } else if ft.is_file() {
+            let mut f = File::open(e.path()).map_err(|source| Error::Read { path: e.path().into(), source })?;
+            let (n, sha) = match stream_to_file(&mut f, &dest, u64::MAX - 1, progress, &mut buf) {
+                Ok(v) => v,
+                Err(StreamError::Write(err)) => return Err(Error::Write { path: dest, source: err }),
+                Err(StreamError::Read(err)) => return Err(Error::Read { path: e.path().into(), source: err }),
+            };
+            items.insert(path, Item::File { size: n, sha256: sha });
+        } else {
+            return Err(bad("not a file, folder or symlink".into()));
+        }
+    }
+    for (path, target) in links {
+        make_symlink(raw, &path, &target)?;
+        items.insert(path, Item::Symlink { target });
+    }
+    progress.finish();
+    Ok(Extracted { items, source_sha256: None, source_size: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn balance_spreads_the_largest() {
+        let m = |i, size| ZipMember { index: i, name: String::new(), path: String::new(), size };
+        let b = balance(vec![m(0, 415), m(1, 200), m(2, 150), m(3, 60)], 2);
+        let sums: Vec<u64> = b.iter().map(|v| v.iter().map(|m| m.size).sum()).collect();
+        assert_eq!(sums, vec![415, 410]);
+    }
+
+    #[test]
+    fn parents_are_listed() {
+        let mut items = BTreeMap::new();
+        add_parents(&mut items, "a/b/c.dll");
+        assert_eq!(items.keys().cloned().collect::<Vec<_>>(), vec!["a", "a/b"]);
+    }
+}

@@ -1,0 +1,459 @@
+//! The content-addressed store of cuDNN releases.
+//!
+//! Layout: `<home>/store/<name>/` per entry, where `<name>` is
+//! `cudnn-<version>-cuda<N>-<platform>-<12 hex of id>` and the id is the SHA-256 of the
+//! content listing ([`entry::content_id`]). The entry holds the release's own tree
+//! (`bin`, `lib`, `include`, ...) and `entry.toml`.
+//!
+//! Invariants:
+//! - An entry folder is either complete or absent: imports are staged in `<home>/store/.tmp`
+//!   (same volume), extracted and hashed in one pass, synced, and published with one
+//!   rename — the commit point. Staging left by a crash is deleted by the next writer.
+//! - Entries are immutable: files and sub-folders are read-only once published.
+//! - Writers hold the [`WriterLock`]; readers (`list`, `verify`) need none.
+
+pub mod detect;
+pub mod entry;
+pub mod extract;
+pub mod member;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Diagnose, ExitCode};
+use crate::fsutil;
+use crate::layout::Layout;
+use crate::lock::WriterLock;
+use crate::progress::Progress;
+
+use entry::{ENTRY_FILE, EntryMeta};
+use extract::{Item, SourceKind};
+
+/// Errors of the store. Each names the archive, member or path involved.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{} is not a cuDNN release: {why}", path.display())]
+    UnknownInput { path: PathBuf, why: String },
+    #[error("{}: member `{member}` refused: {rule}", archive.display())]
+    BadMember { archive: PathBuf, member: String, rule: String },
+    #[error("{}: members `{first}` and `{second}` differ only by case; they would collide on Windows", archive.display())]
+    CaseCollision { archive: PathBuf, first: String, second: String },
+    #[error("{}: member `{member}` holds {actual} bytes but its header declares {declared}", archive.display())]
+    SizeMismatch { archive: PathBuf, member: String, declared: u64, actual: u64 },
+    #[error("{}: member `{member}` would expand {packed} bytes to {size} (over {max_ratio}:1); refusing a likely zip bomb", archive.display())]
+    Bomb { archive: PathBuf, member: String, size: u64, packed: u64, max_ratio: u64 },
+    #[error("{}: member `{member}` fails its CRC-32 check (the archive is damaged)", archive.display())]
+    BadCrc { archive: PathBuf, member: String },
+    #[error("{} is damaged: {detail}", archive.display())]
+    Corrupt { archive: PathBuf, detail: String },
+    #[error("{}: SHA-256 is {actual}, but {expected} was expected", path.display())]
+    Sha256Mismatch { path: PathBuf, expected: String, actual: String },
+    #[error("{}: `{member}` does not match the wheel's RECORD: {why}", archive.display())]
+    Record { archive: PathBuf, member: String, why: String },
+    #[error("no cuDNN found in {}: no cudnn64_<N>.dll or libcudnn.so.<N> inside", path.display())]
+    NoCudnn { path: PathBuf },
+    #[error("{} holds several cuDNN releases (in {})", path.display(), roots.join(", "))]
+    SeveralReleases { path: PathBuf, roots: Vec<String> },
+    #[error("{}: cannot tell which CUDA major this cuDNN is built for{}", path.display(), if variants.is_empty() { String::new() } else { format!(" (it holds CUDA variants {})", variants.join(", ")) })]
+    CudaUnknown { path: PathBuf, variants: Vec<String> },
+    #[error("{}: the CUDA major is ambiguous: {}{}", path.display(), claims.iter().map(|(c, w)| format!("{w} says {c}")).collect::<Vec<_>>().join(", "), if detail.is_empty() { String::new() } else { format!("; {detail}") })]
+    CudaConflict { path: PathBuf, claims: Vec<(u64, String)>, detail: String },
+    #[error("{}: cannot tell the cuDNN version (no cudnn_version.h, wheel METADATA, archive name or VERSIONINFO)", path.display())]
+    VersionUnknown { path: PathBuf },
+    #[error("{}: the version is ambiguous: {} says {}, but {} says {}", path.display(), a.1, a.0, b.1, b.0)]
+    VersionConflict { path: PathBuf, a: (String, String), b: (String, String) },
+    #[error("{}: library `{member}` is not usable: {detail}", path.display())]
+    BadLibrary { path: PathBuf, member: String, detail: String },
+    #[error("`--sha256` was given for {}, which is a folder", path.display())]
+    Sha256OnFolder { path: PathBuf },
+    #[error("`{0}` is not a SHA-256 (64 hex digits)")]
+    BadSha256Arg(String),
+    #[error("no store entry matches `{query}`")]
+    NotFound { query: String, known: Vec<String> },
+    #[error("`{query}` matches several store entries: {}", matches.join(", "))]
+    Ambiguous { query: String, matches: Vec<String> },
+    #[error("store entry {} is unreadable: {detail}", path.display())]
+    BadEntry { path: PathBuf, detail: String },
+}
+
+impl Diagnose for Error {
+    fn hint(&self) -> Option<String> {
+        use Error::*;
+        Some(match self {
+            Read { .. } => "check the path and its permissions".into(),
+            Write { .. } => "check free space and permissions of the cuenv home (--home or CUENV_HOME)".into(),
+            UnknownInput { .. } => "pass an official cuDNN .zip / .tar.xz, a legacy cuda/ .zip / .tgz, an nvidia-cudnn-cu* wheel, or an extracted folder".into(),
+            BadMember { .. } | CaseCollision { .. } | Bomb { .. } => "this archive is unsafe to extract; download it again from NVIDIA or PyPI".into(),
+            SizeMismatch { .. } | BadCrc { .. } | Corrupt { .. } | Record { .. } => "the file is damaged or incomplete; download it again".into(),
+            Sha256Mismatch { .. } => "the file is not the one you expected: download it again, or check the --sha256 value against NVIDIA's manifest".into(),
+            NoCudnn { .. } => "point at an archive or folder that contains cuDNN's bin/ or lib/ (e.g. site-packages/nvidia/cudnn)".into(),
+            SeveralReleases { .. } => "import one release folder at a time".into(),
+            CudaUnknown { variants, .. } => {
+                let majors: Vec<String> = variants.iter().filter_map(|v| v.split('.').next()).map(|m| format!("--cuda {m}")).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+                if majors.is_empty() { "pass --cuda MAJOR (e.g. --cuda 12) to say which CUDA major this build is for".into() } else { format!("pass {}", majors.join(" or ")) }
+            }
+            CudaConflict { .. } => "pass the --cuda value that matches the archive, or fix the file name".into(),
+            VersionUnknown { .. } => "import the archive or wheel as downloaded (its name carries the version), or a folder with include/cudnn_version.h".into(),
+            VersionConflict { .. } => "the archive's name and content disagree; download it again from NVIDIA or PyPI".into(),
+            BadLibrary { .. } => "the release mixes libraries of different platforms or is damaged; download it again".into(),
+            Sha256OnFolder { .. } => "--sha256 checks an archive's bytes; drop it for folders".into(),
+            BadSha256Arg(_) => "copy the sha256 from NVIDIA's redistrib_<version>.json or PyPI".into(),
+            NotFound { known, .. } => {
+                if known.is_empty() { "the store is empty; add a release with `cuenv store add <archive>`".into() } else { format!("run `cuenv store list`; known entries: {}", known.join(", ")) }
+            }
+            Ambiguous { .. } => "give more characters of the id, or the full name".into(),
+            BadEntry { .. } => "run `cuenv store verify`; remove the entry with `cuenv store remove` and add it again".into(),
+        })
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        use Error::*;
+        match self {
+            Read { .. } | Write { .. } | BadEntry { .. } => ExitCode::Failure,
+            _ => ExitCode::Invalid,
+        }
+    }
+}
+
+/// Options of [`Store::add`].
+#[derive(Debug, Default, Clone)]
+pub struct AddOptions {
+    /// Expected SHA-256 of the input file (lowercase or uppercase hex).
+    pub sha256: Option<String>,
+    /// The CUDA major to record or to pick among an installer tree's variants.
+    pub cuda: Option<u64>,
+}
+
+/// The result of [`Store::add`].
+#[derive(Debug)]
+pub struct Added {
+    /// The entry's metadata.
+    pub meta: EntryMeta,
+    /// The entry's folder.
+    pub dir: PathBuf,
+    /// True when identical content was already in the store (nothing was written).
+    pub existed: bool,
+}
+
+/// Damage found by [`Store::verify`] in one entry.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Damage {
+    /// Files whose size, hash, kind or link target differ from `entry.toml`.
+    pub modified: Vec<String>,
+    /// Items listed in `entry.toml` but absent.
+    pub missing: Vec<String>,
+    /// Items present but not listed.
+    pub extra: Vec<String>,
+}
+
+impl Damage {
+    /// True when nothing is wrong.
+    pub fn is_clean(&self) -> bool {
+        self.modified.is_empty() && self.missing.is_empty() && self.extra.is_empty()
+    }
+}
+
+/// The store under one cuenv home.
+pub struct Store<'a> {
+    layout: &'a Layout,
+}
+
+impl<'a> Store<'a> {
+    /// The store of `layout`'s home. Creates nothing.
+    pub fn new(layout: &'a Layout) -> Self {
+        Store { layout }
+    }
+
+    /// Deletes staging folders left by an interrupted import. Needs the writer lock,
+    /// since a live import owns its staging folder.
+    pub fn clean_staging(&self, _lock: &WriterLock) -> Result<(), Error> {
+        let dir = self.layout.staging_dir();
+        let Ok(rd) = fs::read_dir(&dir) else { return Ok(()) };
+        for e in rd.flatten() {
+            fsutil::remove_tree(&e.path()).map_err(|source| Error::Write { path: e.path(), source })?;
+        }
+        Ok(())
+    }
+
+    /// Imports the release at `input` (archive, wheel or folder) into the store.
+    ///
+    /// Returns the entry, new or already present. Errors: see [`Error`]; on any error the
+    /// store is unchanged (the staging folder is deleted).
+    pub fn add(&self, lock: &WriterLock, input: &Path, opts: &AddOptions, progress: &dyn Progress) -> Result<Added, Error> {
+        let expected = match &opts.sha256 {
+            Some(s) if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => Some(s.to_ascii_lowercase()),
+            Some(s) => return Err(Error::BadSha256Arg(s.clone())),
+            None => None,
+        };
+        let kind = extract::detect_kind(input)?;
+        if kind == SourceKind::Folder && expected.is_some() {
+            return Err(Error::Sha256OnFolder { path: input.into() });
+        }
+        self.clean_staging(lock)?;
+        let staging_root = self.layout.staging_dir();
+        fs::create_dir_all(&staging_root).map_err(|source| Error::Write { path: staging_root.clone(), source })?;
+        let staging = tempfile::Builder::new()
+            .prefix("import-")
+            .tempdir_in(&staging_root)
+            .map_err(|source| Error::Write { path: staging_root.clone(), source })?;
+        let result = self.add_staged(staging.path(), input, kind, expected, opts, progress);
+        // Read-only files inside would make TempDir's own cleanup fail on some systems.
+        let _ = fsutil::remove_tree(staging.path());
+        result
+    }
+
+    fn add_staged(&self, staging: &Path, input: &Path, kind: SourceKind, expected: Option<String>, opts: &AddOptions, progress: &dyn Progress) -> Result<Added, Error> {
+        let raw = staging.join("raw");
+        fs::create_dir(&raw).map_err(|source| Error::Write { path: raw.clone(), source })?;
+        let extracted = extract::extract(input, kind, &raw, progress)?;
+        if let (Some(want), Some(got)) = (&expected, &extracted.source_sha256) {
+            if want != got {
+                return Err(Error::Sha256Mismatch { path: input.into(), expected: want.clone(), actual: got.clone() });
+            }
+        }
+        let source_name = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| input.display().to_string());
+        let mut hints = detect::Hints { source_name: source_name.clone(), cuda: opts.cuda, metadata: None };
+        if kind == SourceKind::Wheel {
+            verify_record(input, &raw, &extracted.items)?;
+            hints.metadata = wheel_metadata(&raw, &extracted.items);
+        } else if kind == SourceKind::Folder {
+            hints.metadata = metadata_beside(input);
+        }
+        let found = detect::detect(input, &raw, &extracted.items, &hints)?;
+
+        // Move the kept items into the entry folder.
+        let entry_dir = staging.join("entry");
+        fs::create_dir(&entry_dir).map_err(|source| Error::Write { path: entry_dir.clone(), source })?;
+        for (rel, item) in &found.keep {
+            if rel == ENTRY_FILE {
+                return Err(Error::BadMember { archive: input.into(), member: rel.clone(), rule: format!("`{ENTRY_FILE}` at the release root is reserved for cuenv's metadata") });
+            }
+            let to = extract::native(&entry_dir, rel);
+            match item {
+                Item::Dir => fs::create_dir_all(&to).map_err(|source| Error::Write { path: to.clone(), source })?,
+                _ => {
+                    let from = extract::native(&raw, &if found.root.is_empty() { rel.clone() } else { format!("{}/{rel}", found.root) });
+                    if let Some(p) = to.parent() {
+                        fs::create_dir_all(p).map_err(|source| Error::Write { path: p.into(), source })?;
+                    }
+                    fs::rename(&from, &to).map_err(|source| Error::Write { path: to.clone(), source })?;
+                }
+            }
+        }
+        let files = entry::records(&found.keep);
+        let id = entry::content_id(&files);
+        if let Some((dir, meta)) = self.find_id(&id) {
+            return Ok(Added { meta, dir, existed: true });
+        }
+        let name = entry::entry_name(&found.version, found.cuda_major, found.platform, &id);
+        let meta = EntryMeta {
+            id,
+            name: name.clone(),
+            version: found.version,
+            version_source: found.version_source,
+            cuda_major: found.cuda_major,
+            cuda_source: found.cuda_source,
+            platform: found.platform,
+            added: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            libraries: found.libraries,
+            layout: found.layout,
+            source: entry::SourceInfo { name: source_name, kind, size: extracted.source_size, sha256: extracted.source_sha256 },
+            files,
+        };
+        let text = toml::to_string(&meta).expect("entry metadata serializes");
+        let meta_path = entry_dir.join(ENTRY_FILE);
+        fsutil::write_atomic(&meta_path, text.as_bytes()).map_err(|source| Error::Write { path: meta_path.clone(), source })?;
+        fsutil::make_tree_readonly(&entry_dir).map_err(|source| Error::Write { path: entry_dir.clone(), source })?;
+        fsutil::sync_dir(&entry_dir);
+        let dest = self.layout.store_dir().join(&name);
+        // The commit point: one rename makes the complete entry visible.
+        fsutil::rename_with_retry(&entry_dir, &dest).map_err(|source| Error::Write { path: dest.clone(), source })?;
+        fsutil::sync_dir(&self.layout.store_dir());
+        Ok(Added { meta, dir: dest, existed: false })
+    }
+
+    /// Every entry folder with its metadata (or why it cannot be read), sorted by name.
+    pub fn list(&self) -> Vec<(PathBuf, Result<EntryMeta, String>)> {
+        let mut out = Vec::new();
+        let Ok(rd) = fs::read_dir(self.layout.store_dir()) else { return out };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || !e.path().is_dir() {
+                continue;
+            }
+            out.push((e.path(), EntryMeta::read(&e.path())));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Readable entries only.
+    pub fn entries(&self) -> Vec<(PathBuf, EntryMeta)> {
+        self.list().into_iter().filter_map(|(p, m)| m.ok().map(|m| (p, m))).collect()
+    }
+
+    fn find_id(&self, id: &str) -> Option<(PathBuf, EntryMeta)> {
+        self.entries().into_iter().find(|(_, m)| m.id == id)
+    }
+
+    /// Finds one entry by full name, name prefix, or id prefix (at least 4 hex digits).
+    ///
+    /// Errors: [`Error::NotFound`] (with the known names), [`Error::Ambiguous`].
+    pub fn find(&self, query: &str) -> Result<(PathBuf, EntryMeta), Error> {
+        let all = self.entries();
+        if let Some(hit) = all.iter().find(|(_, m)| m.name == query || m.id == query) {
+            return Ok(hit.clone());
+        }
+        let q = query.to_ascii_lowercase();
+        let hits: Vec<&(PathBuf, EntryMeta)> = all
+            .iter()
+            .filter(|(_, m)| m.name.starts_with(query) || (q.len() >= 4 && m.id.starts_with(&q)))
+            .collect();
+        match hits.len() {
+            1 => Ok(hits[0].clone()),
+            0 => Err(Error::NotFound { query: query.into(), known: all.iter().map(|(_, m)| m.name.clone()).collect() }),
+            _ => Err(Error::Ambiguous { query: query.into(), matches: hits.iter().map(|(_, m)| m.name.clone()).collect() }),
+        }
+    }
+
+    /// Re-hashes every file of the entry at `dir` against its `entry.toml`.
+    ///
+    /// Errors: [`Error::BadEntry`] when `entry.toml` cannot be read.
+    pub fn verify(&self, dir: &Path) -> Result<Damage, Error> {
+        let meta = EntryMeta::read(dir).map_err(|detail| Error::BadEntry { path: dir.into(), detail })?;
+        let mut expected: BTreeMap<&str, &entry::FileRecord> = meta.files.iter().map(|f| (f.path.as_str(), f)).collect();
+        let mut damage = Damage::default();
+        for e in walkdir::WalkDir::new(dir).min_depth(1).sort_by_file_name() {
+            let e = match e {
+                Ok(e) => e,
+                Err(err) => {
+                    damage.modified.push(format!("{} ({err})", err.path().map(|p| p.display().to_string()).unwrap_or_default()));
+                    continue;
+                }
+            };
+            let rel = e.path().strip_prefix(dir).expect("under dir").to_string_lossy().replace('\\', "/");
+            if rel == ENTRY_FILE {
+                continue;
+            }
+            let Some(rec) = expected.remove(rel.as_str()) else {
+                damage.extra.push(rel);
+                continue;
+            };
+            let ft = e.file_type();
+            let ok = match rec.kind.as_str() {
+                "dir" => ft.is_dir(),
+                "symlink" => ft.is_symlink() && fs::read_link(e.path()).map(|t| Some(t.to_string_lossy().replace('\\', "/")) == rec.target).unwrap_or(false)
+                    // On Windows symlinks are stored as copies of their target.
+                    || (cfg!(windows) && ft.is_file()),
+                _ => ft.is_file() && extract::hash_file(e.path()).map(|(n, h)| Some(n) == rec.size && Some(&h) == rec.sha256.as_ref()).unwrap_or(false),
+            };
+            if !ok {
+                damage.modified.push(rel);
+            }
+        }
+        damage.missing = expected.keys().map(|k| k.to_string()).collect();
+        Ok(damage)
+    }
+
+    /// Deletes the entry at `dir`: it is first renamed into staging (so it vanishes at
+    /// once, as a whole), then deleted.
+    pub fn remove(&self, lock: &WriterLock, dir: &Path) -> Result<(), Error> {
+        self.clean_staging(lock)?;
+        let staging_root = self.layout.staging_dir();
+        fs::create_dir_all(&staging_root).map_err(|source| Error::Write { path: staging_root.clone(), source })?;
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let trash = staging_root.join(format!("remove-{name}"));
+        fsutil::rename_with_retry(dir, &trash).map_err(|source| Error::Write { path: dir.into(), source })?;
+        fsutil::remove_tree(&trash).map_err(|source| Error::Write { path: trash.clone(), source })
+    }
+}
+
+/// Finds `*.dist-info/METADATA` in an extracted wheel and returns (its path, its text).
+fn wheel_metadata(raw: &Path, items: &BTreeMap<String, Item>) -> Option<(String, String)> {
+    let path = items.keys().find(|p| {
+        let mut it = p.split('/');
+        matches!((it.next(), it.next(), it.next()), (Some(d), Some("METADATA"), None) if d.ends_with(".dist-info"))
+    })?;
+    Some((path.clone(), fs::read_to_string(extract::native(raw, path)).ok()?))
+}
+
+/// For a `site-packages/nvidia/cudnn` folder: the METADATA of the `nvidia_cudnn_cu*`
+/// distribution installed beside it, if any.
+fn metadata_beside(folder: &Path) -> Option<(String, String)> {
+    let folder = folder.canonicalize().ok()?;
+    if folder.file_name()? != "cudnn" || folder.parent()?.file_name()? != "nvidia" {
+        return None;
+    }
+    let site = folder.parent()?.parent()?;
+    for e in fs::read_dir(site).ok()?.flatten() {
+        let n = e.file_name().to_string_lossy().to_ascii_lowercase();
+        if n.starts_with("nvidia_cudnn_cu") && n.ends_with(".dist-info") {
+            let p = e.path().join("METADATA");
+            if let Ok(text) = fs::read_to_string(&p) {
+                return Some((format!("{}/METADATA", e.file_name().to_string_lossy()), text));
+            }
+        }
+    }
+    None
+}
+
+/// Checks every file of an extracted wheel against its `*.dist-info/RECORD`
+/// (`path,sha256=<urlsafe base64, no padding>,size`, PEP 376 / PEP 427).
+fn verify_record(archive: &Path, raw: &Path, items: &BTreeMap<String, Item>) -> Result<(), Error> {
+    use base64::Engine as _;
+    let record_path = items
+        .keys()
+        .find(|p| {
+            let mut it = p.split('/');
+            matches!((it.next(), it.next(), it.next()), (Some(d), Some("RECORD"), None) if d.ends_with(".dist-info"))
+        })
+        .cloned()
+        .ok_or_else(|| Error::Record { archive: archive.into(), member: "*.dist-info/RECORD".into(), why: "the wheel has no RECORD".into() })?;
+    let text = fs::read_to_string(extract::native(raw, &record_path)).map_err(|source| Error::Read { path: archive.into(), source })?;
+    let rec = |member: &str, why: String| Error::Record { archive: archive.into(), member: member.into(), why };
+    let mut listed = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut parts = line.rsplitn(3, ',');
+        let (size, hash, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let path = path.strip_prefix('"').and_then(|p| p.strip_suffix('"')).map(|p| p.replace("\"\"", "\"")).unwrap_or_else(|| path.to_string());
+        listed.insert(path, (hash.to_string(), size.to_string()));
+    }
+    for (path, item) in items {
+        let Item::File { size, sha256 } = item else { continue };
+        if *path == record_path || path.ends_with(".dist-info/RECORD.jws") || path.ends_with(".dist-info/RECORD.p7s") {
+            continue;
+        }
+        let Some((hash, rsize)) = listed.remove(path) else {
+            return Err(rec(path, "the file is not listed in RECORD".into()));
+        };
+        let Some(b64) = hash.strip_prefix("sha256=") else {
+            return Err(rec(path, format!("RECORD gives `{hash}`, not a sha256")));
+        };
+        let digest = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(b64.trim_end_matches('=')).map_err(|_| rec(path, format!("RECORD hash `{b64}` is not base64")))?;
+        if hex::encode(digest) != *sha256 {
+            return Err(rec(path, "its SHA-256 differs from RECORD's".into()));
+        }
+        if !rsize.is_empty() && rsize.parse::<u64>().ok() != Some(*size) {
+            return Err(rec(path, format!("it holds {size} bytes but RECORD says {rsize}")));
+        }
+    }
+    listed.remove(&record_path);
+    if let Some(missing) = listed.keys().find(|k| !items.contains_key(*k)) {
+        return Err(rec(missing, "listed in RECORD but absent from the wheel".into()));
+    }
+    Ok(())
+}
