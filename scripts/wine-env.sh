@@ -8,9 +8,11 @@
 # (Wine <= 8) or just `wine` (Wine 9+ "new WoW64") on PATH.
 # Override with CUENV_WINE=/path/to/loader.
 
+# shellcheck disable=SC2034  # WINE and WINESERVER_BIN are read by the sourcing scripts
 cuenv_wine_env() {
   export WINEPREFIX="${CUENV_WINEPREFIX:-$HOME/.cache/cuenv-wine/prefix}"
-  export WINEDEBUG=-all        # no fixme/err spam in test output
+  # No fixme/err spam in test output; CUENV_WINEDEBUG=err+all (etc.) to debug.
+  export WINEDEBUG="${CUENV_WINEDEBUG:--all}"
   export WINEARCH=win64
   # No Mono (mscoree) / Gecko (mshtml) install dialogs, no GUI at all.
   case "${WINEDLLOVERRIDES:-}" in

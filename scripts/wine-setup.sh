@@ -52,8 +52,10 @@ fi
 if [[ ! -f "$ready" ]]; then
   log "initializing Wine prefix $WINEPREFIX (one-time, ~15 s)"
   mkdir -p "$WINEPREFIX"
-  if ! timeout 600 "$WINE" wineboot -i >/dev/null 2>&1; then
-    log "wineboot -i failed; rerun with WINEDEBUG unset to see why"
+  bootlog="$WINEPREFIX.wineboot.log"
+  if ! timeout 600 "$WINE" wineboot -i >"$bootlog" 2>&1; then
+    log "wineboot -i failed (for Wine's messages: CUENV_WINEDEBUG=err+all); $bootlog:"
+    tail -n 20 "$bootlog" >&2
     exit 1
   fi
   [[ -n "$WINESERVER_BIN" ]] && timeout 120 "$WINESERVER_BIN" -w || true
