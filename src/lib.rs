@@ -17,4 +17,5 @@ pub mod fsutil;
 pub mod layout;
 pub mod lock;
 pub mod progress;
+pub mod toolkit;
 pub mod version;
