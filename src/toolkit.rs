@@ -994,7 +994,9 @@ mod tests {
         assert!(t.found_by.is_empty());
         assert!(t.hand_copied_cudnn.is_none());
         // The fake runtime is not an ELF file: reported, not fatal.
-        assert!(t.problems.iter().any(|p| p.contains("lib64/libcudart.so.12") && p.contains("header")), "{:?}", t.problems);
+        assert!(t.problems.iter().any(|p| p.contains("libcudart.so.12") && p.contains("header")), "{:?}", t.problems);
+        // On Windows the root is shown without canonicalize's `\\?\` prefix.
+        assert!(!t.root.to_string_lossy().starts_with(r"\\?\"), "{}", t.root.display());
     }
 
     #[test]
@@ -1117,6 +1119,20 @@ mod tests {
         assert_eq!(d.toolkits[1].found_by, ["/usr/local/cuda-*", "/usr/local/cuda", "CUDA_HOME"]);
     }
 
+    #[cfg(windows)]
+    #[test]
+    fn windows_roots_differing_in_case_are_one_toolkit() {
+        let tmp = TempDir::new().unwrap();
+        let tk = tmp.path().join("v12.6");
+        write(&tk.join("version.json"), &version_json("12.6.2"));
+        write(&tk.join("bin/cudart64_12.dll"), "fake");
+        let upper = PathBuf::from(tk.to_string_lossy().to_uppercase());
+        let env = FakeEnv::new().set("CUDA_PATH", &tk).set("cuda_path_v12_6", upper);
+        let found = discover_from(default_roots_windows(&env));
+        assert_eq!(found.toolkits.len(), 1, "{found:?}");
+        assert_eq!(found.toolkits[0].found_by, ["CUDA_PATH", "cuda_path_v12_6"]);
+    }
+
     #[test]
     fn toolkit_paths_variable_with_two_roots() {
         let a = TempDir::new().unwrap();
@@ -1229,7 +1245,7 @@ mod tests {
         // No VERSIONINFO readable from the fake DLL: the header decides, and the unreadable DLL is reported.
         assert_eq!(c.version, Some(v("9.5.0")));
         assert_eq!(c.source, "include/cudnn_version.h");
-        assert!(t.problems.iter().any(|p| p.contains("bin/cudnn64_9.dll")), "{:?}", t.problems);
+        assert!(t.problems.iter().any(|p| p.contains("cudnn64_9.dll") && p.contains("header")), "{:?}", t.problems);
 
         // CUDA 13-style bin/x64.
         let x64 = TempDir::new().unwrap();
