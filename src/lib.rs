@@ -19,4 +19,5 @@ pub mod layout;
 pub mod lock;
 pub mod progress;
 pub mod store;
+pub mod toolkit;
 pub mod version;
