@@ -16,5 +16,6 @@ pub mod error;
 pub mod fsutil;
 pub mod layout;
 pub mod lock;
+pub mod profile;
 pub mod progress;
 pub mod version;
