@@ -18,4 +18,5 @@ pub mod layout;
 pub mod lock;
 pub mod profile;
 pub mod progress;
+pub mod resolve;
 pub mod version;
