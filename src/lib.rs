@@ -16,6 +16,7 @@ pub mod error;
 pub mod fsutil;
 pub mod layout;
 pub mod lock;
+pub mod lockfile;
 pub mod profile;
 pub mod progress;
 pub mod resolve;

@@ -128,10 +128,21 @@ pub fn resolve_toolkit<'a>(
     let message = format!("no CUDA toolkit matches `cuda = {written}` (profile `{}`)", profile.name);
     let newest = candidates.toolkits.iter().map(|t| &t.version).max();
     let hint = match (newest, file.toolkits.is_empty()) {
-        (None, true) => "install a CUDA toolkit, or declare its root under [toolkits], like `\"12.6\" = '/usr/local/cuda-12.6'`".to_string(),
-        (None, false) => "check that the roots under [toolkits] are CUDA toolkits (with version.json or version.txt)".to_string(),
-        (Some(v), true) => format!("change `cuda` to one that exists (e.g. `cuda = \"{}\"`), or declare another root under [toolkits]", v.truncated(2)),
-        (Some(v), false) => format!("change `cuda` to one that exists (e.g. `cuda = \"{}\"`), or add the root of a matching toolkit to [toolkits]", v.truncated(2)),
+        (None, true) => {
+            "install a CUDA toolkit, or declare its root under [toolkits], like `\"12.6\" = '/usr/local/cuda-12.6'`"
+                .to_string()
+        }
+        (None, false) => {
+            "check that the roots under [toolkits] are CUDA toolkits (with version.json or version.txt)".to_string()
+        }
+        (Some(v), true) => format!(
+            "change `cuda` to one that exists (e.g. `cuda = \"{}\"`), or declare another root under [toolkits]",
+            v.truncated(2)
+        ),
+        (Some(v), false) => format!(
+            "change `cuda` to one that exists (e.g. `cuda = \"{}\"`), or add the root of a matching toolkit to [toolkits]",
+            v.truncated(2)
+        ),
     };
     Err(file.error_at(profile.cuda.span.clone(), message, Some(hint)).with_note(toolkit_list(candidates)))
 }
@@ -196,7 +207,12 @@ impl Miss<'_> {
     }
 
     fn toolkit_note(&self) -> String {
-        format!("profile `{}` uses the CUDA {} toolkit at {}", self.profile.name, self.toolkit.version, self.toolkit.root.display())
+        format!(
+            "profile `{}` uses the CUDA {} toolkit at {}",
+            self.profile.name,
+            self.toolkit.version,
+            self.toolkit.root.display()
+        )
     }
 
     fn other_cuda_major(&self, matching: &[&CudnnCandidate]) -> Error {
@@ -207,7 +223,8 @@ impl Miss<'_> {
             self.written, self.toolkit.version
         );
         let hint = format!(
-            "add a cuda{m} build (`cuenv store add` a `..._cuda{m}-archive` or an nvidia-cudnn-cu{m} wheel), or change `cuda` to a toolkit of CUDA {}",
+            "add a cuda{m} build of cuDNN {} (`cuenv store add` a `..._cuda{m}-archive` or an nvidia-cudnn-cu{m} wheel), or change `cuda` to a toolkit of CUDA {}",
+            self.profile.cudnn.version,
             here[0].cuda_major,
             m = self.major
         );
@@ -216,19 +233,29 @@ impl Miss<'_> {
 
     fn other_platform(&self, matching: &[&CudnnCandidate]) -> Error {
         let platforms = join_set(matching.iter().map(|e| e.platform.to_string()));
-        let message = format!("`cudnn = {}` matches only store entries for {platforms}, not this {} host", self.written, self.host);
+        let message = format!(
+            "`cudnn = {}` matches only store entries for {platforms}, not this {} host",
+            self.written, self.host
+        );
         let hint = format!("add a {} build of that cuDNN with `cuenv store add <archive>`", self.host);
         self.error(message, hint).with_note(entry_list("matching store entries", matching))
     }
 
     fn empty_store(&self) -> Error {
-        let message = format!("nothing in the store matches `cudnn = {}`: the store holds no cuDNN for {}", self.written, self.host);
-        let hint = format!("run `cuenv store add <archive>` with a cuDNN archive or wheel for CUDA {} on {}", self.major, self.host);
+        let message = format!(
+            "nothing in the store matches `cudnn = {}`: the store holds no cuDNN for {}",
+            self.written, self.host
+        );
+        let hint = format!(
+            "run `cuenv store add <archive>` with a cuDNN archive or wheel for CUDA {} on {}",
+            self.major, self.host
+        );
         self.error(message, hint)
     }
 
     fn no_match(&self, store: &[CudnnCandidate]) -> Error {
-        let here: Vec<&CudnnCandidate> = store.iter().filter(|e| e.platform == self.host && e.cuda_major == self.major).collect();
+        let here: Vec<&CudnnCandidate> =
+            store.iter().filter(|e| e.platform == self.host && e.cuda_major == self.major).collect();
         let message = format!("nothing in the store matches `cudnn = {}` for CUDA {}", self.written, self.major);
         let note = if here.is_empty() {
             format!("the store holds no cuda{} entries for {}", self.major, self.host)
@@ -291,7 +318,11 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn toolkits() -> Vec<ToolkitCandidate> {
-        vec![toolkit("/usr/local/cuda-11.8", "11.8.89"), toolkit("/usr/local/cuda-12.6", "12.6.77"), toolkit("/usr/local/cuda-12.2", "12.2")]
+        vec![
+            toolkit("/usr/local/cuda-11.8", "11.8.89"),
+            toolkit("/usr/local/cuda-12.6", "12.6.77"),
+            toolkit("/usr/local/cuda-12.2", "12.2"),
+        ]
     }
 
     pub(crate) fn file(text: &str) -> ProfileFile {
@@ -333,7 +364,10 @@ pub(crate) mod tests {
         let s = e.to_string();
         assert!(s.starts_with("lab.toml:2:8: no CUDA toolkit matches `cuda = \"11.2\"` (profile `tf28`)"), "{s}");
         assert!(s.contains("= note: toolkits: 12.6.77 at /usr/local/cuda-12.6, 12.2 at /usr/local/cuda-12.2, 11.8.89 at /usr/local/cuda-11.8"), "{s}");
-        assert_eq!(e.hint().unwrap(), "change `cuda` to one that exists (e.g. `cuda = \"12.6\"`), or declare another root under [toolkits]");
+        assert_eq!(
+            e.hint().unwrap(),
+            "change `cuda` to one that exists (e.g. `cuda = \"12.6\"`), or declare another root under [toolkits]"
+        );
         assert_eq!(e.exit_code(), ExitCode::Invalid);
     }
 
@@ -342,7 +376,8 @@ pub(crate) mod tests {
         let e = run("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store(), &[]).unwrap_err();
         assert!(e.to_string().contains("= note: no CUDA toolkit was found"));
         assert!(e.hint().unwrap().starts_with("install a CUDA toolkit"));
-        let e = run("[toolkits]\nx = '/opt/x'\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store(), &[]).unwrap_err();
+        let e =
+            run("[toolkits]\nx = '/opt/x'\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store(), &[]).unwrap_err();
         assert!(e.hint().unwrap().contains("are CUDA toolkits"));
     }
 
@@ -362,7 +397,10 @@ pub(crate) mod tests {
     fn only_another_platform_matches() {
         let store = vec![entry("w", "9.5.0.50", 12, Platform::WindowsX86_64), entry("l", "8.9.4.25", 12, LINUX)];
         let e = run("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store, &toolkits()).unwrap_err();
-        assert_eq!(e.located().unwrap().message, "`cudnn = \"9\"` matches only store entries for windows-x86_64, not this linux-x86_64 host");
+        assert_eq!(
+            e.located().unwrap().message,
+            "`cudnn = \"9\"` matches only store entries for windows-x86_64, not this linux-x86_64 host"
+        );
     }
 
     #[test]
@@ -385,7 +423,9 @@ pub(crate) mod tests {
         assert!(l.notes[0].contains("8.9.7.29 (cuda12") && !l.notes[0].contains("cuda11"));
         assert!(e.hint().unwrap().contains("run `cuenv store add <archive>`"));
 
-        let e = run("[profiles.a]\ncuda = \"11\"\ncudnn = \"9.9\"\n", &[entry("x", "9.5.0.50", 12, LINUX)], &toolkits()).unwrap_err();
+        let e =
+            run("[profiles.a]\ncuda = \"11\"\ncudnn = \"9.9\"\n", &[entry("x", "9.5.0.50", 12, LINUX)], &toolkits())
+                .unwrap_err();
         assert_eq!(e.located().unwrap().notes[0], "the store holds no cuda11 entries for linux-x86_64");
     }
 
