@@ -2,7 +2,7 @@
 //! later `apply` keeps the same toolkit root and store entry while they still satisfy the file.
 //!
 //! Invariants:
-//! - Pure except [`read`] (reads the one file) and [`write`] (writes only the lock file, atomically).
+//! - Pure except [`read`] (reads the one file) and [`write()`] (writes only the lock file, atomically).
 //! - Updates go through `toml_edit`: comments, key order and formatting of a hand-edited lock
 //!   survive; a value is rewritten only when it changes; rendering the same resolution twice
 //!   gives the same text.

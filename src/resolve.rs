@@ -6,7 +6,7 @@
 //! - Among matches the newest version wins (ties: the first candidate given).
 //! - A store entry is chosen only if its CUDA major equals the chosen toolkit's major and its
 //!   platform is the host's: a cuda12 cuDNN needs a CUDA 12 runtime (field notes §4).
-//! - Every failure is a [`profile::Error::Invalid`] at the span of the offending value, saying
+//! - Every failure is a [`crate::profile::Error::Invalid`] at the span of the offending value, saying
 //!   what exists and what would satisfy it.
 
 use std::collections::BTreeSet;
