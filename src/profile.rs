@@ -441,7 +441,7 @@ impl Cx<'_> {
                 Err(self.invalid(span, format!("`{key}` is empty"), format!("give `{key}` a value or remove the line")))
             }
             Some(s) => Ok(Some(Spanned { value: s.to_string(), span })),
-            None => {
+            None if item.is_value() && !item.is_inline_table() && !item.is_array() => {
                 let raw = self.text(&span).trim();
                 Err(self.invalid(
                     span.clone(),
@@ -449,6 +449,11 @@ impl Cx<'_> {
                     format!("put it in quotes: `{key} = \"{raw}\"`"),
                 ))
             }
+            None => Err(self.invalid(
+                span,
+                format!("`{key}` must be a string, not {}", item.type_name()),
+                format!("write it as `{key} = \"...\"`"),
+            )),
         }
     }
 
@@ -814,6 +819,10 @@ check = "load"
         assert_eq!(l.message, "`cuda = 11.8` must be a string, not float");
         assert_eq!((l.line, l.column, l.caret_len), (2, 8, 4));
         assert_eq!(e.hint().unwrap(), "put it in quotes: `cuda = \"11.8\"`");
+
+        let e = err("[toolkits]\n\"12.6\" = { root = \"/x\" }\n");
+        assert_eq!(e.located().unwrap().message, "`12.6` must be a string, not inline table");
+        assert_eq!(e.hint().unwrap(), "write it as `12.6 = \"...\"`");
 
         let e = err("profiles = 3\n");
         assert_eq!(e.located().unwrap().message, "`profiles` must be a table, not integer");
