@@ -39,6 +39,15 @@ fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
         if let Some(e) = cause.downcast_ref::<crate::store::Error>() {
             return Some(e);
         }
+        if let Some(e) = cause.downcast_ref::<crate::toolkit::Error>() {
+            return Some(e);
+        }
+        if let Some(e) = cause.downcast_ref::<crate::profile::Error>() {
+            return Some(e);
+        }
+        if let Some(e) = cause.downcast_ref::<crate::lockfile::Error>() {
+            return Some(e);
+        }
         if let Some(e) = cause.downcast_ref::<crate::lock::LockError>() {
             return Some(e);
         }

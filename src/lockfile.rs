@@ -1,0 +1,618 @@
+//! The lock file (`lab.lock` beside `lab.toml`): what each profile resolved to, so that a
+//! later `apply` keeps the same toolkit root and store entry while they still satisfy the file.
+//!
+//! Invariants:
+//! - Pure except [`read`] (reads the one file) and [`write()`] (writes only the lock file, atomically).
+//! - Updates go through `toml_edit`: comments, key order and formatting of a hand-edited lock
+//!   survive; a value is rewritten only when it changes; rendering the same resolution twice
+//!   gives the same text.
+//! - A locked choice is honoured while it still exists among the candidates and still satisfies
+//!   the profile's requirements; anything else is re-resolved and reported as a change (which
+//!   `--locked` turns into a failure).
+//!
+//! Format (`version` is the format version; keys cuenv does not know are kept and ignored):
+//! ```toml
+//! version = 1
+//!
+//! [profiles.tf28]
+//! toolkit-root = '/usr/local/cuda-11.8'
+//! toolkit-version = "11.8.89"
+//! cudnn-id = "<store entry id>"
+//! cudnn-name = "<store entry name>"
+//! cudnn-version = "8.8.0.121"
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use toml_edit::{DocumentMut, Item, Table, TableLike, Value};
+
+use crate::error::{Diagnose, ExitCode};
+use crate::profile::{self, Located, Profile, ProfileFile, Span};
+use crate::resolve::{self, Candidates, CudnnCandidate, Resolved, ResolvedProfile, ToolkitCandidate};
+use crate::version::Version;
+
+/// The lock format version this cuenv reads and writes.
+pub const FORMAT_VERSION: i64 = 1;
+
+const HEADER: &str = "# Written by `cuenv apply`: the toolkit root and store entry each profile resolved to.\n\
+# A locked choice is kept while it still satisfies the profile file; delete this file to re-resolve.\n";
+
+/// Errors reading, checking or writing a lock file.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The lock file exists but could not be read.
+    #[error("cannot read the lock file {}", path.display())]
+    Read {
+        /// The lock file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The lock file could not be written.
+    #[error("cannot write the lock file {}", path.display())]
+    Write {
+        /// The lock file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The lock file is not valid TOML or not a lock cuenv understands.
+    #[error("{0}")]
+    Invalid(Box<Located>),
+}
+
+impl Diagnose for Error {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Error::Invalid(l) => l.hint.clone(),
+            Error::Read { .. } | Error::Write { .. } => {
+                Some("check the permissions of the folder holding lab.toml".into())
+            }
+        }
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            Error::Invalid(_) => ExitCode::Invalid,
+            Error::Read { .. } | Error::Write { .. } => ExitCode::Failure,
+        }
+    }
+}
+
+/// One profile's locked choice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockedProfile {
+    /// The profile name.
+    pub name: String,
+    /// The toolkit root it resolved to.
+    pub toolkit_root: PathBuf,
+    /// That toolkit's CUDA version at the time.
+    pub toolkit_version: Version,
+    /// The store entry id it resolved to.
+    pub cudnn_id: String,
+    /// The store entry's name.
+    pub cudnn_name: String,
+    /// The store entry's cuDNN version.
+    pub cudnn_version: Version,
+}
+
+impl LockedProfile {
+    fn from_resolved(r: &ResolvedProfile) -> LockedProfile {
+        LockedProfile {
+            name: r.name.clone(),
+            toolkit_root: r.toolkit_root.clone(),
+            toolkit_version: r.toolkit_version.clone(),
+            cudnn_id: r.cudnn_id.clone(),
+            cudnn_name: r.cudnn_name.clone(),
+            cudnn_version: r.cudnn_version.clone(),
+        }
+    }
+}
+
+/// A parsed lock file.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LockFile {
+    /// The locked profiles in file order.
+    pub profiles: Vec<LockedProfile>,
+}
+
+impl LockFile {
+    /// The locked choice for profile `name`, if any.
+    pub fn profile(&self, name: &str) -> Option<&LockedProfile> {
+        self.profiles.iter().find(|p| p.name == name)
+    }
+
+    /// The text of the lock for `resolved`, as an update of `old_text` (the current lock, if
+    /// any): comments, order and formatting of `old_text` are kept, values are replaced only
+    /// where they differ, profiles no longer resolved are removed, new ones are appended.
+    /// An `old_text` that is not valid TOML is replaced by a fresh lock.
+    pub fn render_updated(old_text: Option<&str>, resolved: &Resolved) -> String {
+        let mut doc = old_text.and_then(|t| t.parse::<DocumentMut>().ok()).unwrap_or_else(|| {
+            format!("{HEADER}version = {FORMAT_VERSION}\n").parse().expect("the header is valid TOML")
+        });
+        set_value(doc.as_table_mut(), "version", Value::from(FORMAT_VERSION));
+        if !doc.get("profiles").is_some_and(Item::is_table) {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            doc.insert("profiles", Item::Table(t));
+        }
+        let profiles = doc["profiles"].as_table_mut().expect("made a table above");
+        profiles.retain(|name, _| resolved.profiles.iter().any(|p| p.name == name));
+        for p in &resolved.profiles {
+            let table = profiles.entry(&p.name).or_insert_with(|| Item::Table(Table::new()));
+            if !table.is_table() {
+                *table = Item::Table(Table::new());
+            }
+            write_profile(table.as_table_mut().expect("made a table above"), &LockedProfile::from_resolved(p));
+        }
+        doc.to_string()
+    }
+}
+
+fn write_profile(t: &mut Table, p: &LockedProfile) {
+    set_value(t, "toolkit-root", Value::from(p.toolkit_root.to_string_lossy().as_ref()));
+    set_value(t, "toolkit-version", Value::from(p.toolkit_version.to_string()));
+    set_value(t, "cudnn-id", Value::from(p.cudnn_id.as_str()));
+    set_value(t, "cudnn-name", Value::from(p.cudnn_name.as_str()));
+    set_value(t, "cudnn-version", Value::from(p.cudnn_version.to_string()));
+}
+
+/// Sets `key` to `value` unless it already holds an equal value; a replaced value keeps the
+/// comments and spacing around it.
+fn set_value(t: &mut Table, key: &str, mut value: Value) {
+    if let Some(Item::Value(old)) = t.get_mut(key) {
+        if same_value(old, &value) {
+            return;
+        }
+        *value.decor_mut() = old.decor().clone();
+        *old = value;
+        return;
+    }
+    t.insert(key, Item::Value(value));
+}
+
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::String(x), Value::String(y)) => x.value() == y.value(),
+        (Value::Integer(x), Value::Integer(y)) => x.value() == y.value(),
+        _ => false,
+    }
+}
+
+/// The lock file that belongs to the profile file `profile_path` (`lab.toml` -> `lab.lock`).
+pub fn lock_path(profile_path: &Path) -> PathBuf {
+    profile_path.with_extension("lock")
+}
+
+/// Reads the lock file at `path`; `Ok(None)` when it does not exist.
+///
+/// Errors: [`Error::Read`] for other I/O failures, else those of [`parse`].
+pub fn read(path: &Path) -> Result<Option<LockFile>, Error> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text, path).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(Error::Read { path: path.to_path_buf(), source }),
+    }
+}
+
+/// Writes the lock for `resolved` to `path` (atomically), updating the lock already there as
+/// [`LockFile::render_updated`] does. Returns whether the file changed (false: it already
+/// held exactly this text, and was not touched).
+///
+/// Errors: [`Error::Read`] / [`Error::Write`] for I/O failures.
+pub fn write(path: &Path, resolved: &Resolved) -> Result<bool, Error> {
+    let old = match std::fs::read_to_string(path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => return Err(Error::Read { path: path.to_path_buf(), source }),
+    };
+    let new = LockFile::render_updated(old.as_deref(), resolved);
+    if old.as_deref() == Some(new.as_str()) {
+        return Ok(false);
+    }
+    crate::fsutil::write_atomic(path, new.as_bytes())
+        .map_err(|source| Error::Write { path: path.to_path_buf(), source })?;
+    Ok(true)
+}
+
+/// Parses the text of the lock file `path` (used only in diagnostics).
+///
+/// Errors: [`Error::Invalid`] for invalid TOML, a `version` other than [`FORMAT_VERSION`], or a
+/// profile missing a key or holding a bad value (a key of the wrong type, a bad version).
+pub fn parse(text: &str, path: &Path) -> Result<LockFile, Error> {
+    let cx = Cx { path, src: text };
+    let doc = toml_edit::Document::parse(text)
+        .map_err(|e| cx.invalid(e.span().unwrap_or(0..0), format!("invalid TOML in the lock file: {}", e.message())))?;
+    cx.format_version(doc.as_table())?;
+    let Some(item) = doc.get("profiles") else { return Ok(LockFile::default()) };
+    let table =
+        item.as_table_like().ok_or_else(|| cx.invalid(item.span().unwrap_or(0..0), "`profiles` must be a table"))?;
+    let profiles = table.iter().map(|(name, item)| cx.profile(table, name, item)).collect::<Result<_, _>>()?;
+    Ok(LockFile { profiles })
+}
+
+struct Cx<'a> {
+    path: &'a Path,
+    src: &'a str,
+}
+
+impl Cx<'_> {
+    fn invalid(&self, span: Span, message: impl Into<String>) -> Error {
+        let hint = "delete the lock file to re-resolve every profile, or fix the marked value".to_string();
+        Error::Invalid(Box::new(Located::new(self.path, self.src, span, message, Some(hint))))
+    }
+
+    fn format_version(&self, root: &dyn TableLike) -> Result<(), Error> {
+        let Some(item) = root.get("version") else {
+            return Err(self.invalid(0..0, "the lock file has no `version`"));
+        };
+        match item.as_integer() {
+            Some(FORMAT_VERSION) => Ok(()),
+            Some(v) if v > FORMAT_VERSION => Err(self.invalid(
+                item.span().unwrap_or(0..0),
+                format!("the lock file has format version {v}: it was written by a newer cuenv"),
+            )),
+            _ => Err(self
+                .invalid(item.span().unwrap_or(0..0), format!("the lock file's `version` must be {FORMAT_VERSION}"))),
+        }
+    }
+
+    fn profile(&self, parent: &dyn TableLike, name: &str, item: &Item) -> Result<LockedProfile, Error> {
+        let name_span = parent.key(name).and_then(|k| k.span()).unwrap_or(0..0);
+        let t = item
+            .as_table_like()
+            .ok_or_else(|| self.invalid(name_span.clone(), format!("locked profile `{name}` must be a table")))?;
+        let string = |key: &str| -> Result<(String, Span), Error> {
+            let v = t
+                .get(key)
+                .ok_or_else(|| self.invalid(name_span.clone(), format!("locked profile `{name}` has no `{key}`")))?;
+            let span = v.span().unwrap_or(name_span.clone());
+            let s = v.as_str().ok_or_else(|| self.invalid(span.clone(), format!("`{key}` must be a string")))?;
+            Ok((s.to_string(), span))
+        };
+        let version = |key: &str| -> Result<Version, Error> {
+            let (s, span) = string(key)?;
+            s.parse().map_err(|e| self.invalid(span, format!("`{key}`: {e}")))
+        };
+        Ok(LockedProfile {
+            name: name.to_string(),
+            toolkit_root: PathBuf::from(string("toolkit-root")?.0),
+            toolkit_version: version("toolkit-version")?,
+            cudnn_id: string("cudnn-id")?.0,
+            cudnn_name: string("cudnn-name")?.0,
+            cudnn_version: version("cudnn-version")?,
+        })
+    }
+}
+
+/// The result of honouring a lock: the resolution to apply, and how it differs from the lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Honoured {
+    /// Every profile of the file, in file order.
+    pub resolved: Resolved,
+    /// One line per difference from the lock, `+` (profile not locked), `-` (locked profile no
+    /// longer in the file) or `~` (a different toolkit root or store entry, and why). Empty
+    /// when the lock already describes `resolved`.
+    pub changes: Vec<String>,
+}
+
+/// Resolves `file` preferring the choices in `lock` (none: everything is new): a locked
+/// toolkit root is kept while it is among the candidates and its version matches `cuda`; a
+/// locked store entry while it is in the store, for the host platform and the toolkit's CUDA
+/// major, and matches `cudnn`. Anything else is resolved afresh as [`resolve::resolve`] does.
+///
+/// Errors: those of [`resolve::resolve_toolkit`] and [`resolve::resolve_cudnn`] for a profile
+/// that has to be re-resolved and cannot be.
+pub fn honour(
+    lock: Option<&LockFile>,
+    file: &ProfileFile,
+    candidates: &Candidates,
+) -> Result<Honoured, profile::Error> {
+    let mut out = Honoured { resolved: Resolved::default(), changes: Vec::new() };
+    for p in &file.profiles {
+        let locked = lock.and_then(|l| l.profile(&p.name));
+        let (r, changes) = honour_profile(locked, file, p, candidates)?;
+        out.resolved.profiles.push(r);
+        out.changes.extend(changes);
+    }
+    for gone in lock.iter().flat_map(|l| &l.profiles).filter(|l| file.profile(&l.name).is_none()) {
+        out.changes.push(format!("- {}: no longer in {}", gone.name, file.path.display()));
+    }
+    Ok(out)
+}
+
+fn honour_profile(
+    locked: Option<&LockedProfile>,
+    file: &ProfileFile,
+    p: &Profile,
+    c: &Candidates,
+) -> Result<(ResolvedProfile, Vec<String>), profile::Error> {
+    let Some(l) = locked else {
+        let toolkit = resolve::resolve_toolkit(file, p, c)?;
+        let entry = resolve::resolve_cudnn(file, p, toolkit, c)?;
+        let r = resolve::resolved_profile(p, toolkit, entry);
+        let line = format!(
+            "+ {}: CUDA {} at {}, cuDNN {} ({})",
+            r.name,
+            r.toolkit_version,
+            r.toolkit_root.display(),
+            r.cudnn_version,
+            r.cudnn_name
+        );
+        return Ok((r, vec![line]));
+    };
+    let mut changes = Vec::new();
+    let toolkit = match locked_toolkit(l, p, c) {
+        Ok(t) => t,
+        Err(why) => {
+            let t = resolve::resolve_toolkit(file, p, c)?;
+            changes.push(format!(
+                "~ {}: toolkit {} at {} -> {} at {} ({why})",
+                p.name,
+                l.toolkit_version,
+                l.toolkit_root.display(),
+                t.version,
+                t.root.display()
+            ));
+            t
+        }
+    };
+    if toolkit.root == l.toolkit_root && toolkit.version != l.toolkit_version {
+        changes.push(format!(
+            "~ {}: toolkit at {} is now CUDA {} (locked: {})",
+            p.name,
+            toolkit.root.display(),
+            toolkit.version,
+            l.toolkit_version
+        ));
+    }
+    let entry = match locked_entry(l, p, toolkit, c) {
+        Ok(e) => e,
+        Err(why) => {
+            let e = resolve::resolve_cudnn(file, p, toolkit, c)?;
+            changes.push(format!(
+                "~ {}: cuDNN {} ({}) -> {} ({}) ({why})",
+                p.name, l.cudnn_version, l.cudnn_name, e.version, e.name
+            ));
+            e
+        }
+    };
+    if entry.id == l.cudnn_id && (entry.name != l.cudnn_name || entry.version != l.cudnn_version) {
+        changes.push(format!(
+            "~ {}: store entry {} is {} ({}) (locked: {} ({}))",
+            p.name, entry.id, entry.version, entry.name, l.cudnn_version, l.cudnn_name
+        ));
+    }
+    Ok((resolve::resolved_profile(p, toolkit, entry), changes))
+}
+
+/// The locked toolkit root among the candidates, or why it cannot be kept.
+fn locked_toolkit<'a>(l: &LockedProfile, p: &Profile, c: &Candidates<'a>) -> Result<&'a ToolkitCandidate, String> {
+    let t = c.toolkits.iter().find(|t| t.root == l.toolkit_root).ok_or("the locked toolkit root is gone")?;
+    if !p.cuda.version.matches(&t.version) {
+        return Err(format!("CUDA {} no longer satisfies `cuda = \"{}\"`", t.version, p.cuda.version));
+    }
+    Ok(t)
+}
+
+/// The locked store entry among the candidates, or why it cannot be kept with `toolkit`.
+fn locked_entry<'a>(
+    l: &LockedProfile,
+    p: &Profile,
+    toolkit: &ToolkitCandidate,
+    c: &Candidates<'a>,
+) -> Result<&'a CudnnCandidate, String> {
+    let e = c.store.iter().find(|e| e.id == l.cudnn_id).ok_or("the locked store entry is no longer in the store")?;
+    if e.platform != c.platform {
+        return Err(format!("the locked store entry is for {}, not {}", e.platform, c.platform));
+    }
+    if e.cuda_major != toolkit.version.major() {
+        return Err(format!(
+            "the locked store entry is for CUDA {}, the toolkit is CUDA {}",
+            e.cuda_major, toolkit.version
+        ));
+    }
+    if !p.cudnn.version.matches(&e.version) {
+        return Err(format!("cuDNN {} no longer satisfies `cudnn = \"{}\"`", e.version, p.cudnn.version));
+    }
+    Ok(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resolve::tests::{LINUX, entry, file, store, toolkit, toolkits};
+
+    const LAB: &str = "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9\"\n[profiles.old]\ncuda = \"11\"\ncudnn = \"8\"\n";
+
+    fn cands<'a>(t: &'a [ToolkitCandidate], s: &'a [CudnnCandidate]) -> Candidates<'a> {
+        Candidates { toolkits: t, store: s, platform: LINUX }
+    }
+
+    fn resolved() -> Resolved {
+        resolve::resolve(&file(LAB), &cands(&toolkits(), &store())).unwrap()
+    }
+
+    fn lock_of(text: &str) -> LockFile {
+        parse(text, Path::new("lab.lock")).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn fresh_lock_round_trips() {
+        let r = resolved();
+        let text = LockFile::render_updated(None, &r);
+        assert!(text.starts_with("# Written by `cuenv apply`"), "{text}");
+        assert!(text.contains("[profiles.torch2]\ntoolkit-root = \"/usr/local/cuda-12.6\"\n"), "{text}");
+        let lock = lock_of(&text);
+        let expected: Vec<LockedProfile> = r.profiles.iter().map(LockedProfile::from_resolved).collect();
+        assert_eq!(lock.profiles, expected);
+        assert_eq!(LockFile::render_updated(Some(&text), &r), text, "rendering twice changes nothing");
+    }
+
+    #[test]
+    fn windows_paths_survive() {
+        let mut r = resolved();
+        r.profiles[0].toolkit_root = PathBuf::from(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.6");
+        r.profiles[1].toolkit_root = PathBuf::from(r#"D:\it's "quoted"\ü"#);
+        let lock = lock_of(&LockFile::render_updated(None, &r));
+        assert_eq!(lock.profiles[0].toolkit_root, r.profiles[0].toolkit_root);
+        assert_eq!(lock.profiles[1].toolkit_root, r.profiles[1].toolkit_root);
+    }
+
+    #[test]
+    fn update_keeps_comments_order_and_unknown_keys() {
+        let r = resolved();
+        let old = "# my notes\nversion = 1\n\n# the old one first\n[profiles.old]\ntoolkit-root = \"/usr/local/cuda-11.8\"\ntoolkit-version = \"11.8.89\"\ncudnn-id = \"e880\"  # pinned by hand\ncudnn-name = \"cudnn-8.8.0.121-cuda11-linux-x86_64\"\ncudnn-version = \"8.8.0.121\"\nnote = \"kept\"\n\n[profiles.gone]\ntoolkit-root = \"/x\"\ntoolkit-version = \"1\"\ncudnn-id = \"x\"\ncudnn-name = \"x\"\ncudnn-version = \"1\"\n";
+        let new = LockFile::render_updated(Some(old), &r);
+        assert!(new.starts_with("# my notes\nversion = 1\n\n# the old one first\n[profiles.old]\n"), "{new}");
+        assert!(new.contains("cudnn-id = \"e880\"  # pinned by hand\n"), "{new}");
+        assert!(new.contains("note = \"kept\"\n"));
+        assert!(!new.contains("profiles.gone"), "{new}");
+        assert!(new.find("[profiles.old]").unwrap() < new.find("[profiles.torch2]").unwrap(), "{new}");
+        assert_eq!(lock_of(&new).profiles.len(), 2);
+    }
+
+    #[test]
+    fn changed_value_keeps_its_comment() {
+        let mut r = resolved();
+        let old = LockFile::render_updated(None, &r).replace("cudnn-id = \"e950\"", "cudnn-id = \"e950\" # why");
+        r.profiles[0].cudnn_id = "e951".into();
+        let new = LockFile::render_updated(Some(&old), &r);
+        assert!(new.contains("cudnn-id = \"e951\" # why\n"), "{new}");
+    }
+
+    #[test]
+    fn broken_old_text_is_replaced() {
+        let r = resolved();
+        assert_eq!(LockFile::render_updated(Some("[[[ nonsense"), &r), LockFile::render_updated(None, &r));
+    }
+
+    #[test]
+    fn parse_errors_are_located() {
+        let e = parse("version = 1\n[profiles.a]\ntoolkit-root = \"/x\"\n", Path::new("lab.lock")).unwrap_err();
+        let l = match &e {
+            Error::Invalid(l) => l,
+            other => panic!("{other}"),
+        };
+        assert_eq!(l.message, "locked profile `a` has no `toolkit-version`");
+        assert_eq!((l.line, l.column), (2, 11));
+        assert!(e.hint().unwrap().starts_with("delete the lock file"));
+        assert_eq!(e.exit_code(), ExitCode::Invalid);
+
+        let bad_version = "version = 1\n[profiles.a]\ntoolkit-root = \"/x\"\ntoolkit-version = \"12.x\"\n";
+        let e = parse(bad_version, Path::new("lab.lock")).unwrap_err();
+        assert!(e.to_string().starts_with("lab.lock:4:19: `toolkit-version`: `12.x` is not a version"), "{e}");
+
+        let e = parse("version = 2\n", Path::new("lab.lock")).unwrap_err();
+        assert!(e.to_string().contains("written by a newer cuenv"));
+        let e = parse("version = \"1\"\n", Path::new("lab.lock")).unwrap_err();
+        assert!(e.to_string().contains("`version` must be 1"));
+        let e = parse("[profiles.a]\n", Path::new("lab.lock")).unwrap_err();
+        assert!(e.to_string().contains("has no `version`"));
+        let e = parse("version = 1\nprofiles = 3\n", Path::new("lab.lock")).unwrap_err();
+        assert!(e.to_string().contains("`profiles` must be a table"));
+        let e = parse("version = 1\n[profiles.a]\ntoolkit-root = 3\n", Path::new("lab.lock")).unwrap_err();
+        assert!(e.to_string().contains("`toolkit-root` must be a string"));
+        let e = parse("version = 1 = 2\n", Path::new("lab.lock")).unwrap_err();
+        assert!(e.to_string().contains("invalid TOML in the lock file"));
+    }
+
+    #[test]
+    fn read_and_write_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = lock_path(&dir.path().join("lab.toml"));
+        assert_eq!(path.file_name().unwrap(), "lab.lock");
+        assert_eq!(read(&path).unwrap(), None);
+        let r = resolved();
+        assert!(write(&path, &r).unwrap());
+        assert!(!write(&path, &r).unwrap(), "an unchanged lock is not rewritten");
+        assert_eq!(read(&path).unwrap().unwrap().profiles.len(), 2);
+    }
+
+    #[test]
+    fn honour_without_lock_reports_every_profile_as_new() {
+        let h = honour(None, &file(LAB), &cands(&toolkits(), &store())).unwrap();
+        assert_eq!(h.resolved, resolved());
+        assert_eq!(h.changes.len(), 2);
+        assert_eq!(
+            h.changes[0],
+            "+ torch2: CUDA 12.6.77 at /usr/local/cuda-12.6, cuDNN 9.5.0.50 (cudnn-9.5.0.50-cuda12-linux-x86_64)"
+        );
+    }
+
+    #[test]
+    fn honour_keeps_locked_choices_over_newer_ones() {
+        let lock = lock_of(&LockFile::render_updated(None, &resolved()));
+        // A newer toolkit and a newer cuDNN appear: the lock still holds.
+        let mut ts = toolkits();
+        ts.push(toolkit("/usr/local/cuda-12.8", "12.8"));
+        let mut s = store();
+        s.push(entry("e990", "9.9.0.1", 12, LINUX));
+        let h = honour(Some(&lock), &file(LAB), &cands(&ts, &s)).unwrap();
+        assert_eq!(h.changes, Vec::<String>::new());
+        assert_eq!(h.resolved, resolved());
+        // Without the lock the newer ones win.
+        let fresh = resolve::resolve(&file(LAB), &cands(&ts, &s)).unwrap();
+        assert_eq!(fresh.profiles[0].cudnn_id, "e990");
+    }
+
+    #[test]
+    fn honour_re_resolves_a_vanished_entry() {
+        let lock = lock_of(&LockFile::render_updated(None, &resolved()));
+        let mut s: Vec<CudnnCandidate> = store().into_iter().filter(|e| e.id != "e950").collect();
+        s.push(entry("e930", "9.3.0.75", 12, LINUX));
+        let h = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &s)).unwrap();
+        assert_eq!(h.resolved.profiles[0].cudnn_id, "e930");
+        assert_eq!(
+            h.changes,
+            [
+                "~ torch2: cuDNN 9.5.0.50 (cudnn-9.5.0.50-cuda12-linux-x86_64) -> 9.3.0.75 (cudnn-9.3.0.75-cuda12-linux-x86_64) (the locked store entry is no longer in the store)"
+            ]
+        );
+    }
+
+    #[test]
+    fn honour_follows_edited_requirements() {
+        let lock = lock_of(&LockFile::render_updated(None, &resolved()));
+        let edited =
+            "[profiles.torch2]\ncuda = \"12.2\"\ncudnn = \"8.9.4\"\n[profiles.new]\ncuda = \"11\"\ncudnn = \"8\"\n";
+        let h = honour(Some(&lock), &file(edited), &cands(&toolkits(), &store())).unwrap();
+        assert_eq!(h.changes.len(), 4, "{:#?}", h.changes);
+        assert!(h.changes[0].starts_with("~ torch2: toolkit 12.6.77 at /usr/local/cuda-12.6 -> 12.2 at /usr/local/cuda-12.2 (CUDA 12.6.77 no longer satisfies `cuda = \"12.2\"`)"), "{}", h.changes[0]);
+        assert!(h.changes[1].ends_with("(cuDNN 9.5.0.50 no longer satisfies `cudnn = \"8.9.4\"`)"), "{}", h.changes[1]);
+        assert!(h.changes[2].starts_with("+ new: "));
+        assert_eq!(h.changes[3], "- old: no longer in lab.toml");
+    }
+
+    #[test]
+    fn honour_reports_a_toolkit_upgraded_in_place() {
+        let lock = lock_of(&LockFile::render_updated(None, &resolved()));
+        let ts = vec![toolkit("/usr/local/cuda-11.8", "11.8.89"), toolkit("/usr/local/cuda-12.6", "12.6.85")];
+        let h = honour(Some(&lock), &file(LAB), &cands(&ts, &store())).unwrap();
+        assert_eq!(h.changes, ["~ torch2: toolkit at /usr/local/cuda-12.6 is now CUDA 12.6.85 (locked: 12.6.77)"]);
+        assert_eq!(h.resolved.profiles[0].toolkit_version.to_string(), "12.6.85");
+    }
+
+    #[test]
+    fn honour_replaces_an_entry_of_the_wrong_cuda_major() {
+        let mut text = LockFile::render_updated(None, &resolved());
+        text = text.replace("cudnn-id = \"e880\"", "cudnn-id = \"e895\"");
+        let lock = lock_of(&text);
+        let h = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &store())).unwrap();
+        assert_eq!(h.resolved.profiles[1].cudnn_id, "e880");
+        assert!(
+            h.changes[0].ends_with("(the locked store entry is for CUDA 12, the toolkit is CUDA 11.8.89)"),
+            "{:?}",
+            h.changes
+        );
+    }
+
+    #[test]
+    fn honour_fails_where_re_resolution_fails() {
+        let lock = lock_of(&LockFile::render_updated(None, &resolved()));
+        let e = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &[])).unwrap_err();
+        assert!(e.to_string().contains("nothing in the store matches"), "{e}");
+    }
+}

@@ -1,0 +1,446 @@
+//! Resolution: a profile's requirements plus what exists (toolkit roots, store entries)
+//! give one toolkit root and one store entry per profile.
+//!
+//! Invariants:
+//! - Pure: the caller probes toolkit roots and lists the store; nothing here touches disk.
+//! - Among matches the newest version wins (ties: the first candidate given).
+//! - A store entry is chosen only if its CUDA major equals the chosen toolkit's major and its
+//!   platform is the host's: a cuda12 cuDNN needs a CUDA 12 runtime (field notes §4).
+//! - Every failure is a [`crate::profile::Error::Invalid`] at the span of the offending value, saying
+//!   what exists and what would satisfy it.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::binfmt::Platform;
+use crate::profile::{Check, Error, Profile, ProfileFile};
+use crate::version::Version;
+
+/// A store entry that a profile may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudnnCandidate {
+    /// The store entry id (its content address).
+    pub id: String,
+    /// The store entry's readable name.
+    pub name: String,
+    /// The cuDNN version, 1 to 4 parts (`9.5.0.50`).
+    pub version: Version,
+    /// The CUDA major the build targets (11, 12, 13).
+    pub cuda_major: u64,
+    /// The platform the build targets.
+    pub platform: Platform,
+}
+
+/// A toolkit root that a profile may use, with the version read from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolkitCandidate {
+    /// The toolkit root.
+    pub root: PathBuf,
+    /// The CUDA version (`11.8` or `12.6.77`).
+    pub version: Version,
+}
+
+/// What exists, as the caller found it.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidates<'a> {
+    /// The toolkit roots: those declared in `[toolkits]` when the file has that table,
+    /// else the discovered ones.
+    pub toolkits: &'a [ToolkitCandidate],
+    /// Every store entry (all platforms; those for other platforms are skipped).
+    pub store: &'a [CudnnCandidate],
+    /// The host platform.
+    pub platform: Platform,
+}
+
+/// One profile with its toolkit root and store entry chosen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResolvedProfile {
+    /// The profile name.
+    pub name: String,
+    /// The chosen toolkit root.
+    pub toolkit_root: PathBuf,
+    /// Its CUDA version.
+    pub toolkit_version: Version,
+    /// The chosen store entry's id.
+    pub cudnn_id: String,
+    /// The chosen store entry's name.
+    pub cudnn_name: String,
+    /// Its cuDNN version.
+    pub cudnn_version: Version,
+    /// `conda-env` as written (an env name or a path).
+    pub conda_env: Option<String>,
+    /// What `apply` checks.
+    pub check: Check,
+}
+
+/// Every profile of a file, resolved, in file order.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Resolved {
+    /// One per profile, in file order.
+    pub profiles: Vec<ResolvedProfile>,
+}
+
+/// Resolves every profile of `file` against `candidates`, in file order.
+///
+/// Errors: the first profile that cannot be resolved, as described at [`resolve_toolkit`]
+/// and [`resolve_cudnn`].
+pub fn resolve(file: &ProfileFile, candidates: &Candidates) -> Result<Resolved, Error> {
+    let profiles = file
+        .profiles
+        .iter()
+        .map(|p| {
+            let toolkit = resolve_toolkit(file, p, candidates)?;
+            let entry = resolve_cudnn(file, p, toolkit, candidates)?;
+            Ok(resolved_profile(p, toolkit, entry))
+        })
+        .collect::<Result<_, Error>>()?;
+    Ok(Resolved { profiles })
+}
+
+/// Joins a profile with its chosen toolkit root and store entry.
+pub fn resolved_profile(profile: &Profile, toolkit: &ToolkitCandidate, entry: &CudnnCandidate) -> ResolvedProfile {
+    ResolvedProfile {
+        name: profile.name.clone(),
+        toolkit_root: toolkit.root.clone(),
+        toolkit_version: toolkit.version.clone(),
+        cudnn_id: entry.id.clone(),
+        cudnn_name: entry.name.clone(),
+        cudnn_version: entry.version.clone(),
+        conda_env: profile.conda_env.as_ref().map(|e| e.value.clone()),
+        check: profile.check,
+    }
+}
+
+/// The newest toolkit whose version matches the profile's `cuda`.
+///
+/// Errors: none matches; the error points at the `cuda` value and lists the toolkits that exist.
+pub fn resolve_toolkit<'a>(
+    file: &ProfileFile,
+    profile: &Profile,
+    candidates: &Candidates<'a>,
+) -> Result<&'a ToolkitCandidate, Error> {
+    if let Some(t) = profile.cuda.version.best(candidates.toolkits, |t| &t.version) {
+        return Ok(t);
+    }
+    let written = file.text(&profile.cuda.span);
+    let message = format!("no CUDA toolkit matches `cuda = {written}` (profile `{}`)", profile.name);
+    let newest = candidates.toolkits.iter().map(|t| &t.version).max();
+    let hint = match (newest, file.toolkits.is_empty()) {
+        (None, true) => {
+            "install a CUDA toolkit, or declare its root under [toolkits], like `\"12.6\" = '/usr/local/cuda-12.6'`"
+                .to_string()
+        }
+        (None, false) => {
+            "check that the roots under [toolkits] are CUDA toolkits (with version.json or version.txt)".to_string()
+        }
+        (Some(v), true) => format!(
+            "change `cuda` to one that exists (e.g. `cuda = \"{}\"`), or declare another root under [toolkits]",
+            v.truncated(2)
+        ),
+        (Some(v), false) => format!(
+            "change `cuda` to one that exists (e.g. `cuda = \"{}\"`), or add the root of a matching toolkit to [toolkits]",
+            v.truncated(2)
+        ),
+    };
+    Err(file.error_at(profile.cuda.span.clone(), message, Some(hint)).with_note(toolkit_list(candidates)))
+}
+
+fn toolkit_list(candidates: &Candidates) -> String {
+    if candidates.toolkits.is_empty() {
+        return "no CUDA toolkit was found".into();
+    }
+    let mut ts: Vec<&ToolkitCandidate> = candidates.toolkits.iter().collect();
+    ts.sort_by(|a, b| b.version.cmp(&a.version));
+    let items: Vec<String> = ts.iter().map(|t| format!("{} at {}", t.version, t.root.display())).collect();
+    format!("toolkits: {}", items.join(", "))
+}
+
+/// The newest store entry whose version matches the profile's `cudnn`, built for `toolkit`'s
+/// CUDA major and the host platform.
+///
+/// Errors, each pointing at the `cudnn` value:
+/// - entries match the version but only for another CUDA major (a cuda12 cuDNN on a v11.8 root);
+/// - entries match but only for another platform;
+/// - the store holds nothing for this platform (run `cuenv store add <archive>`);
+/// - nothing matches (the entries for this CUDA major are listed).
+pub fn resolve_cudnn<'a>(
+    file: &ProfileFile,
+    profile: &Profile,
+    toolkit: &ToolkitCandidate,
+    candidates: &Candidates<'a>,
+) -> Result<&'a CudnnCandidate, Error> {
+    let req = &profile.cudnn.version;
+    let major = toolkit.version.major();
+    let host = candidates.platform;
+    let fits = |e: &&CudnnCandidate| e.platform == host && e.cuda_major == major;
+    if let Some(e) = req.best(candidates.store.iter().filter(fits), |e| &e.version) {
+        return Ok(e);
+    }
+    let matching: Vec<&CudnnCandidate> = candidates.store.iter().filter(|e| req.matches(&e.version)).collect();
+    let cx = Miss { file, profile, toolkit, major, host, written: file.text(&profile.cudnn.span) };
+    Err(if matching.iter().any(|e| e.platform == host) {
+        cx.other_cuda_major(&matching)
+    } else if !matching.is_empty() {
+        cx.other_platform(&matching)
+    } else if !candidates.store.iter().any(|e| e.platform == host) {
+        cx.empty_store()
+    } else {
+        cx.no_match(candidates.store)
+    })
+}
+
+/// What a failed cuDNN resolution knows, to word its error.
+struct Miss<'a> {
+    file: &'a ProfileFile,
+    profile: &'a Profile,
+    toolkit: &'a ToolkitCandidate,
+    major: u64,
+    host: Platform,
+    written: &'a str,
+}
+
+impl Miss<'_> {
+    fn error(&self, message: String, hint: String) -> Error {
+        self.file.error_at(self.profile.cudnn.span.clone(), message, Some(hint))
+    }
+
+    fn toolkit_note(&self) -> String {
+        format!(
+            "profile `{}` uses the CUDA {} toolkit at {}",
+            self.profile.name,
+            self.toolkit.version,
+            self.toolkit.root.display()
+        )
+    }
+
+    fn other_cuda_major(&self, matching: &[&CudnnCandidate]) -> Error {
+        let here: Vec<&CudnnCandidate> = matching.iter().copied().filter(|e| e.platform == self.host).collect();
+        let majors = join_set(here.iter().map(|e| format!("cuda{}", e.cuda_major)));
+        let message = format!(
+            "`cudnn = {}` matches only {majors} store entries, but the toolkit is CUDA {}",
+            self.written, self.toolkit.version
+        );
+        let hint = format!(
+            "add a cuda{m} build of cuDNN {} (`cuenv store add` a `..._cuda{m}-archive` or an nvidia-cudnn-cu{m} wheel), or change `cuda` to a toolkit of CUDA {}",
+            self.profile.cudnn.version,
+            here[0].cuda_major,
+            m = self.major
+        );
+        self.error(message, hint).with_note(entry_list("matching store entries", &here)).with_note(self.toolkit_note())
+    }
+
+    fn other_platform(&self, matching: &[&CudnnCandidate]) -> Error {
+        let platforms = join_set(matching.iter().map(|e| e.platform.to_string()));
+        let message = format!(
+            "`cudnn = {}` matches only store entries for {platforms}, not this {} host",
+            self.written, self.host
+        );
+        let hint = format!("add a {} build of that cuDNN with `cuenv store add <archive>`", self.host);
+        self.error(message, hint).with_note(entry_list("matching store entries", matching))
+    }
+
+    fn empty_store(&self) -> Error {
+        let message = format!(
+            "nothing in the store matches `cudnn = {}`: the store holds no cuDNN for {}",
+            self.written, self.host
+        );
+        let hint = format!(
+            "run `cuenv store add <archive>` with a cuDNN archive or wheel for CUDA {} on {}",
+            self.major, self.host
+        );
+        self.error(message, hint)
+    }
+
+    fn no_match(&self, store: &[CudnnCandidate]) -> Error {
+        let here: Vec<&CudnnCandidate> =
+            store.iter().filter(|e| e.platform == self.host && e.cuda_major == self.major).collect();
+        let message = format!("nothing in the store matches `cudnn = {}` for CUDA {}", self.written, self.major);
+        let note = if here.is_empty() {
+            format!("the store holds no cuda{} entries for {}", self.major, self.host)
+        } else {
+            entry_list(&format!("cuda{} store entries", self.major), &here)
+        };
+        let hint = format!(
+            "run `cuenv store add <archive>` to add a matching cuda{} build, or change `cudnn` to a version listed",
+            self.major
+        );
+        self.error(message, hint).with_note(note).with_note(self.toolkit_note())
+    }
+}
+
+/// `label: 9.5.0.50 (cuda12, name), ...`, newest first.
+fn entry_list(label: &str, entries: &[&CudnnCandidate]) -> String {
+    let mut es = entries.to_vec();
+    es.sort_by(|a, b| b.version.cmp(&a.version).then(a.cuda_major.cmp(&b.cuda_major)));
+    let items: Vec<String> = es.iter().map(|e| format!("{} (cuda{}, {})", e.version, e.cuda_major, e.name)).collect();
+    format!("{label}: {}", items.join(", "))
+}
+
+/// The distinct strings, sorted, joined with " and ".
+fn join_set(items: impl Iterator<Item = String>) -> String {
+    items.collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>().join(" and ")
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::error::{Diagnose, ExitCode};
+    use crate::profile;
+
+    pub(crate) fn entry(id: &str, version: &str, cuda_major: u64, platform: Platform) -> CudnnCandidate {
+        CudnnCandidate {
+            id: id.into(),
+            name: format!("cudnn-{version}-cuda{cuda_major}-{platform}"),
+            version: version.parse().unwrap(),
+            cuda_major,
+            platform,
+        }
+    }
+
+    pub(crate) fn toolkit(root: &str, version: &str) -> ToolkitCandidate {
+        ToolkitCandidate { root: root.into(), version: version.parse().unwrap() }
+    }
+
+    pub(crate) const LINUX: Platform = Platform::LinuxX86_64;
+
+    pub(crate) fn store() -> Vec<CudnnCandidate> {
+        vec![
+            entry("e895", "8.9.4.25", 12, LINUX),
+            entry("e950", "9.5.0.50", 12, LINUX),
+            entry("e880", "8.8.0.121", 11, LINUX),
+            entry("w950", "9.5.0.50", 12, Platform::WindowsX86_64),
+            entry("e897", "8.9.7.29", 12, LINUX),
+        ]
+    }
+
+    pub(crate) fn toolkits() -> Vec<ToolkitCandidate> {
+        vec![
+            toolkit("/usr/local/cuda-11.8", "11.8.89"),
+            toolkit("/usr/local/cuda-12.6", "12.6.77"),
+            toolkit("/usr/local/cuda-12.2", "12.2"),
+        ]
+    }
+
+    pub(crate) fn file(text: &str) -> ProfileFile {
+        profile::parse(text, Path::new("lab.toml")).unwrap()
+    }
+
+    fn run(text: &str, store: &[CudnnCandidate], toolkits: &[ToolkitCandidate]) -> Result<Resolved, Error> {
+        resolve(&file(text), &Candidates { toolkits, store, platform: LINUX })
+    }
+
+    #[test]
+    fn picks_newest_toolkit_and_entry_in_file_order() {
+        let text = "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9\"\nconda-env = \"t\"\n[profiles.old]\ncuda = \"11\"\ncudnn = \"8\"\ncheck = \"none\"\n[profiles.mid]\ncuda = \"<12.5\"\ncudnn = \"8.9\"\n";
+        let r = run(text, &store(), &toolkits()).unwrap();
+        let names: Vec<&str> = r.profiles.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["torch2", "old", "mid"]);
+        let t = &r.profiles[0];
+        assert_eq!((t.toolkit_root.to_str().unwrap(), t.cudnn_id.as_str()), ("/usr/local/cuda-12.6", "e950"));
+        assert_eq!(t.conda_env.as_deref(), Some("t"));
+        assert_eq!((r.profiles[1].cudnn_id.as_str(), r.profiles[1].check), ("e880", Check::None));
+        assert_eq!(r.profiles[2].toolkit_version.to_string(), "12.2");
+        assert_eq!(r.profiles[2].cudnn_id, "e897");
+        assert_eq!(r.profiles[2].cudnn_name, "cudnn-8.9.7.29-cuda12-linux-x86_64");
+    }
+
+    #[test]
+    fn host_platform_decides_among_equal_versions() {
+        let r = resolve(
+            &file("[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n"),
+            &Candidates { toolkits: &toolkits(), store: &store(), platform: Platform::WindowsX86_64 },
+        )
+        .unwrap();
+        assert_eq!(r.profiles[0].cudnn_id, "w950");
+    }
+
+    #[test]
+    fn no_toolkit_lists_what_exists() {
+        let e = run("[profiles.tf28]\ncuda = \"11.2\"\ncudnn = \"8\"\n", &store(), &toolkits()).unwrap_err();
+        let s = e.to_string();
+        assert!(s.starts_with("lab.toml:2:8: no CUDA toolkit matches `cuda = \"11.2\"` (profile `tf28`)"), "{s}");
+        assert!(s.contains("= note: toolkits: 12.6.77 at /usr/local/cuda-12.6, 12.2 at /usr/local/cuda-12.2, 11.8.89 at /usr/local/cuda-11.8"), "{s}");
+        assert_eq!(
+            e.hint().unwrap(),
+            "change `cuda` to one that exists (e.g. `cuda = \"12.6\"`), or declare another root under [toolkits]"
+        );
+        assert_eq!(e.exit_code(), ExitCode::Invalid);
+    }
+
+    #[test]
+    fn no_toolkit_at_all() {
+        let e = run("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store(), &[]).unwrap_err();
+        assert!(e.to_string().contains("= note: no CUDA toolkit was found"));
+        assert!(e.hint().unwrap().starts_with("install a CUDA toolkit"));
+        let e =
+            run("[toolkits]\nx = '/opt/x'\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store(), &[]).unwrap_err();
+        assert!(e.hint().unwrap().contains("are CUDA toolkits"));
+    }
+
+    #[test]
+    fn cuda12_cudnn_on_a_cuda11_root() {
+        let e = run("[profiles.a]\ncuda = \"11.8\"\ncudnn = \"9.5\"\n", &store(), &toolkits()).unwrap_err();
+        let l = e.located().unwrap();
+        assert_eq!(l.message, "`cudnn = \"9.5\"` matches only cuda12 store entries, but the toolkit is CUDA 11.8.89");
+        assert_eq!((l.line, l.column), (3, 9));
+        assert_eq!(l.notes[0], "matching store entries: 9.5.0.50 (cuda12, cudnn-9.5.0.50-cuda12-linux-x86_64)");
+        assert_eq!(l.notes[1], "profile `a` uses the CUDA 11.8.89 toolkit at /usr/local/cuda-11.8");
+        assert!(e.hint().unwrap().starts_with("add a cuda11 build"), "{:?}", e.hint());
+        assert!(e.hint().unwrap().ends_with("toolkit of CUDA 12"));
+    }
+
+    #[test]
+    fn only_another_platform_matches() {
+        let store = vec![entry("w", "9.5.0.50", 12, Platform::WindowsX86_64), entry("l", "8.9.4.25", 12, LINUX)];
+        let e = run("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store, &toolkits()).unwrap_err();
+        assert_eq!(
+            e.located().unwrap().message,
+            "`cudnn = \"9\"` matches only store entries for windows-x86_64, not this linux-x86_64 host"
+        );
+    }
+
+    #[test]
+    fn empty_store_says_store_add() {
+        let e = run("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &[], &toolkits()).unwrap_err();
+        assert_eq!(
+            e.located().unwrap().message,
+            "nothing in the store matches `cudnn = \"9\"`: the store holds no cuDNN for linux-x86_64"
+        );
+        assert!(e.hint().unwrap().starts_with("run `cuenv store add <archive>`"));
+    }
+
+    #[test]
+    fn no_match_lists_entries_of_that_cuda_major() {
+        let e = run("[profiles.a]\ncuda = \"12\"\ncudnn = { version = \"8.7\" }\n", &store(), &toolkits()).unwrap_err();
+        let l = e.located().unwrap();
+        assert_eq!(l.message, "nothing in the store matches `cudnn = \"8.7\"` for CUDA 12");
+        assert_eq!((l.line, l.column, l.caret_len), (3, 21, 5));
+        assert!(l.notes[0].starts_with("cuda12 store entries: 9.5.0.50 (cuda12"), "{}", l.notes[0]);
+        assert!(l.notes[0].contains("8.9.7.29 (cuda12") && !l.notes[0].contains("cuda11"));
+        assert!(e.hint().unwrap().contains("run `cuenv store add <archive>`"));
+
+        let e =
+            run("[profiles.a]\ncuda = \"11\"\ncudnn = \"9.9\"\n", &[entry("x", "9.5.0.50", 12, LINUX)], &toolkits())
+                .unwrap_err();
+        assert_eq!(e.located().unwrap().notes[0], "the store holds no cuda11 entries for linux-x86_64");
+    }
+
+    #[test]
+    fn first_failing_profile_is_reported() {
+        let text = "[profiles.good]\ncuda = \"12\"\ncudnn = \"9\"\n[profiles.bad]\ncuda = \"10\"\ncudnn = \"9\"\n";
+        let e = run(text, &store(), &toolkits()).unwrap_err();
+        assert_eq!(e.located().unwrap().line, 5);
+    }
+
+    #[test]
+    fn resolved_serializes_for_json() {
+        let r = run("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store(), &toolkits()).unwrap();
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["profiles"][0]["cudnn_version"], "9.5.0.50");
+        assert_eq!(j["profiles"][0]["check"], "conv");
+    }
+}
