@@ -3,6 +3,7 @@
 
 mod reporter;
 mod store;
+mod toolkits;
 
 use std::path::PathBuf;
 
@@ -34,6 +35,16 @@ pub enum Command {
     /// Manage the content-addressed store of cuDNN releases.
     #[command(subcommand)]
     Store(store::StoreCommand),
+    /// List CUDA toolkit roots: their version, runtime, and any cuDNN copied in by hand.
+    ///
+    /// Searched: %ProgramFiles%\NVIDIA GPU Computing Toolkit\CUDA\v*, CUDA_PATH and
+    /// CUDA_PATH_V<maj>_<min> (Windows); /usr/local/cuda-*, /usr/local/cuda, /opt/cuda,
+    /// CUDA_HOME, CUDA_PATH (Linux); plus CUENV_TOOLKIT_PATHS everywhere.
+    Toolkits {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// What every command gets: the layout and output settings.
@@ -71,6 +82,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet };
     match cli.command {
         Command::Store(cmd) => store::run(&ctx, cmd),
+        Command::Toolkits { json } => toolkits::run(&ctx, json),
     }
 }
 
