@@ -48,6 +48,15 @@ fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
         if let Some(e) = cause.downcast_ref::<crate::lockfile::Error>() {
             return Some(e);
         }
+        if let Some(e) = cause.downcast_ref::<crate::link::LinkError>() {
+            return Some(e);
+        }
+        if let Some(e) = cause.downcast_ref::<crate::generation::Error>() {
+            return Some(e);
+        }
+        if let Some(e) = cause.downcast_ref::<crate::apply::LockedDrift>() {
+            return Some(e);
+        }
         if let Some(e) = cause.downcast_ref::<crate::lock::LockError>() {
             return Some(e);
         }

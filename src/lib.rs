@@ -11,11 +11,15 @@
 //! Only the CLI layer (`cli`) prints; library modules return typed errors that implement
 //! [`error::Diagnose`] (a hint and an exit code).
 
+pub mod apply;
 pub mod binfmt;
 pub mod cli;
+pub mod conda;
 pub mod error;
 pub mod fsutil;
+pub mod generation;
 pub mod layout;
+pub mod link;
 pub mod lock;
 pub mod lockfile;
 pub mod profile;
@@ -24,3 +28,4 @@ pub mod resolve;
 pub mod store;
 pub mod toolkit;
 pub mod version;
+pub mod shim;
