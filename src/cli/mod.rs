@@ -68,6 +68,15 @@ pub enum Command {
         /// Fail instead of changing lab.lock.
         #[arg(long)]
         locked: bool,
+        /// Skip the check of each profile after building the generation.
+        #[arg(long)]
+        no_check: bool,
+        /// Treat a profile that finds no GPU as failed (default: a warning).
+        #[arg(long)]
+        require_gpu: bool,
+        /// Seconds each profile's check may take.
+        #[arg(long, default_value_t = 120, value_name = "SECS")]
+        timeout: u64,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -158,8 +167,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Store(cmd) => store::run(&ctx, cmd),
         Command::Toolkits { json } => toolkits::run(&ctx, json),
         Command::Plan { file, locked, json } => profiles::plan(&ctx, &file, locked, json),
-        Command::Apply { file, dry_run: true, locked, json } => profiles::plan(&ctx, &file, locked, json),
-        Command::Apply { file, dry_run: false, locked, json } => profiles::apply(&ctx, &file, profiles::ApplyOpts { locked, json }),
+        Command::Apply { file, dry_run: true, locked, json, .. } => profiles::plan(&ctx, &file, locked, json),
+        Command::Apply { file, dry_run: false, locked, no_check, require_gpu, timeout, json } => {
+            profiles::apply(&ctx, &file, profiles::ApplyOpts { locked, json, check: !no_check, require_gpu, timeout })
+        }
         Command::Use { profile, .. } => profiles::use_profile(&ctx, profile.as_deref()),
         Command::Rollback { to } => profiles::rollback(&ctx, to),
         Command::Generations { json } => profiles::generations(&ctx, json),

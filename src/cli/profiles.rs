@@ -45,6 +45,12 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> anyhow::Result<
 pub struct ApplyOpts {
     pub locked: bool,
     pub json: bool,
+    /// Check each profile after the switch (`--no-check` turns it off).
+    pub check: bool,
+    /// A profile without a GPU fails the check.
+    pub require_gpu: bool,
+    /// Seconds per profile check.
+    pub timeout: u64,
 }
 
 /// `cuenv apply FILE`.
