@@ -94,7 +94,12 @@ impl TestContext {
 
     /// The store holds no entry and no staging leftovers.
     pub fn assert_store_unchanged(&self) {
-        assert!(self.entry_dirs().is_empty(), "entries were written: {:?}", self.entry_dirs());
+        self.assert_store_unchanged_but(&[]);
+    }
+
+    /// The store holds exactly the entry folders `entries` and no staging leftovers.
+    pub fn assert_store_unchanged_but(&self, entries: &[PathBuf]) {
+        assert_eq!(self.entry_dirs(), entries, "the store's entries changed");
         let staging: Vec<_> = fs::read_dir(self.staging_dir()).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default();
         assert!(staging.is_empty(), "staging left behind: {staging:?}");
     }
