@@ -307,18 +307,18 @@ pub fn build(layout: &Layout, desired: &Desired) -> anyhow::Result<u64> {
     }
     let n = generation::list(layout).last().copied().unwrap_or(0) + 1;
     let tmp = gens.join(format!(".tmp-{n}"));
-    let result = build_into(&tmp, n, desired);
+    let dest = generation::dir(layout, n);
+    let result = build_into(&tmp, &dest, n, desired);
     if let Err(e) = result {
         let _ = remove_generation_tree(&tmp);
         return Err(e);
     }
-    let dest = generation::dir(layout, n);
     fsutil::rename_with_retry(&tmp, &dest).with_context(|| format!("cannot publish {}", dest.display()))?;
     fsutil::sync_dir(&gens);
     Ok(n)
 }
 
-fn build_into(tmp: &Path, n: u64, desired: &Desired) -> anyhow::Result<()> {
+fn build_into(tmp: &Path, dest: &Path, n: u64, desired: &Desired) -> anyhow::Result<()> {
     fs::create_dir(tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     let kind = link_kind(desired.file.settings.link_mode);
     for v in &desired.views {
@@ -329,7 +329,11 @@ fn build_into(tmp: &Path, n: u64, desired: &Desired) -> anyhow::Result<()> {
             match kind {
                 Some(k) => link::create(k, &view_target(v, name), &at)?,
                 None if name == "cudnn" => copy_tree(&v.entry_dir, &at)?,
-                None if name == "cudnn-lib" => link::create(LinkKind::native(), &crate::store::extract::native(&view.join("cudnn"), &v.cudnn_lib), &at)?,
+                // Links store absolute targets: point at the copy's place once published.
+                None if name == "cudnn-lib" => {
+                    let published = dest.join("views").join(&v.name).join("cudnn");
+                    link::create(LinkKind::native(), &crate::store::extract::native(&published, &v.cudnn_lib), &at)?
+                }
                 None => link::create(LinkKind::native(), &view_target(v, name), &at)?,
             }
         }

@@ -57,6 +57,9 @@ fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
         if let Some(e) = cause.downcast_ref::<crate::apply::LockedDrift>() {
             return Some(e);
         }
+        if let Some(e) = cause.downcast_ref::<crate::cli::UnknownProfile>() {
+            return Some(e);
+        }
         if let Some(e) = cause.downcast_ref::<crate::lock::LockError>() {
             return Some(e);
         }

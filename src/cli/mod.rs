@@ -6,6 +6,8 @@ mod reporter;
 mod store;
 mod toolkits;
 
+pub use profiles::UnknownProfile;
+
 use std::path::PathBuf;
 
 use anyhow::Context as _;
