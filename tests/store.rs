@@ -694,3 +694,621 @@ fn remove_from_an_empty_store() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("hint: the store is empty; add a release with `cuenv store add <archive>`"), "{}", stderr(&out));
 }
+
+// ------------------------------------------------------------------ refused input: one test per error message
+//
+// Each test asserts exit code 2, that stderr names the member or path and the rule broken,
+// a `hint:` line, and that the store is unchanged (`TestContext::add_refused`).
+
+/// An official Windows archive tree (with its top folder) and its file name.
+fn windows_archive(r: &Release) -> (String, Tree) {
+    let stem = r.windows_archive_stem();
+    (stem.clone(), windows_release_tree(r, BinDir::Bin).under(&stem))
+}
+
+/// An official Linux archive tree (with its top folder) and its file name.
+fn linux_archive(r: &Release) -> (String, Tree) {
+    let stem = r.linux_archive_stem();
+    (stem.clone(), linux_release_tree(r).under(&stem))
+}
+
+/// A good Windows archive plus one extra member named `member`; returns the zip's path.
+fn zip_with_member(ctx: &TestContext, member: &str) -> PathBuf {
+    let (stem, mut t) = windows_archive(&Release::V9);
+    t.file(member, b"evil".to_vec());
+    let path = ctx.path(&format!("{stem}.zip"));
+    t.write_zip(&path);
+    path
+}
+
+fn assert_has(haystack: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(haystack.contains(n), "`{n}` not in:\n{haystack}");
+    }
+}
+
+const UNSAFE_HINT: &str = "hint: this archive is unsafe to extract; download it again from NVIDIA or PyPI";
+const DAMAGED_HINT: &str = "hint: the file is damaged or incomplete; download it again";
+
+#[test]
+fn refuses_zip_member_with_dotdot() {
+    let ctx = TestContext::new();
+    let zip = zip_with_member(&ctx, "cudnn-windows-x86_64-9.5.0.50_cuda12-archive/bin/../../../evil.dll");
+    let err = ctx.add_refused(&zip, &[]);
+    assert_has(&err, &["member `cudnn-windows-x86_64-9.5.0.50_cuda12-archive/bin/../../../evil.dll` refused: it has a `..` component", UNSAFE_HINT]);
+    assert!(!ctx.work.parent().unwrap().join("evil.dll").exists());
+}
+
+#[test]
+fn refuses_zip_member_with_absolute_path() {
+    let ctx = TestContext::new();
+    let err = ctx.add_refused(&zip_with_member(&ctx, "/tmp/cuenv-evil.dll"), &[]);
+    assert_has(&err, &["member `/tmp/cuenv-evil.dll` refused: it is an absolute path", UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_zip_member_with_drive_letter() {
+    let ctx = TestContext::new();
+    let err = ctx.add_refused(&zip_with_member(&ctx, "C:\\Windows\\System32\\evil.dll"), &[]);
+    assert_has(&err, &["member `C:\\Windows\\System32\\evil.dll` refused: it starts with a drive letter", UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_zip_member_with_unc_path() {
+    let ctx = TestContext::new();
+    let err = ctx.add_refused(&zip_with_member(&ctx, "\\\\server\\share\\evil.dll"), &[]);
+    assert_has(&err, &["member `\\\\server\\share\\evil.dll` refused: it is a UNC path", UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_zip_member_with_alternate_data_stream() {
+    let ctx = TestContext::new();
+    let err = ctx.add_refused(&zip_with_member(&ctx, "cudnn-windows-x86_64-9.5.0.50_cuda12-archive/bin/cudnn64_9.dll:evil"), &[]);
+    assert_has(&err, &["member `cudnn-windows-x86_64-9.5.0.50_cuda12-archive/bin/cudnn64_9.dll:evil` refused: a component contains `:`", UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_zip_member_with_backslash_dotdot() {
+    let ctx = TestContext::new();
+    let err = ctx.add_refused(&zip_with_member(&ctx, "cudnn-windows-x86_64-9.5.0.50_cuda12-archive\\..\\..\\evil.dll"), &[]);
+    assert_has(&err, &["refused: it has a `..` component", UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_tar_member_with_dotdot() {
+    let ctx = TestContext::new();
+    let (stem, mut t) = linux_archive(&Release::V9);
+    t.file("../evil.so", b"evil".to_vec());
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &["member `../evil.so` refused: it has a `..` component", UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_tar_member_with_absolute_path() {
+    let ctx = TestContext::new();
+    let (stem, mut t) = linux_archive(&Release::V9);
+    t.file("/tmp/cuenv-evil.so", b"evil".to_vec());
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &["member `/tmp/cuenv-evil.so` refused: it is an absolute path", UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_tar_symlink_climbing_out_of_the_entry() {
+    let ctx = TestContext::new();
+    let (stem, mut t) = linux_archive(&Release::V9);
+    // lib/evil -> ../../etc/passwd leaves the release root `stem/` (and the entry).
+    t.symlink(format!("{stem}/lib/evil"), "../../etc/passwd");
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{stem}/lib/evil` refused:"), "the symlink target `../../etc/passwd` points outside the entry", UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_tar_symlink_climbing_out_of_the_archive() {
+    let ctx = TestContext::new();
+    let (stem, mut t) = linux_archive(&Release::V9);
+    t.symlink(format!("{stem}/lib/evil"), "../../../etc/passwd");
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{stem}/lib/evil` refused: the symlink target `../../../etc/passwd` points outside the entry"), UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_tar_symlink_to_an_absolute_path() {
+    let ctx = TestContext::new();
+    let (stem, mut t) = linux_archive(&Release::V9);
+    t.symlink(format!("{stem}/lib/libcudnn_evil.so"), "/etc/passwd");
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{stem}/lib/libcudnn_evil.so` refused: the symlink points to an absolute path `/etc/passwd`, outside the entry"), UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_zip_symlink_pointing_outside() {
+    let ctx = TestContext::new();
+    let (stem, mut t) = linux_archive(&Release::V9);
+    t.symlink(format!("{stem}/lib/evil"), "../../../../etc/passwd");
+    let path = ctx.path(&format!("{stem}.zip"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{stem}/lib/evil` refused: the symlink target `../../../../etc/passwd` points outside the entry"), UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_tar_hard_link_to_an_unknown_file() {
+    let ctx = TestContext::new();
+    let (stem, t) = linux_archive(&Release::V9);
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    let enc = xz2::write::XzEncoder::new(fs::File::create(&path).unwrap(), 1);
+    let enc = t.write_tar_with(enc, |b| {
+        let mut h = tar::Header::new_ustar();
+        set_tar_name(&mut h, &format!("{stem}/lib/libhard.so"));
+        h.set_entry_type(tar::EntryType::Link);
+            h.set_link_name_literal(b"/etc/shadow").unwrap();
+    h.set_size(0);
+        h.set_cksum();
+        b.append(&h, &[][..]).unwrap();
+    });
+    enc.finish().unwrap();
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{stem}/lib/libhard.so` refused: hard link target: it is an absolute path"), UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_tar_device_and_fifo_members() {
+    let ctx = TestContext::new();
+    let (stem, t) = linux_archive(&Release::V9);
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    let enc = xz2::write::XzEncoder::new(fs::File::create(&path).unwrap(), 1);
+    let enc = t.write_tar_with(enc, |b| {
+        let mut h = tar::Header::new_ustar();
+        set_tar_name(&mut h, &format!("{stem}/lib/fifo"));
+        h.set_entry_type(tar::EntryType::Fifo);
+        h.set_size(0);
+        h.set_cksum();
+        b.append(&h, &[][..]).unwrap();
+    });
+    enc.finish().unwrap();
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{stem}/lib/fifo` refused: unsupported member type Fifo"), UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_names_equal_except_for_case() {
+    let ctx = TestContext::new();
+    let (stem, mut t) = windows_archive(&Release::V9);
+    t.file(format!("{stem}/bin/CUDNN64_9.dll"), pe_dll(PeArch::Amd64, Some([9, 5, 0, 50]), "other"));
+    let path = ctx.path(&format!("{stem}.zip"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("members `{stem}/bin/cudnn64_9.dll` and `{stem}/bin/CUDNN64_9.dll` differ only by case; they would collide on Windows"), UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_names_equal_except_for_case_in_a_tar() {
+    let ctx = TestContext::new();
+    let (stem, mut t) = linux_archive(&Release::V9);
+    t.file(format!("{stem}/include/CUDNN.h"), "x");
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("members `{stem}/include/cudnn.h` and `{stem}/include/CUDNN.h` differ only by case"), UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_a_zip_member_shorter_than_its_declared_size() {
+    let ctx = TestContext::new();
+    let (stem, t) = windows_archive(&Release::V9);
+    let mut z = t.zip_builder();
+    let name = format!("{stem}/include/cudnn_version.h");
+    let real = Release::V9.header().len() as u32;
+    z.member(&name).declared_size = Some(real + 1000);
+    let path = ctx.path(&format!("{stem}.zip"));
+    z.write(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{name}` holds {real} bytes but its header declares {}", real + 1000), DAMAGED_HINT]);
+}
+
+#[test]
+fn refuses_a_zip_member_longer_than_its_declared_size() {
+    let ctx = TestContext::new();
+    let (stem, t) = windows_archive(&Release::V9);
+    let mut z = t.zip_builder();
+    let name = format!("{stem}/bin/cudnn_ops64_9.dll");
+    z.member(&name).declared_size = Some(100);
+    let path = ctx.path(&format!("{stem}.zip"));
+    z.write(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{name}`"), "declared", DAMAGED_HINT]);
+}
+
+#[test]
+fn refuses_a_zip_bomb_before_extracting() {
+    let ctx = TestContext::new();
+    let (stem, t) = windows_archive(&Release::V9);
+    let mut z = t.zip_builder();
+    let name = format!("{stem}/bin/cudnn_bomb64_9.dll");
+    z.add(&name, Node::File(vec![0u8; 64 << 20]));
+    let path = ctx.path(&format!("{stem}.zip"));
+    let started = std::time::Instant::now();
+    z.write(&path);
+    eprintln!("bomb built in {:?}, {} bytes", started.elapsed(), fs::metadata(&path).unwrap().len());
+    assert!(fs::metadata(&path).unwrap().len() < 1 << 20);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{name}` would expand"), &format!("to {} (over 200:1); refusing a likely zip bomb", 64 << 20), UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_a_truncated_zip() {
+    let ctx = TestContext::new();
+    let zip = windows_zip(&ctx.work, &Release::V9, BinDir::Bin);
+    let bytes = fs::read(&zip).unwrap();
+    fs::write(&zip, &bytes[..bytes.len() / 2]).unwrap();
+    let err = ctx.add_refused(&zip, &[]);
+    assert_has(&err, &[&format!("{} is damaged: not a readable zip", zip.display()), "truncated", DAMAGED_HINT]);
+}
+
+#[test]
+fn refuses_a_truncated_tar_xz() {
+    let ctx = TestContext::new();
+    let path = linux_tar_xz(&ctx.work, &Release::V9);
+    let bytes = fs::read(&path).unwrap();
+    fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("{} is damaged:", path.display()), "truncated", DAMAGED_HINT]);
+}
+
+#[test]
+fn refuses_a_truncated_tgz() {
+    let ctx = TestContext::new();
+    let path = legacy_linux_tgz(&ctx.work, &Release::V8, 2);
+    let bytes = fs::read(&path).unwrap();
+    fs::write(&path, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("{} is damaged:", path.display()), "truncated", DAMAGED_HINT]);
+}
+
+#[test]
+fn refuses_a_bad_crc() {
+    let ctx = TestContext::new();
+    let (stem, t) = windows_archive(&Release::V9);
+    let mut z = t.zip_builder();
+    let name = format!("{stem}/bin/cudnn_cnn64_9.dll");
+    z.member(&name).method = Method::Stored;
+    let path = ctx.path(&format!("{stem}.zip"));
+    let layout = z.write(&path);
+    let (offset, len) = layout.data_of(&name);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[(offset + len / 2) as usize] ^= 0x01;
+    fs::write(&path, bytes).unwrap();
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{name}` fails its CRC-32 check (the archive is damaged)"), DAMAGED_HINT]);
+}
+
+#[test]
+fn refuses_a_wheel_whose_record_hash_is_wrong() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let mut t = wheel_tree(&r, WheelOs::Windows);
+    // Change a DLL after RECORD was written.
+    t.replace("nvidia/cudnn/bin/cudnn_adv64_9.dll", pe_dll(PeArch::Amd64, Some(r.version), "tampered"));
+    let path = ctx.path(&r.wheel_name("win_amd64"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &["`nvidia/cudnn/bin/cudnn_adv64_9.dll` does not match the wheel's RECORD: its SHA-256 differs from RECORD's", DAMAGED_HINT]);
+}
+
+#[test]
+fn refuses_a_wheel_whose_record_size_is_wrong() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let mut t = wheel_tree(&r, WheelOs::Linux);
+    let di = dist_info(&r);
+    let record = record_text(&t, &di);
+    let header_len = r.header().len();
+    let record = record.replace(&format!("cudnn_version.h,sha256="), "cudnn_version.h,sha256=").replacen(
+        &format!(",{header_len}\n"),
+        &format!(",{}\n", header_len + 1),
+        1,
+    );
+    t.replace(&format!("{di}/RECORD"), record);
+    let path = ctx.path(&r.wheel_name("manylinux2014_x86_64"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &["does not match the wheel's RECORD: it holds", &format!("bytes but RECORD says"), DAMAGED_HINT]);
+}
+
+#[test]
+fn refuses_a_wheel_file_missing_from_record() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let mut t = wheel_tree(&r, WheelOs::Linux);
+    t.file("nvidia/cudnn/lib/libsneaky.so.9", elf_so("sneaky"));
+    let path = ctx.path(&r.wheel_name("manylinux2014_x86_64"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &["`nvidia/cudnn/lib/libsneaky.so.9` does not match the wheel's RECORD: the file is not listed in RECORD", DAMAGED_HINT]);
+}
+
+#[test]
+fn refuses_a_wheel_missing_a_recorded_file() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let mut t = wheel_tree(&r, WheelOs::Linux);
+    t.remove("nvidia/cudnn/lib/libcudnn_heuristic.so.9");
+    let path = ctx.path(&r.wheel_name("manylinux2014_x86_64"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &["`nvidia/cudnn/lib/libcudnn_heuristic.so.9` does not match the wheel's RECORD: listed in RECORD but absent from the wheel", DAMAGED_HINT]);
+}
+
+#[test]
+fn refuses_a_wrong_sha256() {
+    let ctx = TestContext::new();
+    let zip = windows_zip(&ctx.work, &Release::V9, BinDir::Bin);
+    let actual = sha256_hex(&fs::read(&zip).unwrap());
+    let wrong = "0".repeat(64);
+    let err = ctx.add_refused(&zip, &["--sha256", &wrong]);
+    assert_has(&err, &[
+        &format!("{}: SHA-256 is {actual}, but {wrong} was expected", zip.display()),
+        "hint: the file is not the one you expected",
+    ]);
+}
+
+#[test]
+fn refuses_a_malformed_sha256() {
+    let ctx = TestContext::new();
+    let zip = windows_zip(&ctx.work, &Release::V9, BinDir::Bin);
+    let err = ctx.add_refused(&zip, &["--sha256", "abc123"]);
+    assert_has(&err, &["error: `abc123` is not a SHA-256 (64 hex digits)", "hint: copy the sha256 from NVIDIA's redistrib_<version>.json or PyPI"]);
+    assert!(!ctx.staging_dir().exists());
+}
+
+#[test]
+fn refuses_sha256_for_a_folder() {
+    let ctx = TestContext::new();
+    let folder = site_packages(&ctx.work, &Release::V9, WheelOs::Linux);
+    let err = ctx.add_refused(&folder, &["--sha256", &"a".repeat(64)]);
+    assert_has(&err, &[&format!("`--sha256` was given for {}, which is a folder", folder.display()), "hint: --sha256 checks an archive's bytes; drop it for folders"]);
+}
+
+#[test]
+fn refuses_a_folder_without_cudnn() {
+    let ctx = TestContext::new();
+    let folder = ctx.path("not-cudnn");
+    let mut t = Tree::new();
+    t.file("bin/cublas64_12.dll", pe_dll(PeArch::Amd64, Some([12, 6, 4, 1]), "cublas"));
+    t.file("include/cublas.h", "x");
+    t.write_dir(&folder);
+    let err = ctx.add_refused(&folder, &[]);
+    assert_has(&err, &[&format!("no cuDNN found in {}: no cudnn64_<N>.dll or libcudnn.so.<N> inside", folder.display()), "hint: point at an archive or folder that contains cuDNN's bin/ or lib/"]);
+}
+
+#[test]
+fn refuses_an_archive_without_cudnn() {
+    let ctx = TestContext::new();
+    let path = ctx.path("cudnn-windows-x86_64-9.5.0.50_cuda12-archive.zip");
+    let mut t = Tree::new();
+    t.file("cudnn-windows-x86_64-9.5.0.50_cuda12-archive/include/cudnn_version.h", Release::V9.header());
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &["no cuDNN found in", "hint:"]);
+}
+
+#[test]
+fn refuses_input_that_is_no_archive() {
+    let ctx = TestContext::new();
+    let path = ctx.path("cudnn-windows-x86_64-9.5.0.50_cuda12-archive.zip");
+    fs::write(&path, "this is not a zip\n").unwrap();
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("{} is not a cuDNN release: its content is not a zip, .tar.xz or .tgz archive", path.display()), "hint: pass an official cuDNN .zip"]);
+}
+
+#[test]
+fn refuses_a_missing_path_with_exit_1() {
+    let ctx = TestContext::new();
+    let path = ctx.path("nope.zip");
+    let out = ctx.cmd().args(["store", "add"]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_has(&err, &[&format!("error: cannot read {}", path.display()), "caused by:", "hint: check the path and its permissions"]);
+    ctx.assert_store_unchanged();
+}
+
+#[test]
+fn refuses_several_releases_in_one_input() {
+    let ctx = TestContext::new();
+    let mut t = windows_release_tree(&Release::V9, BinDir::Bin).under("a");
+    t.nodes.extend(windows_release_tree(&Release::V8, BinDir::Bin).under("b").nodes);
+    let path = ctx.path("two-releases.zip");
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &["--cuda", "12"]);
+    assert_has(&err, &[&format!("{} holds several cuDNN releases (in a, b)", path.display()), "hint: import one release folder at a time"]);
+}
+
+#[test]
+fn refuses_an_installer_tree_without_cuda() {
+    let ctx = TestContext::new();
+    let root = installer_tree(&ctx.work, &Release::V9, &["11.8", "12.6"]);
+    let err = ctx.add_refused(&root, &[]);
+    assert_has(&err, &[
+        &format!("{}: cannot tell which CUDA major this cuDNN is built for (it holds CUDA variants 11.8, 12.6)", root.display()),
+        "hint: pass --cuda 11 or --cuda 12",
+    ]);
+}
+
+#[test]
+fn refuses_an_installer_tree_without_the_asked_cuda() {
+    let ctx = TestContext::new();
+    let root = installer_tree(&ctx.work, &Release::V9, &["11.8", "12.6"]);
+    let err = ctx.add_refused(&root, &["--cuda", "13"]);
+    assert_has(&err, &["the CUDA major is ambiguous: --cuda says 13; this tree only holds CUDA variants 11.8, 12.6", "hint: pass the --cuda value"]);
+}
+
+#[test]
+fn refuses_a_folder_with_no_cuda_evidence() {
+    let ctx = TestContext::new();
+    let folder = ctx.path("mycudnn");
+    windows_release_tree(&Release::V9, BinDir::Bin).write_dir(&folder);
+    let err = ctx.add_refused(&folder, &[]);
+    assert_has(&err, &[&format!("{}: cannot tell which CUDA major this cuDNN is built for", folder.display()), "hint: pass --cuda MAJOR (e.g. --cuda 12)"]);
+    // With --cuda it imports, keeping the 4-part version from VERSIONINFO.
+    let row = ctx.add_ok(&folder, &["--cuda", "12"]);
+    assert_eq!(row["version"], "9.5.0.50");
+    assert_eq!(row["cuda_major"], 12);
+}
+
+#[test]
+fn refuses_a_cuda_flag_contradicting_the_name() {
+    let ctx = TestContext::new();
+    let whl = wheel(&ctx.work, &Release::V9, WheelOs::Linux);
+    let err = ctx.add_refused(&whl, &["--cuda", "11"]);
+    assert_has(&err, &["the CUDA major is ambiguous: --cuda says 11, the source name `nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl` says 12", "hint: pass the --cuda value that matches the archive"]);
+}
+
+#[test]
+fn refuses_a_version_conflict_between_name_and_header() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let (stem, mut t) = windows_archive(&r);
+    t.replace(&format!("{stem}/include/cudnn_version.h"), version_header(9, 4, 0));
+    // Keep VERSIONINFO out of it so only the name and the header disagree.
+    for n in r.dlls() {
+        t.replace(&format!("{stem}/bin/{n}"), pe_dll(PeArch::Amd64, None, &n));
+    }
+    let path = ctx.path(&format!("{stem}.zip"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[
+        &format!("the version is ambiguous: the release folder name `{stem}` says 9.5.0.50, but `include/cudnn_version.h` says 9.4.0"),
+        "hint: the archive's name and content disagree",
+    ]);
+}
+
+#[test]
+fn refuses_a_version_conflict_with_versioninfo() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let (stem, mut t) = windows_archive(&r);
+    t.replace(&format!("{stem}/bin/cudnn64_9.dll"), pe_dll(PeArch::Amd64, Some([9, 5, 1, 17]), "cudnn64_9.dll"));
+    let path = ctx.path(&format!("{stem}.zip"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &["the version is ambiguous:", "9.5.0.50", "the VERSIONINFO of `cudnn64_9.dll` says 9.5.1.17", "hint:"]);
+}
+
+#[test]
+fn refuses_a_dispatcher_of_another_major() {
+    let ctx = TestContext::new();
+    // A cuDNN 8 DLL set in an archive whose name and header say 9.
+    let r = Release::V9;
+    let stem = r.windows_archive_stem();
+    let mut t = Tree::new();
+    for n in DLLS_8 {
+        t.file(format!("{stem}/bin/{n}"), pe_dll(PeArch::Amd64, None, n));
+    }
+    t.file(format!("{stem}/include/cudnn_version.h"), r.header());
+    let path = ctx.path(&format!("{stem}.zip"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &["the version is ambiguous:", "but the dispatcher name `cudnn64_8.dll` says 8", "hint:"]);
+}
+
+#[test]
+fn refuses_a_release_without_any_version() {
+    let ctx = TestContext::new();
+    let folder = ctx.path("some-libs");
+    let mut t = Tree::new();
+    t.file("lib/libcudnn.so.9", elf_so("libcudnn.so.9"));
+    t.write_dir(&folder);
+    let err = ctx.add_refused(&folder, &["--cuda", "12"]);
+    assert_has(&err, &[&format!("{}: cannot tell the cuDNN version", folder.display()), "hint: import the archive or wheel as downloaded"]);
+}
+
+#[test]
+fn refuses_a_win64_release_mixing_in_a_pe32_dll() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let (stem, mut t) = windows_archive(&r);
+    t.replace(&format!("{stem}/bin/cudnn_ops64_9.dll"), pe_dll(PeArch::I386, Some(r.version), "cudnn_ops64_9.dll"));
+    let path = ctx.path(&format!("{stem}.zip"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[
+        &format!("library `{stem}/bin/cudnn_ops64_9.dll` is not usable: built for PE32 (32-bit Windows), but the dispatcher is windows-x86_64"),
+        "hint: the release mixes libraries of different platforms",
+    ]);
+}
+
+#[test]
+fn refuses_a_pe32_dispatcher() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let (stem, mut t) = windows_archive(&r);
+    t.replace(&format!("{stem}/bin/cudnn64_9.dll"), pe_dll(PeArch::I386, Some(r.version), "cudnn64_9.dll"));
+    let path = ctx.path(&format!("{stem}.zip"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("library `{stem}/bin/cudnn64_9.dll` is not usable: built for PE32 (32-bit Windows), which no cuDNN release targets"), "hint:"]);
+}
+
+#[test]
+fn refuses_a_linux_library_in_a_windows_release() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let (stem, mut t) = windows_archive(&r);
+    t.replace(&format!("{stem}/bin/cudnn_cnn64_9.dll"), elf_so("cudnn_cnn64_9.dll"));
+    let path = ctx.path(&format!("{stem}.zip"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("library `{stem}/bin/cudnn_cnn64_9.dll` is not usable: built for ELF64"), "but the dispatcher is windows-x86_64", "hint:"]);
+}
+
+#[test]
+fn refuses_a_member_named_like_the_metadata_file() {
+    let ctx = TestContext::new();
+    let (stem, mut t) = windows_archive(&Release::V9);
+    t.file(format!("{stem}/entry.toml"), "id = \"forged\"\n");
+    let path = ctx.path(&format!("{stem}.zip"));
+    t.write_zip(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &["member `entry.toml` refused: `entry.toml` at the release root is reserved for cuenv's metadata", UNSAFE_HINT]);
+}
+
+#[cfg(unix)]
+#[test]
+fn refuses_a_symlink_into_a_dropped_cuda_variant() {
+    let ctx = TestContext::new();
+    let root = installer_tree(&ctx.work, &Release::V9, &["11.8", "12.6"]);
+    std::os::unix::fs::symlink("../../11.8/x64/cudnn_ops64_9.dll", root.join("bin/12.6/x64/cudnn_extra64_9.dll")).unwrap();
+    let err = ctx.add_refused(&root, &["--cuda", "12"]);
+    assert_has(&err, &[
+        "member `bin/12.6/x64/cudnn_extra64_9.dll` refused: the symlink target `../../11.8/x64/cudnn_ops64_9.dll` resolves to `bin/11.8/x64/cudnn_ops64_9.dll`, which is not part of the entry",
+        UNSAFE_HINT,
+    ]);
+    // The other variant, which the link belongs to, is fine... once the link is gone.
+    fs::remove_file(root.join("bin/12.6/x64/cudnn_extra64_9.dll")).unwrap();
+    ctx.add_ok(&root, &["--cuda", "12"]);
+}
+
+#[test]
+fn refuses_a_linux_release_mixing_machines() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let (stem, mut t) = linux_archive(&r);
+    t.replace(&format!("{stem}/lib/libcudnn_ops.so.9.5.0"), elf_so_machine("libcudnn_ops.so.9.5.0", 183));
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[
+        &format!("library `{stem}/lib/libcudnn_ops.so.9.5.0` is not usable: built for ELF64 machine 183, but the dispatcher is linux-x86_64"),
+        "hint: the release mixes libraries of different platforms",
+    ]);
+}

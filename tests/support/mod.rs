@@ -84,6 +84,7 @@ impl TestContext {
     pub fn add_refused(&self, path: &Path, args: &[&str]) -> String {
         let out = self.cmd().args(["store", "add"]).arg(path).args(args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        eprintln!("{stderr}"); // shown with --nocapture, to read the messages
         assert_eq!(out.status.code(), Some(2), "expected exit 2 for {}; stderr:\n{stderr}", path.display());
         assert!(stderr.starts_with("error: "), "no `error:` line:\n{stderr}");
         assert!(stderr.lines().any(|l| l.starts_with("hint: ")), "no `hint:` line:\n{stderr}");
@@ -160,10 +161,17 @@ pub fn flip_byte(path: &Path) {
     #[allow(clippy::permissions_set_readonly_false)]
     p.set_readonly(false);
     fs::set_permissions(path, p).unwrap();
-    let mut bytes = fs::read(path).unwrap();
-    let i = bytes.len() / 2;
-    bytes[i] ^= 0xFF;
-    fs::write(path, bytes).unwrap();
+    // In place, one byte: real DLLs reach 415 MB.
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut f = fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
+    let at = f.metadata().unwrap().len() / 2;
+    let mut b = [0u8; 1];
+    f.seek(SeekFrom::Start(at)).unwrap();
+    f.read_exact(&mut b).unwrap();
+    b[0] ^= 0xFF;
+    f.seek(SeekFrom::Start(at)).unwrap();
+    f.write_all(&b).unwrap();
+    f.sync_all().unwrap();
 }
 
 /// Runs `f` with the folder `dir` writable, then makes it read-only again.
@@ -616,6 +624,11 @@ impl Tree {
 
     /// Writes the tar stream (raw ustar headers: names and link targets as given).
     pub fn write_tar<W: std::io::Write>(&self, w: W) -> W {
+        self.write_tar_with(w, |_| {})
+    }
+
+    /// Like [`Tree::write_tar`], calling `extra` to append more members before the end marker.
+    pub fn write_tar_with<W: std::io::Write>(&self, w: W, extra: impl FnOnce(&mut tar::Builder<W>)) -> W {
         let mut b = tar::Builder::new(w);
         for (p, n) in &self.nodes {
             let mut h = tar::Header::new_ustar();
@@ -635,6 +648,7 @@ impl Tree {
             h.set_cksum();
             b.append(&h, data).unwrap();
         }
+        extra(&mut b);
         b.into_inner().unwrap()
     }
 }
