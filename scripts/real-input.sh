@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Real-input suite: downloads the real NVIDIA cuDNN wheels (once; cached outside the repo
-# in ${CUENV_REAL_WHEELS:-~/.cache/cuenv-real-wheels}) and imports each into a temporary
-# cuenv home, checking version, CUDA major, platform and library set, then `store verify`
-# before and after flipping one byte (tests/real_wheels.rs).
+# Real-input suite: downloads the real NVIDIA cuDNN and CUDA runtime wheels (once; cached
+# outside the repo in ${CUENV_REAL_WHEELS:-~/.cache/cuenv-real-wheels}), then runs the
+# ignored real-input tests:
+#   tests/real_wheels.rs  import each wheel: version, CUDA major, platform, library set,
+#                         `store verify` before and after flipping one byte;
+#   tests/real_apply.rs   the main job: plan, apply, the .sh shim sourced by bash, use,
+#                         status, edit + apply, rollback, generations, gc.
 #
 # Release build: importing a 560-730 MB wheel takes seconds there, much longer in debug.
 # One test at a time, so the imports do not compete for the two cores and the disk.
@@ -12,4 +15,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=$(scripts/fetch-real-wheels.sh | tail -n 1)
 export CUENV_REAL_WHEELS="$cache"
-exec cargo test --release --test real_wheels "$@" -- --ignored --test-threads=1 --nocapture
+exec cargo test --release --test real_wheels --test real_apply "$@" -- --ignored --test-threads=1 --nocapture
