@@ -42,7 +42,7 @@ fn toolkit_from_wheel(dir: &Path, wheel: &Path, version: &str) -> PathBuf {
     let mut zip = zip::ZipArchive::new(f).unwrap();
     for i in 0..zip.len() {
         let mut m = zip.by_index(i).unwrap();
-        let name = m.name().to_string();
+        let name = m.name().unwrap().to_string();
         if let Some(lib) = name.strip_prefix("nvidia/cuda_runtime/lib/").filter(|n| n.contains(".so")) {
             let mut out = fs::File::create(root.join("lib64").join(lib)).unwrap();
             std::io::copy(&mut m, &mut out).unwrap();
