@@ -28,4 +28,3 @@ pub mod resolve;
 pub mod store;
 pub mod toolkit;
 pub mod version;
-pub mod shim;
