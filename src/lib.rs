@@ -25,6 +25,7 @@ pub mod lockfile;
 pub mod profile;
 pub mod progress;
 pub mod resolve;
+pub mod shim;
 pub mod store;
 pub mod toolkit;
 pub mod version;
