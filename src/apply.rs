@@ -42,8 +42,8 @@ pub struct Desired {
     pub lock_changes: Vec<String>,
     /// The views to build.
     pub views: Vec<ViewRecord>,
-    /// The shims to write, with their content.
-    pub shims: Vec<(ShimRecord, String)>,
+    /// The shims to write, with their bytes (as [`shim::encode`] makes them).
+    pub shims: Vec<(ShimRecord, Vec<u8>)>,
     /// `symlink`, `junction` or `copy`.
     pub link_mode: String,
 }
@@ -168,10 +168,14 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> anyhow::Resul
         if let Some(env) = &conda_env {
             let act = activation(layout, &view.name, platform);
             for shell in Shell::ALL {
+                shim::validate(shell, &act).map_err(|e| {
+                    file.error_at(profile.name_span.clone(), format!("cannot write the {} shims of profile `{}`: {e}", shell.extension(), view.name), Some("move the cuenv home (--home or CUENV_HOME) to a path without that character".into()))
+                })?;
                 for (dir, text) in [("activate.d", shim::render_activate(shell, &act)), ("deactivate.d", shim::render_deactivate(shell, &act))] {
                     let path = env.join("etc").join("conda").join(dir).join(shim::file_name(&view.name, shell));
-                    let sha = hex::encode(Sha256::digest(text.as_bytes()));
-                    shims.push((ShimRecord { path, profile: view.name.clone(), stored: String::new(), sha256: sha }, text));
+                    let bytes = shim::encode(shell, &text);
+                    let sha = hex::encode(Sha256::digest(&bytes));
+                    shims.push((ShimRecord { path, profile: view.name.clone(), stored: String::new(), sha256: sha }, bytes));
                 }
             }
         }

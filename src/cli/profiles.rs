@@ -336,6 +336,7 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> anyho
             a
         }
     };
+    shim::validate(shell, &act).map_err(|e| anyhow::anyhow!("cannot render the activation for this shell: {e}"))?;
     print!("{}", shim::render_activate(shell, &act));
     Ok(ExitCode::Success)
 }
