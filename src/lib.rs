@@ -11,6 +11,7 @@
 //! Only the CLI layer (`cli`) prints; library modules return typed errors that implement
 //! [`error::Diagnose`] (a hint and an exit code).
 
+pub mod activate;
 pub mod apply;
 pub mod binfmt;
 pub mod cli;
