@@ -317,12 +317,13 @@ mod tpl {
     pub const CMD_RESTORE: &str = include_str!("templates/cmd/restore.bat");
     pub const CMD_SAVE: &str = include_str!("templates/cmd/save.bat");
     pub const CMD_PREPEND: &str = include_str!("templates/cmd/prepend.bat");
+    pub const CMD_PREPEND_DX: &str = include_str!("templates/cmd/prepend_dx.bat");
     pub const CMD_SET: &str = include_str!("templates/cmd/set.bat");
     pub const CMD_CODEPAGE_SWITCH: &str = include_str!("templates/cmd/codepage_switch.bat");
     pub const CMD_CODEPAGE_RESTORE: &str = include_str!("templates/cmd/codepage_restore.bat");
 }
 
-/// Fills `{{KEY}}` slots (KEY = `[A-Z_]+`) in one left-to-right pass: inserted values are never
+/// Fills `{{KEY}}` slots (KEY = `[A-Z0-9_]+`) in one left-to-right pass: inserted values are never
 /// scanned again, so a value holding `{{X}}` stays literal. Panics on a slot without a value
 /// (a template bug, caught by every test).
 fn fill(template: &str, vars: &[(&str, &str)]) -> String {
@@ -330,7 +331,7 @@ fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     let mut rest = template;
     while let Some(i) = rest.find("{{") {
         let after = &rest[i + 2..];
-        let key_len = after.bytes().take_while(|b| b.is_ascii_uppercase() || *b == b'_').count();
+        let key_len = after.bytes().take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_').count();
         if key_len > 0 && after[key_len..].starts_with("}}") {
             let key = &after[..key_len];
             let value = vars
@@ -474,7 +475,8 @@ fn cmd_restores(p: &Plan, dx: Dx) -> String {
 }
 
 /// The longest old value of a prepend variable that the .bat accepts: every line that expands
-/// the old value (saving it, restoring it, or prepending to it) must fit [`CMD_LINE_MAX`].
+/// the old value (saving it, restoring it, prepending to it, or its first characters in the
+/// length check) must fit [`CMD_LINE_MAX`] once expanded.
 fn cmd_max_old_len(name: &str, dirs: &[String]) -> usize {
     let units = |s: &str| s.encode_utf16().count();
     let value = dirs.join(";");
@@ -483,20 +485,50 @@ fn cmd_max_old_len(name: &str, dirs: &[String]) -> usize {
     let lines = [
         fill(tpl::CMD_SAVE, &[("NAME", name), ("GET", &get)]),
         fill(tpl::CMD_RESTORE, &[("NAME", name), ("GET_SAVED", &get_saved)]),
-        fill(tpl::CMD_PREPEND, &[("NAME", name), ("VALUE_WITH_GET", &value), ("VALUE", &value), ("GET", &get)]),
+        fill(tpl::CMD_PREPEND, &[("NAME", name), ("VALUE", &value), ("GET", &get)]),
     ];
     let mut max = CMD_LINE_MAX;
     for text in &lines {
         for line in text.lines() {
             for token in [&get, &get_saved] {
                 if line.contains(token.as_str()) {
-                    let fixed = units(&line.replacen(token.as_str(), "", 1));
+                    // `%%` in a literal is one character once expanded.
+                    let fixed = units(&line.replacen(token.as_str(), "", 1).replace("%%", "%"));
                     max = max.min(CMD_LINE_MAX.saturating_sub(fixed));
                 }
             }
         }
     }
-    max
+    // The length check copies up to max+1 characters of the old value into one line.
+    loop {
+        let check = cmd_check(name, max);
+        let longest = check
+            .lines()
+            .filter(|l| l.contains(":~0,"))
+            .map(|l| {
+                let start = l.find('%').unwrap();
+                let end = l.rfind('%').unwrap();
+                units(&l[..start]) + units(&l[end + 1..]) + max + 1
+            })
+            .max()
+            .unwrap_or(0);
+        if longest <= CMD_LINE_MAX {
+            return max;
+        }
+        max -= longest - CMD_LINE_MAX;
+    }
+}
+
+fn cmd_check(name: &str, max: usize) -> String {
+    fill(
+        tpl::CMD_CHECK,
+        &[
+            ("NAME", name),
+            ("MAX", &max.to_string()),
+            ("MAX_PLUS_1", &(max + 1).to_string()),
+            ("MAX_PLUS_2", &(max + 2).to_string()),
+        ],
+    )
 }
 
 /// Whether cmd can activate `a` when `PATH` (before activation) is `current_path_len` UTF-16
@@ -525,23 +557,22 @@ pub fn check_cmd_line_limit(current_path_len: usize, a: &Activation) -> Result<(
 fn cmd_activate_body(p: &Plan, dx: Dx) -> String {
     let mut checks = String::new();
     for (name, dirs) in &p.prepend {
-        let max = cmd_max_old_len(name, dirs).to_string();
-        checks.push_str(&fill(tpl::CMD_CHECK, &[("NAME", name), ("MAX", &max)]));
+        checks.push_str(&cmd_check(name, cmd_max_old_len(name, dirs)));
     }
     let saves: String =
         p.managed.iter().map(|n| fill(tpl::CMD_SAVE, &[("NAME", n), ("GET", &dx.get(n))])).collect();
     let mut changes = String::new();
     for (name, dirs) in &p.prepend {
         let value = dirs.join(";");
-        changes.push_str(&fill(
-            tpl::CMD_PREPEND,
-            &[
-                ("NAME", name),
-                ("VALUE_WITH_GET", &quote::cmd(&value, dx == Dx::On)),
-                ("VALUE", &quote::cmd(&value, dx == Dx::On && value.contains('!'))),
-                ("GET", &dx.get(name)),
-            ],
-        ));
+        changes.push_str(&match dx {
+            // The literal inline, next to %NAME% (no delayed expansion: ^ and ! are plain).
+            Dx::Off => fill(
+                tpl::CMD_PREPEND,
+                &[("NAME", name), ("VALUE", &quote::cmd(&value, false)), ("GET", &dx.get(name))],
+            ),
+            // The literal on a line of its own, so ^ and ! need escaping only if it holds a !.
+            Dx::On => fill(tpl::CMD_PREPEND_DX, &[("NAME", name), ("VALUE", &quote::cmd(&value, value.contains('!')))]),
+        });
     }
     for (name, value) in &p.set {
         let v = quote::cmd(value, dx == Dx::On && value.contains('!'));

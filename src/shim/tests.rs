@@ -260,8 +260,9 @@ fn cmd_activate_lines_dx_off_and_on() {
     // Delayed expansion on: values read with !NAME!, and ^ ! escaped on lines holding a !.
     has_line(
         &t,
-        r#"@if defined PATH set "PATH=C:\Program Files (x86)\cu env 100%%PATH%%&^!x^!^^'$`(a)\Zoë\données\cudnn\bin;D:\模型\CUDA\v12.6\bin;!PATH!""#,
+        r#"@set "CUENV_SHIM_T=C:\Program Files (x86)\cu env 100%%PATH%%&^!x^!^^'$`(a)\Zoë\données\cudnn\bin;D:\模型\CUDA\v12.6\bin""#,
     );
+    has_line(&t, r#"@if defined PATH set "PATH=!CUENV_SHIM_T!;!PATH!""#);
     has_line(&t, r#"@if defined PATH set "CUENV_SAVED_PATH=!PATH!""#);
     has_line(&t, r#"@set "CUDA_PATH=D:\模型\CUDA\v12.6""#);
     has_line(&t, r#"@set "CUDNN_PATH=C:\Program Files (x86)\cu env 100%%PATH%%&^!x^!^^'$`(a)\Zoë\données\cudnn""#);
@@ -316,8 +317,13 @@ fn cmd_line_limit_matches_the_bat() {
     assert!(check_cmd_line_limit(max, &a).is_ok());
     let err = check_cmd_line_limit(max + 1, &a).unwrap_err();
     assert!(err.contains("8191") && err.contains("1 too many"), "{err}");
-    // The .bat refuses when a character exists at index `max`.
-    has_line(&render_activate(Shell::Cmd, &a), &format!(r#"@if defined PATH set "CUENV_SHIM_T=%PATH:~{max},8%""#));
+    // The .bat copies at most max+1 characters and looks 2 characters from the end.
+    let t = render_activate(Shell::Cmd, &a);
+    has_line(&t, &format!(r#"@if defined PATH set "CUENV_SHIM_T=#~%PATH:~0,{}%""#, max + 1));
+    has_line(&t, &format!(r#"@set "CUENV_SHIM_T=%CUENV_SHIM_T:~-{},2%""#, max + 2));
+    // That line, with max+1 characters of PATH, fits too.
+    let copy = format!(r#"@if defined CUENV_SAVED_PATH set "CUENV_SHIM_T=\#~{}""#, "x".repeat(max + 1));
+    assert!(copy.len() <= CMD_LINE_MAX, "{}", copy.len());
     // Non-ASCII counts in UTF-16 units, and no prepend means no limit.
     let b = win_activation();
     assert!(check_cmd_line_limit(100_000, &Activation { path_prepend: vec![], ..b.clone() }).is_ok());
