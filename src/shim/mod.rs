@@ -108,7 +108,14 @@ pub const CMD_LINE_MAX: usize = 8191;
 
 /// Variables a shim may have saved, whatever its profile: restoring another profile's state
 /// covers these (plus the activation's own `set` names).
-const KNOWN: [&str; 6] = ["PATH", "LD_LIBRARY_PATH", "CUDA_PATH", "CUDA_HOME", "CUDNN_PATH", "CUENV_PROFILE"];
+const KNOWN: [&str; 6] = [
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "CUDA_PATH",
+    "CUDA_HOME",
+    "CUDNN_PATH",
+    "CUENV_PROFILE",
+];
 
 /// `cuenv-<profile>.<ext>`: the shim's file name in `activate.d` and `deactivate.d`.
 pub fn file_name(profile: &str, shell: Shell) -> String {
@@ -160,7 +167,11 @@ pub fn validate(shell: Shell, a: &Activation) -> Result<(), Invalid> {
             return Err(Invalid::Name(name.clone()));
         }
     }
-    let all = a.path_prepend.iter().chain(&a.ld_library_path_prepend).chain(a.set.iter().map(|(_, p)| p));
+    let all = a
+        .path_prepend
+        .iter()
+        .chain(&a.ld_library_path_prepend)
+        .chain(a.set.iter().map(|(_, p)| p));
     for p in all {
         match p.to_str() {
             Some(s) if !s.is_empty() && !s.contains(['\n', '\r', '\0']) => {}
@@ -169,7 +180,11 @@ pub fn validate(shell: Shell, a: &Activation) -> Result<(), Invalid> {
     }
     if shell == Shell::Cmd {
         // `set "NAME=value"` cannot carry a `"` (no Windows path holds one).
-        let all = a.path_prepend.iter().chain(&a.ld_library_path_prepend).chain(a.set.iter().map(|(_, p)| p));
+        let all = a
+            .path_prepend
+            .iter()
+            .chain(&a.ld_library_path_prepend)
+            .chain(a.set.iter().map(|(_, p)| p));
         if let Some(p) = all.into_iter().find(|p| shim_path(p).contains('"')) {
             return Err(Invalid::Path(p.clone()));
         }
@@ -177,14 +192,19 @@ pub fn validate(shell: Shell, a: &Activation) -> Result<(), Invalid> {
     let sep = shell.list_separator();
     for p in a.path_prepend.iter().chain(&a.ld_library_path_prepend) {
         if shim_path(p).contains(sep) {
-            return Err(Invalid::Separator { path: p.clone(), sep });
+            return Err(Invalid::Separator {
+                path: p.clone(),
+                sep,
+            });
         }
     }
     Ok(())
 }
 
 fn valid_profile(p: &str) -> bool {
-    !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+    !p.is_empty()
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
 }
 
 fn valid_name(n: &str) -> bool {
@@ -227,9 +247,16 @@ struct Plan {
 }
 
 fn plan(a: &Activation) -> Plan {
-    assert!(valid_profile(&a.profile), "{}", Invalid::Profile(a.profile.clone()));
+    assert!(
+        valid_profile(&a.profile),
+        "{}",
+        Invalid::Profile(a.profile.clone())
+    );
     let mut prepend = Vec::new();
-    for (name, dirs) in [("PATH", &a.path_prepend), ("LD_LIBRARY_PATH", &a.ld_library_path_prepend)] {
+    for (name, dirs) in [
+        ("PATH", &a.path_prepend),
+        ("LD_LIBRARY_PATH", &a.ld_library_path_prepend),
+    ] {
         if !dirs.is_empty() {
             prepend.push((name, dirs.iter().map(|p| shim_path(p)).collect()));
         }
@@ -241,15 +268,24 @@ fn plan(a: &Activation) -> Plan {
         set.push((name.clone(), shim_path(value)));
     }
     set.push(("CUENV_PROFILE".to_string(), a.profile.clone()));
-    let managed: Vec<String> =
-        prepend.iter().map(|(n, _)| n.to_string()).chain(set.iter().map(|(n, _)| n.clone())).collect();
+    let managed: Vec<String> = prepend
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .chain(set.iter().map(|(n, _)| n.clone()))
+        .collect();
     let mut restore: Vec<String> = KNOWN.iter().map(|s| s.to_string()).collect();
     for n in &managed {
         if !restore.contains(n) {
             restore.push(n.clone());
         }
     }
-    Plan { profile: a.profile.clone(), prepend, set, managed, restore }
+    Plan {
+        profile: a.profile.clone(),
+        prepend,
+        set,
+        managed,
+        restore,
+    }
 }
 
 /// The activation script for `shell`: source it (POSIX, fish), dot-source it (PowerShell) or
@@ -317,12 +353,13 @@ mod tpl {
     pub const CMD_RESTORE: &str = include_str!("templates/cmd/restore.bat");
     pub const CMD_SAVE: &str = include_str!("templates/cmd/save.bat");
     pub const CMD_PREPEND: &str = include_str!("templates/cmd/prepend.bat");
+    pub const CMD_PREPEND_DX: &str = include_str!("templates/cmd/prepend_dx.bat");
     pub const CMD_SET: &str = include_str!("templates/cmd/set.bat");
     pub const CMD_CODEPAGE_SWITCH: &str = include_str!("templates/cmd/codepage_switch.bat");
     pub const CMD_CODEPAGE_RESTORE: &str = include_str!("templates/cmd/codepage_restore.bat");
 }
 
-/// Fills `{{KEY}}` slots (KEY = `[A-Z_]+`) in one left-to-right pass: inserted values are never
+/// Fills `{{KEY}}` slots (KEY = `[A-Z0-9_]+`) in one left-to-right pass: inserted values are never
 /// scanned again, so a value holding `{{X}}` stays literal. Panics on a slot without a value
 /// (a template bug, caught by every test).
 fn fill(template: &str, vars: &[(&str, &str)]) -> String {
@@ -330,7 +367,10 @@ fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     let mut rest = template;
     while let Some(i) = rest.find("{{") {
         let after = &rest[i + 2..];
-        let key_len = after.bytes().take_while(|b| b.is_ascii_uppercase() || *b == b'_').count();
+        let key_len = after
+            .bytes()
+            .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
+            .count();
         if key_len > 0 && after[key_len..].starts_with("}}") {
             let key = &after[..key_len];
             let value = vars
@@ -353,21 +393,34 @@ fn fill(template: &str, vars: &[(&str, &str)]) -> String {
 
 fn render_posix(p: &Plan, activate: bool) -> String {
     let profile = quote::posix(&p.profile);
-    let restore = fill(tpl::POSIX_RESTORE, &[("RESTORE_NAMES", &p.restore.join(" "))]);
+    let restore = fill(
+        tpl::POSIX_RESTORE,
+        &[("RESTORE_NAMES", &p.restore.join(" "))],
+    );
     let restore = restore.trim_end_matches('\n');
     if !activate {
         return fill(
             tpl::POSIX_DEACTIVATE,
-            &[("PROFILE", &profile), ("PROFILE_NOTE", &note(p)), ("RESTORE", restore)],
+            &[
+                ("PROFILE", &profile),
+                ("PROFILE_NOTE", &note(p)),
+                ("RESTORE", restore),
+            ],
         );
     }
     let mut changes = String::new();
     for (name, dirs) in &p.prepend {
         let value: Vec<String> = dirs.iter().map(|d| quote::posix(d)).collect();
-        changes.push_str(&fill(tpl::POSIX_PREPEND, &[("NAME", name), ("VALUE", &value.join(":"))]));
+        changes.push_str(&fill(
+            tpl::POSIX_PREPEND,
+            &[("NAME", name), ("VALUE", &value.join(":"))],
+        ));
     }
     for (name, value) in &p.set {
-        changes.push_str(&fill(tpl::POSIX_SET, &[("NAME", name), ("VALUE", &quote::posix(value))]));
+        changes.push_str(&fill(
+            tpl::POSIX_SET,
+            &[("NAME", name), ("VALUE", &quote::posix(value))],
+        ));
     }
     fill(
         tpl::POSIX_ACTIVATE,
@@ -383,21 +436,34 @@ fn render_posix(p: &Plan, activate: bool) -> String {
 
 fn render_fish(p: &Plan, activate: bool) -> String {
     let profile = quote::fish(&p.profile);
-    let restore = fill(tpl::FISH_RESTORE, &[("RESTORE_NAMES", &p.restore.join(" "))]);
+    let restore = fill(
+        tpl::FISH_RESTORE,
+        &[("RESTORE_NAMES", &p.restore.join(" "))],
+    );
     let restore = restore.trim_end_matches('\n');
     if !activate {
         return fill(
             tpl::FISH_DEACTIVATE,
-            &[("PROFILE", &profile), ("PROFILE_NOTE", &note(p)), ("RESTORE", restore)],
+            &[
+                ("PROFILE", &profile),
+                ("PROFILE_NOTE", &note(p)),
+                ("RESTORE", restore),
+            ],
         );
     }
     let mut changes = String::new();
     for (name, dirs) in &p.prepend {
         let values: Vec<String> = dirs.iter().map(|d| quote::fish(d)).collect();
-        changes.push_str(&fill(tpl::FISH_PREPEND, &[("NAME", name), ("VALUES", &values.join(" "))]));
+        changes.push_str(&fill(
+            tpl::FISH_PREPEND,
+            &[("NAME", name), ("VALUES", &values.join(" "))],
+        ));
     }
     for (name, value) in &p.set {
-        changes.push_str(&fill(tpl::FISH_SET, &[("NAME", name), ("VALUE", &quote::fish(value))]));
+        changes.push_str(&fill(
+            tpl::FISH_SET,
+            &[("NAME", name), ("VALUE", &quote::fish(value))],
+        ));
     }
     fill(
         tpl::FISH_ACTIVATE,
@@ -413,13 +479,22 @@ fn render_fish(p: &Plan, activate: bool) -> String {
 
 fn render_powershell(p: &Plan, activate: bool) -> String {
     let profile = quote::powershell(&p.profile);
-    let names = |list: &[String]| list.iter().map(|n| quote::powershell(n)).collect::<Vec<_>>().join(", ");
+    let names = |list: &[String]| {
+        list.iter()
+            .map(|n| quote::powershell(n))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let restore = fill(tpl::PS_RESTORE, &[("RESTORE_NAMES", &names(&p.restore))]);
     let restore = restore.trim_end_matches('\n');
     if !activate {
         return fill(
             tpl::PS_DEACTIVATE,
-            &[("PROFILE", &profile), ("PROFILE_NOTE", &note(p)), ("RESTORE", restore)],
+            &[
+                ("PROFILE", &profile),
+                ("PROFILE_NOTE", &note(p)),
+                ("RESTORE", restore),
+            ],
         );
     }
     let mut changes = String::new();
@@ -427,13 +502,19 @@ fn render_powershell(p: &Plan, activate: bool) -> String {
         let values: Vec<String> = dirs.iter().map(|d| quote::powershell(d)).collect();
         changes.push_str(&fill(
             tpl::PS_PREPEND,
-            &[("NAME", &quote::powershell(name)), ("VALUES", &values.join(", "))],
+            &[
+                ("NAME", &quote::powershell(name)),
+                ("VALUES", &values.join(", ")),
+            ],
         ));
     }
     for (name, value) in &p.set {
         changes.push_str(&fill(
             tpl::PS_SET,
-            &[("NAME", &quote::powershell(name)), ("VALUE", &quote::powershell(value))],
+            &[
+                ("NAME", &quote::powershell(name)),
+                ("VALUE", &quote::powershell(value)),
+            ],
         ));
     }
     fill(
@@ -469,12 +550,21 @@ impl Dx {
 fn cmd_restores(p: &Plan, dx: Dx) -> String {
     p.restore
         .iter()
-        .map(|n| fill(tpl::CMD_RESTORE, &[("NAME", n), ("GET_SAVED", &dx.get(&format!("CUENV_SAVED_{n}")))]))
+        .map(|n| {
+            fill(
+                tpl::CMD_RESTORE,
+                &[
+                    ("NAME", n),
+                    ("GET_SAVED", &dx.get(&format!("CUENV_SAVED_{n}"))),
+                ],
+            )
+        })
         .collect()
 }
 
 /// The longest old value of a prepend variable that the .bat accepts: every line that expands
-/// the old value (saving it, restoring it, or prepending to it) must fit [`CMD_LINE_MAX`].
+/// the old value (saving it, restoring it, prepending to it, or its first characters in the
+/// length check) must fit [`CMD_LINE_MAX`] once expanded.
 fn cmd_max_old_len(name: &str, dirs: &[String]) -> usize {
     let units = |s: &str| s.encode_utf16().count();
     let value = dirs.join(";");
@@ -482,21 +572,57 @@ fn cmd_max_old_len(name: &str, dirs: &[String]) -> usize {
     let get_saved = Dx::Off.get(&format!("CUENV_SAVED_{name}"));
     let lines = [
         fill(tpl::CMD_SAVE, &[("NAME", name), ("GET", &get)]),
-        fill(tpl::CMD_RESTORE, &[("NAME", name), ("GET_SAVED", &get_saved)]),
-        fill(tpl::CMD_PREPEND, &[("NAME", name), ("VALUE_WITH_GET", &value), ("VALUE", &value), ("GET", &get)]),
+        fill(
+            tpl::CMD_RESTORE,
+            &[("NAME", name), ("GET_SAVED", &get_saved)],
+        ),
+        fill(
+            tpl::CMD_PREPEND,
+            &[("NAME", name), ("VALUE", &value), ("GET", &get)],
+        ),
     ];
     let mut max = CMD_LINE_MAX;
     for text in &lines {
         for line in text.lines() {
             for token in [&get, &get_saved] {
                 if line.contains(token.as_str()) {
-                    let fixed = units(&line.replacen(token.as_str(), "", 1));
+                    // `%%` in a literal is one character once expanded.
+                    let fixed = units(&line.replacen(token.as_str(), "", 1).replace("%%", "%"));
                     max = max.min(CMD_LINE_MAX.saturating_sub(fixed));
                 }
             }
         }
     }
-    max
+    // The length check copies up to max+1 characters of the old value into one line.
+    loop {
+        let check = cmd_check(name, max);
+        let longest = check
+            .lines()
+            .filter(|l| l.contains(":~0,"))
+            .map(|l| {
+                let start = l.find('%').unwrap();
+                let end = l.rfind('%').unwrap();
+                units(&l[..start]) + units(&l[end + 1..]) + max + 1
+            })
+            .max()
+            .unwrap_or(0);
+        if longest <= CMD_LINE_MAX {
+            return max;
+        }
+        max -= longest - CMD_LINE_MAX;
+    }
+}
+
+fn cmd_check(name: &str, max: usize) -> String {
+    fill(
+        tpl::CMD_CHECK,
+        &[
+            ("NAME", name),
+            ("MAX", &max.to_string()),
+            ("MAX_PLUS_1", &(max + 1).to_string()),
+            ("MAX_PLUS_2", &(max + 2).to_string()),
+        ],
+    )
 }
 
 /// Whether cmd can activate `a` when `PATH` (before activation) is `current_path_len` UTF-16
@@ -525,23 +651,35 @@ pub fn check_cmd_line_limit(current_path_len: usize, a: &Activation) -> Result<(
 fn cmd_activate_body(p: &Plan, dx: Dx) -> String {
     let mut checks = String::new();
     for (name, dirs) in &p.prepend {
-        let max = cmd_max_old_len(name, dirs).to_string();
-        checks.push_str(&fill(tpl::CMD_CHECK, &[("NAME", name), ("MAX", &max)]));
+        checks.push_str(&cmd_check(name, cmd_max_old_len(name, dirs)));
     }
-    let saves: String =
-        p.managed.iter().map(|n| fill(tpl::CMD_SAVE, &[("NAME", n), ("GET", &dx.get(n))])).collect();
+    let saves: String = p
+        .managed
+        .iter()
+        .map(|n| fill(tpl::CMD_SAVE, &[("NAME", n), ("GET", &dx.get(n))]))
+        .collect();
     let mut changes = String::new();
     for (name, dirs) in &p.prepend {
         let value = dirs.join(";");
-        changes.push_str(&fill(
-            tpl::CMD_PREPEND,
-            &[
-                ("NAME", name),
-                ("VALUE_WITH_GET", &quote::cmd(&value, dx == Dx::On)),
-                ("VALUE", &quote::cmd(&value, dx == Dx::On && value.contains('!'))),
-                ("GET", &dx.get(name)),
-            ],
-        ));
+        changes.push_str(&match dx {
+            // The literal inline, next to %NAME% (no delayed expansion: ^ and ! are plain).
+            Dx::Off => fill(
+                tpl::CMD_PREPEND,
+                &[
+                    ("NAME", name),
+                    ("VALUE", &quote::cmd(&value, false)),
+                    ("GET", &dx.get(name)),
+                ],
+            ),
+            // The literal on a line of its own, so ^ and ! need escaping only if it holds a !.
+            Dx::On => fill(
+                tpl::CMD_PREPEND_DX,
+                &[
+                    ("NAME", name),
+                    ("VALUE", &quote::cmd(&value, value.contains('!'))),
+                ],
+            ),
+        });
     }
     for (name, value) in &p.set {
         let v = quote::cmd(value, dx == Dx::On && value.contains('!'));
@@ -563,8 +701,11 @@ fn render_cmd_activate(p: &Plan) -> String {
     let off = cmd_activate_body(p, Dx::Off);
     let on = cmd_activate_body(p, Dx::On);
     let ascii = off.is_ascii() && on.is_ascii();
-    let (switch, restore) =
-        if ascii { ("", "") } else { (tpl::CMD_CODEPAGE_SWITCH, tpl::CMD_CODEPAGE_RESTORE) };
+    let (switch, restore) = if ascii {
+        ("", "")
+    } else {
+        (tpl::CMD_CODEPAGE_SWITCH, tpl::CMD_CODEPAGE_RESTORE)
+    };
     fill(
         tpl::CMD_ACTIVATE,
         &[
@@ -579,11 +720,18 @@ fn render_cmd_activate(p: &Plan) -> String {
 
 fn render_cmd_deactivate(p: &Plan) -> String {
     let body = |dx: Dx| {
-        fill(tpl::CMD_DEACTIVATE_BODY, &[("PROFILE", &p.profile), ("RESTORES", &cmd_restores(p, dx))])
+        fill(
+            tpl::CMD_DEACTIVATE_BODY,
+            &[("PROFILE", &p.profile), ("RESTORES", &cmd_restores(p, dx))],
+        )
     };
     fill(
         tpl::CMD_DEACTIVATE,
-        &[("PROFILE_NOTE", &note(p)), ("BODY_DX_OFF", &body(Dx::Off)), ("BODY_DX_ON", &body(Dx::On))],
+        &[
+            ("PROFILE_NOTE", &note(p)),
+            ("BODY_DX_OFF", &body(Dx::Off)),
+            ("BODY_DX_ON", &body(Dx::On)),
+        ],
     )
 }
 

@@ -1,2 +1,2 @@
-@if defined {{NAME}} set "{{NAME}}={{VALUE_WITH_GET}};{{GET}}"
+@if defined {{NAME}} set "{{NAME}}={{VALUE}};{{GET}}"
 @if not defined {{NAME}} set "{{NAME}}={{VALUE}}"
