@@ -60,6 +60,9 @@ fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
         if let Some(e) = cause.downcast_ref::<crate::cli::UnknownProfile>() {
             return Some(e);
         }
+        if let Some(e) = cause.downcast_ref::<crate::shim::Error>() {
+            return Some(e);
+        }
         if let Some(e) = cause.downcast_ref::<crate::lock::LockError>() {
             return Some(e);
         }

@@ -179,12 +179,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status { json } => profiles::status(&ctx, json),
         Command::Gc { keep, dry_run } => profiles::gc(&ctx, keep, dry_run),
         Command::Env { profile, shell, setup } => {
-            let shell = match shell.as_str() {
-                "cmd" => crate::shim::Shell::Cmd,
-                "powershell" => crate::shim::Shell::PowerShell,
-                "fish" => crate::shim::Shell::Fish,
-                _ => crate::shim::Shell::Posix,
-            };
+            let shell = crate::shim::Shell::from_name(&shell).expect("clap allows only known shells");
             profiles::env(&ctx, profile.as_deref(), shell, setup)
         }
     }

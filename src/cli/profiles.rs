@@ -69,6 +69,16 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode
         return Ok(ExitCode::Success);
     }
     let lines = apply::plan(&ctx.layout, &desired);
+    if cfg!(windows) {
+        // The .bat shim refuses to activate past cmd.exe's line limit; say so now.
+        let path_len = std::env::var_os("PATH").map(|p| p.len()).unwrap_or(0);
+        for v in desired.views.iter().filter(|v| v.conda_env.is_some()) {
+            let act = apply::activation(&ctx.layout, &v.name, Platform::WindowsX86_64);
+            if let Err(why) = shim::check_cmd_line_limit(path_len, &act) {
+                ctx.note(&format!("warning: profile {}: {why}", v.name));
+            }
+        }
+    }
     generation::preflight_shims(&desired.shims.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>())?;
     let n = apply::build(&ctx.layout, &desired)?;
     generation::switch(&ctx.layout, n, "apply")?;
