@@ -12,12 +12,14 @@
 //! [`error::Diagnose`] (a hint and an exit code).
 
 pub mod binfmt;
+pub mod check;
 pub mod cli;
 pub mod error;
 pub mod fsutil;
 pub mod layout;
 pub mod lock;
 pub mod lockfile;
+pub mod probe;
 pub mod profile;
 pub mod progress;
 pub mod resolve;

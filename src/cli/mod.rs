@@ -1,6 +1,7 @@
 //! The command-line layer: argument parsing (clap), printing, and exit codes.
 //! The only module that writes to stdout/stderr.
 
+mod probe;
 mod reporter;
 mod store;
 
@@ -34,6 +35,9 @@ pub enum Command {
     /// Manage the content-addressed store of cuDNN releases.
     #[command(subcommand)]
     Store(store::StoreCommand),
+    /// Internal: the child process of `cuenv check` (loads cuDNN, prints a JSON report).
+    #[command(hide = true, name = "__probe")]
+    Probe(probe::ProbeArgs),
 }
 
 /// What every command gets: the layout and output settings.
@@ -64,6 +68,9 @@ pub fn main() -> i32 {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Command::Probe(args) = &cli.command {
+        return probe::run(args); // needs no home
+    }
     let home = match cli.home {
         Some(h) => h,
         None => Layout::default_home().context("cannot find a home folder for cuenv: pass --home or set CUENV_HOME")?,
@@ -71,6 +78,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet };
     match cli.command {
         Command::Store(cmd) => store::run(&ctx, cmd),
+        Command::Probe(_) => unreachable!("handled above"),
     }
 }
 
