@@ -471,7 +471,10 @@ impl Classifier<'_> {
                 ),
                 end => {
                     self.missing_from_text(&o.stderr_tail);
-                    self.fail(ReasonKind::Crash, format!("the probe process {}{during}{}", describe_end(end), stderr_suffix(&o.stderr_tail)));
+                    let abort = matches!(end, ProbeEnd::Signaled { signal: 6, .. } | ProbeEnd::Exited { code: 3 | 9 | 134 })
+                        || matches!(end, ProbeEnd::Exited { code } if *code as u32 == 0xC000_0409);
+                    let hint = if abort { "; cuDNN aborts the process when it cannot load a sub-library" } else { "" };
+                    self.fail(ReasonKind::Crash, format!("the probe process {}{during}{hint}{}", describe_end(end), stderr_suffix(&o.stderr_tail)));
                 }
             }
             return;
@@ -839,11 +842,7 @@ fn explain_cudnn_status(name: &str) -> Option<&'static str> {
 fn describe_end(end: &ProbeEnd) -> String {
     match end {
         ProbeEnd::Signaled { signal, name } => {
-            let mut s = format!("was killed by {name} (signal {signal})");
-            if *signal == 6 {
-                s.push_str("; cuDNN aborts the process when it cannot load a sub-library");
-            }
-            s
+            format!("was killed by {name} (signal {signal})")
         }
         ProbeEnd::Exited { code } => {
             let c = *code as u32;
@@ -916,3 +915,480 @@ fn is_under(p: &Path, dir: &Path) -> bool {
     p == d || (p.starts_with(&d) && p[d.len()..].starts_with(sep))
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::{ConvProblem, ConvResult, CudnnVersions, Cudart, Device, Driver, LoadError, Module, Status};
+
+    /// A temp folder with an entry (`entry/lib`) and an intruder (`other/lib`) holding files.
+    struct Fx {
+        _tmp: tempfile::TempDir,
+        entry: PathBuf,
+        other: PathBuf,
+    }
+
+    fn fx() -> Fx {
+        let tmp = tempfile::tempdir().unwrap();
+        let entry = tmp.path().join("store/cudnn-9.5.0.50-cuda12-linux-x86_64-abc");
+        let other = tmp.path().join("other");
+        for d in [entry.join("lib"), other.join("lib")] {
+            std::fs::create_dir_all(&d).unwrap();
+            for n in ["libcudnn.so.9", "libcudnn_graph.so.9"] {
+                std::fs::write(d.join(n), b"x").unwrap();
+            }
+        }
+        Fx { entry: canonical(&entry), other: canonical(&other), _tmp: tmp }
+    }
+
+    fn module(dir: &Path, name: &str) -> Module {
+        Module { path: dir.join(name).to_string_lossy().into_owned(), name: name.into(), kind: probe::module_kind(name).unwrap() }
+    }
+
+    fn status(code: i64, name: &str) -> Status {
+        Status { code, name: name.into() }
+    }
+
+    fn gpu() -> Driver {
+        Driver {
+            library: "libcuda.so.1".into(),
+            version: Some(13000),
+            init: status(0, "CUDA_SUCCESS"),
+            devices: vec![Device { index: 0, name: "NVIDIA H200".into(), compute_capability: [9, 0], total_memory: 150 << 30 }],
+        }
+    }
+
+    fn done(err: f64) -> Conv {
+        Conv::Done(ConvResult {
+            problem: ConvProblem::STANDARD,
+            math_type: "CUDNN_FMA_MATH".into(),
+            algos: vec![],
+            algo: "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM".into(),
+            workspace_bytes: 0,
+            max_abs_error: err,
+            matches: err < probe::MAX_ABS_ERROR,
+            forward_ms: 0.02,
+            iterations: 20,
+        })
+    }
+
+    /// A good report: cuDNN 9.5.0 for CUDA 12 from the entry, with a GPU and a matching conv.
+    fn report(f: &Fx) -> Report {
+        Report {
+            schema: probe::SCHEMA,
+            os: "linux".into(),
+            major: 9,
+            dispatcher: LoadAttempt { name: "libcudnn.so.9".into(), loaded: true, error: None },
+            cudnn: Some(CudnnVersions { version: 90500, cudart_version: 12060, max_device_version: Some(900) }),
+            cudart: Some(Cudart {
+                load: LoadAttempt { name: "libcudart.so.12".into(), loaded: true, error: None },
+                runtime_version: Some(12060),
+                runtime_error: None,
+            }),
+            driver: Some(gpu()),
+            driver_absent: None,
+            handle: Some(status(0, "CUDNN_STATUS_SUCCESS")),
+            conv: done(1e-6),
+            modules: vec![module(&f.entry.join("lib"), "libcudnn.so.9"), module(&f.entry.join("lib"), "libcudnn_graph.so.9")],
+            elapsed_ms: 100.0,
+        }
+    }
+
+    fn outcome(report: Option<Report>, end: ProbeEnd, search: Vec<PathBuf>) -> ProbeOutcome {
+        ProbeOutcome {
+            major: 9,
+            end,
+            report,
+            report_error: None,
+            last_step: None,
+            stderr_tail: String::new(),
+            elapsed_ms: 50,
+            search_var: "LD_LIBRARY_PATH".into(),
+            search_path: search,
+            preload: vec![],
+        }
+    }
+
+    fn expected(f: &Fx) -> Expected {
+        Expected { entry_dir: f.entry.clone(), version: "9.5.0.50".parse().unwrap(), cuda_major: 12 }
+    }
+
+    fn ok_end() -> ProbeEnd {
+        ProbeEnd::Exited { code: 0 }
+    }
+
+    fn classify_report(f: &Fx, r: Report) -> CheckResult {
+        classify(&outcome(Some(r), ok_end(), vec![f.entry.join("lib")]), &expected(f))
+    }
+
+    fn kinds(c: &CheckResult) -> Vec<ReasonKind> {
+        c.reasons.iter().map(|r| r.kind).collect()
+    }
+
+    #[test]
+    fn pass_with_gpu_and_matching_convolution() {
+        let f = fx();
+        let c = classify_report(&f, report(&f));
+        assert_eq!(c.status, CheckStatus::Pass, "{:?}", c.reasons);
+        assert!(c.reasons.is_empty());
+        let notes = c.notes.join("\n");
+        assert!(notes.contains("convolution matched"), "{notes}");
+        assert!(notes.contains("cudnnGetVersion() = 90500"), "{notes}");
+        assert!(notes.contains("NVIDIA H200"), "{notes}");
+    }
+
+    #[test]
+    fn no_driver_is_no_gpu_and_not_initialized_is_expected() {
+        let f = fx();
+        let mut r = report(&f);
+        r.driver = None;
+        r.driver_absent = Some("libcuda.so.1 could not be loaded: libcuda.so.1: cannot open shared object file".into());
+        r.handle = Some(status(1001, "CUDNN_STATUS_NOT_INITIALIZED"));
+        r.conv = Conv::Skipped { why: "no NVIDIA driver".into() };
+        let c = classify_report(&f, r);
+        assert_eq!(c.status, CheckStatus::NoGpu);
+        assert_eq!(kinds(&c), vec![ReasonKind::NoDriver]);
+        assert!(c.reasons[0].message.contains("libcuda.so.1"), "{}", c.reasons[0]);
+        assert!(c.notes.iter().any(|n| n.contains("NOT_INITIALIZED") && n.contains("as expected")), "{:?}", c.notes);
+    }
+
+    #[test]
+    fn driver_without_device_is_no_gpu() {
+        let f = fx();
+        let mut r = report(&f);
+        r.driver = Some(Driver { init: status(100, "CUDA_ERROR_NO_DEVICE"), devices: vec![], ..gpu() });
+        r.handle = Some(status(1001, "CUDNN_STATUS_NOT_INITIALIZED"));
+        r.conv = Conv::Skipped { why: "no usable GPU".into() };
+        let c = classify_report(&f, r);
+        assert_eq!(c.status, CheckStatus::NoGpu);
+        assert_eq!(kinds(&c), vec![ReasonKind::NoDevice]);
+        assert!(c.reasons[0].message.contains("CUDA_ERROR_NO_DEVICE"));
+        let mut r = report(&f);
+        r.driver = Some(Driver { devices: vec![], ..gpu() });
+        r.handle = Some(status(1001, "CUDNN_STATUS_NOT_INITIALIZED"));
+        assert_eq!(kinds(&classify_report(&f, r)), vec![ReasonKind::NoDevice]);
+    }
+
+    #[test]
+    fn shadowed_by_an_earlier_ld_library_path_folder_names_it() {
+        let f = fx();
+        let mut r = report(&f);
+        r.modules = vec![module(&f.other.join("lib"), "libcudnn.so.9"), module(&f.other.join("lib"), "libcudnn_graph.so.9")];
+        let o = outcome(Some(r), ok_end(), vec![f.other.join("lib"), f.entry.join("lib")]);
+        let c = classify(&o, &expected(&f));
+        assert_eq!(c.status, CheckStatus::Fail);
+        assert_eq!(kinds(&c), vec![ReasonKind::Shadowed]);
+        let m = &c.reasons[0].message;
+        assert!(m.contains(&f.other.join("lib").display().to_string()), "{m}");
+        assert!(m.contains("the cuDNN dispatcher libcudnn.so.9"), "{m}");
+        assert!(m.contains("LD_LIBRARY_PATH lists") && m.contains("(position 1) before the profile's folder (position 2)"), "{m}");
+    }
+
+    #[test]
+    fn shadowed_when_the_entry_is_not_on_the_search_path() {
+        let f = fx();
+        let mut r = report(&f);
+        r.modules = vec![module(&f.other.join("lib"), "libcudnn.so.9")];
+        let c = classify(&outcome(Some(r.clone()), ok_end(), vec![f.other.join("lib")]), &expected(&f));
+        assert!(c.reasons[0].message.contains("does not list the profile's folder at all"), "{}", c.reasons[0]);
+        let c = classify(&outcome(Some(r), ok_end(), vec![]), &expected(&f));
+        assert!(c.reasons[0].message.contains("is not on LD_LIBRARY_PATH"), "{}", c.reasons[0]);
+        assert!(c.reasons[0].message.contains("the profile's folder is not on LD_LIBRARY_PATH"), "{}", c.reasons[0]);
+    }
+
+    #[test]
+    fn shadowed_through_a_view_link_is_not_shadowed() {
+        // The profile reaches the entry through a link (a view); the loader reports real paths.
+        let f = fx();
+        let view = f.entry.parent().unwrap().parent().unwrap().join("view");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&f.entry, &view).unwrap();
+        #[cfg(windows)]
+        if std::os::windows::fs::symlink_dir(&f.entry, &view).is_err() || !view.exists() {
+            return; // no link privilege (or Wine): nothing to prove here
+        }
+        let exp = Expected { entry_dir: view.clone(), ..expected(&f) };
+        let c = classify(&outcome(Some(report(&f)), ok_end(), vec![view.join("lib")]), &exp);
+        assert_eq!(c.status, CheckStatus::Pass, "{:?}", c.reasons);
+    }
+
+    #[test]
+    fn preload_and_conda_env_are_named() {
+        let f = fx();
+        let mut r = report(&f);
+        r.modules = vec![module(&f.other.join("lib"), "libcudnn.so.9")];
+        let mut o = outcome(Some(r.clone()), ok_end(), vec![f.entry.join("lib")]);
+        o.preload = vec![f.other.join("lib/libcudnn.so.9")];
+        let c = classify(&o, &expected(&f));
+        assert!(c.reasons[0].message.contains("LD_PRELOAD"), "{}", c.reasons[0]);
+        std::fs::create_dir_all(f.other.join("conda-meta")).unwrap();
+        let c = classify(&outcome(Some(r), ok_end(), vec![f.other.join("lib"), f.entry.join("lib")]), &expected(&f));
+        assert!(c.reasons[0].message.contains("conda environment"), "{}", c.reasons[0]);
+    }
+
+    #[test]
+    fn mixed_folders_fail_with_both_named() {
+        let f = fx();
+        let mut r = report(&f);
+        r.modules = vec![module(&f.entry.join("lib"), "libcudnn.so.9"), module(&f.other.join("lib"), "libcudnn_graph.so.9")];
+        let c = classify(&outcome(Some(r), ok_end(), vec![f.other.join("lib"), f.entry.join("lib")]), &expected(&f));
+        assert_eq!(c.status, CheckStatus::Fail);
+        assert_eq!(kinds(&c), vec![ReasonKind::MixedVersions, ReasonKind::Shadowed]);
+        let m = &c.reasons[0].message;
+        assert!(m.contains("2 folders") && m.contains("libcudnn_graph.so.9") && m.contains(&f.other.join("lib").display().to_string()), "{m}");
+        assert!(c.reasons[1].message.starts_with("libcudnn_graph.so.9 came from"), "{}", c.reasons[1]);
+    }
+
+    #[test]
+    fn version_mismatch_names_both_versions() {
+        let f = fx();
+        let mut r = report(&f);
+        r.cudnn.as_mut().unwrap().version = 90100;
+        let c = classify_report(&f, r);
+        assert_eq!(kinds(&c), vec![ReasonKind::VersionMismatch]);
+        assert!(c.reasons[0].message.contains("90100 (9.1.0)") && c.reasons[0].message.contains("9.5.0.50 (90500)"), "{}", c.reasons[0]);
+        // 8.x encoding
+        let exp = Expected { version: "8.8.0.121".parse().unwrap(), ..expected(&f) };
+        let mut r = report(&f);
+        r.cudnn = Some(CudnnVersions { version: 8904, cudart_version: 12020, max_device_version: Some(900) });
+        let c = classify(&outcome(Some(r), ok_end(), vec![]), &exp);
+        assert!(c.reasons.iter().any(|x| x.kind == ReasonKind::VersionMismatch && x.message.contains("8904 (8.9.4)") && x.message.contains("(8800)")), "{:?}", c.reasons);
+    }
+
+    #[test]
+    fn wrong_cuda_major_from_cudnn_or_runtime() {
+        let f = fx();
+        let mut r = report(&f);
+        r.cudnn.as_mut().unwrap().cudart_version = 11080;
+        let c = classify_report(&f, r);
+        assert_eq!(kinds(&c), vec![ReasonKind::WrongCudaMajor]);
+        assert!(c.reasons[0].message.contains("built for CUDA 11.8") && c.reasons[0].message.contains("profile is for CUDA 12"), "{}", c.reasons[0]);
+        let mut r = report(&f);
+        r.cudart.as_mut().unwrap().runtime_version = Some(11080);
+        let c = classify_report(&f, r);
+        assert_eq!(kinds(&c), vec![ReasonKind::WrongCudaMajor]);
+        assert!(c.reasons[0].message.contains("libcudart.so.12 is version 11.8"), "{}", c.reasons[0]);
+    }
+
+    #[test]
+    fn missing_runtime_is_a_missing_library() {
+        let f = fx();
+        let mut r = report(&f);
+        r.cudart = Some(Cudart {
+            load: LoadAttempt {
+                name: "libcudart.so.12".into(),
+                loaded: false,
+                error: Some(LoadError { message: "libcudart.so.12: cannot open shared object file: No such file or directory".into(), code: None }),
+            },
+            runtime_version: None,
+            runtime_error: None,
+        });
+        r.conv = Conv::Skipped { why: "the CUDA runtime did not load".into() };
+        let c = classify_report(&f, r);
+        assert_eq!(kinds(&c), vec![ReasonKind::MissingLibrary], "{:?}", c.reasons);
+        assert!(c.reasons[0].message.contains("the CUDA 12 runtime libcudart.so.12 was not found"), "{}", c.reasons[0]);
+    }
+
+    fn dispatcher_error(f: &Fx, message: &str, code: Option<i64>) -> CheckResult {
+        let mut r = report(f);
+        r.dispatcher = LoadAttempt { name: "libcudnn.so.9".into(), loaded: false, error: Some(LoadError { message: message.into(), code }) };
+        r.cudnn = None;
+        r.cudart = None;
+        r.handle = None;
+        r.modules.clear();
+        r.conv = Conv::Skipped { why: "the cuDNN dispatcher did not load".into() };
+        classify_report(f, r)
+    }
+
+    #[test]
+    fn loader_errors_in_words() {
+        let f = fx();
+        let c = dispatcher_error(&f, "libcudnn.so.9: cannot open shared object file: No such file or directory", None);
+        assert_eq!(kinds(&c), vec![ReasonKind::MissingLibrary]);
+        assert!(c.reasons[0].message.contains("libcudnn.so.9 was not found") && c.reasons[0].message.contains("LD_LIBRARY_PATH is "), "{}", c.reasons[0]);
+        let c = dispatcher_error(&f, "libz.so.1: cannot open shared object file: No such file or directory", None);
+        assert_eq!(kinds(&c), vec![ReasonKind::MissingLibrary]);
+        assert!(c.reasons[0].message.contains("needs libz.so.1"), "{}", c.reasons[0]);
+        let c = dispatcher_error(&f, "/x/libcudnn.so.9: wrong ELF class: ELFCLASS32", None);
+        assert_eq!(kinds(&c), vec![ReasonKind::LoaderError]);
+        assert!(c.reasons[0].message.contains("wrong ELF class") && c.reasons[0].message.contains("32-bit"), "{}", c.reasons[0]);
+        let c = dispatcher_error(&f, "/x/libcudnn.so.9: undefined symbol: cudnnFoo", None);
+        assert!(c.reasons[0].message.contains("another version is mixed in"), "{}", c.reasons[0]);
+    }
+
+    #[test]
+    fn windows_loader_codes_in_words() {
+        let f = fx();
+        let c = dispatcher_error(&f, "The specified module could not be found.", Some(126));
+        assert_eq!(kinds(&c), vec![ReasonKind::MissingLibrary]);
+        assert!(c.reasons[0].message.contains("126 (ERROR_MOD_NOT_FOUND)"), "{}", c.reasons[0]);
+        let c = dispatcher_error(&f, "The specified procedure could not be found.", Some(127));
+        assert_eq!(kinds(&c), vec![ReasonKind::LoaderError]);
+        assert!(c.reasons[0].message.contains("different versions are mixed"), "{}", c.reasons[0]);
+        let c = dispatcher_error(&f, "%1 is not a valid Win32 application.", Some(193));
+        assert!(c.reasons[0].message.contains("64-bit process"), "{}", c.reasons[0]);
+        let c = dispatcher_error(&f, "Access is denied.", Some(5));
+        assert!(c.reasons[0].message.contains("error 5: Access is denied."), "{}", c.reasons[0]);
+    }
+
+    #[test]
+    fn cudnn_status_with_a_gpu_fails_and_names_the_architecture() {
+        let f = fx();
+        let mut r = report(&f);
+        r.handle = Some(status(3007, "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH"));
+        r.conv = Conv::Skipped { why: "cudnnCreate returned CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH".into() };
+        let c = classify_report(&f, r);
+        assert_eq!(kinds(&c), vec![ReasonKind::CudnnStatus]);
+        let m = &c.reasons[0].message;
+        assert!(m.contains("ARCH_MISMATCH") && m.contains("compute capability 9.0") && m.contains("up to 9.0"), "{m}");
+        // With a GPU, NOT_INITIALIZED is a failure too.
+        let mut r = report(&f);
+        r.handle = Some(status(1, "CUDNN_STATUS_NOT_INITIALIZED"));
+        r.conv = Conv::Skipped { why: "x".into() };
+        assert_eq!(kinds(&classify_report(&f, r)), vec![ReasonKind::CudnnStatus]);
+    }
+
+    #[test]
+    fn cudnn_status_without_gpu_other_than_not_initialized_fails() {
+        let f = fx();
+        let mut r = report(&f);
+        r.driver = None;
+        r.handle = Some(status(1002, "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH"));
+        r.conv = Conv::Skipped { why: "no NVIDIA driver".into() };
+        let c = classify_report(&f, r);
+        assert_eq!(c.status, CheckStatus::Fail, "fail wins over no-gpu");
+        assert_eq!(kinds(&c), vec![ReasonKind::NoDriver, ReasonKind::CudnnStatus]);
+        assert!(c.reasons[1].message.contains("sub-libraries are of different versions"), "{}", c.reasons[1]);
+    }
+
+    #[test]
+    fn convolution_outcomes() {
+        let f = fx();
+        let mut r = report(&f);
+        r.conv = done(3e-3);
+        let c = classify_report(&f, r);
+        assert_eq!(kinds(&c), vec![ReasonKind::WrongResult]);
+        assert!(c.reasons[0].message.contains("3.000e-3"), "{}", c.reasons[0]);
+        let mut r = report(&f);
+        r.conv = done(f64::MAX);
+        assert!(classify_report(&f, r).reasons[0].message.contains("non-finite"));
+        let mut r = report(&f);
+        r.conv = Conv::Failed { step: "cudnnFindConvolutionForwardAlgorithm".into(), status: status(3007, "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH") };
+        let c = classify_report(&f, r);
+        assert_eq!(kinds(&c), vec![ReasonKind::ConvFailed]);
+        assert!(c.reasons[0].message.starts_with("cudnnFindConvolutionForwardAlgorithm returned CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH"));
+        let mut r = report(&f);
+        r.conv = Conv::Skipped { why: "cudnnCreate is not exported".into() };
+        assert_eq!(kinds(&classify_report(&f, r)), vec![ReasonKind::ConvFailed]);
+        let mut r = report(&f);
+        r.conv = Conv::NotRequested;
+        assert_eq!(classify_report(&f, r).status, CheckStatus::Pass);
+    }
+
+    #[test]
+    fn crash_reports_signal_step_stderr_and_missing_sub_library() {
+        let f = fx();
+        let mut o = outcome(None, ProbeEnd::Signaled { signal: 6, name: "SIGABRT".into() }, vec![]);
+        o.last_step = Some("cudnnGetVersion".into());
+        o.stderr_tail = "Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory".into();
+        let c = classify(&o, &expected(&f));
+        assert_eq!(c.status, CheckStatus::Fail);
+        assert_eq!(kinds(&c), vec![ReasonKind::MissingLibrary, ReasonKind::Crash]);
+        assert!(c.reasons[0].message.contains("sub-library libcudnn_ops_infer.so.8"), "{}", c.reasons[0]);
+        let m = &c.reasons[1].message;
+        assert!(m.contains("SIGABRT (signal 6) during cudnnGetVersion") && m.contains("Could not load library"), "{m}");
+        // Windows: cuDNN's message and an exit code.
+        o.end = ProbeEnd::Exited { code: 0xC000_0409_u32 as i32 };
+        o.stderr_tail = "Could not locate cudnn_graph64_9.dll. Please make sure it is in your library path!".into();
+        let c = classify(&o, &expected(&f));
+        assert!(c.reasons[0].message.contains("cudnn_graph64_9.dll"), "{}", c.reasons[0]);
+        assert!(c.reasons[1].message.contains("0xC0000409 (STATUS_STACK_BUFFER_OVERRUN"), "{}", c.reasons[1]);
+        assert!(c.report.is_none());
+    }
+
+    #[test]
+    fn timeout_names_the_step() {
+        let f = fx();
+        let mut o = outcome(None, ProbeEnd::TimedOut { after_ms: 5000 }, vec![]);
+        o.last_step = Some("cudnnCreate".into());
+        let c = classify(&o, &expected(&f));
+        assert_eq!(kinds(&c), vec![ReasonKind::Timeout]);
+        assert!(c.reasons[0].message.contains("within 5 s during cudnnCreate and was killed"), "{}", c.reasons[0]);
+    }
+
+    #[test]
+    fn no_report_and_no_process() {
+        let f = fx();
+        let mut o = outcome(None, ok_end(), vec![]);
+        o.report_error = Some("it printed nothing on stdout".into());
+        let c = classify(&o, &expected(&f));
+        assert_eq!(kinds(&c), vec![ReasonKind::BadReport]);
+        assert!(c.reasons[0].message.contains("printed nothing"));
+        let o = outcome(None, ProbeEnd::SpawnFailed { error: "cannot run /x/cuenv: No such file".into() }, vec![]);
+        assert!(classify(&o, &expected(&f)).reasons[0].message.contains("could not run"));
+    }
+
+    #[test]
+    fn report_then_abnormal_exit_is_a_note() {
+        let f = fx();
+        let c = classify(&outcome(Some(report(&f)), ProbeEnd::Signaled { signal: 11, name: "SIGSEGV".into() }, vec![]), &expected(&f));
+        assert_eq!(c.status, CheckStatus::Pass);
+        assert!(c.notes.iter().any(|n| n.contains("SIGSEGV") && n.contains("after it had reported")), "{:?}", c.notes);
+    }
+
+    #[test]
+    fn missing_library_messages_parse() {
+        let text = "Unable to load any of {libcudnn_graph.so.9.5.0, libcudnn_graph.so.9.5, libcudnn_graph.so.9, libcudnn_graph.so}\nInvalid handle. Cannot load symbol cudnnGetVersion";
+        assert_eq!(missing_libraries(text), vec!["libcudnn_graph.so.9"]);
+        assert_eq!(
+            missing_libraries("Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared object file: No such file or directory"),
+            vec!["libcudnn_cnn_infer.so.8"]
+        );
+        assert_eq!(missing_libraries("Could not locate zlibwapi.dll. Please make sure it is in your library path!"), vec!["zlibwapi.dll"]);
+        assert_eq!(missing_libraries("/opt/x/libcublasLt.so.12: cannot open shared object file"), vec!["libcublasLt.so.12"]);
+        assert!(missing_libraries("all fine").is_empty());
+    }
+
+    #[test]
+    fn stdout_and_stderr_parsing() {
+        let f = fx();
+        let r = report(&f);
+        let line = serde_json::to_string(&r).unwrap();
+        assert_eq!(parse_report(&format!("cuDNN log noise\n{line}\n")).unwrap(), r);
+        assert!(parse_report("").unwrap_err().contains("nothing"));
+        assert!(parse_report("{not json").unwrap_err().contains("not readable"));
+        let mut old = r.clone();
+        old.schema = 99;
+        assert!(parse_report(&serde_json::to_string(&old).unwrap()).unwrap_err().contains("schema 99"));
+        let (step, tail) = split_stderr(&format!("{STEP_PREFIX}load x\nboom\n{STEP_PREFIX}cudnnCreate\nbang"));
+        assert_eq!(step.as_deref(), Some("cudnnCreate"));
+        assert_eq!(tail, "boom\nbang");
+    }
+
+    #[test]
+    fn loader_env_reads_the_childs_variables() {
+        let sep = if cfg!(windows) { ";" } else { ":" };
+        let var = if cfg!(windows) { "Path" } else { "LD_LIBRARY_PATH" };
+        let env = vec![(OsString::from(var), OsString::from(format!("/a{sep}{sep}/b"))), (OsString::from("LD_PRELOAD"), OsString::from("/p/libx.so /q/liby.so"))];
+        let (v, path, pre) = loader_env(&env);
+        assert_eq!(path, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+        if cfg!(windows) {
+            assert_eq!(v, "PATH");
+        } else {
+            assert_eq!(v, "LD_LIBRARY_PATH");
+            assert_eq!(pre, vec![PathBuf::from("/p/libx.so"), PathBuf::from("/q/liby.so")]);
+        }
+    }
+
+    #[test]
+    fn status_words_and_json() {
+        assert_eq!(CheckStatus::NoGpu.to_string(), "no-gpu");
+        assert_eq!(serde_json::to_string(&CheckStatus::NoGpu).unwrap(), "\"no-gpu\"");
+        assert_eq!(serde_json::to_string(&ReasonKind::WrongCudaMajor).unwrap(), "\"wrong-cuda-major\"");
+        assert_eq!(decode_cudnn(90500), "9.5.0");
+        assert_eq!(decode_cudnn(8904), "8.9.4");
+        assert_eq!(cuda_version(12060), "12.6");
+        assert!(is_under(Path::new("/a/b/c"), Path::new("/a/b")));
+        assert!(!is_under(Path::new("/a/bc"), Path::new("/a/b")));
+    }
+}
