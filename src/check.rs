@@ -495,8 +495,7 @@ impl Classifier<'_> {
         self.versions(r);
         if let Some(rt) = &r.cudart {
             if !rt.load.loaded {
-                let role = format!("the CUDA {} runtime", self.expected.cuda_major);
-                self.load_failure(&rt.load, &role);
+                self.load_failure(&rt.load, "the CUDA runtime");
             } else if let Some(v) = rt.runtime_version {
                 if (v / 1000) as u64 != self.expected.cuda_major {
                     self.fail(
@@ -691,14 +690,23 @@ impl Classifier<'_> {
         let o = self.outcome;
         let var = &o.search_var;
         let search: Vec<PathBuf> = o.search_path.iter().map(|p| canonical(p)).collect();
-        let pos_won = search.iter().position(|p| same_path(p, dir));
+        // The first folder that is the winner, or holds `name` as a link into it.
+        let pos_won = o.search_path.iter().zip(&search).position(|(raw, canon)| {
+            same_path(canon, dir) || {
+                let f = raw.join(name);
+                f.exists() && canonical(&f).parent().is_some_and(|p| same_path(p, dir))
+            }
+        });
+        let shown = |i: usize| {
+            if same_path(&search[i], dir) { dir.display().to_string() } else { format!("{} (which links {name} to it)", o.search_path[i].display()) }
+        };
         let pos_entry = search.iter().position(|p| is_under(p, entry));
         let mut why = if o.preload.iter().any(|p| same_path(&canonical(p).parent().map(Path::to_path_buf).unwrap_or_default(), dir)) {
             "LD_PRELOAD loads it before anything else".to_string()
         } else {
             match (pos_won, pos_entry) {
-                (Some(w), Some(e)) if w < e => format!("{var} lists {} (position {}) before the profile's folder (position {})", dir.display(), w + 1, e + 1),
-                (Some(w), None) => format!("{var} lists {} (position {}) and does not list the profile's folder at all", dir.display(), w + 1),
+                (Some(w), Some(e)) if w < e => format!("{var} lists {} (position {}) before the profile's folder (position {})", shown(w), w + 1, e + 1),
+                (Some(w), None) => format!("{var} lists {} (position {}) and does not list the profile's folder at all", shown(w), w + 1),
                 (Some(_), Some(_)) => format!("the profile's folder comes first on {var} but the loader did not take {name} from it (is it missing from the entry?)"),
                 (None, _) if cfg!(windows) => format!(
                     "{} is not on PATH: the loader found it first in the application's folder, System32, the Windows folder or the current folder, or a copy with that name was already loaded in the process",
@@ -1186,7 +1194,7 @@ mod tests {
         r.conv = Conv::Skipped { why: "the CUDA runtime did not load".into() };
         let c = classify_report(&f, r);
         assert_eq!(kinds(&c), vec![ReasonKind::MissingLibrary], "{:?}", c.reasons);
-        assert!(c.reasons[0].message.contains("the CUDA 12 runtime libcudart.so.12 was not found"), "{}", c.reasons[0]);
+        assert!(c.reasons[0].message.contains("the CUDA runtime libcudart.so.12 was not found"), "{}", c.reasons[0]);
     }
 
     fn dispatcher_error(f: &Fx, message: &str, code: Option<i64>) -> CheckResult {
