@@ -781,10 +781,10 @@ pub fn missing_libraries(text: &str) -> Vec<String> {
     };
     for line in text.lines() {
         for marker in ["Could not locate ", "Could not load library "] {
-            if let Some(i) = line.find(marker) {
-                if let Some(name) = line[i + marker.len()..].split_whitespace().next() {
-                    push(name);
-                }
+            if let Some(i) = line.find(marker)
+                && let Some(name) = line[i + marker.len()..].split_whitespace().next()
+            {
+                push(name);
             }
         }
         if let Some(i) = line.find("Unable to load any of {") {
@@ -881,7 +881,7 @@ fn stderr_suffix(tail: &str) -> String {
 }
 
 fn human_ms(ms: u64) -> String {
-    if ms % 1000 == 0 { format!("{} s", ms / 1000) } else { format!("{:.1} s", ms as f64 / 1000.0) }
+    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{:.1} s", ms as f64 / 1000.0) }
 }
 
 /// `12060` -> `12.6`, `11080` -> `11.8` (CUDA's `M*1000 + m*10` encoding).

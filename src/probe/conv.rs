@@ -124,30 +124,36 @@ impl Drop for Guard<'_> {
     }
 }
 
-fn missing(name: &str) -> Conv {
-    Conv::Failed { step: name.into(), status: Status { code: -1, name: format!("{name} is not exported") } }
+/// A failed call: which, and its status.
+struct Failed {
+    step: String,
+    status: Status,
+}
+
+fn missing(name: &str) -> Failed {
+    Failed { step: name.into(), status: Status { code: -1, name: format!("{name} is not exported") } }
 }
 
 /// Runs the check on device 0 with a live cuDNN handle.
 pub fn run(api: &Cudnn, rt: &RuntimeApi, handle: Handle, step: fn(&str)) -> Conv {
     match run_inner(api, rt, handle, step) {
         Ok(r) => Conv::Done(r),
-        Err(c) => c,
+        Err(Failed { step, status }) => Conv::Failed { step, status },
     }
 }
 
-fn run_inner(api: &Cudnn, rt: &RuntimeApi, handle: Handle, step: fn(&str)) -> Result<ConvResult, Conv> {
+fn run_inner(api: &Cudnn, rt: &RuntimeApi, handle: Handle, step: fn(&str)) -> Result<ConvResult, Failed> {
     let p = ConvProblem::STANDARD;
     let (x, w) = p.inputs();
     let reference = cpu_reference(&p, &x, &w);
     let (oh, ow) = p.out_hw();
     let mut g = Guard { api, rt: *rt, device: Vec::new(), tensors: Vec::new(), filters: Vec::new(), convs: Vec::new() };
 
-    let ck = |name: &str, s: CStatus| -> Result<(), Conv> {
-        if s == 0 { Ok(()) } else { Err(Conv::Failed { step: name.into(), status: api.status(s) }) }
+    let ck = |name: &str, s: CStatus| -> Result<(), Failed> {
+        if s == 0 { Ok(()) } else { Err(Failed { step: name.into(), status: api.status(s) }) }
     };
-    let ck_rt = |name: &str, s: CStatus| -> Result<(), Conv> {
-        if s == 0 { Ok(()) } else { Err(Conv::Failed { step: name.into(), status: rt.status(s) }) }
+    let ck_rt = |name: &str, s: CStatus| -> Result<(), Failed> {
+        if s == 0 { Ok(()) } else { Err(Failed { step: name.into(), status: rt.status(s) }) }
     };
     let ci = |v: usize| v as c_int;
 
@@ -196,14 +202,14 @@ fn run_inner(api: &Cudnn, rt: &RuntimeApi, handle: Handle, step: fn(&str)) -> Re
         let (mut on, mut oc, mut ohh, mut oww) = (0, 0, 0, 0);
         ck("cudnnGetConvolution2dForwardOutputDim", output_dim(c_desc, x_desc, w_desc, &mut on, &mut oc, &mut ohh, &mut oww))?;
         if (on, oc, ohh, oww) != (ci(p.n), ci(p.k), ci(oh), ci(ow)) {
-            return Err(Conv::Failed {
+            return Err(Failed {
                 step: "cudnnGetConvolution2dForwardOutputDim".into(),
                 status: Status { code: -1, name: format!("unexpected output shape {on}x{oc}x{ohh}x{oww}") },
             });
         }
 
         let bytes = |v: usize| v * std::mem::size_of::<f32>();
-        let mut alloc = |size: usize| -> Result<*mut c_void, Conv> {
+        let mut alloc = |size: usize| -> Result<*mut c_void, Failed> {
             step("cudaMalloc");
             let mut p: *mut c_void = std::ptr::null_mut();
             ck_rt("cudaMalloc", (rt.malloc)(&mut p, size.max(1)))?;
@@ -227,7 +233,7 @@ fn run_inner(api: &Cudnn, rt: &RuntimeApi, handle: Handle, step: fn(&str)) -> Re
             .map(|a| AlgoPerf { algo: ffi::fwd_algo_name(a.algo), status: api.status(a.status), time_ms: a.time as f64, memory: a.memory as u64 })
             .collect();
         let Some(best) = perf.iter().find(|a| a.status == 0) else {
-            return Err(Conv::Failed {
+            return Err(Failed {
                 step: "cudnnFindConvolutionForwardAlgorithm".into(),
                 status: Status { code: -1, name: format!("no algorithm succeeded ({} tried)", perf.len()) },
             });
