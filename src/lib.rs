@@ -14,6 +14,7 @@
 pub mod activate;
 pub mod apply;
 pub mod binfmt;
+pub mod check;
 pub mod cli;
 pub mod conda;
 pub mod error;
@@ -23,6 +24,7 @@ pub mod layout;
 pub mod link;
 pub mod lock;
 pub mod lockfile;
+pub mod probe;
 pub mod profile;
 pub mod progress;
 pub mod resolve;

@@ -1,6 +1,7 @@
 //! The command-line layer: argument parsing (clap), printing, and exit codes.
 //! The only module that writes to stdout/stderr.
 
+mod probe;
 mod profiles;
 mod reporter;
 mod store;
@@ -130,6 +131,9 @@ pub enum Command {
         #[arg(long, conflicts_with = "profile")]
         setup: bool,
     },
+    /// Internal: the child process of `cuenv check` (loads cuDNN, prints a JSON report).
+    #[command(hide = true, name = "__probe")]
+    Probe(probe::ProbeArgs),
 }
 
 /// What every command gets: the layout and output settings.
@@ -160,6 +164,9 @@ pub fn main() -> i32 {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Command::Probe(args) = &cli.command {
+        return probe::run(args); // needs no home
+    }
     let home = match cli.home {
         Some(h) => h,
         None => Layout::default_home().context("cannot find a home folder for cuenv: pass --home or set CUENV_HOME")?,
@@ -182,6 +189,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let shell = crate::shim::Shell::from_name(&shell).expect("clap allows only known shells");
             profiles::env(&ctx, profile.as_deref(), shell, setup)
         }
+        Command::Probe(_) => unreachable!("handled above"),
     }
 }
 
