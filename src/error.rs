@@ -17,8 +17,10 @@ pub enum ExitCode {
     Failure = 1,
     /// Invalid input: bad arguments, a broken or hostile archive, a bad profile file.
     Invalid = 2,
-    /// `store verify` found damaged entries.
+    /// `store verify` or `status` found damage.
     Damaged = 3,
+    /// A profile's check failed (`apply` kept the previous generation current).
+    CheckFailed = 4,
 }
 
 /// What an error knows beyond its message.

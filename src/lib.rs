@@ -31,4 +31,5 @@ pub mod resolve;
 pub mod shim;
 pub mod store;
 pub mod toolkit;
+pub mod verify;
 pub mod version;
