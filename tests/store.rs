@@ -497,7 +497,8 @@ fn entry_files_are_read_only() {
     let mut files = 0;
     for e in walkdir::WalkDir::new(&dir).min_depth(1) {
         let e = e.unwrap();
-        if e.path_is_symlink() {
+        // Windows ignores the read-only attribute of folders; cuenv sets it on files only there.
+        if e.path_is_symlink() || (cfg!(windows) && e.file_type().is_dir()) {
             continue;
         }
         assert!(e.metadata().unwrap().permissions().readonly(), "{} is writable", e.path().display());
@@ -784,7 +785,12 @@ fn refuses_tar_symlink_climbing_out_of_the_entry() {
     // lib/evil -> ../../etc/passwd stays inside the archive but leaves the release root,
     // which is all the entry keeps.
     let ctx = TestContext::new();
-    let (path, member) = hostile::archive_with_symlink(&ctx.work, "lib/evil", "../../etc/passwd", false);
+    let (stem, mut t) = hostile::linux_archive(&Release::V9);
+    t.file("etc/passwd", "root:x:0:0\n");
+    let member = format!("{stem}/lib/evil");
+    t.symlink(&member, "../../etc/passwd");
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
     let err = ctx.add_refused(&path, &[]);
     assert_has(&err, &[&format!("member `{member}` refused: the symlink target `../../etc/passwd` points outside the entry"), UNSAFE_HINT]);
 }
@@ -1221,4 +1227,85 @@ fn refuses_a_member_named_like_the_metadata_file() {
     let path = hostile::zip_with_member(&ctx.work, &format!("{stem}/entry.toml"));
     let err = ctx.add_refused(&path, &[]);
     assert_has(&err, &["member `entry.toml` refused: `entry.toml` at the release root is reserved for cuenv's metadata", UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_a_zip_with_a_member_twice() {
+    // Two members with one name but different bytes: which one a tool extracts differs
+    // between tools, so the content would be ambiguous.
+    let ctx = TestContext::new();
+    let stem = Release::V9.windows_archive_stem();
+    let member = format!("{stem}/bin/cudnn_ops64_9.dll");
+    let path = hostile::zip_with_member(&ctx.work, &member);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("{} is damaged: two members have the same name, so its content is ambiguous", path.display()), DAMAGED_HINT]);
+}
+
+#[test]
+fn refuses_a_tar_with_a_member_twice() {
+    // A file, then a symlink of the same name: extracting both would clobber the file.
+    let ctx = TestContext::new();
+    let (stem, mut t) = hostile::linux_archive(&Release::V9);
+    t.symlink(format!("{stem}/include/cudnn.h"), "cudnn_version.h");
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{stem}/include/cudnn.h` refused: another member has the same name"), UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_a_dangling_symlink() {
+    let ctx = TestContext::new();
+    let (path, member) = hostile::archive_with_symlink(&ctx.work, "lib/libcudnn_gone.so", "libcudnn_gone.so.9", false);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{member}` refused: the symlink target `libcudnn_gone.so.9` resolves to `{}`, which is not in the archive", member.replace("libcudnn_gone.so", "libcudnn_gone.so.9")), UNSAFE_HINT]);
+}
+
+#[test]
+fn no_progress_output_when_stderr_is_not_a_terminal() {
+    let ctx = TestContext::new();
+    let zip = windows_zip(&ctx.work, &Release::V9, BinDir::Bin);
+    let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_cuenv")).env("CUENV_HOME", &ctx.home).args(["store", "add"]).arg(&zip).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "stderr is not a terminal: no progress bar expected");
+    assert!(stdout(&out).starts_with("added cudnn-9.5.0.50-cuda12-windows-x86_64-"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("(cuDNN 9.5.0.50 for CUDA 12, windows-x86_64, 8 libraries,"), "{}", stdout(&out));
+}
+
+#[test]
+fn refuses_writing_through_a_chain_of_symlinks() {
+    // Each link is inside the archive when read lexically, but `l1/..` is evaluated by the
+    // file system *after* following `l1`, so `l2` physically leaves the staging folder.
+    // A member under `l2/` would then be written outside it.
+    let ctx = TestContext::new();
+    let (stem, mut t) = hostile::linux_archive(&Release::V9);
+    t.symlink(format!("{stem}/lib/a/b/l1"), "../..");
+    t.symlink(format!("{stem}/lib/a/b/l2"), "l1/../../../../..");
+    t.file(format!("{stem}/lib/a/b/l2/pwned"), "outside");
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let out = ctx.cmd().args(["store", "add"]).arg(&path).output().unwrap();
+    let escaped: Vec<PathBuf> = walkdir::WalkDir::new(ctx.home.parent().unwrap())
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name() == "pwned")
+        .map(|e| e.path().to_path_buf())
+        .collect();
+    assert!(escaped.is_empty(), "written through the symlinks: {escaped:?}\n{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_has(&stderr(&out), &[&format!("member `{stem}/lib/a/b/l2/pwned` refused:"), UNSAFE_HINT]);
+    ctx.assert_store_unchanged();
+}
+
+#[test]
+fn refuses_a_symlink_through_a_symlink() {
+    // Without members under it, such a link would still leave the entry once published.
+    let ctx = TestContext::new();
+    let (stem, mut t) = hostile::linux_archive(&Release::V9);
+    t.symlink(format!("{stem}/lib/a/b/l1"), "../..");
+    t.symlink(format!("{stem}/lib/a/b/l2"), "l1/../../../etc/passwd");
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{stem}/lib/a/b/l2` refused:"), "through the symlink", UNSAFE_HINT]);
 }
