@@ -372,12 +372,17 @@ fn add_parents(items: &mut BTreeMap<String, Item>, path: &str) {
 /// nothing in the archive.
 fn finish_symlinks(source: &Path, raw: &Path, index: &PathIndex, items: &mut BTreeMap<String, Item>, symlinks: Vec<(String, String)>) -> Result<(), Error> {
     let targets: std::collections::HashMap<&str, &str> = symlinks.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    // Check them all before creating any.
+    let mut resolved = Vec::with_capacity(symlinks.len());
     for (path, target) in &symlinks {
         let bad = |rule: String| Error::BadMember { archive: source.into(), member: path.clone(), rule };
-        let resolved = member::resolve_symlink_within(path, target, |p| index.is_symlink(p)).map_err(|r| bad(r.0))?;
-        if !resolved.is_empty() && !index.contains(&resolved) {
-            return Err(bad(format!("the symlink target `{target}` resolves to `{resolved}`, which is not in the archive")));
+        let r = member::resolve_symlink_within(path, target, |p| index.is_symlink(p)).map_err(|r| bad(r.0))?;
+        if !r.is_empty() && !index.contains(&r) {
+            return Err(bad(format!("the symlink target `{target}` resolves to `{r}`, which is not in the archive")));
         }
+        resolved.push(r);
+    }
+    for ((path, target), resolved) in symlinks.iter().zip(resolved) {
         // Where a chain of links ends (what Windows copies).
         let mut end = resolved;
         for _ in 0..8 {
