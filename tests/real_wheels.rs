@@ -41,6 +41,8 @@ struct RealWheel {
     /// `bin` (Windows) or `lib` (Linux), inside `nvidia/cudnn`.
     lib_dir: &'static str,
     dispatcher: &'static str,
+    /// Where the import libraries (`cudnn.lib`) are, if the wheel has them.
+    import_libs: Option<&'static str>,
     libraries: &'static [&'static str],
     headers: usize,
 }
@@ -64,7 +66,7 @@ fn import_verify_and_damage(w: &RealWheel) {
     let libs: Vec<&str> = meta["libraries"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert_eq!(libs, w.libraries, "library set of {}", w.file);
     let layout = meta["layout"].as_table().unwrap();
-    let (bin, lib) = if w.platform.starts_with("windows") { (Some("bin"), None) } else { (None, Some("lib")) };
+    let (bin, lib) = if w.platform.starts_with("windows") { (Some("bin"), w.import_libs) } else { (None, Some("lib")) };
     assert_eq!(layout.get("bin").and_then(|v| v.as_str()), bin);
     assert_eq!(layout.get("lib").and_then(|v| v.as_str()), lib);
     assert_eq!(layout.get("include").and_then(|v| v.as_str()), Some("include"));
@@ -151,6 +153,7 @@ fn cu12_9_5_0_50_win_amd64() {
         platform: "windows-x86_64",
         lib_dir: "bin",
         dispatcher: "cudnn64_9.dll",
+        import_libs: None,
         libraries: WINDOWS_9,
         headers: 7,
     });
@@ -166,6 +169,7 @@ fn cu12_9_5_0_50_manylinux2014() {
         platform: "linux-x86_64",
         lib_dir: "lib",
         dispatcher: "libcudnn.so.9",
+        import_libs: None,
         libraries: LINUX_9,
         headers: 14,
     });
@@ -181,6 +185,7 @@ fn cu12_8_9_4_25_win_amd64() {
         platform: "windows-x86_64",
         lib_dir: "bin",
         dispatcher: "cudnn64_8.dll",
+        import_libs: Some("lib/x64"),
         libraries: WINDOWS_8,
         headers: 9,
     });
@@ -196,6 +201,7 @@ fn cu12_8_9_4_25_manylinux1() {
         platform: "linux-x86_64",
         lib_dir: "lib",
         dispatcher: "libcudnn.so.8",
+        import_libs: None,
         libraries: LINUX_8,
         headers: 18,
     });
@@ -211,6 +217,7 @@ fn cu11_8_8_0_121_manylinux1() {
         platform: "linux-x86_64",
         lib_dir: "lib",
         dispatcher: "libcudnn.so.8",
+        import_libs: None,
         libraries: LINUX_8,
         headers: 18,
     });

@@ -54,6 +54,12 @@ mod fixtures {
     }
 
     #[test]
+    fn minimal_elf_is_linux_x86_64() {
+        let info = inspect_bytes(&minimal_elf_so());
+        assert_eq!(info.platform, Some(cuenv::binfmt::Platform::LinuxX86_64));
+    }
+
+    #[test]
     fn zips_read_back_with_the_zip_crate() {
         let dir = tempfile::tempdir().unwrap();
         let p = wheel(dir.path(), &Release::V9, WheelOs::Windows);
@@ -347,7 +353,7 @@ fn wheel_windows_and_linux_cudnn8() {
             platform,
             libraries: if win { dll_names(&r) } else { sorted(r.sonames()) },
             bin: win.then_some("bin"),
-            lib: (!win).then_some("lib"),
+            lib: Some(if win { "lib/x64" } else { "lib" }),
             include: Some("include"),
         });
     }
@@ -491,7 +497,8 @@ fn entry_files_are_read_only() {
     let mut files = 0;
     for e in walkdir::WalkDir::new(&dir).min_depth(1) {
         let e = e.unwrap();
-        if e.path_is_symlink() {
+        // Windows ignores the read-only attribute of folders; cuenv sets it on files only there.
+        if e.path_is_symlink() || (cfg!(windows) && e.file_type().is_dir()) {
             continue;
         }
         assert!(e.metadata().unwrap().permissions().readonly(), "{} is writable", e.path().display());
@@ -583,6 +590,7 @@ fn verify_reports_modified_missing_and_extra() {
     assert!(stderr(&out).contains("hint:"), "{}", stderr(&out));
 
     // missing
+    make_writable(&dir.join("include/cudnn.h")); // Windows refuses to delete read-only files
     with_writable_dir(&dir.join("include"), || fs::remove_file(dir.join("include/cudnn.h")).unwrap());
     let (code, report) = verify_json(&ctx, &[]);
     assert_eq!(code, Some(3));
@@ -698,28 +706,10 @@ fn remove_from_an_empty_store() {
 // ------------------------------------------------------------------ refused input: one test per error message
 //
 // Each test asserts exit code 2, that stderr names the member or path and the rule broken,
-// a `hint:` line, and that the store is unchanged (`TestContext::add_refused`).
+// a `hint:` line, and that the store is unchanged (`TestContext::add_refused`: no entry
+// folder, nothing left in `<home>/store/.tmp`). Inputs come from `support::hostile`.
 
-/// An official Windows archive tree (with its top folder) and its file name.
-fn windows_archive(r: &Release) -> (String, Tree) {
-    let stem = r.windows_archive_stem();
-    (stem.clone(), windows_release_tree(r, BinDir::Bin).under(&stem))
-}
-
-/// An official Linux archive tree (with its top folder) and its file name.
-fn linux_archive(r: &Release) -> (String, Tree) {
-    let stem = r.linux_archive_stem();
-    (stem.clone(), linux_release_tree(r).under(&stem))
-}
-
-/// A good Windows archive plus one extra member named `member`; returns the zip's path.
-fn zip_with_member(ctx: &TestContext, member: &str) -> PathBuf {
-    let (stem, mut t) = windows_archive(&Release::V9);
-    t.file(member, b"evil".to_vec());
-    let path = ctx.path(&format!("{stem}.zip"));
-    t.write_zip(&path);
-    path
-}
+use support::hostile;
 
 fn assert_has(haystack: &str, needles: &[&str]) {
     for n in needles {
@@ -733,171 +723,172 @@ const DAMAGED_HINT: &str = "hint: the file is damaged or incomplete; download it
 #[test]
 fn refuses_zip_member_with_dotdot() {
     let ctx = TestContext::new();
-    let zip = zip_with_member(&ctx, "cudnn-windows-x86_64-9.5.0.50_cuda12-archive/bin/../../../evil.dll");
+    let zip = hostile::zip_with_member(&ctx.work, "cudnn-windows-x86_64-9.5.0.50_cuda12-archive/bin/../../../evil.dll");
     let err = ctx.add_refused(&zip, &[]);
     assert_has(&err, &["member `cudnn-windows-x86_64-9.5.0.50_cuda12-archive/bin/../../../evil.dll` refused: it has a `..` component", UNSAFE_HINT]);
     assert!(!ctx.work.parent().unwrap().join("evil.dll").exists());
 }
 
 #[test]
+fn refuses_zip_member_with_backslash_dotdot() {
+    let ctx = TestContext::new();
+    let zip = hostile::zip_with_member(&ctx.work, "cudnn-windows-x86_64-9.5.0.50_cuda12-archive\\..\\..\\evil.dll");
+    let err = ctx.add_refused(&zip, &[]);
+    assert_has(&err, &["member `cudnn-windows-x86_64-9.5.0.50_cuda12-archive\\..\\..\\evil.dll` refused: it has a `..` component", UNSAFE_HINT]);
+}
+
+#[test]
 fn refuses_zip_member_with_absolute_path() {
     let ctx = TestContext::new();
-    let err = ctx.add_refused(&zip_with_member(&ctx, "/tmp/cuenv-evil.dll"), &[]);
+    let err = ctx.add_refused(&hostile::zip_with_member(&ctx.work, "/tmp/cuenv-evil.dll"), &[]);
     assert_has(&err, &["member `/tmp/cuenv-evil.dll` refused: it is an absolute path", UNSAFE_HINT]);
 }
 
 #[test]
 fn refuses_zip_member_with_drive_letter() {
     let ctx = TestContext::new();
-    let err = ctx.add_refused(&zip_with_member(&ctx, "C:\\Windows\\System32\\evil.dll"), &[]);
+    let err = ctx.add_refused(&hostile::zip_with_member(&ctx.work, "C:\\Windows\\System32\\evil.dll"), &[]);
     assert_has(&err, &["member `C:\\Windows\\System32\\evil.dll` refused: it starts with a drive letter", UNSAFE_HINT]);
 }
 
 #[test]
 fn refuses_zip_member_with_unc_path() {
     let ctx = TestContext::new();
-    let err = ctx.add_refused(&zip_with_member(&ctx, "\\\\server\\share\\evil.dll"), &[]);
-    assert_has(&err, &["member `\\\\server\\share\\evil.dll` refused: it is a UNC path", UNSAFE_HINT]);
+    let err = ctx.add_refused(&hostile::zip_with_member(&ctx.work, "\\\\server\\share\\evil.dll"), &[]);
+    assert_has(&err, &["member `\\\\server\\share\\evil.dll` refused: it is a UNC path (\\\\server\\share)", UNSAFE_HINT]);
 }
 
 #[test]
 fn refuses_zip_member_with_alternate_data_stream() {
     let ctx = TestContext::new();
-    let err = ctx.add_refused(&zip_with_member(&ctx, "cudnn-windows-x86_64-9.5.0.50_cuda12-archive/bin/cudnn64_9.dll:evil"), &[]);
+    let zip = hostile::zip_with_member(&ctx.work, "cudnn-windows-x86_64-9.5.0.50_cuda12-archive/bin/cudnn64_9.dll:evil");
+    let err = ctx.add_refused(&zip, &[]);
     assert_has(&err, &["member `cudnn-windows-x86_64-9.5.0.50_cuda12-archive/bin/cudnn64_9.dll:evil` refused: a component contains `:`", UNSAFE_HINT]);
-}
-
-#[test]
-fn refuses_zip_member_with_backslash_dotdot() {
-    let ctx = TestContext::new();
-    let err = ctx.add_refused(&zip_with_member(&ctx, "cudnn-windows-x86_64-9.5.0.50_cuda12-archive\\..\\..\\evil.dll"), &[]);
-    assert_has(&err, &["refused: it has a `..` component", UNSAFE_HINT]);
 }
 
 #[test]
 fn refuses_tar_member_with_dotdot() {
     let ctx = TestContext::new();
-    let (stem, mut t) = linux_archive(&Release::V9);
-    t.file("../evil.so", b"evil".to_vec());
-    let path = ctx.path(&format!("{stem}.tar.xz"));
-    t.write_tar_xz(&path);
-    let err = ctx.add_refused(&path, &[]);
+    let err = ctx.add_refused(&hostile::tar_with_member(&ctx.work, "../evil.so"), &[]);
     assert_has(&err, &["member `../evil.so` refused: it has a `..` component", UNSAFE_HINT]);
 }
 
 #[test]
 fn refuses_tar_member_with_absolute_path() {
     let ctx = TestContext::new();
-    let (stem, mut t) = linux_archive(&Release::V9);
-    t.file("/tmp/cuenv-evil.so", b"evil".to_vec());
-    let path = ctx.path(&format!("{stem}.tar.xz"));
-    t.write_tar_xz(&path);
-    let err = ctx.add_refused(&path, &[]);
+    let err = ctx.add_refused(&hostile::tar_with_member(&ctx.work, "/tmp/cuenv-evil.so"), &[]);
     assert_has(&err, &["member `/tmp/cuenv-evil.so` refused: it is an absolute path", UNSAFE_HINT]);
 }
 
 #[test]
 fn refuses_tar_symlink_climbing_out_of_the_entry() {
+    // lib/evil -> ../../etc/passwd stays inside the archive but leaves the release root,
+    // which is all the entry keeps.
     let ctx = TestContext::new();
-    let (stem, mut t) = linux_archive(&Release::V9);
-    // lib/evil -> ../../etc/passwd leaves the release root `stem/` (and the entry).
-    t.symlink(format!("{stem}/lib/evil"), "../../etc/passwd");
+    let (stem, mut t) = hostile::linux_archive(&Release::V9);
+    t.file("etc/passwd", "root:x:0:0\n");
+    let member = format!("{stem}/lib/evil");
+    t.symlink(&member, "../../etc/passwd");
     let path = ctx.path(&format!("{stem}.tar.xz"));
     t.write_tar_xz(&path);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("member `{stem}/lib/evil` refused:"), "the symlink target `../../etc/passwd` points outside the entry", UNSAFE_HINT]);
+    assert_has(&err, &[&format!("member `{member}` refused: the symlink target `../../etc/passwd` points outside the entry"), UNSAFE_HINT]);
 }
 
 #[test]
 fn refuses_tar_symlink_climbing_out_of_the_archive() {
     let ctx = TestContext::new();
-    let (stem, mut t) = linux_archive(&Release::V9);
-    t.symlink(format!("{stem}/lib/evil"), "../../../etc/passwd");
-    let path = ctx.path(&format!("{stem}.tar.xz"));
-    t.write_tar_xz(&path);
+    let (path, member) = hostile::archive_with_symlink(&ctx.work, "lib/evil", "../../../etc/passwd", false);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("member `{stem}/lib/evil` refused: the symlink target `../../../etc/passwd` points outside the entry"), UNSAFE_HINT]);
+    assert_has(&err, &[&format!("member `{member}` refused: the symlink target `../../../etc/passwd` points outside the entry"), UNSAFE_HINT]);
 }
 
 #[test]
 fn refuses_tar_symlink_to_an_absolute_path() {
     let ctx = TestContext::new();
-    let (stem, mut t) = linux_archive(&Release::V9);
-    t.symlink(format!("{stem}/lib/libcudnn_evil.so"), "/etc/passwd");
-    let path = ctx.path(&format!("{stem}.tar.xz"));
-    t.write_tar_xz(&path);
+    let (path, member) = hostile::archive_with_symlink(&ctx.work, "lib/libcudnn_evil.so", "/etc/passwd", false);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("member `{stem}/lib/libcudnn_evil.so` refused: the symlink points to an absolute path `/etc/passwd`, outside the entry"), UNSAFE_HINT]);
+    assert_has(&err, &[&format!("member `{member}` refused: the symlink points to an absolute path `/etc/passwd`, outside the entry"), UNSAFE_HINT]);
 }
 
 #[test]
 fn refuses_zip_symlink_pointing_outside() {
     let ctx = TestContext::new();
-    let (stem, mut t) = linux_archive(&Release::V9);
-    t.symlink(format!("{stem}/lib/evil"), "../../../../etc/passwd");
-    let path = ctx.path(&format!("{stem}.zip"));
-    t.write_zip(&path);
+    let (path, member) = hostile::archive_with_symlink(&ctx.work, "lib/evil", "../../../../etc/passwd", true);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("member `{stem}/lib/evil` refused: the symlink target `../../../../etc/passwd` points outside the entry"), UNSAFE_HINT]);
+    assert_has(&err, &[&format!("member `{member}` refused: the symlink target `../../../../etc/passwd` points outside the entry"), UNSAFE_HINT]);
 }
 
 #[test]
-fn refuses_tar_hard_link_to_an_unknown_file() {
+fn refuses_zip_symlink_to_an_absolute_path() {
     let ctx = TestContext::new();
-    let (stem, t) = linux_archive(&Release::V9);
-    let path = ctx.path(&format!("{stem}.tar.xz"));
-    let enc = xz2::write::XzEncoder::new(fs::File::create(&path).unwrap(), 1);
-    let enc = t.write_tar_with(enc, |b| {
-        let mut h = tar::Header::new_ustar();
-        set_tar_name(&mut h, &format!("{stem}/lib/libhard.so"));
-        h.set_entry_type(tar::EntryType::Link);
-            h.set_link_name_literal(b"/etc/shadow").unwrap();
-    h.set_size(0);
-        h.set_cksum();
-        b.append(&h, &[][..]).unwrap();
-    });
-    enc.finish().unwrap();
+    let (path, member) = hostile::archive_with_symlink(&ctx.work, "lib/evil", "/etc/passwd", true);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("member `{stem}/lib/libhard.so` refused: hard link target: it is an absolute path"), UNSAFE_HINT]);
+    assert_has(&err, &[&format!("member `{member}` refused: the symlink points to an absolute path `/etc/passwd`, outside the entry"), UNSAFE_HINT]);
+}
+
+#[cfg(unix)]
+#[test]
+fn refuses_a_symlink_into_a_dropped_cuda_variant() {
+    let ctx = TestContext::new();
+    let root = installer_tree(&ctx.work, &Release::V9, &["11.8", "12.6"]);
+    std::os::unix::fs::symlink("../../11.8/x64/cudnn_ops64_9.dll", root.join("bin/12.6/x64/cudnn_extra64_9.dll")).unwrap();
+    let err = ctx.add_refused(&root, &["--cuda", "12"]);
+    assert_has(&err, &[
+        "member `bin/12.6/x64/cudnn_extra64_9.dll` refused: the symlink target `../../11.8/x64/cudnn_ops64_9.dll` resolves to `bin/11.8/x64/cudnn_ops64_9.dll`, which is not part of the entry",
+        UNSAFE_HINT,
+    ]);
+    fs::remove_file(root.join("bin/12.6/x64/cudnn_extra64_9.dll")).unwrap();
+    ctx.add_ok(&root, &["--cuda", "12"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn refuses_a_folder_symlink_pointing_outside() {
+    let ctx = TestContext::new();
+    let folder = site_packages(&ctx.work, &Release::V9, WheelOs::Linux);
+    std::os::unix::fs::symlink("../../../../../etc/passwd", folder.join("lib/libcudnn_evil.so")).unwrap();
+    let err = ctx.add_refused(&folder, &[]);
+    assert_has(&err, &["member `lib/libcudnn_evil.so` refused: the symlink target `../../../../../etc/passwd` points outside the entry", UNSAFE_HINT]);
 }
 
 #[test]
-fn refuses_tar_device_and_fifo_members() {
+fn refuses_tar_hard_link_to_an_outside_file() {
     let ctx = TestContext::new();
-    let (stem, t) = linux_archive(&Release::V9);
-    let path = ctx.path(&format!("{stem}.tar.xz"));
-    let enc = xz2::write::XzEncoder::new(fs::File::create(&path).unwrap(), 1);
-    let enc = t.write_tar_with(enc, |b| {
-        let mut h = tar::Header::new_ustar();
-        set_tar_name(&mut h, &format!("{stem}/lib/fifo"));
-        h.set_entry_type(tar::EntryType::Fifo);
-        h.set_size(0);
-        h.set_cksum();
-        b.append(&h, &[][..]).unwrap();
-    });
-    enc.finish().unwrap();
+    let (path, member) = hostile::tar_with_special(&ctx.work, "lib/libhard.so", tar::EntryType::Link, Some("/etc/shadow"));
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("member `{stem}/lib/fifo` refused: unsupported member type Fifo"), UNSAFE_HINT]);
+    assert_has(&err, &[&format!("member `{member}` refused: hard link target: it is an absolute path"), UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_tar_hard_link_to_a_later_file() {
+    let ctx = TestContext::new();
+    let (path, member) = hostile::tar_with_special(&ctx.work, "lib/libhard.so", tar::EntryType::Link, Some("cudnn-linux-x86_64-9.5.0.50_cuda12-archive/lib/nothing"));
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{member}` refused: a hard link to `cudnn-linux-x86_64-9.5.0.50_cuda12-archive/lib/nothing`, which is not an earlier file in the archive"), UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_tar_fifo_members() {
+    let ctx = TestContext::new();
+    let (path, member) = hostile::tar_with_special(&ctx.work, "lib/fifo", tar::EntryType::Fifo, None);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{member}` refused: unsupported member type Fifo (only files, folders and links are allowed)"), UNSAFE_HINT]);
 }
 
 #[test]
 fn refuses_names_equal_except_for_case() {
     let ctx = TestContext::new();
-    let (stem, mut t) = windows_archive(&Release::V9);
-    t.file(format!("{stem}/bin/CUDNN64_9.dll"), pe_dll(PeArch::Amd64, Some([9, 5, 0, 50]), "other"));
-    let path = ctx.path(&format!("{stem}.zip"));
-    t.write_zip(&path);
+    let (path, first, second) = hostile::case_collision_zip(&ctx.work);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("members `{stem}/bin/cudnn64_9.dll` and `{stem}/bin/CUDNN64_9.dll` differ only by case; they would collide on Windows"), UNSAFE_HINT]);
+    assert_has(&err, &[&format!("members `{first}` and `{second}` differ only by case; they would collide on Windows"), UNSAFE_HINT]);
 }
 
 #[test]
 fn refuses_names_equal_except_for_case_in_a_tar() {
     let ctx = TestContext::new();
-    let (stem, mut t) = linux_archive(&Release::V9);
-    t.file(format!("{stem}/include/CUDNN.h"), "x");
-    let path = ctx.path(&format!("{stem}.tar.xz"));
-    t.write_tar_xz(&path);
+    let stem = Release::V9.linux_archive_stem();
+    let path = hostile::tar_with_member(&ctx.work, &format!("{stem}/include/CUDNN.h"));
     let err = ctx.add_refused(&path, &[]);
     assert_has(&err, &[&format!("members `{stem}/include/cudnn.h` and `{stem}/include/CUDNN.h` differ only by case"), UNSAFE_HINT]);
 }
@@ -905,72 +896,52 @@ fn refuses_names_equal_except_for_case_in_a_tar() {
 #[test]
 fn refuses_a_zip_member_shorter_than_its_declared_size() {
     let ctx = TestContext::new();
-    let (stem, t) = windows_archive(&Release::V9);
-    let mut z = t.zip_builder();
-    let name = format!("{stem}/include/cudnn_version.h");
     let real = Release::V9.header().len() as u32;
-    z.member(&name).declared_size = Some(real + 1000);
-    let path = ctx.path(&format!("{stem}.zip"));
-    z.write(&path);
+    let (path, member) = hostile::lying_size_zip(&ctx.work, "include/cudnn_version.h", real + 1000);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("member `{name}` holds {real} bytes but its header declares {}", real + 1000), DAMAGED_HINT]);
+    assert_has(&err, &[&format!("member `{member}` holds {real} bytes but its header declares {}", real + 1000), DAMAGED_HINT]);
 }
 
 #[test]
 fn refuses_a_zip_member_longer_than_its_declared_size() {
     let ctx = TestContext::new();
-    let (stem, t) = windows_archive(&Release::V9);
-    let mut z = t.zip_builder();
-    let name = format!("{stem}/bin/cudnn_ops64_9.dll");
-    z.member(&name).declared_size = Some(100);
-    let path = ctx.path(&format!("{stem}.zip"));
-    z.write(&path);
+    let (path, member) = hostile::lying_size_zip(&ctx.work, "bin/cudnn_ops64_9.dll", 100);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("member `{name}`"), "declared", DAMAGED_HINT]);
+    assert_has(&err, &[&format!("{} is damaged: member `{member}`: File is larger than its declared uncompressed size", path.display()), DAMAGED_HINT]);
 }
 
 #[test]
 fn refuses_a_zip_bomb_before_extracting() {
     let ctx = TestContext::new();
-    let (stem, t) = windows_archive(&Release::V9);
-    let mut z = t.zip_builder();
-    let name = format!("{stem}/bin/cudnn_bomb64_9.dll");
-    z.add(&name, Node::File(vec![0u8; 64 << 20]));
-    let path = ctx.path(&format!("{stem}.zip"));
-    let started = std::time::Instant::now();
-    z.write(&path);
-    eprintln!("bomb built in {:?}, {} bytes", started.elapsed(), fs::metadata(&path).unwrap().len());
+    let (path, member) = hostile::zip_bomb(&ctx.work, 64 << 20);
     assert!(fs::metadata(&path).unwrap().len() < 1 << 20);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("member `{name}` would expand"), &format!("to {} (over 200:1); refusing a likely zip bomb", 64 << 20), UNSAFE_HINT]);
+    assert_has(&err, &[&format!("member `{member}` would expand"), &format!("to {} (over 200:1); refusing a likely zip bomb", 64 << 20), UNSAFE_HINT]);
 }
 
 #[test]
 fn refuses_a_truncated_zip() {
     let ctx = TestContext::new();
     let zip = windows_zip(&ctx.work, &Release::V9, BinDir::Bin);
-    let bytes = fs::read(&zip).unwrap();
-    fs::write(&zip, &bytes[..bytes.len() / 2]).unwrap();
+    hostile::truncate(&zip, 1, 2);
     let err = ctx.add_refused(&zip, &[]);
-    assert_has(&err, &[&format!("{} is damaged: not a readable zip", zip.display()), "truncated", DAMAGED_HINT]);
+    assert_has(&err, &[&format!("{} is damaged: not a readable zip", zip.display()), "the file may be truncated", DAMAGED_HINT]);
 }
 
 #[test]
 fn refuses_a_truncated_tar_xz() {
     let ctx = TestContext::new();
     let path = linux_tar_xz(&ctx.work, &Release::V9);
-    let bytes = fs::read(&path).unwrap();
-    fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    hostile::truncate(&path, 1, 2);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("{} is damaged:", path.display()), "truncated", DAMAGED_HINT]);
+    assert_has(&err, &[&format!("{} is damaged: the compressed stream ends early; the archive is truncated", path.display()), DAMAGED_HINT]);
 }
 
 #[test]
 fn refuses_a_truncated_tgz() {
     let ctx = TestContext::new();
     let path = legacy_linux_tgz(&ctx.work, &Release::V8, 2);
-    let bytes = fs::read(&path).unwrap();
-    fs::write(&path, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    hostile::truncate(&path, 2, 3);
     let err = ctx.add_refused(&path, &[]);
     assert_has(&err, &[&format!("{} is damaged:", path.display()), "truncated", DAMAGED_HINT]);
 }
@@ -978,29 +949,15 @@ fn refuses_a_truncated_tgz() {
 #[test]
 fn refuses_a_bad_crc() {
     let ctx = TestContext::new();
-    let (stem, t) = windows_archive(&Release::V9);
-    let mut z = t.zip_builder();
-    let name = format!("{stem}/bin/cudnn_cnn64_9.dll");
-    z.member(&name).method = Method::Stored;
-    let path = ctx.path(&format!("{stem}.zip"));
-    let layout = z.write(&path);
-    let (offset, len) = layout.data_of(&name);
-    let mut bytes = fs::read(&path).unwrap();
-    bytes[(offset + len / 2) as usize] ^= 0x01;
-    fs::write(&path, bytes).unwrap();
+    let (path, member) = hostile::bad_crc_zip(&ctx.work, "bin/cudnn_cnn64_9.dll");
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("member `{name}` fails its CRC-32 check (the archive is damaged)"), DAMAGED_HINT]);
+    assert_has(&err, &[&format!("member `{member}` fails its CRC-32 check (the archive is damaged)"), DAMAGED_HINT]);
 }
 
 #[test]
 fn refuses_a_wheel_whose_record_hash_is_wrong() {
     let ctx = TestContext::new();
-    let r = Release::V9;
-    let mut t = wheel_tree(&r, WheelOs::Windows);
-    // Change a DLL after RECORD was written.
-    t.replace("nvidia/cudnn/bin/cudnn_adv64_9.dll", pe_dll(PeArch::Amd64, Some(r.version), "tampered"));
-    let path = ctx.path(&r.wheel_name("win_amd64"));
-    t.write_zip(&path);
+    let path = hostile::wheel_with_wrong_record_hash(&ctx.work, "cudnn_adv64_9.dll");
     let err = ctx.add_refused(&path, &[]);
     assert_has(&err, &["`nvidia/cudnn/bin/cudnn_adv64_9.dll` does not match the wheel's RECORD: its SHA-256 differs from RECORD's", DAMAGED_HINT]);
 }
@@ -1011,18 +968,15 @@ fn refuses_a_wheel_whose_record_size_is_wrong() {
     let r = Release::V9;
     let mut t = wheel_tree(&r, WheelOs::Linux);
     let di = dist_info(&r);
+    let n = r.header().len();
     let record = record_text(&t, &di);
-    let header_len = r.header().len();
-    let record = record.replace(&format!("cudnn_version.h,sha256="), "cudnn_version.h,sha256=").replacen(
-        &format!(",{header_len}\n"),
-        &format!(",{}\n", header_len + 1),
-        1,
-    );
+    let line = record.lines().find(|l| l.starts_with("nvidia/cudnn/include/cudnn_version.h,")).unwrap();
+    let record = record.replace(line, &line.replace(&format!(",{n}"), &format!(",{}", n + 1)));
     t.replace(&format!("{di}/RECORD"), record);
     let path = ctx.path(&r.wheel_name("manylinux2014_x86_64"));
     t.write_zip(&path);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &["does not match the wheel's RECORD: it holds", &format!("bytes but RECORD says"), DAMAGED_HINT]);
+    assert_has(&err, &[&format!("`nvidia/cudnn/include/cudnn_version.h` does not match the wheel's RECORD: it holds {n} bytes but RECORD says {}", n + 1), DAMAGED_HINT]);
 }
 
 #[test]
@@ -1058,7 +1012,7 @@ fn refuses_a_wrong_sha256() {
     let err = ctx.add_refused(&zip, &["--sha256", &wrong]);
     assert_has(&err, &[
         &format!("{}: SHA-256 is {actual}, but {wrong} was expected", zip.display()),
-        "hint: the file is not the one you expected",
+        "hint: the file is not the one you expected: download it again, or check the --sha256 value",
     ]);
 }
 
@@ -1082,24 +1036,24 @@ fn refuses_sha256_for_a_folder() {
 #[test]
 fn refuses_a_folder_without_cudnn() {
     let ctx = TestContext::new();
-    let folder = ctx.path("not-cudnn");
-    let mut t = Tree::new();
-    t.file("bin/cublas64_12.dll", pe_dll(PeArch::Amd64, Some([12, 6, 4, 1]), "cublas"));
-    t.file("include/cublas.h", "x");
-    t.write_dir(&folder);
+    let folder = hostile::folder_without_cudnn(&ctx.work);
     let err = ctx.add_refused(&folder, &[]);
-    assert_has(&err, &[&format!("no cuDNN found in {}: no cudnn64_<N>.dll or libcudnn.so.<N> inside", folder.display()), "hint: point at an archive or folder that contains cuDNN's bin/ or lib/"]);
+    assert_has(&err, &[
+        &format!("no cuDNN found in {}: no cudnn64_<N>.dll or libcudnn.so.<N> inside", folder.display()),
+        "hint: point at an archive or folder that contains cuDNN's bin/ or lib/",
+    ]);
 }
 
 #[test]
 fn refuses_an_archive_without_cudnn() {
     let ctx = TestContext::new();
-    let path = ctx.path("cudnn-windows-x86_64-9.5.0.50_cuda12-archive.zip");
+    let r = Release::V9;
+    let path = ctx.path(&format!("{}.zip", r.windows_archive_stem()));
     let mut t = Tree::new();
-    t.file("cudnn-windows-x86_64-9.5.0.50_cuda12-archive/include/cudnn_version.h", Release::V9.header());
+    t.file(format!("{}/include/cudnn_version.h", r.windows_archive_stem()), r.header());
     t.write_zip(&path);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &["no cuDNN found in", "hint:"]);
+    assert_has(&err, &[&format!("no cuDNN found in {}", path.display()), "hint: point at an archive or folder"]);
 }
 
 #[test]
@@ -1113,12 +1067,13 @@ fn refuses_input_that_is_no_archive() {
 
 #[test]
 fn refuses_a_missing_path_with_exit_1() {
+    // Not invalid input but an I/O failure: exit 1, with the OS error as the cause.
     let ctx = TestContext::new();
     let path = ctx.path("nope.zip");
     let out = ctx.cmd().args(["store", "add"]).arg(&path).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert_has(&err, &[&format!("error: cannot read {}", path.display()), "caused by:", "hint: check the path and its permissions"]);
+    assert_has(&err, &[&format!("error: cannot read {}", path.display()), "\n  caused by: ", "hint: check the path and its permissions"]);
     ctx.assert_store_unchanged();
 }
 
@@ -1149,7 +1104,7 @@ fn refuses_an_installer_tree_without_the_asked_cuda() {
     let ctx = TestContext::new();
     let root = installer_tree(&ctx.work, &Release::V9, &["11.8", "12.6"]);
     let err = ctx.add_refused(&root, &["--cuda", "13"]);
-    assert_has(&err, &["the CUDA major is ambiguous: --cuda says 13; this tree only holds CUDA variants 11.8, 12.6", "hint: pass the --cuda value"]);
+    assert_has(&err, &[&format!("{}: the CUDA major is ambiguous: --cuda says 13; this tree only holds CUDA variants 11.8, 12.6", root.display()), "hint: pass the --cuda value"]);
 }
 
 #[test]
@@ -1158,7 +1113,7 @@ fn refuses_a_folder_with_no_cuda_evidence() {
     let folder = ctx.path("mycudnn");
     windows_release_tree(&Release::V9, BinDir::Bin).write_dir(&folder);
     let err = ctx.add_refused(&folder, &[]);
-    assert_has(&err, &[&format!("{}: cannot tell which CUDA major this cuDNN is built for", folder.display()), "hint: pass --cuda MAJOR (e.g. --cuda 12)"]);
+    assert_has(&err, &[&format!("{}: cannot tell which CUDA major this cuDNN is built for\n", folder.display()), "hint: pass --cuda MAJOR (e.g. --cuda 12)"]);
     // With --cuda it imports, keeping the 4-part version from VERSIONINFO.
     let row = ctx.add_ok(&folder, &["--cuda", "12"]);
     assert_eq!(row["version"], "9.5.0.50");
@@ -1170,22 +1125,18 @@ fn refuses_a_cuda_flag_contradicting_the_name() {
     let ctx = TestContext::new();
     let whl = wheel(&ctx.work, &Release::V9, WheelOs::Linux);
     let err = ctx.add_refused(&whl, &["--cuda", "11"]);
-    assert_has(&err, &["the CUDA major is ambiguous: --cuda says 11, the source name `nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl` says 12", "hint: pass the --cuda value that matches the archive"]);
+    assert_has(&err, &[
+        "the CUDA major is ambiguous: --cuda says 11, the source name `nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl` says 12",
+        "hint: pass the --cuda value that matches the archive",
+    ]);
 }
 
 #[test]
 fn refuses_a_version_conflict_between_name_and_header() {
     let ctx = TestContext::new();
-    let r = Release::V9;
-    let (stem, mut t) = windows_archive(&r);
-    t.replace(&format!("{stem}/include/cudnn_version.h"), version_header(9, 4, 0));
-    // Keep VERSIONINFO out of it so only the name and the header disagree.
-    for n in r.dlls() {
-        t.replace(&format!("{stem}/bin/{n}"), pe_dll(PeArch::Amd64, None, &n));
-    }
-    let path = ctx.path(&format!("{stem}.zip"));
-    t.write_zip(&path);
+    let path = hostile::version_conflict_zip(&ctx.work, (9, 4, 0));
     let err = ctx.add_refused(&path, &[]);
+    let stem = Release::V9.windows_archive_stem();
     assert_has(&err, &[
         &format!("the version is ambiguous: the release folder name `{stem}` says 9.5.0.50, but `include/cudnn_version.h` says 9.4.0"),
         "hint: the archive's name and content disagree",
@@ -1195,19 +1146,15 @@ fn refuses_a_version_conflict_between_name_and_header() {
 #[test]
 fn refuses_a_version_conflict_with_versioninfo() {
     let ctx = TestContext::new();
-    let r = Release::V9;
-    let (stem, mut t) = windows_archive(&r);
-    t.replace(&format!("{stem}/bin/cudnn64_9.dll"), pe_dll(PeArch::Amd64, Some([9, 5, 1, 17]), "cudnn64_9.dll"));
-    let path = ctx.path(&format!("{stem}.zip"));
-    t.write_zip(&path);
+    let (path, _) = hostile::windows_zip_with_library(&ctx.work, "cudnn64_9.dll", pe_dll(PeArch::Amd64, Some([9, 5, 1, 17]), "cudnn64_9.dll"));
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &["the version is ambiguous:", "9.5.0.50", "the VERSIONINFO of `cudnn64_9.dll` says 9.5.1.17", "hint:"]);
+    assert_has(&err, &["the version is ambiguous: the VERSIONINFO of `cudnn64_9.dll` says 9.5.1.17, but", "says 9.5.0.50", "hint: the archive's name and content disagree"]);
 }
 
 #[test]
 fn refuses_a_dispatcher_of_another_major() {
-    let ctx = TestContext::new();
     // A cuDNN 8 DLL set in an archive whose name and header say 9.
+    let ctx = TestContext::new();
     let r = Release::V9;
     let stem = r.windows_archive_stem();
     let mut t = Tree::new();
@@ -1218,7 +1165,7 @@ fn refuses_a_dispatcher_of_another_major() {
     let path = ctx.path(&format!("{stem}.zip"));
     t.write_zip(&path);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &["the version is ambiguous:", "but the dispatcher name `cudnn64_8.dll` says 8", "hint:"]);
+    assert_has(&err, &["the version is ambiguous:", "says 9.5.0.50, but the dispatcher name `cudnn64_8.dll` says 8", "hint:"]);
 }
 
 #[test]
@@ -1235,74 +1182,34 @@ fn refuses_a_release_without_any_version() {
 #[test]
 fn refuses_a_win64_release_mixing_in_a_pe32_dll() {
     let ctx = TestContext::new();
-    let r = Release::V9;
-    let (stem, mut t) = windows_archive(&r);
-    t.replace(&format!("{stem}/bin/cudnn_ops64_9.dll"), pe_dll(PeArch::I386, Some(r.version), "cudnn_ops64_9.dll"));
-    let path = ctx.path(&format!("{stem}.zip"));
-    t.write_zip(&path);
+    let (path, member) = hostile::windows_zip_with_library(&ctx.work, "cudnn_ops64_9.dll", pe_dll(PeArch::I386, Some([9, 5, 0, 50]), "x"));
     let err = ctx.add_refused(&path, &[]);
     assert_has(&err, &[
-        &format!("library `{stem}/bin/cudnn_ops64_9.dll` is not usable: built for PE32 (32-bit Windows), but the dispatcher is windows-x86_64"),
-        "hint: the release mixes libraries of different platforms",
+        &format!("library `{member}` is not usable: built for PE32 (32-bit Windows), but the dispatcher is windows-x86_64"),
+        "hint: the release mixes libraries of different platforms or is damaged",
     ]);
 }
 
 #[test]
 fn refuses_a_pe32_dispatcher() {
     let ctx = TestContext::new();
-    let r = Release::V9;
-    let (stem, mut t) = windows_archive(&r);
-    t.replace(&format!("{stem}/bin/cudnn64_9.dll"), pe_dll(PeArch::I386, Some(r.version), "cudnn64_9.dll"));
-    let path = ctx.path(&format!("{stem}.zip"));
-    t.write_zip(&path);
+    let (path, member) = hostile::windows_zip_with_library(&ctx.work, "cudnn64_9.dll", pe_dll(PeArch::I386, Some([9, 5, 0, 50]), "x"));
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("library `{stem}/bin/cudnn64_9.dll` is not usable: built for PE32 (32-bit Windows), which no cuDNN release targets"), "hint:"]);
+    assert_has(&err, &[&format!("library `{member}` is not usable: built for PE32 (32-bit Windows), which no cuDNN release targets"), "hint: the release mixes"]);
 }
 
 #[test]
 fn refuses_a_linux_library_in_a_windows_release() {
     let ctx = TestContext::new();
-    let r = Release::V9;
-    let (stem, mut t) = windows_archive(&r);
-    t.replace(&format!("{stem}/bin/cudnn_cnn64_9.dll"), elf_so("cudnn_cnn64_9.dll"));
-    let path = ctx.path(&format!("{stem}.zip"));
-    t.write_zip(&path);
+    let (path, member) = hostile::windows_zip_with_library(&ctx.work, "cudnn_cnn64_9.dll", elf_so("cudnn_cnn64_9.dll"));
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("library `{stem}/bin/cudnn_cnn64_9.dll` is not usable: built for ELF64"), "but the dispatcher is windows-x86_64", "hint:"]);
-}
-
-#[test]
-fn refuses_a_member_named_like_the_metadata_file() {
-    let ctx = TestContext::new();
-    let (stem, mut t) = windows_archive(&Release::V9);
-    t.file(format!("{stem}/entry.toml"), "id = \"forged\"\n");
-    let path = ctx.path(&format!("{stem}.zip"));
-    t.write_zip(&path);
-    let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &["member `entry.toml` refused: `entry.toml` at the release root is reserved for cuenv's metadata", UNSAFE_HINT]);
-}
-
-#[cfg(unix)]
-#[test]
-fn refuses_a_symlink_into_a_dropped_cuda_variant() {
-    let ctx = TestContext::new();
-    let root = installer_tree(&ctx.work, &Release::V9, &["11.8", "12.6"]);
-    std::os::unix::fs::symlink("../../11.8/x64/cudnn_ops64_9.dll", root.join("bin/12.6/x64/cudnn_extra64_9.dll")).unwrap();
-    let err = ctx.add_refused(&root, &["--cuda", "12"]);
-    assert_has(&err, &[
-        "member `bin/12.6/x64/cudnn_extra64_9.dll` refused: the symlink target `../../11.8/x64/cudnn_ops64_9.dll` resolves to `bin/11.8/x64/cudnn_ops64_9.dll`, which is not part of the entry",
-        UNSAFE_HINT,
-    ]);
-    // The other variant, which the link belongs to, is fine... once the link is gone.
-    fs::remove_file(root.join("bin/12.6/x64/cudnn_extra64_9.dll")).unwrap();
-    ctx.add_ok(&root, &["--cuda", "12"]);
+    assert_has(&err, &[&format!("library `{member}` is not usable: built for ELF64 machine 62, but the dispatcher is windows-x86_64"), "hint: the release mixes"]);
 }
 
 #[test]
 fn refuses_a_linux_release_mixing_machines() {
     let ctx = TestContext::new();
-    let r = Release::V9;
-    let (stem, mut t) = linux_archive(&r);
+    let (stem, mut t) = hostile::linux_archive(&Release::V9);
     t.replace(&format!("{stem}/lib/libcudnn_ops.so.9.5.0"), elf_so_machine("libcudnn_ops.so.9.5.0", 183));
     let path = ctx.path(&format!("{stem}.tar.xz"));
     t.write_tar_xz(&path);
@@ -1311,4 +1218,94 @@ fn refuses_a_linux_release_mixing_machines() {
         &format!("library `{stem}/lib/libcudnn_ops.so.9.5.0` is not usable: built for ELF64 machine 183, but the dispatcher is linux-x86_64"),
         "hint: the release mixes libraries of different platforms",
     ]);
+}
+
+#[test]
+fn refuses_a_member_named_like_the_metadata_file() {
+    let ctx = TestContext::new();
+    let stem = Release::V9.windows_archive_stem();
+    let path = hostile::zip_with_member(&ctx.work, &format!("{stem}/entry.toml"));
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &["member `entry.toml` refused: `entry.toml` at the release root is reserved for cuenv's metadata", UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_a_zip_with_a_member_twice() {
+    // Two members with one name but different bytes: which one a tool extracts differs
+    // between tools, so the content would be ambiguous.
+    let ctx = TestContext::new();
+    let stem = Release::V9.windows_archive_stem();
+    let member = format!("{stem}/bin/cudnn_ops64_9.dll");
+    let path = hostile::zip_with_member(&ctx.work, &member);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("{} is damaged: two members have the same name, so its content is ambiguous", path.display()), DAMAGED_HINT]);
+}
+
+#[test]
+fn refuses_a_tar_with_a_member_twice() {
+    // A file, then a symlink of the same name: extracting both would clobber the file.
+    let ctx = TestContext::new();
+    let (stem, mut t) = hostile::linux_archive(&Release::V9);
+    t.symlink(format!("{stem}/include/cudnn.h"), "cudnn_version.h");
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{stem}/include/cudnn.h` refused: another member has the same name"), UNSAFE_HINT]);
+}
+
+#[test]
+fn refuses_a_dangling_symlink() {
+    let ctx = TestContext::new();
+    let (path, member) = hostile::archive_with_symlink(&ctx.work, "lib/libcudnn_gone.so", "libcudnn_gone.so.9", false);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{member}` refused: the symlink target `libcudnn_gone.so.9` resolves to `{}`, which is not in the archive", member.replace("libcudnn_gone.so", "libcudnn_gone.so.9")), UNSAFE_HINT]);
+}
+
+#[test]
+fn no_progress_output_when_stderr_is_not_a_terminal() {
+    let ctx = TestContext::new();
+    let zip = windows_zip(&ctx.work, &Release::V9, BinDir::Bin);
+    let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_cuenv")).env("CUENV_HOME", &ctx.home).args(["store", "add"]).arg(&zip).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "stderr is not a terminal: no progress bar expected");
+    assert!(stdout(&out).starts_with("added cudnn-9.5.0.50-cuda12-windows-x86_64-"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("(cuDNN 9.5.0.50 for CUDA 12, windows-x86_64, 8 libraries,"), "{}", stdout(&out));
+}
+
+#[test]
+fn refuses_writing_through_a_chain_of_symlinks() {
+    // Each link is inside the archive when read lexically, but `l1/..` is evaluated by the
+    // file system *after* following `l1`, so `l2` physically leaves the staging folder.
+    // A member under `l2/` would then be written outside it.
+    let ctx = TestContext::new();
+    let (stem, mut t) = hostile::linux_archive(&Release::V9);
+    t.symlink(format!("{stem}/lib/a/b/l1"), "../..");
+    t.symlink(format!("{stem}/lib/a/b/l2"), "l1/../../../../..");
+    t.file(format!("{stem}/lib/a/b/l2/pwned"), "outside");
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let out = ctx.cmd().args(["store", "add"]).arg(&path).output().unwrap();
+    let escaped: Vec<PathBuf> = walkdir::WalkDir::new(ctx.home.parent().unwrap())
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name() == "pwned")
+        .map(|e| e.path().to_path_buf())
+        .collect();
+    assert!(escaped.is_empty(), "written through the symlinks: {escaped:?}\n{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_has(&stderr(&out), &[&format!("member `{stem}/lib/a/b/l2/pwned` refused:"), UNSAFE_HINT]);
+    ctx.assert_store_unchanged();
+}
+
+#[test]
+fn refuses_a_symlink_through_a_symlink() {
+    // Without members under it, such a link would still leave the entry once published.
+    let ctx = TestContext::new();
+    let (stem, mut t) = hostile::linux_archive(&Release::V9);
+    t.symlink(format!("{stem}/lib/a/b/l1"), "../..");
+    t.symlink(format!("{stem}/lib/a/b/l2"), "l1/../../../etc/passwd");
+    let path = ctx.path(&format!("{stem}.tar.xz"));
+    t.write_tar_xz(&path);
+    let err = ctx.add_refused(&path, &[]);
+    assert_has(&err, &[&format!("member `{stem}/lib/a/b/l2` refused:"), "through the symlink", UNSAFE_HINT]);
 }

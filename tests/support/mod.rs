@@ -193,24 +193,41 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 // ------------------------------------------------------------------ fake libraries
 
-/// The bytes of a tiny real ELF64 x86-64 shared library, built once per process with
-/// `gcc -shared -fPIC`.
+/// The bytes of a tiny real ELF64 x86-64 shared library. On Linux it is built once per
+/// test process with `gcc -shared -fPIC` (gcc is required there). Elsewhere (the Windows
+/// CI job, Wine) gcc would not produce ELF, so a minimal hand-made ELF64 `ET_DYN` header
+/// stands in: cuenv reads only the ELF header of Linux libraries.
 pub fn elf_so_template() -> &'static [u8] {
     static ELF: OnceLock<Vec<u8>> = OnceLock::new();
-    ELF.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let c = dir.path().join("fake.c");
-        fs::write(&c, "int cudnnGetVersion(void) { return 90500; }\n").unwrap();
-        let so = dir.path().join("libfake.so");
-        let out = std::process::Command::new("gcc")
-            .args(["-shared", "-fPIC", "-O0", "-o"])
-            .arg(&so)
-            .arg(&c)
-            .output()
-            .expect("gcc must be installed to build the fake .so fixtures");
-        assert!(out.status.success(), "gcc failed: {}", String::from_utf8_lossy(&out.stderr));
-        fs::read(&so).unwrap()
-    })
+    ELF.get_or_init(|| if cfg!(target_os = "linux") { gcc_elf_so() } else { minimal_elf_so() })
+}
+
+fn gcc_elf_so() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("fake.c");
+    fs::write(&c, "int cudnnGetVersion(void) { return 90500; }\n").unwrap();
+    let so = dir.path().join("libfake.so");
+    let out = std::process::Command::new("gcc")
+        .args(["-shared", "-fPIC", "-O0", "-o"])
+        .arg(&so)
+        .arg(&c)
+        .output()
+        .expect("gcc must be installed to build the fake .so fixtures");
+    assert!(out.status.success(), "gcc failed: {}", String::from_utf8_lossy(&out.stderr));
+    let bytes = fs::read(&so).unwrap();
+    assert_eq!(&bytes[..5], b"\x7fELF\x02", "gcc did not produce an ELF64 file");
+    bytes
+}
+
+/// A 64-byte ELF64 little-endian header: `ET_DYN`, `EM_X86_64`, no segments or sections.
+pub fn minimal_elf_so() -> Vec<u8> {
+    let mut h = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 0];
+    h.resize(16, 0);
+    for (v, n) in [(3u64, 2), (62, 2), (1, 4), (0, 8), (0, 8), (0, 8), (0, 4), (64, 2), (56, 2), (0, 2), (64, 2), (0, 2), (0, 2)] {
+        h.extend_from_slice(&v.to_le_bytes()[..n]);
+    }
+    assert_eq!(h.len(), 64);
+    h
 }
 
 /// A fake Linux shared library named `tag` (ELF64 x86-64; the tag is appended so files differ).
@@ -950,6 +967,11 @@ pub fn wheel_payload(r: &Release, os: WheelOs) -> Tree {
                 t.file(format!("nvidia/cudnn/bin/{n}"), b);
             }
             t.file("nvidia/cudnn/bin/__init__.py", "");
+            if r.major() == 8 {
+                // The 8.9 Windows wheels also ship import libraries (9.x ones do not).
+                t.file("nvidia/cudnn/lib/x64/cudnn.lib", b"!<arch>\nfake\n".to_vec());
+                t.file(format!("nvidia/cudnn/lib/x64/cudnn64_{}.lib", r.major()), b"!<arch>\nfake 2\n".to_vec());
+            }
         }
         WheelOs::Linux => {
             // The real Linux wheels hold only `.so.N` names and no symlinks (field notes §7b).
@@ -1044,4 +1066,181 @@ pub fn installer_tree(dir: &Path, r: &Release, variants: &[&str]) -> PathBuf {
     let root = dir.join("CUDNN").join(format!("v{}.{}", r.version[0], r.version[1]));
     t.write_dir(&root);
     root
+}
+
+// ------------------------------------------------------------------ hostile and broken inputs
+
+/// Builders of inputs `cuenv store add` must refuse. Each starts from a good release and
+/// breaks one rule, so the error can only come from that rule. Archive names are the
+/// official ones (the name alone never makes an input acceptable).
+pub mod hostile {
+    use super::*;
+
+    /// The official Windows archive tree of `r`, with its top folder, and its stem.
+    pub fn windows_archive(r: &Release) -> (String, Tree) {
+        let stem = r.windows_archive_stem();
+        (stem.clone(), windows_release_tree(r, BinDir::Bin).under(&stem))
+    }
+
+    /// The official Linux archive tree of `r`, with its top folder, and its stem.
+    pub fn linux_archive(r: &Release) -> (String, Tree) {
+        let stem = r.linux_archive_stem();
+        (stem.clone(), linux_release_tree(r).under(&stem))
+    }
+
+    /// A good cuDNN 9 Windows zip plus one file member named exactly `member` (e.g. with
+    /// `..`, an absolute path, a drive letter `C:`, a UNC `\\server\share` prefix).
+    pub fn zip_with_member(dir: &Path, member: &str) -> PathBuf {
+        let (stem, mut t) = windows_archive(&Release::V9);
+        t.file(member, b"evil".to_vec());
+        let path = dir.join(format!("{stem}.zip"));
+        t.write_zip(&path);
+        path
+    }
+
+    /// A good cuDNN 9 Linux `.tar.xz` plus one file member named exactly `member`.
+    pub fn tar_with_member(dir: &Path, member: &str) -> PathBuf {
+        let (stem, mut t) = linux_archive(&Release::V9);
+        t.file(member, b"evil".to_vec());
+        let path = dir.join(format!("{stem}.tar.xz"));
+        t.write_tar_xz(&path);
+        path
+    }
+
+    /// A good cuDNN 9 Linux archive plus a symlink `<top>/<link>` -> `target` (e.g.
+    /// `../../etc/passwd`, `/etc/passwd`), as `.tar.xz` or (with `zip`) a zip.
+    /// Returns (the archive, the link's member name).
+    pub fn archive_with_symlink(dir: &Path, link: &str, target: &str, zip: bool) -> (PathBuf, String) {
+        let (stem, mut t) = linux_archive(&Release::V9);
+        let member = format!("{stem}/{link}");
+        t.symlink(&member, target);
+        let path = dir.join(format!("{stem}.{}", if zip { "zip" } else { "tar.xz" }));
+        if zip { t.write_zip(&path); } else { t.write_tar_xz(&path); }
+        (path, member)
+    }
+
+    /// A good Linux archive plus one raw tar member of type `ty` at `<top>/<name>` (a
+    /// hard link to `link`, a FIFO, ...).
+    pub fn tar_with_special(dir: &Path, name: &str, ty: tar::EntryType, link: Option<&str>) -> (PathBuf, String) {
+        let (stem, t) = linux_archive(&Release::V9);
+        let member = format!("{stem}/{name}");
+        let path = dir.join(format!("{stem}.tar.xz"));
+        let enc = xz2::write::XzEncoder::new(fs::File::create(&path).unwrap(), 1);
+        let enc = t.write_tar_with(enc, |b| {
+            let mut h = tar::Header::new_ustar();
+            set_tar_name(&mut h, &member);
+            h.set_entry_type(ty);
+            if let Some(l) = link {
+                h.set_link_name_literal(l.as_bytes()).unwrap();
+            }
+            h.set_size(0);
+            h.set_cksum();
+            b.append(&h, &[][..]).unwrap();
+        });
+        enc.finish().unwrap();
+        (path, member)
+    }
+
+    /// A Windows zip holding `bin/cudnn64_9.dll` and `bin/CUDNN64_9.dll`.
+    /// Returns (the zip, the first name, the second name).
+    pub fn case_collision_zip(dir: &Path) -> (PathBuf, String, String) {
+        let (stem, mut t) = windows_archive(&Release::V9);
+        let second = format!("{stem}/bin/CUDNN64_9.dll");
+        t.file(&second, pe_dll(PeArch::Amd64, Some([9, 5, 0, 50]), "other"));
+        let path = dir.join(format!("{stem}.zip"));
+        t.write_zip(&path);
+        (path, format!("{stem}/bin/cudnn64_9.dll"), second)
+    }
+
+    /// A Windows zip whose member `<top>/<rel>` declares `declared` uncompressed bytes in
+    /// both its local and central headers, whatever its data holds. Returns (zip, member).
+    pub fn lying_size_zip(dir: &Path, rel: &str, declared: u32) -> (PathBuf, String) {
+        let (stem, t) = windows_archive(&Release::V9);
+        let mut z = t.zip_builder();
+        let member = format!("{stem}/{rel}");
+        z.member(&member).declared_size = Some(declared);
+        let path = dir.join(format!("{stem}.zip"));
+        z.write(&path);
+        (path, member)
+    }
+
+    /// A Windows zip plus `bin/cudnn_bomb64_9.dll`: `size` zero bytes deflated (64 MiB
+    /// deflate to about 64 KiB, past the 200:1 bound). Returns (zip, member).
+    pub fn zip_bomb(dir: &Path, size: usize) -> (PathBuf, String) {
+        let (stem, t) = windows_archive(&Release::V9);
+        let mut z = t.zip_builder();
+        let member = format!("{stem}/bin/cudnn_bomb64_9.dll");
+        z.add(&member, Node::File(vec![0u8; size]));
+        let path = dir.join(format!("{stem}.zip"));
+        z.write(&path);
+        (path, member)
+    }
+
+    /// A Windows zip whose member `<top>/<rel>` is stored (not deflated) and has one bit
+    /// flipped in its data, so only its CRC-32 can tell. Returns (zip, member).
+    pub fn bad_crc_zip(dir: &Path, rel: &str) -> (PathBuf, String) {
+        let (stem, t) = windows_archive(&Release::V9);
+        let mut z = t.zip_builder();
+        let member = format!("{stem}/{rel}");
+        z.member(&member).method = Method::Stored;
+        let path = dir.join(format!("{stem}.zip"));
+        let layout = z.write(&path);
+        let (offset, len) = layout.data_of(&member);
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[(offset + len / 2) as usize] ^= 0x01;
+        fs::write(&path, bytes).unwrap();
+        (path, member)
+    }
+
+    /// Cuts the file at `path` to `num/den` of its length.
+    pub fn truncate(path: &Path, num: usize, den: usize) {
+        let bytes = fs::read(path).unwrap();
+        fs::write(path, &bytes[..bytes.len() * num / den]).unwrap();
+    }
+
+    /// A Windows cuDNN 9 wheel whose `nvidia/cudnn/bin/<dll>` was changed after RECORD was
+    /// written (its RECORD hash is wrong; CRCs are fine).
+    pub fn wheel_with_wrong_record_hash(dir: &Path, dll: &str) -> PathBuf {
+        let r = Release::V9;
+        let mut t = wheel_tree(&r, WheelOs::Windows);
+        t.replace(&format!("nvidia/cudnn/bin/{dll}"), pe_dll(PeArch::Amd64, Some(r.version), "tampered"));
+        let path = dir.join(r.wheel_name(WheelOs::Windows.tag()));
+        t.write_zip(&path);
+        path
+    }
+
+    /// A folder with CUDA-looking content but no cuDNN dispatcher.
+    pub fn folder_without_cudnn(dir: &Path) -> PathBuf {
+        let folder = dir.join("not-cudnn");
+        let mut t = Tree::new();
+        t.file("bin/cublas64_12.dll", pe_dll(PeArch::Amd64, Some([12, 6, 4, 1]), "cublas"));
+        t.file("include/cublas.h", "x");
+        t.write_dir(&folder);
+        folder
+    }
+
+    /// An official Windows 9.5.0.50 archive whose `cudnn_version.h` says `header`
+    /// (e.g. 9.4.0); its DLLs carry no VERSIONINFO, so only the name and header disagree.
+    pub fn version_conflict_zip(dir: &Path, header: (u16, u16, u16)) -> PathBuf {
+        let r = Release::V9;
+        let (stem, mut t) = windows_archive(&r);
+        t.replace(&format!("{stem}/include/cudnn_version.h"), version_header(header.0, header.1, header.2));
+        for n in r.dlls() {
+            t.replace(&format!("{stem}/bin/{n}"), pe_dll(PeArch::Amd64, None, &n));
+        }
+        let path = dir.join(format!("{stem}.zip"));
+        t.write_zip(&path);
+        path
+    }
+
+    /// An official Windows archive whose `bin/<dll>` is replaced by `bytes` (a PE32 i386
+    /// DLL, an ELF file, ...). Returns (zip, member).
+    pub fn windows_zip_with_library(dir: &Path, dll: &str, bytes: Vec<u8>) -> (PathBuf, String) {
+        let (stem, mut t) = windows_archive(&Release::V9);
+        let member = format!("{stem}/bin/{dll}");
+        t.replace(&member, bytes);
+        let path = dir.join(format!("{stem}.zip"));
+        t.write_zip(&path);
+        (path, member)
+    }
 }
