@@ -297,6 +297,16 @@ pub fn switch(layout: &Layout, to: u64, op: &str) -> Result<(), Error> {
     fs::remove_file(&jpath).map_err(io_err(&jpath))
 }
 
+/// Makes no generation current: removes the current generation's shims and the `profiles`
+/// link. Used when the very first generation fails its check (there is no previous one to
+/// go back to). Recorded in the history as `op` to generation 0.
+pub fn clear(layout: &Layout, op: &str) -> Result<(), Error> {
+    let Some(cur) = current(layout) else { return Ok(()) };
+    sync_shims(layout, Some(cur), None)?;
+    link::remove(&layout.profiles_dir()).map_err(io_err(&layout.profiles_dir()))?;
+    append_history(layout, &HistoryRecord { time: now(), op: op.into(), from: Some(cur), to: 0 })
+}
+
 /// Finishes or undoes a switch interrupted by a crash. Returns a sentence saying what it
 /// did, or `None` when there was nothing to do. Needs the writer lock.
 pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {

@@ -360,3 +360,41 @@ fn a_crash_at_any_step_is_finished_or_undone() {
         assert_eq!(hist["history"].as_array().unwrap().len(), expect as usize, "{step}: history");
     }
 }
+
+/// The fake libraries load but export no cuDNN API: the check fails, so `apply` reports
+/// the failure (exit 4) and keeps the previous generation current.
+#[test]
+fn a_failing_check_keeps_the_previous_generation() {
+    let lab = Lab::new();
+    let file = lab.three();
+    // First apply with a failing check: nothing becomes current, no lock is written.
+    let (code, out, err) = lab.run(&["apply", "--timeout", "30", file.to_str().unwrap()]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(out.contains("check torch2: fail"), "{out}");
+    assert!(err.contains("generation 1 was built but no generation is current"), "{err}");
+    assert!(fs::symlink_metadata(lab.profiles()).is_err());
+    assert!(!lab.ctx.path("lab.lock").exists());
+    assert!(!lab.env_a.join("etc/conda/activate.d/cuenv-torch2.sh").exists(), "shims removed again");
+    // A generation applied without the check, then a failing one: the first stays current.
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert_eq!(lab.current(), 2);
+    let f2 = fs::read_to_string(&file).unwrap().replace("cudnn = \"8.9.4\"", "cudnn = \"9.5\"");
+    fs::write(&file, f2).unwrap();
+    let (code, out, err) = lab.run(&["apply", file.to_str().unwrap()]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(err.contains("generation 2 stays current"), "{err}");
+    assert_eq!(lab.current(), 2);
+    let hist: serde_json::Value = serde_json::from_str(&lab.ok(&["generations", "--json"])).unwrap();
+    let ops: Vec<&str> = hist["history"].as_array().unwrap().iter().map(|h| h["op"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["apply", "revert", "apply", "apply", "revert"]);
+    // `cuenv check` re-runs the checks of the current generation and records them.
+    let (code, out, _) = lab.run(&["check", "--json"]);
+    assert_eq!(code, 4);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["profiles"].as_array().unwrap().len(), 3);
+    assert_eq!(report["profiles"][0]["result"]["status"], "fail");
+    let status: serde_json::Value = serde_json::from_str(&lab.run(&["status", "--json"]).1).unwrap();
+    assert_eq!(status["profiles"][0]["check"]["result"]["status"], "fail", "{status}");
+    let (code, _, err) = lab.run(&["check", "nope"]);
+    assert_eq!(code, 2, "{err}");
+}

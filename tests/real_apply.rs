@@ -117,8 +117,25 @@ fn main_job_on_real_wheels() {
     let lab_s = lab.to_str().unwrap();
     let plan = run(&ctx, &["plan", lab_s]);
     assert!(plan.contains("+ profile torch2: cuDNN 9.5.0.50") && plan.contains("+ profile tf: cuDNN 8.8.0.121") && plan.contains("+ profile legacy: cuDNN 8.9.4.25"), "{plan}");
-    run(&ctx, &["apply", "--no-check", lab_s]);
-    assert!(run(&ctx, &["apply", "--no-check", lab_s]).contains("no changes"));
+    // Apply checks every profile in a fresh process: the real libraries load from their
+    // entries and report their versions; there is no GPU here, so each is `no-gpu`.
+    let applied: serde_json::Value = serde_json::from_str(&run(&ctx, &["apply", "--json", lab_s])).unwrap();
+    let checks = applied["checks"].as_array().expect("apply --json reports checks");
+    let expect = [("torch2", 90500, 12), ("tf", 8800, 11), ("legacy", 8904, 12)];
+    assert_eq!(checks.len(), 3, "{applied}");
+    for (c, (name, version, cudart_major)) in checks.iter().zip(expect) {
+        assert_eq!(c["profile"], name, "{c}");
+        assert_eq!(c["result"]["status"], "no-gpu", "{c}");
+        assert_eq!(c["result"]["report"]["cudnn"]["version"], version, "{c}");
+        assert_eq!(c["result"]["report"]["cudnn"]["cudart_version"].as_u64().unwrap() / 1000, cudart_major, "{c}");
+        let modules = c["result"]["report"]["modules"].as_array().unwrap();
+        assert!(modules.iter().any(|m| m["kind"] == "cudnn"), "{c}");
+        for m in modules.iter().filter(|m| m["kind"] == "cudnn") {
+            let p = fs::canonicalize(m["path"].as_str().unwrap()).unwrap();
+            assert!(p.starts_with(fs::canonicalize(ctx.store_dir()).unwrap()), "{} loaded from outside the store", p.display());
+        }
+    }
+    assert!(run(&ctx, &["apply", lab_s]).contains("no changes"));
 
     // Source the generated POSIX shim in bash: activate, activate again, deactivate.
     let act = env.join("etc/conda/activate.d/cuenv-torch2.sh");
@@ -145,7 +162,7 @@ fn main_job_on_real_wheels() {
     let status: serde_json::Value = serde_json::from_str(&run(&ctx, &["status", "--json"])).unwrap();
     assert_eq!(status["healthy"], true, "{status}");
     write_lab("9.5");
-    let out = run(&ctx, &["apply", "--no-check", lab_s]);
+    let out = run(&ctx, &["apply", lab_s]);
     assert!(out.contains("~ profile legacy: cuDNN 8.9.4.25 -> 9.5.0.50"), "{out}");
     assert!(ctx.home.join("profiles/legacy/cudnn-lib/libcudnn.so.9").exists());
     run(&ctx, &["rollback"]);

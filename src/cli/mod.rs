@@ -84,6 +84,21 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Prove each profile in a fresh process: which cuDNN the loader picks, its versions,
+    /// and (with a GPU) a real convolution. Exit 4 when a profile fails.
+    Check {
+        /// Profiles to check (default: all of the current generation).
+        profiles: Vec<String>,
+        /// Seconds each profile's check may take.
+        #[arg(long, default_value_t = 120, value_name = "SECS")]
+        timeout: u64,
+        /// Treat a profile that finds no GPU as failed.
+        #[arg(long)]
+        require_gpu: bool,
+        /// Print the full report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Make a profile the active one (`<home>/active`).
     Use {
         /// The profile name.
@@ -180,6 +195,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Apply { file, dry_run: false, locked, no_check, require_gpu, timeout, json } => {
             profiles::apply(&ctx, &file, profiles::ApplyOpts { locked, json, check: !no_check, require_gpu, timeout })
         }
+        Command::Check { profiles: names, timeout, require_gpu, json } => profiles::check(&ctx, &names, timeout, require_gpu, json),
         Command::Use { profile, .. } => profiles::use_profile(&ctx, profile.as_deref()),
         Command::Rollback { to } => profiles::rollback(&ctx, to),
         Command::Generations { json } => profiles::generations(&ctx, json),

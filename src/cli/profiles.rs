@@ -15,6 +15,7 @@ use crate::lock::WriterLock;
 use crate::lockfile;
 use crate::profile;
 use crate::shim::{self, Shell};
+use crate::verify;
 
 /// Takes the writer lock and finishes or undoes an interrupted switch.
 pub fn lock_and_recover(ctx: &Ctx) -> anyhow::Result<WriterLock> {
@@ -80,18 +81,91 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode
         }
     }
     generation::preflight_shims(&desired.shims.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>())?;
+    let previous = generation::current(&ctx.layout);
     let n = apply::build(&ctx.layout, &desired)?;
-    generation::switch(&ctx.layout, n, "apply")?;
-    lockfile::write(&lock_path, &desired.resolved)?;
-    if opts.json {
-        print_json(&serde_json::json!({ "generation": n, "changed": true, "changes": lines }));
-    } else {
+    if !opts.json {
         for l in lines.iter().filter(|l| !l.starts_with("  ")) {
             println!("{l}");
         }
+    }
+    // The check runs through the stable paths, so the new generation is switched in first;
+    // if a profile fails, the previous generation is switched back.
+    generation::switch(&ctx.layout, n, "apply")?;
+    let checks = if opts.check {
+        let m = generation::read(&ctx.layout, n)?;
+        let results = run_checks(ctx, &m, &[], opts.timeout, opts.json);
+        verify::save(&ctx.layout, n, &results)?;
+        results
+    } else {
+        Vec::new()
+    };
+    if !verify::acceptable(&checks, opts.require_gpu) {
+        match previous {
+            Some(p) => generation::switch(&ctx.layout, p, "revert")?,
+            None => generation::clear(&ctx.layout, "revert")?,
+        }
+        let kept = previous.map(|p| format!("generation {p} stays current")).unwrap_or_else(|| "no generation is current".into());
+        if opts.json {
+            print_json(&serde_json::json!({ "generation": n, "changed": false, "reverted": true, "current": previous, "checks": checks }));
+        } else {
+            eprintln!("error: the check failed for {}; generation {n} was built but {kept}", failed_names(&checks, opts.require_gpu));
+            eprintln!("hint: fix what the reasons above say (or set `check = \"none\"` for that profile), then apply again; `cuenv check` re-runs the checks");
+        }
+        return Ok(ExitCode::CheckFailed);
+    }
+    lockfile::write(&lock_path, &desired.resolved)?;
+    if opts.json {
+        print_json(&serde_json::json!({ "generation": n, "changed": true, "changes": lines, "checks": checks }));
+    } else {
         println!("generation {n} is current ({} profiles); lock written to {}", desired.views.len(), lock_path.display());
     }
     Ok(ExitCode::Success)
+}
+
+fn failed_names(checks: &[verify::ProfileCheck], require_gpu: bool) -> String {
+    checks
+        .iter()
+        .filter(|c| !verify::acceptable(std::slice::from_ref(c), require_gpu))
+        .map(|c| format!("profile {}", c.profile))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Runs the checks of manifest `m`, printing each profile's verdict and reasons as it ends.
+fn run_checks(ctx: &Ctx, m: &generation::Manifest, only: &[String], timeout: u64, json: bool) -> Vec<verify::ProfileCheck> {
+    let opts = verify::Options { exe: verify::current_exe(), base_env: std::env::vars_os().collect(), timeout: std::time::Duration::from_secs(timeout) };
+    verify::run(&ctx.layout, m, only, &opts, &mut |pc| {
+        if json {
+            return;
+        }
+        println!("check {}", verify::summary(pc));
+        for r in &pc.result.reasons {
+            println!("    {r}");
+        }
+        if pc.result.status == crate::check::CheckStatus::NoGpu && !ctx.quiet {
+            eprintln!("warning: profile {}: no GPU here, so only loading and versions were checked (--require-gpu makes this an error)", pc.profile);
+        }
+    })
+}
+
+/// `cuenv check [PROFILE...]`: checks the current generation's profiles.
+pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let _lock = lock_and_recover(ctx)?;
+    let n = generation::current(&ctx.layout).context("no generation yet: run `cuenv apply <lab.toml>` first")?;
+    let m = generation::read(&ctx.layout, n)?;
+    for p in profiles {
+        if !m.profiles.iter().any(|v| &v.name == p) {
+            return Err(UnknownProfile { name: p.clone(), generation: n, known: m.profiles.iter().map(|v| v.name.clone()).collect::<Vec<_>>().join(", ") }.into());
+        }
+    }
+    let results = run_checks(ctx, &m, profiles, timeout, json);
+    if profiles.is_empty() {
+        verify::save(&ctx.layout, n, &results)?;
+    }
+    if json {
+        print_json(&serde_json::json!({ "generation": n, "profiles": results }));
+    }
+    Ok(if verify::acceptable(&results, require_gpu) { ExitCode::Success } else { ExitCode::CheckFailed })
 }
 
 /// `cuenv use PROFILE` / `cuenv use --none`.
@@ -166,7 +240,19 @@ pub fn generations(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
     let rows: Vec<GenRow> = generation::list(&ctx.layout)
         .into_iter()
         .filter_map(|n| generation::read(&ctx.layout, n).ok())
-        .map(|m| GenRow { number: m.number, current: Some(m.number) == cur, created: m.created, source: m.source, profiles: m.profiles.into_iter().map(|p| format!("{} (cuDNN {})", p.name, p.cudnn_version)).collect() })
+        .map(|m| {
+            let checks = verify::load(&ctx.layout, m.number);
+            let status_of = |name: &str| {
+                checks.as_ref().and_then(|c| c.profiles.iter().find(|p| p.profile == name)).map(|p| p.result.status.to_string()).unwrap_or_else(|| "unchecked".into())
+            };
+            GenRow {
+                number: m.number,
+                current: Some(m.number) == cur,
+                created: m.created.clone(),
+                source: m.source.clone(),
+                profiles: m.profiles.iter().map(|p| format!("{} (cuDNN {}, {})", p.name, p.cudnn_version, status_of(&p.name))).collect(),
+            }
+        })
         .collect();
     if json {
         print_json(&serde_json::json!({ "generations": rows, "history": generation::history(&ctx.layout) }));
@@ -193,6 +279,8 @@ struct ProfileStatus {
     active: bool,
     cudnn: String,
     toolkit: String,
+    /// The last check's verdict (`pass`, `fail`, `no-gpu`) and reasons, if it was checked.
+    check: Option<verify::ProfileCheck>,
     links: Vec<Health>,
     shims: Vec<Health>,
 }
@@ -206,6 +294,7 @@ pub fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
     let mut profiles = Vec::new();
     if let Some(n) = cur {
         let m = generation::read(layout, n)?;
+        let checks = verify::load(layout, n);
         for p in &m.profiles {
             let view = layout.profiles_dir().join(&p.name);
             let links = VIEW_LINKS
@@ -243,6 +332,7 @@ pub fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
                 active: active.as_deref() == Some(&p.name),
                 cudnn: format!("{} ({})", p.cudnn_version, p.entry_dir.display()),
                 toolkit: format!("{} ({})", p.toolkit_version, p.toolkit_root.display()),
+                check: checks.as_ref().and_then(|c| c.profiles.iter().find(|c| c.profile == p.name)).cloned(),
                 links,
                 shims,
             });
@@ -261,6 +351,15 @@ pub fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
         }
         for p in &profiles {
             println!("{}{}: cuDNN {} on CUDA {}", if p.active { "* " } else { "  " }, p.name, p.cudnn, p.toolkit);
+            match &p.check {
+                Some(c) => {
+                    println!("    check     {}", verify::summary(c));
+                    for r in &c.result.reasons {
+                        println!("              {r}");
+                    }
+                }
+                None => println!("    check     not run (`cuenv check`)"),
+            }
             for h in p.links.iter().chain(&p.shims) {
                 println!("    {:<9} {}", if h.state.starts_with("ok") { "ok" } else { h.state.as_str() }, h.path.display());
             }
