@@ -48,6 +48,9 @@ fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
         if let Some(e) = cause.downcast_ref::<crate::lockfile::Error>() {
             return Some(e);
         }
+        if let Some(e) = cause.downcast_ref::<crate::fetch::Error>() {
+            return Some(e);
+        }
         if let Some(e) = cause.downcast_ref::<crate::lock::LockError>() {
             return Some(e);
         }

@@ -14,6 +14,7 @@
 pub mod binfmt;
 pub mod cli;
 pub mod error;
+pub mod fetch;
 pub mod fsutil;
 pub mod layout;
 pub mod lock;
