@@ -16,8 +16,8 @@ use crate::version::Version;
 pub struct FetchArgs {
     /// What to fetch: `cudnn@VERSION`, 4 parts (`cudnn@9.5.0.50`); 3 parts pick the
     /// release's build (`cudnn@9.5.0`).
-    #[arg(value_name = "cudnn@VERSION")]
-    pub what: String,
+    #[arg(value_name = "cudnn@VERSION", value_parser = parse_what)]
+    pub what: Version,
     /// The CUDA major the build is for (11, 12, 13).
     #[arg(long, value_name = "MAJOR")]
     pub cuda: u64,
@@ -36,7 +36,7 @@ pub struct FetchArgs {
     #[arg(long, env = "CUENV_NVIDIA_MIRROR", value_name = "URL", default_value = fetch::DEFAULT_NVIDIA_MIRROR)]
     pub nvidia_mirror: String,
     /// Never use the network: fail, naming what is missing, unless the store has it.
-    #[arg(long, env = "CUENV_OFFLINE")]
+    #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
     pub offline: bool,
     /// Print the entry and its source as JSON.
     #[arg(long)]
@@ -57,19 +57,19 @@ struct Row<'a> {
     source: Source,
 }
 
-/// Parses `cudnn@9.5.0.50`.
-fn parse_what(what: &str) -> anyhow::Result<Version> {
+/// Parses `cudnn@9.5.0.50` (clap reports an error with exit code 2).
+fn parse_what(what: &str) -> Result<Version, String> {
     let Some((name, version)) = what.split_once('@') else {
-        anyhow::bail!("expected `cudnn@VERSION` (e.g. cudnn@9.5.0.50), got `{what}`");
+        return Err(format!("expected `cudnn@VERSION` (e.g. cudnn@9.5.0.50), got `{what}`"));
     };
     if !name.eq_ignore_ascii_case("cudnn") {
-        anyhow::bail!("only cuDNN can be fetched for now (`cudnn@VERSION`), not `{name}`");
+        return Err(format!("only cuDNN can be fetched for now (`cudnn@VERSION`), not `{name}`"));
     }
-    Ok(version.parse::<Version>()?)
+    version.parse::<Version>().map_err(|e| e.to_string())
 }
 
 pub fn run(ctx: &Ctx, args: FetchArgs) -> anyhow::Result<ExitCode> {
-    let version = parse_what(&args.what)?;
+    let version = args.what;
     let Some(platform) = args.platform.or_else(Platform::host) else {
         anyhow::bail!("cannot tell this machine's cuDNN platform; pass --platform");
     };
