@@ -375,6 +375,17 @@ fn pypi_fetch_json_reports_source() {
 }
 
 #[test]
+fn pypi_project_document_is_enough() {
+    // Some mirrors serve only <index>/pypi/<project>/json.
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    env.server.route("/pypi/nvidia-cudnn-cu12/9.5.0.50/json", Route::Status(404));
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("added cudnn-9.5.0.50-cuda12-"), "{}", text(&out.stdout));
+}
+
+#[test]
 fn pypi_three_part_version_picks_the_build() {
     let env = Env::new();
     serve_pypi(&env.server, |_| {});

@@ -1,12 +1,17 @@
 //! A small blocking HTTP client over `ureq` (rustls; no OpenSSL).
 //!
 //! - Proxies: `ALL_PROXY`, `HTTPS_PROXY`, `HTTP_PROXY` (and lowercase forms) and `NO_PROXY`
-//!   are honoured (ureq's `Proxy::try_from_env`, the agent's default).
+//!   are honoured (ureq's `Proxy::try_from_env`, the agent's default; the first one set is
+//!   used for both http and https URLs, through a CONNECT tunnel).
+//! - TLS: rustls with the operating system's trust store (`rustls-platform-verifier`:
+//!   the Windows certificate store; on Linux the system bundle, or `SSL_CERT_FILE` /
+//!   `SSL_CERT_DIR`), so a lab's TLS-intercepting proxy CA works as it does for curl and pip.
 //! - Timeouts: DNS, connect, waiting for the response head, and each read of the body:
 //!   `CUENV_HTTP_TIMEOUT` seconds each (default 30). There is no limit on a whole download.
 //! - Retries: `CUENV_HTTP_RETRIES` (default 3) more attempts, after 0.5 s, 1 s, 2 s..., on
 //!   connection errors, a body that breaks off, and HTTP 5xx / 408 / 429. Never on other 4xx,
-//!   nor on a size or sha256 mismatch (the server's answer is deterministic).
+//!   on TLS errors (an untrusted certificate stays untrusted), nor on a size or sha256
+//!   mismatch (the server's answer is deterministic).
 //! - Downloads stream through a 1 MiB buffer into a temporary file beside the destination,
 //!   hashing SHA-256 as bytes arrive; the file is renamed to the destination only after the
 //!   size and hash match. On any error the temporary file is deleted (tempfile's drop).
@@ -72,6 +77,7 @@ impl Client {
             .timeout_recv_response(timeout)
             .timeout_per_read(timeout)
             .user_agent(format!("cuenv/{}", env!("CARGO_PKG_VERSION")))
+            .tls_config(ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::PlatformVerifier).build())
             .build();
         Client {
             agent: config.into(),
@@ -164,7 +170,12 @@ impl Client {
     /// Sends one GET. `Ok(None)` for 404 when `none_on_404`.
     fn send(&self, url: &str, attempt: u32, none_on_404: bool) -> Result<Option<ureq::http::Response<ureq::Body>>, Try> {
         let resp = self.agent.get(url).call().map_err(|source| {
-            let transient = matches!(source, ureq::Error::Io(_) | ureq::Error::Timeout(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound | ureq::Error::Protocol(_));
+            // rustls reports certificate and handshake failures as io::ErrorKind::InvalidData.
+            let transient = match &source {
+                ureq::Error::Io(e) => e.kind() != std::io::ErrorKind::InvalidData,
+                ureq::Error::Timeout(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound | ureq::Error::Protocol(_) => true,
+                _ => false,
+            };
             let e = Error::Connect { url: url.into(), attempts: attempt, source };
             if transient { Try::Again(e) } else { Try::Fatal(e) }
         })?;

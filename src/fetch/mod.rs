@@ -99,6 +99,7 @@ impl Diagnose for Error {
         use Error::*;
         Some(match self {
             Offline { .. } => "drop --offline (or unset CUENV_OFFLINE), or download the file elsewhere and import it with `cuenv store add <file> --sha256 <hex>`".into(),
+            Connect { source, .. } if source.to_string().contains("certificate") => "the server's TLS certificate is not trusted: if a proxy intercepts TLS, add its CA to the system store, or point SSL_CERT_FILE at a bundle that holds it".into(),
             Connect { .. } | Interrupted { .. } => "check the network; behind a proxy set HTTPS_PROXY (and NO_PROXY); CUENV_HTTP_RETRIES and CUENV_HTTP_TIMEOUT (seconds) tune retries and timeouts".into(),
             Status { status, .. } if *status >= 500 => "the server failed; try again later, or use the other source (--from nvidia|pypi)".into(),
             Status { .. } => "check the URL; for a mirror, check CUENV_NVIDIA_MIRROR / CUENV_PYPI_INDEX".into(),

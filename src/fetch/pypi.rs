@@ -4,8 +4,10 @@
 //! The cuDNN project is `nvidia-cudnn-cu<CUDA major>`; the CUDA runtime pieces cuDNN loads
 //! are `nvidia-cuda-runtime-cu<N>`, `nvidia-cublas-cu<N>` and `nvidia-cuda-nvrtc-cu<N>`
 //! (field notes §2). Platform tags: `win_amd64` (windows-x86_64), `manylinux*_x86_64`
-//! (linux-x86_64), `manylinux*_aarch64` (linux-sbsa). The parsing here is pure; only
-//! [`resolve`] does I/O.
+//! (linux-x86_64), `manylinux*_aarch64` (linux-sbsa). When the per-version document is
+//! missing (some mirrors and proxies serve only `GET <index>/pypi/<project>/json`), the
+//! project document's `releases[<version>]` is used: it lists the same files. The parsing
+//! here is pure; only [`resolve`] does I/O.
 
 use serde_json::Value;
 
@@ -129,8 +131,9 @@ pub fn newest_with_prefix(doc: &Value, prefix: &Version) -> Option<String> {
         .map(|(_, s)| s)
 }
 
-/// Finds the wheel of `project` at `version` for `platform` on the index. A version of fewer
-/// than 4 parts picks the newest release starting with it. `what` names the request for the
+/// Finds the wheel of `project` at `version` for `platform` on the index: the version
+/// document, else the project document's `releases`. A version of fewer than 4 parts picks
+/// the newest release starting with it. `what` names the request for the
 /// offline error.
 ///
 /// Errors: [`Error::Offline`], [`Error::NoSuchProject`], [`Error::NoSuchVersion`] (with nearby
@@ -144,13 +147,25 @@ pub fn resolve(client: &Client, index: &str, project: &str, version: &str, platf
     let Some(pdoc) = client.get_json(&purl, what)? else {
         return Err(Error::NoSuchProject { project: project.into(), index: index.into() });
     };
+    // Some mirrors serve only the project document; its `releases` hold the same entries.
+    if let Some(doc) = release_doc(&pdoc, version) {
+        return pick_wheel(&doc, &purl, index, project, version, platform);
+    }
     if let Some(full) = version.parse::<Version>().ok().filter(|v| v.parts().len() < 4).and_then(|v| newest_with_prefix(&pdoc, &v)) {
-        let url = version_url(index, project, &full);
-        if let Some(doc) = client.get_json(&url, what)? {
-            return pick_wheel(&doc, &url, index, project, &full, platform);
-        }
+        let doc = release_doc(&pdoc, &full).expect("newest_with_prefix picks a listed release");
+        return pick_wheel(&doc, &purl, index, project, &full, platform);
     }
     Err(Error::NoSuchVersion { project: project.into(), version: version.into(), index: index.into(), nearby: nearby_versions(&pdoc, version) })
+}
+
+/// A version document (`{info: {version}, urls}`) made from the project document's
+/// `releases[version]`, when that lists files.
+pub fn release_doc(project_doc: &Value, version: &str) -> Option<Value> {
+    let files = project_doc.pointer(&format!("/releases/{}", version.replace('~', "~0").replace('/', "~1")))?.as_array()?;
+    if files.is_empty() {
+        return None;
+    }
+    Some(serde_json::json!({"info": {"version": version}, "urls": files}))
 }
 
 /// `href` made absolute against `index` (PyPI gives absolute URLs; a mirror may not).
@@ -240,6 +255,9 @@ mod tests {
         assert_eq!(newest_with_prefix(&d, &"9.5".parse().unwrap()).as_deref(), Some("9.5.1.17"));
         assert_eq!(newest_with_prefix(&d, &"9.5.0".parse().unwrap()).as_deref(), Some("9.5.0.50"));
         assert_eq!(newest_with_prefix(&d, &"9.7".parse().unwrap()), None);
+        assert_eq!(release_doc(&d, "9.5.0.50").unwrap(), json!({"info": {"version": "9.5.0.50"}, "urls": [{"filename": "f"}]}));
+        assert_eq!(release_doc(&d, "0.0.1"), None);
+        assert_eq!(release_doc(&d, "9.9"), None);
     }
 
     #[test]
