@@ -376,13 +376,16 @@ fn pypi_fetch_json_reports_source() {
 
 #[test]
 fn pypi_project_document_is_enough() {
-    // Some mirrors serve only <index>/pypi/<project>/json.
+    // Some mirrors serve only <index>/pypi/<project>/json, with URLs relative to it.
     let env = Env::new();
-    serve_pypi(&env.server, |_| {});
+    let (name, _) = serve_pypi(&env.server, |_| {});
     env.server.route("/pypi/nvidia-cudnn-cu12/9.5.0.50/json", Route::Status(404));
+    let Some(Route::Ok(doc)) = env.server.routes.lock().unwrap().get("/pypi/nvidia-cudnn-cu12/json").cloned() else { panic!() };
+    env.server.ok("/pypi/nvidia-cudnn-cu12/json", text(&doc).replace(&format!("{}/files/", env.server.base), "../../files/"));
     let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).starts_with("added cudnn-9.5.0.50-cuda12-"), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains(&format!("from {}/files/{name} ", env.server.base)), "{}", text(&out.stdout));
 }
 
 #[test]

@@ -56,7 +56,7 @@ pub fn wheel_fits(file_name: &str, platform: Platform) -> bool {
 /// Picks the wheel for `platform` from a version JSON document (its `urls`).
 ///
 /// Errors: [`Error::NoWheel`] listing the wheels offered; [`Error::BadJson`].
-pub fn pick_wheel(doc: &Value, url: &str, index: &str, project: &str, version: &str, platform: Platform) -> Result<Artifact, Error> {
+pub fn pick_wheel(doc: &Value, url: &str, project: &str, version: &str, platform: Platform) -> Result<Artifact, Error> {
     let bad = |detail: &str| Error::BadJson { url: url.into(), detail: detail.into() };
     let files = doc.get("urls").and_then(Value::as_array).ok_or_else(|| bad("no `urls` list"))?;
     let mut offered = Vec::new();
@@ -85,7 +85,7 @@ pub fn pick_wheel(doc: &Value, url: &str, index: &str, project: &str, version: &
         .ok_or_else(|| bad(&format!("`{name}` has no digests.sha256")))?
         .to_ascii_lowercase();
     let size = f.get("size").and_then(|s| s.as_u64().or_else(|| s.as_str().and_then(|s| s.parse().ok())));
-    let full = absolute(index, href);
+    let full = join_url(url, href);
     let exact = doc.pointer("/info/version").and_then(Value::as_str).unwrap_or(version).to_string();
     let file_name = if file_name_of(&full) == "download" { name.to_string() } else { file_name_of(&full) };
     Ok(Artifact { url: full, file_name, sha256, size, version: exact })
@@ -141,7 +141,7 @@ pub fn newest_with_prefix(doc: &Value, prefix: &Version) -> Option<String> {
 pub fn resolve(client: &Client, index: &str, project: &str, version: &str, platform: Platform, what: &str) -> Result<Artifact, Error> {
     let url = version_url(index, project, version);
     if let Some(doc) = client.get_json(&url, what)? {
-        return pick_wheel(&doc, &url, index, project, version, platform);
+        return pick_wheel(&doc, &url, project, version, platform);
     }
     let purl = project_url(index, project);
     let Some(pdoc) = client.get_json(&purl, what)? else {
@@ -149,11 +149,11 @@ pub fn resolve(client: &Client, index: &str, project: &str, version: &str, platf
     };
     // Some mirrors serve only the project document; its `releases` hold the same entries.
     if let Some(doc) = release_doc(&pdoc, version) {
-        return pick_wheel(&doc, &purl, index, project, version, platform);
+        return pick_wheel(&doc, &purl, project, version, platform);
     }
     if let Some(full) = version.parse::<Version>().ok().filter(|v| v.parts().len() < 4).and_then(|v| newest_with_prefix(&pdoc, &v)) {
         let doc = release_doc(&pdoc, &full).expect("newest_with_prefix picks a listed release");
-        return pick_wheel(&doc, &purl, index, project, &full, platform);
+        return pick_wheel(&doc, &purl, project, &full, platform);
     }
     Err(Error::NoSuchVersion { project: project.into(), version: version.into(), index: index.into(), nearby: nearby_versions(&pdoc, version) })
 }
@@ -168,18 +168,50 @@ pub fn release_doc(project_doc: &Value, version: &str) -> Option<Value> {
     Some(serde_json::json!({"info": {"version": version}, "urls": files}))
 }
 
-/// `href` made absolute against `index` (PyPI gives absolute URLs; a mirror may not).
-fn absolute(index: &str, href: &str) -> String {
-    if href.starts_with("http://") || href.starts_with("https://") {
+/// `href` resolved against `base` (the URL of the document that holds it), as a browser
+/// would (RFC 3986 §5.2): PyPI gives absolute URLs, mirrors often relative ones such as
+/// `../../packages/ab/cd/x.whl`.
+pub fn join_url(base: &str, href: &str) -> String {
+    if href.contains("://") {
         return href.to_string();
     }
-    let index = index.trim_end_matches('/');
-    if let Some(rest) = href.strip_prefix('/') {
-        // Origin of the index: scheme://host[:port]
-        let origin_end = index.find("://").map(|i| i + 3).and_then(|s| index[s..].find('/').map(|j| s + j)).unwrap_or(index.len());
-        return format!("{}/{rest}", &index[..origin_end]);
+    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    if let Some(rest) = href.strip_prefix("//") {
+        return format!("{}{rest}", &base[..scheme_end]);
     }
-    format!("{index}/{href}")
+    let base = base.split(['?', '#']).next().unwrap_or(base);
+    let path_start = base[scheme_end..].find('/').map(|i| scheme_end + i).unwrap_or(base.len());
+    let (origin, base_path) = base.split_at(path_start);
+    let (href_path, suffix) = match href.find(['?', '#']) {
+        Some(i) => href.split_at(i),
+        None => (href, ""),
+    };
+    let merged = if href_path.starts_with('/') {
+        href_path.to_string()
+    } else {
+        let dir = &base_path[..base_path.rfind('/').map(|i| i + 1).unwrap_or(0)];
+        format!("{}{href_path}", if dir.is_empty() { "/" } else { dir })
+    };
+    let mut out: Vec<&str> = Vec::new();
+    let segments: Vec<&str> = merged.split('/').skip(1).collect();
+    for (i, seg) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        match *seg {
+            "." => {
+                if last {
+                    out.push("");
+                }
+            }
+            ".." => {
+                out.pop();
+                if last {
+                    out.push("");
+                }
+            }
+            s => out.push(s),
+        }
+    }
+    format!("{origin}/{}{suffix}", out.join("/"))
 }
 
 #[cfg(test)]
@@ -216,14 +248,14 @@ mod tests {
     #[test]
     fn picks_per_platform() {
         let d = doc();
-        let a = pick_wheel(&d, "u", "https://pypi.example", "nvidia-cudnn-cu12", "9.5.0.50", Platform::LinuxX86_64).unwrap();
+        let a = pick_wheel(&d, "https://pypi.example/pypi/nvidia-cudnn-cu12/9.5.0.50/json", "nvidia-cudnn-cu12", "9.5.0.50", Platform::LinuxX86_64).unwrap();
         assert_eq!(a.file_name, "nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl");
         assert_eq!(a.sha256, SHA);
         assert_eq!(a.size, Some(571000000));
         assert_eq!(a.version, "9.5.0.50");
-        let w = pick_wheel(&d, "u", "https://pypi.example/simple/", "nvidia-cudnn-cu12", "9.5.0.50", Platform::WindowsX86_64).unwrap();
+        let w = pick_wheel(&d, "https://pypi.example/pypi/nvidia-cudnn-cu12/9.5.0.50/json", "nvidia-cudnn-cu12", "9.5.0.50", Platform::WindowsX86_64).unwrap();
         assert_eq!(w.url, "https://pypi.example/packages/w.whl");
-        let s = pick_wheel(&d, "u", "https://pypi.example", "nvidia-cudnn-cu12", "9.5.0.50", Platform::LinuxSbsa).unwrap();
+        let s = pick_wheel(&d, "https://pypi.example/pypi/nvidia-cudnn-cu12/9.5.0.50/json", "nvidia-cudnn-cu12", "9.5.0.50", Platform::LinuxSbsa).unwrap();
         assert_eq!(s.url, "https://files.example/a.whl");
         // The URL's last segment is not the wheel's name: keep the index's file name.
         assert_eq!(s.file_name, "a.whl");
@@ -231,7 +263,7 @@ mod tests {
 
     #[test]
     fn no_wheel_lists_offered() {
-        let e = pick_wheel(&doc(), "u", "i", "nvidia-cudnn-cu12", "9.5.0.50", Platform::LinuxPpc64le).unwrap_err();
+        let e = pick_wheel(&doc(), "u", "nvidia-cudnn-cu12", "9.5.0.50", Platform::LinuxPpc64le).unwrap_err();
         assert_eq!(
             e.to_string(),
             "`nvidia-cudnn-cu12` 9.5.0.50 has no wheel for linux-ppc64le; its wheels: nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_aarch64.manylinux_2_17_aarch64.whl, nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl, nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl"
@@ -241,7 +273,7 @@ mod tests {
     #[test]
     fn missing_digest_is_bad_json() {
         let d = json!({"urls": [{"filename": "x-1-py3-none-win_amd64.whl", "url": "https://f/x.whl", "digests": {}}]});
-        let e = pick_wheel(&d, "https://i/pypi/x/1/json", "https://i", "x", "1", Platform::WindowsX86_64).unwrap_err();
+        let e = pick_wheel(&d, "https://i/pypi/x/1/json", "x", "1", Platform::WindowsX86_64).unwrap_err();
         assert_eq!(e.to_string(), "https://i/pypi/x/1/json: not the expected JSON: `x-1-py3-none-win_amd64.whl` has no digests.sha256");
     }
 
@@ -266,7 +298,13 @@ mod tests {
         assert_eq!(project_url("https://pypi.org", "nvidia-cudnn-cu11"), "https://pypi.org/pypi/nvidia-cudnn-cu11/json");
         assert_eq!(cudnn_project(12), "nvidia-cudnn-cu12");
         assert_eq!(cuda_runtime_projects(12)[2], "nvidia-cuda-nvrtc-cu12");
-        assert_eq!(absolute("http://h:1/idx", "rel/x.whl"), "http://h:1/idx/rel/x.whl");
-        assert_eq!(absolute("http://h:1", "/x.whl"), "http://h:1/x.whl");
+        let doc = "https://pypi.org/pypi/nvidia-cudnn-cu12/json";
+        assert_eq!(join_url(doc, "../../packages/packages/36/24/x.whl"), "https://pypi.org/packages/packages/36/24/x.whl");
+        assert_eq!(join_url(doc, "/packages/x.whl#sha256=00"), "https://pypi.org/packages/x.whl#sha256=00");
+        assert_eq!(join_url(doc, "x.whl"), "https://pypi.org/pypi/nvidia-cudnn-cu12/x.whl");
+        assert_eq!(join_url(doc, "../../../../x.whl"), "https://pypi.org/x.whl");
+        assert_eq!(join_url(doc, "//files.example/x.whl"), "https://files.example/x.whl");
+        assert_eq!(join_url("http://h:1", "x.whl"), "http://h:1/x.whl");
+        assert_eq!(join_url(doc, "https://files.pythonhosted.org/p/x.whl"), "https://files.pythonhosted.org/p/x.whl");
     }
 }
