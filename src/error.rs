@@ -37,37 +37,28 @@ pub trait Diagnose: std::error::Error {
 
 /// Finds the first error in `err`'s chain that implements [`Diagnose`].
 fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
+    macro_rules! first_of {
+        ($cause:expr, $($ty:ty),+ $(,)?) => {
+            $(if let Some(e) = $cause.downcast_ref::<$ty>() {
+                return Some(e);
+            })+
+        };
+    }
     for cause in err.chain() {
-        if let Some(e) = cause.downcast_ref::<crate::store::Error>() {
-            return Some(e);
-        }
-        if let Some(e) = cause.downcast_ref::<crate::toolkit::Error>() {
-            return Some(e);
-        }
-        if let Some(e) = cause.downcast_ref::<crate::profile::Error>() {
-            return Some(e);
-        }
-        if let Some(e) = cause.downcast_ref::<crate::lockfile::Error>() {
-            return Some(e);
-        }
-        if let Some(e) = cause.downcast_ref::<crate::link::LinkError>() {
-            return Some(e);
-        }
-        if let Some(e) = cause.downcast_ref::<crate::generation::Error>() {
-            return Some(e);
-        }
-        if let Some(e) = cause.downcast_ref::<crate::apply::LockedDrift>() {
-            return Some(e);
-        }
-        if let Some(e) = cause.downcast_ref::<crate::cli::UnknownProfile>() {
-            return Some(e);
-        }
-        if let Some(e) = cause.downcast_ref::<crate::shim::Error>() {
-            return Some(e);
-        }
-        if let Some(e) = cause.downcast_ref::<crate::lock::LockError>() {
-            return Some(e);
-        }
+        first_of!(
+            cause,
+            crate::store::Error,
+            crate::toolkit::Error,
+            crate::profile::Error,
+            crate::lockfile::Error,
+            crate::link::LinkError,
+            crate::generation::Error,
+            crate::apply::LockedDrift,
+            crate::cli::UnknownProfile,
+            crate::shim::Error,
+            crate::fetch::Error,
+            crate::lock::LockError,
+        );
     }
     None
 }

@@ -36,6 +36,13 @@ impl Layout {
         self.home.join("store")
     }
 
+    /// `<home>/store/.downloads`: files being downloaded, and downloaded archives waiting
+    /// to be imported (kept out of `staging_dir`, which every import empties). Hidden from
+    /// store listings by its leading dot. Anything here is garbage once the lock is free.
+    pub fn downloads_dir(&self) -> PathBuf {
+        self.store_dir().join(".downloads")
+    }
+
     /// `<home>/store/.tmp`: staging folders for imports in progress (same volume as the
     /// store, so publishing is one rename). Anything here is garbage once the lock is free.
     pub fn staging_dir(&self) -> PathBuf {

@@ -18,6 +18,7 @@ pub mod check;
 pub mod cli;
 pub mod conda;
 pub mod error;
+pub mod fetch;
 pub mod fsutil;
 pub mod generation;
 pub mod layout;

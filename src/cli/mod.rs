@@ -1,6 +1,7 @@
 //! The command-line layer: argument parsing (clap), printing, and exit codes.
 //! The only module that writes to stdout/stderr.
 
+mod fetch;
 mod probe;
 mod profiles;
 mod reporter;

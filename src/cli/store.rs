@@ -44,6 +44,8 @@ pub enum StoreCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Download a cuDNN release from NVIDIA or PyPI, verify it, and import it.
+    Fetch(super::fetch::FetchArgs),
     /// Remove an entry.
     Remove {
         /// The entry (name, or id prefix of at least 4 hex digits).
@@ -202,6 +204,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::Success)
         }
+        StoreCommand::Fetch(args) => super::fetch::run(ctx, args),
         StoreCommand::Remove { id } => {
             let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
             let (dir, meta) = store.find(&id)?;

@@ -1,0 +1,233 @@
+//! A small blocking HTTP client over `ureq` (rustls; no OpenSSL).
+//!
+//! - Proxies: `ALL_PROXY`, `HTTPS_PROXY`, `HTTP_PROXY` (and lowercase forms) and `NO_PROXY`
+//!   are honoured (ureq's `Proxy::try_from_env`, the agent's default; the first one set is
+//!   used for both http and https URLs, through a CONNECT tunnel).
+//! - TLS: rustls with the operating system's trust store (`rustls-platform-verifier`:
+//!   the Windows certificate store; on Linux the system bundle, or `SSL_CERT_FILE` /
+//!   `SSL_CERT_DIR`), so a lab's TLS-intercepting proxy CA works as it does for curl and pip.
+//! - Timeouts: DNS, connect, waiting for the response head, and each read of the body:
+//!   `CUENV_HTTP_TIMEOUT` seconds each (default 30). There is no limit on a whole download.
+//! - Retries: `CUENV_HTTP_RETRIES` (default 3) more attempts, after 0.5 s, 1 s, 2 s..., on
+//!   connection errors, a body that breaks off, and HTTP 5xx / 408 / 429. Never on other 4xx,
+//!   on TLS errors (an untrusted certificate stays untrusted), nor on a size or sha256
+//!   mismatch (the server's answer is deterministic).
+//! - Downloads stream through a 1 MiB buffer into a temporary file beside the destination,
+//!   hashing SHA-256 as bytes arrive; the file is renamed to the destination only after the
+//!   size and hash match. On any error the temporary file is deleted (tempfile's drop).
+//! - Offline, every request fails with [`Error::Offline`] before any network I/O.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::Error;
+use crate::progress::Progress;
+
+/// What a download must be.
+#[derive(Debug, Clone, Default)]
+pub struct Expect {
+    /// Exact size in bytes.
+    pub size: Option<u64>,
+    /// SHA-256, hex (any case).
+    pub sha256: Option<String>,
+}
+
+/// What a download was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Got {
+    /// Size in bytes.
+    pub size: u64,
+    /// Lowercase hex SHA-256.
+    pub sha256: String,
+}
+
+/// The blocking HTTP client. Cheap to create; holds a connection pool.
+#[derive(Debug, Clone)]
+pub struct Client {
+    agent: ureq::Agent,
+    offline: bool,
+    retries: u32,
+    backoff: Duration,
+}
+
+/// One attempt's failure: worth another try, or final.
+enum Try {
+    Again(Error),
+    Fatal(Error),
+}
+
+/// The largest JSON document read (PyPI's project JSON for nvidia-cudnn-cu12 is ~100 kB).
+const JSON_LIMIT: u64 = 64 << 20;
+/// The download buffer.
+const BUF: usize = 1 << 20;
+
+impl Client {
+    /// A client; `offline` refuses all network access. Reads `CUENV_HTTP_TIMEOUT` and
+    /// `CUENV_HTTP_RETRIES` (see the module docs) and the proxy variables.
+    pub fn new(offline: bool) -> Client {
+        let num = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u64>().ok());
+        let timeout = Some(Duration::from_secs(num("CUENV_HTTP_TIMEOUT").unwrap_or(30).max(1)));
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_resolve(timeout)
+            .timeout_connect(timeout)
+            .timeout_recv_response(timeout)
+            .timeout_per_read(timeout)
+            .user_agent(format!("cuenv/{}", env!("CARGO_PKG_VERSION")))
+            .tls_config(ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::PlatformVerifier).build())
+            .build();
+        Client {
+            agent: config.into(),
+            offline,
+            retries: num("CUENV_HTTP_RETRIES").unwrap_or(3).min(10) as u32,
+            backoff: Duration::from_millis(500),
+        }
+    }
+
+    /// True when the network must not be used.
+    pub fn is_offline(&self) -> bool {
+        self.offline
+    }
+
+    /// [`Error::Offline`] (naming `what` and `url`) when offline.
+    pub fn check_online(&self, url: &str, what: &str) -> Result<(), Error> {
+        if self.offline {
+            return Err(Error::Offline { what: what.into(), url: url.into() });
+        }
+        Ok(())
+    }
+
+    /// GETs `url` and parses JSON; `Ok(None)` on HTTP 404. `what` names the thing being
+    /// looked up, for the offline error.
+    pub fn get_json(&self, url: &str, what: &str) -> Result<Option<serde_json::Value>, Error> {
+        self.check_online(url, what)?;
+        self.retrying(|n| {
+            let Some(mut resp) = self.send(url, n, true)? else { return Ok(None) };
+            let text = resp.body_mut().with_config().limit(JSON_LIMIT).read_to_string().map_err(|e| match e {
+                ureq::Error::Io(source) => Try::Again(Error::Interrupted { url: url.into(), received: 0, expected: None, attempts: n, source }),
+                other => Try::Fatal(Error::BadJson { url: url.into(), detail: other.to_string() }),
+            })?;
+            serde_json::from_str(&text).map(Some).map_err(|e| Try::Fatal(Error::BadJson { url: url.into(), detail: e.to_string() }))
+        })
+    }
+
+    /// Downloads `url` to `dest` (whose folder must exist), checking `expect`. The bytes go
+    /// to a temporary file in `dest`'s folder, renamed to `dest` once verified.
+    pub fn download(&self, url: &str, dest: &Path, expect: &Expect, progress: &dyn Progress) -> Result<Got, Error> {
+        self.check_online(url, &dest.file_name().unwrap_or_default().to_string_lossy())?;
+        let dir = dest.parent().unwrap_or(Path::new("."));
+        self.retrying(|n| {
+            let mut resp = self.send(url, n, false)?.expect("404 is an error for downloads");
+            let declared = resp.body().content_length();
+            if let (Some(want), Some(cl)) = (expect.size, declared)
+                && want != cl
+            {
+                return Err(Try::Fatal(Error::SizeMismatch { url: url.into(), expected: want, actual: cl }));
+            }
+            let total = expect.size.or(declared);
+            let write_err = |source| Try::Fatal(Error::Write { path: dir.into(), source });
+            let mut tmp = tempfile::Builder::new().prefix(".part-").tempfile_in(dir).map_err(write_err)?;
+            let mut reader = resp.body_mut().as_reader();
+            let mut hasher = Sha256::new();
+            let mut buf = vec![0u8; BUF];
+            let mut received = 0u64;
+            progress.start("download", total.unwrap_or(0));
+            let streamed = loop {
+                let k = match reader.read(&mut buf) {
+                    Ok(0) => break Ok(()),
+                    Ok(k) => k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(source) => break Err(Try::Again(Error::Interrupted { url: url.into(), received, expected: total, attempts: n, source })),
+                };
+                hasher.update(&buf[..k]);
+                if let Err(e) = tmp.write_all(&buf[..k]) {
+                    break Err(write_err(e));
+                }
+                received += k as u64;
+                progress.advance(k as u64);
+                if let Some(want) = expect.size.filter(|w| received > *w) {
+                    break Err(Try::Fatal(Error::SizeMismatch { url: url.into(), expected: want, actual: received }));
+                }
+            };
+            progress.finish();
+            streamed?;
+            if let Some(want) = expect.size.filter(|w| received != *w) {
+                return Err(Try::Fatal(Error::SizeMismatch { url: url.into(), expected: want, actual: received }));
+            }
+            let sha256 = hex::encode(hasher.finalize());
+            if let Some(want) = expect.sha256.as_ref().filter(|w| !w.eq_ignore_ascii_case(&sha256)) {
+                return Err(Try::Fatal(Error::Sha256Mismatch { url: url.into(), expected: want.to_ascii_lowercase(), actual: sha256 }));
+            }
+            tmp.as_file().sync_all().map_err(write_err)?;
+            tmp.persist(dest).map_err(|e| Try::Fatal(Error::Write { path: dest.into(), source: e.error }))?;
+            Ok(Got { size: received, sha256 })
+        })
+    }
+
+    /// Sends one GET. `Ok(None)` for 404 when `none_on_404`.
+    fn send(&self, url: &str, attempt: u32, none_on_404: bool) -> Result<Option<ureq::http::Response<ureq::Body>>, Try> {
+        let resp = self.agent.get(url).call().map_err(|source| {
+            // rustls reports certificate and handshake failures as io::ErrorKind::InvalidData.
+            let transient = match &source {
+                ureq::Error::Io(e) => e.kind() != std::io::ErrorKind::InvalidData,
+                ureq::Error::Timeout(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound | ureq::Error::Protocol(_) => true,
+                _ => false,
+            };
+            let e = Error::Connect { url: url.into(), attempts: attempt, source };
+            if transient { Try::Again(e) } else { Try::Fatal(e) }
+        })?;
+        let status = resp.status().as_u16();
+        match status {
+            200..=299 => Ok(Some(resp)),
+            404 if none_on_404 => Ok(None),
+            404 => Err(Try::Fatal(Error::NotFound { url: url.into() })),
+            408 | 429 | 500..=599 => Err(Try::Again(Error::Status { url: url.into(), status, attempts: attempt })),
+            _ => Err(Try::Fatal(Error::Status { url: url.into(), status, attempts: attempt })),
+        }
+    }
+
+    /// Runs `attempt(n)` for n = 1, 2, ... until it succeeds, fails for good, or the
+    /// retries are spent; sleeps 0.5 s, 1 s, 2 s, ... between attempts.
+    fn retrying<T>(&self, mut attempt: impl FnMut(u32) -> Result<T, Try>) -> Result<T, Error> {
+        let mut n = 1;
+        loop {
+            match attempt(n) {
+                Ok(v) => return Ok(v),
+                Err(Try::Fatal(e)) => return Err(e),
+                Err(Try::Again(e)) if n > self.retries => return Err(e),
+                Err(Try::Again(_)) => std::thread::sleep(self.backoff * 2u32.pow((n - 1).min(6))),
+            }
+            n += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offline_touches_nothing() {
+        let c = Client::new(true);
+        let e = c.get_json("http://127.0.0.1:9/x.json", "cuDNN 9.5.0.50").unwrap_err();
+        assert_eq!(e.to_string(), "offline: cannot get cuDNN 9.5.0.50; that needs http://127.0.0.1:9/x.json");
+    }
+
+    #[test]
+    fn connection_refused_is_retried_then_reported() {
+        // Port 9 (discard) is closed on test machines; nothing listens on it.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let mut c = Client::new(false);
+        c.retries = 1;
+        c.backoff = Duration::from_millis(1);
+        let url = format!("http://127.0.0.1:{port}/x.json");
+        let e = c.get_json(&url, "x").unwrap_err();
+        assert!(matches!(e, Error::Connect { attempts: 2, .. }), "{e:?}");
+        assert_eq!(e.to_string(), format!("cannot reach {url} (tried 2 times)"));
+    }
+}

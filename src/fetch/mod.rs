@@ -1,0 +1,411 @@
+//! Fetching cuDNN releases (and, later, CUDA runtime wheels) from NVIDIA's redist server or
+//! a PyPI index, verified, into the store.
+//!
+//! Data flow:
+//!
+//! ```text
+//! FetchRequest --nvidia::resolve / pypi::resolve--> Artifact {url, sha256, size}
+//!   --(store already holds source.sha256 == artifact.sha256? done)-->
+//!   http::Client::download --> <home>/store/.downloads/download-<random>/<file name>
+//!   --Store::add(--sha256, --cuda)--> store entry; the download folder is deleted
+//! ```
+//!
+//! Invariants:
+//! - Nothing is imported unless its size and SHA-256 match what the manifest or index
+//!   published; the hash is computed while the bytes arrive, and `Store::add` checks it again.
+//! - No partial file survives an error: a download lives in a temporary file inside a
+//!   temporary folder under [`Layout::downloads_dir`], deleted on drop. A crash may leave one
+//!   behind; the next fetch (holding the writer lock) deletes other processes' folders first.
+//! - Downloads are not kept in `Layout::staging_dir`, because every `Store::add` empties that.
+//! - Offline (`--offline`, `CUENV_OFFLINE=1`), nothing touches the network: resolving fails with
+//!   [`Error::Offline`] naming what is missing and the URL it needs; an already resolved
+//!   [`Artifact`] (e.g. pinned in `lab.lock`) whose sha256 the store holds is still found.
+//! - The caller holds the [`WriterLock`] for the whole fetch.
+
+pub mod http;
+pub mod nvidia;
+pub mod pypi;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::binfmt::Platform;
+use crate::error::{Diagnose, ExitCode};
+use crate::fsutil;
+use crate::layout::Layout;
+use crate::lock::WriterLock;
+use crate::progress::Progress;
+use crate::store::entry::EntryMeta;
+use crate::store::{AddOptions, Added, Store};
+use crate::version::Version;
+
+pub use http::Client;
+
+/// Errors of fetching. Each names the URL (or index, or manifest) involved.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("offline: cannot get {what}; that needs {url}")]
+    Offline { what: String, url: String },
+    #[error("cannot reach {url} (tried {attempts} times)")]
+    Connect {
+        url: String,
+        attempts: u32,
+        #[source]
+        source: ureq::Error,
+    },
+    #[error("GET {url}: HTTP {status}{}", if attempts > &1 { format!(" (tried {attempts} times)") } else { String::new() })]
+    Status { url: String, status: u16, attempts: u32 },
+    #[error("GET {url}: not found (HTTP 404)")]
+    NotFound { url: String },
+    #[error("download of {url} broke off after {received} bytes{} (tried {attempts} times)", expected.map(|e| format!(" of {e}")).unwrap_or_default())]
+    Interrupted {
+        url: String,
+        received: u64,
+        expected: Option<u64>,
+        attempts: u32,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{url}: got {actual} bytes, but {expected} were expected")]
+    SizeMismatch { url: String, expected: u64, actual: u64 },
+    #[error("{url}: SHA-256 is {actual}, but {expected} was expected")]
+    Sha256Mismatch { url: String, expected: String, actual: String },
+    #[error("{url}: not the expected JSON: {detail}")]
+    BadJson { url: String, detail: String },
+    #[error("no project `{project}` on the index {index}")]
+    NoSuchProject { project: String, index: String },
+    #[error("`{project}` has no version {version} on {index}{}", if nearby.is_empty() { String::new() } else { format!("; nearby versions: {}", nearby.join(", ")) })]
+    NoSuchVersion { project: String, version: String, index: String, nearby: Vec<String> },
+    #[error("`{project}` {version} has no wheel for {platform}{}", if offered.is_empty() { " (it has no wheels at all)".to_string() } else { format!("; its wheels: {}", offered.join(", ")) })]
+    NoWheel { project: String, version: String, platform: Platform, offered: Vec<String> },
+    #[error("no NVIDIA redist manifest for cuDNN {version} under {base} (tried {})", tried.join(", "))]
+    NoManifest { version: String, base: String, tried: Vec<String> },
+    #[error("cuDNN {version} has no archive for {platform} and CUDA {cuda} at {base}; {}", if offered.is_empty() { "the manifests offer none".to_string() } else { format!("offered: {}", offered.join(", ")) })]
+    NoArtifact { version: String, platform: Platform, cuda: u64, base: String, offered: Vec<String> },
+    #[error("{url} describes cuDNN {found}, not {wanted}")]
+    ManifestVersion { url: String, wanted: String, found: String },
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+}
+
+impl Diagnose for Error {
+    fn hint(&self) -> Option<String> {
+        use Error::*;
+        Some(match self {
+            Offline { .. } => "drop --offline (or unset CUENV_OFFLINE), or download the file elsewhere and import it with `cuenv store add <file> --sha256 <hex>`".into(),
+            Connect { source, .. } if source.to_string().contains("certificate") => "the server's TLS certificate is not trusted: if a proxy intercepts TLS, add its CA to the system store, or point SSL_CERT_FILE at a bundle that holds it".into(),
+            Connect { .. } | Interrupted { .. } => "check the network; behind a proxy set HTTPS_PROXY (and NO_PROXY); CUENV_HTTP_RETRIES and CUENV_HTTP_TIMEOUT (seconds) tune retries and timeouts".into(),
+            Status { status, .. } if *status >= 500 => "the server failed; try again later, or use the other source (--from nvidia|pypi)".into(),
+            Status { .. } => "check the URL; for a mirror, check CUENV_NVIDIA_MIRROR / CUENV_PYPI_INDEX".into(),
+            NotFound { .. } => "the index or manifest points at a file the server lacks; check the mirror (CUENV_NVIDIA_MIRROR / CUENV_PYPI_INDEX)".into(),
+            SizeMismatch { .. } | Sha256Mismatch { .. } => "the server sent other bytes than the manifest or index publishes; nothing was imported. Try again, or check the mirror or proxy".into(),
+            BadJson { .. } => "the URL does not serve a PyPI JSON API or an NVIDIA redist manifest; check CUENV_PYPI_INDEX / CUENV_NVIDIA_MIRROR".into(),
+            NoSuchProject { .. } => "check the index URL (CUENV_PYPI_INDEX) and the CUDA major (--cuda)".into(),
+            NoSuchVersion { nearby, .. } => {
+                if nearby.is_empty() { "check the version; PyPI wheels need the full 4-part version (e.g. 9.5.0.50)".into() } else { format!("pick one of: {}", nearby.join(", ")) }
+            }
+            NoWheel { .. } => "pass --platform for another platform, or use --from nvidia".into(),
+            NoManifest { .. } => "check the version (NVIDIA publishes redistrib_<version>.json for cuDNN 8.3 and later), or the mirror (CUENV_NVIDIA_MIRROR)".into(),
+            NoArtifact { .. } => "pick a CUDA major and platform the release is built for (--cuda, --platform)".into(),
+            ManifestVersion { .. } => "the manifest's name and content disagree; check the mirror".into(),
+            Write { .. } => "check free space and permissions of the cuenv home (--home or CUENV_HOME)".into(),
+            Store(e) => return e.hint(),
+        })
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        use Error::*;
+        match self {
+            NoSuchProject { .. } | NoSuchVersion { .. } | NoWheel { .. } | NoManifest { .. } | NoArtifact { .. } => ExitCode::Invalid,
+            SizeMismatch { .. } | Sha256Mismatch { .. } | ManifestVersion { .. } | BadJson { .. } => ExitCode::Invalid,
+            Store(e) => e.exit_code(),
+            Offline { .. } | Connect { .. } | Status { .. } | NotFound { .. } | Interrupted { .. } | Write { .. } => ExitCode::Failure,
+        }
+    }
+}
+
+/// Where a release is downloaded from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// NVIDIA's redist server (official `.zip` / `.tar.xz` archives), or a mirror of it.
+    Nvidia,
+    /// A PyPI index (`nvidia-cudnn-cu<N>` wheels).
+    Pypi,
+}
+
+impl Source {
+    /// `nvidia` or `pypi`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Nvidia => "nvidia",
+            Source::Pypi => "pypi",
+        }
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Source {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "nvidia" => Ok(Source::Nvidia),
+            "pypi" => Ok(Source::Pypi),
+            _ => Err(format!("unknown source `{s}` (expected `nvidia` or `pypi`)")),
+        }
+    }
+}
+
+/// NVIDIA's redist folder for cuDNN (field notes §3).
+pub const DEFAULT_NVIDIA_MIRROR: &str = "https://developer.download.nvidia.com/compute/cudnn/redist/";
+/// The public PyPI.
+pub const DEFAULT_PYPI_INDEX: &str = "https://pypi.org";
+
+/// Where to fetch from, and whether the network may be used.
+#[derive(Debug, Clone, Default)]
+pub struct Endpoints {
+    /// PyPI base URL (the JSON API is under `<index>/pypi/...`); default [`DEFAULT_PYPI_INDEX`].
+    pub pypi_index: Option<String>,
+    /// The redist folder holding `redistrib_<version>.json`; default [`DEFAULT_NVIDIA_MIRROR`].
+    pub nvidia_mirror: Option<String>,
+    /// Refuse to touch the network.
+    pub offline: bool,
+}
+
+impl Endpoints {
+    /// From `CUENV_PYPI_INDEX`, `CUENV_NVIDIA_MIRROR` and `CUENV_OFFLINE` (`1`, `true`, `yes`).
+    pub fn from_env() -> Endpoints {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        Endpoints {
+            pypi_index: var("CUENV_PYPI_INDEX"),
+            nvidia_mirror: var("CUENV_NVIDIA_MIRROR"),
+            offline: var("CUENV_OFFLINE").is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")),
+        }
+    }
+
+    /// The PyPI index in use, without a trailing `/`.
+    pub fn pypi_index(&self) -> String {
+        self.pypi_index.as_deref().unwrap_or(DEFAULT_PYPI_INDEX).trim_end_matches('/').to_string()
+    }
+
+    /// The NVIDIA redist folder in use, with a trailing `/`.
+    pub fn nvidia_mirror(&self) -> String {
+        let base = self.nvidia_mirror.as_deref().unwrap_or(DEFAULT_NVIDIA_MIRROR).trim_end_matches('/');
+        format!("{base}/")
+    }
+}
+
+/// What to fetch: one cuDNN release for one CUDA major and platform.
+#[derive(Debug, Clone)]
+pub struct FetchRequest {
+    /// The cuDNN version: 4 parts (`9.5.0.50`), or 3 (`9.5.0`: the build is looked up).
+    pub version: Version,
+    /// The CUDA major the build is for.
+    pub cuda_major: u64,
+    /// Where to fetch from.
+    pub from: Source,
+    /// The platform of the build.
+    pub platform: Platform,
+    /// URLs and the offline switch.
+    pub endpoints: Endpoints,
+}
+
+impl FetchRequest {
+    /// `cuDNN 9.5.0.50 for CUDA 12 (linux-x86_64) from PyPI`.
+    pub fn describe(&self) -> String {
+        let from = match self.from {
+            Source::Nvidia => "NVIDIA",
+            Source::Pypi => "PyPI",
+        };
+        format!("cuDNN {} for CUDA {} ({}) from {from}", self.version, self.cuda_major, self.platform)
+    }
+}
+
+/// One downloadable file, as a manifest or index publishes it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Artifact {
+    /// Absolute URL.
+    pub url: String,
+    /// The file name to store it under (the URL's last segment): `Store::add` reads the
+    /// version and CUDA major from it.
+    pub file_name: String,
+    /// Lowercase hex SHA-256.
+    pub sha256: String,
+    /// Size in bytes, when published.
+    pub size: Option<u64>,
+    /// The exact version the manifest or index names (4 parts).
+    pub version: String,
+}
+
+/// Where a fetched entry came from: what `lab.lock` records.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FetchedFrom {
+    /// The artifact's URL.
+    pub url: String,
+    /// Its SHA-256 (lowercase hex).
+    pub sha256: String,
+    /// Its size in bytes (0 when neither published nor downloaded).
+    pub size: u64,
+    /// False when the store already held an entry imported from these bytes.
+    pub downloaded: bool,
+}
+
+/// A verified download: a file in its own temporary folder under
+/// [`Layout::downloads_dir`], deleted (with the folder) on drop.
+///
+/// Valid while the caller holds the writer lock (the next fetch empties that folder).
+#[derive(Debug)]
+pub struct Download {
+    dir: tempfile::TempDir,
+    path: PathBuf,
+    /// Where it came from.
+    pub url: String,
+    /// Its SHA-256 (lowercase hex), computed while downloading.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+impl Download {
+    /// The downloaded file (named like the URL's last segment).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The temporary folder holding it.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// Resolves `req` to the artifact NVIDIA's manifest or the PyPI index publishes.
+///
+/// Errors: [`Error::Offline`] offline; lookup errors of [`nvidia::resolve`] / [`pypi::resolve`].
+pub fn resolve_cudnn(client: &Client, req: &FetchRequest) -> Result<Artifact, Error> {
+    match req.from {
+        Source::Nvidia => nvidia::resolve(client, &req.endpoints.nvidia_mirror(), &req.version, req.cuda_major, req.platform, &req.describe()),
+        Source::Pypi => {
+            let project = pypi::cudnn_project(req.cuda_major);
+            pypi::resolve(client, &req.endpoints.pypi_index(), &project, &req.version.to_string(), req.platform, &req.describe())
+        }
+    }
+}
+
+/// Fetches one cuDNN release into the store: resolve, skip if the store already holds an
+/// entry imported from the same bytes, else download (verified) and `Store::add` it with
+/// the artifact's sha256 and `req.cuda_major`. The download is deleted afterwards.
+///
+/// Errors: [`Error`]; on any error the store is unchanged and no download is left behind.
+pub fn fetch_cudnn(layout: &Layout, lock: &WriterLock, req: &FetchRequest, progress: &dyn Progress) -> Result<(Added, FetchedFrom), Error> {
+    let client = Client::new(req.endpoints.offline);
+    let artifact = resolve_cudnn(&client, req)?;
+    import_artifact(layout, lock, &client, &artifact, Some(req.cuda_major), progress)
+}
+
+/// The store entry imported from a file whose SHA-256 is `sha256`, if any.
+pub fn find_by_source_sha256(layout: &Layout, sha256: &str) -> Option<(PathBuf, EntryMeta)> {
+    let want = sha256.to_ascii_lowercase();
+    Store::new(layout).entries().into_iter().find(|(_, m)| m.source.sha256.as_deref() == Some(want.as_str()))
+}
+
+/// Imports a known artifact (for example one pinned in `lab.lock`): returns the entry
+/// already imported from these bytes, or downloads, verifies and adds it.
+///
+/// Works offline when the store already holds it.
+pub fn import_artifact(layout: &Layout, lock: &WriterLock, client: &Client, artifact: &Artifact, cuda: Option<u64>, progress: &dyn Progress) -> Result<(Added, FetchedFrom), Error> {
+    if let Some((dir, meta)) = find_by_source_sha256(layout, &artifact.sha256) {
+        let size = artifact.size.or(meta.source.size).unwrap_or(0);
+        let from = FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256.clone(), size, downloaded: false };
+        return Ok((Added { meta, dir, existed: true }, from));
+    }
+    let download = download(layout, lock, client, artifact, progress)?;
+    let opts = AddOptions { sha256: Some(download.sha256.clone()), cuda };
+    let added = Store::new(layout).add(lock, download.path(), &opts, progress)?;
+    let from = FetchedFrom { url: download.url.clone(), sha256: download.sha256.clone(), size: download.size, downloaded: true };
+    drop(download);
+    Ok((added, from))
+}
+
+/// Downloads a wheel of `project` (e.g. `nvidia-cuda-runtime-cu12`) at exactly `version`
+/// for `platform` from the PyPI index of `endpoints`, verified against the index's size and
+/// sha256. The caller imports it and drops the [`Download`], which deletes it.
+pub fn fetch_wheel(layout: &Layout, lock: &WriterLock, endpoints: &Endpoints, project: &str, version: &str, platform: Platform, progress: &dyn Progress) -> Result<Download, Error> {
+    let client = Client::new(endpoints.offline);
+    let what = format!("{project} {version} ({platform}) from PyPI");
+    let artifact = pypi::resolve(&client, &endpoints.pypi_index(), project, version, platform, &what)?;
+    download(layout, lock, &client, &artifact, progress)
+}
+
+/// Downloads `artifact` into a fresh folder `download-<pid>-<random>` under
+/// [`Layout::downloads_dir`] (after deleting folders other processes left there), checking
+/// its size and sha256.
+pub fn download(layout: &Layout, _lock: &WriterLock, client: &Client, artifact: &Artifact, progress: &dyn Progress) -> Result<Download, Error> {
+    let root = layout.downloads_dir();
+    // Under the writer lock, a folder of another process is left by a crash. This
+    // process's own folders may still be in use (several wheels fetched for one apply).
+    let mine = format!("download-{}-", std::process::id());
+    if let Ok(rd) = fs::read_dir(&root) {
+        for e in rd.flatten() {
+            if !e.file_name().to_string_lossy().starts_with(&mine) {
+                fsutil::remove_tree(&e.path()).map_err(|source| Error::Write { path: e.path(), source })?;
+            }
+        }
+    }
+    client.check_online(&artifact.url, &artifact.file_name)?;
+    fs::create_dir_all(&root).map_err(|source| Error::Write { path: root.clone(), source })?;
+    let dir = tempfile::Builder::new().prefix(&mine).tempdir_in(&root).map_err(|source| Error::Write { path: root.clone(), source })?;
+    let path = dir.path().join(&artifact.file_name);
+    let expect = http::Expect { size: artifact.size, sha256: Some(artifact.sha256.clone()) };
+    let got = client.download(&artifact.url, &path, &expect, progress)?;
+    Ok(Download { dir, path, url: artifact.url.clone(), sha256: got.sha256, size: got.size })
+}
+
+/// The last segment of `url`'s path, if it is a plain file name; else `download`.
+pub fn file_name_of(url: &str) -> String {
+    let path = url.split(['?', '#']).next().unwrap_or("");
+    let last = path.rsplit('/').next().unwrap_or("");
+    let ok = !last.is_empty() && last != "." && last != ".." && !last.contains(['\\', ':', '%']) && !last.starts_with('.');
+    if ok { last.to_string() } else { "download".to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names() {
+        assert_eq!(file_name_of("https://x/a/nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl#sha256=00"), "nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl");
+        assert_eq!(file_name_of("https://x/cudnn/linux-x86_64/cudnn-linux-x86_64-9.5.0.50_cuda12-archive.tar.xz?x=1"), "cudnn-linux-x86_64-9.5.0.50_cuda12-archive.tar.xz");
+        assert_eq!(file_name_of("https://x/"), "download");
+        assert_eq!(file_name_of("https://x/a/.."), "download");
+        assert_eq!(file_name_of("https://x/a%2F..%2Fb"), "download");
+    }
+
+    #[test]
+    fn endpoints_defaults_and_slashes() {
+        let e = Endpoints::default();
+        assert_eq!(e.pypi_index(), "https://pypi.org");
+        assert_eq!(e.nvidia_mirror(), DEFAULT_NVIDIA_MIRROR);
+        let e = Endpoints { pypi_index: Some("http://127.0.0.1:1/".into()), nvidia_mirror: Some("http://m/redist".into()), offline: false };
+        assert_eq!(e.pypi_index(), "http://127.0.0.1:1");
+        assert_eq!(e.nvidia_mirror(), "http://m/redist/");
+    }
+
+    #[test]
+    fn sources_parse() {
+        assert_eq!("pypi".parse::<Source>().unwrap(), Source::Pypi);
+        assert_eq!("nvidia".parse::<Source>().unwrap(), Source::Nvidia);
+        assert!("conda".parse::<Source>().unwrap_err().contains("expected `nvidia` or `pypi`"));
+    }
+}

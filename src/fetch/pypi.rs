@@ -1,0 +1,310 @@
+//! Finding a wheel through a PyPI index's JSON API (warehouse's
+//! `GET <index>/pypi/<project>/<version>/json`): its URL, `digests.sha256` and `size`.
+//!
+//! The cuDNN project is `nvidia-cudnn-cu<CUDA major>`; the CUDA runtime pieces cuDNN loads
+//! are `nvidia-cuda-runtime-cu<N>`, `nvidia-cublas-cu<N>` and `nvidia-cuda-nvrtc-cu<N>`
+//! (field notes §2). Platform tags: `win_amd64` (windows-x86_64), `manylinux*_x86_64`
+//! (linux-x86_64), `manylinux*_aarch64` (linux-sbsa). When the per-version document is
+//! missing (some mirrors and proxies serve only `GET <index>/pypi/<project>/json`), the
+//! project document's `releases[<version>]` is used: it lists the same files. The parsing
+//! here is pure; only [`resolve`] does I/O.
+
+use serde_json::Value;
+
+use super::{Artifact, Client, Error, file_name_of};
+use crate::binfmt::Platform;
+use crate::version::Version;
+
+/// `nvidia-cudnn-cu<major>`.
+pub fn cudnn_project(cuda_major: u64) -> String {
+    format!("nvidia-cudnn-cu{cuda_major}")
+}
+
+/// The CUDA runtime wheels cuDNN needs at run time, for one CUDA major: the runtime
+/// (`cudart`), cuBLAS/cuBLASLt and NVRTC.
+pub fn cuda_runtime_projects(cuda_major: u64) -> [String; 3] {
+    [
+        format!("nvidia-cuda-runtime-cu{cuda_major}"),
+        format!("nvidia-cublas-cu{cuda_major}"),
+        format!("nvidia-cuda-nvrtc-cu{cuda_major}"),
+    ]
+}
+
+/// `<index>/pypi/<project>/<version>/json`.
+pub fn version_url(index: &str, project: &str, version: &str) -> String {
+    format!("{}/pypi/{project}/{version}/json", index.trim_end_matches('/'))
+}
+
+/// `<index>/pypi/<project>/json` (every release).
+pub fn project_url(index: &str, project: &str) -> String {
+    format!("{}/pypi/{project}/json", index.trim_end_matches('/'))
+}
+
+/// True when the wheel file name's platform tag (any of a compressed `a.b` set) runs on
+/// `platform`.
+pub fn wheel_fits(file_name: &str, platform: Platform) -> bool {
+    let Some(stem) = file_name.strip_suffix(".whl") else { return false };
+    let Some(tags) = stem.rsplit('-').next() else { return false };
+    tags.split('.').any(|tag| match platform {
+        Platform::WindowsX86_64 => tag == "win_amd64",
+        Platform::LinuxX86_64 => tag.starts_with("manylinux") && tag.ends_with("_x86_64"),
+        Platform::LinuxSbsa => tag.starts_with("manylinux") && tag.ends_with("_aarch64"),
+        Platform::LinuxAarch64 | Platform::LinuxPpc64le => false,
+    })
+}
+
+/// Picks the wheel for `platform` from a version JSON document (its `urls`).
+///
+/// Errors: [`Error::NoWheel`] listing the wheels offered; [`Error::BadJson`].
+pub fn pick_wheel(doc: &Value, url: &str, project: &str, version: &str, platform: Platform) -> Result<Artifact, Error> {
+    let bad = |detail: &str| Error::BadJson { url: url.into(), detail: detail.into() };
+    let files = doc.get("urls").and_then(Value::as_array).ok_or_else(|| bad("no `urls` list"))?;
+    let mut offered = Vec::new();
+    let mut fitting: Vec<&Value> = Vec::new();
+    for f in files {
+        let Some(name) = f.get("filename").and_then(Value::as_str) else { continue };
+        if !name.ends_with(".whl") {
+            continue;
+        }
+        offered.push(name.to_string());
+        if wheel_fits(name, platform) {
+            fitting.push(f);
+        }
+    }
+    fitting.sort_by_key(|f| f.get("filename").and_then(Value::as_str).unwrap_or("").to_string());
+    let Some(f) = fitting.first() else {
+        offered.sort();
+        return Err(Error::NoWheel { project: project.into(), version: version.into(), platform, offered });
+    };
+    let name = f["filename"].as_str().unwrap_or_default();
+    let href = f.get("url").and_then(Value::as_str).ok_or_else(|| bad(&format!("`{name}` has no url")))?;
+    let sha256 = f
+        .pointer("/digests/sha256")
+        .and_then(Value::as_str)
+        .filter(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+        .ok_or_else(|| bad(&format!("`{name}` has no digests.sha256")))?
+        .to_ascii_lowercase();
+    let size = f.get("size").and_then(|s| s.as_u64().or_else(|| s.as_str().and_then(|s| s.parse().ok())));
+    let full = join_url(url, href);
+    let exact = doc.pointer("/info/version").and_then(Value::as_str).unwrap_or(version).to_string();
+    let file_name = if file_name_of(&full) == "download" { name.to_string() } else { file_name_of(&full) };
+    Ok(Artifact { url: full, file_name, sha256, size, version: exact })
+}
+
+/// Release versions of a project JSON document (`releases` keys with at least one file)
+/// near `wanted`: the same major.minor if any, else the same major, else all; sorted, at
+/// most the last 12.
+pub fn nearby_versions(doc: &Value, wanted: &str) -> Vec<String> {
+    let Some(releases) = doc.get("releases").and_then(Value::as_object) else { return Vec::new() };
+    let mut all: Vec<(Version, String)> = releases
+        .iter()
+        .filter(|(_, files)| files.as_array().is_some_and(|a| !a.is_empty()))
+        .filter_map(|(v, _)| v.parse::<Version>().ok().map(|p| (p, v.clone())))
+        .collect();
+    all.sort();
+    let want = wanted.parse::<Version>().ok();
+    let pick = |n: usize| -> Vec<String> {
+        let Some(w) = &want else { return Vec::new() };
+        all.iter().filter(|(v, _)| v.starts_with(&w.truncated(n))).map(|(_, s)| s.clone()).collect()
+    };
+    let mut near = pick(2);
+    if near.is_empty() {
+        near = pick(1);
+    }
+    if near.is_empty() {
+        near = all.iter().map(|(_, s)| s.clone()).collect();
+    }
+    let skip = near.len().saturating_sub(12);
+    near.split_off(skip)
+}
+
+/// The highest release of a project JSON document whose version starts with `prefix`
+/// (e.g. `9.5.0` -> `9.5.0.50`).
+pub fn newest_with_prefix(doc: &Value, prefix: &Version) -> Option<String> {
+    let releases = doc.get("releases").and_then(Value::as_object)?;
+    releases
+        .iter()
+        .filter(|(_, files)| files.as_array().is_some_and(|a| !a.is_empty()))
+        .filter_map(|(v, _)| v.parse::<Version>().ok().map(|p| (p, v.clone())))
+        .filter(|(v, _)| v.starts_with(prefix) && v.parts().len() > prefix.parts().len())
+        .max()
+        .map(|(_, s)| s)
+}
+
+/// Finds the wheel of `project` at `version` for `platform` on the index: the version
+/// document, else the project document's `releases`. A version of fewer than 4 parts picks
+/// the newest release starting with it. `what` names the request for the
+/// offline error.
+///
+/// Errors: [`Error::Offline`], [`Error::NoSuchProject`], [`Error::NoSuchVersion`] (with nearby
+/// versions), [`Error::NoWheel`], and HTTP errors.
+pub fn resolve(client: &Client, index: &str, project: &str, version: &str, platform: Platform, what: &str) -> Result<Artifact, Error> {
+    let url = version_url(index, project, version);
+    if let Some(doc) = client.get_json(&url, what)? {
+        return pick_wheel(&doc, &url, project, version, platform);
+    }
+    let purl = project_url(index, project);
+    let Some(pdoc) = client.get_json(&purl, what)? else {
+        return Err(Error::NoSuchProject { project: project.into(), index: index.into() });
+    };
+    // Some mirrors serve only the project document; its `releases` hold the same entries.
+    if let Some(doc) = release_doc(&pdoc, version) {
+        return pick_wheel(&doc, &purl, project, version, platform);
+    }
+    if let Some(full) = version.parse::<Version>().ok().filter(|v| v.parts().len() < 4).and_then(|v| newest_with_prefix(&pdoc, &v)) {
+        let doc = release_doc(&pdoc, &full).expect("newest_with_prefix picks a listed release");
+        return pick_wheel(&doc, &purl, project, &full, platform);
+    }
+    Err(Error::NoSuchVersion { project: project.into(), version: version.into(), index: index.into(), nearby: nearby_versions(&pdoc, version) })
+}
+
+/// A version document (`{info: {version}, urls}`) made from the project document's
+/// `releases[version]`, when that lists files.
+pub fn release_doc(project_doc: &Value, version: &str) -> Option<Value> {
+    let files = project_doc.pointer(&format!("/releases/{}", version.replace('~', "~0").replace('/', "~1")))?.as_array()?;
+    if files.is_empty() {
+        return None;
+    }
+    Some(serde_json::json!({"info": {"version": version}, "urls": files}))
+}
+
+/// `href` resolved against `base` (the URL of the document that holds it), as a browser
+/// would (RFC 3986 §5.2): PyPI gives absolute URLs, mirrors often relative ones such as
+/// `../../packages/ab/cd/x.whl`.
+pub fn join_url(base: &str, href: &str) -> String {
+    if href.contains("://") {
+        return href.to_string();
+    }
+    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    if let Some(rest) = href.strip_prefix("//") {
+        return format!("{}{rest}", &base[..scheme_end]);
+    }
+    let base = base.split(['?', '#']).next().unwrap_or(base);
+    let path_start = base[scheme_end..].find('/').map(|i| scheme_end + i).unwrap_or(base.len());
+    let (origin, base_path) = base.split_at(path_start);
+    let (href_path, suffix) = match href.find(['?', '#']) {
+        Some(i) => href.split_at(i),
+        None => (href, ""),
+    };
+    let merged = if href_path.starts_with('/') {
+        href_path.to_string()
+    } else {
+        let dir = &base_path[..base_path.rfind('/').map(|i| i + 1).unwrap_or(0)];
+        format!("{}{href_path}", if dir.is_empty() { "/" } else { dir })
+    };
+    let mut out: Vec<&str> = Vec::new();
+    let segments: Vec<&str> = merged.split('/').skip(1).collect();
+    for (i, seg) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        match *seg {
+            "." => {
+                if last {
+                    out.push("");
+                }
+            }
+            ".." => {
+                out.pop();
+                if last {
+                    out.push("");
+                }
+            }
+            s => out.push(s),
+        }
+    }
+    format!("{origin}/{}{suffix}", out.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SHA: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    fn doc() -> Value {
+        json!({
+            "info": {"name": "nvidia-cudnn-cu12", "version": "9.5.0.50"},
+            "urls": [
+                {"filename": "nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_aarch64.manylinux_2_17_aarch64.whl", "url": "https://files.example/a.whl", "digests": {"sha256": SHA}, "size": 1},
+                {"filename": "nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl", "url": "https://files.example/packages/nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl", "digests": {"sha256": SHA.to_uppercase()}, "size": 571000000},
+                {"filename": "nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl", "url": "/packages/w.whl", "digests": {"sha256": SHA}, "size": 557000000},
+                {"filename": "nvidia-cudnn-cu12-9.5.0.50.tar.gz", "url": "https://files.example/s.tar.gz", "digests": {"sha256": SHA}, "size": 5}
+            ]
+        })
+    }
+
+    #[test]
+    fn tags() {
+        assert!(wheel_fits("x-1-py3-none-win_amd64.whl", Platform::WindowsX86_64));
+        assert!(!wheel_fits("x-1-py3-none-win32.whl", Platform::WindowsX86_64));
+        assert!(wheel_fits("x-1-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", Platform::LinuxX86_64));
+        assert!(wheel_fits("x-1-py3-none-manylinux1_x86_64.whl", Platform::LinuxX86_64));
+        assert!(!wheel_fits("x-1-py3-none-manylinux2014_aarch64.whl", Platform::LinuxX86_64));
+        assert!(wheel_fits("x-1-py3-none-manylinux2014_aarch64.whl", Platform::LinuxSbsa));
+        assert!(!wheel_fits("x-1-py3-none-manylinux2014_aarch64.whl", Platform::LinuxAarch64));
+        assert!(!wheel_fits("x-1.tar.gz", Platform::LinuxX86_64));
+    }
+
+    #[test]
+    fn picks_per_platform() {
+        let d = doc();
+        let a = pick_wheel(&d, "https://pypi.example/pypi/nvidia-cudnn-cu12/9.5.0.50/json", "nvidia-cudnn-cu12", "9.5.0.50", Platform::LinuxX86_64).unwrap();
+        assert_eq!(a.file_name, "nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl");
+        assert_eq!(a.sha256, SHA);
+        assert_eq!(a.size, Some(571000000));
+        assert_eq!(a.version, "9.5.0.50");
+        let w = pick_wheel(&d, "https://pypi.example/pypi/nvidia-cudnn-cu12/9.5.0.50/json", "nvidia-cudnn-cu12", "9.5.0.50", Platform::WindowsX86_64).unwrap();
+        assert_eq!(w.url, "https://pypi.example/packages/w.whl");
+        let s = pick_wheel(&d, "https://pypi.example/pypi/nvidia-cudnn-cu12/9.5.0.50/json", "nvidia-cudnn-cu12", "9.5.0.50", Platform::LinuxSbsa).unwrap();
+        assert_eq!(s.url, "https://files.example/a.whl");
+        // The URL's last segment is not the wheel's name: keep the index's file name.
+        assert_eq!(s.file_name, "a.whl");
+    }
+
+    #[test]
+    fn no_wheel_lists_offered() {
+        let e = pick_wheel(&doc(), "u", "nvidia-cudnn-cu12", "9.5.0.50", Platform::LinuxPpc64le).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`nvidia-cudnn-cu12` 9.5.0.50 has no wheel for linux-ppc64le; its wheels: nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_aarch64.manylinux_2_17_aarch64.whl, nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl, nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl"
+        );
+    }
+
+    #[test]
+    fn missing_digest_is_bad_json() {
+        let d = json!({"urls": [{"filename": "x-1-py3-none-win_amd64.whl", "url": "https://f/x.whl", "digests": {}}]});
+        let e = pick_wheel(&d, "https://i/pypi/x/1/json", "x", "1", Platform::WindowsX86_64).unwrap_err();
+        assert_eq!(e.to_string(), "https://i/pypi/x/1/json: not the expected JSON: `x-1-py3-none-win_amd64.whl` has no digests.sha256");
+    }
+
+    #[test]
+    fn nearby_and_prefix() {
+        let f = json!([{"filename": "f"}]);
+        let d = json!({"releases": {"9.1.0.70": f, "9.5.0.50": f, "9.5.1.17": f, "8.9.4.25": f, "9.6.0.74": f, "0.0.1": [], "junk-version": f}});
+        assert_eq!(nearby_versions(&d, "9.5.0.5"), vec!["9.5.0.50", "9.5.1.17"]);
+        assert_eq!(nearby_versions(&d, "9.4.0.1"), vec!["9.1.0.70", "9.5.0.50", "9.5.1.17", "9.6.0.74"]);
+        assert_eq!(nearby_versions(&d, "7.0"), vec!["8.9.4.25", "9.1.0.70", "9.5.0.50", "9.5.1.17", "9.6.0.74"]);
+        assert_eq!(newest_with_prefix(&d, &"9.5".parse().unwrap()).as_deref(), Some("9.5.1.17"));
+        assert_eq!(newest_with_prefix(&d, &"9.5.0".parse().unwrap()).as_deref(), Some("9.5.0.50"));
+        assert_eq!(newest_with_prefix(&d, &"9.7".parse().unwrap()), None);
+        assert_eq!(release_doc(&d, "9.5.0.50").unwrap(), json!({"info": {"version": "9.5.0.50"}, "urls": [{"filename": "f"}]}));
+        assert_eq!(release_doc(&d, "0.0.1"), None);
+        assert_eq!(release_doc(&d, "9.9"), None);
+    }
+
+    #[test]
+    fn urls_and_projects() {
+        assert_eq!(version_url("https://pypi.org/", "nvidia-cudnn-cu12", "9.5.0.50"), "https://pypi.org/pypi/nvidia-cudnn-cu12/9.5.0.50/json");
+        assert_eq!(project_url("https://pypi.org", "nvidia-cudnn-cu11"), "https://pypi.org/pypi/nvidia-cudnn-cu11/json");
+        assert_eq!(cudnn_project(12), "nvidia-cudnn-cu12");
+        assert_eq!(cuda_runtime_projects(12)[2], "nvidia-cuda-nvrtc-cu12");
+        let doc = "https://pypi.org/pypi/nvidia-cudnn-cu12/json";
+        assert_eq!(join_url(doc, "../../packages/packages/36/24/x.whl"), "https://pypi.org/packages/packages/36/24/x.whl");
+        assert_eq!(join_url(doc, "/packages/x.whl#sha256=00"), "https://pypi.org/packages/x.whl#sha256=00");
+        assert_eq!(join_url(doc, "x.whl"), "https://pypi.org/pypi/nvidia-cudnn-cu12/x.whl");
+        assert_eq!(join_url(doc, "../../../../x.whl"), "https://pypi.org/x.whl");
+        assert_eq!(join_url(doc, "//files.example/x.whl"), "https://files.example/x.whl");
+        assert_eq!(join_url("http://h:1", "x.whl"), "http://h:1/x.whl");
+        assert_eq!(join_url(doc, "https://files.pythonhosted.org/p/x.whl"), "https://files.pythonhosted.org/p/x.whl");
+    }
+}
