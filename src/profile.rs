@@ -241,6 +241,10 @@ pub struct Settings {
     pub link_mode: LinkMode,
     /// The span of the `link-mode` value, when given.
     pub link_mode_span: Option<Span>,
+    /// `nvidia-mirror`: the redist folder holding `redistrib_<version>.json` (a lab mirror).
+    pub nvidia_mirror: Option<String>,
+    /// `pypi-index`: the PyPI base URL for `from = "pypi"`.
+    pub pypi_index: Option<String>,
 }
 
 /// One entry of `[toolkits]`: a label and the toolkit root it names.
@@ -471,9 +475,17 @@ impl Cx<'_> {
     }
 
     fn settings(&self, t: &dyn TableLike) -> Result<Settings, Error> {
-        self.check_keys(t, &["link-mode"], "[settings]")?;
-        let Some(mode) = self.string(t, "link-mode")? else { return Ok(Settings::default()) };
-        Ok(Settings { link_mode: self.one_of("link-mode", &mode, &LINK_MODES)?, link_mode_span: Some(mode.span) })
+        self.check_keys(t, &["link-mode", "nvidia-mirror", "pypi-index"], "[settings]")?;
+        let mut s = Settings {
+            nvidia_mirror: self.string(t, "nvidia-mirror")?.map(|v| v.value),
+            pypi_index: self.string(t, "pypi-index")?.map(|v| v.value),
+            ..Settings::default()
+        };
+        if let Some(mode) = self.string(t, "link-mode")? {
+            s.link_mode = self.one_of("link-mode", &mode, &LINK_MODES)?;
+            s.link_mode_span = Some(mode.span);
+        }
+        Ok(s)
     }
 
     fn toolkits(&self, t: &dyn TableLike) -> Result<Vec<ToolkitDecl>, Error> {

@@ -89,7 +89,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("--sha256 applies to one input, but {} were given; add them one at a time", paths.len());
             }
             let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
-            let opts = AddOptions { sha256, cuda };
+            let opts = AddOptions { sha256, cuda, source_url: None };
             let mut added = Vec::new();
             for path in &paths {
                 let progress = reporter::for_stderr(ctx.quiet);

@@ -330,7 +330,7 @@ pub fn import_artifact(layout: &Layout, lock: &WriterLock, client: &Client, arti
         return Ok((Added { meta, dir, existed: true }, from));
     }
     let download = download(layout, lock, client, artifact, progress)?;
-    let opts = AddOptions { sha256: Some(download.sha256.clone()), cuda };
+    let opts = AddOptions { sha256: Some(download.sha256.clone()), cuda, source_url: Some(download.url.clone()) };
     let added = Store::new(layout).add(lock, download.path(), &opts, progress)?;
     let from = FetchedFrom { url: download.url.clone(), sha256: download.sha256.clone(), size: download.size, downloaded: true };
     drop(download);

@@ -32,6 +32,9 @@ pub struct SourceInfo {
     /// SHA-256 of the input file (absent for folders).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// The URL it was downloaded from (`store fetch`, or `apply` fetching a `from` source).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// One item of the entry's content, as recorded in `entry.toml`.

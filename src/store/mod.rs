@@ -139,6 +139,8 @@ pub struct AddOptions {
     pub sha256: Option<String>,
     /// The CUDA major to record or to pick among an installer tree's variants.
     pub cuda: Option<u64>,
+    /// The URL the input was downloaded from, recorded in `entry.toml`.
+    pub source_url: Option<String>,
 }
 
 /// The result of [`Store::add`].
@@ -274,7 +276,7 @@ impl<'a> Store<'a> {
             added: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             libraries: found.libraries,
             layout: found.layout,
-            source: entry::SourceInfo { name: source_name, kind, size: extracted.source_size, sha256: extracted.source_sha256 },
+            source: entry::SourceInfo { name: source_name, kind, size: extracted.source_size, sha256: extracted.source_sha256, url: opts.source_url.clone() },
             files,
         };
         let text = toml::to_string(&meta).expect("entry metadata serializes");
