@@ -17,8 +17,10 @@ pub enum ExitCode {
     Failure = 1,
     /// Invalid input: bad arguments, a broken or hostile archive, a bad profile file.
     Invalid = 2,
-    /// `store verify` found damaged entries.
+    /// `store verify` or `status` found damage.
     Damaged = 3,
+    /// A profile's check failed (`apply` kept the previous generation current).
+    CheckFailed = 4,
 }
 
 /// What an error knows beyond its message.
@@ -46,6 +48,21 @@ fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
             return Some(e);
         }
         if let Some(e) = cause.downcast_ref::<crate::lockfile::Error>() {
+            return Some(e);
+        }
+        if let Some(e) = cause.downcast_ref::<crate::link::LinkError>() {
+            return Some(e);
+        }
+        if let Some(e) = cause.downcast_ref::<crate::generation::Error>() {
+            return Some(e);
+        }
+        if let Some(e) = cause.downcast_ref::<crate::apply::LockedDrift>() {
+            return Some(e);
+        }
+        if let Some(e) = cause.downcast_ref::<crate::cli::UnknownProfile>() {
+            return Some(e);
+        }
+        if let Some(e) = cause.downcast_ref::<crate::shim::Error>() {
             return Some(e);
         }
         if let Some(e) = cause.downcast_ref::<crate::fetch::Error>() {

@@ -11,17 +11,26 @@
 //! Only the CLI layer (`cli`) prints; library modules return typed errors that implement
 //! [`error::Diagnose`] (a hint and an exit code).
 
+pub mod activate;
+pub mod apply;
 pub mod binfmt;
+pub mod check;
 pub mod cli;
+pub mod conda;
 pub mod error;
 pub mod fetch;
 pub mod fsutil;
+pub mod generation;
 pub mod layout;
+pub mod link;
 pub mod lock;
 pub mod lockfile;
+pub mod probe;
 pub mod profile;
 pub mod progress;
 pub mod resolve;
+pub mod shim;
 pub mod store;
 pub mod toolkit;
+pub mod verify;
 pub mod version;

@@ -2,9 +2,13 @@
 //! The only module that writes to stdout/stderr.
 
 mod fetch;
+mod probe;
+mod profiles;
 mod reporter;
 mod store;
 mod toolkits;
+
+pub use profiles::UnknownProfile;
 
 use std::path::PathBuf;
 
@@ -46,6 +50,106 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show what `apply` would change, as +/-/~ lines; touches nothing.
+    Plan {
+        /// The profile file (e.g. lab.toml).
+        file: PathBuf,
+        /// Fail if lab.lock would change.
+        #[arg(long)]
+        locked: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Build a new generation from a profile file and make it current.
+    #[command(after_long_help = "Examples:\n  cuenv apply lab.toml\n  cuenv apply --dry-run lab.toml\n  cuenv apply --locked lab.toml   # CI: fail instead of changing lab.lock")]
+    Apply {
+        /// The profile file (e.g. lab.toml).
+        file: PathBuf,
+        /// Only show what would change (same as `cuenv plan`).
+        #[arg(long)]
+        dry_run: bool,
+        /// Fail instead of changing lab.lock.
+        #[arg(long)]
+        locked: bool,
+        /// Skip the check of each profile after building the generation.
+        #[arg(long)]
+        no_check: bool,
+        /// Treat a profile that finds no GPU as failed (default: a warning).
+        #[arg(long)]
+        require_gpu: bool,
+        /// Seconds each profile's check may take.
+        #[arg(long, default_value_t = 120, value_name = "SECS")]
+        timeout: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prove each profile in a fresh process: which cuDNN the loader picks, its versions,
+    /// and (with a GPU) a real convolution. Exit 4 when a profile fails.
+    Check {
+        /// Profiles to check (default: all of the current generation).
+        profiles: Vec<String>,
+        /// Seconds each profile's check may take.
+        #[arg(long, default_value_t = 120, value_name = "SECS")]
+        timeout: u64,
+        /// Treat a profile that finds no GPU as failed.
+        #[arg(long)]
+        require_gpu: bool,
+        /// Print the full report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a profile the active one (`<home>/active`).
+    Use {
+        /// The profile name.
+        #[arg(required_unless_present = "none")]
+        profile: Option<String>,
+        /// Clear the active profile.
+        #[arg(long, conflicts_with = "profile")]
+        none: bool,
+    },
+    /// Make the previous (or given) generation current again.
+    Rollback {
+        /// The generation to go back to.
+        #[arg(long, value_name = "N")]
+        to: Option<u64>,
+    },
+    /// List generations (* marks the current one).
+    Generations {
+        /// Print JSON (with the switch history).
+        #[arg(long)]
+        json: bool,
+    },
+    /// The current generation, the active profile, and the health of every link and shim.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete old generations and store entries nothing kept refers to.
+    Gc {
+        /// How many newest generations to keep (the current and previous are always kept).
+        #[arg(long, default_value_t = 3)]
+        keep: usize,
+        /// Only say what would be deleted.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Print a profile's activation for a shell (for CI, Docker, eval), or the one-time setup.
+    Env {
+        /// The profile (default: the active one).
+        profile: Option<String>,
+        /// The shell to print for.
+        #[arg(long, value_parser = ["cmd", "powershell", "bash", "zsh", "sh", "fish"], default_value = if cfg!(windows) { "cmd" } else { "bash" })]
+        shell: String,
+        /// Print the activation through `<home>/active`, to add to a shell's startup file once.
+        #[arg(long, conflicts_with = "profile")]
+        setup: bool,
+    },
+    /// Internal: the child process of `cuenv check` (loads cuDNN, prints a JSON report).
+    #[command(hide = true, name = "__probe")]
+    Probe(probe::ProbeArgs),
 }
 
 /// What every command gets: the layout and output settings.
@@ -76,6 +180,9 @@ pub fn main() -> i32 {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Command::Probe(args) = &cli.command {
+        return probe::run(args); // needs no home
+    }
     let home = match cli.home {
         Some(h) => h,
         None => Layout::default_home().context("cannot find a home folder for cuenv: pass --home or set CUENV_HOME")?,
@@ -84,6 +191,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Store(cmd) => store::run(&ctx, cmd),
         Command::Toolkits { json } => toolkits::run(&ctx, json),
+        Command::Plan { file, locked, json } => profiles::plan(&ctx, &file, locked, json),
+        Command::Apply { file, dry_run: true, locked, json, .. } => profiles::plan(&ctx, &file, locked, json),
+        Command::Apply { file, dry_run: false, locked, no_check, require_gpu, timeout, json } => {
+            profiles::apply(&ctx, &file, profiles::ApplyOpts { locked, json, check: !no_check, require_gpu, timeout })
+        }
+        Command::Check { profiles: names, timeout, require_gpu, json } => profiles::check(&ctx, &names, timeout, require_gpu, json),
+        Command::Use { profile, .. } => profiles::use_profile(&ctx, profile.as_deref()),
+        Command::Rollback { to } => profiles::rollback(&ctx, to),
+        Command::Generations { json } => profiles::generations(&ctx, json),
+        Command::Status { json } => profiles::status(&ctx, json),
+        Command::Gc { keep, dry_run } => profiles::gc(&ctx, keep, dry_run),
+        Command::Env { profile, shell, setup } => {
+            let shell = crate::shim::Shell::from_name(&shell).expect("clap allows only known shells");
+            profiles::env(&ctx, profile.as_deref(), shell, setup)
+        }
+        Command::Probe(_) => unreachable!("handled above"),
     }
 }
 

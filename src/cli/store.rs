@@ -208,6 +208,11 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> anyhow::Result<ExitCode> {
         StoreCommand::Remove { id } => {
             let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
             let (dir, meta) = store.find(&id)?;
+            if let Some(n) = crate::generation::list(&ctx.layout).into_iter().find(|n| {
+                crate::generation::read(&ctx.layout, *n).is_ok_and(|m| m.profiles.iter().any(|p| p.cudnn_id == meta.id))
+            }) {
+                return Err(crate::store::Error::InUse { name: meta.name.clone(), generation: n }.into());
+            }
             store.remove(&lock, &dir)?;
             println!("removed {}", meta.name);
             Ok(ExitCode::Success)

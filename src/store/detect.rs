@@ -213,6 +213,18 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
         }
         keep.insert(rel, it.clone());
     }
+    // Symlinks were checked against the archive root while extracting; the entry is only
+    // the release root (and one variant), so check them again against what is kept: a
+    // link may not climb out of the entry nor point at something left behind.
+    for (rel, it) in &keep {
+        let Item::Symlink { target } = it else { continue };
+        let member = if root.is_empty() { rel.clone() } else { format!("{root}/{rel}") };
+        let bad = |rule: String| Error::BadMember { archive: source.into(), member: member.clone(), rule };
+        let resolved = super::member::resolve_symlink(rel, target).map_err(|r| bad(r.0))?;
+        if !resolved.is_empty() && !keep.contains_key(&resolved) {
+            return Err(bad(format!("the symlink target `{target}` resolves to `{resolved}`, which is not part of the entry")));
+        }
+    }
 
     // 5. CUDA major: all evidence must agree, and there must be some.
     let mut distinct: BTreeSet<u64> = cuda.iter().map(|c| c.0).collect();
@@ -266,12 +278,13 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
         }
         libraries.push(file_name(p).to_string());
         if let Item::File { .. } = it {
-            let full = native(raw, &if root.is_empty() { p.clone() } else { format!("{root}/{p}") });
-            if let Ok(other) = binfmt::inspect(&full) {
-                if other.platform.map(|o| o.is_windows()) != Some(platform.is_windows()) || other.platform.is_none() {
+            let member = if root.is_empty() { p.clone() } else { format!("{root}/{p}") };
+            if let Ok(other) = binfmt::inspect(&native(raw, &member)) {
+                // Same machine as the dispatcher (before the Jetson renaming above).
+                if other.platform.is_none() || other.platform != info.platform {
                     return Err(Error::BadLibrary {
                         path: source.into(),
-                        member: p.clone(),
+                        member,
                         detail: format!("built for {}, but the dispatcher is {}", other.describe, platform),
                     });
                 }

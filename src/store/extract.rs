@@ -3,7 +3,9 @@
 //!
 //! Invariants:
 //! - Nothing is written outside `raw` (the staging folder), and every member name is
-//!   validated ([`super::member`]) before its file is created.
+//!   validated ([`super::member`]) before its file is created. Symlinks are created last,
+//!   once every file is in place, and no member may lie under a symlink, so no write ever
+//!   goes through a link.
 //! - Files are streamed through a fixed 1 MiB buffer per worker: memory stays bounded
 //!   whatever the member size (the 9.5.0.50 Windows wheel holds a 415 MB DLL).
 //! - A member never yields more bytes than its header declares (zip bombs and lying
@@ -20,7 +22,7 @@ use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 
-use super::member::{self, CaseIndex};
+use super::member::{self, CaseIndex, Kind, PathIndex};
 use super::Error;
 use crate::progress::Progress;
 
@@ -218,8 +220,13 @@ fn corrupt(archive: &Path, e: impl std::fmt::Display) -> Error {
 
 fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Extracted, Error> {
     let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, format!("not a readable zip ({e}); the file may be truncated")))?;
+    if zip.has_duplicate_names() {
+        // The zip crate keeps one of them; other tools may pick the other.
+        return Err(corrupt(source, "two members have the same name, so its content is ambiguous"));
+    }
     let mut items = BTreeMap::new();
     let mut case = CaseIndex::default();
+    let mut paths = PathIndex::default();
     let mut files = Vec::new();
     let mut symlinks = Vec::new();
     for index in 0..zip.len() {
@@ -233,6 +240,8 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
         if let Some(prev) = case.insert(&path) {
             return Err(Error::CaseCollision { archive: source.into(), first: prev, second: path });
         }
+        let kind = if f.is_dir() { Kind::Dir } else if f.is_symlink() { Kind::Symlink } else { Kind::File };
+        paths.claim(&path, kind).map_err(|r| bad(r.0))?;
         if f.is_dir() {
             items.insert(path, Item::Dir);
         } else if f.is_symlink() {
@@ -294,10 +303,7 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
     for (path, item) in results.into_inner().unwrap() {
         items.insert(path, item);
     }
-    for (path, target) in symlinks {
-        make_symlink(raw, &path, &target)?;
-        items.insert(path, Item::Symlink { target });
-    }
+    finish_symlinks(source, raw, &paths, &mut items, symlinks)?;
     let (size, sha) = source_hash.map_err(|source_err| Error::Read { path: source.into(), source: source_err })?;
     Ok(Extracted { items, source_sha256: Some(sha), source_size: Some(size) })
 }
@@ -361,18 +367,51 @@ fn add_parents(items: &mut BTreeMap<String, Item>, path: &str) {
     }
 }
 
+/// Creates the symlinks, deferred until every file and folder is in place (so no write
+/// goes through a link). Refuses a link whose target goes through another link, or names
+/// nothing in the archive.
+fn finish_symlinks(source: &Path, raw: &Path, index: &PathIndex, items: &mut BTreeMap<String, Item>, symlinks: Vec<(String, String)>) -> Result<(), Error> {
+    let targets: std::collections::HashMap<&str, &str> = symlinks.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    // Check them all before creating any.
+    let mut resolved = Vec::with_capacity(symlinks.len());
+    for (path, target) in &symlinks {
+        let bad = |rule: String| Error::BadMember { archive: source.into(), member: path.clone(), rule };
+        let r = member::resolve_symlink_within(path, target, |p| index.is_symlink(p)).map_err(|r| bad(r.0))?;
+        if !r.is_empty() && !index.contains(&r) {
+            return Err(bad(format!("the symlink target `{target}` resolves to `{r}`, which is not in the archive")));
+        }
+        resolved.push(r);
+    }
+    for ((path, target), resolved) in symlinks.iter().zip(resolved) {
+        // Where a chain of links ends (what Windows copies).
+        let mut end = resolved;
+        for _ in 0..8 {
+            match targets.get(end.as_str()).map(|t| member::resolve_symlink(&end, t)) {
+                Some(Ok(next)) => end = next,
+                _ => break,
+            }
+        }
+        make_symlink(raw, path, target, &end)?;
+    }
+    for (path, target) in symlinks {
+        items.insert(path, Item::Symlink { target });
+    }
+    Ok(())
+}
+
 /// Creates a symlink at `raw/path` pointing to `target`. On Windows, where symlinks need
-/// privilege, the target file (which must already be extracted) is copied instead.
-fn make_symlink(raw: &Path, path: &str, target: &str) -> Result<(), Error> {
+/// privilege, the file the link chain ends at (`end`, already extracted) is copied instead.
+fn make_symlink(raw: &Path, path: &str, target: &str, end: &str) -> Result<(), Error> {
     let dest = native(raw, path);
     #[cfg(unix)]
     {
+        let _ = end;
         std::os::unix::fs::symlink(target, &dest).map_err(write_err(&dest))
     }
     #[cfg(not(unix))]
     {
-        let resolved = member::resolve_symlink(path, target).expect("validated before");
-        let from = native(raw, &resolved);
+        let _ = target;
+        let from = native(raw, end);
         if from.is_dir() {
             return Err(Error::Write { path: dest, source: io::Error::other("symlinks to folders are not supported on Windows") });
         }
@@ -412,6 +451,8 @@ fn extract_tar(
     let count = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut hashing = HashingReader { inner: file, hasher: Sha256::new(), count: count.clone() };
     let mut items = BTreeMap::new();
+    let mut index = PathIndex::default();
+    let mut symlinks = Vec::new();
     {
         let mut archive = tar::Archive::new(decoder(&mut hashing));
         let entries = archive.entries().map_err(|e| corrupt(source, e))?;
@@ -431,6 +472,15 @@ fn extract_tar(
                 return Err(Error::CaseCollision { archive: source.into(), first: prev, second: path });
             }
             let ty = entry.header().entry_type();
+            let kind = match ty {
+                tar::EntryType::Directory => Some(Kind::Dir),
+                tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::Link => Some(Kind::File),
+                tar::EntryType::Symlink => Some(Kind::Symlink),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                index.claim(&path, kind).map_err(|r| bad(r.0))?;
+            }
             let declared = entry.header().size().map_err(|e| bad(format!("unreadable size ({e})")))?;
             // Parents first (tar archives need not list folders).
             add_parents(&mut items, &path);
@@ -468,8 +518,7 @@ fn extract_tar(
                         .map(|b| String::from_utf8_lossy(&b).into_owned())
                         .ok_or_else(|| bad("a symlink without a target".into()))?;
                     member::resolve_symlink(&path, &target).map_err(|r| bad(r.0))?;
-                    make_symlink(raw, &path, &target)?;
-                    items.insert(path, Item::Symlink { target });
+                    symlinks.push((path, target));
                 }
                 tar::EntryType::Link => {
                     let target = entry
@@ -488,6 +537,7 @@ fn extract_tar(
             }
         }
     }
+    finish_symlinks(source, raw, &index, &mut items, symlinks)?;
     // Hash whatever trails the tar end marker too, so the digest covers the whole file.
     io::copy(&mut hashing, &mut io::sink()).map_err(|e| Error::Read { path: source.into(), source: e })?;
     progress.finish();
@@ -527,6 +577,7 @@ fn copy_folder(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
     progress.start("copying", total);
     let mut items = BTreeMap::new();
     let mut case = CaseIndex::default();
+    let mut index = PathIndex::default();
     let mut buf = vec![0u8; BUF];
     let mut links = Vec::new();
     for e in walkdir::WalkDir::new(source).min_depth(1).sort_by_file_name() {
@@ -540,6 +591,8 @@ fn copy_folder(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
         }
         let dest = native(raw, &path);
         let ft = e.file_type();
+        let kind = if ft.is_dir() { Kind::Dir } else if ft.is_symlink() { Kind::Symlink } else { Kind::File };
+        index.claim(&path, kind).map_err(|r| bad(r.0))?;
         if ft.is_dir() {
             fs::create_dir_all(&dest).map_err(write_err(&dest))?;
             items.insert(path, Item::Dir);
@@ -560,10 +613,7 @@ fn copy_folder(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
             return Err(bad("not a file, folder or symlink".into()));
         }
     }
-    for (path, target) in links {
-        make_symlink(raw, &path, &target)?;
-        items.insert(path, Item::Symlink { target });
-    }
+    finish_symlinks(source, raw, &index, &mut items, links)?;
     progress.finish();
     Ok(Extracted { items, source_sha256: None, source_size: None })
 }

@@ -6,8 +6,15 @@
 //! as a separator, as Windows would. Two names equal except for case are refused, since
 //! they collide on Windows (NTFS is case-insensitive by default). Symlinks must resolve,
 //! lexically, to a place inside the entry.
+//!
+//! Lexical resolution matches what the file system does only when no link is followed on
+//! the way: `l1/..` is `.` lexically, but the parent of `l1`'s target on disk. So a path may
+//! not pass through a symlink: no member lies under a symlink member ([`PathIndex`]), and a
+//! symlink target goes through no other symlink before its last component
+//! ([`resolve_symlink_within`]). Together these keep every write and every published link
+//! inside the tree.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Why a member name or symlink target was refused. The `String` is the rule broken,
 /// in words, for the error message.
@@ -74,6 +81,92 @@ pub fn resolve_symlink(link: &str, target: &str) -> Result<String, Refusal> {
     Ok(stack.join("/"))
 }
 
+/// Like [`resolve_symlink`], also refusing a target that goes through a symlink
+/// (`is_symlink` says which paths are symlink members) before its last component.
+pub fn resolve_symlink_within(link: &str, target: &str, is_symlink: impl Fn(&str) -> bool) -> Result<String, Refusal> {
+    let resolved = resolve_symlink(link, target)?;
+    let mut stack: Vec<&str> = link.split('/').collect();
+    stack.pop();
+    let comps: Vec<&str> = target.split(['/', '\\']).filter(|c| !c.is_empty() && *c != ".").collect();
+    for (i, comp) in comps.iter().enumerate() {
+        if *comp == ".." {
+            stack.pop();
+            continue;
+        }
+        stack.push(comp);
+        let prefix = stack.join("/");
+        if i + 1 < comps.len() && is_symlink(&prefix) {
+            return Err(Refusal(format!("the symlink target `{target}` goes through the symlink `{prefix}`")));
+        }
+    }
+    Ok(resolved)
+}
+
+/// What a member is, for [`PathIndex`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+    Symlink,
+}
+
+/// Every accepted path with its kind (parents recorded as folders), to refuse a name used
+/// twice (folders may repeat) and a member under a file or a symlink.
+#[derive(Debug, Default)]
+pub struct PathIndex {
+    seen: BTreeMap<String, Kind>,
+}
+
+impl PathIndex {
+    /// Records the normalized `path` as `kind`, and its parents as folders.
+    ///
+    /// Errors: the rule broken: the path was already taken (by anything but a folder, for a
+    /// folder), it lies under a file or symlink member, or (file, symlink) an earlier member
+    /// lies under it.
+    pub fn claim(&mut self, path: &str, kind: Kind) -> Result<(), Refusal> {
+        match self.seen.get(path) {
+            Some(Kind::Dir) if kind == Kind::Dir => return Ok(()),
+            Some(Kind::Dir) => return Err(Refusal("a folder of the same name holds other members".into())),
+            Some(_) => return Err(Refusal("another member has the same name".into())),
+            None => {}
+        }
+        let mut end = 0;
+        while let Some(i) = path[end..].find('/') {
+            end += i;
+            match self.seen.get(&path[..end]) {
+                Some(Kind::Symlink) => return Err(Refusal(format!("it lies under the symlink `{}`; nothing may be extracted through a link", &path[..end]))),
+                Some(Kind::File) => return Err(Refusal(format!("it lies under `{}`, which is a file", &path[..end]))),
+                _ => {}
+            }
+            end += 1;
+        }
+        if kind != Kind::Dir {
+            let prefix = format!("{path}/");
+            if let Some(below) = self.seen.range(prefix.clone()..).next().map(|(k, _)| k).filter(|k| k.starts_with(&prefix)) {
+                return Err(Refusal(format!("`{below}` lies under it, but it is not a folder")));
+            }
+        }
+        let mut end = 0;
+        while let Some(i) = path[end..].find('/') {
+            end += i;
+            self.seen.entry(path[..end].to_string()).or_insert(Kind::Dir);
+            end += 1;
+        }
+        self.seen.insert(path.to_string(), kind);
+        Ok(())
+    }
+
+    /// True when `path` was claimed as a symlink.
+    pub fn is_symlink(&self, path: &str) -> bool {
+        self.seen.get(path) == Some(&Kind::Symlink)
+    }
+
+    /// True when `path` was claimed (or is a parent of a claimed path).
+    pub fn contains(&self, path: &str) -> bool {
+        self.seen.contains_key(path)
+    }
+}
+
 /// Remembers every accepted path, case-folded, to find two names that differ only by case.
 #[derive(Default)]
 pub struct CaseIndex {
@@ -122,6 +215,33 @@ mod tests {
         assert!(resolve_symlink("lib/a", "../../etc/passwd").is_err());
         assert!(resolve_symlink("lib/a", "/etc/passwd").is_err());
         assert!(resolve_symlink("a", "").is_err());
+    }
+
+    #[test]
+    fn symlinks_do_not_go_through_symlinks() {
+        let links = |p: &str| p == "lib/a/b/l1";
+        // `l1/..` is `lib/a/b` lexically, but the parent of l1's target on disk.
+        let err = resolve_symlink_within("lib/a/b/l2", "l1/../../x", links).unwrap_err();
+        assert!(err.0.contains("goes through the symlink `lib/a/b/l1`"), "{}", err.0);
+        // Pointing at a symlink (a chain) is fine.
+        assert_eq!(resolve_symlink_within("lib/a/b/l2", "l1", links).unwrap(), "lib/a/b/l1");
+        assert_eq!(resolve_symlink_within("lib/libcudnn.so", "libcudnn.so.9", links).unwrap(), "lib/libcudnn.so.9");
+    }
+
+    #[test]
+    fn path_index() {
+        let mut idx = PathIndex::default();
+        idx.claim("lib/l1", Kind::Symlink).unwrap();
+        assert!(idx.claim("lib/l1/x", Kind::File).unwrap_err().0.contains("under the symlink `lib/l1`"));
+        idx.claim("lib/f", Kind::File).unwrap();
+        assert!(idx.claim("lib/f", Kind::File).unwrap_err().0.contains("same name"));
+        assert!(idx.claim("lib/f/x", Kind::Dir).unwrap_err().0.contains("which is a file"));
+        idx.claim("lib", Kind::Dir).unwrap(); // folders may repeat
+        idx.claim("inc/x.h", Kind::File).unwrap();
+        assert!(idx.claim("inc", Kind::Symlink).unwrap_err().0.contains("a folder of the same name"));
+        idx.claim("lib/g", Kind::Symlink).unwrap();
+        assert!(idx.claim("lib/g", Kind::File).unwrap_err().0.contains("same name"));
+        assert!(idx.is_symlink("lib/l1") && !idx.is_symlink("lib/f") && idx.contains("inc"));
     }
 
     #[test]

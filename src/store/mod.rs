@@ -86,6 +86,8 @@ pub enum Error {
     NotFound { query: String, known: Vec<String> },
     #[error("`{query}` matches several store entries: {}", matches.join(", "))]
     Ambiguous { query: String, matches: Vec<String> },
+    #[error("store entry {name} is used by generation {generation}")]
+    InUse { name: String, generation: u64 },
     #[error("store entry {} is unreadable: {detail}", path.display())]
     BadEntry { path: PathBuf, detail: String },
 }
@@ -116,6 +118,7 @@ impl Diagnose for Error {
                 if known.is_empty() { "the store is empty; add a release with `cuenv store add <archive>`".into() } else { format!("run `cuenv store list`; known entries: {}", known.join(", ")) }
             }
             Ambiguous { .. } => "give more characters of the id, or the full name".into(),
+            InUse { .. } => "apply a profile file that no longer uses it, then `cuenv gc` removes generations and entries nothing refers to".into(),
             BadEntry { .. } => "run `cuenv store verify`; remove the entry with `cuenv store remove` and add it again".into(),
         })
     }

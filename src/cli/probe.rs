@@ -1,0 +1,36 @@
+//! `cuenv __probe` (hidden): the child process of `cuenv check`. Loads cuDNN by name in this
+//! process and prints a [`crate::probe::Report`]; see [`crate::probe`].
+
+use std::io::Write as _;
+
+use clap::Args;
+
+use crate::error::ExitCode;
+use crate::probe::{self, ProbeRequest};
+
+/// Arguments of the hidden probe command.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// cuDNN major to load (`libcudnn.so.<N>` / `cudnn64_<N>.dll`).
+    #[arg(long, value_name = "N")]
+    pub major: u64,
+    /// CUDA major of the runtime to load; default: the one cuDNN reports it was built with.
+    #[arg(long, value_name = "MAJOR")]
+    pub cuda: Option<u64>,
+    /// Also run the convolution check when a GPU is present.
+    #[arg(long)]
+    pub conv: bool,
+    /// Print the report as one line of JSON (what `cuenv check` reads).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the probe and prints its report: one JSON line with `--json`, pretty JSON otherwise.
+pub fn run(args: &ProbeArgs) -> anyhow::Result<ExitCode> {
+    let report = probe::run(&ProbeRequest { major: args.major, cuda_major: args.cuda, conv: args.conv });
+    let text = if args.json { serde_json::to_string(&report)? } else { serde_json::to_string_pretty(&report)? };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")?;
+    out.flush()?;
+    Ok(ExitCode::Success)
+}

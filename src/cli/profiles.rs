@@ -1,0 +1,451 @@
+//! `plan`, `apply`, `use`, `rollback`, `generations`, `status`, `gc`, `env`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use serde::Serialize;
+
+use super::{Ctx, print_json};
+use crate::apply::{self, VIEW_LINKS};
+use crate::binfmt::Platform;
+use crate::error::ExitCode;
+use crate::generation;
+use crate::link::{self, LinkKind};
+use crate::lock::WriterLock;
+use crate::lockfile;
+use crate::profile;
+use crate::shim::{self, Shell};
+use crate::verify;
+
+/// Takes the writer lock and finishes or undoes an interrupted switch.
+pub fn lock_and_recover(ctx: &Ctx) -> anyhow::Result<WriterLock> {
+    let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
+    if let Some(said) = generation::recover(&ctx.layout)? {
+        ctx.note(&format!("note: {said}"));
+    }
+    Ok(lock)
+}
+
+/// `cuenv plan FILE` / `cuenv apply --dry-run FILE`.
+pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let desired = apply::desire(&ctx.layout, profile::load(file)?, locked)?;
+    let lines = apply::plan(&ctx.layout, &desired);
+    if json {
+        print_json(&serde_json::json!({ "changes": lines, "lock_changes": desired.lock_changes, "resolved": desired.resolved }));
+    } else if lines.is_empty() {
+        println!("no changes: generation {} already matches {}", generation::current(&ctx.layout).unwrap_or(0), file.display());
+    } else {
+        for l in &lines {
+            println!("{l}");
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+/// Options of `cuenv apply`.
+pub struct ApplyOpts {
+    pub locked: bool,
+    pub json: bool,
+    /// Check each profile after the switch (`--no-check` turns it off).
+    pub check: bool,
+    /// A profile without a GPU fails the check.
+    pub require_gpu: bool,
+    /// Seconds per profile check.
+    pub timeout: u64,
+}
+
+/// `cuenv apply FILE`.
+pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode> {
+    let _lock = lock_and_recover(ctx)?;
+    let desired = apply::desire(&ctx.layout, profile::load(file)?, opts.locked)?;
+    let lock_path = lockfile::lock_path(file);
+    if apply::unchanged(&ctx.layout, &desired) {
+        lockfile::write(&lock_path, &desired.resolved)?;
+        let n = generation::current(&ctx.layout).unwrap_or(0);
+        if opts.json {
+            print_json(&serde_json::json!({ "generation": n, "changed": false }));
+        } else {
+            println!("no changes: generation {n} already matches {}", file.display());
+        }
+        return Ok(ExitCode::Success);
+    }
+    let lines = apply::plan(&ctx.layout, &desired);
+    if cfg!(windows) {
+        // The .bat shim refuses to activate past cmd.exe's line limit; say so now.
+        let path_len = std::env::var_os("PATH").map(|p| p.len()).unwrap_or(0);
+        for v in desired.views.iter().filter(|v| v.conda_env.is_some()) {
+            let act = apply::activation(&ctx.layout, &v.name, Platform::WindowsX86_64);
+            if let Err(why) = shim::check_cmd_line_limit(path_len, &act) {
+                ctx.note(&format!("warning: profile {}: {why}", v.name));
+            }
+        }
+    }
+    generation::preflight_shims(&desired.shims.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>())?;
+    let previous = generation::current(&ctx.layout);
+    let n = apply::build(&ctx.layout, &desired)?;
+    if !opts.json {
+        for l in lines.iter().filter(|l| !l.starts_with("  ")) {
+            println!("{l}");
+        }
+    }
+    // The check runs through the stable paths, so the new generation is switched in first;
+    // if a profile fails, the previous generation is switched back.
+    generation::switch(&ctx.layout, n, "apply")?;
+    let checks = if opts.check {
+        let m = generation::read(&ctx.layout, n)?;
+        let results = run_checks(ctx, &m, &[], opts.timeout, opts.json);
+        verify::save(&ctx.layout, n, &results)?;
+        results
+    } else {
+        Vec::new()
+    };
+    if !verify::acceptable(&checks, opts.require_gpu) {
+        match previous {
+            Some(p) => generation::switch(&ctx.layout, p, "revert")?,
+            None => generation::clear(&ctx.layout, "revert")?,
+        }
+        let kept = previous.map(|p| format!("generation {p} stays current")).unwrap_or_else(|| "no generation is current".into());
+        if opts.json {
+            print_json(&serde_json::json!({ "generation": n, "changed": false, "reverted": true, "current": previous, "checks": checks }));
+        } else {
+            eprintln!("error: the check failed for {}; generation {n} was built but {kept}", failed_names(&checks, opts.require_gpu));
+            eprintln!("hint: fix what the reasons above say (or set `check = \"none\"` for that profile), then apply again; `cuenv check` re-runs the checks");
+        }
+        return Ok(ExitCode::CheckFailed);
+    }
+    lockfile::write(&lock_path, &desired.resolved)?;
+    if opts.json {
+        print_json(&serde_json::json!({ "generation": n, "changed": true, "changes": lines, "checks": checks }));
+    } else {
+        println!("generation {n} is current ({} profiles); lock written to {}", desired.views.len(), lock_path.display());
+    }
+    Ok(ExitCode::Success)
+}
+
+fn failed_names(checks: &[verify::ProfileCheck], require_gpu: bool) -> String {
+    checks
+        .iter()
+        .filter(|c| !verify::acceptable(std::slice::from_ref(c), require_gpu))
+        .map(|c| format!("profile {}", c.profile))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Runs the checks of manifest `m`, printing each profile's verdict and reasons as it ends.
+fn run_checks(ctx: &Ctx, m: &generation::Manifest, only: &[String], timeout: u64, json: bool) -> Vec<verify::ProfileCheck> {
+    let opts = verify::Options { exe: verify::current_exe(), base_env: std::env::vars_os().collect(), timeout: std::time::Duration::from_secs(timeout) };
+    verify::run(&ctx.layout, m, only, &opts, &mut |pc| {
+        if json {
+            return;
+        }
+        println!("check {}", verify::summary(pc));
+        for r in &pc.result.reasons {
+            println!("    {r}");
+        }
+        if pc.result.status == crate::check::CheckStatus::NoGpu && !ctx.quiet {
+            eprintln!("warning: profile {}: no GPU here, so only loading and versions were checked (--require-gpu makes this an error)", pc.profile);
+        }
+    })
+}
+
+/// `cuenv check [PROFILE...]`: checks the current generation's profiles.
+pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let _lock = lock_and_recover(ctx)?;
+    let n = generation::current(&ctx.layout).context("no generation yet: run `cuenv apply <lab.toml>` first")?;
+    let m = generation::read(&ctx.layout, n)?;
+    for p in profiles {
+        if !m.profiles.iter().any(|v| &v.name == p) {
+            return Err(UnknownProfile { name: p.clone(), generation: n, known: m.profiles.iter().map(|v| v.name.clone()).collect::<Vec<_>>().join(", ") }.into());
+        }
+    }
+    let results = run_checks(ctx, &m, profiles, timeout, json);
+    if profiles.is_empty() {
+        verify::save(&ctx.layout, n, &results)?;
+    }
+    if json {
+        print_json(&serde_json::json!({ "generation": n, "profiles": results }));
+    }
+    Ok(if verify::acceptable(&results, require_gpu) { ExitCode::Success } else { ExitCode::CheckFailed })
+}
+
+/// `cuenv use PROFILE` / `cuenv use --none`.
+pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> anyhow::Result<ExitCode> {
+    let _lock = lock_and_recover(ctx)?;
+    let active = ctx.layout.active_link();
+    let Some(name) = name else {
+        link::remove(&active)?;
+        println!("no profile is active");
+        return Ok(ExitCode::Success);
+    };
+    let cur = generation::current(&ctx.layout).context("no generation yet: run `cuenv apply <lab.toml>` first")?;
+    let m = generation::read(&ctx.layout, cur)?;
+    if !m.profiles.iter().any(|p| p.name == name) {
+        let known: Vec<&str> = m.profiles.iter().map(|p| p.name.as_str()).collect();
+        return Err(UnknownProfile { name: name.into(), generation: cur, known: known.join(", ") }.into());
+    }
+    let target = apply::stable_home(&ctx.layout).join("profiles").join(name);
+    link::set(LinkKind::native(), &active, &target, &ctx.layout.home().join(".active.new"))?;
+    println!("active profile: {name} ({} -> {})", active.display(), target.display());
+    Ok(ExitCode::Success)
+}
+
+/// A profile name not in the current generation.
+#[derive(Debug, thiserror::Error)]
+#[error("generation {generation} has no profile `{name}`")]
+pub struct UnknownProfile {
+    pub name: String,
+    pub generation: u64,
+    pub known: String,
+}
+
+impl crate::error::Diagnose for UnknownProfile {
+    fn hint(&self) -> Option<String> {
+        Some(format!("profiles: {}; add it to your profile file and run `cuenv apply`", self.known))
+    }
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::Invalid
+    }
+}
+
+/// `cuenv rollback [--to N]`.
+pub fn rollback(ctx: &Ctx, to: Option<u64>) -> anyhow::Result<ExitCode> {
+    let _lock = lock_and_recover(ctx)?;
+    let cur = generation::current(&ctx.layout).context("no generation yet: nothing to roll back")?;
+    let target = match to {
+        Some(n) => n,
+        None => generation::previous(&ctx.layout).context("generation {cur} is the first; there is nothing to roll back to")?,
+    };
+    generation::read(&ctx.layout, target)?;
+    if target == cur {
+        println!("generation {cur} is already current");
+        return Ok(ExitCode::Success);
+    }
+    generation::switch(&ctx.layout, target, "rollback")?;
+    println!("rolled back: generation {target} is current (was {cur})");
+    Ok(ExitCode::Success)
+}
+
+#[derive(Serialize)]
+struct GenRow {
+    number: u64,
+    current: bool,
+    created: String,
+    source: PathBuf,
+    profiles: Vec<String>,
+}
+
+/// `cuenv generations`.
+pub fn generations(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
+    let cur = generation::current(&ctx.layout);
+    let rows: Vec<GenRow> = generation::list(&ctx.layout)
+        .into_iter()
+        .filter_map(|n| generation::read(&ctx.layout, n).ok())
+        .map(|m| {
+            let checks = verify::load(&ctx.layout, m.number);
+            let status_of = |name: &str| {
+                checks.as_ref().and_then(|c| c.profiles.iter().find(|p| p.profile == name)).map(|p| p.result.status.to_string()).unwrap_or_else(|| "unchecked".into())
+            };
+            GenRow {
+                number: m.number,
+                current: Some(m.number) == cur,
+                created: m.created.clone(),
+                source: m.source.clone(),
+                profiles: m.profiles.iter().map(|p| format!("{} (cuDNN {}, {})", p.name, p.cudnn_version, status_of(&p.name))).collect(),
+            }
+        })
+        .collect();
+    if json {
+        print_json(&serde_json::json!({ "generations": rows, "history": generation::history(&ctx.layout) }));
+        return Ok(ExitCode::Success);
+    }
+    if rows.is_empty() {
+        println!("no generations yet: run `cuenv apply <lab.toml>`");
+    }
+    for r in &rows {
+        println!("{} {:>3}  {}  {}  {}", if r.current { "*" } else { " " }, r.number, r.created, r.source.display(), r.profiles.join(", "));
+    }
+    Ok(ExitCode::Success)
+}
+
+#[derive(Serialize)]
+struct Health {
+    path: PathBuf,
+    state: String,
+}
+
+#[derive(Serialize)]
+struct ProfileStatus {
+    name: String,
+    active: bool,
+    cudnn: String,
+    toolkit: String,
+    /// The last check's verdict (`pass`, `fail`, `no-gpu`) and reasons, if it was checked.
+    check: Option<verify::ProfileCheck>,
+    links: Vec<Health>,
+    shims: Vec<Health>,
+}
+
+/// `cuenv status`.
+pub fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
+    let layout = &ctx.layout;
+    let cur = generation::current(layout);
+    let active = link::read(&layout.active_link()).ok().and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let pending = layout.home().join("journal.toml").exists();
+    let mut profiles = Vec::new();
+    if let Some(n) = cur {
+        let m = generation::read(layout, n)?;
+        let checks = verify::load(layout, n);
+        for p in &m.profiles {
+            let view = layout.profiles_dir().join(&p.name);
+            let links = VIEW_LINKS
+                .iter()
+                .map(|name| {
+                    let at = view.join(name);
+                    let state = if p.copied && *name == "cudnn" {
+                        if at.is_dir() { "ok (copy)" } else { "missing" }.to_string()
+                    } else {
+                        match link::read(&at) {
+                            Err(_) => "missing".into(),
+                            Ok(_) if !at.exists() => "dangling".into(),
+                            Ok(t) => format!("ok -> {}", t.display()),
+                        }
+                    };
+                    Health { path: at, state }
+                })
+                .collect();
+            let shims = m
+                .shims
+                .iter()
+                .filter(|s| s.profile == p.name)
+                .map(|s| {
+                    let state = match std::fs::read(&s.path) {
+                        Err(_) => "missing".to_string(),
+                        Ok(b) if !shim::is_ours(&String::from_utf8_lossy(&b)) => "foreign".into(),
+                        Ok(b) if hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&b)) != s.sha256 => "modified".into(),
+                        Ok(_) => "ok".into(),
+                    };
+                    Health { path: s.path.clone(), state }
+                })
+                .collect();
+            profiles.push(ProfileStatus {
+                name: p.name.clone(),
+                active: active.as_deref() == Some(&p.name),
+                cudnn: format!("{} ({})", p.cudnn_version, p.entry_dir.display()),
+                toolkit: format!("{} ({})", p.toolkit_version, p.toolkit_root.display()),
+                check: checks.as_ref().and_then(|c| c.profiles.iter().find(|c| c.profile == p.name)).cloned(),
+                links,
+                shims,
+            });
+        }
+    }
+    let healthy = profiles.iter().all(|p| p.links.iter().all(|h| h.state.starts_with("ok")) && p.shims.iter().all(|h| h.state == "ok"));
+    if json {
+        print_json(&serde_json::json!({ "generation": cur, "active": active, "interrupted_switch": pending, "healthy": healthy, "profiles": profiles }));
+    } else {
+        match cur {
+            None => println!("no generation yet: run `cuenv apply <lab.toml>`"),
+            Some(n) => println!("generation {n} is current; active profile: {}", active.as_deref().unwrap_or("(none)")),
+        }
+        if pending {
+            println!("an interrupted switch is pending; the next apply, use, rollback or gc finishes it");
+        }
+        for p in &profiles {
+            println!("{}{}: cuDNN {} on CUDA {}", if p.active { "* " } else { "  " }, p.name, p.cudnn, p.toolkit);
+            match &p.check {
+                Some(c) => {
+                    println!("    check     {}", verify::summary(c));
+                    for r in &c.result.reasons {
+                        println!("              {r}");
+                    }
+                }
+                None => println!("    check     not run (`cuenv check`)"),
+            }
+            for h in p.links.iter().chain(&p.shims) {
+                println!("    {:<9} {}", if h.state.starts_with("ok") { "ok" } else { h.state.as_str() }, h.path.display());
+            }
+        }
+    }
+    Ok(if healthy { ExitCode::Success } else { ExitCode::Damaged })
+}
+
+/// `cuenv gc`.
+pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> anyhow::Result<ExitCode> {
+    let _lock = lock_and_recover(ctx)?;
+    let layout = &ctx.layout;
+    let all = generation::list(layout);
+    let mut kept: std::collections::BTreeSet<u64> = all.iter().rev().take(keep).copied().collect();
+    kept.extend(generation::current(layout));
+    kept.extend(generation::previous(layout));
+    let doomed: Vec<u64> = all.iter().copied().filter(|n| !kept.contains(n)).collect();
+    let mut needed: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    for n in &kept {
+        if let Ok(m) = generation::read(layout, *n) {
+            needed.extend(m.profiles.iter().map(|p| p.cudnn_id.clone()));
+            if let Ok(Some(lock)) = lockfile::read(&lockfile::lock_path(&m.source)) {
+                needed.extend(lock.profiles.iter().map(|p| p.cudnn_id.clone()));
+            }
+        }
+    }
+    let store = crate::store::Store::new(layout);
+    let unused: Vec<(PathBuf, String)> = store.entries().into_iter().filter(|(_, m)| !needed.contains(&m.id)).map(|(d, m)| (d, m.name)).collect();
+    let verb = if dry_run { "would delete" } else { "deleted" };
+    for n in &doomed {
+        if !dry_run {
+            apply::remove_generation_tree(&generation::dir(layout, *n))?;
+        }
+        println!("{verb} generation {n}");
+    }
+    for (dir, name) in &unused {
+        if !dry_run {
+            store.remove(&_lock, dir)?;
+        }
+        println!("{verb} store entry {name}");
+    }
+    if doomed.is_empty() && unused.is_empty() {
+        println!("nothing to delete ({} generations kept)", kept.len());
+    }
+    Ok(ExitCode::Success)
+}
+
+/// `cuenv env [PROFILE] --shell SHELL` / `cuenv env --setup`.
+pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> anyhow::Result<ExitCode> {
+    let platform = Platform::host().context("cuDNN is not built for this platform")?;
+    let name = if setup {
+        None
+    } else {
+        match profile {
+            Some(p) => Some(p.to_string()),
+            None => Some(
+                link::read(&ctx.layout.active_link())
+                    .ok()
+                    .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .context("no profile given and none active: pass a profile name or run `cuenv use <profile>`")?,
+            ),
+        }
+    };
+    let act = match &name {
+        Some(n) => {
+            let cur = generation::current(&ctx.layout).context("no generation yet: run `cuenv apply <lab.toml>` first")?;
+            let m = generation::read(&ctx.layout, cur)?;
+            if !m.profiles.iter().any(|p| &p.name == n) {
+                return Err(UnknownProfile { name: n.clone(), generation: cur, known: m.profiles.iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ") }.into());
+            }
+            apply::activation(&ctx.layout, n, platform)
+        }
+        None => {
+            // The one-time setup: the same activation through `<home>/active`.
+            let mut a = apply::activation(&ctx.layout, "active", platform);
+            let active = apply::stable_home(&ctx.layout).join("active");
+            let view = apply::stable_home(&ctx.layout).join("profiles").join("active");
+            let fix = |p: PathBuf| p.strip_prefix(&view).map(|r| active.join(r)).unwrap_or(p);
+            a.path_prepend = a.path_prepend.into_iter().map(fix).collect();
+            a.ld_library_path_prepend = a.ld_library_path_prepend.into_iter().map(fix).collect();
+            a.set = a.set.into_iter().map(|(k, v)| (k, fix(v))).collect();
+            a.profile = "(active)".into();
+            a
+        }
+    };
+    shim::validate(shell, &act).map_err(|e| anyhow::anyhow!("cannot render the activation for this shell: {e}"))?;
+    print!("{}", shim::render_activate(shell, &act));
+    Ok(ExitCode::Success)
+}

@@ -1,0 +1,337 @@
+//! Generations: immutable, numbered sets of views and shims, and the switch between them.
+//!
+//! On disk, under the cuenv home:
+//! ```text
+//! generations/<N>/manifest.toml        what generation N is (never modified once published)
+//! generations/<N>/views/<profile>/     cuda, cudnn, cudnn-lib, cuda-lib: links (or a copy)
+//! generations/<N>/shims/<i>            the exact bytes of each conda shim of N
+//! generations/<N>/check.json           check results, written after the checks ran
+//! profiles  -> generations/<N>/views   the stable path: one link for all profiles
+//! active    -> profiles/<profile>      the active profile (`cuenv use`)
+//! journal.toml                         present only while a switch is in progress
+//! history.jsonl                        one line per switch (apply, rollback)
+//! ```
+//!
+//! **Commit point.** The current generation *is* the target of the `profiles` link; no
+//! other state says which generation is current. A switch writes the journal, brings the
+//! conda shims to the new generation's set, retargets `profiles` in one atomic step (the
+//! commit point), appends to the history and deletes the journal. Consumers only see
+//! `profiles/<name>` and `active`, so at every instant each resolves to a complete view of
+//! the old or the new generation. A crash leaves the journal behind; [`recover`] (run by
+//! every writing command under the lock) then finishes the switch if `profiles` already
+//! points at the new generation, and otherwise puts the old generation's shims back.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil;
+use crate::layout::Layout;
+use crate::link::{self, LinkKind};
+
+/// One view's record in a manifest.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ViewRecord {
+    /// Profile name.
+    pub name: String,
+    /// Toolkit root the view's `cuda` link points to.
+    pub toolkit_root: PathBuf,
+    /// That toolkit's version.
+    pub toolkit_version: String,
+    /// Store entry id and folder name.
+    pub cudnn_id: String,
+    pub cudnn_name: String,
+    /// cuDNN version of the entry.
+    pub cudnn_version: String,
+    /// CUDA major of the entry.
+    pub cuda_major: u64,
+    /// The store entry folder.
+    pub entry_dir: PathBuf,
+    /// The entry's library folder, relative to the entry (`bin`, `bin/x64`, `lib`).
+    pub cudnn_lib: String,
+    /// The toolkit's runtime library folder (absolute).
+    pub cuda_lib: PathBuf,
+    /// The conda env prefix the shims are written into, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conda_env: Option<PathBuf>,
+    /// What to check: `conv`, `load` or `none`.
+    pub check: String,
+    /// `true` when the view holds a copy of the entry instead of a link.
+    #[serde(default)]
+    pub copied: bool,
+}
+
+/// A conda shim written by a generation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShimRecord {
+    /// Where the shim lives (inside a conda env's `etc/conda/{activate,deactivate}.d`).
+    pub path: PathBuf,
+    /// The profile it belongs to.
+    pub profile: String,
+    /// File name of its stored copy under `generations/<N>/shims/`.
+    pub stored: String,
+    /// SHA-256 of its content.
+    pub sha256: String,
+}
+
+/// `manifest.toml` of one generation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The generation number (1, 2, ...).
+    pub number: u64,
+    /// When it was built (RFC 3339).
+    pub created: String,
+    /// The profile file it was built from, and that file's SHA-256.
+    pub source: PathBuf,
+    pub source_sha256: String,
+    /// `symlink`, `junction`, or `copy`.
+    pub link_mode: String,
+    /// The views, in profile-file order.
+    pub profiles: Vec<ViewRecord>,
+    /// The conda shims.
+    #[serde(default)]
+    pub shims: Vec<ShimRecord>,
+}
+
+/// Errors while reading or switching generations.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot write {}", path.display())]
+    Io { path: PathBuf, #[source] source: io::Error },
+    #[error("generation {number} is unreadable: {detail}")]
+    BadManifest { number: u64, detail: String },
+    #[error("there is no generation {0}")]
+    NoSuchGeneration(u64),
+    #[error("{} exists and was not written by cuenv; refusing to overwrite or delete it", path.display())]
+    ForeignShim { path: PathBuf },
+    #[error(transparent)]
+    Link(#[from] link::LinkError),
+}
+
+impl crate::error::Diagnose for Error {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Error::ForeignShim { .. } => Some("move that file away (cuenv only touches files that start with its marker line), then run the command again".into()),
+            Error::NoSuchGeneration(_) => Some("run `cuenv generations` to see the generations that exist".into()),
+            Error::BadManifest { .. } => Some("the generation folder was edited or damaged; apply the profile file again".into()),
+            Error::Link(e) => e.hint(),
+            Error::Io { .. } => Some("check permissions of the cuenv home and of the conda env".into()),
+        }
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
+    move |source| Error::Io { path: path.into(), source }
+}
+
+/// The folder of generation `n`.
+pub fn dir(layout: &Layout, n: u64) -> PathBuf {
+    layout.generations_dir().join(n.to_string())
+}
+
+/// Reads generation `n`'s manifest.
+pub fn read(layout: &Layout, n: u64) -> Result<Manifest, Error> {
+    let path = dir(layout, n).join("manifest.toml");
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Error::NoSuchGeneration(n)),
+        Err(e) => return Err(Error::BadManifest { number: n, detail: e.to_string() }),
+    };
+    toml::from_str(&text).map_err(|e| Error::BadManifest { number: n, detail: e.to_string() })
+}
+
+/// Numbers of all published generations, ascending.
+pub fn list(layout: &Layout) -> Vec<u64> {
+    let mut out: Vec<u64> = fs::read_dir(layout.generations_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The current generation: the one `<home>/profiles` points at (none before the first apply).
+pub fn current(layout: &Layout) -> Option<u64> {
+    let target = link::read(&layout.profiles_dir()).ok()?;
+    // .../generations/<N>/views
+    target.parent()?.file_name()?.to_str()?.parse().ok()
+}
+
+/// The generation before the current one, by history (else the highest number below it).
+pub fn previous(layout: &Layout) -> Option<u64> {
+    let cur = current(layout)?;
+    let hist = history(layout);
+    if let Some(h) = hist.iter().rev().find(|h| h.to == cur) {
+        if let Some(from) = h.from {
+            return Some(from);
+        }
+    }
+    list(layout).into_iter().filter(|n| *n < cur).max()
+}
+
+/// One history line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistoryRecord {
+    /// RFC 3339 time of the switch.
+    pub time: String,
+    /// `apply`, `rollback`, or `revert` (a failed check put the previous generation back).
+    pub op: String,
+    /// Generation current before (none for the first apply).
+    pub from: Option<u64>,
+    /// Generation current after.
+    pub to: u64,
+}
+
+/// All history records, oldest first. Unreadable lines are skipped.
+pub fn history(layout: &Layout) -> Vec<HistoryRecord> {
+    fs::read_to_string(layout.home().join("history.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn append_history(layout: &Layout, rec: &HistoryRecord) -> Result<(), Error> {
+    use std::io::Write;
+    let path = layout.home().join("history.jsonl");
+    let mut f = fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path))?;
+    writeln!(f, "{}", serde_json::to_string(rec).expect("serializable")).map_err(io_err(&path))?;
+    f.sync_all().map_err(io_err(&path))
+}
+
+/// The switch in progress, written before the first effect and deleted after the last.
+#[derive(Debug, Serialize, Deserialize)]
+struct Journal {
+    op: String,
+    from: Option<u64>,
+    to: u64,
+}
+
+fn journal_path(layout: &Layout) -> PathBuf {
+    layout.home().join("journal.toml")
+}
+
+/// Test hook: `CUENV_TEST_ABORT_AT=<step>` aborts the process at that step of a switch,
+/// to prove that [`recover`] finishes or undoes it. Steps: `journal`, `shims`, `commit`,
+/// `history`.
+fn fault_point(step: &str) {
+    if std::env::var("CUENV_TEST_ABORT_AT").is_ok_and(|s| s == step) {
+        std::process::abort();
+    }
+}
+
+/// The shims of generation `n` (none for `None`).
+fn shims_of(layout: &Layout, n: Option<u64>) -> Result<Vec<ShimRecord>, Error> {
+    match n {
+        Some(n) => Ok(read(layout, n)?.shims),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Checks that every shim path of `to` is free or ours, so a switch never fails halfway on
+/// a foreign file.
+pub fn preflight_shims(shims: &[ShimRecord]) -> Result<(), Error> {
+    for s in shims {
+        if let Ok(text) = fs::read_to_string(&s.path) {
+            if !crate::shim::is_ours(&text) {
+                return Err(Error::ForeignShim { path: s.path.clone() });
+            } 
+        } else if s.path.exists() {
+            return Err(Error::ForeignShim { path: s.path.clone() });
+        }
+    }
+    Ok(())
+}
+
+/// Makes the conda shims on disk equal to generation `to`'s set, given that `from`'s set
+/// may be there: writes `to`'s shims (atomically, only where the content differs) and
+/// deletes `from`'s shims that `to` lacks (only files that carry cuenv's marker).
+fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(), Error> {
+    let want = shims_of(layout, to)?;
+    let had = shims_of(layout, from)?;
+    for s in &want {
+        let stored = dir(layout, to.expect("shims imply a generation")).join("shims").join(&s.stored);
+        let bytes = fs::read(&stored).map_err(io_err(&stored))?;
+        if fs::read(&s.path).ok().as_deref() == Some(&bytes[..]) {
+            continue;
+        }
+        if let Ok(existing) = fs::read_to_string(&s.path) {
+            if !crate::shim::is_ours(&existing) {
+                return Err(Error::ForeignShim { path: s.path.clone() });
+            }
+        }
+        if let Some(parent) = s.path.parent() {
+            fs::create_dir_all(parent).map_err(io_err(parent))?;
+        }
+        fsutil::write_atomic(&s.path, &bytes).map_err(io_err(&s.path))?;
+    }
+    for s in had.iter().filter(|h| !want.iter().any(|w| link::same_path(&w.path, &h.path))) {
+        match fs::read_to_string(&s.path) {
+            Ok(text) if crate::shim::is_ours(&text) => fs::remove_file(&s.path).map_err(io_err(&s.path))?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Switches from the current generation to `to` (see the module docs for the steps and
+/// the commit point). `op` is recorded in the history.
+pub fn switch(layout: &Layout, to: u64, op: &str) -> Result<(), Error> {
+    let from = current(layout);
+    let journal = Journal { op: op.into(), from, to };
+    let jpath = journal_path(layout);
+    fsutil::write_atomic(&jpath, toml::to_string(&journal).expect("serializable").as_bytes()).map_err(io_err(&jpath))?;
+    fault_point("journal");
+    sync_shims(layout, from, Some(to))?;
+    fault_point("shims");
+    let views = dir(layout, to).join("views");
+    link::set(LinkKind::native(), &layout.profiles_dir(), &views, &layout.home().join(".profiles.new"))?;
+    fsutil::sync_dir(layout.home());
+    fault_point("commit");
+    append_history(layout, &HistoryRecord { time: now(), op: op.into(), from, to })?;
+    fault_point("history");
+    fs::remove_file(&jpath).map_err(io_err(&jpath))
+}
+
+/// Makes no generation current: removes the current generation's shims and the `profiles`
+/// link. Used when the very first generation fails its check (there is no previous one to
+/// go back to). Recorded in the history as `op` to generation 0.
+pub fn clear(layout: &Layout, op: &str) -> Result<(), Error> {
+    let Some(cur) = current(layout) else { return Ok(()) };
+    sync_shims(layout, Some(cur), None)?;
+    link::remove(&layout.profiles_dir()).map_err(io_err(&layout.profiles_dir()))?;
+    append_history(layout, &HistoryRecord { time: now(), op: op.into(), from: Some(cur), to: 0 })
+}
+
+/// Finishes or undoes a switch interrupted by a crash. Returns a sentence saying what it
+/// did, or `None` when there was nothing to do. Needs the writer lock.
+pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {
+    let jpath = journal_path(layout);
+    let Ok(text) = fs::read_to_string(&jpath) else { return Ok(None) };
+    let Ok(j) = toml::from_str::<Journal>(&text) else {
+        fs::remove_file(&jpath).map_err(io_err(&jpath))?;
+        return Ok(Some("removed an unreadable journal".into()));
+    };
+    let cur = current(layout);
+    let said = if cur == Some(j.to) {
+        sync_shims(layout, j.from, Some(j.to))?;
+        if !history(layout).last().is_some_and(|h| h.to == j.to && h.from == j.from) {
+            append_history(layout, &HistoryRecord { time: now(), op: j.op.clone(), from: j.from, to: j.to })?;
+        }
+        format!("finished an interrupted {} to generation {}", j.op, j.to)
+    } else {
+        sync_shims(layout, Some(j.to), j.from)?;
+        format!("undid an interrupted {} to generation {} (generation {} stays current)", j.op, j.to, j.from.map(|n| n.to_string()).unwrap_or_else(|| "none".into()))
+    };
+    fs::remove_file(&jpath).map_err(io_err(&jpath))?;
+    Ok(Some(said))
+}
+
+/// The current time, RFC 3339, seconds.
+pub fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,517 @@
+//! The probe: the child side of `cuenv check`. Loads cuDNN the way frameworks do and reports
+//! what happened as typed JSON ([`Report`]).
+//!
+//! `cuenv __probe --major N [--conv] --json` runs [`run`] in a fresh process whose environment
+//! is exactly a profile's activation. Loading native code can abort the process (cuDNN kills
+//! the process when a sub-library is missing: field notes §7), so this code never runs inside
+//! the cuenv that asks; the parent ([`crate::check`]) treats a crash as a finding.
+//!
+//! Invariants:
+//! - cuDNN, the CUDA runtime and the driver are loaded **by name** through the OS loader
+//!   (`libcudnn.so.<N>` / `cudnn64_<N>.dll`), never by full path: the point is to see which
+//!   file the loader picks from the environment (field notes §5).
+//! - Libraries are never unloaded (cuDNN's unload paths are not part of what is checked).
+//! - Before each step that calls native code, one line `cuenv-probe: step <what>` goes to
+//!   stderr, so a parent that sees the process die knows where ([`STEP_PREFIX`]).
+//! - The report is printed as the last line of stdout; nothing else in cuenv writes there.
+//! - An absent driver or device is a normal outcome (`driver: null` + `driver_absent`), not
+//!   an error; without a device the convolution is `skipped`.
+
+mod conv;
+mod ffi;
+mod sys;
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+pub use conv::{ConvProblem, cpu_reference};
+
+/// The version of the JSON shape; the parent refuses reports of another schema.
+pub const SCHEMA: u32 = 1;
+
+/// Prefix of the progress lines the child writes to stderr before each native step.
+pub const STEP_PREFIX: &str = "cuenv-probe: step ";
+
+/// Largest absolute difference between the GPU convolution and the CPU reference that passes.
+pub const MAX_ABS_ERROR: f64 = 1e-4;
+
+/// Everything the child found, in the order it looked.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    /// [`SCHEMA`].
+    pub schema: u32,
+    /// `linux` or `windows` (Rust's `std::env::consts::OS`).
+    pub os: String,
+    /// The cuDNN major asked for.
+    pub major: u64,
+    /// Loading the cuDNN dispatcher by name.
+    pub dispatcher: LoadAttempt,
+    /// The version calls; absent when the dispatcher did not load.
+    pub cudnn: Option<CudnnVersions>,
+    /// The CUDA runtime of the cuDNN build's CUDA major, loaded by name; absent when the
+    /// dispatcher did not load.
+    pub cudart: Option<Cudart>,
+    /// The NVIDIA driver; `None` when `libcuda.so.1` / `nvcuda.dll` is absent.
+    pub driver: Option<Driver>,
+    /// Why `driver` is `None` (the loader's words).
+    pub driver_absent: Option<String>,
+    /// `cudnnCreate`'s status; absent when the dispatcher did not load.
+    pub handle: Option<Status>,
+    /// The convolution check.
+    pub conv: Conv,
+    /// The cuDNN, cuBLAS, NVRTC, cudart, driver and zlib modules mapped at the end.
+    pub modules: Vec<Module>,
+    /// Wall time of the whole probe inside the child, in milliseconds.
+    pub elapsed_ms: f64,
+}
+
+/// One attempt to load a library by name.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LoadAttempt {
+    /// The bare name given to the loader.
+    pub name: String,
+    /// Whether it loaded.
+    pub loaded: bool,
+    /// The loader's error when it did not.
+    pub error: Option<LoadError>,
+}
+
+/// What the OS loader said.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LoadError {
+    /// `dlerror()` text (Linux) or the system message (Windows).
+    pub message: String,
+    /// Windows: `GetLastError()` after `LoadLibraryExW` (126, 127, 193, ...).
+    pub code: Option<i64>,
+}
+
+/// cuDNN's own version calls.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CudnnVersions {
+    /// `cudnnGetVersion()`: 8904, 90500, ...
+    pub version: u64,
+    /// `cudnnGetCudartVersion()`: the CUDA runtime cuDNN was built with (12060 = 12.6).
+    pub cudart_version: u64,
+    /// `cudnnGetMaxDeviceVersion()` where the symbol exists (900 = compute capability 9.0).
+    pub max_device_version: Option<u64>,
+}
+
+/// The CUDA runtime library.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Cudart {
+    /// Loading `libcudart.so.<M>` / `cudart64_<M>.dll` by name.
+    pub load: LoadAttempt,
+    /// `cudaRuntimeGetVersion()` (12060 = 12.6).
+    pub runtime_version: Option<i64>,
+    /// Why `runtime_version` is absent (CUDA 11 runtimes need a driver to answer).
+    pub runtime_error: Option<Status>,
+}
+
+/// The driver API.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Driver {
+    /// The library that was loaded.
+    pub library: String,
+    /// `cuDriverGetVersion()`: the newest CUDA the driver supports (13000 = 13.0).
+    pub version: Option<i64>,
+    /// `cuInit(0)`.
+    pub init: Status,
+    /// The devices, when `cuInit` succeeded.
+    pub devices: Vec<Device>,
+}
+
+/// One GPU as the driver sees it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Device {
+    /// Ordinal.
+    pub index: u32,
+    /// `cuDeviceGetName`.
+    pub name: String,
+    /// Compute capability `[major, minor]`.
+    pub compute_capability: [i32; 2],
+    /// `cuDeviceTotalMem` in bytes.
+    pub total_memory: u64,
+}
+
+/// A status code of cuDNN, the runtime or the driver, with its symbolic name.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Status {
+    /// The numeric code.
+    pub code: i64,
+    /// `CUDNN_STATUS_...`, `cudaError...` or `CUDA_ERROR_...`.
+    pub name: String,
+}
+
+impl Status {
+    /// Whether the code is the API's success (0 for all three).
+    pub fn ok(&self) -> bool {
+        self.code == 0
+    }
+}
+
+/// The convolution check.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Conv {
+    /// `--conv` was not given.
+    NotRequested,
+    /// It could not run; `why` says what was missing (no device, no handle, no runtime).
+    Skipped { why: String },
+    /// A call failed.
+    Failed {
+        /// The call.
+        step: String,
+        /// Its status.
+        status: Status,
+    },
+    /// It ran.
+    Done(ConvResult),
+}
+
+/// A finished convolution.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ConvResult {
+    /// The problem (shapes).
+    pub problem: ConvProblem,
+    /// The math type set on the descriptor.
+    pub math_type: String,
+    /// What `cudnnFindConvolutionForwardAlgorithm` returned, fastest first.
+    pub algos: Vec<AlgoPerf>,
+    /// The algorithm used (the fastest that succeeded).
+    pub algo: String,
+    /// Workspace for it, in bytes.
+    pub workspace_bytes: u64,
+    /// Largest |GPU - CPU| over the output.
+    pub max_abs_error: f64,
+    /// Whether `max_abs_error` is under [`MAX_ABS_ERROR`].
+    pub matches: bool,
+    /// Mean time of one `cudnnConvolutionForward` after warm-up, in milliseconds.
+    pub forward_ms: f64,
+    /// How many timed calls `forward_ms` averages.
+    pub iterations: u32,
+}
+
+/// One entry of `cudnnFindConvolutionForwardAlgorithm`'s answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AlgoPerf {
+    /// `CUDNN_CONVOLUTION_FWD_ALGO_...`.
+    pub algo: String,
+    /// Its status.
+    pub status: Status,
+    /// Measured time in milliseconds.
+    pub time_ms: f64,
+    /// Workspace in bytes.
+    pub memory: u64,
+}
+
+/// What a mapped module is.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ModuleKind {
+    /// The cuDNN dispatcher or one of its sub-libraries.
+    Cudnn,
+    /// cuBLAS.
+    Cublas,
+    /// cuBLASLt.
+    CublasLt,
+    /// NVRTC (and its builtins).
+    Nvrtc,
+    /// The CUDA runtime.
+    Cudart,
+    /// The NVIDIA driver (`libcuda.so`, `nvcuda.dll`).
+    Driver,
+    /// `zlibwapi.dll` (cuDNN 8.3 to 9.1 on Windows).
+    Zlib,
+}
+
+/// One module mapped into the child.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Module {
+    /// The file the loader mapped (symlinks resolved on Linux).
+    pub path: String,
+    /// Its file name.
+    pub name: String,
+    /// What it is.
+    pub kind: ModuleKind,
+}
+
+/// What the child is asked to do.
+#[derive(Debug, Clone)]
+pub struct ProbeRequest {
+    /// The cuDNN major: picks `libcudnn.so.<N>` / `cudnn64_<N>.dll`.
+    pub major: u64,
+    /// The CUDA major of the runtime to load; default: from `cudnnGetCudartVersion()`.
+    pub cuda_major: Option<u64>,
+    /// Run the convolution when a device is present.
+    pub conv: bool,
+}
+
+/// The kind of a module from its file name, or `None` when it is none of the tracked ones.
+pub fn module_kind(file_name: &str) -> Option<ModuleKind> {
+    let n = file_name.to_ascii_lowercase();
+    let n = n.strip_prefix("lib").unwrap_or(&n);
+    if n.starts_with("cudnn") {
+        Some(ModuleKind::Cudnn)
+    } else if n.starts_with("cublaslt") {
+        Some(ModuleKind::CublasLt)
+    } else if n.starts_with("cublas") {
+        Some(ModuleKind::Cublas)
+    } else if n.starts_with("nvrtc") {
+        Some(ModuleKind::Nvrtc)
+    } else if n.starts_with("cudart") {
+        Some(ModuleKind::Cudart)
+    } else if n.starts_with("cuda.so") || n.starts_with("nvcuda") {
+        Some(ModuleKind::Driver)
+    } else if n.starts_with("zlibwapi") {
+        Some(ModuleKind::Zlib)
+    } else {
+        None
+    }
+}
+
+/// The dispatcher's file name for a cuDNN major on this platform.
+pub fn dispatcher_name(major: u64) -> String {
+    if cfg!(windows) { format!("cudnn64_{major}.dll") } else { format!("libcudnn.so.{major}") }
+}
+
+/// Whether `file_name` is the dispatcher of some cuDNN major (`libcudnn.so.9`, `cudnn64_8.dll`).
+pub fn is_dispatcher(file_name: &str) -> bool {
+    let n = file_name.to_ascii_lowercase();
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some(rest) = n.strip_prefix("libcudnn.so.") {
+        return digits(rest.split('.').next().unwrap_or(""));
+    }
+    if let Some(rest) = n.strip_prefix("cudnn64_") {
+        return rest.strip_suffix(".dll").is_some_and(digits);
+    }
+    n == "libcudnn.so"
+}
+
+/// The CUDA runtime's file name (its soname) for a CUDA major on this platform. CUDA 11's
+/// are `libcudart.so.11.0` and `cudart64_110.dll` (the cu11 runtime wheel holds exactly that
+/// `.so`); from 12 on, `libcudart.so.<M>` and `cudart64_<M>.dll`.
+pub fn cudart_name(cuda_major: u64) -> String {
+    match (cfg!(windows), cuda_major <= 11) {
+        (true, true) => format!("cudart64_{cuda_major}0.dll"),
+        (true, false) => format!("cudart64_{cuda_major}.dll"),
+        (false, true) => format!("libcudart.so.{cuda_major}.0"),
+        (false, false) => format!("libcudart.so.{cuda_major}"),
+    }
+}
+
+/// The driver library's file name on this platform.
+pub fn driver_name() -> &'static str {
+    if cfg!(windows) { "nvcuda.dll" } else { "libcuda.so.1" }
+}
+
+fn step(what: &str) {
+    eprintln!("{STEP_PREFIX}{what}");
+}
+
+/// Runs the probe in this process. Only `cuenv __probe` calls this: it loads native code
+/// that may abort the process.
+pub fn run(req: &ProbeRequest) -> Report {
+    let start = Instant::now();
+    sys::prepare_process();
+    let mut report = Report {
+        schema: SCHEMA,
+        os: std::env::consts::OS.to_string(),
+        major: req.major,
+        dispatcher: LoadAttempt { name: dispatcher_name(req.major), loaded: false, error: None },
+        cudnn: None,
+        cudart: None,
+        driver: None,
+        driver_absent: None,
+        handle: None,
+        conv: if req.conv { Conv::Skipped { why: "the cuDNN dispatcher did not load".into() } } else { Conv::NotRequested },
+        modules: Vec::new(),
+        elapsed_ms: 0.0,
+    };
+
+    step(&format!("load {}", report.dispatcher.name));
+    let cudnn = match sys::load(&report.dispatcher.name) {
+        Ok(lib) => {
+            report.dispatcher.loaded = true;
+            Some(lib)
+        }
+        Err(e) => {
+            report.dispatcher.error = Some(e);
+            None
+        }
+    };
+
+    // The driver is probed whether or not cuDNN loaded: "no GPU" is worth knowing either way.
+    let driver_lib = probe_driver(&mut report);
+
+    if let Some(cudnn) = &cudnn {
+        let api = ffi::Cudnn::new(cudnn);
+        report.cudnn = api.versions();
+        let cuda_major = req.cuda_major.or_else(|| report.cudnn.as_ref().map(|v| v.cudart_version / 1000));
+        let mut rt = None;
+        if let Some(m) = cuda_major {
+            let name = cudart_name(m);
+            step(&format!("load {name}"));
+            let mut cudart = Cudart { load: LoadAttempt { name: name.clone(), loaded: false, error: None }, runtime_version: None, runtime_error: None };
+            match sys::load(&name) {
+                Ok(lib) => {
+                    cudart.load.loaded = true;
+                    let r = ffi::Runtime::new(&lib);
+                    match r.runtime_version() {
+                        Ok(v) => cudart.runtime_version = Some(v),
+                        Err(s) => cudart.runtime_error = Some(s),
+                    }
+                    rt = Some((lib, r.ok()));
+                }
+                Err(e) => cudart.load.error = Some(e),
+            }
+            report.cudart = Some(cudart);
+        }
+
+        step("cudnnCreate");
+        let handle = api.create();
+        report.handle = handle.as_ref().map(|(s, _)| s.clone()).or(Some(Status { code: -1, name: "cudnnCreate not exported".into() }));
+
+        if req.conv {
+            let has_device = report.driver.as_ref().is_some_and(|d| !d.devices.is_empty());
+            report.conv = match (&handle, rt.as_ref().and_then(|(_, r)| r.as_ref())) {
+                _ if !has_device => Conv::Skipped {
+                    why: match &report.driver {
+                        None => "no NVIDIA driver".into(),
+                        Some(d) if !d.init.ok() => format!("no usable GPU: cuInit returned {}", d.init.name),
+                        Some(_) => "no GPU: the driver reports no devices".into(),
+                    },
+                },
+                (Some((s, _)), _) if !s.ok() => Conv::Skipped { why: format!("cudnnCreate returned {}", s.name) },
+                (None, _) => Conv::Skipped { why: "cudnnCreate is not exported".into() },
+                (_, None) => Conv::Skipped { why: "the CUDA runtime did not load".into() },
+                (Some((_, h)), Some(rt)) => conv::run(&api, rt, *h, step),
+            };
+        }
+        if let Some((s, h)) = &handle
+            && s.ok()
+        {
+            api.destroy(*h);
+        }
+        // Keep every library mapped until exit.
+        std::mem::forget(rt);
+    }
+    std::mem::forget(cudnn);
+    std::mem::forget(driver_lib);
+
+    step("list modules");
+    report.modules = list_modules();
+    report.elapsed_ms = start.elapsed().as_secs_f64() * 1000.0;
+    report
+}
+
+fn probe_driver(report: &mut Report) -> Option<libloading::Library> {
+    let name = driver_name();
+    step(&format!("load {name}"));
+    let lib = match sys::load(name) {
+        Ok(lib) => lib,
+        Err(e) => {
+            report.driver_absent = Some(format!("{name} could not be loaded: {}", e.message));
+            return None;
+        }
+    };
+    let drv = ffi::DriverApi::new(&lib);
+    report.driver = Some(drv.query(name, step));
+    Some(lib)
+}
+
+/// The tracked modules mapped into this process, deduplicated (Linux: in address order;
+/// Windows: in the loader's module-list order).
+pub fn list_modules() -> Vec<Module> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for p in sys::loaded_module_paths() {
+        let Some(name) = Path::new(&p).file_name().map(|n| n.to_string_lossy().into_owned()) else { continue };
+        let Some(kind) = module_kind(&name) else { continue };
+        if seen.insert(p.clone()) {
+            out.push(Module { path: p.to_string_lossy().into_owned(), name, kind });
+        }
+    }
+    out
+}
+
+/// Reads a NUL-terminated C string returned by a library (static storage); `None` for null.
+fn c_str(p: *const std::ffi::c_char) -> Option<String> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the libraries return pointers to static NUL-terminated strings.
+    Some(unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_kinds_from_names() {
+        for (n, k) in [
+            ("libcudnn.so.9", Some(ModuleKind::Cudnn)),
+            ("libcudnn_ops_infer.so.8", Some(ModuleKind::Cudnn)),
+            ("cudnn_graph64_9.dll", Some(ModuleKind::Cudnn)),
+            ("libcublasLt.so.12", Some(ModuleKind::CublasLt)),
+            ("cublasLt64_12.dll", Some(ModuleKind::CublasLt)),
+            ("libcublas.so.12", Some(ModuleKind::Cublas)),
+            ("libnvrtc-builtins.so.12.6", Some(ModuleKind::Nvrtc)),
+            ("nvrtc64_120_0.dll", Some(ModuleKind::Nvrtc)),
+            ("libcudart.so.12", Some(ModuleKind::Cudart)),
+            ("cudart64_110.dll", Some(ModuleKind::Cudart)),
+            ("libcuda.so.1", Some(ModuleKind::Driver)),
+            ("libcuda.so.580.65.06", Some(ModuleKind::Driver)),
+            ("nvcuda.dll", Some(ModuleKind::Driver)),
+            ("zlibwapi.dll", Some(ModuleKind::Zlib)),
+            ("libc.so.6", None),
+            ("libcurl.so.4", None),
+            ("KERNEL32.DLL", None),
+        ] {
+            assert_eq!(module_kind(n), k, "{n}");
+        }
+    }
+
+    #[test]
+    fn dispatcher_names() {
+        assert!(is_dispatcher("libcudnn.so.9"));
+        assert!(is_dispatcher("libcudnn.so.8.9.4"));
+        assert!(is_dispatcher("cudnn64_8.dll"));
+        assert!(is_dispatcher("CUDNN64_9.DLL"));
+        assert!(!is_dispatcher("libcudnn_ops.so.9"));
+        assert!(!is_dispatcher("cudnn_graph64_9.dll"));
+        if cfg!(windows) {
+            assert_eq!(dispatcher_name(9), "cudnn64_9.dll");
+            assert_eq!(cudart_name(11), "cudart64_110.dll");
+            assert_eq!(cudart_name(12), "cudart64_12.dll");
+        } else {
+            assert_eq!(dispatcher_name(9), "libcudnn.so.9");
+            assert_eq!(cudart_name(11), "libcudart.so.11.0");
+            assert_eq!(cudart_name(12), "libcudart.so.12");
+        }
+    }
+
+    #[test]
+    fn report_round_trips_through_json() {
+        let r = Report {
+            schema: SCHEMA,
+            os: "linux".into(),
+            major: 9,
+            dispatcher: LoadAttempt { name: "libcudnn.so.9".into(), loaded: true, error: None },
+            cudnn: Some(CudnnVersions { version: 90500, cudart_version: 12060, max_device_version: Some(900) }),
+            cudart: None,
+            driver: None,
+            driver_absent: Some("libcuda.so.1 could not be loaded".into()),
+            handle: Some(Status { code: 1001, name: "CUDNN_STATUS_NOT_INITIALIZED".into() }),
+            conv: Conv::Skipped { why: "no NVIDIA driver".into() },
+            modules: vec![Module { path: "/x/libcudnn.so.9".into(), name: "libcudnn.so.9".into(), kind: ModuleKind::Cudnn }],
+            elapsed_ms: 1.5,
+        };
+        let s = serde_json::to_string(&r).unwrap();
+        assert!(s.contains(r#""conv":{"state":"skipped","why":"no NVIDIA driver"}"#), "{s}");
+        let back: Report = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, r);
+    }
+}

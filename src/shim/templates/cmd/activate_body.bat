@@ -1,0 +1,2 @@
+@if "%CUENV_ACTIVE_PROFILE%"=="{{PROFILE}}" goto cuenv_done
+{{CHECKS}}{{RESTORES}}{{SAVES}}{{CHANGES}}@set "CUENV_ACTIVE_PROFILE={{PROFILE}}"

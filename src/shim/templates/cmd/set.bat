@@ -1,0 +1,1 @@
+@set "{{NAME}}={{VALUE}}"

@@ -1,0 +1,2 @@
+  {{NAME}}={{VALUE}}${{{NAME}}:+:${{NAME}}}
+  export {{NAME}}

@@ -1,0 +1,150 @@
+//! Checking a generation's profiles: each one's environment (as its activation produces it,
+//! [`crate::activate`]) is handed to a fresh probe process ([`crate::check::run_probe`]) and
+//! the outcome is judged against the profile's store entry ([`crate::check::classify`]).
+//!
+//! Results are written to `generations/<N>/check.json` (the manifest itself is never
+//! modified) and read back by `status` and `generations`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::activate;
+use crate::apply;
+use crate::binfmt::Platform;
+use crate::check::{self, CheckResult, CheckStatus, Expected};
+use crate::generation::{self, Manifest, ViewRecord};
+use crate::layout::Layout;
+
+/// One profile's check.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileCheck {
+    /// Profile name.
+    pub profile: String,
+    /// What was asked: `conv` or `load`.
+    pub check: String,
+    /// The verdict, reasons and the probe's report.
+    pub result: CheckResult,
+    /// Wall time of the probe process in milliseconds.
+    pub elapsed_ms: u64,
+}
+
+/// `generations/<N>/check.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckFile {
+    /// When the checks ran (RFC 3339).
+    pub time: String,
+    /// One entry per checked profile.
+    pub profiles: Vec<ProfileCheck>,
+}
+
+/// Options of a check run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The cuenv executable to run as the probe child.
+    pub exe: PathBuf,
+    /// The environment to start from (the caller's).
+    pub base_env: Vec<(OsString, OsString)>,
+    /// Per-profile deadline.
+    pub timeout: Duration,
+}
+
+/// The environment a profile's activation produces from `base`.
+pub fn profile_env(layout: &Layout, view: &ViewRecord, base: &[(OsString, OsString)]) -> Result<Vec<(OsString, OsString)>, activate::ActivateError> {
+    match &view.conda_env {
+        Some(prefix) => activate::conda_env(prefix, base),
+        None => {
+            let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
+            Ok(activate::apply_activation(base, &apply::activation(layout, &view.name, platform)))
+        }
+    }
+}
+
+/// Checks the profiles of manifest `m` named in `only` (all when empty), skipping those
+/// with `check = "none"`. Calls `on_result` after each profile.
+pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_result: &mut dyn FnMut(&ProfileCheck)) -> Vec<ProfileCheck> {
+    let mut out = Vec::new();
+    for view in m.profiles.iter().filter(|v| v.check != "none" && (only.is_empty() || only.contains(&v.name))) {
+        let major = view.cudnn_version.split('.').next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let expected = Expected {
+            // The entry as the profile sees it: the store entry, or the view's copy.
+            entry_dir: if view.copied { layout.profiles_dir().join(&view.name).join("cudnn") } else { view.entry_dir.clone() },
+            version: view.cudnn_version.parse().unwrap_or_else(|_| crate::version::Version::new(&[0])),
+            cuda_major: view.cuda_major,
+        };
+        let pc = match profile_env(layout, view, &opts.base_env) {
+            Ok(env) => {
+                let outcome = check::run_probe(&opts.exe, &env, major, view.check == "conv", opts.timeout);
+                let elapsed_ms = outcome.elapsed_ms;
+                ProfileCheck { profile: view.name.clone(), check: view.check.clone(), result: check::classify(&outcome, &expected), elapsed_ms }
+            }
+            Err(e) => ProfileCheck {
+                profile: view.name.clone(),
+                check: view.check.clone(),
+                result: CheckResult {
+                    status: CheckStatus::Fail,
+                    reasons: vec![check::Reason { kind: check::ReasonKind::LoaderError, message: e.to_string() }],
+                    notes: Vec::new(),
+                    report: None,
+                },
+                elapsed_ms: 0,
+            },
+        };
+        on_result(&pc);
+        out.push(pc);
+    }
+    out
+}
+
+/// Writes the results of generation `n`'s checks.
+pub fn save(layout: &Layout, n: u64, results: &[ProfileCheck]) -> std::io::Result<()> {
+    let file = CheckFile { time: generation::now(), profiles: results.to_vec() };
+    let path = generation::dir(layout, n).join("check.json");
+    crate::fsutil::write_atomic(&path, serde_json::to_string_pretty(&file).expect("serializable").as_bytes())
+}
+
+/// The saved results of generation `n`'s last check, if any.
+pub fn load(layout: &Layout, n: u64) -> Option<CheckFile> {
+    let text = std::fs::read_to_string(generation::dir(layout, n).join("check.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// True when the results let a generation stay current: no `fail`, and no `no-gpu` when a
+/// GPU is required.
+pub fn acceptable(results: &[ProfileCheck], require_gpu: bool) -> bool {
+    results.iter().all(|r| match r.result.status {
+        CheckStatus::Pass => true,
+        CheckStatus::NoGpu => !require_gpu,
+        CheckStatus::Fail => false,
+    })
+}
+
+/// One line per profile for people: `torch2: no-gpu (cuDNN 90500, cudart 12060, from <path>)`.
+pub fn summary(pc: &ProfileCheck) -> String {
+    let r = &pc.result;
+    let mut what = Vec::new();
+    if let Some(rep) = &r.report {
+        if let Some(v) = &rep.cudnn {
+            what.push(format!("cuDNN {}, cudart {}", v.version, v.cudart_version));
+        }
+        if let Some(c) = conv_ms(rep) {
+            what.push(c);
+        }
+    }
+    what.push(format!("{} ms", pc.elapsed_ms));
+    format!("{}: {} ({})", pc.profile, r.status, what.join(", "))
+}
+
+fn conv_ms(rep: &crate::probe::Report) -> Option<String> {
+    match &rep.conv {
+        crate::probe::Conv::Done(c) => Some(format!("conv {} max error {:.1e}, forward {:.3} ms", c.algo, c.max_abs_error, c.forward_ms)),
+        _ => None,
+    }
+}
+
+/// The path of the current executable, for the probe child.
+pub fn current_exe() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| Path::new("cuenv").to_path_buf())
+}
