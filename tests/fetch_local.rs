@@ -220,7 +220,7 @@ fn artifact(rel: &str, bytes: &[u8]) -> Value {
 ///   `redistrib_8.9.4.json`: the same release, nested, with CUDA 11 and 12;
 /// - `redistrib_9.5.0.json`: 9.x nested `platform -> {cuda11, cuda12}`.
 fn serve_nvidia(s: &Server) {
-    let mut put = |version: &str, cuda: &str| -> Value {
+    let put = |version: &str, cuda: &str| -> Value {
         let (name, bytes) = linux_archive(version, cuda);
         let rel = format!("cudnn/linux-x86_64/{name}");
         let a = artifact(&rel, &bytes);
@@ -284,7 +284,7 @@ impl Env {
 
     /// `cuenv` with an isolated home, no proxy, one retry, the local server as index and mirror.
     fn cuenv(&self) -> Command {
-        let mut c = Command::cargo_bin("cuenv").unwrap();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cuenv"));
         for k in ["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "CUENV_OFFLINE", "CUENV_HTTP_TIMEOUT"] {
             c.env_remove(k);
         }

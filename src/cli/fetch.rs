@@ -35,7 +35,7 @@ pub struct FetchArgs {
     /// NVIDIA redist folder holding redistrib_<version>.json (a lab mirror).
     #[arg(long, env = "CUENV_NVIDIA_MIRROR", value_name = "URL", default_value = fetch::DEFAULT_NVIDIA_MIRROR)]
     pub nvidia_mirror: String,
-    /// Never use the network: fail, naming what is missing, unless the store has it.
+    /// Never use the network: fail with an error naming what is missing and the URL it needs.
     #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
     pub offline: bool,
     /// Print the entry and its source as JSON.
