@@ -68,8 +68,16 @@ fn mode_name(mode: LinkMode) -> String {
 
 /// Toolkit candidates: the `[toolkits]` roots of the file (each must be a toolkit), else the
 /// roots `cuenv toolkits` finds.
-fn toolkit_candidates(file: &ProfileFile) -> anyhow::Result<Vec<(ToolkitCandidate, toolkit::Toolkit)>> {
+fn toolkit_candidates(layout: &Layout, file: &ProfileFile) -> anyhow::Result<Vec<(ToolkitCandidate, toolkit::Toolkit)>> {
     let mut out = Vec::new();
+    // CUDA runtime roots assembled from PyPI wheels are candidates too.
+    for (root, _) in crate::runtime::list(layout) {
+        if let Ok(t) = toolkit::inspect_root(&root) {
+            if let Some(v) = t.version.clone() {
+                out.push((ToolkitCandidate { root: t.root.clone(), version: v }, t));
+            }
+        }
+    }
     if file.toolkits.is_empty() {
         for t in toolkit::discover(&ProcessEnv) {
             if let Some(v) = t.version.clone() {
@@ -112,11 +120,19 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> anyhow::Resul
         .iter()
         .map(|(_, m)| CudnnCandidate { id: m.id.clone(), name: m.name.clone(), version: m.version.clone(), cuda_major: m.cuda_major, platform: m.platform })
         .collect();
-    let toolkits = toolkit_candidates(&file)?;
+    let toolkits = toolkit_candidates(layout, &file)?;
     let tk: Vec<ToolkitCandidate> = toolkits.iter().map(|t| t.0.clone()).collect();
     let candidates = Candidates { toolkits: &tk, store: &cudnn, platform };
     let lock_path = lockfile::lock_path(&file.path);
-    let lock = lockfile::read(&lock_path)?;
+    let mut lock = lockfile::read(&lock_path)?;
+    // Roots inside the cuenv home are written home-relative, so a lock travels between machines.
+    if let Some(l) = lock.as_mut() {
+        for p in &mut l.profiles {
+            if let Ok(rest) = p.toolkit_root.strip_prefix(HOME_TOKEN) {
+                p.toolkit_root = stable_home(layout).join(rest);
+            }
+        }
+    }
     let honoured = lockfile::honour(lock.as_ref(), &file, &candidates)?;
     if locked && (!honoured.changes.is_empty() || lock.is_none()) {
         let mut msg = format!("{} does not match {}:", lock_path.display(), file.path.display());
@@ -185,6 +201,37 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> anyhow::Resul
         rec.stored = format!("{i}-{}", rec.path.file_name().unwrap_or_default().to_string_lossy());
     }
     Ok(Desired { link_mode: mode_name(file.settings.link_mode), file, resolved: honoured.resolved, lock_changes: honoured.changes, views, shims })
+}
+
+/// How a path inside the cuenv home is written in `lab.lock`.
+pub const HOME_TOKEN: &str = "${CUENV_HOME}";
+
+/// Writes `lab.lock` for `desired`: toolkit roots inside the cuenv home written relative to
+/// [`HOME_TOKEN`], and the download URL and SHA-256 of every entry that came from one.
+pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<()> {
+    let path = lockfile::lock_path(&desired.file.path);
+    let home = stable_home(layout);
+    let mut portable = desired.resolved.clone();
+    for p in &mut portable.profiles {
+        if let Ok(rest) = p.toolkit_root.strip_prefix(&home) {
+            p.toolkit_root = Path::new(HOME_TOKEN).join(rest);
+        }
+    }
+    lockfile::write(&path, &portable)?;
+    let mut pins = std::collections::BTreeMap::new();
+    for v in &desired.views {
+        if let Ok(meta) = crate::store::entry::EntryMeta::read(&v.entry_dir) {
+            if let (Some(url), Some(sha)) = (meta.source.url, meta.source.sha256) {
+                pins.insert(v.name.clone(), (url, sha));
+            }
+        }
+    }
+    let text = fs::read_to_string(&path)?;
+    let pinned = lockfile::with_pins(&text, &pins);
+    if pinned != text {
+        fsutil::write_atomic(&path, pinned.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// `--locked` and the lock file disagree.

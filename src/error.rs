@@ -57,6 +57,7 @@ fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
             crate::cli::UnknownProfile,
             crate::shim::Error,
             crate::fetch::Error,
+            crate::runtime::Error,
             crate::lock::LockError,
         );
     }

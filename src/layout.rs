@@ -54,6 +54,12 @@ impl Layout {
         self.home.join("cuenv.lock")
     }
 
+    /// `<home>/toolkits`: CUDA runtime roots assembled from PyPI wheels
+    /// (`cuda = { version = "12.6", from = "pypi" }`), one folder each, named by content.
+    pub fn toolkits_dir(&self) -> PathBuf {
+        self.home.join("toolkits")
+    }
+
     /// `<home>/generations`: one numbered folder per generation.
     pub fn generations_dir(&self) -> PathBuf {
         self.home.join("generations")

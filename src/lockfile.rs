@@ -287,6 +287,45 @@ impl Cx<'_> {
     }
 }
 
+/// The download pins of a lock file: `cudnn-url` and `cudnn-sha256` per profile, for
+/// entries fetched from a URL. Absent or unreadable files give no pins.
+pub fn read_pins(path: &Path) -> std::collections::BTreeMap<String, (String, String)> {
+    let mut out = std::collections::BTreeMap::new();
+    let Ok(text) = std::fs::read_to_string(path) else { return out };
+    let Ok(doc) = text.parse::<DocumentMut>() else { return out };
+    if let Some(profiles) = doc.get("profiles").and_then(Item::as_table_like) {
+        for (name, item) in profiles.iter() {
+            let get = |k: &str| item.get(k).and_then(Item::as_str).map(str::to_string);
+            if let (Some(url), Some(sha)) = (get("cudnn-url"), get("cudnn-sha256")) {
+                out.insert(name.to_string(), (url, sha));
+            }
+        }
+    }
+    out
+}
+
+/// `text` (a lock file) with `cudnn-url` / `cudnn-sha256` set for the profiles in `pins` and
+/// removed from the others; everything else is kept as it is.
+pub fn with_pins(text: &str, pins: &std::collections::BTreeMap<String, (String, String)>) -> String {
+    let Ok(mut doc) = text.parse::<DocumentMut>() else { return text.to_string() };
+    if let Some(profiles) = doc.get_mut("profiles").and_then(Item::as_table_mut) {
+        for (name, item) in profiles.iter_mut() {
+            let Some(t) = item.as_table_mut() else { continue };
+            match pins.get(name.get()) {
+                Some((url, sha)) => {
+                    set_value(t, "cudnn-url", Value::from(url.as_str()));
+                    set_value(t, "cudnn-sha256", Value::from(sha.as_str()));
+                }
+                None => {
+                    t.remove("cudnn-url");
+                    t.remove("cudnn-sha256");
+                }
+            }
+        }
+    }
+    doc.to_string()
+}
+
 /// The result of honouring a lock: the resolution to apply, and how it differs from the lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Honoured {

@@ -81,6 +81,9 @@ pub enum Command {
         /// Seconds each profile's check may take.
         #[arg(long, default_value_t = 120, value_name = "SECS")]
         timeout: u64,
+        /// Never use the network: fail if a `from` source is not in the store yet.
+        #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+        offline: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -193,8 +196,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Toolkits { json } => toolkits::run(&ctx, json),
         Command::Plan { file, locked, json } => profiles::plan(&ctx, &file, locked, json),
         Command::Apply { file, dry_run: true, locked, json, .. } => profiles::plan(&ctx, &file, locked, json),
-        Command::Apply { file, dry_run: false, locked, no_check, require_gpu, timeout, json } => {
-            profiles::apply(&ctx, &file, profiles::ApplyOpts { locked, json, check: !no_check, require_gpu, timeout })
+        Command::Apply { file, dry_run: false, locked, no_check, require_gpu, timeout, offline, json } => {
+            profiles::apply(&ctx, &file, profiles::ApplyOpts { locked, json, check: !no_check, require_gpu, timeout, offline })
         }
         Command::Check { profiles: names, timeout, require_gpu, json } => profiles::check(&ctx, &names, timeout, require_gpu, json),
         Command::Use { profile, .. } => profiles::use_profile(&ctx, profile.as_deref()),

@@ -15,6 +15,7 @@ use crate::lock::WriterLock;
 use crate::lockfile;
 use crate::profile;
 use crate::shim::{self, Shell};
+use crate::sources;
 use crate::verify;
 
 /// Takes the writer lock and finishes or undoes an interrupted switch.
@@ -28,8 +29,26 @@ pub fn lock_and_recover(ctx: &Ctx) -> anyhow::Result<WriterLock> {
 
 /// `cuenv plan FILE` / `cuenv apply --dry-run FILE`.
 pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> anyhow::Result<ExitCode> {
-    let desired = apply::desire(&ctx.layout, profile::load(file)?, locked)?;
-    let lines = apply::plan(&ctx.layout, &desired);
+    let parsed = profile::load(file)?;
+    let fetches = sources::pending(&ctx.layout, &parsed);
+    let desired = match apply::desire(&ctx.layout, parsed, locked) {
+        Ok(d) => d,
+        Err(e) if !fetches.is_empty() => {
+            // What is still to be fetched cannot be resolved yet: show the fetches.
+            if json {
+                print_json(&serde_json::json!({ "fetch": fetches, "changes": [], "unresolved": e.to_string() }));
+            } else {
+                for l in &fetches {
+                    println!("{l}");
+                }
+                println!("(the views are planned once these are fetched; `cuenv apply` fetches them)");
+            }
+            return Ok(ExitCode::Success);
+        }
+        Err(e) => return Err(e),
+    };
+    let mut lines = fetches;
+    lines.extend(apply::plan(&ctx.layout, &desired));
     if json {
         print_json(&serde_json::json!({ "changes": lines, "lock_changes": desired.lock_changes, "resolved": desired.resolved }));
     } else if lines.is_empty() {
@@ -52,15 +71,26 @@ pub struct ApplyOpts {
     pub require_gpu: bool,
     /// Seconds per profile check.
     pub timeout: u64,
+    /// Never touch the network (fetching what the store lacks fails).
+    pub offline: bool,
 }
 
 /// `cuenv apply FILE`.
 pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode> {
-    let _lock = lock_and_recover(ctx)?;
-    let desired = apply::desire(&ctx.layout, profile::load(file)?, opts.locked)?;
+    let lock = lock_and_recover(ctx)?;
+    let parsed = profile::load(file)?;
     let lock_path = lockfile::lock_path(file);
+    let endpoints = sources::endpoints(&parsed, opts.offline);
+    let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
+    let fetched = sources::ensure(&ctx.layout, &lock, &parsed, &lockfile::read_pins(&lock_path), &endpoints, progress.as_ref())?;
+    if !opts.json {
+        for l in &fetched {
+            println!("{l}");
+        }
+    }
+    let desired = apply::desire(&ctx.layout, parsed, opts.locked)?;
     if apply::unchanged(&ctx.layout, &desired) {
-        lockfile::write(&lock_path, &desired.resolved)?;
+        apply::write_lock(&ctx.layout, &desired)?;
         let n = generation::current(&ctx.layout).unwrap_or(0);
         if opts.json {
             print_json(&serde_json::json!({ "generation": n, "changed": false }));
@@ -113,7 +143,7 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode
         }
         return Ok(ExitCode::CheckFailed);
     }
-    lockfile::write(&lock_path, &desired.resolved)?;
+    apply::write_lock(&ctx.layout, &desired)?;
     if opts.json {
         print_json(&serde_json::json!({ "generation": n, "changed": true, "changes": lines, "checks": checks }));
     } else {

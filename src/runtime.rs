@@ -1,0 +1,211 @@
+//! CUDA runtime roots assembled from PyPI wheels, for profiles that take their CUDA side
+//! from PyPI instead of an installed toolkit (`cuda = { version = "12.6", from = "pypi" }`).
+//!
+//! cuDNN needs, at run time, the CUDA runtime (`cudart`), cuBLAS/cuBLASLt and NVRTC of its
+//! CUDA major (field notes §2). Those ship as the wheels `nvidia-cuda-runtime-cu<N>`,
+//! `nvidia-cublas-cu<N>` and `nvidia-cuda-nvrtc-cu<N>` (`nvidia/<pkg>/lib/*.so*` on Linux,
+//! `nvidia/<pkg>/bin/*.dll` on Windows). Their libraries are gathered into one folder of a
+//! root laid out like an installed toolkit, with a `version.json`, so `cuenv toolkits`
+//! logic (`toolkit::inspect_root`) and views treat it like any toolkit root:
+//!
+//! ```text
+//! <home>/toolkits/cuda-12.6.77-linux-x86_64-<12 hex>/
+//!     version.json     {"cuda": {"name": "CUDA SDK", "version": "12.6.77"}}
+//!     runtime.toml     platform and the wheels it came from (project, version, url, sha256)
+//!     lib/ (Linux) or bin/ (Windows)
+//! ```
+//!
+//! Like store entries, a root is staged in `<home>/toolkits/.tmp-*`, named by the SHA-256 of
+//! its libraries, made read-only and published with one rename.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::binfmt::Platform;
+use crate::fetch::{self, Endpoints};
+use crate::fsutil;
+use crate::layout::Layout;
+use crate::lock::WriterLock;
+use crate::progress::Progress;
+use crate::version::Version;
+
+/// One wheel a runtime root was made from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WheelRecord {
+    pub project: String,
+    pub version: String,
+    pub url: String,
+    pub sha256: String,
+}
+
+/// `runtime.toml` of a runtime root.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RuntimeMeta {
+    /// The CUDA runtime version (the `nvidia-cuda-runtime-cu<N>` wheel's version).
+    pub version: Version,
+    /// The platform of the libraries.
+    pub platform: Platform,
+    /// The wheels, runtime first.
+    pub wheels: Vec<WheelRecord>,
+}
+
+/// Errors assembling a runtime root.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Fetch(#[from] fetch::Error),
+    #[error("cannot read the wheel {}", path.display())]
+    Wheel { path: PathBuf, #[source] source: zip::result::ZipError },
+    #[error("the wheel {} holds no {what}", path.display())]
+    Empty { path: PathBuf, what: String },
+    #[error("cannot write {}", path.display())]
+    Write { path: PathBuf, #[source] source: io::Error },
+}
+
+impl crate::error::Diagnose for Error {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Error::Fetch(e) => e.hint(),
+            Error::Wheel { .. } | Error::Empty { .. } => Some("the index served an unexpected wheel; check `pypi-index` / CUENV_PYPI_INDEX".into()),
+            Error::Write { .. } => Some("check free space and permissions of the cuenv home".into()),
+        }
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        match self {
+            Error::Fetch(e) => e.exit_code(),
+            _ => crate::error::ExitCode::Failure,
+        }
+    }
+}
+
+fn write_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
+    move |source| Error::Write { path: path.into(), source }
+}
+
+/// The library folder of a runtime root for `platform`.
+pub fn lib_dir_name(platform: Platform) -> &'static str {
+    if platform.is_windows() { "bin" } else { "lib" }
+}
+
+/// Every runtime root under `<home>/toolkits` with its metadata, sorted by version.
+pub fn list(layout: &Layout) -> Vec<(PathBuf, RuntimeMeta)> {
+    let mut out: Vec<(PathBuf, RuntimeMeta)> = fs::read_dir(layout.toolkits_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .filter_map(|e| {
+            let text = fs::read_to_string(e.path().join("runtime.toml")).ok()?;
+            Some((e.path(), toml::from_str(&text).ok()?))
+        })
+        .collect();
+    out.sort_by(|a, b| a.1.version.cmp(&b.1.version));
+    out
+}
+
+/// The newest runtime root for `platform` whose version starts with `prefix`.
+pub fn find(layout: &Layout, prefix: &Version, platform: Platform) -> Option<PathBuf> {
+    list(layout).into_iter().rev().find(|(_, m)| m.platform == platform && m.version.starts_with(prefix)).map(|(p, _)| p)
+}
+
+/// Returns the runtime root for CUDA `prefix` (e.g. `12.6`) on `platform`, assembling it from
+/// PyPI wheels when the home has none. The second value is true when it was just made.
+///
+/// The runtime wheel must match `prefix`; cuBLAS and NVRTC take the newest release of the
+/// same `major.minor`, else of the same major (cuBLAS for CUDA 11.8 is 11.11.x).
+pub fn ensure(layout: &Layout, lock: &WriterLock, endpoints: &Endpoints, prefix: &Version, platform: Platform, progress: &dyn Progress) -> Result<(PathBuf, bool), Error> {
+    if let Some(root) = find(layout, prefix, platform) {
+        return Ok((root, false));
+    }
+    let major = prefix.major();
+    let projects = fetch::pypi::cuda_runtime_projects(major);
+    let mut downloads = Vec::new();
+    for (i, project) in projects.iter().enumerate() {
+        let want = prefix.truncated(2).to_string();
+        let d = match fetch::fetch_wheel(layout, lock, endpoints, project, &want, platform, progress) {
+            Err(fetch::Error::NoSuchVersion { .. }) if i > 0 => fetch::fetch_wheel(layout, lock, endpoints, project, &major.to_string(), platform, progress)?,
+            other => other?,
+        };
+        downloads.push((project.clone(), d));
+    }
+    let root = layout.toolkits_dir();
+    fs::create_dir_all(&root).map_err(write_err(&root))?;
+    if let Ok(rd) = fs::read_dir(&root) {
+        for e in rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with(".tmp-")) {
+            let _ = fsutil::remove_tree(&e.path());
+        }
+    }
+    let staging = tempfile::Builder::new().prefix(".tmp-").tempdir_in(&root).map_err(write_err(&root))?;
+    let lib = staging.path().join(lib_dir_name(platform));
+    fs::create_dir(&lib).map_err(write_err(&lib))?;
+    let mut files: Vec<(String, String)> = Vec::new();
+    let mut wheels = Vec::new();
+    for (project, d) in &downloads {
+        files.extend(extract_libraries(d.path(), &lib, platform)?);
+        let version = d.path().file_name().and_then(|n| n.to_str()).and_then(|n| n.split('-').nth(1)).unwrap_or("").to_string();
+        wheels.push(WheelRecord { project: project.clone(), version, url: d.url.clone(), sha256: d.sha256.clone() });
+    }
+    let version: Version = wheels[0].version.parse().unwrap_or_else(|_| prefix.clone());
+    files.sort();
+    let mut h = Sha256::new();
+    for (name, sha) in &files {
+        h.update(format!("{name}\t{sha}\n").as_bytes());
+    }
+    let id = hex::encode(h.finalize());
+    let name = format!("cuda-{version}-{platform}-{}", &id[..12]);
+    let dest = root.join(&name);
+    if dest.exists() {
+        return Ok((dest, false));
+    }
+    let json = serde_json::json!({ "cuda": { "name": "CUDA SDK", "version": version.to_string() } });
+    let vj = staging.path().join("version.json");
+    fs::write(&vj, serde_json::to_string_pretty(&json).expect("json")).map_err(write_err(&vj))?;
+    let meta = RuntimeMeta { version, platform, wheels };
+    let mt = staging.path().join("runtime.toml");
+    fs::write(&mt, toml::to_string(&meta).expect("toml")).map_err(write_err(&mt))?;
+    fsutil::make_tree_readonly(staging.path()).map_err(write_err(staging.path()))?;
+    let tmp = staging.keep();
+    fsutil::rename_with_retry(&tmp, &dest).map_err(write_err(&dest))?;
+    fsutil::sync_dir(&root);
+    Ok((dest, true))
+}
+
+/// Copies the shared libraries of one wheel (`nvidia/<pkg>/lib/*.so*` or
+/// `nvidia/<pkg>/bin/*.dll`) into `dest`; returns (file name, sha256) of each.
+fn extract_libraries(wheel: &Path, dest: &Path, platform: Platform) -> Result<Vec<(String, String)>, Error> {
+    let bad = |source| Error::Wheel { path: wheel.into(), source };
+    let mut zip = zip::ZipArchive::new(fs::File::open(wheel).map_err(write_err(wheel))?).map_err(bad)?;
+    let folder = lib_dir_name(platform);
+    let mut out = Vec::new();
+    for i in 0..zip.len() {
+        let mut m = zip.by_index(i).map_err(bad)?;
+        let name = String::from_utf8_lossy(m.name_raw()).into_owned();
+        let parts: Vec<&str> = name.split('/').collect();
+        let [first, _pkg, dir, file] = parts.as_slice() else { continue };
+        let wanted = if platform.is_windows() { file.to_ascii_lowercase().ends_with(".dll") } else { file.contains(".so") };
+        if *first != "nvidia" || *dir != folder || !wanted || file.is_empty() || file.contains(['\\', ':']) || *file == ".." {
+            continue;
+        }
+        let path = dest.join(file);
+        let mut f = fs::File::create(&path).map_err(write_err(&path))?;
+        let mut h = Sha256::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = m.read(&mut buf).map_err(|e| Error::Write { path: path.clone(), source: e })?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+            f.write_all(&buf[..n]).map_err(write_err(&path))?;
+        }
+        out.push((file.to_string(), hex::encode(h.finalize())));
+    }
+    if out.is_empty() {
+        return Err(Error::Empty { path: wheel.into(), what: format!("nvidia/*/{folder}/ libraries") });
+    }
+    Ok(out)
+}

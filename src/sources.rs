@@ -1,0 +1,180 @@
+//! Getting what profiles name with `from`: cuDNN releases from NVIDIA's redist server, PyPI,
+//! a URL or a local path, and CUDA runtime roots from PyPI wheels ([`crate::runtime`]).
+//!
+//! Runs in `apply` before resolution, under the writer lock: after it, the store and
+//! `<home>/toolkits` hold what the profiles need, and resolution proceeds as for anything
+//! imported by hand. A pin in `lab.lock` (`cudnn-url`, `cudnn-sha256`) wins over a fresh
+//! lookup, so `apply --locked` on another machine downloads exactly the same bytes, or fails.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::binfmt::Platform;
+use crate::fetch::{self, Endpoints};
+use crate::layout::Layout;
+use crate::lock::WriterLock;
+use crate::profile::{self, Profile, ProfileFile, Requirement, Source};
+use crate::progress::Progress;
+use crate::store::{AddOptions, Store};
+use crate::toolkit;
+use crate::version::{Op, Version};
+
+/// A pinned download from `lab.lock`: (url, sha256) per profile.
+pub type Pins = BTreeMap<String, (String, String)>;
+
+/// The endpoints for `file`: `[settings] pypi-index` / `nvidia-mirror`, overridden by
+/// `CUENV_PYPI_INDEX` / `CUENV_NVIDIA_MIRROR`; `CUENV_OFFLINE` or `offline` keep off the network.
+pub fn endpoints(file: &ProfileFile, offline: bool) -> Endpoints {
+    let env = Endpoints::from_env();
+    Endpoints {
+        pypi_index: env.pypi_index.or_else(|| file.settings.pypi_index.clone()),
+        nvidia_mirror: env.nvidia_mirror.or_else(|| file.settings.nvidia_mirror.clone()),
+        offline: offline || env.offline,
+    }
+}
+
+/// The one version a fetchable requirement names (`"9.5.0.50"`, `"12.6"`, `"=9.5"`).
+fn plain_version(file: &ProfileFile, req: &Requirement, what: &str) -> Result<Version, profile::Error> {
+    match req.version.comparators() {
+        [c] if matches!(c.op, Op::Prefix | Op::Exact) => Ok(c.version.clone()),
+        _ => Err(file.error_at(
+            req.span.clone(),
+            format!("`{what} = \"{}\"` cannot be fetched: a `from` source needs one version", req.version),
+            Some("write the version to fetch, e.g. `version = \"9.5.0.50\"` (or a prefix like \"9.5\" for the newest 9.5.x)".into()),
+        )),
+    }
+}
+
+/// The CUDA major a profile's cuDNN must be built for, getting its runtime root first when
+/// `cuda` has `from = "pypi"`. `None` when no toolkit matches (resolution reports that).
+fn cuda_major(
+    layout: &Layout,
+    lock: &WriterLock,
+    file: &ProfileFile,
+    p: &Profile,
+    ep: &Endpoints,
+    progress: &dyn Progress,
+    lines: &mut Vec<String>,
+) -> anyhow::Result<Option<u64>> {
+    let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
+    match &p.cuda.from {
+        Some(src) if src.value == Source::Pypi => {
+            let v = plain_version(file, &p.cuda, "cuda")?;
+            let (root, made) = crate::runtime::ensure(layout, lock, ep, &v, platform, progress)?;
+            if made {
+                lines.push(format!("+ CUDA runtime {} from PyPI at {}", v, root.display()));
+            }
+            Ok(Some(v.major()))
+        }
+        Some(src) => Err(file
+            .error_at(src.span.clone(), "only `from = \"pypi\"` can provide a CUDA runtime", Some("install the toolkit and name it under [toolkits], or use `from = \"pypi\"`".into()))
+            .into()),
+        None => {
+            let roots: Vec<PathBuf> = if file.toolkits.is_empty() {
+                toolkit::discover(&toolkit::ProcessEnv).into_iter().map(|t| t.root).collect()
+            } else {
+                file.toolkits.iter().map(|t| t.root.value.clone()).collect()
+            };
+            let best = roots
+                .iter()
+                .filter_map(|r| toolkit::inspect_root(r).ok()?.version)
+                .chain(crate::runtime::list(layout).into_iter().map(|(_, m)| m.version))
+                .filter(|v| p.cuda.version.matches(v))
+                .max();
+            Ok(best.map(|v| v.major()))
+        }
+    }
+}
+
+/// Makes sure every `from` source of `file` is in the store (and every `from = "pypi"` CUDA
+/// runtime in `<home>/toolkits`). Returns one `+` line per thing fetched or imported.
+pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, pins: &Pins, ep: &Endpoints, progress: &dyn Progress) -> anyhow::Result<Vec<String>> {
+    let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
+    let mut lines = Vec::new();
+    for p in &file.profiles {
+        let Some(major) = cuda_major(layout, lock, file, p, ep, progress, &mut lines)? else { continue };
+        let Some(from) = &p.cudnn.from else { continue };
+        let store = Store::new(layout);
+        let have = store.entries().into_iter().any(|(_, m)| m.platform == platform && m.cuda_major == major && p.cudnn.version.matches(&m.version));
+        if have {
+            continue;
+        }
+        let client = fetch::Client::new(ep.offline);
+        let (added, from_what) = if let Some((url, sha256)) = pins.get(&p.name) {
+            let artifact = fetch::Artifact { url: url.clone(), file_name: fetch::file_name_of(url), sha256: sha256.clone(), size: None, version: String::new() };
+            let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;
+            (a, f.url)
+        } else {
+            match &from.value {
+                Source::Pypi | Source::Nvidia => {
+                    let version = plain_version(file, &p.cudnn, "cudnn")?;
+                    let req = fetch::FetchRequest {
+                        version,
+                        cuda_major: major,
+                        from: if from.value == Source::Pypi { fetch::Source::Pypi } else { fetch::Source::Nvidia },
+                        platform,
+                        endpoints: ep.clone(),
+                    };
+                    let (a, f) = fetch::fetch_cudnn(layout, lock, &req, progress)?;
+                    (a, f.url)
+                }
+                Source::Location(loc) if loc.starts_with("http://") || loc.starts_with("https://") => {
+                    let Some(sha) = &p.cudnn.sha256 else {
+                        return Err(file.error_at(from.span.clone(), format!("a URL source needs its `sha256` (profile `{}`)", p.name), Some("add `sha256 = \"<64 hex digits>\"` from the publisher's manifest".into())).into());
+                    };
+                    let artifact = fetch::Artifact { url: loc.clone(), file_name: fetch::file_name_of(loc), sha256: sha.value.clone(), size: None, version: String::new() };
+                    let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;
+                    (a, f.url)
+                }
+                Source::Location(loc) => {
+                    let base = file.path.parent().unwrap_or(Path::new("."));
+                    let path = base.join(loc);
+                    let opts = AddOptions { sha256: p.cudnn.sha256.as_ref().map(|s| s.value.clone()), cuda: Some(major), source_url: None };
+                    (store.add(lock, &path, &opts, progress)?, path.display().to_string())
+                }
+            }
+        };
+        if !p.cudnn.version.matches(&added.meta.version) || added.meta.cuda_major != major {
+            return Err(file
+                .error_at(
+                    p.cudnn.span.clone(),
+                    format!("{from_what} holds cuDNN {} for CUDA {}, which does not satisfy profile `{}`", added.meta.version, added.meta.cuda_major, p.name),
+                    Some("fix the version or the source".into()),
+                )
+                .into());
+        }
+        if !added.existed {
+            lines.push(format!("+ cuDNN {} for CUDA {major} from {from_what}", added.meta.version));
+        }
+    }
+    Ok(lines)
+}
+
+/// What [`ensure`] would fetch, without touching the network or the disk: one line per
+/// profile whose `from` source is not in the store yet.
+pub fn pending(layout: &Layout, file: &ProfileFile) -> Vec<String> {
+    let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
+    let entries = Store::new(layout).entries();
+    let mut lines = Vec::new();
+    for p in &file.profiles {
+        let pypi_cuda = p.cuda.from.as_ref().is_some_and(|s| s.value == Source::Pypi);
+        if pypi_cuda {
+            let v = plain_version(file, &p.cuda, "cuda").ok();
+            if v.as_ref().is_none_or(|v| crate::runtime::find(layout, v, platform).is_none()) {
+                lines.push(format!("+ fetch CUDA runtime {} (cudart, cuBLAS, NVRTC) from PyPI for profile {}", p.cuda.version, p.name));
+            }
+        }
+        if let Some(from) = &p.cudnn.from {
+            let have = entries.iter().any(|(_, m)| m.platform == platform && p.cudnn.version.matches(&m.version));
+            if !have {
+                let src = match &from.value {
+                    Source::Pypi => "PyPI".to_string(),
+                    Source::Nvidia => "NVIDIA".to_string(),
+                    Source::Location(l) => l.clone(),
+                };
+                lines.push(format!("+ fetch cuDNN {} from {src} for profile {}", p.cudnn.version, p.name));
+            }
+        }
+    }
+    lines
+}
