@@ -45,6 +45,19 @@ done
 skip_args=()
 for name in "${wine_skips[@]}"; do skip_args+=(--skip "$name"); done
 
+# The fake Linux libraries in the fixtures are a gcc-built ELF .so (tests/support): there is
+# no gcc under Wine, so build it here once and pass its path (a Unix path; Wine resolves it on
+# drive Z:). Same source and flags as tests/support/mod.rs.
+elf_dir="$repo/target/$target/cuenv-test-fixtures"
+if [[ ! -s $elf_dir/libfake.so ]]; then
+  command -v gcc >/dev/null || { echo "test-windows: gcc missing (the ELF test fixtures are built with it)" >&2; exit 2; }
+  mkdir -p "$elf_dir"
+  printf 'int cudnnGetVersion(void) { return 90500; }\n' > "$elf_dir/fake.c"
+  gcc -shared -fPIC -O0 -o "$elf_dir/libfake.so.tmp" "$elf_dir/fake.c"
+  mv "$elf_dir/libfake.so.tmp" "$elf_dir/libfake.so"
+fi
+export CUENV_TEST_ELF_SO="$elf_dir/libfake.so"
+
 # Same values as .cargo/config.toml, given absolutely so a user or CI config
 # cannot swap in a different runner or linker.
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc

@@ -194,10 +194,15 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 // ------------------------------------------------------------------ fake libraries
 
 /// The bytes of a tiny real ELF64 x86-64 shared library, built once per process with
-/// `gcc -shared -fPIC`.
+/// `gcc -shared -fPIC`, or read from `$CUENV_TEST_ELF_SO` when set: under Wine there is no
+/// gcc to run, so `scripts/test-windows.sh` builds the same library on the Linux side and
+/// passes its path (the bytes are only data to the tests).
 pub fn elf_so_template() -> &'static [u8] {
     static ELF: OnceLock<Vec<u8>> = OnceLock::new();
     ELF.get_or_init(|| {
+        if let Some(prebuilt) = std::env::var_os("CUENV_TEST_ELF_SO") {
+            return fs::read(&prebuilt).unwrap_or_else(|e| panic!("CUENV_TEST_ELF_SO={}: {e}", Path::new(&prebuilt).display()));
+        }
         let dir = tempfile::tempdir().unwrap();
         let c = dir.path().join("fake.c");
         fs::write(&c, "int cudnnGetVersion(void) { return 90500; }\n").unwrap();
@@ -207,7 +212,7 @@ pub fn elf_so_template() -> &'static [u8] {
             .arg(&so)
             .arg(&c)
             .output()
-            .expect("gcc must be installed to build the fake .so fixtures");
+            .expect("gcc must be installed to build the fake .so fixtures (or set CUENV_TEST_ELF_SO to a prebuilt one; scripts/test-windows.sh does)");
         assert!(out.status.success(), "gcc failed: {}", String::from_utf8_lossy(&out.stderr));
         fs::read(&so).unwrap()
     })
