@@ -294,8 +294,8 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
     for (path, item) in results.into_inner().unwrap() {
         items.insert(path, item);
     }
+    make_symlinks(raw, &symlinks)?;
     for (path, target) in symlinks {
-        make_symlink(raw, &path, &target)?;
         items.insert(path, Item::Symlink { target });
     }
     let (size, sha) = source_hash.map_err(|source_err| Error::Read { path: source.into(), source: source_err })?;
@@ -361,23 +361,47 @@ fn add_parents(items: &mut BTreeMap<String, Item>, path: &str) {
     }
 }
 
-/// Creates a symlink at `raw/path` pointing to `target`. On Windows, where symlinks need
-/// privilege, the target file (which must already be extracted) is copied instead.
-fn make_symlink(raw: &Path, path: &str, target: &str) -> Result<(), Error> {
-    let dest = native(raw, path);
+/// Creates the symlinks `(path, target)` under `raw`, once every other member is extracted.
+///
+/// Unix: real symlinks, dangling or not. Windows, where symlinks need privilege: each is a
+/// copy of the file it resolves to, made in dependency order, so a chain
+/// (`libcudnn.so -> libcudnn.so.9 -> libcudnn.so.9.5.0`) works whatever the member order.
+/// A link whose target is not in the archive is left uncreated: detection then refuses it
+/// if it points outside the entry, and `store add` refuses it if it would be kept (a copy
+/// of nothing cannot be stored).
+fn make_symlinks(raw: &Path, links: &[(String, String)]) -> Result<(), Error> {
     #[cfg(unix)]
-    {
-        std::os::unix::fs::symlink(target, &dest).map_err(write_err(&dest))
+    for (path, target) in links {
+        let dest = native(raw, path);
+        std::os::unix::fs::symlink(target, &dest).map_err(write_err(&dest))?;
     }
     #[cfg(not(unix))]
     {
-        let resolved = member::resolve_symlink(path, target).expect("validated before");
-        let from = native(raw, &resolved);
-        if from.is_dir() {
-            return Err(Error::Write { path: dest, source: io::Error::other("symlinks to folders are not supported on Windows") });
+        let mut pending: Vec<&(String, String)> = links.iter().collect();
+        loop {
+            let before = pending.len();
+            let mut rest = Vec::new();
+            for link in pending {
+                let (path, target) = (&link.0, &link.1);
+                let dest = native(raw, path);
+                let from = native(raw, &member::resolve_symlink(path, target).expect("validated before"));
+                if from.is_dir() {
+                    return Err(Error::Write { path: dest, source: io::Error::other("symlinks to folders are not supported on Windows") });
+                }
+                if from.is_file() {
+                    fs::copy(&from, &dest).map_err(write_err(&dest))?;
+                } else {
+                    rest.push(link);
+                }
+            }
+            pending = rest;
+            if pending.is_empty() || pending.len() == before {
+                return Ok(());
+            }
         }
-        fs::copy(&from, &dest).map(|_| ()).map_err(write_err(&dest))
     }
+    #[cfg(unix)]
+    Ok(())
 }
 
 // ---------------------------------------------------------------- tar
@@ -412,6 +436,7 @@ fn extract_tar(
     let count = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut hashing = HashingReader { inner: file, hasher: Sha256::new(), count: count.clone() };
     let mut items = BTreeMap::new();
+    let mut tar_links: Vec<(String, String)> = Vec::new();
     {
         let mut archive = tar::Archive::new(decoder(&mut hashing));
         let entries = archive.entries().map_err(|e| corrupt(source, e))?;
@@ -468,7 +493,9 @@ fn extract_tar(
                         .map(|b| String::from_utf8_lossy(&b).into_owned())
                         .ok_or_else(|| bad("a symlink without a target".into()))?;
                     member::resolve_symlink(&path, &target).map_err(|r| bad(r.0))?;
-                    make_symlink(raw, &path, &target)?;
+                    // Created after the last member: on Windows a symlink is a copy of its
+                    // target, which may come later in the archive.
+                    tar_links.push((path.clone(), target.clone()));
                     items.insert(path, Item::Symlink { target });
                 }
                 tar::EntryType::Link => {
@@ -488,6 +515,7 @@ fn extract_tar(
             }
         }
     }
+    make_symlinks(raw, &tar_links)?;
     // Hash whatever trails the tar end marker too, so the digest covers the whole file.
     io::copy(&mut hashing, &mut io::sink()).map_err(|e| Error::Read { path: source.into(), source: e })?;
     progress.finish();
@@ -560,8 +588,8 @@ fn copy_folder(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
             return Err(bad("not a file, folder or symlink".into()));
         }
     }
+    make_symlinks(raw, &links)?;
     for (path, target) in links {
-        make_symlink(raw, &path, &target)?;
         items.insert(path, Item::Symlink { target });
     }
     progress.finish();

@@ -253,6 +253,17 @@ impl<'a> Store<'a> {
                     if let Some(p) = to.parent() {
                         fs::create_dir_all(p).map_err(|source| Error::Write { path: p.into(), source })?;
                     }
+                    if let Item::Symlink { target } = item
+                        && cfg!(windows)
+                        && fs::symlink_metadata(&from).is_err()
+                    {
+                        // Windows stores a symlink as a copy of its target (extract::make_symlinks).
+                        return Err(Error::BadMember {
+                            archive: input.into(),
+                            member: rel.clone(),
+                            rule: format!("the symlink target `{target}` is not a file in the archive (on Windows a symlink is stored as a copy of its target)"),
+                        });
+                    }
                     fs::rename(&from, &to).map_err(|source| Error::Write { path: to.clone(), source })?;
                 }
             }
