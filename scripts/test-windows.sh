@@ -22,6 +22,16 @@ wine_skips=(
   # Wine 8's cmd loses the exit code of a batch run with `call` (`exit /b 7`
   # comes back as 1); `cmd /c x.bat` and Command::new("x.bat") keep it.
   cmd_c_call_bat_exit_code
+  # tests/apply.rs: these need `cuenv apply` to succeed, and Wine refuses every junction
+  # (FSCTL_SET_REPARSE_POINT: os error 50). `link-mode = "copy"` does not help: it copies
+  # only the cuDNN entry; the other view links and the generation switch are still
+  # junctions. What does run under Wine is the refusal itself
+  # (refused_links_leave_nothing_behind) and everything that fails before linking.
+  plan_apply_and_apply_again
+  use_rollback_generations_gc
+  locked_fails_on_drift_and_changes_nothing
+  a_crash_at_any_step_is_finished_or_undone
+  copy_mode_copies_the_entry
 )
 
 # --- prerequisites -----------------------------------------------------------

@@ -167,7 +167,11 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> anyhow::Resul
         };
         if let Some(env) = &conda_env {
             let act = activation(layout, &view.name, platform);
-            for shell in Shell::ALL {
+            // Windows: `C:\...` paths cannot go into the `:`-separated lists of the POSIX and
+            // fish shims (every Windows path holds a `:`), so only cmd and PowerShell shims are
+            // written there; before, any profile with a conda env failed to apply on Windows.
+            let shells: &[Shell] = if platform.is_windows() { &[Shell::Cmd, Shell::PowerShell] } else { &Shell::ALL };
+            for &shell in shells {
                 shim::validate(shell, &act).map_err(|e| {
                     file.error_at(profile.name_span.clone(), format!("cannot write the {} shims of profile `{}`: {e}", shell.extension(), view.name), Some("move the cuenv home (--home or CUENV_HOME) to a path without that character".into()))
                 })?;

@@ -141,7 +141,9 @@ fn plan_apply_and_apply_again() {
     assert!(plan.contains("+ profile torch2: cuDNN 9.5.0.50"), "{plan}");
     assert!(plan.contains("+ profile tf: cuDNN 8.8.0.121"), "{plan}");
     assert!(plan.contains("+ profile legacy: cuDNN 8.9.4.25"), "{plan}");
-    assert!(plan.contains("+ shim ") && plan.contains("cuenv-torch2.sh"), "{plan}");
+    assert!(plan.contains("+ shim ") && plan.contains("cuenv-torch2.bat"), "{plan}");
+    // POSIX and fish shims hold `:`-separated lists, which `C:\` paths would break: none on Windows.
+    assert_eq!(plan.contains("cuenv-torch2.sh"), cfg!(unix), "{plan}");
     assert!(!lab.ctx.home.join("generations").exists(), "plan touches nothing");
     assert!(!lab.ctx.path("lab.lock").exists(), "plan writes no lock");
 
@@ -158,7 +160,8 @@ fn plan_apply_and_apply_again() {
     assert_eq!(fs::read_link(lab.profiles().join("tf/cuda")).unwrap(), lab.tk11);
     // Shims in every shell, with cuenv's marker, in both envs; none for the profile without an env.
     for (env, p) in [(&lab.env_a, "torch2"), (&lab.env_b, "tf")] {
-        for ext in ["bat", "ps1", "sh", "fish"] {
+        let exts: &[&str] = if cfg!(windows) { &["bat", "ps1"] } else { &["bat", "ps1", "sh", "fish"] };
+        for ext in exts {
             for d in ["activate.d", "deactivate.d"] {
                 let s = env.join("etc/conda").join(d).join(format!("cuenv-{p}.{ext}"));
                 let text = fs::read_to_string(&s).unwrap_or_else(|_| panic!("{} missing", s.display()));
@@ -319,7 +322,8 @@ fn locked_fails_on_drift_and_changes_nothing() {
 fn foreign_shim_file_is_never_overwritten() {
     let lab = Lab::new();
     let file = lab.three();
-    let theirs = lab.env_a.join("etc/conda/activate.d/cuenv-torch2.sh");
+    // A file with the name of one of cuenv's shims for this host (no .sh shims on Windows).
+    let theirs = lab.env_a.join(if cfg!(windows) { "etc/conda/activate.d/cuenv-torch2.bat" } else { "etc/conda/activate.d/cuenv-torch2.sh" });
     fs::create_dir_all(theirs.parent().unwrap()).unwrap();
     fs::write(&theirs, "echo somebody else's script\n").unwrap();
     let (code, _, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
