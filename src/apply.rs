@@ -227,11 +227,9 @@ pub fn activation(layout: &Layout, profile: &str, platform: Platform) -> Activat
 /// The home as an absolute path without a `\\?\` prefix (what shims and users see).
 pub fn stable_home(layout: &Layout) -> PathBuf {
     let abs = std::path::absolute(layout.home()).unwrap_or_else(|_| layout.home().to_path_buf());
-    let s = abs.to_string_lossy();
-    match s.strip_prefix(r"\\?\") {
-        Some(rest) => PathBuf::from(rest),
-        None => abs,
-    }
+    // shim_path also turns `\\?\UNC\srv\share` into `\\srv\share` (a bare strip of `\\?\`
+    // left the relative `UNC\srv\share`).
+    if abs.to_string_lossy().starts_with(r"\\?\") { PathBuf::from(shim::shim_path(&abs)) } else { abs }
 }
 
 /// The change from the current generation to `desired`, as `+`/`-`/`~` lines; empty when
