@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Cross-build cuenv for x86_64-pc-windows-gnu and run its tests under Wine.
 #
-# Usage: scripts/test-windows.sh [cargo test args...] [-- test binary args...]
+# Usage: scripts/test-windows.sh [--real] [cargo test args...] [-- test binary args...]
 #   e.g. scripts/test-windows.sh --lib
 #        scripts/test-windows.sh --test wine_smoke -- --nocapture
+#        scripts/test-windows.sh --real      # the suite, then the real win_amd64 wheels
+# --real (opt-in; first argument): after the suite, fetch the real NVIDIA wheels if missing
+# (scripts/fetch-real-wheels.sh, cache ${CUENV_REAL_WHEELS:-~/.cache/cuenv-real-wheels})
+# and run the ignored tests/real_windows.rs in a release build: the Windows cuenv.exe
+# imports the 9.5.0.50 and 8.9.4.25 win_amd64 wheels. Exits non-zero if either part fails.
 # Exits with cargo's status. Needs: rustup (or the target already installed),
 # gcc-mingw-w64-x86-64, wine64. The Wine prefix is created on first use
 # (scripts/wine-setup.sh; CUENV_WINEPREFIX to move it). See docs/windows.md.
@@ -45,6 +50,9 @@ command -v x86_64-w64-mingw32-gcc >/dev/null \
   || { echo "test-windows: x86_64-w64-mingw32-gcc missing (apt-get install gcc-mingw-w64-x86-64)" >&2; exit 2; }
 "$here/wine-setup.sh" >/dev/null   # one-time prefix + ProcessPrng shim; fast when done
 
+real=0
+if [[ ${1:-} == --real ]]; then real=1; shift; fi
+
 # --- split our args into cargo's and the test binaries' ---------------------
 cargo_args=()
 test_args=()
@@ -79,5 +87,17 @@ status=$?
 set -e
 if ((${#wine_skips[@]})); then
   echo "test-windows: skipped under Wine (see scripts/test-windows.sh): ${wine_skips[*]}" >&2
+fi
+
+if ((real)); then
+  # The wheels are read by the Windows process from this Linux path (drive Z: under Wine).
+  CUENV_REAL_WHEELS="$("$here/fetch-real-wheels.sh" | tail -n 1)"
+  export CUENV_REAL_WHEELS
+  echo "test-windows: real win_amd64 wheels from $CUENV_REAL_WHEELS" >&2
+  set +e
+  cargo test --release --target "$target" --test real_windows -- --ignored --test-threads=1 --nocapture
+  real_status=$?
+  set -e
+  if ((status == 0)); then status=$real_status; fi
 fi
 exit "$status"
