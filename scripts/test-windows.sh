@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Cross-build cuenv for x86_64-pc-windows-gnu and run its tests under Wine.
 #
-# Usage: scripts/test-windows.sh [cargo test args...] [-- test binary args...]
+# Usage: scripts/test-windows.sh [--real] [cargo test args...] [-- test binary args...]
 #   e.g. scripts/test-windows.sh --lib
 #        scripts/test-windows.sh --test wine_smoke -- --nocapture
+#        scripts/test-windows.sh --real      # the suite, then the real win_amd64 wheels
+# --real (opt-in; first argument): after the suite, fetch the real NVIDIA wheels if missing
+# (scripts/fetch-real-wheels.sh, cache ${CUENV_REAL_WHEELS:-~/.cache/cuenv-real-wheels})
+# and run the ignored tests/real_windows.rs in a release build: the Windows cuenv.exe
+# imports the 9.5.0.50 and 8.9.4.25 win_amd64 wheels. Exits non-zero if either part fails.
 # Exits with cargo's status. Needs: rustup (or the target already installed),
 # gcc-mingw-w64-x86-64, wine64. The Wine prefix is created on first use
 # (scripts/wine-setup.sh; CUENV_WINEPREFIX to move it). See docs/windows.md.
@@ -22,6 +27,16 @@ wine_skips=(
   # Wine 8's cmd loses the exit code of a batch run with `call` (`exit /b 7`
   # comes back as 1); `cmd /c x.bat` and Command::new("x.bat") keep it.
   cmd_c_call_bat_exit_code
+  # tests/apply.rs: these need `cuenv apply` to succeed, and Wine refuses every junction
+  # (FSCTL_SET_REPARSE_POINT: os error 50). `link-mode = "copy"` does not help: it copies
+  # only the cuDNN entry; the other view links and the generation switch are still
+  # junctions. What does run under Wine is the refusal itself
+  # (refused_links_leave_nothing_behind) and everything that fails before linking.
+  plan_apply_and_apply_again
+  use_rollback_generations_gc
+  locked_fails_on_drift_and_changes_nothing
+  a_crash_at_any_step_is_finished_or_undone
+  copy_mode_copies_the_entry
 )
 
 # --- prerequisites -----------------------------------------------------------
@@ -35,6 +50,9 @@ command -v x86_64-w64-mingw32-gcc >/dev/null \
   || { echo "test-windows: x86_64-w64-mingw32-gcc missing (apt-get install gcc-mingw-w64-x86-64)" >&2; exit 2; }
 "$here/wine-setup.sh" >/dev/null   # one-time prefix + ProcessPrng shim; fast when done
 
+real=0
+if [[ ${1:-} == --real ]]; then real=1; shift; fi
+
 # --- split our args into cargo's and the test binaries' ---------------------
 cargo_args=()
 test_args=()
@@ -44,6 +62,19 @@ while (($#)); do
 done
 skip_args=()
 for name in "${wine_skips[@]}"; do skip_args+=(--skip "$name"); done
+
+# The fake Linux libraries in the fixtures are a gcc-built ELF .so (tests/support): there is
+# no gcc under Wine, so build it here once and pass its path (a Unix path; Wine resolves it on
+# drive Z:). Same source and flags as tests/support/mod.rs.
+elf_dir="$repo/target/$target/cuenv-test-fixtures"
+if [[ ! -s $elf_dir/libfake.so ]]; then
+  command -v gcc >/dev/null || { echo "test-windows: gcc missing (the ELF test fixtures are built with it)" >&2; exit 2; }
+  mkdir -p "$elf_dir"
+  printf 'int cudnnGetVersion(void) { return 90500; }\n' > "$elf_dir/fake.c"
+  gcc -shared -fPIC -O0 -o "$elf_dir/libfake.so.tmp" "$elf_dir/fake.c"
+  mv "$elf_dir/libfake.so.tmp" "$elf_dir/libfake.so"
+fi
+export CUENV_TEST_ELF_SO="$elf_dir/libfake.so"
 
 # Same values as .cargo/config.toml, given absolutely so a user or CI config
 # cannot swap in a different runner or linker.
@@ -56,5 +87,17 @@ status=$?
 set -e
 if ((${#wine_skips[@]})); then
   echo "test-windows: skipped under Wine (see scripts/test-windows.sh): ${wine_skips[*]}" >&2
+fi
+
+if ((real)); then
+  # The wheels are read by the Windows process from this Linux path (drive Z: under Wine).
+  CUENV_REAL_WHEELS="$("$here/fetch-real-wheels.sh" | tail -n 1)"
+  export CUENV_REAL_WHEELS
+  echo "test-windows: real win_amd64 wheels from $CUENV_REAL_WHEELS" >&2
+  set +e
+  cargo test --release --target "$target" --test real_windows -- --ignored --test-threads=1 --nocapture
+  real_status=$?
+  set -e
+  if ((status == 0)); then status=$real_status; fi
 fi
 exit "$status"

@@ -183,7 +183,11 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> anyhow::Resul
         };
         if let Some(env) = &conda_env {
             let act = activation(layout, &view.name, platform);
-            for shell in Shell::ALL {
+            // Windows: `C:\...` paths cannot go into the `:`-separated lists of the POSIX and
+            // fish shims (every Windows path holds a `:`), so only cmd and PowerShell shims are
+            // written there; before, any profile with a conda env failed to apply on Windows.
+            let shells: &[Shell] = if platform.is_windows() { &[Shell::Cmd, Shell::PowerShell] } else { &Shell::ALL };
+            for &shell in shells {
                 shim::validate(shell, &act).map_err(|e| {
                     file.error_at(profile.name_span.clone(), format!("cannot write the {} shims of profile `{}`: {e}", shell.extension(), view.name), Some("move the cuenv home (--home or CUENV_HOME) to a path without that character".into()))
                 })?;
@@ -270,11 +274,9 @@ pub fn activation(layout: &Layout, profile: &str, platform: Platform) -> Activat
 /// The home as an absolute path without a `\\?\` prefix (what shims and users see).
 pub fn stable_home(layout: &Layout) -> PathBuf {
     let abs = std::path::absolute(layout.home()).unwrap_or_else(|_| layout.home().to_path_buf());
-    let s = abs.to_string_lossy();
-    match s.strip_prefix(r"\\?\") {
-        Some(rest) => PathBuf::from(rest),
-        None => abs,
-    }
+    // shim_path also turns `\\?\UNC\srv\share` into `\\srv\share` (a bare strip of `\\?\`
+    // left the relative `UNC\srv\share`).
+    if abs.to_string_lossy().starts_with(r"\\?\") { PathBuf::from(shim::shim_path(&abs)) } else { abs }
 }
 
 /// The change from the current generation to `desired`, as `+`/`-`/`~` lines; empty when

@@ -18,21 +18,45 @@ struct Lab {
     env_b: PathBuf,
 }
 
+/// A fake toolkit root for this host: `lib64/libcudart.so.N` (Linux) or
+/// `bin\cudart64_N.dll` (Windows; `cudart64_110.dll` for 11.x).
 fn toolkit(dir: &Path, version: &str, major: u32) -> PathBuf {
     let root = dir.join(format!("cuda-{version}"));
     fs::create_dir_all(root.join("lib64")).unwrap();
     fs::create_dir_all(root.join("bin")).unwrap();
     fs::write(root.join("version.json"), format!(r#"{{"cuda": {{"name": "CUDA SDK", "version": "{version}"}}}}"#)).unwrap();
-    let so = format!("libcudart.so.{major}");
-    fs::write(root.join("lib64").join(&so), elf_so(&so)).unwrap();
+    if cfg!(windows) {
+        let dll = if major == 11 { "cudart64_110.dll".to_string() } else { format!("cudart64_{major}.dll") };
+        fs::write(root.join("bin").join(&dll), pe_dll(PeArch::Amd64, None, &dll)).unwrap();
+    } else {
+        let so = format!("libcudart.so.{major}");
+        fs::write(root.join("lib64").join(&so), elf_so(&so)).unwrap();
+    }
     root
+}
+
+/// A release archive for this host: the official Linux `.tar.xz`, or the Windows `.zip`
+/// (the store refuses to apply another platform's cuDNN).
+fn host_archive(dir: &Path, r: &Release) -> PathBuf {
+    if cfg!(windows) { windows_zip(dir, r, BinDir::Bin) } else { linux_tar_xz(dir, r) }
+}
+
+/// True when this machine's volume takes the host's native links (Linux, real Windows on
+/// NTFS); false under Wine, which refuses junctions (os error 50).
+fn native_links_work(dir: &Path) -> bool {
+    let (target, link) = (dir.join(".probe-target"), dir.join(".probe-link"));
+    fs::create_dir_all(&target).unwrap();
+    let ok = cuenv::link::create(cuenv::link::LinkKind::native(), &target, &link).is_ok();
+    let _ = cuenv::link::remove(&link);
+    let _ = fs::remove_dir(&target);
+    ok
 }
 
 impl Lab {
     fn new() -> Lab {
         let ctx = TestContext::new();
         for r in [Release::V9, Release::V8, Release::V8_CU11] {
-            let a = linux_tar_xz(&ctx.work, &r);
+            let a = host_archive(&ctx.work, &r);
             ctx.add_ok(&a, &[]);
         }
         let tk12 = toolkit(&ctx.work, "12.6.77", 12);
@@ -117,7 +141,9 @@ fn plan_apply_and_apply_again() {
     assert!(plan.contains("+ profile torch2: cuDNN 9.5.0.50"), "{plan}");
     assert!(plan.contains("+ profile tf: cuDNN 8.8.0.121"), "{plan}");
     assert!(plan.contains("+ profile legacy: cuDNN 8.9.4.25"), "{plan}");
-    assert!(plan.contains("+ shim ") && plan.contains("cuenv-torch2.sh"), "{plan}");
+    assert!(plan.contains("+ shim ") && plan.contains("cuenv-torch2.bat"), "{plan}");
+    // POSIX and fish shims hold `:`-separated lists, which `C:\` paths would break: none on Windows.
+    assert_eq!(plan.contains("cuenv-torch2.sh"), cfg!(unix), "{plan}");
     assert!(!lab.ctx.home.join("generations").exists(), "plan touches nothing");
     assert!(!lab.ctx.path("lab.lock").exists(), "plan writes no lock");
 
@@ -134,7 +160,8 @@ fn plan_apply_and_apply_again() {
     assert_eq!(fs::read_link(lab.profiles().join("tf/cuda")).unwrap(), lab.tk11);
     // Shims in every shell, with cuenv's marker, in both envs; none for the profile without an env.
     for (env, p) in [(&lab.env_a, "torch2"), (&lab.env_b, "tf")] {
-        for ext in ["bat", "ps1", "sh", "fish"] {
+        let exts: &[&str] = if cfg!(windows) { &["bat", "ps1"] } else { &["bat", "ps1", "sh", "fish"] };
+        for ext in exts {
             for d in ["activate.d", "deactivate.d"] {
                 let s = env.join("etc/conda").join(d).join(format!("cuenv-{p}.{ext}"));
                 let text = fs::read_to_string(&s).unwrap_or_else(|_| panic!("{} missing", s.display()));
@@ -295,7 +322,8 @@ fn locked_fails_on_drift_and_changes_nothing() {
 fn foreign_shim_file_is_never_overwritten() {
     let lab = Lab::new();
     let file = lab.three();
-    let theirs = lab.env_a.join("etc/conda/activate.d/cuenv-torch2.sh");
+    // A file with the name of one of cuenv's shims for this host (no .sh shims on Windows).
+    let theirs = lab.env_a.join(if cfg!(windows) { "etc/conda/activate.d/cuenv-torch2.bat" } else { "etc/conda/activate.d/cuenv-torch2.sh" });
     fs::create_dir_all(theirs.parent().unwrap()).unwrap();
     fs::write(&theirs, "echo somebody else's script\n").unwrap();
     let (code, _, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
@@ -306,19 +334,35 @@ fn foreign_shim_file_is_never_overwritten() {
     assert!(!lab.env_b.join("etc").exists(), "no shim was written anywhere");
 }
 
+/// A link the volume refuses fails `apply` with the reason in words and the copy-mode hint,
+/// and leaves no generation, staging folder or empty link folder behind. Linux: junctions do
+/// not exist, refused like a FAT32 volume would. Windows: `link-mode = "auto"` (junctions);
+/// under Wine the junction is refused (os error 50, as a FAT32 drive refuses with error 1);
+/// on real Windows NTFS it is created, and the apply succeeds.
 #[test]
 fn refused_links_leave_nothing_behind() {
-    // Junctions exist only on Windows: on Linux the request is refused like a FAT32 volume would.
     let lab = Lab::new();
-    let file = lab.lab("[settings]\nlink-mode = \"junction\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n");
-    let (code, _, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
-    if cfg!(windows) {
-        return; // covered by the Wine suite
+    let mode = if cfg!(windows) { "auto" } else { "junction" };
+    let file = lab.lab(&format!("[settings]\nlink-mode = \"{mode}\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n"));
+    let (code, out, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
+    if cfg!(windows) && native_links_work(&lab.ctx.work) {
+        assert_eq!(code, 0, "junctions work on this volume, so apply must too:\n{out}\n{err}");
+        return;
     }
-    assert_ne!(code, 0);
-    assert!(err.contains("junction") && err.contains("hint:"), "{err}");
+    assert_eq!(code, 1, "{out}\n{err}");
+    if cfg!(windows) {
+        // Wine's refusal, in words (the raw OS error stays as the cause), and the same hint a
+        // FAT32 drive gets.
+        assert!(err.starts_with("error: cannot create a junction at "), "{err}");
+        assert!(err.contains("the file system does not support junctions") && err.contains("os error 50"), "{err}");
+        assert!(err.contains("hint: this volume does not support links") && err.contains("link-mode = \"copy\""), "{err}");
+    } else {
+        assert!(err.contains("junctions do not exist on this platform") && err.contains("hint:"), "{err}");
+    }
     let gens: Vec<_> = fs::read_dir(lab.ctx.home.join("generations")).map(|r| r.flatten().map(|e| e.path()).collect()).unwrap_or_default();
     assert!(gens.is_empty(), "left behind: {gens:?}");
+    assert!(fs::symlink_metadata(lab.profiles()).is_err(), "no generation became current");
+    assert!(!lab.ctx.path("lab.lock").exists(), "no lock for a failed apply");
 }
 
 #[test]

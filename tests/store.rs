@@ -497,8 +497,12 @@ fn entry_files_are_read_only() {
     let mut files = 0;
     for e in walkdir::WalkDir::new(&dir).min_depth(1) {
         let e = e.unwrap();
-        // Windows ignores the read-only attribute of folders; cuenv sets it on files only there.
-        if e.path_is_symlink() || (cfg!(windows) && e.file_type().is_dir()) {
+        if e.path_is_symlink() {
+            continue;
+        }
+        // Windows has no read-only folders (the attribute does not stop creating or deleting
+        // entries in them), so fsutil::make_tree_readonly marks only the files there.
+        if cfg!(windows) && e.file_type().is_dir() {
             continue;
         }
         assert!(e.metadata().unwrap().permissions().readonly(), "{} is writable", e.path().display());
@@ -590,8 +594,11 @@ fn verify_reports_modified_missing_and_extra() {
     assert!(stderr(&out).contains("hint:"), "{}", stderr(&out));
 
     // missing
-    make_writable(&dir.join("include/cudnn.h")); // Windows refuses to delete read-only files
-    with_writable_dir(&dir.join("include"), || fs::remove_file(dir.join("include/cudnn.h")).unwrap());
+    // Windows refuses to delete a read-only file whatever its folder allows: clear it first.
+    with_writable_dir(&dir.join("include"), || {
+        make_writable(&dir.join("include/cudnn.h"));
+        fs::remove_file(dir.join("include/cudnn.h")).unwrap()
+    });
     let (code, report) = verify_json(&ctx, &[]);
     assert_eq!(code, Some(3));
     assert_eq!(report[0]["missing"], serde_json::json!(["include/cudnn.h"]));

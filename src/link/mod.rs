@@ -50,6 +50,10 @@ pub enum LinkError {
     /// The OS said yes, but reading the link back shows nothing, or another target.
     #[error("the {kind} at {} was reported created but {found}", link.display())]
     NotCreated { link: PathBuf, kind: &'static str, found: String },
+    /// A junction to or on a network share: NTFS junctions only work between local volumes
+    /// (field notes §6), so this is refused before anything is created.
+    #[error("cannot create a junction at {}: {} is on a network share ({share}), and junctions work only between local NTFS/ReFS volumes", link.display(), remote.display())]
+    NetworkShare { link: PathBuf, remote: PathBuf, share: String },
     /// This kind of link does not exist on this platform.
     #[error("{kind}s do not exist on this platform")]
     Unsupported { kind: &'static str },
@@ -63,6 +67,9 @@ impl Diagnose for LinkError {
         Some(match self {
             LinkError::Refused { .. } | LinkError::NotCreated { .. } => {
                 "this volume does not support links (FAT32/exFAT, a network share, a cloud-drive folder, or Wine): set `link-mode = \"copy\"` under [settings] in your profile file, or move the cuenv home (CUENV_HOME) to a local NTFS or ext4 folder".into()
+            }
+            LinkError::NetworkShare { .. } => {
+                "keep the cuenv home (CUENV_HOME), its store and the CUDA toolkit roots on a local NTFS drive, e.g. %LOCALAPPDATA%\\cuenv (a mapped network drive is a network share too)".into()
             }
             LinkError::Unsupported { .. } => "use `link-mode = \"auto\"`, which picks junctions on Windows and symlinks elsewhere".into(),
             LinkError::Io { .. } => "check permissions of the cuenv home".into(),
@@ -99,6 +106,7 @@ fn explain(e: &io::Error) -> String {
 /// the read-back disagrees; [`LinkError::Unsupported`] for junctions off Windows.
 pub fn create(kind: LinkKind, target: &Path, link: &Path) -> Result<(), LinkError> {
     let name = kind_name(kind);
+    refuse_network_junction(kind, target, link)?;
     if let Err(source) = sys::create(kind, target, link) {
         cleanup_failed(link);
         if source.kind() == io::ErrorKind::Unsupported {
@@ -123,6 +131,7 @@ pub fn create(kind: LinkKind, target: &Path, link: &Path) -> Result<(), LinkErro
 /// `scratch` is a free path in the same folder (Unix builds the new symlink there first).
 pub fn retarget(kind: LinkKind, link: &Path, target: &Path, scratch: &Path) -> Result<(), LinkError> {
     let name = kind_name(kind);
+    refuse_network_junction(kind, target, link)?;
     sys::retarget(kind, link, target, scratch)
         .map_err(|source| LinkError::Refused { link: link.into(), kind: name, why: explain(&source), source })?;
     match read(link) {
@@ -155,6 +164,59 @@ pub fn remove(link: &Path) -> io::Result<()> {
     }
 }
 
+/// Junctions cannot point to a network share, nor live on one (field notes §6): refuse
+/// before anything is created, with a hint that says so (instead of the OS's
+/// "Incorrect function" after the link folder was made).
+fn refuse_network_junction(kind: LinkKind, target: &Path, link: &Path) -> Result<(), LinkError> {
+    if kind != LinkKind::Junction {
+        return Ok(());
+    }
+    for p in [target, link] {
+        if let Some(share) = network_share(p) {
+            return Err(LinkError::NetworkShare { link: link.into(), remote: p.into(), share });
+        }
+    }
+    Ok(())
+}
+
+/// The network share `p` is on (`\\server\share`), or `None` for a local path. Windows
+/// only: a UNC path (`\\server\share\...`, `//server/share/...`, `\\?\UNC\server\share\...`)
+/// or a drive letter the OS reports as a network drive. Elsewhere always `None` (`//x` is a
+/// local path on Linux).
+pub fn network_share(p: &Path) -> Option<String> {
+    if !cfg!(windows) {
+        return None;
+    }
+    if let Some(share) = unc_share(&p.to_string_lossy()) {
+        return Some(share);
+    }
+    #[cfg(windows)]
+    if let Some(drive) = sys::remote_drive(p) {
+        return Some(drive);
+    }
+    None
+}
+
+/// `\\server\share` when `s` is a UNC path in Windows syntax (either slash; also the
+/// verbatim `\\?\UNC\` form). Local verbatim (`\\?\C:\`) and device (`\\.\`) paths are
+/// not shares. Pure string parsing: runs the same on every platform.
+pub fn unc_share(s: &str) -> Option<String> {
+    let s = s.replace('/', "\\");
+    let rest = if let Some(r) = s.strip_prefix(r"\\?\UNC\") {
+        r
+    } else if s.starts_with(r"\\?\") || s.starts_with(r"\\.\") {
+        return None;
+    } else {
+        s.strip_prefix(r"\\")?
+    };
+    let mut parts = rest.split('\\').filter(|p| !p.is_empty());
+    let server = parts.next()?;
+    match parts.next() {
+        Some(share) => Some(format!(r"\\{server}\{share}")),
+        None => Some(format!(r"\\{server}")),
+    }
+}
+
 fn cleanup_failed(link: &Path) {
     // Only ever an empty folder or a dangling link of our own making: never recurse.
     if is_link(link) {
@@ -169,7 +231,11 @@ fn cleanup_failed(link: &Path) {
 pub fn same_path(a: &Path, b: &Path) -> bool {
     let norm = |p: &Path| {
         let s = p.to_string_lossy().replace('/', std::path::MAIN_SEPARATOR_STR);
-        let s = s.strip_prefix(r"\\?\").map(str::to_string).unwrap_or(s);
+        let s = match (s.strip_prefix(r"\\?\UNC\"), s.strip_prefix(r"\\?\")) {
+            (Some(unc), _) => format!(r"\\{unc}"),
+            (None, Some(local)) => local.to_string(),
+            (None, None) => s,
+        };
         let s = s.trim_end_matches(std::path::MAIN_SEPARATOR).to_string();
         if cfg!(windows) { s.to_lowercase() } else { s }
     };
@@ -217,8 +283,72 @@ mod tests {
     #[test]
     fn paths_compare_like_the_platform() {
         assert!(same_path(Path::new("/a/b/"), Path::new("/a/b")));
+        assert!(!same_path(Path::new("/a/b"), Path::new("/a/bc")));
         if cfg!(windows) {
+            // Case-insensitive, either slash, a trailing separator, `\\?\` verbatim prefixes.
             assert!(same_path(Path::new(r"\\?\C:\X\y"), Path::new(r"c:\x\Y")));
+            assert!(same_path(Path::new(r"C:/Program Files/NVIDIA/"), Path::new(r"c:\PROGRAM FILES\nvidia")));
+            assert!(same_path(Path::new(r"\\?\UNC\Srv\Share\x"), Path::new(r"\\srv\share\X")));
+            assert!(same_path(Path::new("C:\\Users\\ZO\u{CB}\\m"), Path::new("c:\\users\\zo\u{EB}\\M")), "non-ASCII letters fold too");
+            assert!(!same_path(Path::new(r"C:\x"), Path::new(r"D:\x")));
+            assert!(!same_path(Path::new(r"\\?\UNC\srv\share"), Path::new(r"C:\srv\share")));
+        } else {
+            assert!(!same_path(Path::new("/A/b"), Path::new("/a/b")), "Linux paths are case-sensitive");
         }
+    }
+
+    #[test]
+    fn unc_paths_name_their_share() {
+        assert_eq!(unc_share(r"\\server\share\cuenv\store").as_deref(), Some(r"\\server\share"));
+        assert_eq!(unc_share("//server/share/cuenv").as_deref(), Some(r"\\server\share"));
+        assert_eq!(unc_share(r"\\?\UNC\server\share\x").as_deref(), Some(r"\\server\share"));
+        assert_eq!(unc_share(r"\\server").as_deref(), Some(r"\\server"));
+        assert_eq!(unc_share(r"\\?\C:\cuenv"), None);
+        assert_eq!(unc_share(r"\\.\PhysicalDrive0"), None);
+        assert_eq!(unc_share(r"C:\Users\x"), None);
+        assert_eq!(unc_share("/home/x"), None);
+        assert_eq!(unc_share(r"\\"), None);
+    }
+
+    #[test]
+    fn network_shares_only_exist_on_windows() {
+        let local = tempfile::tempdir().unwrap();
+        assert_eq!(network_share(local.path()), None, "a temp folder is local");
+        if cfg!(windows) {
+            assert_eq!(network_share(Path::new(r"\\nas\cudnn\store")).as_deref(), Some(r"\\nas\cudnn"));
+            assert_eq!(network_share(Path::new(r"C:\Windows")), None);
+        } else {
+            // `//x/y` is an ordinary path on Linux.
+            assert_eq!(network_share(Path::new("//nas/cudnn/store")), None);
+        }
+    }
+
+    /// A junction to a store on `\\server\share` (or in a home there) is refused before
+    /// anything is created, with a hint; symlinks are left to the OS.
+    #[test]
+    fn junctions_to_or_on_network_shares_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = dir.path().join("local");
+        std::fs::create_dir(&local).unwrap();
+        let link = dir.path().join("link");
+        let remote = Path::new(r"\\nas\cudnn\store\cudnn-9.5.0.50-cuda12-windows-x86_64-0123456789ab");
+        if cfg!(windows) {
+            let e = create(LinkKind::Junction, remote, &link).unwrap_err();
+            assert!(matches!(&e, LinkError::NetworkShare { share, .. } if share == r"\\nas\cudnn"), "{e:?}");
+            let msg = e.to_string();
+            assert!(msg.contains("network share") && msg.contains(r"\\nas\cudnn"), "{msg}");
+            let hint = e.hint().unwrap();
+            assert!(hint.contains("local NTFS") && hint.contains("CUENV_HOME"), "{hint}");
+            assert!(std::fs::symlink_metadata(&link).is_err(), "nothing created");
+            // The link on a share (a home on \\server\share).
+            let e = create(LinkKind::Junction, &local, Path::new(r"\\nas\home\cuenv\profiles")).unwrap_err();
+            assert!(matches!(e, LinkError::NetworkShare { .. }), "{e:?}");
+            let e = retarget(LinkKind::Junction, &link, Path::new(r"\\?\UNC\nas\cudnn\x"), &dir.path().join("s")).unwrap_err();
+            assert!(matches!(e, LinkError::NetworkShare { .. }), "{e:?}");
+        } else {
+            // Off Windows a junction is simply unsupported, whatever the target.
+            assert!(matches!(create(LinkKind::Junction, remote, &link), Err(LinkError::Unsupported { .. })));
+        }
+        assert!(!matches!(create(LinkKind::Symlink, &local, &link), Err(LinkError::NetworkShare { .. })));
     }
 }

@@ -96,3 +96,27 @@ pub fn remove(link: &Path) -> io::Result<()> {
     }
     std::fs::remove_dir(link).or_else(|_| std::fs::remove_file(link))
 }
+
+/// `X:` when `p` is on a drive letter that Windows reports as a network drive
+/// (`GetDriveTypeW` = `DRIVE_REMOTE`, e.g. a mapped `\\server\share`); `None` otherwise,
+/// including when the path cannot be made absolute.
+pub fn remote_drive(p: &Path) -> Option<String> {
+    use std::path::{Component, Prefix};
+    const DRIVE_REMOTE: u32 = 4;
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn GetDriveTypeW(root: *const u16) -> u32;
+    }
+    let abs = std::path::absolute(p).ok()?;
+    let letter = match abs.components().next()? {
+        Component::Prefix(pre) => match pre.kind() {
+            Prefix::Disk(d) | Prefix::VerbatimDisk(d) => d as char,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let root: Vec<u16> = format!("{letter}:\\").encode_utf16().chain([0]).collect();
+    // SAFETY: `root` is a NUL-terminated UTF-16 string that outlives the call.
+    let kind = unsafe { GetDriveTypeW(root.as_ptr()) };
+    (kind == DRIVE_REMOTE).then(|| format!("{letter}:"))
+}

@@ -193,13 +193,20 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 // ------------------------------------------------------------------ fake libraries
 
-/// The bytes of a tiny real ELF64 x86-64 shared library. On Linux it is built once per
-/// test process with `gcc -shared -fPIC` (gcc is required there). Elsewhere (the Windows
-/// CI job, Wine) gcc would not produce ELF, so a minimal hand-made ELF64 `ET_DYN` header
-/// stands in: cuenv reads only the ELF header of Linux libraries.
+/// The bytes of a tiny real ELF64 x86-64 shared library: read from `$CUENV_TEST_ELF_SO`
+/// when set (under Wine there is no gcc to run, so `scripts/test-windows.sh` builds the same
+/// library on the Linux side and passes its path), else built once per process with
+/// `gcc -shared -fPIC` on Linux. Elsewhere (the Windows CI job) gcc would not produce ELF,
+/// so a minimal hand-made ELF64 `ET_DYN` header stands in: cuenv reads only the ELF header
+/// of Linux libraries.
 pub fn elf_so_template() -> &'static [u8] {
     static ELF: OnceLock<Vec<u8>> = OnceLock::new();
-    ELF.get_or_init(|| if cfg!(target_os = "linux") { gcc_elf_so() } else { minimal_elf_so() })
+    ELF.get_or_init(|| {
+        if let Some(prebuilt) = std::env::var_os("CUENV_TEST_ELF_SO") {
+            return fs::read(&prebuilt).unwrap_or_else(|e| panic!("CUENV_TEST_ELF_SO={}: {e}", Path::new(&prebuilt).display()));
+        }
+        if cfg!(target_os = "linux") { gcc_elf_so() } else { minimal_elf_so() }
+    })
 }
 
 fn gcc_elf_so() -> Vec<u8> {
@@ -212,7 +219,7 @@ fn gcc_elf_so() -> Vec<u8> {
         .arg(&so)
         .arg(&c)
         .output()
-        .expect("gcc must be installed to build the fake .so fixtures");
+        .expect("gcc must be installed to build the fake .so fixtures (or set CUENV_TEST_ELF_SO to a prebuilt one)");
     assert!(out.status.success(), "gcc failed: {}", String::from_utf8_lossy(&out.stderr));
     let bytes = fs::read(&so).unwrap();
     assert_eq!(&bytes[..5], b"\x7fELF\x02", "gcc did not produce an ELF64 file");
