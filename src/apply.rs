@@ -211,7 +211,8 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> anyhow::Resul
 pub const HOME_TOKEN: &str = "${CUENV_HOME}";
 
 /// Writes `lab.lock` for `desired`: toolkit roots inside the cuenv home written relative to
-/// [`HOME_TOKEN`], and the download URL and SHA-256 of every entry that came from one.
+/// [`HOME_TOKEN`], and for each profile with a `from` source the SHA-256 of the file its
+/// entry came from (and the URL, for a URL source).
 pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<()> {
     let path = lockfile::lock_path(&desired.file.path);
     let home = stable_home(layout);
@@ -224,9 +225,14 @@ pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<()> {
     lockfile::write(&path, &portable)?;
     let mut pins = std::collections::BTreeMap::new();
     for v in &desired.views {
+        let Some(from) = desired.file.profile(&v.name).and_then(|p| p.cudnn.from.as_ref()) else { continue };
         if let Ok(meta) = crate::store::entry::EntryMeta::read(&v.entry_dir) {
-            if let (Some(url), Some(sha)) = (meta.source.url, meta.source.sha256) {
-                pins.insert(v.name.clone(), (url, sha));
+            if let Some(sha256) = meta.source.sha256 {
+                let url = match &from.value {
+                    crate::profile::Source::Location(l) if l.starts_with("http://") || l.starts_with("https://") => Some(l.clone()),
+                    _ => None,
+                };
+                pins.insert(v.name.clone(), lockfile::Pin { sha256, url });
             }
         }
     }

@@ -1102,8 +1102,13 @@ mod tests {
         let c = classify(&outcome(Some(r.clone()), ok_end(), vec![f.other.join("lib")]), &expected(&f));
         assert!(c.reasons[0].message.contains("does not list the profile's folder at all"), "{}", c.reasons[0]);
         let c = classify(&outcome(Some(r), ok_end(), vec![]), &expected(&f));
-        assert!(c.reasons[0].message.contains("is not on LD_LIBRARY_PATH"), "{}", c.reasons[0]);
-        assert!(c.reasons[0].message.contains("the profile's folder is not on LD_LIBRARY_PATH"), "{}", c.reasons[0]);
+        if cfg!(windows) {
+            // Windows explains the loader's own search order instead.
+            assert!(c.reasons[0].message.contains("is not on PATH: the loader found it first"), "{}", c.reasons[0]);
+        } else {
+            assert!(c.reasons[0].message.contains("is not on LD_LIBRARY_PATH"), "{}", c.reasons[0]);
+            assert!(c.reasons[0].message.contains("the profile's folder is not on LD_LIBRARY_PATH"), "{}", c.reasons[0]);
+        }
     }
 
     #[test]

@@ -58,6 +58,7 @@ fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
             crate::shim::Error,
             crate::fetch::Error,
             crate::runtime::Error,
+            crate::sources::PinMismatch,
             crate::lock::LockError,
         );
     }

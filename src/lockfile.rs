@@ -287,38 +287,50 @@ impl Cx<'_> {
     }
 }
 
-/// The download pins of a lock file: `cudnn-url` and `cudnn-sha256` per profile, for
-/// entries fetched from a URL. Absent or unreadable files give no pins.
-pub fn read_pins(path: &Path) -> std::collections::BTreeMap<String, (String, String)> {
+/// A download pinned in `lab.lock` for one profile: the SHA-256 of the file its store
+/// entry was imported from (`cudnn-sha256`), and for a URL source the URL (`cudnn-url`).
+/// PyPI and NVIDIA sources are looked up again (through whatever index or mirror is set)
+/// and must serve exactly these bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    pub sha256: String,
+    pub url: Option<String>,
+}
+
+/// The pins of a lock file, by profile. Absent or unreadable files give none.
+pub fn read_pins(path: &Path) -> std::collections::BTreeMap<String, Pin> {
     let mut out = std::collections::BTreeMap::new();
     let Ok(text) = std::fs::read_to_string(path) else { return out };
     let Ok(doc) = text.parse::<DocumentMut>() else { return out };
     if let Some(profiles) = doc.get("profiles").and_then(Item::as_table_like) {
         for (name, item) in profiles.iter() {
             let get = |k: &str| item.get(k).and_then(Item::as_str).map(str::to_string);
-            if let (Some(url), Some(sha)) = (get("cudnn-url"), get("cudnn-sha256")) {
-                out.insert(name.to_string(), (url, sha));
+            if let Some(sha256) = get("cudnn-sha256") {
+                out.insert(name.to_string(), Pin { sha256, url: get("cudnn-url") });
             }
         }
     }
     out
 }
 
-/// `text` (a lock file) with `cudnn-url` / `cudnn-sha256` set for the profiles in `pins` and
+/// `text` (a lock file) with `cudnn-sha256` / `cudnn-url` set for the profiles in `pins` and
 /// removed from the others; everything else is kept as it is.
-pub fn with_pins(text: &str, pins: &std::collections::BTreeMap<String, (String, String)>) -> String {
+pub fn with_pins(text: &str, pins: &std::collections::BTreeMap<String, Pin>) -> String {
     let Ok(mut doc) = text.parse::<DocumentMut>() else { return text.to_string() };
     if let Some(profiles) = doc.get_mut("profiles").and_then(Item::as_table_mut) {
         for (name, item) in profiles.iter_mut() {
             let Some(t) = item.as_table_mut() else { continue };
-            match pins.get(name.get()) {
-                Some((url, sha)) => {
-                    set_value(t, "cudnn-url", Value::from(url.as_str()));
-                    set_value(t, "cudnn-sha256", Value::from(sha.as_str()));
+            let pin = pins.get(name.get());
+            match pin {
+                Some(p) => set_value(t, "cudnn-sha256", Value::from(p.sha256.as_str())),
+                None => {
+                    t.remove("cudnn-sha256");
                 }
+            }
+            match pin.and_then(|p| p.url.as_deref()) {
+                Some(url) => set_value(t, "cudnn-url", Value::from(url)),
                 None => {
                     t.remove("cudnn-url");
-                    t.remove("cudnn-sha256");
                 }
             }
         }

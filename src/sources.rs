@@ -3,8 +3,9 @@
 //!
 //! Runs in `apply` before resolution, under the writer lock: after it, the store and
 //! `<home>/toolkits` hold what the profiles need, and resolution proceeds as for anything
-//! imported by hand. A pin in `lab.lock` (`cudnn-url`, `cudnn-sha256`) wins over a fresh
-//! lookup, so `apply --locked` on another machine downloads exactly the same bytes, or fails.
+//! imported by hand. A pin in `lab.lock` (`cudnn-sha256`) must be matched by what the source
+//! serves, so `apply` on another machine (through any index or mirror) imports exactly the
+//! same bytes, or fails.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,8 +20,8 @@ use crate::store::{AddOptions, Store};
 use crate::toolkit;
 use crate::version::{Op, Version};
 
-/// A pinned download from `lab.lock`: (url, sha256) per profile.
-pub type Pins = BTreeMap<String, (String, String)>;
+/// The pinned downloads of `lab.lock`, by profile.
+pub type Pins = BTreeMap<String, crate::lockfile::Pin>;
 
 /// The endpoints for `file`: `[settings] pypi-index` / `nvidia-mirror`, overridden by
 /// `CUENV_PYPI_INDEX` / `CUENV_NVIDIA_MIRROR`; `CUENV_OFFLINE` or `offline` keep off the network.
@@ -95,43 +96,46 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, pins: &Pin
         let Some(major) = cuda_major(layout, lock, file, p, ep, progress, &mut lines)? else { continue };
         let Some(from) = &p.cudnn.from else { continue };
         let store = Store::new(layout);
-        let have = store.entries().into_iter().any(|(_, m)| m.platform == platform && m.cuda_major == major && p.cudnn.version.matches(&m.version));
+        let pin = pins.get(&p.name);
+        let have = match pin {
+            Some(pin) => fetch::find_by_source_sha256(layout, &pin.sha256).is_some(),
+            None => store.entries().into_iter().any(|(_, m)| m.platform == platform && m.cuda_major == major && p.cudnn.version.matches(&m.version)),
+        };
         if have {
             continue;
         }
         let client = fetch::Client::new(ep.offline);
-        let (added, from_what) = if let Some((url, sha256)) = pins.get(&p.name) {
-            let artifact = fetch::Artifact { url: url.clone(), file_name: fetch::file_name_of(url), sha256: sha256.clone(), size: None, version: String::new() };
-            let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;
-            (a, f.url)
-        } else {
-            match &from.value {
-                Source::Pypi | Source::Nvidia => {
-                    let version = plain_version(file, &p.cudnn, "cudnn")?;
-                    let req = fetch::FetchRequest {
-                        version,
-                        cuda_major: major,
-                        from: if from.value == Source::Pypi { fetch::Source::Pypi } else { fetch::Source::Nvidia },
-                        platform,
-                        endpoints: ep.clone(),
-                    };
-                    let (a, f) = fetch::fetch_cudnn(layout, lock, &req, progress)?;
-                    (a, f.url)
+        let (added, from_what) = match &from.value {
+            Source::Pypi | Source::Nvidia => {
+                let version = plain_version(file, &p.cudnn, "cudnn")?;
+                let req = fetch::FetchRequest {
+                    version,
+                    cuda_major: major,
+                    from: if from.value == Source::Pypi { fetch::Source::Pypi } else { fetch::Source::Nvidia },
+                    platform,
+                    endpoints: ep.clone(),
+                };
+                let artifact = fetch::resolve_cudnn(&client, &req)?;
+                if let Some(pin) = pin.filter(|pin| !pin.sha256.eq_ignore_ascii_case(&artifact.sha256)) {
+                    return Err(PinMismatch { profile: p.name.clone(), url: artifact.url, pinned: pin.sha256.clone(), served: artifact.sha256 }.into());
                 }
-                Source::Location(loc) if loc.starts_with("http://") || loc.starts_with("https://") => {
-                    let Some(sha) = &p.cudnn.sha256 else {
-                        return Err(file.error_at(from.span.clone(), format!("a URL source needs its `sha256` (profile `{}`)", p.name), Some("add `sha256 = \"<64 hex digits>\"` from the publisher's manifest".into())).into());
-                    };
-                    let artifact = fetch::Artifact { url: loc.clone(), file_name: fetch::file_name_of(loc), sha256: sha.value.clone(), size: None, version: String::new() };
-                    let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;
-                    (a, f.url)
-                }
-                Source::Location(loc) => {
-                    let base = file.path.parent().unwrap_or(Path::new("."));
-                    let path = base.join(loc);
-                    let opts = AddOptions { sha256: p.cudnn.sha256.as_ref().map(|s| s.value.clone()), cuda: Some(major), source_url: None };
-                    (store.add(lock, &path, &opts, progress)?, path.display().to_string())
-                }
+                let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;
+                (a, f.url)
+            }
+            Source::Location(loc) if loc.starts_with("http://") || loc.starts_with("https://") => {
+                let Some(sha) = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin.map(|pin| pin.sha256.clone())) else {
+                    return Err(file.error_at(from.span.clone(), format!("a URL source needs its `sha256` (profile `{}`)", p.name), Some("add `sha256 = \"<64 hex digits>\"` from the publisher's manifest".into())).into());
+                };
+                let artifact = fetch::Artifact { url: loc.clone(), file_name: fetch::file_name_of(loc), sha256: sha, size: None, version: String::new() };
+                let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;
+                (a, f.url)
+            }
+            Source::Location(loc) => {
+                let base = file.path.parent().unwrap_or(Path::new("."));
+                let path = base.join(loc);
+                let sha256 = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin.map(|pin| pin.sha256.clone()));
+                let opts = AddOptions { sha256, cuda: Some(major), source_url: None };
+                (store.add(lock, &path, &opts, progress)?, path.display().to_string())
             }
         };
         if !p.cudnn.version.matches(&added.meta.version) || added.meta.cuda_major != major {
@@ -177,4 +181,23 @@ pub fn pending(layout: &Layout, file: &ProfileFile) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The source now serves other bytes than `lab.lock` pins.
+#[derive(Debug, thiserror::Error)]
+#[error("profile {profile}: {url} has SHA-256 {served}, but lab.lock pins {pinned}")]
+pub struct PinMismatch {
+    pub profile: String,
+    pub url: String,
+    pub pinned: String,
+    pub served: String,
+}
+
+impl crate::error::Diagnose for PinMismatch {
+    fn hint(&self) -> Option<String> {
+        Some("the index or mirror serves a different file for this version: check `pypi-index` / `nvidia-mirror`, or delete the pin from lab.lock to accept the new bytes".into())
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        crate::error::ExitCode::Invalid
+    }
 }

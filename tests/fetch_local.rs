@@ -618,3 +618,93 @@ fn bad_arguments() {
     let out = env.cuenv().args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--from", "conda"]).output().unwrap();
     assert_fails(&out, 2, &["unknown source `conda` (expected `nvidia` or `pypi`)"]);
 }
+
+// ---------------------------------------------------------------------------------------
+// apply with `from` sources: cuDNN and the CUDA runtime from the (local) PyPI.
+
+/// A runtime-style wheel `nvidia_<pkg>_cu12-<version>` holding `nvidia/<pkg>/lib/<lib>`.
+fn runtime_wheel(project: &str, pkg: &str, version: &str, lib: &str, seed: u8) -> (String, Vec<u8>) {
+    let name = format!("{}-{version}-py3-none-manylinux2014_x86_64.whl", project.replace('-', "_"));
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file(format!("nvidia/{pkg}/lib/{lib}"), opts).unwrap();
+    zip.write_all(&elf_so(seed)).unwrap();
+    zip.start_file(format!("nvidia/{pkg}/__init__.py"), opts).unwrap();
+    (name, zip.finish().unwrap().into_inner())
+}
+
+/// Serves the three CUDA 12 runtime wheels (cudart 12.6.77, cuBLAS 12.6.4.1, NVRTC 12.6.85)
+/// as project documents only (like the mirror this was first run against).
+fn serve_runtime(s: &Server) {
+    for (project, pkg, version, lib, seed) in [
+        ("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "libcudart.so.12", 1),
+        ("nvidia-cublas-cu12", "cublas", "12.6.4.1", "libcublas.so.12", 2),
+        ("nvidia-cuda-nvrtc-cu12", "cuda_nvrtc", "12.6.85", "libnvrtc.so.12", 3),
+    ] {
+        let (name, bytes) = runtime_wheel(project, pkg, version, lib, seed);
+        let f = pypi_file(s, &name, &bytes);
+        let older = json!({"filename": format!("{}-12.4.0-py3-none-manylinux2014_x86_64.whl", project.replace('-', "_")), "url": format!("{}/files/nope.whl", s.base), "digests": {"sha256": "33".repeat(32)}, "size": 1});
+        s.ok(&format!("/pypi/{project}/json"), json!({"info": {"name": project}, "releases": {version: [f], "12.4.0": [older]}}).to_string());
+        s.ok(&format!("/files/{name}"), bytes);
+    }
+}
+
+#[test]
+fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
+    let env = Env::new();
+    let (wheel, _) = serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("lab.toml");
+    std::fs::write(
+        &lab,
+        "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n",
+    )
+    .unwrap();
+    let lab_s = lab.to_str().unwrap();
+
+    // plan names what would be fetched and fetches nothing.
+    let out = env.cuenv().args(["plan", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    assert!(plan.contains("+ fetch CUDA runtime 12.6") && plan.contains("+ fetch cuDNN 9.5.0.50 from PyPI"), "{plan}");
+    assert_eq!(env.server.hits(&format!("/files/{wheel}")), 0);
+
+    // apply fetches, imports, assembles the runtime root and pins the download.
+    let out = env.cuenv().args(["apply", "--no-check", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains("+ CUDA runtime 12.6 from PyPI") && said.contains("+ cuDNN 9.5.0.50 for CUDA 12 from"), "{said}");
+    let view = env.home.path().join("profiles/torch");
+    assert!(view.join("cuda-lib/libcudart.so.12").exists() && view.join("cuda-lib/libcublas.so.12").exists() && view.join("cuda-lib/libnvrtc.so.12").exists());
+    assert!(view.join("cuda/version.json").exists());
+    assert!(view.join("cudnn-lib/libcudnn.so.9").exists());
+    let lock = std::fs::read_to_string(dir.path().join("lab.lock")).unwrap();
+    assert!(lock.contains("toolkit-root = \"${CUENV_HOME}/toolkits/cuda-12.6.77-linux-x86_64-"), "{lock}");
+    let (_, wheel_bytes) = linux_wheel("9.5.0.50", 12);
+    assert!(lock.contains(&format!("cudnn-sha256 = \"{}\"", sha256_hex(&wheel_bytes))), "{lock}");
+    assert_eq!(env.server.hits(&format!("/files/{wheel}")), 1);
+
+    // Everything cached: a second apply downloads nothing and changes nothing.
+    let out = env.cuenv().args(["apply", "--no-check", lab_s]).output().unwrap();
+    assert!(text(&out.stdout).contains("no changes"), "{}", text(&out.stdout));
+    assert_eq!(env.server.hits(&format!("/files/{wheel}")), 1);
+
+    // Another machine (a fresh home) with the same lock, `--locked`: the same bytes again.
+    let other = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = other.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("lab.lock")).unwrap(), lock, "the lock is unchanged");
+
+    // The index now serves other bytes for 9.5.0.50: a third home refuses them.
+    let (name, mut bytes) = linux_wheel("9.5.0.50", 12);
+    bytes.extend_from_slice(b"trailing junk changes the digest");
+    let f = pypi_file(&env.server, &name, &bytes);
+    env.server.ok("/pypi/nvidia-cudnn-cu12/9.5.0.50/json", json!({"info": {"version": "9.5.0.50"}, "urls": [f]}).to_string());
+    env.server.ok(&format!("/files/{name}"), bytes);
+    let third = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = third.cuenv().args(["apply", "--no-check", lab_s]).output().unwrap();
+    assert_fails(&out, 2, &["lab.lock pins", "hint:"]);
+    assert!(!third.home.path().join("generations").exists());
+    third.assert_no_leftovers();
+}
