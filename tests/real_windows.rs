@@ -12,7 +12,7 @@
 
 mod support;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use support::*;
@@ -74,6 +74,27 @@ fn import(w: &WinWheel) {
 
     let out = ctx.cmd().args(["store", "verify", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+
+    // The check's child process loads the real dispatcher by name with the entry's bin on
+    // PATH, and reports cuDNN's own version (field notes §7: 90500 / 8904 under Wine).
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().filter(|(k, _)| !k.eq_ignore_ascii_case("PATH")).collect();
+    let path = std::env::join_paths(std::iter::once(dir.join("bin")).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).unwrap();
+    env.push(("PATH".into(), path));
+    let major: u64 = w.version.split('.').next().unwrap().parse().unwrap();
+    let outcome = cuenv::check::run_probe(Path::new(env!("CARGO_BIN_EXE_cuenv")), &env, major, false, std::time::Duration::from_secs(120));
+    let report = outcome.report.clone().unwrap_or_else(|| panic!("no report: {outcome:?}"));
+    let versions = report.cudnn.clone().expect("cudnnGetVersion answered");
+    let expected: cuenv::version::Version = w.version.parse().unwrap();
+    assert_eq!(versions.version, expected.cudnn_encoded(), "{report:?}");
+    assert_eq!(versions.cudart_version / 1000, 12, "{report:?}");
+    let canon = |p: &Path| cuenv::link::same_path(p, &dir.join("bin").join(p.file_name().unwrap()));
+    for m in report.modules.iter().filter(|m| m.name.to_ascii_lowercase().starts_with("cudnn")) {
+        assert!(canon(Path::new(&m.path)), "{} was loaded from outside the entry", m.path);
+    }
+    let verdict = cuenv::check::classify(&outcome, &cuenv::check::Expected { entry_dir: dir.clone(), version: expected, cuda_major: 12 });
+    assert_ne!(verdict.status, cuenv::check::CheckStatus::Pass, "no GPU under Wine");
+    assert!(!verdict.has(cuenv::check::ReasonKind::Shadowed) && !verdict.has(cuenv::check::ReasonKind::VersionMismatch), "{:?}", verdict.reasons);
+    eprintln!("real_windows: probe of {}: cuDNN {}, cudart {}, {:?}: {:?}", w.file, versions.version, versions.cudart_version, verdict.status, verdict.messages());
     eprintln!(
         "real_windows: {} -> {name} (version from {}), {} libraries, import {:.1} s",
         w.file,
