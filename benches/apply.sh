@@ -65,7 +65,7 @@ gen=$(ls -d "$home"/generations/[0-9]* | tail -n1)
 disk=$(du -sk "$gen" | cut -f1)
 entry_kb=$(du -sk "$entry" | cut -f1)
 echo "runs: $runs (apply alternates two 3-profile files; use alternates two profiles)"
-echo "median cuenv apply (3 profiles, 12 shims, no check): ${a} ms"
+echo "median cuenv apply (3 profiles with conda shims, no check): ${a} ms"
 echo "median cuenv use:                                  ${u} ms"
 echo "median hand copy of the 9.5.0.50 entry into a toolkit folder: ${c} ms"
 awk -v a="$a" -v c="$c" 'BEGIN {printf "ratio apply / hand copy: %.3f\n", a / c}'
