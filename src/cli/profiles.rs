@@ -471,7 +471,7 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> anyho
             a.path_prepend = a.path_prepend.into_iter().map(fix).collect();
             a.ld_library_path_prepend = a.ld_library_path_prepend.into_iter().map(fix).collect();
             a.set = a.set.into_iter().map(|(k, v)| (k, fix(v))).collect();
-            a.profile = "(active)".into();
+            // CUENV_PROFILE=active: whichever profile `cuenv use` made active.
             a
         }
     };

@@ -66,7 +66,7 @@ impl Diagnose for LinkError {
     fn hint(&self) -> Option<String> {
         Some(match self {
             LinkError::Refused { .. } | LinkError::NotCreated { .. } => {
-                "this volume does not support links (FAT32/exFAT, a network share, a cloud-drive folder, or Wine): set `link-mode = \"copy\"` under [settings] in your profile file, or move the cuenv home (CUENV_HOME) to a local NTFS or ext4 folder".into()
+                "this volume does not support links (FAT32/exFAT, a network share, a cloud-drive folder, or Wine): move the cuenv home (--home or CUENV_HOME) to a local NTFS or ext4 folder; when only the store or a toolkit lives on such a volume, set `link-mode = \"copy\"` under [settings] to copy store entries into the views".into()
             }
             LinkError::NetworkShare { .. } => {
                 "keep the cuenv home (CUENV_HOME), its store and the CUDA toolkit roots on a local NTFS drive, e.g. %LOCALAPPDATA%\\cuenv (a mapped network drive is a network share too)".into()
