@@ -38,6 +38,7 @@ wine_skips=(
   a_crash_at_any_step_is_finished_or_undone
   copy_mode_copies_the_entry
   a_failing_check_keeps_the_previous_generation
+  env_setup_and_a_dangling_active_profile
   # tests/fetch_local.rs: `apply` with PyPI sources needs junctions too (and the fixture
   # serves only manylinux wheels).
   apply_fetches_from_sources_pins_them_and_refuses_other_bytes

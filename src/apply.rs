@@ -212,8 +212,8 @@ pub const HOME_TOKEN: &str = "${CUENV_HOME}";
 
 /// Writes `lab.lock` for `desired`: toolkit roots inside the cuenv home written relative to
 /// [`HOME_TOKEN`], and for each profile with a `from` source the SHA-256 of the file its
-/// entry came from (and the URL, for a URL source).
-pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<()> {
+/// entry came from (and the URL, for a URL source). Returns whether the file changed.
+pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<bool> {
     let path = lockfile::lock_path(&desired.file.path);
     let home = stable_home(layout);
     let mut portable = desired.resolved.clone();
@@ -222,7 +222,7 @@ pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<()> {
             p.toolkit_root = Path::new(HOME_TOKEN).join(rest);
         }
     }
-    lockfile::write(&path, &portable)?;
+    let mut changed = lockfile::write(&path, &portable)?;
     let mut pins = std::collections::BTreeMap::new();
     for v in &desired.views {
         let Some(from) = desired.file.profile(&v.name).and_then(|p| p.cudnn.from.as_ref()) else { continue };
@@ -240,8 +240,9 @@ pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<()> {
     let pinned = lockfile::with_pins(&text, &pins);
     if pinned != text {
         fsutil::write_atomic(&path, pinned.as_bytes())?;
+        changed = true;
     }
-    Ok(())
+    Ok(changed)
 }
 
 /// `--locked` and the lock file disagree.

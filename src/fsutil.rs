@@ -35,6 +35,14 @@ fn is_transient(e: &io::Error) -> bool {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new().prefix(".cuenv-tmp").tempfile_in(dir)?;
+    // tempfile creates 0600 files: keep the replaced file's permissions, else 0644 (umask applies
+    // to neither, so be explicit).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644);
+        tmp.as_file().set_permissions(fs::Permissions::from_mode(mode))?;
+    }
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     let tmp_path = tmp.into_temp_path();

@@ -120,6 +120,12 @@ impl crate::error::Diagnose for Error {
             Error::Io { .. } => Some("check permissions of the cuenv home and of the conda env".into()),
         }
     }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        match self {
+            Error::NoSuchGeneration(_) | Error::ForeignShim { .. } => crate::error::ExitCode::Invalid,
+            _ => crate::error::ExitCode::Failure,
+        }
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {

@@ -129,7 +129,7 @@ pub fn resolve_toolkit<'a>(
     let newest = candidates.toolkits.iter().map(|t| &t.version).max();
     let hint = match (newest, file.toolkits.is_empty()) {
         (None, true) => {
-            "install a CUDA toolkit, or declare its root under [toolkits], like `\"12.6\" = '/usr/local/cuda-12.6'`"
+            "install a CUDA toolkit, or declare its root under [toolkits], like `\"12.6\" = '/usr/local/cuda-12.6'`, or take the CUDA runtime from PyPI: `cuda = { version = \"12.6\", from = \"pypi\" }`"
                 .to_string()
         }
         (None, false) => {

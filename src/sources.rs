@@ -95,6 +95,14 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, pins: &Pin
     for p in &file.profiles {
         let Some(major) = cuda_major(layout, lock, file, p, ep, progress, &mut lines)? else { continue };
         let Some(from) = &p.cudnn.from else { continue };
+        if let Source::Location(loc) = &from.value {
+            let is_url = loc.starts_with("http://") || loc.starts_with("https://");
+            if !is_url && !file.path.parent().unwrap_or(Path::new(".")).join(loc).exists() {
+                return Err(file
+                    .error_at(from.span.clone(), format!("`from = \"{loc}\"` is neither \"pypi\", \"nvidia\", an http(s) URL, nor a path that exists"), Some("write `from = \"pypi\"`, `from = \"nvidia\"`, a URL with `sha256 = \"...\"`, or the path of an archive, wheel or folder (relative to the profile file)".into()))
+                    .into());
+            }
+        }
         let store = Store::new(layout);
         let pin = pins.get(&p.name);
         let have = match pin {

@@ -221,7 +221,7 @@ fn use_rollback_generations_gc() {
     lab.ok(&["rollback", "--to", "2"]);
     assert_eq!(lab.current(), 2);
     let (code, _, err) = lab.run(&["rollback", "--to", "9"]);
-    assert_ne!(code, 0);
+    assert_eq!(code, 2, "{err}");
     assert!(err.contains("no generation 9"), "{err}");
 
     // The history records every switch, rollbacks included.
@@ -441,4 +441,42 @@ fn a_failing_check_keeps_the_previous_generation() {
     assert_eq!(status["profiles"][0]["check"]["result"]["status"], "fail", "{status}");
     let (code, _, err) = lab.run(&["check", "nope"]);
     assert_eq!(code, 2, "{err}");
+}
+
+/// `eval "$(cuenv env --setup)"` makes `<home>/active` effective; a switch that drops the
+/// active profile warns, and `status` reports the dangling `active` link as damage.
+#[cfg(unix)]
+#[test]
+fn env_setup_and_a_dangling_active_profile() {
+    let lab = Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    lab.ok(&["use", "legacy"]);
+    let home = lab.ctx.home.display().to_string();
+    let script = format!(
+        "eval \"$('{}' --home '{home}' env --setup)\" && printf '%s\\n' \"$CUDNN_PATH\" \"$LD_LIBRARY_PATH\" \"$CUENV_PROFILE\"",
+        env!("CARGO_BIN_EXE_cuenv")
+    );
+    let out = std::process::Command::new("bash").arg("-c").arg(&script).env_remove("LD_LIBRARY_PATH").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    let active = std::path::absolute(lab.ctx.home.join("active")).unwrap();
+    assert_eq!(lines[0], active.join("cudnn").display().to_string(), "{text}");
+    assert!(lines[1].starts_with(&active.join("cudnn-lib").display().to_string()), "{text}");
+    assert_eq!(lines[2], "active");
+    assert!(Path::new(lines[0]).join("include/cudnn_version.h").exists());
+
+    // Drop `legacy`: the switch warns, and status reports the dangling link (exit 3).
+    let f2 = lab.lab(&format!("[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\nconda-env = '{}'\n", lab.env_a.display()));
+    let out = lab.ctx.cmd().args(["apply", "--no-check", f2.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("the active profile `legacy` is not in the current generation"), "{err}");
+    let (code, out, _) = lab.run(&["status", "--json"]);
+    assert_eq!(code, 3, "{out}");
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(s["active_dangling"], true);
+    lab.ok(&["use", "torch2"]);
+    assert_eq!(lab.run(&["status"]).0, 0);
 }

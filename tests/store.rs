@@ -1073,12 +1073,12 @@ fn refuses_input_that_is_no_archive() {
 }
 
 #[test]
-fn refuses_a_missing_path_with_exit_1() {
-    // Not invalid input but an I/O failure: exit 1, with the OS error as the cause.
+fn refuses_a_missing_path_with_exit_2() {
+    // A path that does not exist is invalid input (exit 2), with the OS error as the cause.
     let ctx = TestContext::new();
     let path = ctx.path("nope.zip");
     let out = ctx.cmd().args(["store", "add"]).arg(&path).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert_has(&err, &[&format!("error: cannot read {}", path.display()), "\n  caused by: ", "hint: check the path and its permissions"]);
     ctx.assert_store_unchanged();

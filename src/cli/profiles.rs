@@ -27,6 +27,25 @@ pub fn lock_and_recover(ctx: &Ctx) -> anyhow::Result<WriterLock> {
     Ok(lock)
 }
 
+/// The active profile's name, and whether the current generation still has it.
+fn active_profile(ctx: &Ctx) -> Option<(String, bool)> {
+    let active = ctx.layout.active_link();
+    let target = link::read(&active).ok()?;
+    let name = target.file_name()?.to_string_lossy().into_owned();
+    Some((name, active.exists()))
+}
+
+/// Warns when a switch left `<home>/active` pointing at a profile the current generation lacks.
+fn warn_dangling_active(ctx: &Ctx) {
+    if let Some((name, false)) = active_profile(ctx) {
+        // A warning, shown even with --quiet.
+        eprintln!(
+            "warning: the active profile `{name}` is not in the current generation, so {} points nowhere; run `cuenv use <profile>` or `cuenv use --none`",
+            ctx.layout.active_link().display()
+        );
+    }
+}
+
 /// `cuenv plan FILE` / `cuenv apply --dry-run FILE`.
 pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> anyhow::Result<ExitCode> {
     let parsed = profile::load(file)?;
@@ -143,11 +162,13 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode
         }
         return Ok(ExitCode::CheckFailed);
     }
-    apply::write_lock(&ctx.layout, &desired)?;
+    let lock_changed = apply::write_lock(&ctx.layout, &desired)?;
+    warn_dangling_active(ctx);
     if opts.json {
         print_json(&serde_json::json!({ "generation": n, "changed": true, "changes": lines, "checks": checks }));
     } else {
-        println!("generation {n} is current ({} profiles); lock written to {}", desired.views.len(), lock_path.display());
+        let lock_said = if lock_changed { "written to" } else { "unchanged:" };
+        println!("generation {n} is current ({} profiles); lock {lock_said} {}", desired.views.len(), lock_path.display());
     }
     Ok(ExitCode::Success)
 }
@@ -252,6 +273,7 @@ pub fn rollback(ctx: &Ctx, to: Option<u64>) -> anyhow::Result<ExitCode> {
     }
     generation::switch(&ctx.layout, target, "rollback")?;
     println!("rolled back: generation {target} is current (was {cur})");
+    warn_dangling_active(ctx);
     Ok(ExitCode::Success)
 }
 
@@ -319,7 +341,9 @@ struct ProfileStatus {
 pub fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
     let layout = &ctx.layout;
     let cur = generation::current(layout);
-    let active = link::read(&layout.active_link()).ok().and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let active_state = active_profile(ctx);
+    let active = active_state.as_ref().map(|(n, _)| n.clone());
+    let active_dangling = active_state.as_ref().is_some_and(|(_, ok)| !ok);
     let pending = layout.home().join("journal.toml").exists();
     let mut profiles = Vec::new();
     if let Some(n) = cur {
@@ -368,13 +392,16 @@ pub fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
             });
         }
     }
-    let healthy = profiles.iter().all(|p| p.links.iter().all(|h| h.state.starts_with("ok")) && p.shims.iter().all(|h| h.state == "ok"));
+    let healthy = !active_dangling && profiles.iter().all(|p| p.links.iter().all(|h| h.state.starts_with("ok")) && p.shims.iter().all(|h| h.state == "ok"));
     if json {
-        print_json(&serde_json::json!({ "generation": cur, "active": active, "interrupted_switch": pending, "healthy": healthy, "profiles": profiles }));
+        print_json(&serde_json::json!({ "generation": cur, "active": active, "active_dangling": active_dangling, "interrupted_switch": pending, "healthy": healthy, "profiles": profiles }));
     } else {
         match cur {
             None => println!("no generation yet: run `cuenv apply <lab.toml>`"),
             Some(n) => println!("generation {n} is current; active profile: {}", active.as_deref().unwrap_or("(none)")),
+        }
+        if active_dangling {
+            println!("DANGLING  {} (the current generation has no profile `{}`): run `cuenv use <profile>` or `cuenv use --none`", layout.active_link().display(), active.as_deref().unwrap_or(""));
         }
         if pending {
             println!("an interrupted switch is pending; the next apply, use, rollback or gc finishes it");

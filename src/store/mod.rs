@@ -126,6 +126,8 @@ impl Diagnose for Error {
     fn exit_code(&self) -> ExitCode {
         use Error::*;
         match self {
+            // A path that does not exist is the user's input; other read errors are not.
+            Read { source, .. } if source.kind() == io::ErrorKind::NotFound => ExitCode::Invalid,
             Read { .. } | Write { .. } | BadEntry { .. } => ExitCode::Failure,
             _ => ExitCode::Invalid,
         }
