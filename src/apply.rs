@@ -72,11 +72,10 @@ fn toolkit_candidates(layout: &Layout, file: &ProfileFile) -> anyhow::Result<Vec
     let mut out = Vec::new();
     // CUDA runtime roots assembled from PyPI wheels are candidates too.
     for (root, _) in crate::runtime::list(layout) {
-        if let Ok(t) = toolkit::inspect_root(&root) {
-            if let Some(v) = t.version.clone() {
+        if let Ok(t) = toolkit::inspect_root(&root)
+            && let Some(v) = t.version.clone() {
                 out.push((ToolkitCandidate { root: t.root.clone(), version: v }, t));
             }
-        }
     }
     if file.toolkits.is_empty() {
         for t in toolkit::discover(&ProcessEnv) {
@@ -226,15 +225,14 @@ pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<bool> {
     let mut pins = std::collections::BTreeMap::new();
     for v in &desired.views {
         let Some(from) = desired.file.profile(&v.name).and_then(|p| p.cudnn.from.as_ref()) else { continue };
-        if let Ok(meta) = crate::store::entry::EntryMeta::read(&v.entry_dir) {
-            if let Some(sha256) = meta.source.sha256 {
+        if let Ok(meta) = crate::store::entry::EntryMeta::read(&v.entry_dir)
+            && let Some(sha256) = meta.source.sha256 {
                 let url = match &from.value {
                     crate::profile::Source::Location(l) if l.starts_with("http://") || l.starts_with("https://") => Some(l.clone()),
                     _ => None,
                 };
                 pins.insert(v.name.clone(), lockfile::Pin { sha256, url });
             }
-        }
     }
     let text = fs::read_to_string(&path)?;
     let pinned = lockfile::with_pins(&text, &pins);

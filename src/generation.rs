@@ -171,11 +171,10 @@ pub fn current(layout: &Layout) -> Option<u64> {
 pub fn previous(layout: &Layout) -> Option<u64> {
     let cur = current(layout)?;
     let hist = history(layout);
-    if let Some(h) = hist.iter().rev().find(|h| h.to == cur) {
-        if let Some(from) = h.from {
+    if let Some(h) = hist.iter().rev().find(|h| h.to == cur)
+        && let Some(from) = h.from {
             return Some(from);
         }
-    }
     list(layout).into_iter().filter(|n| *n < cur).max()
 }
 
@@ -265,11 +264,10 @@ fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(),
         if fs::read(&s.path).ok().as_deref() == Some(&bytes[..]) {
             continue;
         }
-        if let Ok(existing) = fs::read_to_string(&s.path) {
-            if !crate::shim::is_ours(&existing) {
+        if let Ok(existing) = fs::read_to_string(&s.path)
+            && !crate::shim::is_ours(&existing) {
                 return Err(Error::ForeignShim { path: s.path.clone() });
             }
-        }
         if let Some(parent) = s.path.parent() {
             fs::create_dir_all(parent).map_err(io_err(parent))?;
         }

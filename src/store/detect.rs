@@ -206,11 +206,10 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
         let rel = rel_to(&root, p);
         let mut comps = rel.split('/');
         let _first = comps.next();
-        if let Some(second) = comps.next() {
-            if VARIANT.is_match(second) && Some(second) != chosen_variant.as_deref() {
+        if let Some(second) = comps.next()
+            && VARIANT.is_match(second) && Some(second) != chosen_variant.as_deref() {
                 continue;
             }
-        }
         keep.insert(rel, it.clone());
     }
     // Symlinks were checked against the archive root while extracting; the entry is only

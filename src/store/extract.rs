@@ -348,7 +348,7 @@ fn worker_count() -> usize {
 /// Splits members into `n` buckets of about equal total size (largest first, each to the
 /// lightest bucket), so one huge DLL does not serialize the rest behind it.
 fn balance(mut files: Vec<ZipMember>, n: usize) -> Vec<Vec<ZipMember>> {
-    files.sort_by(|a, b| b.size.cmp(&a.size));
+    files.sort_by_key(|f| std::cmp::Reverse(f.size));
     let mut buckets: Vec<(u64, Vec<ZipMember>)> = (0..n).map(|_| (0, Vec::new())).collect();
     for f in files {
         let lightest = buckets.iter_mut().min_by_key(|b| b.0).expect("n >= 1");

@@ -227,11 +227,10 @@ impl<'a> Store<'a> {
         let raw = staging.join("raw");
         fs::create_dir(&raw).map_err(|source| Error::Write { path: raw.clone(), source })?;
         let extracted = extract::extract(input, kind, &raw, progress)?;
-        if let (Some(want), Some(got)) = (&expected, &extracted.source_sha256) {
-            if want != got {
+        if let (Some(want), Some(got)) = (&expected, &extracted.source_sha256)
+            && want != got {
                 return Err(Error::Sha256Mismatch { path: input.into(), expected: want.clone(), actual: got.clone() });
             }
-        }
         let source_name = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| input.display().to_string());
         let mut hints = detect::Hints { source_name: source_name.clone(), cuda: opts.cuda, metadata: None };
         if kind == SourceKind::Wheel {
