@@ -104,44 +104,10 @@ fn import_verify_and_damage(w: &RealWheel) {
     );
 }
 
-const LINUX_9: &[&str] = &[
-    "libcudnn.so.9",
-    "libcudnn_adv.so.9",
-    "libcudnn_cnn.so.9",
-    "libcudnn_engines_precompiled.so.9",
-    "libcudnn_engines_runtime_compiled.so.9",
-    "libcudnn_graph.so.9",
-    "libcudnn_heuristic.so.9",
-    "libcudnn_ops.so.9",
-];
-const WINDOWS_9: &[&str] = &[
-    "cudnn64_9.dll",
-    "cudnn_adv64_9.dll",
-    "cudnn_cnn64_9.dll",
-    "cudnn_engines_precompiled64_9.dll",
-    "cudnn_engines_runtime_compiled64_9.dll",
-    "cudnn_graph64_9.dll",
-    "cudnn_heuristic64_9.dll",
-    "cudnn_ops64_9.dll",
-];
-const LINUX_8: &[&str] = &[
-    "libcudnn.so.8",
-    "libcudnn_adv_infer.so.8",
-    "libcudnn_adv_train.so.8",
-    "libcudnn_cnn_infer.so.8",
-    "libcudnn_cnn_train.so.8",
-    "libcudnn_ops_infer.so.8",
-    "libcudnn_ops_train.so.8",
-];
-const WINDOWS_8: &[&str] = &[
-    "cudnn64_8.dll",
-    "cudnn_adv_infer64_8.dll",
-    "cudnn_adv_train64_8.dll",
-    "cudnn_cnn_infer64_8.dll",
-    "cudnn_cnn_train64_8.dll",
-    "cudnn_ops_infer64_8.dll",
-    "cudnn_ops_train64_8.dll",
-];
+const LINUX_9: &[&str] = &SOS_9;
+const WINDOWS_9: &[&str] = &DLLS_9;
+const LINUX_8: &[&str] = &SOS_8;
+const WINDOWS_8: &[&str] = &DLLS_8;
 
 #[test]
 #[ignore = "real NVIDIA wheels (557 MB); run scripts/real-input.sh"]

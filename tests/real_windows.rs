@@ -111,16 +111,7 @@ fn win_amd64_cu12_9_5_0_50() {
         file: "nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl",
         version: "9.5.0.50",
         dispatcher: "cudnn64_9.dll",
-        libraries: &[
-            "cudnn64_9.dll",
-            "cudnn_adv64_9.dll",
-            "cudnn_cnn64_9.dll",
-            "cudnn_engines_precompiled64_9.dll",
-            "cudnn_engines_runtime_compiled64_9.dll",
-            "cudnn_graph64_9.dll",
-            "cudnn_heuristic64_9.dll",
-            "cudnn_ops64_9.dll",
-        ],
+        libraries: &DLLS_9,
         no_versioninfo: &["cudnn_graph64_9.dll", "cudnn_heuristic64_9.dll"],
     });
 }
@@ -132,15 +123,7 @@ fn win_amd64_cu12_8_9_4_25() {
         file: "nvidia_cudnn_cu12-8.9.4.25-py3-none-win_amd64.whl",
         version: "8.9.4.25",
         dispatcher: "cudnn64_8.dll",
-        libraries: &[
-            "cudnn64_8.dll",
-            "cudnn_adv_infer64_8.dll",
-            "cudnn_adv_train64_8.dll",
-            "cudnn_cnn_infer64_8.dll",
-            "cudnn_cnn_train64_8.dll",
-            "cudnn_ops_infer64_8.dll",
-            "cudnn_ops_train64_8.dll",
-        ],
+        libraries: &DLLS_8,
         no_versioninfo: &[],
     });
 }
