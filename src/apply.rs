@@ -224,15 +224,25 @@ pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<bool> {
     let mut changed = lockfile::write(&path, &portable)?;
     let mut pins = std::collections::BTreeMap::new();
     for v in &desired.views {
-        let Some(from) = desired.file.profile(&v.name).and_then(|p| p.cudnn.from.as_ref()) else { continue };
-        if let Ok(meta) = crate::store::entry::EntryMeta::read(&v.entry_dir)
-            && let Some(sha256) = meta.source.sha256 {
-                let url = match &from.value {
-                    crate::profile::Source::Location(l) if l.starts_with("http://") || l.starts_with("https://") => Some(l.clone()),
-                    _ => None,
-                };
-                pins.insert(v.name.clone(), lockfile::Pin { sha256, url });
-            }
+        let Some(profile) = desired.file.profile(&v.name) else { continue };
+        let mut pin = lockfile::Pin { sha256: None, url: None, cuda_wheels: Vec::new() };
+        if let Some(from) = &profile.cudnn.from
+            && let Ok(meta) = crate::store::entry::EntryMeta::read(&v.entry_dir)
+        {
+            pin.sha256 = meta.source.sha256;
+            pin.url = match &from.value {
+                crate::profile::Source::Location(l) if l.starts_with("http://") || l.starts_with("https://") => Some(l.clone()),
+                _ => None,
+            };
+        }
+        if profile.cuda.from.is_some()
+            && let Some((_, m)) = crate::runtime::list(layout).into_iter().find(|(root, _)| link::same_path(root, &v.toolkit_root))
+        {
+            pin.cuda_wheels = m.wheels.into_iter().map(|w| (w.project, w.version, w.sha256)).collect();
+        }
+        if pin.sha256.is_some() || !pin.cuda_wheels.is_empty() {
+            pins.insert(v.name.clone(), pin);
+        }
     }
     let text = fs::read_to_string(&path)?;
     let pinned = lockfile::with_pins(&text, &pins);

@@ -293,8 +293,18 @@ impl Cx<'_> {
 /// and must serve exactly these bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pin {
-    pub sha256: String,
+    pub sha256: Option<String>,
     pub url: Option<String>,
+    /// `cuda-wheels`: the runtime wheels of a `cuda = { from = "pypi" }` root, each
+    /// `project==version` with its SHA-256 (`project==version sha256:<hex>`).
+    pub cuda_wheels: Vec<(String, String, String)>,
+}
+
+/// `project==version sha256:<hex>` -> (project, version, sha256).
+fn parse_wheel_pin(s: &str) -> Option<(String, String, String)> {
+    let (spec, sha) = s.split_once(" sha256:")?;
+    let (project, version) = spec.split_once("==")?;
+    Some((project.trim().to_string(), version.trim().to_string(), sha.trim().to_string()))
 }
 
 /// The pins of a lock file, by profile. Absent or unreadable files give none.
@@ -305,8 +315,14 @@ pub fn read_pins(path: &Path) -> std::collections::BTreeMap<String, Pin> {
     if let Some(profiles) = doc.get("profiles").and_then(Item::as_table_like) {
         for (name, item) in profiles.iter() {
             let get = |k: &str| item.get(k).and_then(Item::as_str).map(str::to_string);
-            if let Some(sha256) = get("cudnn-sha256") {
-                out.insert(name.to_string(), Pin { sha256, url: get("cudnn-url") });
+            let cuda_wheels: Vec<(String, String, String)> = item
+                .get("cuda-wheels")
+                .and_then(Item::as_array)
+                .map(|a| a.iter().filter_map(|v| parse_wheel_pin(v.as_str()?)).collect())
+                .unwrap_or_default();
+            let pin = Pin { sha256: get("cudnn-sha256"), url: get("cudnn-url"), cuda_wheels };
+            if pin.sha256.is_some() || !pin.cuda_wheels.is_empty() {
+                out.insert(name.to_string(), pin);
             }
         }
     }
@@ -321,10 +337,24 @@ pub fn with_pins(text: &str, pins: &std::collections::BTreeMap<String, Pin>) -> 
         for (name, item) in profiles.iter_mut() {
             let Some(t) = item.as_table_mut() else { continue };
             let pin = pins.get(name.get());
-            match pin {
-                Some(p) => set_value(t, "cudnn-sha256", Value::from(p.sha256.as_str())),
+            match pin.and_then(|p| p.sha256.as_deref()) {
+                Some(sha) => set_value(t, "cudnn-sha256", Value::from(sha)),
                 None => {
                     t.remove("cudnn-sha256");
+                }
+            }
+            match pin.filter(|p| !p.cuda_wheels.is_empty()) {
+                Some(p) => {
+                    let want: toml_edit::Array = p.cuda_wheels.iter().map(|(proj, ver, sha)| format!("{proj}=={ver} sha256:{sha}")).collect();
+                    let same = t.get("cuda-wheels").and_then(Item::as_array).is_some_and(|a| {
+                        a.iter().map(|v| v.as_str().unwrap_or("")).eq(want.iter().map(|v| v.as_str().unwrap_or("")))
+                    });
+                    if !same {
+                        t.insert("cuda-wheels", Item::Value(Value::Array(want)));
+                    }
+                }
+                None => {
+                    t.remove("cuda-wheels");
                 }
             }
             match pin.and_then(|p| p.url.as_deref()) {

@@ -64,6 +64,8 @@ pub enum Error {
     Empty { path: PathBuf, what: String },
     #[error("cannot write {}", path.display())]
     Write { path: PathBuf, #[source] source: io::Error },
+    #[error("{project} has SHA-256 {served}, but lab.lock pins {pinned}")]
+    PinMismatch { project: String, pinned: String, served: String },
 }
 
 impl crate::error::Diagnose for Error {
@@ -72,11 +74,13 @@ impl crate::error::Diagnose for Error {
             Error::Fetch(e) => e.hint(),
             Error::Wheel { .. } | Error::Empty { .. } => Some("the index served an unexpected wheel; check `pypi-index` / CUENV_PYPI_INDEX".into()),
             Error::Write { .. } => Some("check free space and permissions of the cuenv home".into()),
+            Error::PinMismatch { .. } => Some("the index serves a different file for this version: check `pypi-index` / CUENV_PYPI_INDEX, or delete `cuda-wheels` from lab.lock to accept it".into()),
         }
     }
     fn exit_code(&self) -> crate::error::ExitCode {
         match self {
             Error::Fetch(e) => e.exit_code(),
+            Error::PinMismatch { .. } => crate::error::ExitCode::Invalid,
             _ => crate::error::ExitCode::Failure,
         }
     }
@@ -132,6 +136,34 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, endpoints: &Endpoints, prefix:
         };
         downloads.push((project.clone(), d));
     }
+    assemble(layout, prefix, platform, downloads)
+}
+
+/// Returns the runtime root made of exactly the `pinned` wheels (from `lab.lock`), fetching
+/// each at its pinned version and refusing bytes whose SHA-256 differs from the pin.
+pub fn ensure_pinned(layout: &Layout, lock: &WriterLock, endpoints: &Endpoints, pinned: &[WheelRecord], platform: Platform, progress: &dyn Progress) -> Result<(PathBuf, bool), Error> {
+    let same = |m: &RuntimeMeta| {
+        m.platform == platform
+            && m.wheels.len() == pinned.len()
+            && m.wheels.iter().zip(pinned).all(|(a, b)| a.project == b.project && a.version == b.version && a.sha256.eq_ignore_ascii_case(&b.sha256))
+    };
+    if let Some((root, _)) = list(layout).into_iter().find(|(_, m)| same(m)) {
+        return Ok((root, false));
+    }
+    let mut downloads = Vec::new();
+    for w in pinned {
+        let d = fetch::fetch_wheel(layout, lock, endpoints, &w.project, &w.version, platform, progress)?;
+        if !d.sha256.eq_ignore_ascii_case(&w.sha256) {
+            return Err(Error::PinMismatch { project: format!("{}=={}", w.project, w.version), pinned: w.sha256.clone(), served: d.sha256.clone() });
+        }
+        downloads.push((w.project.clone(), d));
+    }
+    let prefix: Version = pinned.first().and_then(|w| w.version.parse().ok()).unwrap_or_else(|| Version::new(&[0]));
+    assemble(layout, &prefix, platform, downloads)
+}
+
+/// Gathers the libraries of `downloads` into a new runtime root (or finds the identical one).
+fn assemble(layout: &Layout, prefix: &Version, platform: Platform, downloads: Vec<(String, fetch::Download)>) -> Result<(PathBuf, bool), Error> {
     let root = layout.toolkits_dir();
     fs::create_dir_all(&root).map_err(write_err(&root))?;
     if let Ok(rd) = fs::read_dir(&root) {

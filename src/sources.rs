@@ -46,22 +46,42 @@ fn plain_version(file: &ProfileFile, req: &Requirement, what: &str) -> Result<Ve
     }
 }
 
+/// What every fetch needs: the home, the writer lock, the endpoints and a progress sink.
+struct Cx<'a> {
+    layout: &'a Layout,
+    lock: &'a WriterLock,
+    ep: &'a Endpoints,
+    progress: &'a dyn Progress,
+}
+
 /// The CUDA major a profile's cuDNN must be built for, getting its runtime root first when
 /// `cuda` has `from = "pypi"`. `None` when no toolkit matches (resolution reports that).
 fn cuda_major(
-    layout: &Layout,
-    lock: &WriterLock,
+    cx: &Cx,
     file: &ProfileFile,
     p: &Profile,
-    ep: &Endpoints,
-    progress: &dyn Progress,
     lines: &mut Vec<String>,
+    pin: Option<&crate::lockfile::Pin>,
 ) -> anyhow::Result<Option<u64>> {
     let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
     match &p.cuda.from {
         Some(src) if src.value == Source::Pypi => {
             let v = plain_version(file, &p.cuda, "cuda")?;
-            let (root, made) = crate::runtime::ensure(layout, lock, ep, &v, platform, progress)?;
+            let pinned: Vec<crate::runtime::WheelRecord> = pin
+                .map(|pin| {
+                    pin.cuda_wheels
+                        .iter()
+                        .map(|(project, version, sha256)| crate::runtime::WheelRecord { project: project.clone(), version: version.clone(), url: String::new(), sha256: sha256.clone() })
+                        .collect()
+                })
+                .unwrap_or_default();
+            // A pin is kept while the runtime it names still satisfies `cuda`.
+            let pin_fits = pinned.first().and_then(|w| w.version.parse::<Version>().ok()).is_some_and(|pv| pv.starts_with(&v));
+            let (root, made) = if pin_fits {
+                crate::runtime::ensure_pinned(cx.layout, cx.lock, cx.ep, &pinned, platform, cx.progress)?
+            } else {
+                crate::runtime::ensure(cx.layout, cx.lock, cx.ep, &v, platform, cx.progress)?
+            };
             if made {
                 lines.push(format!("+ CUDA runtime {} from PyPI at {}", v, root.display()));
             }
@@ -79,7 +99,7 @@ fn cuda_major(
             let best = roots
                 .iter()
                 .filter_map(|r| toolkit::inspect_root(r).ok()?.version)
-                .chain(crate::runtime::list(layout).into_iter().map(|(_, m)| m.version))
+                .chain(crate::runtime::list(cx.layout).into_iter().map(|(_, m)| m.version))
                 .filter(|v| p.cuda.version.matches(v))
                 .max();
             Ok(best.map(|v| v.major()))
@@ -93,7 +113,9 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, pins: &Pin
     let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
     let mut lines = Vec::new();
     for p in &file.profiles {
-        let Some(major) = cuda_major(layout, lock, file, p, ep, progress, &mut lines)? else { continue };
+        let pin = pins.get(&p.name);
+        let cx = Cx { layout, lock, ep, progress };
+        let Some(major) = cuda_major(&cx, file, p, &mut lines, pin)? else { continue };
         let Some(from) = &p.cudnn.from else { continue };
         if let Source::Location(loc) = &from.value {
             let is_url = loc.starts_with("http://") || loc.starts_with("https://");
@@ -104,9 +126,9 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, pins: &Pin
             }
         }
         let store = Store::new(layout);
-        let pin = pins.get(&p.name);
-        let have = match pin {
-            Some(pin) => fetch::find_by_source_sha256(layout, &pin.sha256).is_some(),
+        let pin_sha = pin.and_then(|pin| pin.sha256.clone());
+        let have = match &pin_sha {
+            Some(sha) => fetch::find_by_source_sha256(layout, sha).is_some(),
             None => store.entries().into_iter().any(|(_, m)| m.platform == platform && m.cuda_major == major && p.cudnn.version.matches(&m.version)),
         };
         if have {
@@ -124,14 +146,14 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, pins: &Pin
                     endpoints: ep.clone(),
                 };
                 let artifact = fetch::resolve_cudnn(&client, &req)?;
-                if let Some(pin) = pin.filter(|pin| !pin.sha256.eq_ignore_ascii_case(&artifact.sha256)) {
-                    return Err(PinMismatch { profile: p.name.clone(), url: artifact.url, pinned: pin.sha256.clone(), served: artifact.sha256 }.into());
+                if let Some(pinned) = pin_sha.as_ref().filter(|sha| !sha.eq_ignore_ascii_case(&artifact.sha256)) {
+                    return Err(PinMismatch { profile: p.name.clone(), url: artifact.url, pinned: pinned.clone(), served: artifact.sha256 }.into());
                 }
                 let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;
                 (a, f.url)
             }
             Source::Location(loc) if loc.starts_with("http://") || loc.starts_with("https://") => {
-                let Some(sha) = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin.map(|pin| pin.sha256.clone())) else {
+                let Some(sha) = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin_sha.clone()) else {
                     return Err(file.error_at(from.span.clone(), format!("a URL source needs its `sha256` (profile `{}`)", p.name), Some("add `sha256 = \"<64 hex digits>\"` from the publisher's manifest".into())).into());
                 };
                 let artifact = fetch::Artifact { url: loc.clone(), file_name: fetch::file_name_of(loc), sha256: sha, size: None, version: String::new() };
@@ -141,7 +163,7 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, pins: &Pin
             Source::Location(loc) => {
                 let base = file.path.parent().unwrap_or(Path::new("."));
                 let path = base.join(loc);
-                let sha256 = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin.map(|pin| pin.sha256.clone()));
+                let sha256 = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin_sha.clone());
                 let opts = AddOptions { sha256, cuda: Some(major), source_url: None };
                 (store.add(lock, &path, &opts, progress)?, path.display().to_string())
             }

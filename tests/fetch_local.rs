@@ -683,6 +683,9 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     assert!(lock.contains("toolkit-root = \"${CUENV_HOME}/toolkits/cuda-12.6.77-linux-x86_64-"), "{lock}");
     let (_, wheel_bytes) = linux_wheel("9.5.0.50", 12);
     assert!(lock.contains(&format!("cudnn-sha256 = \"{}\"", sha256_hex(&wheel_bytes))), "{lock}");
+    let (_, rt) = runtime_wheel("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "libcudart.so.12", 1);
+    assert!(lock.contains(&format!("\"nvidia-cuda-runtime-cu12==12.6.77 sha256:{}\"", sha256_hex(&rt))), "{lock}");
+    assert!(lock.contains("nvidia-cublas-cu12==12.6.4.1 sha256:") && lock.contains("nvidia-cuda-nvrtc-cu12==12.6.85 sha256:"), "{lock}");
     assert_eq!(env.server.hits(&format!("/files/{wheel}")), 1);
 
     // Everything cached: a second apply downloads nothing and changes nothing.
@@ -695,6 +698,18 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     let out = other.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(dir.path().join("lab.lock")).unwrap(), lock, "the lock is unchanged");
+
+    // A newer cuBLAS 12.6 on the index does not move a locked runtime: the pins win.
+    let (name, bytes) = runtime_wheel("nvidia-cublas-cu12", "cublas", "12.6.9.9", "libcublas.so.12", 9);
+    let f = pypi_file(&env.server, &name, &bytes);
+    let (old_name, old_bytes) = runtime_wheel("nvidia-cublas-cu12", "cublas", "12.6.4.1", "libcublas.so.12", 2);
+    let old = pypi_file(&env.server, &old_name, &old_bytes);
+    env.server.ok("/pypi/nvidia-cublas-cu12/json", json!({"info": {"name": "nvidia-cublas-cu12"}, "releases": {"12.6.9.9": [f], "12.6.4.1": [old]}}).to_string());
+    env.server.ok(&format!("/files/{name}"), bytes);
+    let fourth = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = fourth.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(env.server.hits(&format!("/files/{name}")), 0, "the pinned cuBLAS 12.6.4.1 was used");
 
     // The index now serves other bytes for 9.5.0.50: a third home refuses them.
     let (name, mut bytes) = linux_wheel("9.5.0.50", 12);
