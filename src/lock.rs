@@ -62,7 +62,11 @@ impl WriterLock {
                 Err(TryLockError::WouldBlock) => {
                     let mut pid = String::new();
                     let _ = file.rewind().and_then(|_| file.read_to_string(&mut pid));
-                    let pid = pid.trim().to_string();
+                    // Windows refuses to read a locked file from another handle: say so.
+                    let pid = match pid.trim() {
+                        "" => "unknown".to_string(),
+                        p => p.to_string(),
+                    };
                     if !told {
                         on_wait(&format!("waiting for another cuenv (pid {pid}) to finish..."));
                         told = true;

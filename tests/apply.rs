@@ -480,3 +480,26 @@ fn env_setup_and_a_dangling_active_profile() {
     lab.ok(&["use", "torch2"]);
     assert_eq!(lab.run(&["status"]).0, 0);
 }
+
+/// Writers serialize on `<home>/cuenv.lock`: while another process holds it, a writer says
+/// it is waiting and gives up after CUENV_LOCK_TIMEOUT seconds with a hint.
+#[test]
+fn writers_wait_for_the_lock_and_time_out() {
+    let lab = Lab::new();
+    let held = fs::OpenOptions::new().read(true).write(true).open(lab.ctx.home.join("cuenv.lock")).unwrap();
+    held.lock().unwrap();
+    let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_cuenv"))
+        .env_remove("CUENV_HOME")
+        .arg("--home")
+        .arg(&lab.ctx.home)
+        .args(["use", "--none"])
+        .env("CUENV_LOCK_TIMEOUT", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("waiting for another cuenv (pid"), "{err}");
+    assert!(err.contains("has held") && err.contains("hint: wait for the other cuenv to finish, or raise CUENV_LOCK_TIMEOUT"), "{err}");
+    drop(held); // closing the handle releases the lock
+    lab.ok(&["use", "--none"]);
+}
