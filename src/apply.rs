@@ -231,7 +231,7 @@ pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<bool> {
         {
             pin.sha256 = meta.source.sha256;
             pin.url = match &from.value {
-                crate::profile::Source::Location(l) if l.starts_with("http://") || l.starts_with("https://") => Some(l.clone()),
+                crate::profile::Source::Location(l) if crate::sources::is_url(l) => Some(l.clone()),
                 _ => None,
             };
         }

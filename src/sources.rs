@@ -20,6 +20,11 @@ use crate::store::{AddOptions, Store};
 use crate::toolkit;
 use crate::version::{Op, Version};
 
+/// True when a `from` location is an http(s) URL (else it is a path).
+pub fn is_url(location: &str) -> bool {
+    location.starts_with("http://") || location.starts_with("https://")
+}
+
 /// The pinned downloads of `lab.lock`, by profile.
 pub type Pins = BTreeMap<String, crate::lockfile::Pin>;
 
@@ -117,14 +122,12 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, pins: &Pin
         let cx = Cx { layout, lock, ep, progress };
         let Some(major) = cuda_major(&cx, file, p, &mut lines, pin)? else { continue };
         let Some(from) = &p.cudnn.from else { continue };
-        if let Source::Location(loc) = &from.value {
-            let is_url = loc.starts_with("http://") || loc.starts_with("https://");
-            if !is_url && !file.path.parent().unwrap_or(Path::new(".")).join(loc).exists() {
+        if let Source::Location(loc) = &from.value
+            && !is_url(loc) && !file.path.parent().unwrap_or(Path::new(".")).join(loc).exists() {
                 return Err(file
                     .error_at(from.span.clone(), format!("`from = \"{loc}\"` is neither \"pypi\", \"nvidia\", an http(s) URL, nor a path that exists"), Some("write `from = \"pypi\"`, `from = \"nvidia\"`, a URL with `sha256 = \"...\"`, or the path of an archive, wheel or folder (relative to the profile file)".into()))
                     .into());
             }
-        }
         let store = Store::new(layout);
         let pin_sha = pin.and_then(|pin| pin.sha256.clone());
         let have = match &pin_sha {
@@ -152,7 +155,7 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, pins: &Pin
                 let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;
                 (a, f.url)
             }
-            Source::Location(loc) if loc.starts_with("http://") || loc.starts_with("https://") => {
+            Source::Location(loc) if is_url(loc) => {
                 let Some(sha) = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin_sha.clone()) else {
                     return Err(file.error_at(from.span.clone(), format!("a URL source needs its `sha256` (profile `{}`)", p.name), Some("add `sha256 = \"<64 hex digits>\"` from the publisher's manifest".into())).into());
                 };

@@ -206,7 +206,7 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
     let m = generation::read(&ctx.layout, n)?;
     for p in profiles {
         if !m.profiles.iter().any(|v| &v.name == p) {
-            return Err(UnknownProfile { name: p.clone(), generation: n, known: m.profiles.iter().map(|v| v.name.clone()).collect::<Vec<_>>().join(", ") }.into());
+            return Err(UnknownProfile::new(p, &m).into());
         }
     }
     let results = run_checks(ctx, &m, profiles, timeout, json);
@@ -231,8 +231,7 @@ pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> anyhow::Result<ExitCode> {
     let cur = generation::current(&ctx.layout).context("no generation yet: run `cuenv apply <lab.toml>` first")?;
     let m = generation::read(&ctx.layout, cur)?;
     if !m.profiles.iter().any(|p| p.name == name) {
-        let known: Vec<&str> = m.profiles.iter().map(|p| p.name.as_str()).collect();
-        return Err(UnknownProfile { name: name.into(), generation: cur, known: known.join(", ") }.into());
+        return Err(UnknownProfile::new(name, &m).into());
     }
     let target = apply::stable_home(&ctx.layout).join("profiles").join(name);
     link::set(LinkKind::native(), &active, &target, &ctx.layout.home().join(".active.new"))?;
@@ -247,6 +246,14 @@ pub struct UnknownProfile {
     pub name: String,
     pub generation: u64,
     pub known: String,
+}
+
+impl UnknownProfile {
+    /// `name` is not among the profiles of generation `m`.
+    fn new(name: &str, m: &generation::Manifest) -> UnknownProfile {
+        let known: Vec<&str> = m.profiles.iter().map(|p| p.name.as_str()).collect();
+        UnknownProfile { name: name.into(), generation: m.number, known: known.join(", ") }
+    }
 }
 
 impl crate::error::Diagnose for UnknownProfile {
@@ -485,7 +492,7 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> anyho
             let cur = generation::current(&ctx.layout).context("no generation yet: run `cuenv apply <lab.toml>` first")?;
             let m = generation::read(&ctx.layout, cur)?;
             if !m.profiles.iter().any(|p| &p.name == n) {
-                return Err(UnknownProfile { name: n.clone(), generation: cur, known: m.profiles.iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ") }.into());
+                return Err(UnknownProfile::new(n, &m).into());
             }
             apply::activation(&ctx.layout, n, platform)
         }
