@@ -66,17 +66,26 @@ fn mode_name(mode: LinkMode) -> String {
     }
 }
 
-/// Toolkit candidates: the `[toolkits]` roots of the file (each must be a toolkit), else the
-/// roots `cuenv toolkits` finds.
+/// Toolkit candidates: the CUDA runtime roots under `<home>/toolkits`, plus
+/// [`installed_toolkits`].
 fn toolkit_candidates(layout: &Layout, file: &ProfileFile) -> anyhow::Result<Vec<(ToolkitCandidate, toolkit::Toolkit)>> {
     let mut out = Vec::new();
     // CUDA runtime roots assembled from PyPI wheels are candidates too.
     for (root, _) in crate::runtime::list(layout) {
         if let Ok(t) = toolkit::inspect_root(&root)
-            && let Some(v) = t.version.clone() {
-                out.push((ToolkitCandidate { root: t.root.clone(), version: v }, t));
-            }
+            && let Some(v) = t.version.clone()
+        {
+            out.push((ToolkitCandidate { root: t.root.clone(), version: v }, t));
+        }
     }
+    out.extend(installed_toolkits(file)?);
+    Ok(out)
+}
+
+/// The installed toolkit roots a profile file may use: its `[toolkits]` roots (each must be
+/// a toolkit with a version, else an error at its line), else the roots `cuenv toolkits` finds.
+pub fn installed_toolkits(file: &ProfileFile) -> anyhow::Result<Vec<(ToolkitCandidate, toolkit::Toolkit)>> {
+    let mut out = Vec::new();
     if file.toolkits.is_empty() {
         for t in toolkit::discover(&ProcessEnv) {
             if let Some(v) = t.version.clone() {

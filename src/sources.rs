@@ -8,7 +8,7 @@
 //! same bytes, or fails.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::binfmt::Platform;
 use crate::fetch::{self, Endpoints};
@@ -17,7 +17,6 @@ use crate::lock::WriterLock;
 use crate::profile::{self, Profile, ProfileFile, Requirement, Source};
 use crate::progress::Progress;
 use crate::store::{AddOptions, Store};
-use crate::toolkit;
 use crate::version::{Op, Version};
 
 /// True when a `from` location is an http(s) URL (else it is a path).
@@ -67,6 +66,7 @@ fn cuda_major(
     p: &Profile,
     lines: &mut Vec<String>,
     pin: Option<&crate::lockfile::Pin>,
+    installed: &[Version],
 ) -> anyhow::Result<Option<u64>> {
     let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
     match &p.cuda.from {
@@ -96,14 +96,10 @@ fn cuda_major(
             .error_at(src.span.clone(), "only `from = \"pypi\"` can provide a CUDA runtime", Some("install the toolkit and name it under [toolkits], or use `from = \"pypi\"`".into()))
             .into()),
         None => {
-            let roots: Vec<PathBuf> = if file.toolkits.is_empty() {
-                toolkit::discover(&toolkit::ProcessEnv).into_iter().map(|t| t.root).collect()
-            } else {
-                file.toolkits.iter().map(|t| t.root.value.clone()).collect()
-            };
-            let best = roots
+            // Runtime roots are listed afresh: an earlier profile may have just made one.
+            let best = installed
                 .iter()
-                .filter_map(|r| toolkit::inspect_root(r).ok()?.version)
+                .cloned()
                 .chain(crate::runtime::list(cx.layout).into_iter().map(|(_, m)| m.version))
                 .filter(|v| p.cuda.version.matches(v))
                 .max();
@@ -117,10 +113,13 @@ fn cuda_major(
 pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, pins: &Pins, ep: &Endpoints, progress: &dyn Progress) -> anyhow::Result<Vec<String>> {
     let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
     let mut lines = Vec::new();
+    // Versions of the installed toolkit roots, found once. A bad `[toolkits]` root is reported
+    // (at its line) by resolution, after the fetches.
+    let installed: Vec<Version> = crate::apply::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect();
     for p in &file.profiles {
         let pin = pins.get(&p.name);
         let cx = Cx { layout, lock, ep, progress };
-        let Some(major) = cuda_major(&cx, file, p, &mut lines, pin)? else { continue };
+        let Some(major) = cuda_major(&cx, file, p, &mut lines, pin, &installed)? else { continue };
         let Some(from) = &p.cudnn.from else { continue };
         if let Source::Location(loc) = &from.value
             && !is_url(loc) && !file.path.parent().unwrap_or(Path::new(".")).join(loc).exists() {

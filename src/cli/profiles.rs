@@ -480,9 +480,8 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> anyho
         match profile {
             Some(p) => Some(p.to_string()),
             None => Some(
-                link::read(&ctx.layout.active_link())
-                    .ok()
-                    .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
+                active_profile(ctx)
+                    .map(|(name, _)| name)
                     .context("no profile given and none active: pass a profile name or run `cuenv use <profile>`")?,
             ),
         }
