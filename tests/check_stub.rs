@@ -367,7 +367,8 @@ int cudnnConvolutionForward(void *h, const void *alpha, void *xd, const void *x,
         acc += 0.01f;
 #endif
         float *o = &Y[((n * yt->c + k) * yt->h + i) * yt->w + j];
-        *o = a * acc + b * *o;
+        /* cuDNN's contract: with beta == 0 the output is not read (it may hold garbage, even NaN). */
+        *o = b == 0.0f ? a * acc : a * acc + b * *o;
     }
     return 0;
 }
