@@ -66,20 +66,77 @@ fn mode_name(mode: LinkMode) -> String {
     }
 }
 
-/// Toolkit candidates: the CUDA runtime roots under `<home>/toolkits`, plus
-/// [`installed_toolkits`].
-fn toolkit_candidates(layout: &Layout, file: &ProfileFile) -> anyhow::Result<Vec<(ToolkitCandidate, toolkit::Toolkit)>> {
+/// Toolkit candidates for `platform`: the CUDA runtime roots under `<home>/toolkits` built
+/// for it, plus [`installed_toolkits`] when `platform` is the host's (the roots of another
+/// platform's machine cannot be seen from here).
+fn toolkit_candidates(layout: &Layout, file: &ProfileFile, platform: Platform) -> anyhow::Result<Vec<(ToolkitCandidate, toolkit::Toolkit)>> {
     let mut out = Vec::new();
     // CUDA runtime roots assembled from PyPI wheels are candidates too.
-    for (root, _) in crate::runtime::list(layout) {
+    for (root, meta) in crate::runtime::list(layout) {
+        if meta.platform != platform {
+            continue;
+        }
         if let Ok(t) = toolkit::inspect_root(&root)
             && let Some(v) = t.version.clone()
         {
             out.push((ToolkitCandidate { root: t.root.clone(), version: v }, t));
         }
     }
-    out.extend(installed_toolkits(file)?);
+    if Platform::host() == Some(platform) {
+        out.extend(installed_toolkits(file)?);
+    }
     Ok(out)
+}
+
+/// A profile file resolved for one platform, preferring the choices of that platform's
+/// section of `lab.lock`.
+#[derive(Debug)]
+pub struct Locking {
+    /// Every profile of the file, resolved.
+    pub resolved: Resolved,
+    /// How that differs from the lock (`+`/`-`/`~` lines; empty when the lock already says it).
+    pub changes: Vec<String>,
+    /// The toolkit candidates, with what `cuenv toolkits` knows of each.
+    toolkits: Vec<(ToolkitCandidate, toolkit::Toolkit)>,
+    /// The store entries.
+    entries: Vec<(PathBuf, crate::store::entry::EntryMeta)>,
+}
+
+/// Resolves `file` for `platform` against the store, the toolkit roots and `platform`'s
+/// section of `lab.lock`. `locked`: fail with [`LockedDrift`] instead of changing the lock.
+///
+/// Errors: profile errors (file, line, column; exit code 2), lock file errors, [`LockedDrift`].
+pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, locked: bool) -> anyhow::Result<Locking> {
+    let entries = Store::new(layout).entries();
+    let cudnn: Vec<CudnnCandidate> = entries
+        .iter()
+        .map(|(_, m)| CudnnCandidate { id: m.id.clone(), name: m.name.clone(), version: m.version.clone(), cuda_major: m.cuda_major, platform: m.platform })
+        .collect();
+    let toolkits = toolkit_candidates(layout, file, platform)?;
+    let tk: Vec<ToolkitCandidate> = toolkits.iter().map(|t| t.0.clone()).collect();
+    let candidates = Candidates { toolkits: &tk, store: &cudnn, platform };
+    let lock_path = lockfile::lock_path(&file.path);
+    let mut lock = lockfile::read(&lock_path, platform)?;
+    // Roots inside the cuenv home are written home-relative, so a lock travels between machines.
+    if let Some(l) = lock.as_mut() {
+        for p in &mut l.profiles {
+            if let Ok(rest) = p.toolkit_root.strip_prefix(HOME_TOKEN) {
+                p.toolkit_root = stable_home(layout).join(rest);
+            }
+        }
+    }
+    let honoured = lockfile::honour(lock.as_ref(), file, &candidates)?;
+    if locked && (!honoured.changes.is_empty() || lock.is_none()) {
+        let mut msg = format!("{} does not match {} for {platform}:", lock_path.display(), file.path.display());
+        if lock.is_none() {
+            msg.push_str("\n  the lock file does not exist");
+        }
+        for c in &honoured.changes {
+            msg.push_str(&format!("\n  {c}"));
+        }
+        return Err(LockedDrift(msg).into());
+    }
+    Ok(Locking { resolved: honoured.resolved, changes: honoured.changes, toolkits, entries })
 }
 
 /// The installed toolkit roots a profile file may use: its `[toolkits]` roots (each must be
@@ -118,45 +175,17 @@ fn runtime_dir(t: &toolkit::Toolkit, platform: Platform) -> PathBuf {
     }
 }
 
-/// Resolves `file` into the desired generation content. `locked`: fail instead of changing
-/// `lab.lock`. Errors carry the file, line and column (profile errors) and exit code 2.
+/// Resolves `file` into the desired generation content for this host. `locked`: fail
+/// instead of changing `lab.lock`. Errors carry the file, line and column (profile errors)
+/// and exit code 2.
 pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> anyhow::Result<Desired> {
     let platform = Platform::host().context("cuDNN is not built for this platform")?;
-    let store = Store::new(layout);
-    let entries = store.entries();
-    let cudnn: Vec<CudnnCandidate> = entries
-        .iter()
-        .map(|(_, m)| CudnnCandidate { id: m.id.clone(), name: m.name.clone(), version: m.version.clone(), cuda_major: m.cuda_major, platform: m.platform })
-        .collect();
-    let toolkits = toolkit_candidates(layout, &file)?;
-    let tk: Vec<ToolkitCandidate> = toolkits.iter().map(|t| t.0.clone()).collect();
-    let candidates = Candidates { toolkits: &tk, store: &cudnn, platform };
-    let lock_path = lockfile::lock_path(&file.path);
-    let mut lock = lockfile::read(&lock_path)?;
-    // Roots inside the cuenv home are written home-relative, so a lock travels between machines.
-    if let Some(l) = lock.as_mut() {
-        for p in &mut l.profiles {
-            if let Ok(rest) = p.toolkit_root.strip_prefix(HOME_TOKEN) {
-                p.toolkit_root = stable_home(layout).join(rest);
-            }
-        }
-    }
-    let honoured = lockfile::honour(lock.as_ref(), &file, &candidates)?;
-    if locked && (!honoured.changes.is_empty() || lock.is_none()) {
-        let mut msg = format!("{} does not match {}:", lock_path.display(), file.path.display());
-        if lock.is_none() {
-            msg.push_str("\n  the lock file does not exist");
-        }
-        for c in &honoured.changes {
-            msg.push_str(&format!("\n  {c}"));
-        }
-        return Err(LockedDrift(msg).into());
-    }
+    let Locking { resolved, changes, toolkits, entries } = resolve_locked(layout, &file, platform, locked)?;
     let base_dir = file.path.parent().map(Path::to_path_buf).unwrap_or_default();
     let home_dir = dirs::home_dir();
     let mut views = Vec::new();
     let mut shims = Vec::new();
-    for r in &honoured.resolved.profiles {
+    for r in &resolved.profiles {
         let (entry_dir, meta) = entries.iter().find(|(_, m)| m.id == r.cudnn_id).cloned().context("resolved entry vanished from the store")?;
         let t = &toolkits.iter().find(|(c, _)| c.root == r.toolkit_root).context("resolved toolkit vanished")?.1;
         let cudnn_lib = if platform.is_windows() { meta.layout.bin.clone() } else { meta.layout.lib.clone() }.unwrap_or_else(|| "lib".into());
@@ -212,49 +241,59 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> anyhow::Resul
     for (i, (rec, _)) in shims.iter_mut().enumerate() {
         rec.stored = format!("{i}-{}", rec.path.file_name().unwrap_or_default().to_string_lossy());
     }
-    Ok(Desired { link_mode: mode_name(file.settings.link_mode), file, resolved: honoured.resolved, lock_changes: honoured.changes, views, shims })
+    Ok(Desired { link_mode: mode_name(file.settings.link_mode), file, resolved, lock_changes: changes, views, shims })
 }
 
 /// How a path inside the cuenv home is written in `lab.lock`.
 pub const HOME_TOKEN: &str = "${CUENV_HOME}";
 
-/// Writes `lab.lock` for `desired`: toolkit roots inside the cuenv home written relative to
-/// [`HOME_TOKEN`], and for each profile with a `from` source the SHA-256 of the file its
-/// entry came from (and the URL, for a URL source). Returns whether the file changed.
+/// Writes this host's section of `lab.lock` for `desired`; see [`write_lock_section`].
 pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<bool> {
-    let path = lockfile::lock_path(&desired.file.path);
+    let platform = Platform::host().context("cuDNN is not built for this platform")?;
+    write_lock_section(layout, &desired.file, platform, &desired.resolved)
+}
+
+/// Writes `platform`'s section of `lab.lock` for `resolved`: toolkit roots inside the cuenv
+/// home written relative to [`HOME_TOKEN`], and for each profile with a `from` source the
+/// SHA-256 of the file its entry came from (and the URL, for a URL source), and the runtime
+/// wheels of a `cuda = { from = "pypi" }` root. Returns whether the file changed.
+pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platform, resolved: &Resolved) -> anyhow::Result<bool> {
+    let path = lockfile::lock_path(&file.path);
     let home = stable_home(layout);
-    let mut portable = desired.resolved.clone();
+    let mut portable = resolved.clone();
     for p in &mut portable.profiles {
         if let Ok(rest) = p.toolkit_root.strip_prefix(&home) {
             p.toolkit_root = Path::new(HOME_TOKEN).join(rest);
         }
     }
-    let mut changed = lockfile::write(&path, &portable)?;
+    let mut changed = lockfile::write(&path, platform, &portable)?;
+    let store = Store::new(layout);
+    let entries = store.entries();
+    let runtimes = crate::runtime::list(layout);
     let mut pins = std::collections::BTreeMap::new();
-    for v in &desired.views {
-        let Some(profile) = desired.file.profile(&v.name) else { continue };
+    for r in &resolved.profiles {
+        let Some(profile) = file.profile(&r.name) else { continue };
         let mut pin = lockfile::Pin { sha256: None, url: None, cuda_wheels: Vec::new() };
         if let Some(from) = &profile.cudnn.from
-            && let Ok(meta) = crate::store::entry::EntryMeta::read(&v.entry_dir)
+            && let Some((_, meta)) = entries.iter().find(|(_, m)| m.id == r.cudnn_id)
         {
-            pin.sha256 = meta.source.sha256;
+            pin.sha256 = meta.source.sha256.clone();
             pin.url = match &from.value {
                 crate::profile::Source::Location(l) if crate::sources::is_url(l) => Some(l.clone()),
                 _ => None,
             };
         }
         if profile.cuda.from.is_some()
-            && let Some((_, m)) = crate::runtime::list(layout).into_iter().find(|(root, _)| link::same_path(root, &v.toolkit_root))
+            && let Some((_, m)) = runtimes.iter().find(|(root, _)| link::same_path(root, &r.toolkit_root))
         {
-            pin.cuda_wheels = m.wheels.into_iter().map(|w| (w.project, w.version, w.sha256)).collect();
+            pin.cuda_wheels = m.wheels.iter().map(|w| (w.project.clone(), w.version.clone(), w.sha256.clone())).collect();
         }
         if pin.sha256.is_some() || !pin.cuda_wheels.is_empty() {
-            pins.insert(v.name.clone(), pin);
+            pins.insert(r.name.clone(), pin);
         }
     }
     let text = fs::read_to_string(&path)?;
-    let pinned = lockfile::with_pins(&text, &pins);
+    let pinned = lockfile::with_pins(&text, platform, &pins);
     if pinned != text {
         fsutil::write_atomic(&path, pinned.as_bytes())?;
         changed = true;
@@ -269,7 +308,7 @@ pub struct LockedDrift(pub String);
 
 impl crate::error::Diagnose for LockedDrift {
     fn hint(&self) -> Option<String> {
-        Some("run `cuenv apply` without --locked to update the lock file, or restore the store entries and toolkits it names".into())
+        Some("run `cuenv apply` (or `cuenv lock --platform <P>` for another platform) without --locked to update the lock file, or restore the store entries and toolkits it names".into())
     }
     fn exit_code(&self) -> crate::error::ExitCode {
         crate::error::ExitCode::Invalid

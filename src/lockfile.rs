@@ -1,8 +1,14 @@
-//! The lock file (`lab.lock` beside `lab.toml`): what each profile resolved to, so that a
-//! later `apply` keeps the same toolkit root and store entry while they still satisfy the file.
+//! The lock file (`lab.lock` beside `lab.toml`): what each profile resolved to on each
+//! platform, so that a later `apply` keeps the same toolkit root and store entry while they
+//! still satisfy the file, and every machine of a lab gets the same bytes.
 //!
 //! Invariants:
-//! - Pure except [`read`] (reads the one file) and [`write()`] (writes only the lock file, atomically).
+//! - Pure except [`read`] / [`read_all`] (read the one file) and [`write()`] (writes only the
+//!   lock file, atomically).
+//! - One section per platform (`windows-x86_64`, `linux-x86_64`, ...): toolkit roots, store
+//!   entry ids and download digests differ between platforms, so `apply` on Linux and on
+//!   Windows each read and write only their own section and keep the others as they are.
+//!   `cuenv lock --platform P` fills the section of another platform.
 //! - Updates go through `toml_edit`: comments, key order and formatting of a hand-edited lock
 //!   survive; a value is rewritten only when it changes; rendering the same resolution twice
 //!   gives the same text.
@@ -12,30 +18,34 @@
 //!
 //! Format (`version` is the format version; keys cuenv does not know are kept and ignored):
 //! ```toml
-//! version = 1
+//! version = 2
 //!
-//! [profiles.tf28]
+//! [platforms.linux-x86_64.profiles.tf28]
 //! toolkit-root = '/usr/local/cuda-11.8'
 //! toolkit-version = "11.8.89"
 //! cudnn-id = "<store entry id>"
 //! cudnn-name = "<store entry name>"
 //! cudnn-version = "8.8.0.121"
 //! ```
+//! Format 1 (written by earlier cuenv) had one section, `[profiles.<name>]`, without a
+//! platform: it is read as the section of the platform asked for, and rewritten as format 2.
 
 use std::path::{Path, PathBuf};
 
 use toml_edit::{DocumentMut, Item, Table, TableLike, Value};
 
+use crate::binfmt::Platform;
 use crate::error::{Diagnose, ExitCode};
 use crate::profile::{self, Located, Profile, ProfileFile, Span};
 use crate::resolve::{self, Candidates, CudnnCandidate, Resolved, ResolvedProfile, ToolkitCandidate};
 use crate::version::Version;
 
-/// The lock format version this cuenv reads and writes.
-pub const FORMAT_VERSION: i64 = 1;
+/// The lock format version this cuenv writes (it also reads format 1).
+pub const FORMAT_VERSION: i64 = 2;
 
-const HEADER: &str = "# Written by `cuenv apply`: the toolkit root and store entry each profile resolved to.\n\
-# A locked choice is kept while it still satisfies the profile file; delete this file to re-resolve.\n";
+const HEADER: &str = "# Written by `cuenv apply` and `cuenv lock`: the toolkit root and store entry each profile\n\
+# resolved to, per platform. A locked choice is kept while it still satisfies the profile file;\n\
+# delete a section (or this file) to re-resolve.\n";
 
 /// Errors reading, checking or writing a lock file.
 #[derive(Debug, thiserror::Error)]
@@ -111,7 +121,7 @@ impl LockedProfile {
     }
 }
 
-/// A parsed lock file.
+/// One platform's section of a lock file: the locked profiles in file order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LockFile {
     /// The locked profiles in file order.
@@ -124,21 +134,30 @@ impl LockFile {
         self.profiles.iter().find(|p| p.name == name)
     }
 
-    /// The text of the lock for `resolved`, as an update of `old_text` (the current lock, if
-    /// any): comments, order and formatting of `old_text` are kept, values are replaced only
-    /// where they differ, profiles no longer resolved are removed, new ones are appended.
-    /// An `old_text` that is not valid TOML is replaced by a fresh lock.
-    pub fn render_updated(old_text: Option<&str>, resolved: &Resolved) -> String {
+    /// The text of the lock with `platform`'s section set to `resolved`, as an update of
+    /// `old_text` (the current lock, if any): comments, order and formatting of `old_text`
+    /// are kept, values are replaced only where they differ, profiles no longer in the file
+    /// are removed from every section, new ones are appended; other platforms' sections are
+    /// otherwise kept as they are. A format-1 lock's section becomes `platform`'s. An
+    /// `old_text` that is not valid TOML is replaced by a fresh lock.
+    pub fn render_updated(old_text: Option<&str>, platform: Platform, resolved: &Resolved) -> String {
         let mut doc = old_text.and_then(|t| t.parse::<DocumentMut>().ok()).unwrap_or_else(|| {
             format!("{HEADER}version = {FORMAT_VERSION}\n").parse().expect("the header is valid TOML")
         });
+        let legacy = doc.get("version").and_then(Item::as_integer) == Some(1);
+        let old_section = if legacy { doc.remove("profiles").filter(Item::is_table) } else { None };
         set_value(doc.as_table_mut(), "version", Value::from(FORMAT_VERSION));
-        if !doc.get("profiles").is_some_and(Item::is_table) {
-            let mut t = Table::new();
-            t.set_implicit(true);
-            doc.insert("profiles", Item::Table(t));
+        let platforms = implicit_table(doc.as_table_mut(), "platforms");
+        for (_, section) in platforms.iter_mut() {
+            if let Some(profiles) = section.get_mut("profiles").and_then(Item::as_table_mut) {
+                profiles.retain(|name, _| resolved.profiles.iter().any(|p| p.name == name));
+            }
         }
-        let profiles = doc["profiles"].as_table_mut().expect("made a table above");
+        let section = implicit_table(platforms, platform.as_str());
+        if let Some(old) = old_section {
+            section.insert("profiles", old);
+        }
+        let profiles = implicit_table(section, "profiles");
         profiles.retain(|name, _| resolved.profiles.iter().any(|p| p.name == name));
         for p in &resolved.profiles {
             let table = profiles.entry(&p.name).or_insert_with(|| Item::Table(Table::new()));
@@ -149,6 +168,17 @@ impl LockFile {
         }
         doc.to_string()
     }
+}
+
+/// `t[key]` as a table, made (implicit: no header line of its own) when absent or not a table.
+fn implicit_table<'a>(t: &'a mut Table, key: &str) -> &'a mut Table {
+    let item = t.entry(key).or_insert_with(|| Item::None);
+    if !item.is_table() {
+        let mut new = Table::new();
+        new.set_implicit(true);
+        *item = Item::Table(new);
+    }
+    item.as_table_mut().expect("made a table above")
 }
 
 fn write_profile(t: &mut Table, p: &LockedProfile) {
@@ -186,29 +216,38 @@ pub fn lock_path(profile_path: &Path) -> PathBuf {
     profile_path.with_extension("lock")
 }
 
-/// Reads the lock file at `path`; `Ok(None)` when it does not exist.
-///
-/// Errors: [`Error::Read`] for other I/O failures, else those of [`parse`].
-pub fn read(path: &Path) -> Result<Option<LockFile>, Error> {
+fn read_text(path: &Path) -> Result<Option<String>, Error> {
     match std::fs::read_to_string(path) {
-        Ok(text) => parse(&text, path).map(Some),
+        Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(Error::Read { path: path.to_path_buf(), source }),
     }
 }
 
-/// Writes the lock for `resolved` to `path` (atomically), updating the lock already there as
-/// [`LockFile::render_updated`] does. Returns whether the file changed (false: it already
-/// held exactly this text, and was not touched).
+/// Reads `platform`'s section of the lock file at `path`; `Ok(None)` when the file does not
+/// exist, an empty [`LockFile`] when it has no section for `platform`.
+///
+/// Errors: [`Error::Read`] for other I/O failures, else those of [`parse`].
+pub fn read(path: &Path, platform: Platform) -> Result<Option<LockFile>, Error> {
+    read_text(path)?.map(|text| parse(&text, path, platform)).transpose()
+}
+
+/// Reads every section of the lock file at `path` (empty when the file does not exist):
+/// `(Some(platform), section)`, or `(None, section)` for a format-1 lock's one section.
+///
+/// Errors: as [`read`].
+pub fn read_all(path: &Path) -> Result<Vec<(Option<Platform>, LockFile)>, Error> {
+    read_text(path)?.map(|text| parse_all(&text, path)).transpose().map(Option::unwrap_or_default)
+}
+
+/// Writes `platform`'s section of the lock at `path` for `resolved` (atomically), updating
+/// the lock already there as [`LockFile::render_updated`] does. Returns whether the file
+/// changed (false: it already held exactly this text, and was not touched).
 ///
 /// Errors: [`Error::Read`] / [`Error::Write`] for I/O failures.
-pub fn write(path: &Path, resolved: &Resolved) -> Result<bool, Error> {
-    let old = match std::fs::read_to_string(path) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(source) => return Err(Error::Read { path: path.to_path_buf(), source }),
-    };
-    let new = LockFile::render_updated(old.as_deref(), resolved);
+pub fn write(path: &Path, platform: Platform, resolved: &Resolved) -> Result<bool, Error> {
+    let old = read_text(path)?;
+    let new = LockFile::render_updated(old.as_deref(), platform, resolved);
     if old.as_deref() == Some(new.as_str()) {
         return Ok(false);
     }
@@ -217,20 +256,43 @@ pub fn write(path: &Path, resolved: &Resolved) -> Result<bool, Error> {
     Ok(true)
 }
 
-/// Parses the text of the lock file `path` (used only in diagnostics).
+/// Parses the text of the lock file `path` (used only in diagnostics) and returns
+/// `platform`'s section (a format-1 lock's one section stands for every platform).
 ///
-/// Errors: [`Error::Invalid`] for invalid TOML, a `version` other than [`FORMAT_VERSION`], or a
-/// profile missing a key or holding a bad value (a key of the wrong type, a bad version).
-pub fn parse(text: &str, path: &Path) -> Result<LockFile, Error> {
+/// Errors: those of [`parse_all`].
+pub fn parse(text: &str, path: &Path, platform: Platform) -> Result<LockFile, Error> {
+    Ok(parse_all(text, path)?
+        .into_iter()
+        .find(|(p, _)| p.is_none_or(|p| p == platform))
+        .map(|(_, l)| l)
+        .unwrap_or_default())
+}
+
+/// Parses every section of the lock file text (`path` is used only in diagnostics).
+/// Sections named after a platform this cuenv does not know are skipped.
+///
+/// Errors: [`Error::Invalid`] for invalid TOML, a `version` other than 1 or
+/// [`FORMAT_VERSION`], or a profile missing a key or holding a bad value (a key of the
+/// wrong type, a bad version).
+pub fn parse_all(text: &str, path: &Path) -> Result<Vec<(Option<Platform>, LockFile)>, Error> {
     let cx = Cx { path, src: text };
     let doc = toml_edit::Document::parse(text)
         .map_err(|e| cx.invalid(e.span().unwrap_or(0..0), format!("invalid TOML in the lock file: {}", e.message())))?;
-    cx.format_version(doc.as_table())?;
-    let Some(item) = doc.get("profiles") else { return Ok(LockFile::default()) };
-    let table =
-        item.as_table_like().ok_or_else(|| cx.invalid(item.span().unwrap_or(0..0), "`profiles` must be a table"))?;
-    let profiles = table.iter().map(|(name, item)| cx.profile(table, name, item)).collect::<Result<_, _>>()?;
-    Ok(LockFile { profiles })
+    if cx.format_version(doc.as_table())? == 1 {
+        return Ok(vec![(None, cx.section(doc.as_table())?)]);
+    }
+    let Some(item) = doc.get("platforms") else { return Ok(Vec::new()) };
+    let platforms =
+        item.as_table_like().ok_or_else(|| cx.invalid(item.span().unwrap_or(0..0), "`platforms` must be a table"))?;
+    let mut out = Vec::new();
+    for (name, item) in platforms.iter() {
+        let Ok(platform) = name.parse::<Platform>() else { continue };
+        let section = item.as_table_like().ok_or_else(|| {
+            cx.invalid(item.span().unwrap_or(0..0), format!("`platforms.{name}` must be a table"))
+        })?;
+        out.push((Some(platform), cx.section(section)?));
+    }
+    Ok(out)
 }
 
 struct Cx<'a> {
@@ -244,12 +306,13 @@ impl Cx<'_> {
         Error::Invalid(Box::new(Located::new(self.path, self.src, span, message, Some(hint))))
     }
 
-    fn format_version(&self, root: &dyn TableLike) -> Result<(), Error> {
+    /// The format version: 1 or [`FORMAT_VERSION`].
+    fn format_version(&self, root: &dyn TableLike) -> Result<i64, Error> {
         let Some(item) = root.get("version") else {
             return Err(self.invalid(0..0, "the lock file has no `version`"));
         };
         match item.as_integer() {
-            Some(FORMAT_VERSION) => Ok(()),
+            Some(v @ (1 | FORMAT_VERSION)) => Ok(v),
             Some(v) if v > FORMAT_VERSION => Err(self.invalid(
                 item.span().unwrap_or(0..0),
                 format!("the lock file has format version {v}: it was written by a newer cuenv"),
@@ -259,6 +322,14 @@ impl Cx<'_> {
         }
     }
 
+    /// The `profiles` of one section.
+    fn section(&self, t: &dyn TableLike) -> Result<LockFile, Error> {
+        let Some(item) = t.get("profiles") else { return Ok(LockFile::default()) };
+        let table =
+            item.as_table_like().ok_or_else(|| self.invalid(item.span().unwrap_or(0..0), "`profiles` must be a table"))?;
+        let profiles = table.iter().map(|(name, item)| self.profile(table, name, item)).collect::<Result<_, _>>()?;
+        Ok(LockFile { profiles })
+    }
     fn profile(&self, parent: &dyn TableLike, name: &str, item: &Item) -> Result<LockedProfile, Error> {
         let name_span = parent.key(name).and_then(|k| k.span()).unwrap_or(0..0);
         let t = item
@@ -307,12 +378,23 @@ fn parse_wheel_pin(s: &str) -> Option<(String, String, String)> {
     Some((project.trim().to_string(), version.trim().to_string(), sha.trim().to_string()))
 }
 
-/// The pins of a lock file, by profile. Absent or unreadable files give none.
-pub fn read_pins(path: &Path) -> std::collections::BTreeMap<String, Pin> {
+/// The `profiles` table of `platform`'s section of a parsed lock (format 1: its one section).
+fn section_profiles(doc: &DocumentMut, platform: Platform) -> Option<&dyn TableLike> {
+    let section = if doc.get("version").and_then(Item::as_integer) == Some(1) {
+        doc.as_table() as &dyn TableLike
+    } else {
+        doc.get("platforms")?.get(platform.as_str())?.as_table_like()?
+    };
+    section.get("profiles")?.as_table_like()
+}
+
+/// The pins of `platform`'s section of a lock file, by profile. Absent or unreadable files
+/// give none.
+pub fn read_pins(path: &Path, platform: Platform) -> std::collections::BTreeMap<String, Pin> {
     let mut out = std::collections::BTreeMap::new();
     let Ok(text) = std::fs::read_to_string(path) else { return out };
     let Ok(doc) = text.parse::<DocumentMut>() else { return out };
-    if let Some(profiles) = doc.get("profiles").and_then(Item::as_table_like) {
+    if let Some(profiles) = section_profiles(&doc, platform) {
         for (name, item) in profiles.iter() {
             let get = |k: &str| item.get(k).and_then(Item::as_str).map(str::to_string);
             let cuda_wheels: Vec<(String, String, String)> = item
@@ -329,11 +411,17 @@ pub fn read_pins(path: &Path) -> std::collections::BTreeMap<String, Pin> {
     out
 }
 
-/// `text` (a lock file) with `cudnn-sha256` / `cudnn-url` set for the profiles in `pins` and
-/// removed from the others; everything else is kept as it is.
-pub fn with_pins(text: &str, pins: &std::collections::BTreeMap<String, Pin>) -> String {
+/// `text` (a format-2 lock file, as [`LockFile::render_updated`] makes it) with
+/// `cudnn-sha256` / `cudnn-url` / `cuda-wheels` set for the profiles of `platform`'s section
+/// in `pins` and removed from its others; everything else is kept as it is.
+pub fn with_pins(text: &str, platform: Platform, pins: &std::collections::BTreeMap<String, Pin>) -> String {
     let Ok(mut doc) = text.parse::<DocumentMut>() else { return text.to_string() };
-    if let Some(profiles) = doc.get_mut("profiles").and_then(Item::as_table_mut) {
+    let profiles = doc
+        .get_mut("platforms")
+        .and_then(|p| p.get_mut(platform.as_str()))
+        .and_then(|s| s.get_mut("profiles"))
+        .and_then(Item::as_table_mut);
+    if let Some(profiles) = profiles {
         for (name, item) in profiles.iter_mut() {
             let Some(t) = item.as_table_mut() else { continue };
             let pin = pins.get(name.get());
@@ -517,19 +605,19 @@ mod tests {
     }
 
     fn lock_of(text: &str) -> LockFile {
-        parse(text, Path::new("lab.lock")).unwrap_or_else(|e| panic!("{e}"))
+        parse(text, Path::new("lab.lock"), LINUX).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
     fn fresh_lock_round_trips() {
         let r = resolved();
-        let text = LockFile::render_updated(None, &r);
+        let text = LockFile::render_updated(None, LINUX, &r);
         assert!(text.starts_with("# Written by `cuenv apply`"), "{text}");
-        assert!(text.contains("[profiles.torch2]\ntoolkit-root = \"/usr/local/cuda-12.6\"\n"), "{text}");
+        assert!(text.contains("\nversion = 2\n\n[platforms.linux-x86_64.profiles.torch2]\ntoolkit-root = \"/usr/local/cuda-12.6\"\n"), "{text}");
         let lock = lock_of(&text);
         let expected: Vec<LockedProfile> = r.profiles.iter().map(LockedProfile::from_resolved).collect();
         assert_eq!(lock.profiles, expected);
-        assert_eq!(LockFile::render_updated(Some(&text), &r), text, "rendering twice changes nothing");
+        assert_eq!(LockFile::render_updated(Some(&text), LINUX, &r), text, "rendering twice changes nothing");
     }
 
     #[test]
@@ -537,42 +625,43 @@ mod tests {
         let mut r = resolved();
         r.profiles[0].toolkit_root = PathBuf::from(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.6");
         r.profiles[1].toolkit_root = PathBuf::from(r#"D:\it's "quoted"\ü"#);
-        let lock = lock_of(&LockFile::render_updated(None, &r));
+        let lock = lock_of(&LockFile::render_updated(None, LINUX, &r));
         assert_eq!(lock.profiles[0].toolkit_root, r.profiles[0].toolkit_root);
         assert_eq!(lock.profiles[1].toolkit_root, r.profiles[1].toolkit_root);
     }
 
     #[test]
-    fn update_keeps_comments_order_and_unknown_keys() {
+    fn a_format_1_lock_becomes_this_platforms_section_keeping_comments_order_and_unknown_keys() {
         let r = resolved();
         let old = "# my notes\nversion = 1\n\n# the old one first\n[profiles.old]\ntoolkit-root = \"/usr/local/cuda-11.8\"\ntoolkit-version = \"11.8.89\"\ncudnn-id = \"e880\"  # pinned by hand\ncudnn-name = \"cudnn-8.8.0.121-cuda11-linux-x86_64\"\ncudnn-version = \"8.8.0.121\"\nnote = \"kept\"\n\n[profiles.gone]\ntoolkit-root = \"/x\"\ntoolkit-version = \"1\"\ncudnn-id = \"x\"\ncudnn-name = \"x\"\ncudnn-version = \"1\"\n";
-        let new = LockFile::render_updated(Some(old), &r);
-        assert!(new.starts_with("# my notes\nversion = 1\n\n# the old one first\n[profiles.old]\n"), "{new}");
+        let new = LockFile::render_updated(Some(old), LINUX, &r);
+        assert_eq!(lock_of(old).profiles.len(), 2, "format 1 is read as any platform's section");
+        assert!(new.starts_with("# my notes\nversion = 2\n\n# the old one first\n[platforms.linux-x86_64.profiles.old]\n"), "{new}");
         assert!(new.contains("cudnn-id = \"e880\"  # pinned by hand\n"), "{new}");
         assert!(new.contains("note = \"kept\"\n"));
         assert!(!new.contains("profiles.gone"), "{new}");
-        assert!(new.find("[profiles.old]").unwrap() < new.find("[profiles.torch2]").unwrap(), "{new}");
+        assert!(new.find(".profiles.old]").unwrap() < new.find(".profiles.torch2]").unwrap(), "{new}");
         assert_eq!(lock_of(&new).profiles.len(), 2);
     }
 
     #[test]
     fn changed_value_keeps_its_comment() {
         let mut r = resolved();
-        let old = LockFile::render_updated(None, &r).replace("cudnn-id = \"e950\"", "cudnn-id = \"e950\" # why");
+        let old = LockFile::render_updated(None, LINUX, &r).replace("cudnn-id = \"e950\"", "cudnn-id = \"e950\" # why");
         r.profiles[0].cudnn_id = "e951".into();
-        let new = LockFile::render_updated(Some(&old), &r);
+        let new = LockFile::render_updated(Some(&old), LINUX, &r);
         assert!(new.contains("cudnn-id = \"e951\" # why\n"), "{new}");
     }
 
     #[test]
     fn broken_old_text_is_replaced() {
         let r = resolved();
-        assert_eq!(LockFile::render_updated(Some("[[[ nonsense"), &r), LockFile::render_updated(None, &r));
+        assert_eq!(LockFile::render_updated(Some("[[[ nonsense"), LINUX, &r), LockFile::render_updated(None, LINUX, &r));
     }
 
     #[test]
     fn parse_errors_are_located() {
-        let e = parse("version = 1\n[profiles.a]\ntoolkit-root = \"/x\"\n", Path::new("lab.lock")).unwrap_err();
+        let e = parse("version = 1\n[profiles.a]\ntoolkit-root = \"/x\"\n", Path::new("lab.lock"), LINUX).unwrap_err();
         let l = match &e {
             Error::Invalid(l) => l,
             other => panic!("{other}"),
@@ -583,20 +672,26 @@ mod tests {
         assert_eq!(e.exit_code(), ExitCode::Invalid);
 
         let bad_version = "version = 1\n[profiles.a]\ntoolkit-root = \"/x\"\ntoolkit-version = \"12.x\"\n";
-        let e = parse(bad_version, Path::new("lab.lock")).unwrap_err();
+        let e = parse(bad_version, Path::new("lab.lock"), LINUX).unwrap_err();
         assert!(e.to_string().starts_with("lab.lock:4:19: `toolkit-version`: `12.x` is not a version"), "{e}");
 
-        let e = parse("version = 2\n", Path::new("lab.lock")).unwrap_err();
+        let e = parse("version = 3\n", Path::new("lab.lock"), LINUX).unwrap_err();
         assert!(e.to_string().contains("written by a newer cuenv"));
-        let e = parse("version = \"1\"\n", Path::new("lab.lock")).unwrap_err();
-        assert!(e.to_string().contains("`version` must be 1"));
-        let e = parse("[profiles.a]\n", Path::new("lab.lock")).unwrap_err();
+        let e = parse("version = \"1\"\n", Path::new("lab.lock"), LINUX).unwrap_err();
+        assert!(e.to_string().contains("`version` must be 2"));
+        let e = parse("version = 2\nplatforms = 1\n", Path::new("lab.lock"), LINUX).unwrap_err();
+        assert!(e.to_string().contains("`platforms` must be a table"));
+        let e = parse("version = 2\n[platforms]\nlinux-x86_64 = 1\n", Path::new("lab.lock"), LINUX).unwrap_err();
+        assert!(e.to_string().contains("`platforms.linux-x86_64` must be a table"));
+        let e = parse("version = 2\n[platforms.windows-x86_64.profiles.a]\ntoolkit-root = 3\n", Path::new("lab.lock"), LINUX).unwrap_err();
+        assert!(e.to_string().starts_with("lab.lock:3:16: `toolkit-root` must be a string"), "another platform's broken section is an error too: {e}");
+        let e = parse("[profiles.a]\n", Path::new("lab.lock"), LINUX).unwrap_err();
         assert!(e.to_string().contains("has no `version`"));
-        let e = parse("version = 1\nprofiles = 3\n", Path::new("lab.lock")).unwrap_err();
+        let e = parse("version = 1\nprofiles = 3\n", Path::new("lab.lock"), LINUX).unwrap_err();
         assert!(e.to_string().contains("`profiles` must be a table"));
-        let e = parse("version = 1\n[profiles.a]\ntoolkit-root = 3\n", Path::new("lab.lock")).unwrap_err();
+        let e = parse("version = 1\n[profiles.a]\ntoolkit-root = 3\n", Path::new("lab.lock"), LINUX).unwrap_err();
         assert!(e.to_string().contains("`toolkit-root` must be a string"));
-        let e = parse("version = 1 = 2\n", Path::new("lab.lock")).unwrap_err();
+        let e = parse("version = 1 = 2\n", Path::new("lab.lock"), LINUX).unwrap_err();
         assert!(e.to_string().contains("invalid TOML in the lock file"));
     }
 
@@ -605,11 +700,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = lock_path(&dir.path().join("lab.toml"));
         assert_eq!(path.file_name().unwrap(), "lab.lock");
-        assert_eq!(read(&path).unwrap(), None);
+        assert_eq!(read(&path, LINUX).unwrap(), None);
         let r = resolved();
-        assert!(write(&path, &r).unwrap());
-        assert!(!write(&path, &r).unwrap(), "an unchanged lock is not rewritten");
-        assert_eq!(read(&path).unwrap().unwrap().profiles.len(), 2);
+        assert!(write(&path, LINUX, &r).unwrap());
+        assert!(!write(&path, LINUX, &r).unwrap(), "an unchanged lock is not rewritten");
+        assert_eq!(read(&path, LINUX).unwrap().unwrap().profiles.len(), 2);
     }
 
     #[test]
@@ -625,7 +720,7 @@ mod tests {
 
     #[test]
     fn honour_keeps_locked_choices_over_newer_ones() {
-        let lock = lock_of(&LockFile::render_updated(None, &resolved()));
+        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
         // A newer toolkit and a newer cuDNN appear: the lock still holds.
         let mut ts = toolkits();
         ts.push(toolkit("/usr/local/cuda-12.8", "12.8"));
@@ -641,7 +736,7 @@ mod tests {
 
     #[test]
     fn honour_re_resolves_a_vanished_entry() {
-        let lock = lock_of(&LockFile::render_updated(None, &resolved()));
+        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
         let mut s: Vec<CudnnCandidate> = store().into_iter().filter(|e| e.id != "e950").collect();
         s.push(entry("e930", "9.3.0.75", 12, LINUX));
         let h = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &s)).unwrap();
@@ -656,7 +751,7 @@ mod tests {
 
     #[test]
     fn honour_follows_edited_requirements() {
-        let lock = lock_of(&LockFile::render_updated(None, &resolved()));
+        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
         let edited =
             "[profiles.torch2]\ncuda = \"12.2\"\ncudnn = \"8.9.4\"\n[profiles.new]\ncuda = \"11\"\ncudnn = \"8\"\n";
         let h = honour(Some(&lock), &file(edited), &cands(&toolkits(), &store())).unwrap();
@@ -669,7 +764,7 @@ mod tests {
 
     #[test]
     fn honour_reports_a_toolkit_upgraded_in_place() {
-        let lock = lock_of(&LockFile::render_updated(None, &resolved()));
+        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
         let ts = vec![toolkit("/usr/local/cuda-11.8", "11.8.89"), toolkit("/usr/local/cuda-12.6", "12.6.85")];
         let h = honour(Some(&lock), &file(LAB), &cands(&ts, &store())).unwrap();
         assert_eq!(h.changes, ["~ torch2: toolkit at /usr/local/cuda-12.6 is now CUDA 12.6.85 (locked: 12.6.77)"]);
@@ -678,7 +773,7 @@ mod tests {
 
     #[test]
     fn honour_replaces_an_entry_of_the_wrong_cuda_major() {
-        let mut text = LockFile::render_updated(None, &resolved());
+        let mut text = LockFile::render_updated(None, LINUX, &resolved());
         text = text.replace("cudnn-id = \"e880\"", "cudnn-id = \"e895\"");
         let lock = lock_of(&text);
         let h = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &store())).unwrap();
@@ -692,8 +787,75 @@ mod tests {
 
     #[test]
     fn honour_fails_where_re_resolution_fails() {
-        let lock = lock_of(&LockFile::render_updated(None, &resolved()));
+        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
         let e = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &[])).unwrap_err();
         assert!(e.to_string().contains("nothing in the store matches"), "{e}");
+    }
+
+    const WINDOWS: Platform = Platform::WindowsX86_64;
+
+    fn resolved_for_windows() -> Resolved {
+        let mut r = resolved();
+        for p in &mut r.profiles {
+            p.toolkit_root = PathBuf::from(format!(r"C:\cuenv\toolkits\{}", p.name));
+            p.cudnn_id = format!("w{}", p.cudnn_id);
+            p.cudnn_name = p.cudnn_name.replace("linux-x86_64", "windows-x86_64");
+        }
+        r
+    }
+
+    #[test]
+    fn each_platform_has_its_own_section_and_keeps_the_others() {
+        let linux = LockFile::render_updated(None, LINUX, &resolved());
+        let both = LockFile::render_updated(Some(&linux), WINDOWS, &resolved_for_windows());
+        assert!(both.starts_with(&linux), "the linux section is kept as it was:\n{both}");
+        assert!(both.contains("[platforms.windows-x86_64.profiles.torch2]\ntoolkit-root = 'C:\\cuenv\\toolkits\\torch2'\n"), "{both}");
+        assert_eq!(lock_of(&both).profiles, lock_of(&linux).profiles);
+        let win = parse(&both, Path::new("lab.lock"), WINDOWS).unwrap();
+        assert_eq!(win.profiles[0].cudnn_id, "we950");
+        assert_eq!(parse(&both, Path::new("lab.lock"), Platform::LinuxSbsa).unwrap(), LockFile::default(), "no section: nothing locked");
+        assert_eq!(LockFile::render_updated(Some(&both), LINUX, &resolved()), both, "re-rendering one section changes nothing");
+        let all = parse_all(&both, Path::new("lab.lock")).unwrap();
+        assert_eq!(all.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [Some(LINUX), Some(WINDOWS)]);
+    }
+
+    #[test]
+    fn a_profile_removed_from_the_file_leaves_every_section() {
+        let both = LockFile::render_updated(Some(&LockFile::render_updated(None, LINUX, &resolved())), WINDOWS, &resolved_for_windows());
+        let mut fewer = resolved();
+        fewer.profiles.retain(|p| p.name == "torch2");
+        let new = LockFile::render_updated(Some(&both), LINUX, &fewer);
+        assert!(!new.contains(".profiles.old]"), "{new}");
+        assert!(new.contains("[platforms.windows-x86_64.profiles.torch2]"), "{new}");
+    }
+
+    #[test]
+    fn unknown_platforms_are_kept_and_ignored() {
+        let text = "version = 2\n[platforms.beos-m68k]\nnote = 1\n[platforms.beos-m68k.profiles.torch2]\nwhatever = 1\n";
+        assert_eq!(parse_all(text, Path::new("lab.lock")).unwrap(), []);
+        let new = LockFile::render_updated(Some(text), LINUX, &resolved());
+        assert!(new.starts_with(text), "{new}");
+    }
+
+    #[test]
+    fn pins_are_per_platform() {
+        let both = LockFile::render_updated(Some(&LockFile::render_updated(None, LINUX, &resolved())), WINDOWS, &resolved_for_windows());
+        let pin = |sha: &str| Pin { sha256: Some(sha.into()), url: None, cuda_wheels: vec![("nvidia-cuda-runtime-cu12".into(), "12.6.77".into(), format!("{sha}77"))] };
+        let pins = |sha: &str| std::collections::BTreeMap::from([("torch2".to_string(), pin(sha))]);
+        let text = with_pins(&with_pins(&both, LINUX, &pins("aa")), WINDOWS, &pins("bb"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lab.lock");
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(read_pins(&path, LINUX), pins("aa"));
+        assert_eq!(read_pins(&path, WINDOWS), pins("bb"));
+        assert!(read_pins(&path, Platform::LinuxSbsa).is_empty());
+        // Clearing one platform's pins leaves the other's.
+        let cleared = with_pins(&text, LINUX, &Default::default());
+        std::fs::write(&path, &cleared).unwrap();
+        assert!(read_pins(&path, LINUX).is_empty());
+        assert_eq!(read_pins(&path, WINDOWS), pins("bb"));
+        // A format-1 lock's pins are any platform's.
+        std::fs::write(&path, "version = 1\n[profiles.torch2]\ncudnn-sha256 = \"cc\"\n").unwrap();
+        assert_eq!(read_pins(&path, WINDOWS)["torch2"].sha256.as_deref(), Some("cc"));
     }
 }

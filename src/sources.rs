@@ -67,8 +67,8 @@ fn cuda_major(
     lines: &mut Vec<String>,
     pin: Option<&crate::lockfile::Pin>,
     installed: &[Version],
+    platform: Platform,
 ) -> anyhow::Result<Option<u64>> {
-    let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
     match &p.cuda.from {
         Some(src) if src.value == Source::Pypi => {
             let v = plain_version(file, &p.cuda, "cuda")?;
@@ -100,7 +100,7 @@ fn cuda_major(
             let best = installed
                 .iter()
                 .cloned()
-                .chain(crate::runtime::list(cx.layout).into_iter().map(|(_, m)| m.version))
+                .chain(crate::runtime::list(cx.layout).into_iter().filter(|(_, m)| m.platform == platform).map(|(_, m)| m.version))
                 .filter(|v| p.cuda.version.matches(v))
                 .max();
             Ok(best.map(|v| v.major()))
@@ -108,18 +108,36 @@ fn cuda_major(
     }
 }
 
-/// Makes sure every `from` source of `file` is in the store (and every `from = "pypi"` CUDA
-/// runtime in `<home>/toolkits`). Returns one `+` line per thing fetched or imported.
-pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, pins: &Pins, ep: &Endpoints, progress: &dyn Progress) -> anyhow::Result<Vec<String>> {
-    let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
+/// Makes sure every `from` source of `file` for `platform` is in the store (and every
+/// `from = "pypi"` CUDA runtime in `<home>/toolkits`); `pins` are `platform`'s section of
+/// `lab.lock`. Returns one `+` line per thing fetched or imported.
+///
+/// For a `platform` other than the host's, only profiles whose CUDA side comes from PyPI
+/// can be served (an installed toolkit of another machine cannot be seen): any other is
+/// an error at its `cuda` value.
+pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, platform: Platform, pins: &Pins, ep: &Endpoints, progress: &dyn Progress) -> anyhow::Result<Vec<String>> {
     let mut lines = Vec::new();
+    let host = Platform::host() == Some(platform);
+    if !host && let Some(p) = file.profiles.iter().find(|p| p.cuda.from.is_none()) {
+        return Err(file
+            .error_at(
+                p.cuda.span.clone(),
+                format!("profile `{}` takes CUDA from an installed toolkit, which only a {platform} machine can see", p.name),
+                Some(format!("run `cuenv lock` on a {platform} machine, or take the CUDA runtime from PyPI: `cuda = {{ version = \"{}\", from = \"pypi\" }}`", p.cuda.version)),
+            )
+            .into());
+    }
     // Versions of the installed toolkit roots, found once. A bad `[toolkits]` root is reported
     // (at its line) by resolution, after the fetches.
-    let installed: Vec<Version> = crate::apply::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect();
+    let installed: Vec<Version> = if host {
+        crate::apply::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect()
+    } else {
+        Vec::new()
+    };
     for p in &file.profiles {
         let pin = pins.get(&p.name);
         let cx = Cx { layout, lock, ep, progress };
-        let Some(major) = cuda_major(&cx, file, p, &mut lines, pin, &installed)? else { continue };
+        let Some(major) = cuda_major(&cx, file, p, &mut lines, pin, &installed, platform)? else { continue };
         let Some(from) = &p.cudnn.from else { continue };
         if let Source::Location(loc) = &from.value
             && !is_url(loc) && !file.path.parent().unwrap_or(Path::new(".")).join(loc).exists() {
@@ -186,10 +204,9 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, pins: &Pin
     Ok(lines)
 }
 
-/// What [`ensure`] would fetch, without touching the network or the disk: one line per
-/// profile whose `from` source is not in the store yet.
-pub fn pending(layout: &Layout, file: &ProfileFile) -> Vec<String> {
-    let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
+/// What [`ensure`] would fetch for `platform`, without touching the network or the disk:
+/// one line per profile whose `from` source is not in the store yet.
+pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Vec<String> {
     let entries = Store::new(layout).entries();
     let mut lines = Vec::new();
     for p in &file.profiles {

@@ -171,7 +171,8 @@ fn plan_apply_and_apply_again() {
     }
     // The lock records each profile's choice.
     let lock = fs::read_to_string(lab.ctx.path("lab.lock")).unwrap();
-    assert!(lock.contains("[profiles.torch2]") && lock.contains("9.5.0.50") && lock.contains("11.8.89"), "{lock}");
+    let host = if cfg!(windows) { "windows-x86_64" } else { "linux-x86_64" };
+    assert!(lock.contains(&format!("[platforms.{host}.profiles.torch2]")) && lock.contains("9.5.0.50") && lock.contains("11.8.89"), "{lock}");
     // cuenv never writes inside a toolkit root.
     assert_eq!((tree_digest(&lab.tk12), tree_digest(&lab.tk11)), before);
 

@@ -16,6 +16,9 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
+#[allow(unused)]
+mod support;
+
 // ---------------------------------------------------------------------------------------
 // A tiny HTTP/1.1 server: one thread per connection, `Connection: close`, plus CONNECT
 // (so it can also act as the HTTPS_PROXY/HTTP_PROXY the client tunnels through).
@@ -722,4 +725,124 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     assert_fails(&out, 2, &["lab.lock pins", "hint:"]);
     assert!(!third.home.path().join("generations").exists());
     third.assert_no_leftovers();
+}
+
+// ---------------------------------------------------------------------------------------
+// `cuenv lock --platform`: another platform's section of lab.lock, filled from Linux.
+
+/// A Windows runtime-style wheel `nvidia_<pkg>_cu12-<version>-py3-none-win_amd64.whl`
+/// holding `nvidia/<pkg>/bin/<dll>` (a PE32+ DLL built at test time).
+fn windows_runtime_wheel(project: &str, pkg: &str, version: &str, dll: &str) -> (String, Vec<u8>) {
+    let name = format!("{}-{version}-py3-none-win_amd64.whl", project.replace('-', "_"));
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file(format!("nvidia/{pkg}/bin/{dll}"), opts).unwrap();
+    zip.write_all(&support::pe_dll(support::PeArch::Amd64, None, dll)).unwrap();
+    zip.start_file(format!("nvidia/{pkg}/__init__.py"), opts).unwrap();
+    (name, zip.finish().unwrap().into_inner())
+}
+
+/// Adds the win_amd64 wheels of cuDNN 9.5.0.50 and of the three CUDA 12 runtime projects to
+/// what [`serve_pypi`] and [`serve_runtime`] serve. Returns the SHA-256 of the cuDNN wheel and
+/// of the cudart wheel.
+fn serve_windows_wheels(s: &Server) -> (String, String) {
+    let json_at = |path: &str| -> Value {
+        let Some(Route::Ok(doc)) = s.routes.lock().unwrap().get(path).cloned() else { panic!("{path} is not served") };
+        serde_json::from_slice(&doc).unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let r = support::Release { version: [9, 5, 0, 50], cuda: 12 };
+    let path = support::wheel(dir.path(), &r, support::WheelOs::Windows);
+    let (name, bytes) = (path.file_name().unwrap().to_str().unwrap().to_string(), std::fs::read(&path).unwrap());
+    let f = pypi_file(s, &name, &bytes);
+    s.ok(&format!("/files/{name}"), bytes.clone());
+    let mut version_doc = json_at("/pypi/nvidia-cudnn-cu12/9.5.0.50/json");
+    version_doc["urls"][1] = f.clone();
+    s.ok("/pypi/nvidia-cudnn-cu12/9.5.0.50/json", version_doc.to_string());
+    let mut project_doc = json_at("/pypi/nvidia-cudnn-cu12/json");
+    project_doc["releases"]["9.5.0.50"][1] = f;
+    s.ok("/pypi/nvidia-cudnn-cu12/json", project_doc.to_string());
+    let mut cudart = String::new();
+    for (project, pkg, version, dll) in [
+        ("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "cudart64_12.dll"),
+        ("nvidia-cublas-cu12", "cublas", "12.6.4.1", "cublas64_12.dll"),
+        ("nvidia-cuda-nvrtc-cu12", "cuda_nvrtc", "12.6.85", "nvrtc64_120_0.dll"),
+    ] {
+        let (wname, wbytes) = windows_runtime_wheel(project, pkg, version, dll);
+        if cudart.is_empty() {
+            cudart = sha256_hex(&wbytes);
+        }
+        let mut doc = json_at(&format!("/pypi/{project}/json"));
+        doc["releases"][version].as_array_mut().unwrap().push(pypi_file(s, &wname, &wbytes));
+        s.ok(&format!("/pypi/{project}/json"), doc.to_string());
+        s.ok(&format!("/files/{wname}"), wbytes);
+    }
+    (sha256_hex(&bytes), cudart)
+}
+
+#[test]
+fn lock_fills_another_platforms_section_and_apply_keeps_it() {
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    let (win_cudnn_sha, win_cudart_sha) = serve_windows_wheels(&env.server);
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("lab.toml");
+    std::fs::write(
+        &lab,
+        "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n",
+    )
+    .unwrap();
+    let lab_s = lab.to_str().unwrap();
+    let lock_path = dir.path().join("lab.lock");
+
+    // This host's section first, by apply.
+    let out = env.cuenv().args(["apply", "--no-check", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let linux_only = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(linux_only.contains("[platforms.linux-x86_64.profiles.torch]") && !linux_only.contains("windows"), "{linux_only}");
+
+    // `lock --platform windows-x86_64` fetches the Windows wheels and adds their section.
+    let out = env.cuenv().args(["lock", lab_s, "--platform", "windows-x86_64"]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains("+ CUDA runtime 12.6 from PyPI") && said.contains("+ cuDNN 9.5.0.50 for CUDA 12 from"), "{said}");
+    assert!(said.contains("windows-x86_64: 1 profiles locked, written to"), "{said}");
+    let both = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(both.starts_with(&linux_only), "the linux section is kept byte for byte:\n{both}");
+    let win = &both[linux_only.len()..];
+    assert!(win.contains("[platforms.windows-x86_64.profiles.torch]"), "{win}");
+    assert!(win.contains("toolkit-root = \"${CUENV_HOME}/toolkits/cuda-12.6.77-windows-x86_64-"), "{win}");
+    assert!(win.contains("cudnn-name = \"cudnn-9.5.0.50-cuda12-windows-x86_64-"), "{win}");
+    assert!(win.contains(&format!("cudnn-sha256 = \"{win_cudnn_sha}\"")), "{win}");
+    assert!(win.contains(&format!("\"nvidia-cuda-runtime-cu12==12.6.77 sha256:{win_cudart_sha}\"")), "{win}");
+
+    // Locking again changes nothing; apply here keeps the Windows section; gc keeps the
+    // Windows store entry the lock names.
+    let out = env.cuenv().args(["lock", lab_s, "--platform", "windows-x86_64", "--platform", "linux-x86_64"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("windows-x86_64: 1 profiles locked, unchanged in"), "{}", text(&out.stdout));
+    let out = env.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = env.cuenv().args(["gc"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stdout).contains("deleted store entry"), "{}", text(&out.stdout));
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both);
+
+    // Another machine: `lock --locked` for Windows gets exactly the pinned bytes.
+    let other = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = other.cuenv().args(["lock", "--locked", lab_s, "--platform", "windows-x86_64"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both);
+    // A section that is missing is drift for --locked, named per platform.
+    let out = other.cuenv().args(["lock", "--locked", lab_s, "--platform", "linux-sbsa"]).output().unwrap();
+    assert_fails(&out, 2, &["does not match", "for linux-sbsa", "the lock file has no section for this platform", "hint: run `cuenv apply` (or `cuenv lock --platform <P>` for another platform) without --locked"]);
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both, "nothing written");
+
+    // A profile on an installed toolkit cannot be locked for another platform.
+    let tk = dir.path().join("lab2.toml");
+    std::fs::write(&tk, "[profiles.torch]\ncuda = \"12\"\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n").unwrap();
+    let out = env.cuenv().args(["lock", tk.to_str().unwrap(), "--platform", "windows-x86_64"]).output().unwrap();
+    assert_fails(&out, 2, &["lab2.toml:2:8", "which only a windows-x86_64 machine can see", "hint: run `cuenv lock` on a windows-x86_64 machine"]);
+    assert!(!dir.path().join("lab2.lock").exists());
 }

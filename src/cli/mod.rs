@@ -88,6 +88,27 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Resolve a profile file and write lab.lock without building a generation; with
+    /// --platform, for other platforms too (their `from` sources are fetched and verified).
+    #[command(after_long_help = "Examples:\n  cuenv lock lab.toml\n  cuenv lock lab.toml --platform linux-x86_64 --platform windows-x86_64\n  cuenv lock --locked lab.toml --platform windows-x86_64   # CI: the pinned bytes are still served")]
+    Lock {
+        /// The profile file (e.g. lab.toml).
+        file: PathBuf,
+        /// A platform to lock for (repeatable; default: this host's): windows-x86_64,
+        /// linux-x86_64, linux-sbsa, linux-aarch64, linux-ppc64le. Only profiles whose CUDA
+        /// runtime comes from PyPI can be locked for another platform.
+        #[arg(long, value_name = "PLATFORM")]
+        platform: Vec<crate::binfmt::Platform>,
+        /// Fail instead of changing lab.lock (and check that the pinned bytes are served).
+        #[arg(long)]
+        locked: bool,
+        /// Never use the network: fail if a `from` source is not in the store yet.
+        #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+        offline: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Prove each profile in a fresh process: which cuDNN the loader picks, its versions,
     /// and (with a GPU) a real convolution. Exit 4 when a profile fails.
     Check {
@@ -198,6 +219,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Apply { file, dry_run: true, locked, json, .. } => profiles::plan(&ctx, &file, locked, json),
         Command::Apply { file, dry_run: false, locked, no_check, require_gpu, timeout, offline, json } => {
             profiles::apply(&ctx, &file, profiles::ApplyOpts { locked, json, check: !no_check, require_gpu, timeout, offline })
+        }
+        Command::Lock { file, platform, locked, offline, json } => {
+            profiles::lock(&ctx, &file, profiles::LockOpts { platforms: platform, locked, offline, json })
         }
         Command::Check { profiles: names, timeout, require_gpu, json } => profiles::check(&ctx, &names, timeout, require_gpu, json),
         Command::Use { profile, .. } => profiles::use_profile(&ctx, profile.as_deref()),

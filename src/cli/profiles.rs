@@ -49,7 +49,8 @@ fn warn_dangling_active(ctx: &Ctx) {
 /// `cuenv plan FILE` / `cuenv apply --dry-run FILE`.
 pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> anyhow::Result<ExitCode> {
     let parsed = profile::load(file)?;
-    let fetches = sources::pending(&ctx.layout, &parsed);
+    let host = Platform::host().context("cuDNN is not built for this platform")?;
+    let fetches = sources::pending(&ctx.layout, &parsed, host);
     let desired = match apply::desire(&ctx.layout, parsed, locked) {
         Ok(d) => d,
         Err(e) if !fetches.is_empty() => {
@@ -98,10 +99,11 @@ pub struct ApplyOpts {
 pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode> {
     let lock = lock_and_recover(ctx)?;
     let parsed = profile::load(file)?;
+    let host = Platform::host().context("cuDNN is not built for this platform")?;
     let lock_path = lockfile::lock_path(file);
     let endpoints = sources::endpoints(&parsed, opts.offline);
     let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
-    let fetched = sources::ensure(&ctx.layout, &lock, &parsed, &lockfile::read_pins(&lock_path), &endpoints, progress.as_ref())?;
+    let fetched = sources::ensure(&ctx.layout, &lock, &parsed, host, &lockfile::read_pins(&lock_path, host), &endpoints, progress.as_ref())?;
     if !opts.json {
         for l in &fetched {
             println!("{l}");
@@ -169,6 +171,64 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode
     } else {
         let lock_said = if lock_changed { "written to" } else { "unchanged:" };
         println!("generation {n} is current ({} profiles); lock {lock_said} {}", desired.views.len(), lock_path.display());
+    }
+    Ok(ExitCode::Success)
+}
+
+/// Options of `cuenv lock`.
+pub struct LockOpts {
+    /// The platforms whose sections to write (empty: this host's).
+    pub platforms: Vec<Platform>,
+    /// Fail instead of changing lab.lock.
+    pub locked: bool,
+    /// Never use the network.
+    pub offline: bool,
+    pub json: bool,
+}
+
+/// `cuenv lock FILE [--platform P]...`: resolves the profile file for each platform,
+/// fetching and verifying what its `from` sources name (bytes pinned in lab.lock must
+/// match), and writes those platforms' sections of lab.lock. Builds no generation.
+pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> anyhow::Result<ExitCode> {
+    let lock = lock_and_recover(ctx)?;
+    let parsed = profile::load(file)?;
+    let lock_path = lockfile::lock_path(file);
+    let platforms = if opts.platforms.is_empty() {
+        vec![Platform::host().context("cuDNN is not built for this platform: name one with --platform")?]
+    } else {
+        let mut ps = opts.platforms.clone();
+        ps.dedup();
+        ps
+    };
+    let endpoints = sources::endpoints(&parsed, opts.offline);
+    let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
+    let mut report = Vec::new();
+    for platform in platforms {
+        if opts.locked {
+            // Nothing to verify against: say so before fetching anything.
+            let missing = match lockfile::read(&lock_path, platform)? {
+                None => Some("the lock file does not exist"),
+                Some(l) if l.profiles.is_empty() && !parsed.profiles.is_empty() => Some("the lock file has no section for this platform"),
+                Some(_) => None,
+            };
+            if let Some(why) = missing {
+                return Err(apply::LockedDrift(format!("{} does not match {} for {platform}:\n  {why}", lock_path.display(), file.display())).into());
+            }
+        }
+        let fetched = sources::ensure(&ctx.layout, &lock, &parsed, platform, &lockfile::read_pins(&lock_path, platform), &endpoints, progress.as_ref())?;
+        let locking = apply::resolve_locked(&ctx.layout, &parsed, platform, opts.locked)?;
+        let changed = if opts.locked { false } else { apply::write_lock_section(&ctx.layout, &parsed, platform, &locking.resolved)? };
+        if !opts.json {
+            for l in fetched.iter().chain(&locking.changes) {
+                println!("{l}");
+            }
+            let said = if changed { "written to" } else { "unchanged in" };
+            println!("{platform}: {} profiles locked, {said} {}", locking.resolved.profiles.len(), lock_path.display());
+        }
+        report.push(serde_json::json!({ "platform": platform, "fetched": fetched, "changes": locking.changes, "changed": changed, "resolved": locking.resolved }));
+    }
+    if opts.json {
+        print_json(&serde_json::json!({ "lock": lock_path, "platforms": report }));
     }
     Ok(ExitCode::Success)
 }
@@ -445,8 +505,9 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> anyhow::Result<ExitCode> {
     for n in &kept {
         if let Ok(m) = generation::read(layout, *n) {
             needed.extend(m.profiles.iter().map(|p| p.cudnn_id.clone()));
-            if let Ok(Some(lock)) = lockfile::read(&lockfile::lock_path(&m.source)) {
-                needed.extend(lock.profiles.iter().map(|p| p.cudnn_id.clone()));
+            // Entries a lock names for any platform are kept too (`cuenv lock --platform`).
+            for (_, section) in lockfile::read_all(&lockfile::lock_path(&m.source)).unwrap_or_default() {
+                needed.extend(section.profiles.iter().map(|p| p.cudnn_id.clone()));
             }
         }
     }
