@@ -42,6 +42,10 @@ wine_skips=(
   # tests/fetch_local.rs: `apply` with PyPI sources needs junctions too (and the fixture
   # serves only manylinux wheels).
   apply_fetches_from_sources_pins_them_and_refuses_other_bytes
+  # tests/fetch_local.rs: `apply` keeping the other platform's lock section needs junctions.
+  # (`cuenv lock` itself, which builds no generation, runs under Wine:
+  # lock_fills_another_platforms_section_and_keeps_this_ones.)
+  apply_keeps_other_platforms_sections_and_gc_their_entries
 )
 
 # --- prerequisites -----------------------------------------------------------

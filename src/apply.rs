@@ -120,8 +120,8 @@ pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, l
     // Roots inside the cuenv home are written home-relative, so a lock travels between machines.
     if let Some(l) = lock.as_mut() {
         for p in &mut l.profiles {
-            if let Ok(rest) = p.toolkit_root.strip_prefix(HOME_TOKEN) {
-                p.toolkit_root = stable_home(layout).join(rest);
+            if let Some(root) = from_home_token(&p.toolkit_root, &stable_home(layout)) {
+                p.toolkit_root = root;
             }
         }
     }
@@ -247,6 +247,25 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> anyhow::Resul
 /// How a path inside the cuenv home is written in `lab.lock`.
 pub const HOME_TOKEN: &str = "${CUENV_HOME}";
 
+/// `path` inside `home` as `${CUENV_HOME}/a/b` (always `/`, so a lock written on Windows reads
+/// the same on Linux); `None` for a path outside `home`.
+pub fn to_home_token(path: &Path, home: &Path) -> Option<PathBuf> {
+    let rest = path.strip_prefix(home).ok()?;
+    let parts: Vec<String> = rest.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    Some(PathBuf::from(format!("{HOME_TOKEN}/{}", parts.join("/"))))
+}
+
+/// The inverse of [`to_home_token`]: `${CUENV_HOME}/a/b` (or `${CUENV_HOME}\a\b`) under
+/// `home`; `None` for a path that does not start with the token.
+pub fn from_home_token(path: &Path, home: &Path) -> Option<PathBuf> {
+    let text = path.to_string_lossy();
+    let rest = text.strip_prefix(HOME_TOKEN)?;
+    if !(rest.is_empty() || rest.starts_with(['/', '\\'])) {
+        return None;
+    }
+    Some(rest.split(['/', '\\']).filter(|c| !c.is_empty()).fold(home.to_path_buf(), |acc, c| acc.join(c)))
+}
+
 /// Writes this host's section of `lab.lock` for `desired`; see [`write_lock_section`].
 pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<bool> {
     let platform = Platform::host().context("cuDNN is not built for this platform")?;
@@ -262,8 +281,8 @@ pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platfor
     let home = stable_home(layout);
     let mut portable = resolved.clone();
     for p in &mut portable.profiles {
-        if let Ok(rest) = p.toolkit_root.strip_prefix(&home) {
-            p.toolkit_root = Path::new(HOME_TOKEN).join(rest);
+        if let Some(t) = to_home_token(&p.toolkit_root, &home) {
+            p.toolkit_root = t;
         }
     }
     let mut changed = lockfile::write(&path, platform, &portable)?;
@@ -528,4 +547,24 @@ pub fn referenced_entries(layout: &Layout) -> BTreeSet<String> {
         .filter_map(|n| generation::read(layout, n).ok())
         .flat_map(|m| m.profiles.into_iter().map(|p| p.cudnn_id))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_token_round_trips_with_forward_slashes_on_every_platform() {
+        let home = std::env::temp_dir().join("cuenv home ü");
+        let root = home.join("toolkits").join("cuda-12.6.77-linux-x86_64-efd7971adb22");
+        let t = to_home_token(&root, &home).unwrap();
+        assert_eq!(t, PathBuf::from("${CUENV_HOME}/toolkits/cuda-12.6.77-linux-x86_64-efd7971adb22"));
+        assert_eq!(from_home_token(&t, &home).unwrap(), root);
+        // Written by an older cuenv on Windows.
+        let back = PathBuf::from(r"${CUENV_HOME}\toolkits\cuda-12.6.77-linux-x86_64-efd7971adb22");
+        assert_eq!(from_home_token(&back, &home).unwrap(), root);
+        assert_eq!(to_home_token(Path::new("/usr/local/cuda-12.6"), &home), None);
+        assert_eq!(from_home_token(Path::new("/usr/local/cuda-12.6"), &home), None);
+        assert_eq!(from_home_token(Path::new("${CUENV_HOME}x/y"), &home), None);
+    }
 }

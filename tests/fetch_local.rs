@@ -780,69 +780,107 @@ fn serve_windows_wheels(s: &Server) -> (String, String) {
     (sha256_hex(&bytes), cudart)
 }
 
-#[test]
-fn lock_fills_another_platforms_section_and_apply_keeps_it() {
-    let env = Env::new();
-    serve_pypi(&env.server, |_| {});
-    serve_runtime(&env.server);
-    let (win_cudnn_sha, win_cudart_sha) = serve_windows_wheels(&env.server);
-    let dir = tempfile::tempdir().unwrap();
-    let lab = dir.path().join("lab.toml");
+/// This host's platform name and the other one's (Linux <-> Windows).
+fn host_and_other() -> (&'static str, &'static str) {
+    if cfg!(windows) { ("windows-x86_64", "linux-x86_64") } else { ("linux-x86_64", "windows-x86_64") }
+}
+
+/// A lab whose one profile takes cuDNN 9.5.0.50 and the CUDA 12.6 runtime from PyPI.
+fn pypi_lab(dir: &Path) -> std::path::PathBuf {
+    let lab = dir.join("lab.toml");
     std::fs::write(
         &lab,
         "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n",
     )
     .unwrap();
+    lab
+}
+
+#[test]
+fn lock_fills_another_platforms_section_and_keeps_this_ones() {
+    let env = Env::new();
+    let (_, linux_cudnn) = serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    let (windows_cudnn_sha, windows_cudart_sha) = serve_windows_wheels(&env.server);
+    let linux_cudart_sha = sha256_hex(&runtime_wheel("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "libcudart.so.12", 1).1);
+    let (host, other) = host_and_other();
+    let (other_cudnn_sha, other_cudart_sha) =
+        if cfg!(windows) { (sha256_hex(&linux_cudnn), linux_cudart_sha) } else { (windows_cudnn_sha, windows_cudart_sha) };
+    let dir = tempfile::tempdir().unwrap();
+    let lab = pypi_lab(dir.path());
     let lab_s = lab.to_str().unwrap();
     let lock_path = dir.path().join("lab.lock");
 
-    // This host's section first, by apply.
-    let out = env.cuenv().args(["apply", "--no-check", lab_s]).output().unwrap();
+    // This host's section first (`lock` without --platform).
+    let out = env.cuenv().args(["lock", lab_s]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let linux_only = std::fs::read_to_string(&lock_path).unwrap();
-    assert!(linux_only.contains("[platforms.linux-x86_64.profiles.torch]") && !linux_only.contains("windows"), "{linux_only}");
+    let host_only = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(host_only.contains(&format!("[platforms.{host}.profiles.torch]")) && !host_only.contains(other), "{host_only}");
 
-    // `lock --platform windows-x86_64` fetches the Windows wheels and adds their section.
-    let out = env.cuenv().args(["lock", lab_s, "--platform", "windows-x86_64"]).output().unwrap();
+    // `lock --platform <other>` fetches the other platform's wheels and adds its section.
+    let out = env.cuenv().args(["lock", lab_s, "--platform", other]).output().unwrap();
     assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
     let said = text(&out.stdout);
     assert!(said.contains("+ CUDA runtime 12.6 from PyPI") && said.contains("+ cuDNN 9.5.0.50 for CUDA 12 from"), "{said}");
-    assert!(said.contains("windows-x86_64: 1 profiles locked, written to"), "{said}");
+    assert!(said.contains(&format!("{other}: 1 profiles locked, written to")), "{said}");
     let both = std::fs::read_to_string(&lock_path).unwrap();
-    assert!(both.starts_with(&linux_only), "the linux section is kept byte for byte:\n{both}");
-    let win = &both[linux_only.len()..];
-    assert!(win.contains("[platforms.windows-x86_64.profiles.torch]"), "{win}");
-    assert!(win.contains("toolkit-root = \"${CUENV_HOME}/toolkits/cuda-12.6.77-windows-x86_64-"), "{win}");
-    assert!(win.contains("cudnn-name = \"cudnn-9.5.0.50-cuda12-windows-x86_64-"), "{win}");
-    assert!(win.contains(&format!("cudnn-sha256 = \"{win_cudnn_sha}\"")), "{win}");
-    assert!(win.contains(&format!("\"nvidia-cuda-runtime-cu12==12.6.77 sha256:{win_cudart_sha}\"")), "{win}");
+    assert!(both.starts_with(&host_only), "this host's section is kept byte for byte:\n{both}");
+    let added = &both[host_only.len()..];
+    assert!(added.contains(&format!("[platforms.{other}.profiles.torch]")), "{added}");
+    assert!(added.contains(&format!("toolkit-root = \"${{CUENV_HOME}}/toolkits/cuda-12.6.77-{other}-")), "{added}");
+    assert!(added.contains(&format!("cudnn-name = \"cudnn-9.5.0.50-cuda12-{other}-")), "{added}");
+    assert!(added.contains(&format!("cudnn-sha256 = \"{other_cudnn_sha}\"")), "{added}");
+    assert!(added.contains(&format!("\"nvidia-cuda-runtime-cu12==12.6.77 sha256:{other_cudart_sha}\"")), "{added}");
 
-    // Locking again changes nothing; apply here keeps the Windows section; gc keeps the
-    // Windows store entry the lock names.
-    let out = env.cuenv().args(["lock", lab_s, "--platform", "windows-x86_64", "--platform", "linux-x86_64"]).output().unwrap();
+    // Locking both again changes nothing.
+    let out = env.cuenv().args(["lock", lab_s, "--platform", other, "--platform", host]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("windows-x86_64: 1 profiles locked, unchanged in"), "{}", text(&out.stdout));
-    let out = env.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let out = env.cuenv().args(["gc"]).output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(!text(&out.stdout).contains("deleted store entry"), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains(&format!("{other}: 1 profiles locked, unchanged in")), "{}", text(&out.stdout));
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both);
 
-    // Another machine: `lock --locked` for Windows gets exactly the pinned bytes.
-    let other = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
-    let out = other.cuenv().args(["lock", "--locked", lab_s, "--platform", "windows-x86_64"]).output().unwrap();
+    // Another machine: `lock --locked` for the other platform gets exactly the pinned bytes.
+    let fresh = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = fresh.cuenv().args(["lock", "--locked", lab_s, "--platform", other]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both);
-    // A section that is missing is drift for --locked, named per platform.
-    let out = other.cuenv().args(["lock", "--locked", lab_s, "--platform", "linux-sbsa"]).output().unwrap();
+    // A missing section is drift for --locked, said before anything is fetched.
+    let out = fresh.cuenv().args(["lock", "--locked", lab_s, "--platform", "linux-sbsa"]).output().unwrap();
     assert_fails(&out, 2, &["does not match", "for linux-sbsa", "the lock file has no section for this platform", "hint: run `cuenv apply` (or `cuenv lock --platform <P>` for another platform) without --locked"]);
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both, "nothing written");
 
     // A profile on an installed toolkit cannot be locked for another platform.
     let tk = dir.path().join("lab2.toml");
     std::fs::write(&tk, "[profiles.torch]\ncuda = \"12\"\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n").unwrap();
-    let out = env.cuenv().args(["lock", tk.to_str().unwrap(), "--platform", "windows-x86_64"]).output().unwrap();
-    assert_fails(&out, 2, &["lab2.toml:2:8", "which only a windows-x86_64 machine can see", "hint: run `cuenv lock` on a windows-x86_64 machine"]);
+    let out = env.cuenv().args(["lock", tk.to_str().unwrap(), "--platform", other]).output().unwrap();
+    let msg = format!("which only a {other} machine can see");
+    let hint = format!("hint: run `cuenv lock` on a {other} machine");
+    assert_fails(&out, 2, &["lab2.toml:2:8", &msg, &hint]);
     assert!(!dir.path().join("lab2.lock").exists());
+}
+
+/// `apply` rewrites only its host's section; `gc` keeps the store entries other sections name.
+#[test]
+fn apply_keeps_other_platforms_sections_and_gc_their_entries() {
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    serve_windows_wheels(&env.server);
+    let (_, other) = host_and_other();
+    let dir = tempfile::tempdir().unwrap();
+    let lab = pypi_lab(dir.path());
+    let lab_s = lab.to_str().unwrap();
+    let out = env.cuenv().args(["lock", lab_s, "--platform", other]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let other_only = std::fs::read_to_string(dir.path().join("lab.lock")).unwrap();
+    let out = env.cuenv().args(["apply", "--no-check", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let both = std::fs::read_to_string(dir.path().join("lab.lock")).unwrap();
+    assert!(both.starts_with(&other_only) && both.len() > other_only.len(), "{both}");
+    let out = env.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = env.cuenv().args(["gc"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stdout).contains("deleted store entry"), "{}", text(&out.stdout));
+    assert_eq!(env.entries().len(), 2, "this host's entry and the other platform's");
+    assert_eq!(std::fs::read_to_string(dir.path().join("lab.lock")).unwrap(), both);
 }
