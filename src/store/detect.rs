@@ -307,15 +307,17 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     };
     for (v, from) in &versions {
         if !best.0.starts_with(&v.truncated(3)) || !v.starts_with(&best.0.truncated(v.parts().len().min(3))) {
-            return Err(Error::VersionConflict { path: source.into(), a: (best.0.to_string(), best.1.clone()), b: (v.to_string(), from.clone()) });
+            return Err(Error::VersionConflict { path: source.into(), claims: Box::new([(best.0.to_string(), best.1.clone()), (v.to_string(), from.clone())]) });
         }
     }
     let dispatcher_major: u64 = DISPATCHER.captures(file_name(&dispatcher)).and_then(|c| c.get(2).or(c.get(3))).and_then(|m| m.as_str().parse().ok()).unwrap_or(0);
     if dispatcher_major != best.0.major() {
         return Err(Error::VersionConflict {
             path: source.into(),
-            a: (best.0.to_string(), best.1.clone()),
-            b: (dispatcher_major.to_string(), format!("the dispatcher name `{}`", file_name(&dispatcher))),
+            claims: Box::new([
+                (best.0.to_string(), best.1.clone()),
+                (dispatcher_major.to_string(), format!("the dispatcher name `{}`", file_name(&dispatcher))),
+            ]),
         });
     }
     Ok(Detected {

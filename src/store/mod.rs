@@ -74,8 +74,9 @@ pub enum Error {
     CudaConflict { path: PathBuf, claims: Vec<(u64, String)>, detail: String },
     #[error("{}: cannot tell the cuDNN version (no cudnn_version.h, wheel METADATA, archive name or VERSIONINFO)", path.display())]
     VersionUnknown { path: PathBuf },
-    #[error("{}: the version is ambiguous: {} says {}, but {} says {}", path.display(), a.1, a.0, b.1, b.0)]
-    VersionConflict { path: PathBuf, a: (String, String), b: (String, String) },
+    /// `claims`: two (version, where it was read) pairs that disagree (boxed: keeps `Error` small).
+    #[error("{}: the version is ambiguous: {} says {}, but {} says {}", path.display(), claims[0].1, claims[0].0, claims[1].1, claims[1].0)]
+    VersionConflict { path: PathBuf, claims: Box<[(String, String); 2]> },
     #[error("{}: library `{member}` is not usable: {detail}", path.display())]
     BadLibrary { path: PathBuf, member: String, detail: String },
     #[error("`--sha256` was given for {}, which is a folder", path.display())]
