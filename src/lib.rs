@@ -17,6 +17,7 @@ pub mod binfmt;
 pub mod check;
 pub mod cli;
 pub mod conda;
+pub mod doctor;
 pub mod error;
 pub mod fetch;
 pub mod fsutil;

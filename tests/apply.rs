@@ -504,3 +504,40 @@ fn writers_wait_for_the_lock_and_time_out() {
     drop(held); // closing the handle releases the lock
     lab.ok(&["use", "--none"]);
 }
+
+/// `cuenv doctor` in an activated profile's environment: clean when the profile's entry
+/// wins, a problem naming the folder that won when another cuDNN comes first.
+#[cfg(target_os = "linux")]
+#[test]
+fn doctor_judges_the_active_profile_like_check() {
+    let lab = Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    let view = lab.profiles().join("torch2");
+    let run = |ld: &[&Path]| {
+        let out = lab
+            .ctx
+            .cmd()
+            .env("CUENV_PROFILE", "torch2")
+            .env("LD_LIBRARY_PATH", std::env::join_paths(ld).unwrap())
+            .args(["doctor", "--major", "9"])
+            .output()
+            .unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, out) = run(&[&view.join("cudnn-lib"), &view.join("cuda-lib")]);
+    assert!(out.contains("active profile (CUENV_PROFILE): torch2: "), "{out}");
+    assert!(out.contains("from cuenv store entry cudnn-9.5.0.50-cuda12-"), "{out}");
+    // The fixture's libraries are not a complete cuDNN (no cudnnCreate, no CUDA 12 runtime
+    // for it), so findings follow; but the profile's own entry won: nothing is shadowed.
+    assert!(!out.contains("shadowed"), "{out}");
+    assert!(out.contains("hint: `cuenv check torch2` runs the same check"), "{out}");
+    assert_eq!(code, 4, "{out}");
+
+    let stubs = support::stubs::Stubs::new();
+    let shadow = stubs.build("shadow", "libcudnn.so.9", &["VERSION=90500"]);
+    let (code, out) = run(&[&shadow, &view.join("cudnn-lib"), &view.join("cuda-lib")]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains(&format!("problem: profile `torch2` is active, but in this environment: shadowed: the cuDNN dispatcher libcudnn.so.9 came from {}", shadow.display())), "{out}");
+    assert!(out.contains("hint: remove the folder that wins from LD_LIBRARY_PATH"), "{out}");
+}

@@ -10,88 +10,9 @@ use std::time::{Duration, Instant};
 
 use cuenv::check::{CheckStatus, Expected, ProbeEnd, ReasonKind, classify, run_probe};
 
-/// One C source for every stub; `-D` flags pick the behaviour.
-const STUB_C: &str = r#"
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <unistd.h>
-#include <dlfcn.h>
-
-#ifdef GRAPH
-/* A stub sub-library: reports its own version. */
-size_t stub_graph_version(void) { return VERSION; }
-#elif defined(CUDART)
-int cudaRuntimeGetVersion(int *v) { *v = CUDART; return 0; }
-const char *cudaGetErrorName(int e) { return e == 0 ? "cudaSuccess" : "cudaErrorUnknown"; }
-#else
-/* A stub dispatcher. */
-size_t cudnnGetVersion(void) {
-#if defined(MODE_SUB)
-    /* Like cuDNN 9: the version comes from a sub-library loaded by name at the first call. */
-    void *h = dlopen("libcudnn_graph.so.9", RTLD_NOW);
-    if (!h) {
-        fprintf(stderr, "Unable to load any of {libcudnn_graph.so.9.5.0, libcudnn_graph.so.9.5, libcudnn_graph.so.9, libcudnn_graph.so}\n");
-        fprintf(stderr, "Invalid handle. Cannot load symbol cudnnGetVersion\n");
-        abort();
-    }
-    size_t (*f)(void) = (size_t (*)(void))dlsym(h, "stub_graph_version");
-    return f();
-#elif defined(MODE_ABORT)
-    fprintf(stderr, "stub: giving up\n");
-    abort();
-#elif defined(MODE_SEGV)
-    volatile int *p = 0;
-    return (size_t)*p;
-#elif defined(MODE_HANG)
-    for (;;) sleep(1);
-#else
-    return VERSION;
-#endif
-}
-size_t cudnnGetCudartVersion(void) { return 12060; }
-const char *cudnnGetErrorString(int s) {
-    return s == 0 ? "CUDNN_STATUS_SUCCESS" : s == 1001 ? "CUDNN_STATUS_NOT_INITIALIZED" : "CUDNN_STATUS_UNKNOWN";
-}
-int cudnnCreate(void **h) { *h = (void *)1; return 0; }
-int cudnnDestroy(void *h) { (void)h; return 0; }
-#endif
-"#;
-
-struct Stubs {
-    tmp: tempfile::TempDir,
-    cc: String,
-}
-
-impl Stubs {
-    fn new() -> Stubs {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(tmp.path().join("stub.c"), STUB_C).unwrap();
-        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-        Stubs { tmp, cc }
-    }
-
-    /// Builds `<dir>/<file>` from the stub source with `defines`; returns the folder.
-    fn build(&self, dir: &str, file: &str, defines: &[&str]) -> PathBuf {
-        let d = self.tmp.path().join(dir);
-        std::fs::create_dir_all(&d).unwrap();
-        let out = Command::new(&self.cc)
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(d.join(file))
-            .arg(self.tmp.path().join("stub.c"))
-            .args(defines.iter().map(|x| format!("-D{x}")))
-            .arg("-ldl")
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run the C compiler `{}` (set CC): {e}", self.cc));
-        assert!(out.status.success(), "cc failed: {}", String::from_utf8_lossy(&out.stderr));
-        d
-    }
-
-    /// A stub CUDA 12 runtime in `<tmp>/cudart`.
-    fn cudart(&self) -> PathBuf {
-        self.build("cudart", "libcudart.so.12", &["CUDART=12060"])
-    }
-}
+#[allow(unused)]
+mod support;
+use support::stubs::Stubs;
 
 fn env_with(ld: &[&Path]) -> Vec<(OsString, OsString)> {
     let mut env = vec![(OsString::from("LD_LIBRARY_PATH"), std::env::join_paths(ld).unwrap())];

@@ -95,6 +95,17 @@ fn import(w: &WinWheel) {
     assert_ne!(verdict.status, cuenv::check::CheckStatus::Pass, "no GPU under Wine");
     assert!(!verdict.has(cuenv::check::ReasonKind::Shadowed) && !verdict.has(cuenv::check::ReasonKind::VersionMismatch), "{:?}", verdict.reasons);
     eprintln!("real_windows: probe of {}: cuDNN {}, cudart {}, {:?}: {:?}", w.file, versions.version, versions.cudart_version, verdict.status, verdict.messages());
+
+    // `cuenv doctor` in that environment: the loader's pick, attributed to the store entry,
+    // and the folder's dispatcher version read from its VERSIONINFO.
+    let out = ctx.cmd().env_clear().envs(env.iter().map(|(k, v)| (k, v))).env("CUENV_HOME", &ctx.home).args(["doctor", "--json", "--major"]).arg(major.to_string()).output().unwrap();
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let short = w.version.rsplit_once('.').unwrap().0;
+    assert_eq!(d["loaded"][0]["version"], short, "{d}");
+    assert_eq!(d["loaded"][0]["origin"], format!("cuenv store entry {name}"), "{d}");
+    assert_eq!(d["search_path"][0]["dispatchers"][0]["file"], w.dispatcher, "{d}");
+    assert_eq!(d["search_path"][0]["dispatchers"][0]["version"], w.version, "{d}");
+    assert!(!d["findings"].to_string().contains("mixed sub-library"), "{d}");
     eprintln!(
         "real_windows: {} -> {name} (version from {}), {} libraries, import {:.1} s",
         w.file,

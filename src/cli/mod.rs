@@ -1,6 +1,7 @@
 //! The command-line layer: argument parsing (clap), printing, and exit codes.
 //! The only module that writes to stdout/stderr.
 
+mod doctor;
 mod fetch;
 mod probe;
 mod profiles;
@@ -124,6 +125,21 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Explain which cuDNN this shell's environment actually loads, and why: the loader's
+    /// pick for each major (from a fresh child process, like a framework), the folders on
+    /// LD_LIBRARY_PATH / PATH that hold cuDNN (the first wins), cuDNN copied by hand into
+    /// toolkit roots, and the active profile's check. Exit 4 when something is wrong.
+    Doctor {
+        /// cuDNN majors to probe (repeatable; default: 9 and 8).
+        #[arg(long, value_name = "N")]
+        major: Vec<u64>,
+        /// Seconds each probe may take.
+        #[arg(long, default_value_t = 60, value_name = "SECS")]
+        timeout: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Make a profile the active one (`<home>/active`).
     Use {
         /// The profile name.
@@ -224,6 +240,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             profiles::lock(&ctx, &file, profiles::LockOpts { platforms: platform, locked, offline, json })
         }
         Command::Check { profiles: names, timeout, require_gpu, json } => profiles::check(&ctx, &names, timeout, require_gpu, json),
+        Command::Doctor { major, timeout, json } => doctor::run(&ctx, &major, timeout, json),
         Command::Use { profile, .. } => profiles::use_profile(&ctx, profile.as_deref()),
         Command::Rollback { to } => profiles::rollback(&ctx, to),
         Command::Generations { json } => profiles::generations(&ctx, json),

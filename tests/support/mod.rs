@@ -17,6 +17,9 @@
 //! by every file.
 #![allow(dead_code)]
 
+#[cfg(target_os = "linux")]
+pub mod stubs;
+
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

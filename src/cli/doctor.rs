@@ -1,0 +1,81 @@
+//! `cuenv doctor`: which cuDNN this environment loads, and the traps around it.
+
+use std::time::Duration;
+
+use super::{Ctx, print_json};
+use crate::doctor::{self, Diagnosis, Inputs, Severity};
+use crate::error::ExitCode;
+use crate::toolkit::{self, ProcessEnv};
+
+/// Runs the diagnosis on this process's environment and prints it. Exit 4 when a finding is
+/// a problem (something loads the wrong cuDNN or cannot load), else 0.
+pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> anyhow::Result<ExitCode> {
+    let toolkits = toolkit::discover(&ProcessEnv);
+    let exe = crate::verify::current_exe();
+    let majors: Vec<u64> = if majors.is_empty() { vec![9, 8] } else { majors.to_vec() };
+    let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, timeout: Duration::from_secs(timeout) };
+    let env: Vec<_> = std::env::vars_os().collect();
+    let d = doctor::examine(&inputs, &env);
+    if json {
+        print_json(&d);
+    } else {
+        print!("{}", render(&d));
+    }
+    Ok(if d.has_problems() { ExitCode::CheckFailed } else { ExitCode::Success })
+}
+
+/// The diagnosis in words.
+fn render(d: &Diagnosis) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "cuDNN loaded by name in this environment ({} first, then the loader's own search order):", d.search_var);
+    for l in &d.loaded {
+        match (&l.dispatcher, &l.version) {
+            (Some(p), v) => {
+                let v = v.as_deref().unwrap_or("unknown version");
+                let cuda = l.built_for_cuda.as_deref().map(|c| format!(", built for CUDA {c}")).unwrap_or_default();
+                let _ = writeln!(s, "  cuDNN {}: {v}{cuda}\n    {}\n    from {}", l.major, p.display(), l.origin.as_deref().unwrap_or("?"));
+            }
+            (None, _) => {
+                let why = l.error.as_deref().unwrap_or("not found");
+                let _ = writeln!(s, "  cuDNN {}: not loadable ({})", l.major, why.lines().next().unwrap_or(why));
+            }
+        }
+    }
+    if d.search_path.is_empty() {
+        let _ = writeln!(s, "no folder on {} holds a cuDNN dispatcher", d.search_var);
+    } else {
+        let _ = writeln!(s, "folders on {} holding cuDNN, in search order:", d.search_var);
+        for dir in &d.search_path {
+            let items: Vec<String> = dir
+                .dispatchers
+                .iter()
+                .map(|x| format!("{}{}{}", x.file, x.version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default(), if x.first { "" } else { " [shadowed]" }))
+                .collect();
+            let _ = writeln!(s, "  {:>2}. {}: {}", dir.position, dir.path.display(), items.join(", "));
+        }
+    }
+    match (&d.active_profile, &d.active_check) {
+        (Some(p), Some(c)) => {
+            let _ = writeln!(s, "active profile (CUENV_PROFILE): {p}: {}", c.status);
+        }
+        (Some(p), None) => {
+            let _ = writeln!(s, "active profile (CUENV_PROFILE): {p}");
+        }
+        (None, _) => {
+            let _ = writeln!(s, "no cuenv profile is active in this shell (CUENV_PROFILE is unset)");
+        }
+    }
+    if d.findings.is_empty() {
+        let _ = writeln!(s, "\nno problems found");
+        return s;
+    }
+    let _ = writeln!(s);
+    for f in &d.findings {
+        let _ = writeln!(s, "{f}");
+    }
+    let problems = d.findings.iter().filter(|f| f.severity == Severity::Problem).count();
+    let warnings = d.findings.len() - problems;
+    let _ = writeln!(s, "\n{problems} problem{}, {warnings} warning{}", if problems == 1 { "" } else { "s" }, if warnings == 1 { "" } else { "s" });
+    s
+}

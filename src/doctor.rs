@@ -1,0 +1,441 @@
+//! `cuenv doctor`: which cuDNN does *this* environment actually load, and why.
+//!
+//! It answers the question cuenv exists for on a machine as it is, profile or not:
+//! 1. **Loader**: for each cuDNN major asked (default 9 and 8), a fresh `cuenv __probe`
+//!    child runs with the caller's environment unchanged and loads the dispatcher by name
+//!    (`libcudnn.so.<N>`, `cudnn64_<N>.dll`), like a framework does. Where the loader mapped
+//!    it, its version, the CUDA runtime it pulled in and every other cuDNN module are
+//!    attributed to their origin: a cuenv store entry, a toolkit root (copied by hand), a pip
+//!    wheel, PyTorch's bundled copy, a conda env, or some other folder.
+//! 2. **Search path**: every folder of the loader's variable (`LD_LIBRARY_PATH` on Linux,
+//!    `PATH` on Windows; field notes §5) that holds a cuDNN dispatcher, in search order:
+//!    the first of each major wins, later ones are shadowed.
+//! 3. **Toolkit roots** (as `cuenv toolkits` finds them): cuDNN copied in by hand, and the
+//!    oddities [`crate::toolkit::inspect_root`] reports.
+//! 4. **The active profile** (`CUENV_PROFILE`, set by cuenv's shims): judged exactly like
+//!    `cuenv check` judges it ([`crate::check::classify`]), so a shadowed profile is named with
+//!    the folder that won and why.
+//!
+//! Pure except for running the probe children and reading folders; touches nothing.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::check::{self, CheckResult, Expected, ProbeOutcome, ReasonKind};
+use crate::generation;
+use crate::layout::Layout;
+use crate::probe;
+use crate::toolkit::Toolkit;
+use crate::version::Version;
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Something loads the wrong cuDNN, or cannot load it: `cuenv doctor` exits 4.
+    Problem,
+    /// A trap that has not sprung in this environment (a shadowed copy, a hand-copied cuDNN).
+    Warning,
+}
+
+/// One thing the doctor noticed, in words, with what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Problem or warning.
+    pub severity: Severity,
+    /// What is wrong and where.
+    pub message: String,
+    /// What to do next.
+    pub hint: Option<String>,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let word = match self.severity {
+            Severity::Problem => "problem",
+            Severity::Warning => "warning",
+        };
+        write!(f, "{word}: {}", self.message)?;
+        if let Some(h) = &self.hint {
+            write!(f, "\n  hint: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What the loader did for one cuDNN major in the caller's environment.
+#[derive(Debug, Clone, Serialize)]
+pub struct Loaded {
+    /// The cuDNN major asked for.
+    pub major: u64,
+    /// The dispatcher file the loader mapped (symlinks resolved), when it loaded.
+    pub dispatcher: Option<PathBuf>,
+    /// Where that file comes from, in words (see [`origin`]).
+    pub origin: Option<String>,
+    /// `cudnnGetVersion()` as `major.minor.patch`.
+    pub version: Option<String>,
+    /// `cudnnGetCudartVersion()` as `major.minor`: the CUDA the build is for.
+    pub built_for_cuda: Option<String>,
+    /// The loader's error when the dispatcher did not load.
+    pub error: Option<String>,
+    /// Every cuDNN, cuBLAS, NVRTC, cudart and driver module mapped by the end.
+    pub modules: Vec<probe::Module>,
+}
+
+/// A folder of the loader's search variable that holds cuDNN dispatchers.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchDir {
+    /// Its position in the variable, from 1.
+    pub position: usize,
+    /// The folder as written in the variable.
+    pub path: PathBuf,
+    /// The dispatchers in it: (file name, cuDNN major, version when its file tells).
+    pub dispatchers: Vec<Dispatcher>,
+}
+
+/// A cuDNN dispatcher file found in a folder.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dispatcher {
+    /// `libcudnn.so.9`, `cudnn64_8.dll`.
+    pub file: String,
+    /// Its cuDNN major.
+    pub major: u64,
+    /// Its version: the DLL's VERSIONINFO, or a `libcudnn.so.X.Y.Z` beside it; `None` when
+    /// neither tells.
+    pub version: Option<String>,
+    /// Whether it is the first of its major in search order (the one the variable makes win).
+    pub first: bool,
+}
+
+/// Everything `cuenv doctor` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Diagnosis {
+    /// `LD_LIBRARY_PATH` or `PATH`.
+    pub search_var: String,
+    /// The folders of `search_var` holding a cuDNN dispatcher, in search order.
+    pub search_path: Vec<SearchDir>,
+    /// One per major asked.
+    pub loaded: Vec<Loaded>,
+    /// `CUENV_PROFILE`, when a cuenv shim or `cuenv env` set it.
+    pub active_profile: Option<String>,
+    /// The check of the active profile in this environment, when it is in the current generation.
+    pub active_check: Option<CheckResult>,
+    /// Problems first, then warnings.
+    pub findings: Vec<Finding>,
+}
+
+impl Diagnosis {
+    /// Whether any finding is a [`Severity::Problem`].
+    pub fn has_problems(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Problem)
+    }
+}
+
+/// What [`examine`] needs besides the environment.
+pub struct Inputs<'a> {
+    /// The cuenv home (to recognise store entries and the current generation).
+    pub layout: &'a Layout,
+    /// The cuenv executable to run as the probe child.
+    pub exe: &'a Path,
+    /// The toolkit roots `cuenv toolkits` finds.
+    pub toolkits: &'a [Toolkit],
+    /// The cuDNN majors to probe.
+    pub majors: &'a [u64],
+    /// Per probe.
+    pub timeout: Duration,
+}
+
+/// Examines `env` (the caller's complete environment): see the module documentation.
+pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
+    let get = |name: &str| env.iter().rev().find(|(k, _)| if cfg!(windows) { k.eq_ignore_ascii_case(name) } else { k == name }).map(|(_, v)| v.clone());
+    let search_var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" }.to_string();
+    let folders: Vec<PathBuf> = get(&search_var).map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect()).unwrap_or_default();
+    let conda_prefix = get("CONDA_PREFIX").map(PathBuf::from);
+    let mut findings = Vec::new();
+
+    let search_path = scan_search_path(&folders);
+    for major in search_path.iter().flat_map(|d| d.dispatchers.iter().map(|x| x.major)).collect::<std::collections::BTreeSet<_>>() {
+        let holders: Vec<&SearchDir> = search_path.iter().filter(|d| d.dispatchers.iter().any(|x| x.major == major)).collect();
+        if holders.len() > 1 {
+            let later: Vec<String> = holders[1..].iter().map(|d| d.path.display().to_string()).collect();
+            findings.push(Finding {
+                severity: Severity::Warning,
+                message: format!(
+                    "{} folders on {search_var} hold cuDNN {major}: {} comes first and wins; shadowed: {}",
+                    holders.len(),
+                    holders[0].path.display(),
+                    later.join(", ")
+                ),
+                hint: Some(format!("keep one cuDNN {major} on {search_var} (a cuenv profile's activation puts its own first)")),
+            });
+        }
+    }
+
+    // The active profile (set by cuenv's shims) is judged like `cuenv check` judges it.
+    let active_profile = get("CUENV_PROFILE").map(|v| v.to_string_lossy().into_owned()).filter(|s| !s.is_empty());
+    let active_view = active_profile.as_ref().and_then(|name| {
+        let view = generation::current(inp.layout).and_then(|n| generation::read(inp.layout, n).ok()).and_then(|m| m.profiles.into_iter().find(|p| &p.name == name));
+        if view.is_none() {
+            findings.push(Finding {
+                severity: Severity::Problem,
+                message: format!("CUENV_PROFILE says profile `{name}` is active, but the current generation has no such profile"),
+                hint: Some("deactivate and activate the conda env again, or run `cuenv status` to see the profiles".into()),
+            });
+        }
+        view
+    });
+    let active_major = active_view.as_ref().map(|v| v.cudnn_version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(9));
+    let mut majors: Vec<u64> = inp.majors.to_vec();
+    if let Some(m) = active_major
+        && !majors.contains(&m)
+    {
+        majors.push(m);
+    }
+
+    let mut loaded = Vec::new();
+    let mut active_check = None;
+    for major in majors {
+        let o = check::run_probe(inp.exe, env, major, false, inp.timeout);
+        let l = describe_load(&o, inp, conda_prefix.as_deref());
+        if let (Some(v), Some(name)) = (active_view.as_ref().filter(|_| active_major == Some(major)), &active_profile) {
+            let expected = Expected { entry_dir: v.entry_dir.clone(), version: v.cudnn_version.parse().unwrap_or_else(|_| Version::new(&[major])), cuda_major: v.cuda_major };
+            let c = check::classify(&o, &expected);
+            for r in c.reasons.iter().filter(|r| r.kind.is_failure()) {
+                let hint = match r.kind {
+                    ReasonKind::Shadowed | ReasonKind::MixedVersions => Some(format!("remove the folder that wins from {search_var} (or from the script that adds it), then run `cuenv doctor` again")),
+                    _ => Some(format!("`cuenv check {name}` runs the same check in the profile's own environment")),
+                };
+                findings.push(Finding { severity: Severity::Problem, message: format!("profile `{name}` is active, but in this environment: {r}"), hint });
+            }
+            active_check = Some(c);
+        } else if let Some(d) = &l.dispatcher {
+            // Judge the load against the dispatcher's own folder: sub-libraries from another
+            // folder, a runtime of another CUDA major, a crash while loading.
+            let expected = Expected {
+                entry_dir: d.parent().map(Path::to_path_buf).unwrap_or_default(),
+                version: l.version.as_deref().and_then(|v| v.parse().ok()).unwrap_or_else(|| Version::new(&[major])),
+                cuda_major: l.built_for_cuda.as_deref().and_then(|c| c.split('.').next()?.parse().ok()).unwrap_or(0),
+            };
+            let c = check::classify(&o, &expected);
+            // Against its own folder, "shadowed" and "version mismatch" say nothing new (a
+            // sub-library from elsewhere is reported as mixed versions).
+            for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed)) {
+                let hint = match r.kind {
+                    ReasonKind::MixedVersions => Some(format!("keep every cuDNN {major} library of one release in one folder, or let a cuenv profile provide them (`cuenv apply`, then activate it)")),
+                    ReasonKind::WrongCudaMajor => Some("put the CUDA runtime of the major this cuDNN was built for ahead of the others, or use a cuDNN built for the runtime you have".into()),
+                    _ => None,
+                };
+                findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major} from {}: {r}", d.display()), hint });
+            }
+        } else if o.report.is_none() {
+            let c = check::classify(&o, &Expected { entry_dir: PathBuf::new(), version: Version::new(&[major]), cuda_major: 0 });
+            for r in c.reasons.iter().filter(|r| r.kind.is_failure()) {
+                findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major}: {r}"), hint: None });
+            }
+        }
+        loaded.push(l);
+    }
+
+    for t in inp.toolkits {
+        let label = t.version.as_ref().map(|v| format!("CUDA {v}")).unwrap_or_else(|| "toolkit".into());
+        if let Some(h) = &t.hand_copied_cudnn {
+            let v = h.version.as_ref().map(|v| format!("cuDNN {v}")).unwrap_or_else(|| "a cuDNN".into());
+            findings.push(Finding {
+                severity: Severity::Warning,
+                message: format!("{v} was copied by hand into the {label} root {} ({}): whatever puts that folder on {search_var} loads it, ahead of any profile that comes later", t.root.display(), h.dispatcher.display()),
+                hint: Some("import the release with `cuenv store add <archive or wheel>`, declare it in a profile, then delete the copied files from the toolkit root".into()),
+            });
+        }
+        for p in t.problems.iter().filter(|p| p.contains("cuDNN")) {
+            findings.push(Finding { severity: Severity::Warning, message: format!("{label} root {}: {p}", t.root.display()), hint: None });
+        }
+    }
+
+    findings.sort_by_key(|f| f.severity);
+    Diagnosis { search_var, search_path, loaded, active_profile, active_check, findings }
+}
+
+fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option<&Path>) -> Loaded {
+    let mut l = Loaded { major: o.major, dispatcher: None, origin: None, version: None, built_for_cuda: None, error: None, modules: Vec::new() };
+    let Some(r) = &o.report else {
+        l.error = Some(o.report_error.clone().unwrap_or_else(|| "the probe gave no report".into()));
+        return l;
+    };
+    l.modules = r.modules.clone();
+    if !r.dispatcher.loaded {
+        l.error = r.dispatcher.error.as_ref().map(|e| e.message.clone());
+        return l;
+    }
+    let want = probe::dispatcher_name(o.major);
+    let d = r.modules.iter().find(|m| m.name.eq_ignore_ascii_case(&want)).or_else(|| r.modules.iter().find(|m| probe::is_dispatcher(&m.name)));
+    if let Some(d) = d {
+        let path = PathBuf::from(&d.path);
+        l.origin = Some(origin(&path, inp.layout, inp.toolkits, conda_prefix));
+        l.dispatcher = Some(path);
+    }
+    if let Some(v) = &r.cudnn {
+        l.version = Some(decode_cudnn(v.version));
+        l.built_for_cuda = (v.cudart_version > 0).then(|| format!("{}.{}", v.cudart_version / 1000, v.cudart_version % 1000 / 10));
+    }
+    l
+}
+
+/// cuDNN's version number as `major.minor.patch`: `major*10000 + minor*100 + patch` from 9.0
+/// on, `major*1000 + minor*100 + patch` before (cudnn_version.h of each release).
+fn decode_cudnn(v: u64) -> String {
+    if v >= 90000 { format!("{}.{}.{}", v / 10000, v % 10000 / 100, v % 100) } else { format!("{}.{}.{}", v / 1000, v % 1000 / 100, v % 100) }
+}
+
+/// Where the file at `path` comes from, in words: a store entry, a toolkit root, a pip wheel,
+/// PyTorch's bundled copy, a conda env, or just its folder.
+pub fn origin(path: &Path, layout: &Layout, toolkits: &[Toolkit], conda_prefix: Option<&Path>) -> String {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let file = canon(path);
+    let store = canon(&layout.store_dir());
+    if let Ok(rest) = file.strip_prefix(&store)
+        && let Some(entry) = rest.components().next()
+    {
+        return format!("cuenv store entry {}", entry.as_os_str().to_string_lossy());
+    }
+    let toolkits_dir = canon(&layout.toolkits_dir());
+    if let Ok(rest) = file.strip_prefix(&toolkits_dir)
+        && let Some(root) = rest.components().next()
+    {
+        return format!("cuenv CUDA runtime root {}", root.as_os_str().to_string_lossy());
+    }
+    if let Some(t) = toolkits.iter().find(|t| file.starts_with(canon(&t.root))) {
+        let v = t.version.as_ref().map(|v| format!("CUDA {v} ")).unwrap_or_default();
+        return format!("the {v}toolkit root {} (copied in by hand)", t.root.display());
+    }
+    let text = file.to_string_lossy().replace('\\', "/");
+    let lower = text.to_ascii_lowercase();
+    if let Some(i) = lower.find("/site-packages/nvidia/") {
+        return format!("a pip wheel (nvidia-*) in {}", &text[..i + "/site-packages".len()]);
+    }
+    if let Some(i) = lower.find("/torch/lib/") {
+        return format!("PyTorch's bundled copy in {}", &text[..i + "/torch/lib".len()]);
+    }
+    if let Some(prefix) = conda_prefix
+        && file.starts_with(canon(prefix))
+    {
+        return format!("the conda env {}", prefix.display());
+    }
+    format!("the folder {}", file.parent().unwrap_or(&file).display())
+}
+
+/// The folders of the search path that hold a cuDNN dispatcher, in order.
+fn scan_search_path(folders: &[PathBuf]) -> Vec<SearchDir> {
+    let mut out: Vec<SearchDir> = Vec::new();
+    let mut seen_majors = std::collections::BTreeSet::new();
+    for (i, folder) in folders.iter().enumerate() {
+        let Ok(rd) = std::fs::read_dir(folder) else { continue };
+        let names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        let mut dispatchers: Vec<Dispatcher> = names
+            .iter()
+            .filter_map(|n| {
+                let major = dispatcher_major(n)?;
+                Some(Dispatcher { file: n.clone(), major, version: file_version(folder, n, major, &names), first: false })
+            })
+            .collect();
+        if dispatchers.is_empty() {
+            continue;
+        }
+        dispatchers.sort_by_key(|d| std::cmp::Reverse(d.major));
+        for d in &mut dispatchers {
+            d.first = seen_majors.insert(d.major);
+        }
+        out.push(SearchDir { position: i + 1, path: folder.clone(), dispatchers });
+    }
+    out
+}
+
+/// The major of a dispatcher file name the loader finds by name on this platform
+/// (`libcudnn.so.9`, `cudnn64_8.dll`; not `libcudnn.so.9.5.0`).
+fn dispatcher_major(name: &str) -> Option<u64> {
+    let n = name.to_ascii_lowercase();
+    let digits = if cfg!(windows) { n.strip_prefix("cudnn64_")?.strip_suffix(".dll")? } else { n.strip_prefix("libcudnn.so.")? };
+    digits.parse().ok()
+}
+
+/// A dispatcher's version: its VERSIONINFO (Windows DLL), else a `libcudnn.so.<major>.Y.Z`
+/// beside it (the Linux archives' symlink chain).
+fn file_version(folder: &Path, name: &str, major: u64, names: &[String]) -> Option<String> {
+    if let Ok(info) = crate::binfmt::inspect(&folder.join(name))
+        && let Some(v) = info.file_version
+    {
+        return Some(v.to_string());
+    }
+    let prefix = format!("libcudnn.so.{major}.");
+    names.iter().filter_map(|n| n.strip_prefix(&prefix)).filter(|rest| rest.split('.').all(|p| p.parse::<u64>().is_ok())).max_by_key(|rest| rest.len()).map(|rest| format!("{major}.{rest}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cudnn_numbers_decode_per_era() {
+        assert_eq!(decode_cudnn(90500), "9.5.0");
+        assert_eq!(decode_cudnn(8904), "8.9.4");
+        assert_eq!(decode_cudnn(8101), "8.1.1");
+    }
+
+    #[test]
+    fn dispatcher_names_are_the_loaders() {
+        if cfg!(windows) {
+            assert_eq!(dispatcher_major("cudnn64_9.dll"), Some(9));
+            assert_eq!(dispatcher_major("CUDNN64_8.DLL"), Some(8));
+            assert_eq!(dispatcher_major("cudnn_ops64_9.dll"), None);
+        } else {
+            assert_eq!(dispatcher_major("libcudnn.so.9"), Some(9));
+            assert_eq!(dispatcher_major("libcudnn.so.9.5.0"), None);
+            assert_eq!(dispatcher_major("libcudnn_ops.so.9"), None);
+        }
+    }
+
+    #[test]
+    fn search_path_marks_the_first_of_each_major() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, c) = (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("c"));
+        for d in [&a, &b, &c] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let name = |m: u64| probe::dispatcher_name(m);
+        std::fs::write(a.join(name(9)), "x").unwrap();
+        std::fs::write(b.join(name(9)), "x").unwrap();
+        std::fs::write(b.join(name(8)), "x").unwrap();
+        if !cfg!(windows) {
+            std::fs::write(b.join("libcudnn.so.9.1.0"), "x").unwrap();
+        }
+        let dirs = scan_search_path(&[c.clone(), a.clone(), tmp.path().join("missing"), b.clone()]);
+        assert_eq!(dirs.len(), 2, "{dirs:?}");
+        assert_eq!((dirs[0].position, &dirs[0].path), (2, &a));
+        assert!(dirs[0].dispatchers[0].first);
+        assert_eq!((dirs[1].position, &dirs[1].path), (4, &b));
+        let majors: Vec<(u64, bool)> = dirs[1].dispatchers.iter().map(|d| (d.major, d.first)).collect();
+        assert_eq!(majors, [(9, false), (8, true)]);
+        if !cfg!(windows) {
+            assert_eq!(dirs[1].dispatchers[0].version.as_deref(), Some("9.1.0"));
+        }
+    }
+
+    #[test]
+    fn origins_in_words() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = Layout::new(tmp.path().join("home"));
+        let e = layout.store_dir().join("cudnn-9.5.0.50-cuda12-linux-x86_64-abc").join("lib");
+        std::fs::create_dir_all(&e).unwrap();
+        std::fs::write(e.join("libcudnn.so.9"), "x").unwrap();
+        assert_eq!(origin(&e.join("libcudnn.so.9"), &layout, &[], None), "cuenv store entry cudnn-9.5.0.50-cuda12-linux-x86_64-abc");
+        let sp = tmp.path().join("env/lib/python3.11/site-packages");
+        assert!(origin(&sp.join("nvidia/cudnn/lib/libcudnn.so.9"), &layout, &[], None).starts_with("a pip wheel (nvidia-*) in "));
+        assert!(origin(&sp.join("torch/lib/libcudnn.so.9"), &layout, &[], None).starts_with("PyTorch's bundled copy in "));
+        let env = tmp.path().join("env");
+        assert_eq!(origin(&env.join("lib/libcudnn.so.8"), &layout, &[], Some(&env)), format!("the conda env {}", env.display()));
+        assert_eq!(origin(Path::new("/opt/x/libcudnn.so.8"), &layout, &[], None), "the folder /opt/x");
+    }
+}

@@ -1,0 +1,104 @@
+//! `cuenv doctor` on stub cuDNN libraries built with the C compiler at test time: which one
+//! the loader picks from LD_LIBRARY_PATH, the folders it shadows, a dispatcher whose
+//! sub-library comes from another folder, and cuDNN copied by hand into a toolkit root.
+//! Linux only (ELF stubs found through LD_LIBRARY_PATH).
+#![cfg(target_os = "linux")]
+
+#[allow(unused)]
+mod support;
+
+use std::path::Path;
+
+use serde_json::Value;
+use support::stubs::Stubs;
+
+/// `cuenv doctor --major 9 [args]` with only `LD_LIBRARY_PATH` = `ld` (and `extra`) set.
+fn doctor(home: &Path, ld: &[&Path], extra: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cuenv"));
+    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("CUENV_HOME", home);
+    // No toolkit root of this machine may leak in; each test names its own.
+    c.env("CUENV_TOOLKIT_PATHS", "").env("CUDA_HOME", "").env("CUDA_PATH", "");
+    c.env("LD_LIBRARY_PATH", std::env::join_paths(ld).unwrap());
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    let out = c.args(["doctor", "--major", "9"]).args(args).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn the_first_folder_wins_and_the_later_one_is_shadowed() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    let a = s.build("a", "libcudnn.so.9", &["VERSION=90500"]);
+    let b = s.build("b", "libcudnn.so.9", &["VERSION=90100"]);
+    std::fs::write(b.join("libcudnn.so.9.1.0"), "").unwrap();
+    let rt = s.cudart();
+    let (code, out, err) = doctor(home.path(), &[&a, &rt, &b], &[], &["--json"]);
+    assert_eq!(code, 0, "a shadowed copy is a warning, not a problem:\n{out}\n{err}");
+    let d: Value = serde_json::from_str(&out).unwrap();
+    let loaded = &d["loaded"][0];
+    assert_eq!(loaded["version"], "9.5.0");
+    assert_eq!(loaded["built_for_cuda"], "12.6");
+    assert_eq!(loaded["dispatcher"], a.join("libcudnn.so.9").to_str().unwrap());
+    assert_eq!(loaded["origin"], format!("the folder {}", a.display()));
+    let dirs = d["search_path"].as_array().unwrap();
+    assert_eq!(dirs.len(), 2, "{d}");
+    assert_eq!((dirs[0]["position"].as_u64(), dirs[0]["dispatchers"][0]["first"].as_bool()), (Some(1), Some(true)));
+    assert_eq!((dirs[1]["position"].as_u64(), dirs[1]["dispatchers"][0]["first"].as_bool()), (Some(3), Some(false)));
+    assert_eq!(dirs[1]["dispatchers"][0]["version"], "9.1.0");
+    let f = d["findings"].as_array().unwrap();
+    assert_eq!(f.len(), 1, "{d}");
+    assert_eq!(f[0]["severity"], "warning");
+    assert!(f[0]["message"].as_str().unwrap().contains(&format!("2 folders on LD_LIBRARY_PATH hold cuDNN 9: {} comes first and wins", a.display())), "{}", f[0]);
+
+    // The same in words.
+    let (code, out, _) = doctor(home.path(), &[&a, &rt, &b], &[], &[]);
+    assert_eq!(code, 0);
+    assert!(out.contains("cuDNN 9: 9.5.0, built for CUDA 12.6"), "{out}");
+    assert!(out.contains(&format!("3. {}: libcudnn.so.9 (9.1.0) [shadowed]", b.display())), "{out}");
+    assert!(out.contains("0 problems, 1 warning"), "{out}");
+}
+
+#[test]
+fn a_sub_library_from_another_folder_is_a_problem() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    // cuDNN 9's dispatcher loads libcudnn_graph.so.9 by name: here it only exists in `other`.
+    let entry = s.build("entry", "libcudnn.so.9", &["MODE_SUB"]);
+    let other = s.build("other", "libcudnn_graph.so.9", &["GRAPH", "VERSION=90100"]);
+    let rt = s.cudart();
+    let (code, out, err) = doctor(home.path(), &[&entry, &rt, &other], &[], &[]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(out.contains("problem: cuDNN 9 from") && out.contains("mixed sub-library versions"), "{out}");
+    assert!(out.contains(&format!("{} (libcudnn_graph.so.9)", other.display())), "{out}");
+    assert!(out.contains("hint: keep every cuDNN 9 library of one release in one folder"), "{out}");
+}
+
+#[test]
+fn nothing_loadable_is_no_problem_and_hand_copied_cudnn_is_a_warning() {
+    let home = tempfile::tempdir().unwrap();
+    let tk = tempfile::tempdir().unwrap();
+    std::fs::write(tk.path().join("version.json"), r#"{"cuda": {"name": "CUDA SDK", "version": "12.6.77"}}"#).unwrap();
+    std::fs::create_dir_all(tk.path().join("lib64")).unwrap();
+    for f in ["libcudart.so.12", "libcudnn.so.9", "libcudnn_ops.so.9", "libcudnn.so.9.5.0"] {
+        std::fs::write(tk.path().join("lib64").join(f), "not a library").unwrap();
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let (code, out, err) = doctor(home.path(), &[empty.path()], &[("CUENV_TOOLKIT_PATHS", tk.path().to_str().unwrap())], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("cuDNN 9: not loadable (libcudnn.so.9: cannot open shared object file"), "{out}");
+    assert!(out.contains("no folder on LD_LIBRARY_PATH holds a cuDNN dispatcher"), "{out}");
+    assert!(out.contains("warning: cuDNN 9.5.0 was copied by hand into the CUDA 12.6.77 root"), "{out}");
+    assert!(out.contains("hint: import the release with `cuenv store add"), "{out}");
+}
+
+#[test]
+fn an_active_profile_missing_from_the_current_generation_is_a_problem() {
+    let home = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let (code, out, _) = doctor(home.path(), &[empty.path()], &[("CUENV_PROFILE", "torch2")], &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("active profile (CUENV_PROFILE): torch2"), "{out}");
+    assert!(out.contains("problem: CUENV_PROFILE says profile `torch2` is active, but the current generation has no such profile"), "{out}");
+}
