@@ -151,6 +151,29 @@ pub enum Error {
     /// bad version, bad profile name, a requirement nothing satisfies, ...).
     #[error("{0}")]
     Invalid(Box<Located>),
+    /// Several sections or profiles are invalid: one diagnostic each (at least two), in file
+    /// order. `Display` shows every one with its own `hint:` line; [`Diagnose::hint`] is
+    /// `None`.
+    #[error("{}", render_several(.0))]
+    Several(Vec<Located>),
+}
+
+/// Several diagnostics as the CLI shows them after its `error: ` prefix.
+fn render_several(all: &[Located]) -> String {
+    let mut out = String::new();
+    for (i, l) in all.iter().enumerate() {
+        if i > 0 {
+            out.push_str("\nerror: ");
+        }
+        out.push_str(&l.to_string());
+        if let Some(h) = &l.hint {
+            out.push_str(&format!("\nhint: {h}"));
+        }
+        out.push('\n');
+    }
+    let path = all.first().map(|l| l.path.display().to_string()).unwrap_or_default();
+    out.push_str(&format!("{} errors in {path}; nothing was changed", all.len()));
+    out
 }
 
 impl Error {
@@ -159,7 +182,30 @@ impl Error {
         match self {
             Error::Read { .. } => None,
             Error::Syntax(l) | Error::Invalid(l) => Some(l),
+            Error::Several(all) => all.first(),
         }
+    }
+
+    /// Every located diagnostic (one, or several for [`Error::Several`]).
+    pub fn all_located(&self) -> Vec<&Located> {
+        match self {
+            Error::Several(all) => all.iter().collect(),
+            other => other.located().into_iter().collect(),
+        }
+    }
+
+    /// One error for `errors` (at least one): itself when alone, else [`Error::Several`]
+    /// (a read error, which has no location, wins alone).
+    fn combine(mut errors: Vec<Error>) -> Error {
+        if errors.len() == 1 || errors.iter().any(|e| e.located().is_none()) {
+            let i = errors.iter().position(|e| e.located().is_none()).unwrap_or(0);
+            return errors.swap_remove(i);
+        }
+        Error::Several(errors.into_iter().flat_map(|e| match e {
+            Error::Syntax(l) | Error::Invalid(l) => vec![*l],
+            Error::Several(all) => all,
+            Error::Read { .. } => Vec::new(),
+        }).collect())
     }
 
     /// Adds a note line shown under the caret (no effect on a read error).
@@ -177,7 +223,7 @@ impl Diagnose for Error {
             Error::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 Some("check the path, or create the file (see profiles/lab.toml for an example)".into())
             }
-            Error::Read { .. } => None,
+            Error::Read { .. } | Error::Several(_) => None,
             Error::Syntax(l) | Error::Invalid(l) => l.hint.clone(),
         }
     }
@@ -349,24 +395,43 @@ pub fn load(path: &Path) -> Result<ProfileFile, Error> {
 ///
 /// Errors: [`Error::Syntax`] for invalid TOML; [`Error::Invalid`] for an unknown key, a value
 /// of the wrong type or out of its choices, a bad version requirement, a bad or duplicate
-/// profile name, or a profile without `cuda` or `cudnn`. The first error in file order wins.
+/// profile name, or a profile without `cuda` or `cudnn`. Each of the top level, `[settings]`,
+/// `[toolkits]` and every profile is checked on its own: when more than one is wrong, all
+/// their first errors come back together, in file order, as [`Error::Several`].
 pub fn parse(text: &str, path: &Path) -> Result<ProfileFile, Error> {
     let cx = Cx { path, src: text };
     let doc = toml_edit::Document::parse(text).map_err(|e| cx.syntax(&e))?;
     let root: &dyn TableLike = doc.as_table();
-    cx.check_keys(root, &["settings", "toolkits", "profiles"], "the top level")?;
-    let settings = match cx.table_at(root, "settings")? {
-        Some(t) => cx.settings(t)?,
-        None => Settings::default(),
+    let mut errors = Vec::new();
+    if let Err(e) = cx.check_keys(root, &["settings", "toolkits", "profiles"], "the top level") {
+        errors.push(e);
+    }
+    let settings = match cx.table_at(root, "settings").and_then(|t| t.map(|t| cx.settings(t)).transpose()) {
+        Ok(s) => s.unwrap_or_default(),
+        Err(e) => {
+            errors.push(e);
+            Settings::default()
+        }
     };
-    let toolkits = match cx.table_at(root, "toolkits")? {
-        Some(t) => cx.toolkits(t)?,
-        None => Vec::new(),
+    let toolkits = match cx.table_at(root, "toolkits").and_then(|t| t.map(|t| cx.toolkits(t)).transpose()) {
+        Ok(t) => t.unwrap_or_default(),
+        Err(e) => {
+            errors.push(e);
+            Vec::new()
+        }
     };
-    let profiles = match cx.table_at(root, "profiles")? {
-        Some(t) => cx.profiles(t)?,
-        None => Vec::new(),
+    let profiles = match cx.table_at(root, "profiles") {
+        Ok(Some(t)) => cx.profiles(t, &mut errors),
+        Ok(None) => Vec::new(),
+        Err(e) => {
+            errors.push(e);
+            Vec::new()
+        }
     };
+    if !errors.is_empty() {
+        errors.sort_by_key(|e| e.located().map(|l| l.span.start).unwrap_or(0));
+        return Err(Error::combine(errors));
+    }
     Ok(ProfileFile { path: path.to_path_buf(), source: text.to_string(), settings, toolkits, profiles })
 }
 
@@ -500,28 +565,37 @@ impl Cx<'_> {
         Ok(out)
     }
 
-    fn profiles(&self, t: &dyn TableLike) -> Result<Vec<Profile>, Error> {
+    /// The profiles of `[profiles]`; each invalid one adds its first error to `errors`.
+    fn profiles(&self, t: &dyn TableLike, errors: &mut Vec<Error>) -> Vec<Profile> {
         let mut out: Vec<Profile> = Vec::new();
+        let mut names: Vec<&str> = Vec::new();
         for (name, item) in t.iter() {
             let name_span = self.key_span(t, name);
-            self.check_profile_name(name, &name_span)?;
-            if let Some(other) = out.iter().find(|p| p.name.eq_ignore_ascii_case(name)) {
-                return Err(self.invalid(
-                    name_span,
-                    format!("profiles `{}` and `{name}` differ only in case", other.name),
-                    "rename one: on Windows both would share one folder under profiles/",
-                ));
-            }
-            let Some(table) = item.as_table_like() else {
-                return Err(self.invalid(
-                    self.value_span(t, name),
-                    format!("profile `{name}` must be a table, not {}", item.type_name()),
-                    format!("write it as a section: `[profiles.{name}]` followed by `cuda = ...` and `cudnn = ...`"),
-                ));
+            let one = || -> Result<Profile, Error> {
+                self.check_profile_name(name, &name_span)?;
+                if let Some(other) = names.iter().find(|n| n.eq_ignore_ascii_case(name)) {
+                    return Err(self.invalid(
+                        name_span.clone(),
+                        format!("profiles `{other}` and `{name}` differ only in case"),
+                        "rename one: on Windows both would share one folder under profiles/",
+                    ));
+                }
+                let Some(table) = item.as_table_like() else {
+                    return Err(self.invalid(
+                        self.value_span(t, name),
+                        format!("profile `{name}` must be a table, not {}", item.type_name()),
+                        format!("write it as a section: `[profiles.{name}]` followed by `cuda = ...` and `cudnn = ...`"),
+                    ));
+                };
+                self.profile(name, name_span.clone(), table)
             };
-            out.push(self.profile(name, name_span, table)?);
+            match one() {
+                Ok(p) => out.push(p),
+                Err(e) => errors.push(e),
+            }
+            names.push(name);
         }
-        Ok(out)
+        out
     }
 
     fn check_profile_name(&self, name: &str, span: &Span) -> Result<(), Error> {
@@ -714,6 +788,24 @@ cudnn = { version = "9.5.0.50", from = "pypi", sha256 = "D8A23705E3884B137B7E054
 conda-env = 'D:\envs\torch2'
 check = "load"
 "#;
+
+    #[test]
+    fn each_section_and_profile_reports_its_first_error_all_at_once() {
+        let text = "[profiles.a]\ncuda = \"1.x\"\ncudnn = \"bad\"\n[profiles.b]\ncuda = \"12\"\ncudnn = \"9\"\n[profiles.B]\ncuda = \"12\"\ncudnn = \"9\"\n[settings]\nlink-mode = \"x\"\n";
+        let e = err(text);
+        let all = e.all_located();
+        let at: Vec<(usize, usize)> = all.iter().map(|l| (l.line, l.column)).collect();
+        assert_eq!(at, [(2, 8), (7, 11), (11, 13)], "{e}");
+        assert!(all[1].message.contains("differ only in case"), "{}", all[1].message);
+        assert_eq!(e.hint(), None, "each diagnostic carries its own hint");
+        let shown = e.to_string();
+        assert_eq!(shown.matches("\nhint: ").count(), 3, "{shown}");
+        assert_eq!(shown.matches("\nerror: ").count(), 2, "{shown}");
+        assert!(shown.ends_with("3 errors in lab.toml; nothing was changed"), "{shown}");
+        assert_eq!(e.exit_code(), ExitCode::Invalid);
+        // One broken profile among good ones: a plain Invalid, as before.
+        assert!(matches!(err("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n[profiles.b]\ncuda = \"12\"\n"), Error::Invalid(_)));
+    }
 
     #[test]
     fn parses_the_full_schema() {

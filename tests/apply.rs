@@ -270,6 +270,15 @@ fn unknown_key_names_file_line_column() {
 }
 
 #[test]
+fn every_broken_profile_is_reported_at_once() {
+    let lab = Lab::new();
+    let f = lab.lab("[settings]\nlink-mode = \"hardlink\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.x\"\n\n[profiles.ok]\ncuda = \"12\"\ncudnn = \"9.5\"\n\n[profiles.b]\ncuda = \"12\"\ncudnn = \"9.5\"\ncuddn = \"9\"\n");
+    assert_invalid(&lab, &f, &["lab.toml:7:13: `link-mode = \"hardlink\"` is not a valid link-mode", "lab.toml:11:9: `cudnn = \"9.x\"`", "lab.toml:20:1: unknown key `cuddn`", "3 errors in", "nothing was changed"]);
+    let (_, _, err) = lab.run(&["plan", f.to_str().unwrap()]);
+    assert_eq!(err.lines().filter(|l| l.starts_with("hint: ")).count(), 3, "one hint per error:\n{err}");
+}
+
+#[test]
 fn bad_version_is_shown_at_its_span() {
     let lab = Lab::new();
     let f = lab.lab("[profiles.a]\ncuda = \"12\"\ncudnn = \"9.x\"\n");
