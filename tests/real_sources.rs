@@ -13,14 +13,21 @@ use std::time::Instant;
 
 use support::*;
 
-#[test]
-#[ignore = "downloads about 1.7 GB from PyPI: scripts/real-input.sh"]
-fn shipped_lab_from_pypi() {
+/// A fresh home, and a copy of the shipped `profiles/lab.toml` and `lab.lock` in its work
+/// folder; also returns the repository's `profiles/`.
+fn shipped_lab() -> (TestContext, std::path::PathBuf) {
     let ctx = TestContext::new();
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles");
     for f in ["lab.toml", "lab.lock"] {
         fs::copy(root.join(f), ctx.path(f)).unwrap();
     }
+    (ctx, root)
+}
+
+#[test]
+#[ignore = "downloads about 1.7 GB from PyPI: scripts/real-input.sh"]
+fn shipped_lab_from_pypi() {
+    let (ctx, root) = shipped_lab();
     let lab = ctx.path("lab.toml");
     let started = Instant::now();
     let out = ctx.cmd().args(["apply", "--locked", "--json"]).arg(&lab).output().unwrap();
@@ -47,11 +54,7 @@ fn shipped_lab_from_pypi() {
 #[test]
 #[ignore = "downloads about 1.5 GB from PyPI: scripts/real-input.sh"]
 fn shipped_lab_windows_section_from_pypi() {
-    let ctx = TestContext::new();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles");
-    for f in ["lab.toml", "lab.lock"] {
-        fs::copy(root.join(f), ctx.path(f)).unwrap();
-    }
+    let (ctx, root) = shipped_lab();
     let started = Instant::now();
     let out = ctx.cmd().args(["lock", "--locked", "--platform", "windows-x86_64"]).arg(ctx.path("lab.toml")).output().unwrap();
     let took = started.elapsed();
