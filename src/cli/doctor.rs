@@ -28,7 +28,13 @@ pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> anyhow::Resul
 fn render(d: &Diagnosis) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let _ = writeln!(s, "cuDNN loaded by name in this environment ({} first, then the loader's own search order):", d.search_var);
+    // Field notes §5: the loaders' search orders.
+    let order = if cfg!(windows) {
+        "the loader searches the application folder, System32, the Windows folder and the current folder before PATH"
+    } else {
+        "the loader searches the program's DT_RPATH, LD_LIBRARY_PATH, its DT_RUNPATH, the ld.so cache, then the default folders"
+    };
+    let _ = writeln!(s, "cuDNN loaded by name in this environment ({order}):");
     for l in &d.loaded {
         match (&l.dispatcher, &l.version) {
             (Some(p), v) => {
