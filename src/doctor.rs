@@ -12,7 +12,10 @@
 //!    the first of each major wins, later ones are shadowed.
 //! 3. **Toolkit roots** (as `cuenv toolkits` finds them): cuDNN copied in by hand, and the
 //!    oddities [`crate::toolkit::inspect_root`] reports.
-//! 4. **The active profile** (`CUENV_PROFILE`, set by cuenv's shims): judged exactly like
+//! 4. **Framework copies** in the active conda env (`CONDA_PREFIX`): PyTorch's `torch/lib`,
+//!    the `nvidia-cudnn-cu*` wheel, conda's own `cudnn` package: frameworks load these
+//!    ahead of the search path (field notes §5).
+//! 5. **The active profile** (`CUENV_PROFILE`, set by cuenv's shims): judged exactly like
 //!    `cuenv check` judges it ([`crate::check::classify`]), so a shadowed profile is named with
 //!    the folder that won and why.
 //!
@@ -240,6 +243,17 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         loaded.push(l);
     }
 
+    if let Some(prefix) = &conda_prefix {
+        for (dir, what, d) in framework_copies(prefix) {
+            let v = d.version.as_deref().map(|v| format!("cuDNN {v}")).unwrap_or_else(|| format!("cuDNN {} (version unknown)", d.major));
+            findings.push(Finding {
+                severity: Severity::Warning,
+                message: format!("{what} in the conda env {} carries its own {v}: {}", prefix.display(), dir.join(&d.file).display()),
+                hint: Some(format!("a framework loads its own copy first (RPATH, or its own folder on Windows), whatever {search_var} says: keep it at the profile's cuDNN version, or remove it so the profile's cuDNN is found")),
+            });
+        }
+    }
+
     for t in inp.toolkits {
         let label = t.version.as_ref().map(|v| format!("CUDA {v}")).unwrap_or_else(|| "toolkit".into());
         if let Some(h) = &t.hand_copied_cudnn {
@@ -351,6 +365,47 @@ fn scan_search_path(folders: &[PathBuf]) -> Vec<SearchDir> {
         out.push(SearchDir { position: i + 1, path: folder.clone(), dispatchers });
     }
     out
+}
+
+/// cuDNN copies that frameworks load ahead of the search path, in a conda env `prefix`:
+/// PyTorch's `torch/lib` (Windows wheels bundle cuDNN there), the `nvidia-cudnn-cu*` pip
+/// wheel (`site-packages/nvidia/cudnn`, which Linux PyTorch wheels load through their RPATH),
+/// and the env's own library folder (conda's `cudnn` package). Returns (folder, what, dispatcher).
+pub fn framework_copies(prefix: &Path) -> Vec<(PathBuf, String, Dispatcher)> {
+    let mut site_packages: Vec<PathBuf> = vec![prefix.join("Lib").join("site-packages")];
+    if let Ok(rd) = std::fs::read_dir(prefix.join("lib")) {
+        let mut pythons: Vec<PathBuf> = rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("python")).map(|e| e.path().join("site-packages")).collect();
+        pythons.sort();
+        site_packages.extend(pythons);
+    }
+    let mut places: Vec<(PathBuf, String)> = vec![(prefix.join(if cfg!(windows) { "Library/bin" } else { "lib" }), "conda's cudnn package".into())];
+    for sp in site_packages.iter().filter(|p| p.is_dir()) {
+        places.push((sp.join("torch").join("lib"), "PyTorch".into()));
+        places.push((sp.join("nvidia").join("cudnn").join(if cfg!(windows) { "bin" } else { "lib" }), "the pip wheel nvidia-cudnn".into()));
+    }
+    let mut out = Vec::new();
+    for (dir, what) in places {
+        for found in scan_search_path(std::slice::from_ref(&dir)) {
+            for mut d in found.dispatchers {
+                if d.version.is_none() && what.starts_with("the pip wheel") {
+                    // site-packages/nvidia/cudnn/lib -> site-packages
+                    d.version = wheel_version(dir.ancestors().nth(3).unwrap_or(&dir));
+                }
+                out.push((dir.clone(), what.clone(), d));
+            }
+        }
+    }
+    out
+}
+
+/// The version of the `nvidia-cudnn-cu*` wheel installed in `site_packages`, from its
+/// `nvidia_cudnn_cu<N>-<version>.dist-info` folder name.
+fn wheel_version(site_packages: &Path) -> Option<String> {
+    std::fs::read_dir(site_packages).ok()?.flatten().find_map(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let rest = name.strip_prefix("nvidia_cudnn_cu")?.strip_suffix(".dist-info")?;
+        Some(rest.split_once('-')?.1.to_string())
+    })
 }
 
 /// The major of a dispatcher file name the loader finds by name on this platform

@@ -102,3 +102,25 @@ fn an_active_profile_missing_from_the_current_generation_is_a_problem() {
     assert!(out.contains("active profile (CUENV_PROFILE): torch2"), "{out}");
     assert!(out.contains("problem: CUENV_PROFILE says profile `torch2` is active, but the current generation has no such profile"), "{out}");
 }
+
+#[test]
+fn framework_copies_in_the_conda_env_are_warnings() {
+    let home = tempfile::tempdir().unwrap();
+    let env = tempfile::tempdir().unwrap();
+    let sp = env.path().join("lib/python3.11/site-packages");
+    for d in ["torch/lib", "nvidia/cudnn/lib", "nvidia_cudnn_cu12-9.1.0.70.dist-info"] {
+        std::fs::create_dir_all(sp.join(d)).unwrap();
+    }
+    std::fs::write(sp.join("torch/lib/libcudnn.so.9"), "x").unwrap();
+    std::fs::write(sp.join("nvidia/cudnn/lib/libcudnn.so.9"), "x").unwrap();
+    std::fs::write(env.path().join("lib/libcudnn.so.8"), "x").unwrap();
+    std::fs::write(env.path().join("lib/libcudnn.so.8.9.7"), "x").unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let (code, out, _) = doctor(home.path(), &[empty.path()], &[("CONDA_PREFIX", env.path().to_str().unwrap())], &[]);
+    assert_eq!(code, 0, "{out}");
+    let prefix = env.path().display();
+    assert!(out.contains(&format!("warning: conda's cudnn package in the conda env {prefix} carries its own cuDNN 8.9.7: {prefix}/lib/libcudnn.so.8")), "{out}");
+    assert!(out.contains(&format!("warning: PyTorch in the conda env {prefix} carries its own cuDNN 9 (version unknown): {}", sp.join("torch/lib/libcudnn.so.9").display())), "{out}");
+    assert!(out.contains(&format!("warning: the pip wheel nvidia-cudnn in the conda env {prefix} carries its own cuDNN 9.1.0.70: {}", sp.join("nvidia/cudnn/lib/libcudnn.so.9").display())), "{out}");
+    assert!(out.contains("hint: a framework loads its own copy first"), "{out}");
+}
