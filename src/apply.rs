@@ -134,7 +134,7 @@ pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, l
         for c in &honoured.changes {
             msg.push_str(&format!("\n  {c}"));
         }
-        return Err(LockedDrift(msg).into());
+        return Err(LockedDrift::new(msg, &file.path, platform, lock.is_none()).into());
     }
     Ok(Locking { resolved: honoured.resolved, changes: honoured.changes, toolkits, entries })
 }
@@ -322,12 +322,35 @@ pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platfor
 
 /// `--locked` and the lock file disagree.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct LockedDrift(pub String);
+#[error("{message}")]
+pub struct LockedDrift {
+    /// The lock, the profile file, the platform, and each difference on its own line.
+    pub message: String,
+    /// What to do: the exact command that updates the lock.
+    pub hint: String,
+}
+
+impl LockedDrift {
+    /// The drift of `platform`'s section of `file`'s lock: `message`, and a hint naming the
+    /// command that rewrites that section (`cuenv apply` on this host, `cuenv lock` otherwise).
+    pub fn new(message: String, file: &Path, platform: Platform, missing: bool) -> LockedDrift {
+        let update = if Platform::host() == Some(platform) {
+            format!("cuenv apply {}", file.display())
+        } else {
+            format!("cuenv lock {} --platform {platform}", file.display())
+        };
+        let hint = if missing {
+            format!("run `{update}` to write it")
+        } else {
+            format!("run `{update}` (without --locked) to update the lock file, or restore the store entries and toolkits it names")
+        };
+        LockedDrift { message, hint }
+    }
+}
 
 impl crate::error::Diagnose for LockedDrift {
     fn hint(&self) -> Option<String> {
-        Some("run `cuenv apply` (or `cuenv lock --platform <P>` for another platform) without --locked to update the lock file, or restore the store entries and toolkits it names".into())
+        Some(self.hint.clone())
     }
     fn exit_code(&self) -> crate::error::ExitCode {
         crate::error::ExitCode::Invalid

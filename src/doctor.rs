@@ -179,7 +179,20 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     }
 
     // The active profile (set by cuenv's shims) is judged like `cuenv check` judges it.
-    let active_profile = get("CUENV_PROFILE").map(|v| v.to_string_lossy().into_owned()).filter(|s| !s.is_empty());
+    let mut active_profile = get("CUENV_PROFILE").map(|v| v.to_string_lossy().into_owned()).filter(|s| !s.is_empty());
+    if active_profile.as_deref() == Some("active") {
+        // `cuenv env --setup`: the shell follows `<home>/active`, whichever profile
+        // `cuenv use` made active.
+        let target = crate::link::read(&inp.layout.active_link()).ok().and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
+        if target.is_none() {
+            findings.push(Finding {
+                severity: Severity::Warning,
+                message: format!("this shell follows {} (`cuenv env --setup`), but no profile is active", inp.layout.active_link().display()),
+                hint: Some("`cuenv use <profile>` makes one active".into()),
+            });
+        }
+        active_profile = target;
+    }
     let active_view = active_profile.as_ref().and_then(|name| {
         let view = generation::current(inp.layout).and_then(|n| generation::read(inp.layout, n).ok()).and_then(|m| m.profiles.into_iter().find(|p| &p.name == name));
         if view.is_none() {
@@ -227,17 +240,12 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             // Against its own folder, "shadowed" and "version mismatch" say nothing new (a
             // sub-library from elsewhere is reported as mixed versions).
             for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed)) {
-                let hint = match r.kind {
-                    ReasonKind::MixedVersions => Some(format!("keep every cuDNN {major} library of one release in one folder, or let a cuenv profile provide them (`cuenv apply`, then activate it)")),
-                    ReasonKind::WrongCudaMajor => Some("put the CUDA runtime of the major this cuDNN was built for ahead of the others, or use a cuDNN built for the runtime you have".into()),
-                    _ => None,
-                };
-                findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major} from {}: {r}", d.display()), hint });
+                findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major} from {}: {r}", d.display()), hint: Some(hint_for(r.kind, major, &search_var)) });
             }
         } else if o.report.is_none() {
             let c = check::classify(&o, &Expected { entry_dir: PathBuf::new(), version: Version::new(&[major]), cuda_major: 0 });
             for r in c.reasons.iter().filter(|r| r.kind.is_failure()) {
-                findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major}: {r}"), hint: None });
+                findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major}: {r}"), hint: Some(hint_for(r.kind, major, &search_var)) });
             }
         }
         loaded.push(l);
@@ -270,13 +278,38 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     }
 
     findings.sort_by_key(|f| f.severity);
+    // One hint said once is enough.
+    let mut said = std::collections::HashSet::new();
+    for f in &mut findings {
+        if let Some(h) = &f.hint
+            && !said.insert(h.clone())
+        {
+            f.hint = None;
+        }
+    }
     Diagnosis { search_var, search_path, loaded, active_profile, active_check, findings }
+}
+
+/// What to do about a failed load of cuDNN `major` found without a profile.
+fn hint_for(kind: ReasonKind, major: u64, search_var: &str) -> String {
+    match kind {
+        ReasonKind::MixedVersions => format!("keep every cuDNN {major} library of one release in one folder, or let a cuenv profile provide them (`cuenv apply`, then activate it)"),
+        ReasonKind::WrongCudaMajor => "put the CUDA runtime of the major this cuDNN was built for ahead of the others, or use a cuDNN built for the runtime you have".into(),
+        ReasonKind::MissingLibrary => format!("put the folder that holds it on {search_var} (a cuenv profile's activation puts the profile's CUDA runtime there), or install it"),
+        ReasonKind::Crash | ReasonKind::Timeout | ReasonKind::BadReport => "`cuenv doctor --json` shows the probe's output; libraries from two releases in one process are the usual cause".into(),
+        _ => "`cuenv doctor --json` shows the probe's full report".into(),
+    }
 }
 
 fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option<&Path>) -> Loaded {
     let mut l = Loaded { major: o.major, dispatcher: None, origin: None, version: None, built_for_cuda: None, error: None, modules: Vec::new() };
     let Some(r) = &o.report else {
-        l.error = Some(o.report_error.clone().unwrap_or_else(|| "the probe gave no report".into()));
+        l.error = Some(match &o.end {
+            check::ProbeEnd::Signaled { name, .. } => format!("the probe crashed ({name}) while loading it"),
+            check::ProbeEnd::TimedOut { after_ms } => format!("the probe did not finish within {after_ms} ms"),
+            check::ProbeEnd::SpawnFailed { error } => error.clone(),
+            check::ProbeEnd::Exited { code } => format!("the probe exited with code {code} without a report"),
+        });
         return l;
     };
     l.modules = r.modules.clone();

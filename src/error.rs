@@ -35,6 +35,33 @@ pub trait Diagnose: std::error::Error {
     }
 }
 
+/// An error of the command-line layer that is only a message, a hint and an exit code
+/// (e.g. "no generation yet"); modules use their own typed errors instead.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Hinted {
+    /// What is wrong.
+    pub message: String,
+    /// What to do next.
+    pub hint: String,
+    /// The failure class.
+    pub code: ExitCode,
+}
+
+impl Diagnose for Hinted {
+    fn hint(&self) -> Option<String> {
+        Some(self.hint.clone())
+    }
+    fn exit_code(&self) -> ExitCode {
+        self.code
+    }
+}
+
+/// A [`Hinted`] error as an `anyhow::Error`.
+pub fn hinted(message: impl Into<String>, hint: impl Into<String>, code: ExitCode) -> anyhow::Error {
+    Hinted { message: message.into(), hint: hint.into(), code }.into()
+}
+
 /// Finds the first error in `err`'s chain that implements [`Diagnose`].
 fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
     macro_rules! first_of {
@@ -60,6 +87,7 @@ fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
             crate::runtime::Error,
             crate::sources::PinMismatch,
             crate::lock::LockError,
+            Hinted,
         );
     }
     None

@@ -196,7 +196,7 @@ impl Error {
 
     /// One error for `errors` (at least one): itself when alone, else [`Error::Several`]
     /// (a read error, which has no location, wins alone).
-    fn combine(mut errors: Vec<Error>) -> Error {
+    pub(crate) fn combine(mut errors: Vec<Error>) -> Error {
         if errors.len() == 1 || errors.iter().any(|e| e.located().is_none()) {
             let i = errors.iter().position(|e| e.located().is_none()).unwrap_or(0);
             return errors.swap_remove(i);
@@ -733,28 +733,15 @@ pub fn did_you_mean<'c>(word: &str, choices: &[&'c str]) -> Option<&'c str> {
     let norm = |s: &str| s.to_ascii_lowercase().replace('_', "-");
     let w = norm(word);
     let limit = (w.chars().count() / 3).max(1);
+    let common_prefix = |c: &str| w.chars().zip(c.chars()).take_while(|(a, b)| a == b).count();
     choices
         .iter()
-        .map(|c| (edit_distance(&w, &norm(c)), *c))
+        // Optimal string alignment: a swap of two neighbours (`form` for `from`) costs 1.
+        .map(|c| (strsim::osa_distance(&w, &norm(c)), *c))
         .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
+        // Ties go to the longer shared start: `cudn` is `cudnn` missing a letter, not `cuda`.
+        .min_by_key(|(d, c)| (*d, std::cmp::Reverse(common_prefix(&norm(c)))))
         .map(|(_, c)| c)
-}
-
-/// Levenshtein distance in characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(row[j + 1] + 1);
-            prev = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -805,6 +792,15 @@ check = "load"
         assert_eq!(e.exit_code(), ExitCode::Invalid);
         // One broken profile among good ones: a plain Invalid, as before.
         assert!(matches!(err("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n[profiles.b]\ncuda = \"12\"\n"), Error::Invalid(_)));
+    }
+
+    #[test]
+    fn suggestions_prefer_swaps_and_shared_starts() {
+        assert_eq!(did_you_mean("cudn", &PROFILE_KEYS), Some("cudnn"));
+        assert_eq!(did_you_mean("cdua", &PROFILE_KEYS), Some("cuda"));
+        assert_eq!(did_you_mean("form", &REQUIREMENT_KEYS), Some("from"));
+        assert_eq!(did_you_mean("conda_env", &PROFILE_KEYS), Some("conda-env"));
+        assert_eq!(did_you_mean("zzz", &PROFILE_KEYS), None);
     }
 
     #[test]
@@ -1043,6 +1039,5 @@ check = "load"
         assert_eq!(did_you_mean("cuddn", &PROFILE_KEYS), Some("cudnn"));
         assert_eq!(did_you_mean("CUDA", &PROFILE_KEYS), Some("cuda"));
         assert_eq!(did_you_mean("version", &PROFILE_KEYS), None);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 }

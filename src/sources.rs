@@ -92,9 +92,7 @@ fn cuda_major(
             }
             Ok(Some(v.major()))
         }
-        Some(src) => Err(file
-            .error_at(src.span.clone(), "only `from = \"pypi\"` can provide a CUDA runtime", Some("install the toolkit and name it under [toolkits], or use `from = \"pypi\"`".into()))
-            .into()),
+        Some(_) => unreachable!("check() refused any other CUDA source"),
         None => {
             // Runtime roots are listed afresh: an earlier profile may have just made one.
             let best = installed
@@ -108,6 +106,40 @@ fn cuda_major(
     }
 }
 
+/// Checks every `from` of `file` before anything is fetched or planned: a CUDA runtime can
+/// only come from PyPI, and a cuDNN location that is neither "pypi", "nvidia" nor an http(s)
+/// URL must be a path that exists (relative to the profile file). Every bad `from` is
+/// reported (with its line and a hint), not only the first.
+pub fn check(file: &ProfileFile) -> Result<(), profile::Error> {
+    let mut errors = Vec::new();
+    for p in &file.profiles {
+        if let Some(src) = p.cuda.from.as_ref().filter(|s| s.value != Source::Pypi) {
+            let guess = match &src.value {
+                Source::Location(l) if profile::did_you_mean(l, &["pypi"]).is_some() => "did you mean `from = \"pypi\"`? ",
+                _ => "",
+            };
+            errors.push(file.error_at(
+                src.span.clone(),
+                "only `from = \"pypi\"` can provide a CUDA runtime",
+                Some(format!("{guess}install the toolkit and name it under [toolkits], or use `from = \"pypi\"`")),
+            ));
+        }
+        if let Some(from) = &p.cudnn.from
+            && let Source::Location(loc) = &from.value
+            && !is_url(loc)
+            && !file.path.parent().unwrap_or(Path::new(".")).join(loc).exists()
+        {
+            let guess = profile::did_you_mean(loc, &["pypi", "nvidia"]).map(|g| format!("did you mean `from = \"{g}\"`? ")).unwrap_or_default();
+            errors.push(file.error_at(
+                from.span.clone(),
+                format!("`from = \"{loc}\"` is neither \"pypi\", \"nvidia\", an http(s) URL, nor a path that exists"),
+                Some(format!("{guess}write `from = \"pypi\"`, `from = \"nvidia\"`, a URL with `sha256 = \"...\"`, or the path of an archive, wheel or folder (relative to the profile file)")),
+            ));
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(profile::Error::combine(errors)) }
+}
+
 /// Makes sure every `from` source of `file` for `platform` is in the store (and every
 /// `from = "pypi"` CUDA runtime in `<home>/toolkits`); `pins` are `platform`'s section of
 /// `lab.lock`. Returns one `+` line per thing fetched or imported.
@@ -116,6 +148,7 @@ fn cuda_major(
 /// can be served (an installed toolkit of another machine cannot be seen): any other is
 /// an error at its `cuda` value.
 pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, platform: Platform, pins: &Pins, ep: &Endpoints, progress: &dyn Progress) -> anyhow::Result<Vec<String>> {
+    check(file)?;
     let mut lines = Vec::new();
     let host = Platform::host() == Some(platform);
     if !host && let Some(p) = file.profiles.iter().find(|p| p.cuda.from.is_none()) {
@@ -139,12 +172,6 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, platform: 
         let cx = Cx { layout, lock, ep, progress };
         let Some(major) = cuda_major(&cx, file, p, &mut lines, pin, &installed, platform)? else { continue };
         let Some(from) = &p.cudnn.from else { continue };
-        if let Source::Location(loc) = &from.value
-            && !is_url(loc) && !file.path.parent().unwrap_or(Path::new(".")).join(loc).exists() {
-                return Err(file
-                    .error_at(from.span.clone(), format!("`from = \"{loc}\"` is neither \"pypi\", \"nvidia\", an http(s) URL, nor a path that exists"), Some("write `from = \"pypi\"`, `from = \"nvidia\"`, a URL with `sha256 = \"...\"`, or the path of an archive, wheel or folder (relative to the profile file)".into()))
-                    .into());
-            }
         let store = Store::new(layout);
         let pin_sha = pin.and_then(|pin| pin.sha256.clone());
         let have = match &pin_sha {
@@ -206,7 +233,10 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, platform: 
 
 /// What [`ensure`] would fetch for `platform`, without touching the network or the disk:
 /// one line per profile whose `from` source is not in the store yet.
-pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Vec<String> {
+///
+/// Errors: those of [`check`].
+pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Vec<String>, profile::Error> {
+    check(file)?;
     let entries = Store::new(layout).entries();
     let mut lines = Vec::new();
     for p in &file.profiles {
@@ -229,7 +259,7 @@ pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Vec<S
             }
         }
     }
-    lines
+    Ok(lines)
 }
 
 /// The source now serves other bytes than `lab.lock` pins.

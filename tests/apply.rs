@@ -214,12 +214,18 @@ fn use_rollback_generations_gc() {
     // `active` follows the switch through the stable path.
     assert!(active.join("cudnn-lib/libcudnn.so.8").exists());
 
-    lab.ok(&["rollback"]);
+    let said = lab.ok(&["rollback"]);
+    assert!(said.contains("rolled back: generation 1 is current (was 2)"), "{said}");
     assert_eq!(lab.current(), 1);
     assert!(lab.profiles().join("legacy/cudnn-lib/libcudnn.so.8").exists());
     let gens = lab.ok(&["generations"]);
     assert!(gens.lines().any(|l| l.starts_with("*") && l.contains(" 1 ")), "{gens}");
-    lab.ok(&["rollback", "--to", "2"]);
+    // Rollback walks back by number; it does not toggle back to 2.
+    let (code, _, err) = lab.run(&["rollback"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("generation 1 is the oldest there is") && err.contains("hint: `cuenv generations` lists them"), "{err}");
+    let said = lab.ok(&["rollback", "--to", "2"]);
+    assert!(said.contains("switched forward: generation 2 is current (was 1)"), "{said}");
     assert_eq!(lab.current(), 2);
     let (code, _, err) = lab.run(&["rollback", "--to", "9"]);
     assert_eq!(code, 2, "{err}");
@@ -276,6 +282,22 @@ fn every_broken_profile_is_reported_at_once() {
     assert_invalid(&lab, &f, &["lab.toml:7:13: `link-mode = \"hardlink\"` is not a valid link-mode", "lab.toml:11:9: `cudnn = \"9.x\"`", "lab.toml:20:1: unknown key `cuddn`", "3 errors in", "nothing was changed"]);
     let (_, _, err) = lab.run(&["plan", f.to_str().unwrap()]);
     assert_eq!(err.lines().filter(|l| l.starts_with("hint: ")).count(), 3, "one hint per error:\n{err}");
+}
+
+#[test]
+fn plan_refuses_a_bad_from_like_apply_does() {
+    let lab = Lab::new();
+    let f = lab.lab("[profiles.a]\ncuda = { version = \"12.6\", from = \"pyip\" }\ncudnn = { version = \"9.1.0.70\", from = \"pyppi\" }\n");
+    for cmd in ["plan", "apply"] {
+        let (code, out, err) = lab.run(&[cmd, f.to_str().unwrap()]);
+        assert_eq!(code, 2, "{cmd}: {out}\n{err}");
+        assert!(err.contains("lab.toml:7:35: only `from = \"pypi\"` can provide a CUDA runtime"), "{cmd}: {err}");
+        assert!(err.contains("hint: did you mean `from = \"pypi\"`? install the toolkit"), "{cmd}: {err}");
+        assert!(err.contains("lab.toml:8:40: `from = \"pyppi\"` is neither"), "{cmd}: {err}");
+        assert!(err.contains("hint: did you mean `from = \"pypi\"`? write"), "{cmd}: {err}");
+        assert!(err.contains("2 errors in"), "{cmd}: {err}");
+    }
+    assert!(!lab.ctx.home.join("generations").exists());
 }
 
 #[test]
@@ -549,4 +571,15 @@ fn doctor_judges_the_active_profile_like_check() {
     assert_eq!(code, 4, "{out}");
     assert!(out.contains(&format!("problem: profile `torch2` is active, but in this environment: shadowed: the cuDNN dispatcher libcudnn.so.9 came from {}", shadow.display())), "{out}");
     assert!(out.contains("hint: remove the folder that wins from LD_LIBRARY_PATH"), "{out}");
+
+    // `cuenv env --setup` shells say CUENV_PROFILE=active: doctor follows `<home>/active`.
+    let run_active = || {
+        let out = lab.ctx.cmd().env("CUENV_PROFILE", "active").env("LD_LIBRARY_PATH", &shadow).args(["doctor", "--major", "9"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = run_active();
+    assert!(out.contains("(`cuenv env --setup`), but no profile is active") && out.contains("hint: `cuenv use <profile>` makes one active"), "{out}");
+    lab.ok(&["use", "torch2"]);
+    let out = run_active();
+    assert!(out.contains("active profile (CUENV_PROFILE): torch2: fail") && out.contains("problem: profile `torch2` is active, but in this environment: shadowed"), "{out}");
 }

@@ -124,3 +124,15 @@ fn framework_copies_in_the_conda_env_are_warnings() {
     assert!(out.contains(&format!("warning: the pip wheel nvidia-cudnn in the conda env {prefix} carries its own cuDNN 9.1.0.70: {}", sp.join("nvidia/cudnn/lib/libcudnn.so.9").display())), "{out}");
     assert!(out.contains("hint: a framework loads its own copy first"), "{out}");
 }
+
+#[test]
+fn a_crashing_dispatcher_is_a_problem_with_a_hint() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    let bad = s.build("bad", "libcudnn.so.9", &["MODE_SEGV"]);
+    let (code, out, _) = doctor(home.path(), &[&bad], &[], &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("cuDNN 9: not loadable (the probe crashed (SIGSEGV) while loading it)"), "{out}");
+    assert!(out.contains("problem: cuDNN 9: crash"), "{out}");
+    assert!(out.contains("hint: `cuenv doctor --json` shows the probe's output"), "{out}");
+}

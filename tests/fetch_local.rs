@@ -845,7 +845,7 @@ fn lock_fills_another_platforms_section_and_keeps_this_ones() {
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both);
     // A missing section is drift for --locked, said before anything is fetched.
     let out = fresh.cuenv().args(["lock", "--locked", lab_s, "--platform", "linux-sbsa"]).output().unwrap();
-    assert_fails(&out, 2, &["does not match", "for linux-sbsa", "the lock file has no section for this platform", "hint: run `cuenv apply` (or `cuenv lock --platform <P>` for another platform) without --locked"]);
+    assert_fails(&out, 2, &["does not match", "for linux-sbsa", "the lock file has no section for this platform", &format!("hint: run `cuenv lock {lab_s} --platform linux-sbsa` to write it")]);
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both, "nothing written");
 
     // A profile on an installed toolkit cannot be locked for another platform.

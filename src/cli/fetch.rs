@@ -71,7 +71,7 @@ fn parse_what(what: &str) -> Result<Version, String> {
 pub fn run(ctx: &Ctx, args: FetchArgs) -> anyhow::Result<ExitCode> {
     let version = args.what;
     let Some(platform) = args.platform.or_else(Platform::host) else {
-        anyhow::bail!("cannot tell this machine's cuDNN platform; pass --platform");
+        return Err(crate::error::hinted("cannot tell this machine's cuDNN platform", "pass --platform (windows-x86_64, linux-x86_64, linux-sbsa, linux-aarch64 or linux-ppc64le)", crate::error::ExitCode::Invalid));
     };
     let req = FetchRequest {
         version,

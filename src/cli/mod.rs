@@ -13,7 +13,6 @@ pub use profiles::UnknownProfile;
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::error::{self, ExitCode};
@@ -100,7 +99,8 @@ pub enum Command {
         /// runtime comes from PyPI can be locked for another platform.
         #[arg(long, value_name = "PLATFORM")]
         platform: Vec<crate::binfmt::Platform>,
-        /// Fail instead of changing lab.lock (and check that the pinned bytes are served).
+        /// Fail instead of changing lab.lock. What the store lacks is still fetched, and must
+        /// be exactly the pinned bytes; what it already holds was verified when imported.
         #[arg(long)]
         locked: bool,
         /// Never use the network: fail if a `from` source is not in the store yet.
@@ -142,7 +142,7 @@ pub enum Command {
     },
     /// Make a profile the active one (`<home>/active`).
     Use {
-        /// The profile name.
+        /// The profile name (`--none` clears the active profile instead).
         #[arg(required_unless_present = "none")]
         profile: Option<String>,
         /// Clear the active profile.
@@ -225,7 +225,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let home = match cli.home {
         Some(h) => h,
-        None => Layout::default_home().context("cannot find a home folder for cuenv: pass --home or set CUENV_HOME")?,
+        None => Layout::default_home().ok_or_else(|| error::hinted("cannot find a home folder for cuenv", "pass --home DIR or set CUENV_HOME", ExitCode::Failure))?,
     };
     let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet };
     match cli.command {

@@ -50,7 +50,7 @@ fn warn_dangling_active(ctx: &Ctx) {
 pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> anyhow::Result<ExitCode> {
     let parsed = profile::load(file)?;
     let host = Platform::host().context("cuDNN is not built for this platform")?;
-    let fetches = sources::pending(&ctx.layout, &parsed, host);
+    let fetches = sources::pending(&ctx.layout, &parsed, host)?;
     let desired = match apply::desire(&ctx.layout, parsed, locked) {
         Ok(d) => d,
         Err(e) if !fetches.is_empty() => {
@@ -212,7 +212,8 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> anyhow::Result<ExitCode> 
                 Some(_) => None,
             };
             if let Some(why) = missing {
-                return Err(apply::LockedDrift(format!("{} does not match {} for {platform}:\n  {why}", lock_path.display(), file.display())).into());
+                let message = format!("{} does not match {} for {platform}:\n  {why}", lock_path.display(), file.display());
+                return Err(apply::LockedDrift::new(message, file, platform, true).into());
             }
         }
         let fetched = sources::ensure(&ctx.layout, &lock, &parsed, platform, &lockfile::read_pins(&lock_path, platform), &endpoints, progress.as_ref())?;
@@ -262,7 +263,7 @@ fn run_checks(ctx: &Ctx, m: &generation::Manifest, only: &[String], timeout: u64
 /// `cuenv check [PROFILE...]`: checks the current generation's profiles.
 pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, json: bool) -> anyhow::Result<ExitCode> {
     let _lock = lock_and_recover(ctx)?;
-    let n = generation::current(&ctx.layout).context("no generation yet: run `cuenv apply <lab.toml>` first")?;
+    let n = generation::current(&ctx.layout).ok_or_else(no_generation)?;
     let m = generation::read(&ctx.layout, n)?;
     for p in profiles {
         if !m.profiles.iter().any(|v| &v.name == p) {
@@ -288,7 +289,7 @@ pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> anyhow::Result<ExitCode> {
         println!("no profile is active");
         return Ok(ExitCode::Success);
     };
-    let cur = generation::current(&ctx.layout).context("no generation yet: run `cuenv apply <lab.toml>` first")?;
+    let cur = generation::current(&ctx.layout).ok_or_else(no_generation)?;
     let m = generation::read(&ctx.layout, cur)?;
     if !m.profiles.iter().any(|p| p.name == name) {
         return Err(UnknownProfile::new(name, &m).into());
@@ -318,20 +319,35 @@ impl UnknownProfile {
 
 impl crate::error::Diagnose for UnknownProfile {
     fn hint(&self) -> Option<String> {
-        Some(format!("profiles: {}; add it to your profile file and run `cuenv apply`", self.known))
+        let known: Vec<&str> = self.known.split(", ").collect();
+        let guess = crate::profile::did_you_mean(&self.name, &known).map(|g| format!("did you mean `{g}`? ")).unwrap_or_default();
+        Some(format!("{guess}profiles: {}; or add it to your profile file and run `cuenv apply`", self.known))
     }
     fn exit_code(&self) -> ExitCode {
         ExitCode::Invalid
     }
 }
 
+/// The error of a command that needs a generation when there is none.
+fn no_generation() -> anyhow::Error {
+    crate::error::hinted("no generation yet", "run `cuenv apply <lab.toml>` first", ExitCode::Invalid)
+}
+
 /// `cuenv rollback [--to N]`.
 pub fn rollback(ctx: &Ctx, to: Option<u64>) -> anyhow::Result<ExitCode> {
     let _lock = lock_and_recover(ctx)?;
-    let cur = generation::current(&ctx.layout).context("no generation yet: nothing to roll back")?;
+    let cur = generation::current(&ctx.layout).ok_or_else(no_generation)?;
+    // Like `nix-env --rollback`: the newest generation older than the current one, so
+    // repeated rollbacks keep walking back.
     let target = match to {
         Some(n) => n,
-        None => generation::previous(&ctx.layout).context("generation {cur} is the first; there is nothing to roll back to")?,
+        None => generation::list(&ctx.layout).into_iter().filter(|n| *n < cur).max().ok_or_else(|| {
+            crate::error::hinted(
+                format!("generation {cur} is the oldest there is; there is nothing to roll back to"),
+                "`cuenv generations` lists them; `cuenv rollback --to N` goes to any of them",
+                ExitCode::Invalid,
+            )
+        })?,
     };
     generation::read(&ctx.layout, target)?;
     if target == cur {
@@ -339,7 +355,8 @@ pub fn rollback(ctx: &Ctx, to: Option<u64>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::Success);
     }
     generation::switch(&ctx.layout, target, "rollback")?;
-    println!("rolled back: generation {target} is current (was {cur})");
+    let verb = if target < cur { "rolled back" } else { "switched forward" };
+    println!("{verb}: generation {target} is current (was {cur})");
     warn_dangling_active(ctx);
     Ok(ExitCode::Success)
 }
@@ -527,7 +544,7 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> anyhow::Result<ExitCode> {
         println!("{verb} store entry {name}");
     }
     if doomed.is_empty() && unused.is_empty() {
-        println!("nothing to delete ({} generations kept)", kept.len());
+        println!("nothing to delete ({} generation{} kept)", kept.len(), if kept.len() == 1 { "" } else { "s" });
     }
     Ok(ExitCode::Success)
 }
@@ -543,13 +560,13 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> anyho
             None => Some(
                 active_profile(ctx)
                     .map(|(name, _)| name)
-                    .context("no profile given and none active: pass a profile name or run `cuenv use <profile>`")?,
+                    .ok_or_else(|| crate::error::hinted("no profile given and none is active", "pass a profile name, or make one active with `cuenv use <profile>`", ExitCode::Invalid))?,
             ),
         }
     };
     let act = match &name {
         Some(n) => {
-            let cur = generation::current(&ctx.layout).context("no generation yet: run `cuenv apply <lab.toml>` first")?;
+            let cur = generation::current(&ctx.layout).ok_or_else(no_generation)?;
             let m = generation::read(&ctx.layout, cur)?;
             if !m.profiles.iter().any(|p| &p.name == n) {
                 return Err(UnknownProfile::new(n, &m).into());

@@ -86,7 +86,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         StoreCommand::Add { paths, sha256, cuda, json } => {
             if sha256.is_some() && paths.len() > 1 {
-                anyhow::bail!("--sha256 applies to one input, but {} were given; add them one at a time", paths.len());
+                return Err(crate::error::hinted(format!("--sha256 applies to one input, but {} were given", paths.len()), "add them one at a time, each with its own --sha256", ExitCode::Invalid));
             }
             let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
             let opts = AddOptions { sha256, cuda, source_url: None };
