@@ -8,7 +8,8 @@
 #
 # Usage: scripts/gpu-check.sh [OUT_DIR]   (CUENV_BIN: the cuenv binary, default target/release/cuenv;
 #                                          PYTHON: the interpreter, default python3)
-# Writes OUT_DIR/check.json and OUT_DIR/timings.txt; exits non-zero if the check fails.
+# Writes OUT_DIR/check.json, OUT_DIR/timings.txt and OUT_DIR/doctor-{profile,machine}.json;
+# exits non-zero if the check fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-${OUT:-$(mktemp -d)}}
@@ -77,5 +78,8 @@ fi
   echo "PyTorch conv2d check:          ${torch_s} s"
   [[ $torch_s != n/a ]] && awk -v a="$cuenv_s" -v b="$torch_s" 'BEGIN {printf "PyTorch / cuenv: %.1fx\n", b / a}'
 } | tee "$out/timings.txt"
+# What `cuenv doctor` sees inside the activated profile, and in the machine's own environment.
+( eval "$("$cuenv" --home "$home" env gpu --shell bash)"; "$cuenv" --home "$home" doctor --json > "$out/doctor-profile.json" ) || true
+"$cuenv" --home "$home" doctor --json > "$out/doctor-machine.json" || true
 "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(p["profile"], p["result"]["status"], [r["message"] for r in p["result"]["reasons"]]) for p in d["profiles"]]' "$out/check.json"
 exit "$status"
