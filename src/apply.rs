@@ -431,6 +431,7 @@ pub fn plan(layout: &Layout, desired: &Desired) -> Vec<String> {
         lines.push(format!("- shim {}", c.path.display()));
     }
     if profiles_changed {
+        lines.push("  the new generation's views (every link, changed or not):".into());
         for v in &desired.views {
             for name in VIEW_LINKS {
                 lines.push(format!("  link profiles/{}/{} -> {}", v.name, name, view_target(v, name).display()));

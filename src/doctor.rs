@@ -123,8 +123,12 @@ pub struct Diagnosis {
     pub search_path: Vec<SearchDir>,
     /// One per major asked.
     pub loaded: Vec<Loaded>,
-    /// `CUENV_PROFILE`, when a cuenv shim or `cuenv env` set it.
+    /// The profile this shell is activated for: `CUENV_PROFILE` as a cuenv shim or
+    /// `cuenv env` set it, or, in a `cuenv env --setup` shell (`CUENV_PROFILE=active`), the
+    /// profile `<home>/active` points at.
     pub active_profile: Option<String>,
+    /// Whether the shell was set up by `cuenv env --setup` (follows `<home>/active`).
+    pub follows_active: bool,
     /// The check of the active profile in this environment, when it is in the current generation.
     pub active_check: Option<CheckResult>,
     /// Problems first, then warnings.
@@ -180,14 +184,16 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
 
     // The active profile (set by cuenv's shims) is judged like `cuenv check` judges it.
     let mut active_profile = get("CUENV_PROFILE").map(|v| v.to_string_lossy().into_owned()).filter(|s| !s.is_empty());
-    if active_profile.as_deref() == Some("active") {
+    let follows_active = active_profile.as_deref() == Some("active");
+    let active_link = inp.layout.active_link();
+    if follows_active {
         // `cuenv env --setup`: the shell follows `<home>/active`, whichever profile
         // `cuenv use` made active.
-        let target = crate::link::read(&inp.layout.active_link()).ok().and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let target = crate::link::read(&active_link).ok().and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
         if target.is_none() {
             findings.push(Finding {
                 severity: Severity::Warning,
-                message: format!("this shell follows {} (`cuenv env --setup`), but no profile is active", inp.layout.active_link().display()),
+                message: format!("this shell follows {} (`cuenv env --setup`), but no profile is active", active_link.display()),
                 hint: Some("`cuenv use <profile>` makes one active".into()),
             });
         }
@@ -196,16 +202,28 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     let active_view = active_profile.as_ref().and_then(|name| {
         let view = generation::current(inp.layout).and_then(|n| generation::read(inp.layout, n).ok()).and_then(|m| m.profiles.into_iter().find(|p| &p.name == name));
         if view.is_none() {
-            findings.push(Finding {
-                severity: Severity::Problem,
-                message: format!("CUENV_PROFILE says profile `{name}` is active, but the current generation has no such profile"),
-                hint: Some("deactivate and activate the conda env again, or run `cuenv status` to see the profiles".into()),
-            });
+            let (message, hint) = if follows_active {
+                (
+                    format!("{} points at profile `{name}`, which the current generation does not have", active_link.display()),
+                    "`cuenv use <profile>` picks one of the current generation (`cuenv status` lists them), `cuenv use --none` clears it, or `cuenv rollback --to N` goes back to a generation that has it",
+                )
+            } else {
+                (
+                    format!("CUENV_PROFILE says profile `{name}` is active, but the current generation has no such profile"),
+                    "deactivate and activate the conda env (or the `cuenv env` shell) again, or run `cuenv status` to see the profiles",
+                )
+            };
+            findings.push(Finding { severity: Severity::Problem, message, hint: Some(hint.into()) });
         }
         view
     });
     let active_major = active_view.as_ref().map(|v| v.cudnn_version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(9));
-    let mut majors: Vec<u64> = inp.majors.to_vec();
+    let mut majors: Vec<u64> = Vec::new();
+    for &m in inp.majors {
+        if !majors.contains(&m) {
+            majors.push(m);
+        }
+    }
     if let Some(m) = active_major
         && !majors.contains(&m)
     {
@@ -220,12 +238,16 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         if let (Some(v), Some(name)) = (active_view.as_ref().filter(|_| active_major == Some(major)), &active_profile) {
             let expected = Expected { entry_dir: v.entry_dir.clone(), version: v.cudnn_version.parse().unwrap_or_else(|_| Version::new(&[major])), cuda_major: v.cuda_major };
             let c = check::classify(&o, &expected);
-            for r in c.reasons.iter().filter(|r| r.kind.is_failure()) {
+            // A shadowed dispatcher drags its sub-libraries along: "mixed" then says nothing new.
+            let shadowed = c.has(ReasonKind::Shadowed);
+            for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !(shadowed && r.kind == ReasonKind::MixedVersions)) {
                 let hint = match r.kind {
-                    ReasonKind::Shadowed | ReasonKind::MixedVersions => Some(format!("remove the folder that wins from {search_var} (or from the script that adds it), then run `cuenv doctor` again")),
-                    _ => Some(format!("`cuenv check {name}` runs the same check in the profile's own environment")),
+                    ReasonKind::Shadowed | ReasonKind::MixedVersions | ReasonKind::LoaderError => {
+                        format!("remove the folder that wins from {search_var} (or from the script that adds it), then run `cuenv doctor` again")
+                    }
+                    _ => format!("`cuenv check {name}` runs the same check in the profile's own environment"),
                 };
-                findings.push(Finding { severity: Severity::Problem, message: format!("profile `{name}` is active, but in this environment: {r}"), hint });
+                findings.push(Finding { severity: Severity::Problem, message: format!("profile `{name}` is active, but in this environment: {r}"), hint: Some(hint) });
             }
             active_check = Some(c);
         } else if let Some(d) = &l.dispatcher {
@@ -247,17 +269,27 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             for r in c.reasons.iter().filter(|r| r.kind.is_failure()) {
                 findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major}: {r}"), hint: Some(hint_for(r.kind, major, &search_var)) });
             }
+        } else if let Some(dir) = search_path.iter().find(|d| d.dispatchers.iter().any(|x| x.major == major && x.first)) {
+            // Not loadable although the search path holds a dispatcher of this major: the file
+            // the loader found first is unusable, and every load of cuDNN in this shell fails.
+            let file = dir.path.join(probe::dispatcher_name(major));
+            findings.push(Finding {
+                severity: Severity::Problem,
+                message: format!("cuDNN {major} cannot be loaded: {}", l.error.as_deref().unwrap_or("the loader refused it")),
+                hint: Some(format!("{} is not a usable {} library: remove it, or its folder from {search_var}", file.display(), if cfg!(windows) { "64-bit Windows" } else { "Linux" })),
+            });
         }
         loaded.push(l);
     }
 
     if let Some(prefix) = &conda_prefix {
         for (dir, what, d) in framework_copies(prefix) {
-            let v = d.version.as_deref().map(|v| format!("cuDNN {v}")).unwrap_or_else(|| format!("cuDNN {} (version unknown)", d.major));
+            let v = d.version.as_deref().map(|v| format!("cuDNN {v}")).unwrap_or_else(|| format!("cuDNN {} (its files do not tell the exact version)", d.major));
+            let how = if cfg!(windows) { "from its own folder" } else { "through its RPATH" };
             findings.push(Finding {
                 severity: Severity::Warning,
                 message: format!("{what} in the conda env {} carries its own {v}: {}", prefix.display(), dir.join(&d.file).display()),
-                hint: Some(format!("a framework loads its own copy first (RPATH, or its own folder on Windows), whatever {search_var} says: keep it at the profile's cuDNN version, or remove it so the profile's cuDNN is found")),
+                hint: Some(format!("a framework loads its own copy first ({how}), whatever {search_var} says: keep it at the profile's cuDNN version, or remove it so the profile's cuDNN is found")),
             });
         }
     }
@@ -287,7 +319,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             f.hint = None;
         }
     }
-    Diagnosis { search_var, search_path, loaded, active_profile, active_check, findings }
+    Diagnosis { search_var, search_path, loaded, active_profile, follows_active, active_check, findings }
 }
 
 /// What to do about a failed load of cuDNN `major` found without a profile.

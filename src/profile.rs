@@ -478,14 +478,18 @@ impl Cx<'_> {
 
     /// Rejects any key of `table` not in `allowed`, suggesting the closest allowed one.
     fn check_keys(&self, table: &dyn TableLike, allowed: &[&str], place: &str) -> Result<(), Error> {
-        let Some((key, _)) = table.iter().find(|(k, _)| !allowed.contains(k)) else {
-            return Ok(());
-        };
-        let hint = match did_you_mean(key, allowed) {
-            Some(s) => format!("did you mean `{s}`? (expected one of: {})", allowed.join(", ")),
-            None => format!("expected one of: {}", allowed.join(", ")),
-        };
-        Err(self.invalid(self.key_span(table, key), format!("unknown key `{key}` in {place}"), hint))
+        let errors: Vec<Error> = table
+            .iter()
+            .filter(|(k, _)| !allowed.contains(k))
+            .map(|(key, _)| {
+                let hint = match did_you_mean(key, allowed) {
+                    Some(s) => format!("did you mean `{s}`? (expected one of: {})", allowed.join(", ")),
+                    None => format!("expected one of: {}", allowed.join(", ")),
+                };
+                self.invalid(self.key_span(table, key), format!("unknown key `{key}` in {place}"), hint)
+            })
+            .collect();
+        if errors.is_empty() { Ok(()) } else { Err(Error::combine(errors)) }
     }
 
     /// The table (standard or inline) under `key`, `None` when absent, an error for another type.
@@ -620,20 +624,60 @@ impl Cx<'_> {
         }
     }
 
+    /// One profile; each of its keys is checked on its own, and every error is returned.
     fn profile(&self, name: &str, name_span: Span, t: &dyn TableLike) -> Result<Profile, Error> {
         let place = format!("[profiles.{name}]");
-        self.check_keys(t, &PROFILE_KEYS, &place)?;
-        let cuda = self.requirement(t, "cuda", &["version", "from"], name, &name_span)?;
-        let cudnn = self.requirement(t, "cudnn", &REQUIREMENT_KEYS, name, &name_span)?;
-        let conda_env = self.string(t, "conda-env")?;
-        if let Some(env) = &conda_env {
-            self.check_conda_env(env)?;
-        }
-        let check = match self.string(t, "check")? {
-            Some(c) => self.one_of("check", &c, &CHECKS)?,
-            None => Check::default(),
+        let mut errors = Vec::new();
+        let mut keep = |r: Result<(), Error>| {
+            if let Err(e) = r {
+                errors.push(e);
+            }
         };
-        Ok(Profile { name: name.to_string(), name_span, cuda, cudnn, conda_env, check })
+        keep(self.check_keys(t, &PROFILE_KEYS, &place));
+        let cuda = self.requirement(t, "cuda", &["version", "from"], name, &name_span);
+        let cudnn = self.requirement(t, "cudnn", &REQUIREMENT_KEYS, name, &name_span);
+        if let Ok(Requirement { from: Some(src), .. }) = &cuda
+            && src.value != Source::Pypi
+        {
+            let guess = match &src.value {
+                Source::Location(l) if did_you_mean(l, &["pypi"]).is_some() => "did you mean `from = \"pypi\"`? ",
+                _ => "",
+            };
+            keep(Err(self.invalid(
+                src.span.clone(),
+                "only `from = \"pypi\"` can provide a CUDA runtime",
+                format!("{guess}install the toolkit and name it under [toolkits], or use `from = \"pypi\"`"),
+            )));
+        }
+        // A cuDNN `from` that is a near miss of a source name, not a path or URL, is a typo
+        // (whether a real path exists is checked before fetching: `sources::check`).
+        if let Ok(Requirement { from: Some(src), .. }) = &cudnn
+            && let Source::Location(l) = &src.value
+            && !l.contains(['/', '\\', '.', ':'])
+            && let Some(g) = did_you_mean(l, &["pypi", "nvidia"])
+        {
+            keep(Err(self.invalid(
+                src.span.clone(),
+                format!("`from = \"{l}\"` is neither \"pypi\", \"nvidia\", an http(s) URL, nor a path"),
+                format!("did you mean `from = \"{g}\"`?"),
+            )));
+        }
+        let conda_env = self.string(t, "conda-env").and_then(|env| {
+            if let Some(e) = &env {
+                self.check_conda_env(e)?;
+            }
+            Ok(env)
+        });
+        let check = self.string(t, "check").and_then(|c| c.map(|c| self.one_of("check", &c, &CHECKS)).transpose());
+        let (cuda, cudnn, conda_env, check) = match (cuda, cudnn, conda_env, check) {
+            (Ok(a), Ok(b), Ok(c), Ok(d)) if errors.is_empty() => (a, b, c, d),
+            (a, b, c, d) => {
+                errors.extend(a.err().into_iter().chain(b.err()).chain(c.err()).chain(d.err()));
+                errors.sort_by_key(|e| e.located().map(|l| l.span.start).unwrap_or(0));
+                return Err(Error::combine(errors));
+            }
+        };
+        Ok(Profile { name: name.to_string(), name_span, cuda, cudnn, conda_env, check: check.unwrap_or_default() })
     }
 
     fn check_conda_env(&self, env: &Spanned<String>) -> Result<(), Error> {
@@ -782,14 +826,23 @@ check = "load"
         let e = err(text);
         let all = e.all_located();
         let at: Vec<(usize, usize)> = all.iter().map(|l| (l.line, l.column)).collect();
-        assert_eq!(at, [(2, 8), (7, 11), (11, 13)], "{e}");
-        assert!(all[1].message.contains("differ only in case"), "{}", all[1].message);
+        assert_eq!(at, [(2, 8), (3, 9), (7, 11), (11, 13)], "{e}");
+        assert!(all[2].message.contains("differ only in case"), "{}", all[2].message);
         assert_eq!(e.hint(), None, "each diagnostic carries its own hint");
         let shown = e.to_string();
-        assert_eq!(shown.matches("\nhint: ").count(), 3, "{shown}");
-        assert_eq!(shown.matches("\nerror: ").count(), 2, "{shown}");
-        assert!(shown.ends_with("3 errors in lab.toml; nothing was changed"), "{shown}");
+        assert_eq!(shown.matches("\nhint: ").count(), 4, "{shown}");
+        assert_eq!(shown.matches("\nerror: ").count(), 3, "{shown}");
+        assert!(shown.ends_with("4 errors in lab.toml; nothing was changed"), "{shown}");
         assert_eq!(e.exit_code(), ExitCode::Invalid);
+        // Within one profile, every key is checked: bad versions, unknown keys, a CUDA
+        // source other than PyPI.
+        let e = err("[profiles.a]\ncuda = { version = \"12.x\", from = \"pyip\" }\ncudnn = \"nine\"\nchek = \"load\"\ncondaenv = \"x\"\n");
+        let msgs: Vec<&str> = e.all_located().iter().map(|l| l.message.as_str()).collect();
+        assert_eq!(msgs.len(), 4, "{e}");
+        assert!(msgs[0].contains("12.x") && msgs[1].contains("not a version") && msgs[2].contains("`chek`") && msgs[3].contains("`condaenv`"), "{msgs:?}");
+        let e = err("[profiles.a]\ncuda = { version = \"12.6\", from = \"pyip\" }\ncudnn = \"9\"\n");
+        assert!(e.to_string().contains("only `from = \"pypi\"` can provide a CUDA runtime"), "{e}");
+        assert_eq!(e.hint().unwrap(), "did you mean `from = \"pypi\"`? install the toolkit and name it under [toolkits], or use `from = \"pypi\"`");
         // One broken profile among good ones: a plain Invalid, as before.
         assert!(matches!(err("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n[profiles.b]\ncuda = \"12\"\n"), Error::Invalid(_)));
     }
@@ -903,7 +956,9 @@ check = "load"
         assert_eq!(e.located().unwrap().message, "unknown key `sha` in `cudnn` of [profiles.a]");
 
         let e = err("[profiles.a]\nfoo = 1\n");
-        assert_eq!(e.hint().unwrap(), "expected one of: cuda, cudnn, conda-env, check");
+        let all = e.all_located();
+        assert_eq!(all.len(), 3, "the unknown key and both missing requirements: {e}");
+        assert_eq!(all.iter().find(|l| l.message.contains("`foo`")).unwrap().hint.as_deref(), Some("expected one of: cuda, cudnn, conda-env, check"));
     }
 
     #[test]

@@ -92,7 +92,7 @@ fn cuda_major(
             }
             Ok(Some(v.major()))
         }
-        Some(_) => unreachable!("check() refused any other CUDA source"),
+        Some(_) => unreachable!("profile::parse refuses any other CUDA source"),
         None => {
             // Runtime roots are listed afresh: an earlier profile may have just made one.
             let best = installed
@@ -106,24 +106,13 @@ fn cuda_major(
     }
 }
 
-/// Checks every `from` of `file` before anything is fetched or planned: a CUDA runtime can
-/// only come from PyPI, and a cuDNN location that is neither "pypi", "nvidia" nor an http(s)
-/// URL must be a path that exists (relative to the profile file). Every bad `from` is
-/// reported (with its line and a hint), not only the first.
+/// Checks every cuDNN `from` of `file` before anything is fetched or planned: a location
+/// that is neither "pypi", "nvidia" nor an http(s) URL must be a path that exists (relative
+/// to the profile file). Every bad `from` is reported (with its line and a hint), not only
+/// the first. (A CUDA `from` other than "pypi" is refused by [`crate::profile::parse`].)
 pub fn check(file: &ProfileFile) -> Result<(), profile::Error> {
     let mut errors = Vec::new();
     for p in &file.profiles {
-        if let Some(src) = p.cuda.from.as_ref().filter(|s| s.value != Source::Pypi) {
-            let guess = match &src.value {
-                Source::Location(l) if profile::did_you_mean(l, &["pypi"]).is_some() => "did you mean `from = \"pypi\"`? ",
-                _ => "",
-            };
-            errors.push(file.error_at(
-                src.span.clone(),
-                "only `from = \"pypi\"` can provide a CUDA runtime",
-                Some(format!("{guess}install the toolkit and name it under [toolkits], or use `from = \"pypi\"`")),
-            ));
-        }
         if let Some(from) = &p.cudnn.from
             && let Source::Location(loc) = &from.value
             && !is_url(loc)

@@ -305,7 +305,14 @@ fn parse_term(term: &str) -> Result<Comparator, String> {
         .iter()
         .find_map(|(sym, op)| term.strip_prefix(sym).map(|rest| (*op, rest.trim_start())))
         .unwrap_or((Op::Prefix, term));
-    if rest.split('.').any(|p| p == "*" || p.eq_ignore_ascii_case("x")) {
+    let wild = |p: &str| p == "*" || p.eq_ignore_ascii_case("x");
+    let parts: Vec<&str> = rest.split('.').collect();
+    let first_wild = parts.iter().position(|p| wild(p));
+    // `9.x`, `8.9.*`: digits, then only wildcards (`9.x.banana` is just not a version).
+    if let Some(i) = first_wild
+        && parts[..i].iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && parts[i..].iter().all(|p| wild(p))
+    {
         let prefix: Vec<&str> = rest.split('.').take_while(|p| p.bytes().all(|b| b.is_ascii_digit())).collect();
         let suggestion = match prefix.join(".") {
             p if p.is_empty() => "*".to_string(),
@@ -315,7 +322,10 @@ fn parse_term(term: &str) -> Result<Comparator, String> {
     }
     let version = rest
         .parse::<Version>()
-        .map_err(|_| format!("`{rest}` in `{term}` is not 1 to 4 numbers separated by dots, like `8.9.4`"))?;
+        .map_err(|_| {
+            let what = if rest == term { format!("`{rest}`") } else { format!("`{rest}` in `{term}`") };
+            format!("{what} is not 1 to 4 numbers separated by dots, like `8.9.4`")
+        })?;
     Ok(Comparator { op, version })
 }
 
@@ -502,6 +512,13 @@ mod tests {
         let e = "^9.5.*".parse::<VersionReq>().unwrap_err();
         assert!(e.reason.contains("write `^9.5`"), "{e}");
         assert!(e.to_string().starts_with("`^9.5.*` is not a version requirement"));
+        // Not a wildcard, just not a version; and the term is named once.
+        let e = "9.x.banana".parse::<VersionReq>().unwrap_err();
+        assert!(!e.reason.contains("wildcard") && e.reason.contains("`9.x.banana` is not 1 to 4 numbers"), "{e}");
+        let e = ">=nine".parse::<VersionReq>().unwrap_err();
+        assert!(e.reason.starts_with("`nine` in `>=nine` is not"), "{e}");
+        let e = "nine".parse::<VersionReq>().unwrap_err();
+        assert!(e.reason.starts_with("`nine` is not"), "{e}");
     }
 
     #[test]

@@ -294,10 +294,22 @@ fn plan_refuses_a_bad_from_like_apply_does() {
         assert!(err.contains("lab.toml:7:35: only `from = \"pypi\"` can provide a CUDA runtime"), "{cmd}: {err}");
         assert!(err.contains("hint: did you mean `from = \"pypi\"`? install the toolkit"), "{cmd}: {err}");
         assert!(err.contains("lab.toml:8:40: `from = \"pyppi\"` is neither"), "{cmd}: {err}");
-        assert!(err.contains("hint: did you mean `from = \"pypi\"`? write"), "{cmd}: {err}");
+        assert!(err.contains("hint: did you mean `from = \"pypi\"`?"), "{cmd}: {err}");
         assert!(err.contains("2 errors in"), "{cmd}: {err}");
     }
     assert!(!lab.ctx.home.join("generations").exists());
+}
+
+#[test]
+fn a_missing_from_path_is_refused_by_plan_and_apply() {
+    let lab = Lab::new();
+    let f = lab.lab("[profiles.a]\ncuda = \"12\"\ncudnn = { version = \"9.5\", from = \"./no/such/cudnn.zip\" }\n");
+    for cmd in ["plan", "apply"] {
+        let (code, out, err) = lab.run(&[cmd, f.to_str().unwrap()]);
+        assert_eq!(code, 2, "{cmd}: {out}\n{err}");
+        assert!(err.contains("lab.toml:8:35: `from = \"./no/such/cudnn.zip\"` is neither \"pypi\", \"nvidia\", an http(s) URL, nor a path that exists"), "{cmd}: {err}");
+        assert!(err.contains("hint: write `from = \"pypi\"`"), "{cmd}: {err}");
+    }
 }
 
 #[test]
@@ -579,7 +591,11 @@ fn doctor_judges_the_active_profile_like_check() {
     };
     let out = run_active();
     assert!(out.contains("(`cuenv env --setup`), but no profile is active") && out.contains("hint: `cuenv use <profile>` makes one active"), "{out}");
+    assert!(out.contains("this shell follows <home>/active (`cuenv env --setup`), and no profile is active"), "{out}");
     lab.ok(&["use", "torch2"]);
     let out = run_active();
-    assert!(out.contains("active profile (CUENV_PROFILE): torch2: fail") && out.contains("problem: profile `torch2` is active, but in this environment: shadowed"), "{out}");
+    assert!(out.contains("active profile (<home>/active, through `cuenv env --setup`): torch2: fail"), "{out}");
+    assert!(out.contains("problem: profile `torch2` is active, but in this environment: shadowed"), "{out}");
+    // A shadowed dispatcher's sub-libraries are not reported again as "mixed".
+    assert!(!out.contains("mixed sub-library"), "{out}");
 }

@@ -120,7 +120,7 @@ fn framework_copies_in_the_conda_env_are_warnings() {
     assert_eq!(code, 0, "{out}");
     let prefix = env.path().display();
     assert!(out.contains(&format!("warning: conda's cudnn package in the conda env {prefix} carries its own cuDNN 8.9.7: {prefix}/lib/libcudnn.so.8")), "{out}");
-    assert!(out.contains(&format!("warning: PyTorch in the conda env {prefix} carries its own cuDNN 9 (version unknown): {}", sp.join("torch/lib/libcudnn.so.9").display())), "{out}");
+    assert!(out.contains(&format!("warning: PyTorch in the conda env {prefix} carries its own cuDNN 9 (its files do not tell the exact version): {}", sp.join("torch/lib/libcudnn.so.9").display())), "{out}");
     assert!(out.contains(&format!("warning: the pip wheel nvidia-cudnn in the conda env {prefix} carries its own cuDNN 9.1.0.70: {}", sp.join("nvidia/cudnn/lib/libcudnn.so.9").display())), "{out}");
     assert!(out.contains("hint: a framework loads its own copy first"), "{out}");
 }
@@ -135,4 +135,16 @@ fn a_crashing_dispatcher_is_a_problem_with_a_hint() {
     assert!(out.contains("cuDNN 9: not loadable (the probe crashed (SIGSEGV) while loading it)"), "{out}");
     assert!(out.contains("problem: cuDNN 9: crash"), "{out}");
     assert!(out.contains("hint: `cuenv doctor --json` shows the probe's output"), "{out}");
+}
+
+#[test]
+fn an_unusable_file_first_on_the_search_path_is_a_problem() {
+    let home = tempfile::tempdir().unwrap();
+    let bogus = tempfile::tempdir().unwrap();
+    std::fs::write(bogus.path().join("libcudnn.so.9"), "hi\n").unwrap();
+    let (code, out, _) = doctor(home.path(), &[bogus.path()], &[], &["--major", "9"]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("problem: cuDNN 9 cannot be loaded: ") && out.contains("file too short"), "{out}");
+    assert!(out.contains(&format!("hint: {} is not a usable Linux library: remove it, or its folder from LD_LIBRARY_PATH", bogus.path().join("libcudnn.so.9").display())), "{out}");
+    assert_eq!(out.matches("cuDNN 9: ").count(), 1, "--major 9 given twice probes once:\n{out}");
 }

@@ -822,7 +822,7 @@ fn lock_fills_another_platforms_section_and_keeps_this_ones() {
     assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
     let said = text(&out.stdout);
     assert!(said.contains("+ CUDA runtime 12.6 from PyPI") && said.contains("+ cuDNN 9.5.0.50 for CUDA 12 from"), "{said}");
-    assert!(said.contains(&format!("{other}: 1 profiles locked, written to")), "{said}");
+    assert!(said.contains(&format!("{other}: 1 profile locked, written to")), "{said}");
     let both = std::fs::read_to_string(&lock_path).unwrap();
     assert!(both.starts_with(&host_only), "this host's section is kept byte for byte:\n{both}");
     let added = &both[host_only.len()..];
@@ -835,7 +835,7 @@ fn lock_fills_another_platforms_section_and_keeps_this_ones() {
     // Locking both again changes nothing.
     let out = env.cuenv().args(["lock", lab_s, "--platform", other, "--platform", host]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains(&format!("{other}: 1 profiles locked, unchanged in")), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains(&format!("{other}: 1 profile locked, unchanged in")), "{}", text(&out.stdout));
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both);
 
     // Another machine: `lock --locked` for the other platform gets exactly the pinned bytes.
@@ -845,7 +845,7 @@ fn lock_fills_another_platforms_section_and_keeps_this_ones() {
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both);
     // A missing section is drift for --locked, said before anything is fetched.
     let out = fresh.cuenv().args(["lock", "--locked", lab_s, "--platform", "linux-sbsa"]).output().unwrap();
-    assert_fails(&out, 2, &["does not match", "for linux-sbsa", "the lock file has no section for this platform", &format!("hint: run `cuenv lock {lab_s} --platform linux-sbsa` to write it")]);
+    assert_fails(&out, 2, &["does not match", "for linux-sbsa", "the lock file has no linux-sbsa section", &format!("hint: run `cuenv lock {lab_s} --platform linux-sbsa` to write it")]);
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both, "nothing written");
 
     // A profile on an installed toolkit cannot be locked for another platform.

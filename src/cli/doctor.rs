@@ -51,7 +51,7 @@ fn render(d: &Diagnosis) -> String {
     if d.search_path.is_empty() {
         let _ = writeln!(s, "no folder on {} holds a cuDNN dispatcher", d.search_var);
     } else {
-        let _ = writeln!(s, "folders on {} holding cuDNN, in search order:", d.search_var);
+        let _ = writeln!(s, "folders on {} holding cuDNN, in search order (by position in {}):", d.search_var, d.search_var);
         for dir in &d.search_path {
             let items: Vec<String> = dir
                 .dispatchers
@@ -61,12 +61,16 @@ fn render(d: &Diagnosis) -> String {
             let _ = writeln!(s, "  {:>2}. {}: {}", dir.position, dir.path.display(), items.join(", "));
         }
     }
+    let via = if d.follows_active { "<home>/active, through `cuenv env --setup`" } else { "CUENV_PROFILE" };
     match (&d.active_profile, &d.active_check) {
         (Some(p), Some(c)) => {
-            let _ = writeln!(s, "active profile (CUENV_PROFILE): {p}: {}", c.status);
+            let _ = writeln!(s, "active profile ({via}): {p}: {}", c.status);
         }
         (Some(p), None) => {
-            let _ = writeln!(s, "active profile (CUENV_PROFILE): {p}");
+            let _ = writeln!(s, "active profile ({via}): {p}");
+        }
+        (None, _) if d.follows_active => {
+            let _ = writeln!(s, "this shell follows <home>/active (`cuenv env --setup`), and no profile is active");
         }
         (None, _) => {
             let _ = writeln!(s, "no cuenv profile is active in this shell (CUENV_PROFILE is unset)");

@@ -130,8 +130,9 @@ pub enum Command {
     /// LD_LIBRARY_PATH / PATH that hold cuDNN (the first wins), cuDNN copied by hand into
     /// toolkit roots, and the active profile's check. Exit 4 when something is wrong.
     Doctor {
-        /// cuDNN majors to probe (repeatable; default: 9 and 8).
-        #[arg(long, value_name = "N")]
+        /// cuDNN majors to probe (repeatable; default: 9 and 8; the active profile's is
+        /// always probed).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=99))]
         major: Vec<u64>,
         /// Seconds each probe may take.
         #[arg(long, default_value_t = 60, value_name = "SECS")]

@@ -170,7 +170,8 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode
         print_json(&serde_json::json!({ "generation": n, "changed": true, "changes": lines, "checks": checks }));
     } else {
         let lock_said = if lock_changed { "written to" } else { "unchanged:" };
-        println!("generation {n} is current ({} profiles); lock {lock_said} {}", desired.views.len(), lock_path.display());
+        let k = desired.views.len();
+        println!("generation {n} is current ({k} profile{}); lock {lock_said} {}", if k == 1 { "" } else { "s" }, lock_path.display());
     }
     Ok(ExitCode::Success)
 }
@@ -207,8 +208,8 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> anyhow::Result<ExitCode> 
         if opts.locked {
             // Nothing to verify against: say so before fetching anything.
             let missing = match lockfile::read(&lock_path, platform)? {
-                None => Some("the lock file does not exist"),
-                Some(l) if l.profiles.is_empty() && !parsed.profiles.is_empty() => Some("the lock file has no section for this platform"),
+                None => Some("the lock file does not exist".to_string()),
+                Some(l) if l.profiles.is_empty() && !parsed.profiles.is_empty() => Some(format!("the lock file has no {platform} section")),
                 Some(_) => None,
             };
             if let Some(why) = missing {
@@ -224,7 +225,8 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> anyhow::Result<ExitCode> 
                 println!("{l}");
             }
             let said = if changed { "written to" } else { "unchanged in" };
-            println!("{platform}: {} profiles locked, {said} {}", locking.resolved.profiles.len(), lock_path.display());
+            let k = locking.resolved.profiles.len();
+            println!("{platform}: {k} profile{} locked, {said} {}", if k == 1 { "" } else { "s" }, lock_path.display());
         }
         report.push(serde_json::json!({ "platform": platform, "fetched": fetched, "changes": locking.changes, "changed": changed, "resolved": locking.resolved }));
     }
