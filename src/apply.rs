@@ -126,15 +126,19 @@ pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, l
         }
     }
     let honoured = lockfile::honour(lock.as_ref(), file, &candidates)?;
+    let no_section = lock.as_ref().is_some_and(|l| l.profiles.is_empty() && !file.profiles.is_empty());
     if locked && (!honoured.changes.is_empty() || lock.is_none()) {
         let mut msg = format!("{} does not match {} for {platform}:", lock_path.display(), file.path.display());
         if lock.is_none() {
             msg.push_str("\n  the lock file does not exist");
+        } else if no_section {
+            msg.push_str(&format!("\n  the lock file has no {platform} section"));
+        } else {
+            for c in &honoured.changes {
+                msg.push_str(&format!("\n  {c}"));
+            }
         }
-        for c in &honoured.changes {
-            msg.push_str(&format!("\n  {c}"));
-        }
-        return Err(LockedDrift::new(msg, &file.path, platform, lock.is_none()).into());
+        return Err(LockedDrift::new(msg, &file.path, platform, lock.is_none() || no_section).into());
     }
     Ok(Locking { resolved: honoured.resolved, changes: honoured.changes, toolkits, entries })
 }
@@ -582,7 +586,8 @@ mod tests {
         let home = std::env::temp_dir().join("cuenv home ü");
         let root = home.join("toolkits").join("cuda-12.6.77-linux-x86_64-efd7971adb22");
         let t = to_home_token(&root, &home).unwrap();
-        assert_eq!(t, PathBuf::from("${CUENV_HOME}/toolkits/cuda-12.6.77-linux-x86_64-efd7971adb22"));
+        // As text: on Windows `PathBuf ==` would also take `\` for `/`.
+        assert_eq!(t.to_str(), Some("${CUENV_HOME}/toolkits/cuda-12.6.77-linux-x86_64-efd7971adb22"));
         assert_eq!(from_home_token(&t, &home).unwrap(), root);
         // Written by an older cuenv on Windows.
         let back = PathBuf::from(r"${CUENV_HOME}\toolkits\cuda-12.6.77-linux-x86_64-efd7971adb22");

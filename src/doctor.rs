@@ -160,7 +160,8 @@ pub struct Inputs<'a> {
 pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     let get = |name: &str| env.iter().rev().find(|(k, _)| if cfg!(windows) { k.eq_ignore_ascii_case(name) } else { k == name }).map(|(_, v)| v.clone());
     let search_var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" }.to_string();
-    let folders: Vec<PathBuf> = get(&search_var).map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect()).unwrap_or_default();
+    // Every entry, empty ones included, so positions are those in the variable.
+    let folders: Vec<PathBuf> = get(&search_var).map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
     let conda_prefix = get("CONDA_PREFIX").map(PathBuf::from);
     let mut findings = Vec::new();
 
@@ -261,7 +262,10 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             let c = check::classify(&o, &expected);
             // Against its own folder, "shadowed" and "version mismatch" say nothing new (a
             // sub-library from elsewhere is reported as mixed versions).
-            for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed)) {
+            let cuda_unknown = expected.cuda_major == 0;
+            for r in c.reasons.iter().filter(|r| {
+                r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed) && !(cuda_unknown && r.kind == ReasonKind::WrongCudaMajor)
+            }) {
                 findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major} from {}: {r}", d.display()), hint: Some(hint_for(r.kind, major, &search_var)) });
             }
         } else if o.report.is_none() {
@@ -270,14 +274,20 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
                 findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major}: {r}"), hint: Some(hint_for(r.kind, major, &search_var)) });
             }
         } else if let Some(dir) = search_path.iter().find(|d| d.dispatchers.iter().any(|x| x.major == major && x.first)) {
-            // Not loadable although the search path holds a dispatcher of this major: the file
-            // the loader found first is unusable, and every load of cuDNN in this shell fails.
+            // Not loadable although the search path holds a dispatcher of this major: every
+            // load of cuDNN in this shell fails. A missing dependency (zlibwapi.dll for cuDNN
+            // 8 on Windows, a CUDA runtime) is told apart from an unusable file.
             let file = dir.path.join(probe::dispatcher_name(major));
-            findings.push(Finding {
-                severity: Severity::Problem,
-                message: format!("cuDNN {major} cannot be loaded: {}", l.error.as_deref().unwrap_or("the loader refused it")),
-                hint: Some(format!("{} is not a usable {} library: remove it, or its folder from {search_var}", file.display(), if cfg!(windows) { "64-bit Windows" } else { "Linux" })),
-            });
+            let c = check::classify(&o, &Expected { entry_dir: dir.path.clone(), version: Version::new(&[major]), cuda_major: 0 });
+            let missing = c.reasons.iter().find(|r| r.kind == ReasonKind::MissingLibrary);
+            let (message, hint) = match missing {
+                Some(r) => (format!("cuDNN {major} from {}: {r}", file.display()), hint_for(r.kind, major, &search_var)),
+                None => (
+                    format!("cuDNN {major} cannot be loaded: {}", l.error.as_deref().unwrap_or("the loader refused it")),
+                    format!("{} is not a usable {} library: remove it, or its folder from {search_var}", file.display(), if cfg!(windows) { "64-bit Windows" } else { "Linux" }),
+                ),
+            };
+            findings.push(Finding { severity: Severity::Problem, message, hint: Some(hint) });
         }
         loaded.push(l);
     }
@@ -372,7 +382,8 @@ fn decode_cudnn(v: u64) -> String {
 /// Where the file at `path` comes from, in words: a store entry, a toolkit root, a pip wheel,
 /// PyTorch's bundled copy, a conda env, or just its folder.
 pub fn origin(path: &Path, layout: &Layout, toolkits: &[Toolkit], conda_prefix: Option<&Path>) -> String {
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    // Canonical, but without Windows' `\\?\` verbatim prefix (never shown to users).
+    let canon = |p: &Path| std::fs::canonicalize(p).map(|c| PathBuf::from(crate::shim::shim_path(&c))).unwrap_or_else(|_| p.to_path_buf());
     let file = canon(path);
     let store = canon(&layout.store_dir());
     if let Ok(rest) = file.strip_prefix(&store)
@@ -407,10 +418,16 @@ pub fn origin(path: &Path, layout: &Layout, toolkits: &[Toolkit], conda_prefix: 
 }
 
 /// The folders of the search path that hold a cuDNN dispatcher, in order.
+/// `folders` are the variable's entries in order (positions count empty ones too, which
+/// are skipped); a folder listed again (or another name of it) is scanned once.
 fn scan_search_path(folders: &[PathBuf]) -> Vec<SearchDir> {
     let mut out: Vec<SearchDir> = Vec::new();
     let mut seen_majors = std::collections::BTreeSet::new();
+    let mut seen_folders = std::collections::HashSet::new();
     for (i, folder) in folders.iter().enumerate() {
+        if folder.as_os_str().is_empty() || !seen_folders.insert(std::fs::canonicalize(folder).unwrap_or_else(|_| folder.clone())) {
+            continue;
+        }
         let Ok(rd) = std::fs::read_dir(folder) else { continue };
         let names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
         let mut dispatchers: Vec<Dispatcher> = names
@@ -531,11 +548,11 @@ mod tests {
         if !cfg!(windows) {
             std::fs::write(b.join("libcudnn.so.9.1.0"), "x").unwrap();
         }
-        let dirs = scan_search_path(&[c.clone(), a.clone(), tmp.path().join("missing"), b.clone()]);
+        let dirs = scan_search_path(&[c.clone(), a.clone(), PathBuf::new(), a.clone(), tmp.path().join("missing"), b.clone()]);
         assert_eq!(dirs.len(), 2, "{dirs:?}");
         assert_eq!((dirs[0].position, &dirs[0].path), (2, &a));
         assert!(dirs[0].dispatchers[0].first);
-        assert_eq!((dirs[1].position, &dirs[1].path), (4, &b));
+        assert_eq!((dirs[1].position, &dirs[1].path), (6, &b), "positions count the empty entry; `a` again is not a second folder");
         let majors: Vec<(u64, bool)> = dirs[1].dispatchers.iter().map(|d| (d.major, d.first)).collect();
         assert_eq!(majors, [(9, false), (8, true)]);
         if !cfg!(windows) {

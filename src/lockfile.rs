@@ -28,7 +28,8 @@
 //! cudnn-version = "8.8.0.121"
 //! ```
 //! Format 1 (written by earlier cuenv) had one section, `[profiles.<name>]`, without a
-//! platform: it is read as the section of the platform asked for, and rewritten as format 2.
+//! platform: it is read as the section of the platform its store entry names say it was
+//! written on ([`legacy_platform`]), and rewritten as format 2.
 
 use std::path::{Path, PathBuf};
 
@@ -138,14 +139,15 @@ impl LockFile {
     /// `old_text` (the current lock, if any): comments, order and formatting of `old_text`
     /// are kept, values are replaced only where they differ, profiles no longer in the file
     /// are removed from every section, new ones are appended; other platforms' sections are
-    /// otherwise kept as they are. A format-1 lock's section becomes `platform`'s. An
-    /// `old_text` that is not valid TOML is replaced by a fresh lock.
+    /// otherwise kept as they are. A format-1 lock's section becomes the section of the
+    /// platform it was written on ([`legacy_platform`]). An `old_text` that is not valid TOML
+    /// is replaced by a fresh lock.
     pub fn render_updated(old_text: Option<&str>, platform: Platform, resolved: &Resolved) -> String {
         let mut doc = old_text.and_then(|t| t.parse::<DocumentMut>().ok()).unwrap_or_else(|| {
             format!("{HEADER}version = {FORMAT_VERSION}\n").parse().expect("the header is valid TOML")
         });
-        let legacy = doc.get("version").and_then(Item::as_integer) == Some(1);
-        let old_section = if legacy { doc.remove("profiles").filter(Item::is_table) } else { None };
+        let legacy = (doc.get("version").and_then(Item::as_integer) == Some(1)).then(|| legacy_platform(doc.as_table()));
+        let old_section = legacy.and_then(|lp| Some((lp, doc.remove("profiles").filter(Item::is_table)?)));
         set_value(doc.as_table_mut(), "version", Value::from(FORMAT_VERSION));
         let platforms = implicit_table(doc.as_table_mut(), "platforms");
         for (_, section) in platforms.iter_mut() {
@@ -153,10 +155,15 @@ impl LockFile {
                 profiles.retain(|name, _| resolved.profiles.iter().any(|p| p.name == name));
             }
         }
-        let section = implicit_table(platforms, platform.as_str());
-        if let Some(old) = old_section {
-            section.insert("profiles", old);
+        if let Some((lp, old)) = old_section {
+            // The format-1 section goes to the platform it was written on (its comments kept).
+            let legacy_profiles = implicit_table(platforms, lp.as_str());
+            legacy_profiles.insert("profiles", old);
+            if let Some(t) = legacy_profiles.get_mut("profiles").and_then(Item::as_table_mut) {
+                t.retain(|name, _| resolved.profiles.iter().any(|p| p.name == name));
+            }
         }
+        let section = implicit_table(platforms, platform.as_str());
         let profiles = implicit_table(section, "profiles");
         profiles.retain(|name, _| resolved.profiles.iter().any(|p| p.name == name));
         for p in &resolved.profiles {
@@ -232,11 +239,11 @@ pub fn read(path: &Path, platform: Platform) -> Result<Option<LockFile>, Error> 
     read_text(path)?.map(|text| parse(&text, path, platform)).transpose()
 }
 
-/// Reads every section of the lock file at `path` (empty when the file does not exist):
-/// `(Some(platform), section)`, or `(None, section)` for a format-1 lock's one section.
+/// Reads every section of the lock file at `path` (empty when the file does not exist), by
+/// platform.
 ///
 /// Errors: as [`read`].
-pub fn read_all(path: &Path) -> Result<Vec<(Option<Platform>, LockFile)>, Error> {
+pub fn read_all(path: &Path) -> Result<Vec<(Platform, LockFile)>, Error> {
     read_text(path)?.map(|text| parse_all(&text, path)).transpose().map(Option::unwrap_or_default)
 }
 
@@ -257,15 +264,23 @@ pub fn write(path: &Path, platform: Platform, resolved: &Resolved) -> Result<boo
 }
 
 /// Parses the text of the lock file `path` (used only in diagnostics) and returns
-/// `platform`'s section (a format-1 lock's one section stands for every platform).
+/// `platform`'s section (empty when it has none).
 ///
 /// Errors: those of [`parse_all`].
 pub fn parse(text: &str, path: &Path, platform: Platform) -> Result<LockFile, Error> {
-    Ok(parse_all(text, path)?
+    Ok(parse_all(text, path)?.into_iter().find(|(p, _)| *p == platform).map(|(_, l)| l).unwrap_or_default())
+}
+
+/// The platform a format-1 lock (one section, no platform) was written on: the one its
+/// store entry names say (`cudnn-...-linux-x86_64-<id>`), else this host's.
+pub fn legacy_platform(root: &dyn TableLike) -> Platform {
+    const ALL: [Platform; 5] = [Platform::WindowsX86_64, Platform::LinuxX86_64, Platform::LinuxSbsa, Platform::LinuxAarch64, Platform::LinuxPpc64le];
+    let names = root.get("profiles").and_then(Item::as_table_like).into_iter().flat_map(|t| t.iter().filter_map(|(_, p)| p.get("cudnn-name")?.as_str().map(str::to_string)).collect::<Vec<_>>());
+    names
         .into_iter()
-        .find(|(p, _)| p.is_none_or(|p| p == platform))
-        .map(|(_, l)| l)
-        .unwrap_or_default())
+        .find_map(|n| ALL.into_iter().find(|p| n.contains(&format!("-{}-", p.as_str())) || n.ends_with(&format!("-{}", p.as_str()))))
+        .or_else(Platform::host)
+        .unwrap_or(Platform::LinuxX86_64)
 }
 
 /// Parses every section of the lock file text (`path` is used only in diagnostics).
@@ -274,12 +289,12 @@ pub fn parse(text: &str, path: &Path, platform: Platform) -> Result<LockFile, Er
 /// Errors: [`Error::Invalid`] for invalid TOML, a `version` other than 1 or
 /// [`FORMAT_VERSION`], or a profile missing a key or holding a bad value (a key of the
 /// wrong type, a bad version).
-pub fn parse_all(text: &str, path: &Path) -> Result<Vec<(Option<Platform>, LockFile)>, Error> {
+pub fn parse_all(text: &str, path: &Path) -> Result<Vec<(Platform, LockFile)>, Error> {
     let cx = Cx { path, src: text };
     let doc = toml_edit::Document::parse(text)
         .map_err(|e| cx.invalid(e.span().unwrap_or(0..0), format!("invalid TOML in the lock file: {}", e.message())))?;
     if cx.format_version(doc.as_table())? == 1 {
-        return Ok(vec![(None, cx.section(doc.as_table())?)]);
+        return Ok(vec![(legacy_platform(doc.as_table()), cx.section(doc.as_table())?)]);
     }
     let Some(item) = doc.get("platforms") else { return Ok(Vec::new()) };
     let platforms =
@@ -290,7 +305,7 @@ pub fn parse_all(text: &str, path: &Path) -> Result<Vec<(Option<Platform>, LockF
         let section = item.as_table_like().ok_or_else(|| {
             cx.invalid(item.span().unwrap_or(0..0), format!("`platforms.{name}` must be a table"))
         })?;
-        out.push((Some(platform), cx.section(section)?));
+        out.push((platform, cx.section(section)?));
     }
     Ok(out)
 }
@@ -378,10 +393,11 @@ fn parse_wheel_pin(s: &str) -> Option<(String, String, String)> {
     Some((project.trim().to_string(), version.trim().to_string(), sha.trim().to_string()))
 }
 
-/// The `profiles` table of `platform`'s section of a parsed lock (format 1: its one section).
+/// The `profiles` table of `platform`'s section of a parsed lock (format 1: its one section,
+/// when it was written on `platform`).
 fn section_profiles(doc: &DocumentMut, platform: Platform) -> Option<&dyn TableLike> {
     let section = if doc.get("version").and_then(Item::as_integer) == Some(1) {
-        doc.as_table() as &dyn TableLike
+        (legacy_platform(doc.as_table()) == platform).then_some(doc.as_table() as &dyn TableLike)?
     } else {
         doc.get("platforms")?.get(platform.as_str())?.as_table_like()?
     };
@@ -635,7 +651,12 @@ mod tests {
         let r = resolved();
         let old = "# my notes\nversion = 1\n\n# the old one first\n[profiles.old]\ntoolkit-root = \"/usr/local/cuda-11.8\"\ntoolkit-version = \"11.8.89\"\ncudnn-id = \"e880\"  # pinned by hand\ncudnn-name = \"cudnn-8.8.0.121-cuda11-linux-x86_64\"\ncudnn-version = \"8.8.0.121\"\nnote = \"kept\"\n\n[profiles.gone]\ntoolkit-root = \"/x\"\ntoolkit-version = \"1\"\ncudnn-id = \"x\"\ncudnn-name = \"x\"\ncudnn-version = \"1\"\n";
         let new = LockFile::render_updated(Some(old), LINUX, &r);
-        assert_eq!(lock_of(old).profiles.len(), 2, "format 1 is read as any platform's section");
+        assert_eq!(lock_of(old).profiles.len(), 2, "format 1 is read as the section of the platform its entry names say");
+        assert_eq!(parse(old, Path::new("lab.lock"), WINDOWS).unwrap(), LockFile::default());
+        // Locking another platform moves the format-1 section where it belongs, not there.
+        let win = LockFile::render_updated(Some(old), WINDOWS, &resolved_for_windows());
+        assert!(win.contains("[platforms.linux-x86_64.profiles.old]") && win.contains("cudnn-id = \"e880\"  # pinned by hand"), "{win}");
+        assert_eq!(parse(&win, Path::new("lab.lock"), WINDOWS).unwrap().profiles.len(), 2);
         assert!(new.starts_with("# my notes\nversion = 2\n\n# the old one first\n[platforms.linux-x86_64.profiles.old]\n"), "{new}");
         assert!(new.contains("cudnn-id = \"e880\"  # pinned by hand\n"), "{new}");
         assert!(new.contains("note = \"kept\"\n"));
@@ -816,7 +837,7 @@ mod tests {
         assert_eq!(parse(&both, Path::new("lab.lock"), Platform::LinuxSbsa).unwrap(), LockFile::default(), "no section: nothing locked");
         assert_eq!(LockFile::render_updated(Some(&both), LINUX, &resolved()), both, "re-rendering one section changes nothing");
         let all = parse_all(&both, Path::new("lab.lock")).unwrap();
-        assert_eq!(all.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [Some(LINUX), Some(WINDOWS)]);
+        assert_eq!(all.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [LINUX, WINDOWS]);
     }
 
     #[test]
@@ -854,8 +875,9 @@ mod tests {
         std::fs::write(&path, &cleared).unwrap();
         assert!(read_pins(&path, LINUX).is_empty());
         assert_eq!(read_pins(&path, WINDOWS), pins("bb"));
-        // A format-1 lock's pins are any platform's.
-        std::fs::write(&path, "version = 1\n[profiles.torch2]\ncudnn-sha256 = \"cc\"\n").unwrap();
+        // A format-1 lock's pins belong to the platform its entry names say.
+        std::fs::write(&path, "version = 1\n[profiles.torch2]\ncudnn-name = \"cudnn-9.5.0.50-cuda12-windows-x86_64-9c8deab5de74\"\ncudnn-sha256 = \"cc\"\n").unwrap();
         assert_eq!(read_pins(&path, WINDOWS)["torch2"].sha256.as_deref(), Some("cc"));
+        assert!(read_pins(&path, LINUX).is_empty());
     }
 }

@@ -194,18 +194,23 @@ impl Error {
         }
     }
 
-    /// One error for `errors` (at least one): itself when alone, else [`Error::Several`]
-    /// (a read error, which has no location, wins alone).
+    /// One error for `errors` (at least one): itself when alone, else [`Error::Several`] with
+    /// every diagnostic in file order (a read error, which has no location, wins alone).
     pub(crate) fn combine(mut errors: Vec<Error>) -> Error {
         if errors.len() == 1 || errors.iter().any(|e| e.located().is_none()) {
             let i = errors.iter().position(|e| e.located().is_none()).unwrap_or(0);
             return errors.swap_remove(i);
         }
-        Error::Several(errors.into_iter().flat_map(|e| match e {
-            Error::Syntax(l) | Error::Invalid(l) => vec![*l],
-            Error::Several(all) => all,
-            Error::Read { .. } => Vec::new(),
-        }).collect())
+        let mut all: Vec<Located> = errors
+            .into_iter()
+            .flat_map(|e| match e {
+                Error::Syntax(l) | Error::Invalid(l) => vec![*l],
+                Error::Several(all) => all,
+                Error::Read { .. } => Vec::new(),
+            })
+            .collect();
+        all.sort_by_key(|l| l.span.start);
+        Error::Several(all)
     }
 
     /// Adds a note line shown under the caret (no effect on a read error).
@@ -843,6 +848,10 @@ check = "load"
         let e = err("[profiles.a]\ncuda = { version = \"12.6\", from = \"pyip\" }\ncudnn = \"9\"\n");
         assert!(e.to_string().contains("only `from = \"pypi\"` can provide a CUDA runtime"), "{e}");
         assert_eq!(e.hint().unwrap(), "did you mean `from = \"pypi\"`? install the toolkit and name it under [toolkits], or use `from = \"pypi\"`");
+        // File order across the top level and the profiles.
+        let e = err("[toolkit]\nx = 1\n[profiles.a]\ncuda = \"?\"\ncudnn = \"9\"\n[setings]\ny = 2\n");
+        let lines: Vec<usize> = e.all_located().iter().map(|l| l.line).collect();
+        assert_eq!(lines, [1, 4, 6], "{e}");
         // One broken profile among good ones: a plain Invalid, as before.
         assert!(matches!(err("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n[profiles.b]\ncuda = \"12\"\n"), Error::Invalid(_)));
     }

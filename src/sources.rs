@@ -204,6 +204,15 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, platform: 
                 (store.add(lock, &path, &opts, progress)?, path.display().to_string())
             }
         };
+        if added.meta.platform != platform {
+            return Err(file
+                .error_at(
+                    from.span.clone(),
+                    format!("{from_what} holds cuDNN for {}, but profile `{}` is being resolved for {platform}", added.meta.platform, p.name),
+                    Some(format!("name the {platform} release here (profile sources are per profile, not per platform), or use `from = \"pypi\"` / `\"nvidia\"`, which pick each platform's file")),
+                )
+                .into());
+        }
         if !p.cudnn.version.matches(&added.meta.version) || added.meta.cuda_major != major {
             return Err(file
                 .error_at(

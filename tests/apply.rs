@@ -223,7 +223,7 @@ fn use_rollback_generations_gc() {
     // Rollback walks back by number; it does not toggle back to 2.
     let (code, _, err) = lab.run(&["rollback"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("generation 1 is the oldest there is") && err.contains("hint: `cuenv generations` lists them"), "{err}");
+    assert!(err.contains("no generation older than 1 passed its check") && err.contains("hint: `cuenv generations` lists them"), "{err}");
     let said = lab.ok(&["rollback", "--to", "2"]);
     assert!(said.contains("switched forward: generation 2 is current (was 1)"), "{said}");
     assert_eq!(lab.current(), 2);
@@ -352,6 +352,22 @@ fn locked_fails_on_drift_and_changes_nothing() {
     lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
     lab.ok(&["apply", "--no-check", "--locked", file.to_str().unwrap()]);
     let lock_before = fs::read_to_string(lab.ctx.path("lab.lock")).unwrap();
+    // A format-1 lock (one section, no platform) is honoured by --locked and not rewritten;
+    // a plain apply migrates it to format 2, byte for byte what was there.
+    let host = if cfg!(windows) { "windows-x86_64" } else { "linux-x86_64" };
+    let v1 = lock_before.replace("version = 2", "version = 1").replace(&format!("[platforms.{host}.profiles."), "[profiles.");
+    fs::write(lab.ctx.path("lab.lock"), &v1).unwrap();
+    lab.ok(&["apply", "--no-check", "--locked", file.to_str().unwrap()]);
+    assert_eq!(fs::read_to_string(lab.ctx.path("lab.lock")).unwrap(), v1, "--locked never writes the lock");
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert_eq!(fs::read_to_string(lab.ctx.path("lab.lock")).unwrap(), lock_before);
+    // A lock without this platform's section is not a lock for --locked.
+    let other = if cfg!(windows) { "linux-x86_64" } else { "windows-x86_64" };
+    fs::write(lab.ctx.path("lab.lock"), lock_before.replace(host, other)).unwrap();
+    let (code, _, err) = lab.run(&["apply", "--no-check", "--locked", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("the lock file has no {host} section")) && err.contains("to write it"), "{err}");
+    fs::write(lab.ctx.path("lab.lock"), &lock_before).unwrap();
     // Asking for another cuDNN is drift.
     let f2 = fs::read_to_string(&file).unwrap().replace("cudnn = \"8.9.4\"", "cudnn = \"9.5\"");
     fs::write(&file, f2).unwrap();
@@ -475,6 +491,14 @@ fn a_failing_check_keeps_the_previous_generation() {
     let hist: serde_json::Value = serde_json::from_str(&lab.ok(&["generations", "--json"])).unwrap();
     let ops: Vec<&str> = hist["history"].as_array().unwrap().iter().map(|h| h["op"].as_str().unwrap()).collect();
     assert_eq!(ops, ["apply", "revert", "apply", "apply", "revert"]);
+    // The same file applied without the check is generation 4; rolling back skips 3, whose
+    // check failed, and lands on 2.
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert_eq!(lab.current(), 4);
+    let (code, out, err) = lab.run(&["rollback"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("rolled back: generation 2 is current (was 4; skipped 3, whose check failed)"), "{out}");
+    assert_eq!(lab.current(), 2);
     // `cuenv check` re-runs the checks of the current generation and records them.
     let (code, out, _) = lab.run(&["check", "--json"]);
     assert_eq!(code, 4);

@@ -148,3 +148,28 @@ fn an_unusable_file_first_on_the_search_path_is_a_problem() {
     assert!(out.contains(&format!("hint: {} is not a usable Linux library: remove it, or its folder from LD_LIBRARY_PATH", bogus.path().join("libcudnn.so.9").display())), "{out}");
     assert_eq!(out.matches("cuDNN 9: ").count(), 1, "--major 9 given twice probes once:\n{out}");
 }
+
+#[test]
+fn a_dispatcher_with_a_missing_dependency_is_not_called_unusable() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    // A dispatcher linked against libstubdep.so, which is then deleted.
+    let dep = s.build("dep", "libstubdep.so", &["GRAPH", "VERSION=1"]);
+    let disp = s.tmp.path().join("disp");
+    std::fs::create_dir_all(&disp).unwrap();
+    let out = std::process::Command::new(&s.cc)
+        .args(["-shared", "-fPIC", "-DVERSION=90500", "-o"])
+        .arg(disp.join("libcudnn.so.9"))
+        .arg(s.tmp.path().join("stub.c"))
+        .arg(format!("-L{}", dep.display()))
+        .args(["-Wl,--no-as-needed", "-lstubdep", "-ldl"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_file(dep.join("libstubdep.so")).unwrap();
+    let (code, out, _) = doctor(home.path(), &[&disp], &[], &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("missing library") && out.contains("libstubdep.so"), "{out}");
+    assert!(!out.contains("is not a usable"), "{out}");
+    assert!(out.contains("hint: put the folder that holds it on LD_LIBRARY_PATH"), "{out}");
+}

@@ -111,7 +111,11 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode
     }
     let desired = apply::desire(&ctx.layout, parsed, opts.locked)?;
     if apply::unchanged(&ctx.layout, &desired) {
-        apply::write_lock(&ctx.layout, &desired)?;
+        // --locked: the lock already says all this; it is never rewritten (not even to
+        // migrate its format).
+        if !opts.locked {
+            apply::write_lock(&ctx.layout, &desired)?;
+        }
         let n = generation::current(&ctx.layout).unwrap_or(0);
         if opts.json {
             print_json(&serde_json::json!({ "generation": n, "changed": false }));
@@ -164,7 +168,7 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode
         }
         return Ok(ExitCode::CheckFailed);
     }
-    let lock_changed = apply::write_lock(&ctx.layout, &desired)?;
+    let lock_changed = !opts.locked && apply::write_lock(&ctx.layout, &desired)?;
     warn_dangling_active(ctx);
     if opts.json {
         print_json(&serde_json::json!({ "generation": n, "changed": true, "changes": lines, "checks": checks }));
@@ -198,15 +202,13 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> anyhow::Result<ExitCode> 
         vec![Platform::host().context("cuDNN is not built for this platform: name one with --platform")?]
     } else {
         let mut ps = opts.platforms.clone();
+        ps.sort_by_key(|p| p.as_str());
         ps.dedup();
         ps
     };
-    let endpoints = sources::endpoints(&parsed, opts.offline);
-    let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
-    let mut report = Vec::new();
-    for platform in platforms {
-        if opts.locked {
-            // Nothing to verify against: say so before fetching anything.
+    if opts.locked {
+        // Nothing to verify against: say so before fetching anything, for every platform.
+        for &platform in &platforms {
             let missing = match lockfile::read(&lock_path, platform)? {
                 None => Some("the lock file does not exist".to_string()),
                 Some(l) if l.profiles.is_empty() && !parsed.profiles.is_empty() => Some(format!("the lock file has no {platform} section")),
@@ -217,8 +219,19 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> anyhow::Result<ExitCode> 
                 return Err(apply::LockedDrift::new(message, file, platform, true).into());
             }
         }
+    }
+    let endpoints = sources::endpoints(&parsed, opts.offline);
+    let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
+    // Every platform is fetched and resolved before any section is written: a failure
+    // leaves lab.lock as it was.
+    let mut done = Vec::new();
+    for &platform in &platforms {
         let fetched = sources::ensure(&ctx.layout, &lock, &parsed, platform, &lockfile::read_pins(&lock_path, platform), &endpoints, progress.as_ref())?;
         let locking = apply::resolve_locked(&ctx.layout, &parsed, platform, opts.locked)?;
+        done.push((platform, fetched, locking));
+    }
+    let mut report = Vec::new();
+    for (platform, fetched, locking) in done {
         let changed = if opts.locked { false } else { apply::write_lock_section(&ctx.layout, &parsed, platform, &locking.resolved)? };
         if !opts.json {
             for l in fetched.iter().chain(&locking.changes) {
@@ -321,6 +334,9 @@ impl UnknownProfile {
 
 impl crate::error::Diagnose for UnknownProfile {
     fn hint(&self) -> Option<String> {
+        if self.known.is_empty() {
+            return Some("the current generation has no profiles; add one to your profile file and run `cuenv apply`".into());
+        }
         let known: Vec<&str> = self.known.split(", ").collect();
         let guess = crate::profile::did_you_mean(&self.name, &known).map(|g| format!("did you mean `{g}`? ")).unwrap_or_default();
         Some(format!("{guess}profiles: {}; or add it to your profile file and run `cuenv apply`", self.known))
@@ -340,16 +356,28 @@ pub fn rollback(ctx: &Ctx, to: Option<u64>) -> anyhow::Result<ExitCode> {
     let _lock = lock_and_recover(ctx)?;
     let cur = generation::current(&ctx.layout).ok_or_else(no_generation)?;
     // Like `nix-env --rollback`: the newest generation older than the current one, so
-    // repeated rollbacks keep walking back.
+    // repeated rollbacks keep walking back; one whose check failed (apply built it, then
+    // kept the previous generation) is skipped.
+    let failed = |n: u64| verify::load(&ctx.layout, n).is_some_and(|c| !verify::acceptable(&c.profiles, false));
+    let mut skipped: Vec<u64> = Vec::new();
     let target = match to {
-        Some(n) => n,
-        None => generation::list(&ctx.layout).into_iter().filter(|n| *n < cur).max().ok_or_else(|| {
-            crate::error::hinted(
-                format!("generation {cur} is the oldest there is; there is nothing to roll back to"),
-                "`cuenv generations` lists them; `cuenv rollback --to N` goes to any of them",
-                ExitCode::Invalid,
-            )
-        })?,
+        Some(n) => {
+            if failed(n) {
+                ctx.note(&format!("warning: generation {n} failed its check when it was applied (`cuenv generations` shows why)"));
+            }
+            n
+        }
+        None => {
+            let older: Vec<u64> = generation::list(&ctx.layout).into_iter().filter(|n| *n < cur).rev().collect();
+            skipped = older.iter().copied().take_while(|n| failed(*n)).collect();
+            older.into_iter().find(|n| !failed(*n)).ok_or_else(|| {
+                crate::error::hinted(
+                    format!("no generation older than {cur} passed its check; there is nothing to roll back to"),
+                    "`cuenv generations` lists them; `cuenv rollback --to N` goes to any of them",
+                    ExitCode::Invalid,
+                )
+            })?
+        }
     };
     generation::read(&ctx.layout, target)?;
     if target == cur {
@@ -358,7 +386,12 @@ pub fn rollback(ctx: &Ctx, to: Option<u64>) -> anyhow::Result<ExitCode> {
     }
     generation::switch(&ctx.layout, target, "rollback")?;
     let verb = if target < cur { "rolled back" } else { "switched forward" };
-    println!("{verb}: generation {target} is current (was {cur})");
+    let skipped = match skipped.as_slice() {
+        [] => String::new(),
+        [n] => format!("; skipped {n}, whose check failed"),
+        ns => format!("; skipped {}, whose checks failed", ns.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
+    };
+    println!("{verb}: generation {target} is current (was {cur}{skipped})");
     warn_dangling_active(ctx);
     Ok(ExitCode::Success)
 }
