@@ -289,11 +289,9 @@ pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platfor
             p.toolkit_root = t;
         }
     }
-    let mut changed = lockfile::write(&path, platform, &portable)?;
-    let store = Store::new(layout);
-    let entries = store.entries();
+    let entries = Store::new(layout).entries();
     let runtimes = crate::runtime::list(layout);
-    let mut pins = std::collections::BTreeMap::new();
+    let mut pins = lockfile::Pins::new();
     for r in &resolved.profiles {
         let Some(profile) = file.profile(&r.name) else { continue };
         let mut pin = lockfile::Pin { sha256: None, url: None, cuda_wheels: Vec::new() };
@@ -315,13 +313,8 @@ pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platfor
             pins.insert(r.name.clone(), pin);
         }
     }
-    let text = fs::read_to_string(&path)?;
-    let pinned = lockfile::with_pins(&text, platform, &pins);
-    if pinned != text {
-        fsutil::write_atomic(&path, pinned.as_bytes())?;
-        changed = true;
-    }
-    Ok(changed)
+    // One atomic write: the choices and their pins never land apart.
+    Ok(lockfile::write(&path, platform, &portable, &pins)?)
 }
 
 /// `--locked` and the lock file disagree.

@@ -247,14 +247,15 @@ pub fn read_all(path: &Path) -> Result<Vec<(Platform, LockFile)>, Error> {
     read_text(path)?.map(|text| parse_all(&text, path)).transpose().map(Option::unwrap_or_default)
 }
 
-/// Writes `platform`'s section of the lock at `path` for `resolved` (atomically), updating
-/// the lock already there as [`LockFile::render_updated`] does. Returns whether the file
-/// changed (false: it already held exactly this text, and was not touched).
+/// Writes `platform`'s section of the lock at `path` for `resolved` with its `pins`, in one
+/// atomic write, updating the lock already there as [`LockFile::render_updated`] and
+/// [`with_pins`] do. Returns whether the file changed (false: it already held exactly this
+/// text, and was not touched).
 ///
 /// Errors: [`Error::Read`] / [`Error::Write`] for I/O failures.
-pub fn write(path: &Path, platform: Platform, resolved: &Resolved) -> Result<bool, Error> {
+pub fn write(path: &Path, platform: Platform, resolved: &Resolved, pins: &Pins) -> Result<bool, Error> {
     let old = read_text(path)?;
-    let new = LockFile::render_updated(old.as_deref(), platform, resolved);
+    let new = with_pins(&LockFile::render_updated(old.as_deref(), platform, resolved), platform, pins);
     if old.as_deref() == Some(new.as_str()) {
         return Ok(false);
     }
@@ -373,6 +374,9 @@ impl Cx<'_> {
     }
 }
 
+/// The pins of one section of `lab.lock`, by profile name.
+pub type Pins = std::collections::BTreeMap<String, Pin>;
+
 /// A download pinned in `lab.lock` for one profile: the SHA-256 of the file its store
 /// entry was imported from (`cudnn-sha256`), and for a URL source the URL (`cudnn-url`).
 /// PyPI and NVIDIA sources are looked up again (through whatever index or mirror is set)
@@ -406,7 +410,7 @@ fn section_profiles(doc: &DocumentMut, platform: Platform) -> Option<&dyn TableL
 
 /// The pins of `platform`'s section of a lock file, by profile. Absent or unreadable files
 /// give none.
-pub fn read_pins(path: &Path, platform: Platform) -> std::collections::BTreeMap<String, Pin> {
+pub fn read_pins(path: &Path, platform: Platform) -> Pins {
     let mut out = std::collections::BTreeMap::new();
     let Ok(text) = std::fs::read_to_string(path) else { return out };
     let Ok(doc) = text.parse::<DocumentMut>() else { return out };
@@ -430,7 +434,7 @@ pub fn read_pins(path: &Path, platform: Platform) -> std::collections::BTreeMap<
 /// `text` (a format-2 lock file, as [`LockFile::render_updated`] makes it) with
 /// `cudnn-sha256` / `cudnn-url` / `cuda-wheels` set for the profiles of `platform`'s section
 /// in `pins` and removed from its others; everything else is kept as it is.
-pub fn with_pins(text: &str, platform: Platform, pins: &std::collections::BTreeMap<String, Pin>) -> String {
+pub fn with_pins(text: &str, platform: Platform, pins: &Pins) -> String {
     let Ok(mut doc) = text.parse::<DocumentMut>() else { return text.to_string() };
     let profiles = doc
         .get_mut("platforms")
@@ -723,8 +727,8 @@ mod tests {
         assert_eq!(path.file_name().unwrap(), "lab.lock");
         assert_eq!(read(&path, LINUX).unwrap(), None);
         let r = resolved();
-        assert!(write(&path, LINUX, &r).unwrap());
-        assert!(!write(&path, LINUX, &r).unwrap(), "an unchanged lock is not rewritten");
+        assert!(write(&path, LINUX, &r, &Pins::new()).unwrap());
+        assert!(!write(&path, LINUX, &r, &Pins::new()).unwrap(), "an unchanged lock is not rewritten");
         assert_eq!(read(&path, LINUX).unwrap().unwrap().profiles.len(), 2);
     }
 

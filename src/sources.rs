@@ -7,7 +7,6 @@
 //! serves, so `apply` on another machine (through any index or mirror) imports exactly the
 //! same bytes, or fails.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::binfmt::Platform;
@@ -24,8 +23,6 @@ pub fn is_url(location: &str) -> bool {
     location.starts_with("http://") || location.starts_with("https://")
 }
 
-/// The pinned downloads of `lab.lock`, by profile.
-pub type Pins = BTreeMap<String, crate::lockfile::Pin>;
 
 /// The endpoints for `file`: `[settings] pypi-index` / `nvidia-mirror`, overridden by
 /// `CUENV_PYPI_INDEX` / `CUENV_NVIDIA_MIRROR`; `CUENV_OFFLINE` or `offline` keep off the network.
@@ -136,7 +133,7 @@ pub fn check(file: &ProfileFile) -> Result<(), profile::Error> {
 /// For a `platform` other than the host's, only profiles whose CUDA side comes from PyPI
 /// can be served (an installed toolkit of another machine cannot be seen): any other is
 /// an error at its `cuda` value.
-pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, platform: Platform, pins: &Pins, ep: &Endpoints, progress: &dyn Progress) -> anyhow::Result<Vec<String>> {
+pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, platform: Platform, pins: &crate::lockfile::Pins, ep: &Endpoints, progress: &dyn Progress) -> anyhow::Result<Vec<String>> {
     check(file)?;
     let mut lines = Vec::new();
     let host = Platform::host() == Some(platform);
