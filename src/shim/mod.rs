@@ -297,9 +297,9 @@ fn plan(a: &Activation) -> Plan {
 pub fn render_activate(shell: Shell, a: &Activation) -> String {
     let p = plan(a);
     match shell {
-        Shell::Posix => render_posix(&p, true),
-        Shell::Fish => render_fish(&p, true),
-        Shell::PowerShell => crlf(&render_powershell(&p, true)),
+        Shell::Posix => render_dialect(&POSIX, &p, true),
+        Shell::Fish => render_dialect(&FISH, &p, true),
+        Shell::PowerShell => crlf(&render_dialect(&POWERSHELL, &p, true)),
         Shell::Cmd => crlf(&render_cmd_activate(&p)),
     }
 }
@@ -311,9 +311,9 @@ pub fn render_activate(shell: Shell, a: &Activation) -> String {
 pub fn render_deactivate(shell: Shell, a: &Activation) -> String {
     let p = plan(a);
     match shell {
-        Shell::Posix => render_posix(&p, false),
-        Shell::Fish => render_fish(&p, false),
-        Shell::PowerShell => crlf(&render_powershell(&p, false)),
+        Shell::Posix => render_dialect(&POSIX, &p, false),
+        Shell::Fish => render_dialect(&FISH, &p, false),
+        Shell::PowerShell => crlf(&render_dialect(&POWERSHELL, &p, false)),
         Shell::Cmd => crlf(&render_cmd_deactivate(&p)),
     }
 }
@@ -391,134 +391,81 @@ fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     out
 }
 
-fn render_posix(p: &Plan, activate: bool) -> String {
-    let profile = quote::posix(&p.profile);
-    let restore = fill(
-        tpl::POSIX_RESTORE,
-        &[("RESTORE_NAMES", &p.restore.join(" "))],
-    );
-    let restore = restore.trim_end_matches('\n');
-    if !activate {
-        return fill(
-            tpl::POSIX_DEACTIVATE,
-            &[
-                ("PROFILE", &profile),
-                ("PROFILE_NOTE", &note(p)),
-                ("RESTORE", restore),
-            ],
-        );
-    }
-    let mut changes = String::new();
-    for (name, dirs) in &p.prepend {
-        let value: Vec<String> = dirs.iter().map(|d| quote::posix(d)).collect();
-        changes.push_str(&fill(
-            tpl::POSIX_PREPEND,
-            &[("NAME", name), ("VALUE", &value.join(":"))],
-        ));
-    }
-    for (name, value) in &p.set {
-        changes.push_str(&fill(
-            tpl::POSIX_SET,
-            &[("NAME", name), ("VALUE", &quote::posix(value))],
-        ));
-    }
-    fill(
-        tpl::POSIX_ACTIVATE,
-        &[
-            ("PROFILE", &profile),
-            ("PROFILE_NOTE", &note(p)),
-            ("RESTORE", restore),
-            ("MANAGED", &p.managed.join(" ")),
-            ("CHANGES", changes.trim_end_matches('\n')),
-        ],
-    )
+/// What differs between the POSIX, fish and PowerShell shims, which share one shape (restore,
+/// then save, prepend and set): their templates, how a value is quoted, how a variable name
+/// is written (PowerShell quotes it), and how lists of names and folders are joined.
+struct Dialect {
+    activate: &'static str,
+    deactivate: &'static str,
+    restore: &'static str,
+    prepend: &'static str,
+    set: &'static str,
+    quote: fn(&str) -> String,
+    name: fn(&str) -> String,
+    names_sep: &'static str,
+    /// The prepend template's placeholder for the folders, and their separator.
+    dirs_key: &'static str,
+    dirs_sep: &'static str,
 }
 
-fn render_fish(p: &Plan, activate: bool) -> String {
-    let profile = quote::fish(&p.profile);
-    let restore = fill(
-        tpl::FISH_RESTORE,
-        &[("RESTORE_NAMES", &p.restore.join(" "))],
-    );
-    let restore = restore.trim_end_matches('\n');
-    if !activate {
-        return fill(
-            tpl::FISH_DEACTIVATE,
-            &[
-                ("PROFILE", &profile),
-                ("PROFILE_NOTE", &note(p)),
-                ("RESTORE", restore),
-            ],
-        );
-    }
-    let mut changes = String::new();
-    for (name, dirs) in &p.prepend {
-        let values: Vec<String> = dirs.iter().map(|d| quote::fish(d)).collect();
-        changes.push_str(&fill(
-            tpl::FISH_PREPEND,
-            &[("NAME", name), ("VALUES", &values.join(" "))],
-        ));
-    }
-    for (name, value) in &p.set {
-        changes.push_str(&fill(
-            tpl::FISH_SET,
-            &[("NAME", name), ("VALUE", &quote::fish(value))],
-        ));
-    }
-    fill(
-        tpl::FISH_ACTIVATE,
-        &[
-            ("PROFILE", &profile),
-            ("PROFILE_NOTE", &note(p)),
-            ("RESTORE", restore),
-            ("MANAGED", &p.managed.join(" ")),
-            ("CHANGES", changes.trim_end_matches('\n')),
-        ],
-    )
-}
+const POSIX: Dialect = Dialect {
+    activate: tpl::POSIX_ACTIVATE,
+    deactivate: tpl::POSIX_DEACTIVATE,
+    restore: tpl::POSIX_RESTORE,
+    prepend: tpl::POSIX_PREPEND,
+    set: tpl::POSIX_SET,
+    quote: quote::posix,
+    name: str::to_string,
+    names_sep: " ",
+    dirs_key: "VALUE",
+    dirs_sep: ":",
+};
 
-fn render_powershell(p: &Plan, activate: bool) -> String {
-    let profile = quote::powershell(&p.profile);
-    let names = |list: &[String]| {
-        list.iter()
-            .map(|n| quote::powershell(n))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let restore = fill(tpl::PS_RESTORE, &[("RESTORE_NAMES", &names(&p.restore))]);
+const FISH: Dialect = Dialect {
+    activate: tpl::FISH_ACTIVATE,
+    deactivate: tpl::FISH_DEACTIVATE,
+    restore: tpl::FISH_RESTORE,
+    prepend: tpl::FISH_PREPEND,
+    set: tpl::FISH_SET,
+    quote: quote::fish,
+    name: str::to_string,
+    names_sep: " ",
+    dirs_key: "VALUES",
+    dirs_sep: " ",
+};
+
+const POWERSHELL: Dialect = Dialect {
+    activate: tpl::PS_ACTIVATE,
+    deactivate: tpl::PS_DEACTIVATE,
+    restore: tpl::PS_RESTORE,
+    prepend: tpl::PS_PREPEND,
+    set: tpl::PS_SET,
+    quote: quote::powershell,
+    name: quote::powershell,
+    names_sep: ", ",
+    dirs_key: "VALUES",
+    dirs_sep: ", ",
+};
+
+/// The activate (or deactivate) script of `p` in dialect `d`.
+fn render_dialect(d: &Dialect, p: &Plan, activate: bool) -> String {
+    let names = |list: &[String]| list.iter().map(|n| (d.name)(n)).collect::<Vec<_>>().join(d.names_sep);
+    let profile = (d.quote)(&p.profile);
+    let restore = fill(d.restore, &[("RESTORE_NAMES", &names(&p.restore))]);
     let restore = restore.trim_end_matches('\n');
     if !activate {
-        return fill(
-            tpl::PS_DEACTIVATE,
-            &[
-                ("PROFILE", &profile),
-                ("PROFILE_NOTE", &note(p)),
-                ("RESTORE", restore),
-            ],
-        );
+        return fill(d.deactivate, &[("PROFILE", &profile), ("PROFILE_NOTE", &note(p)), ("RESTORE", restore)]);
     }
     let mut changes = String::new();
     for (name, dirs) in &p.prepend {
-        let values: Vec<String> = dirs.iter().map(|d| quote::powershell(d)).collect();
-        changes.push_str(&fill(
-            tpl::PS_PREPEND,
-            &[
-                ("NAME", &quote::powershell(name)),
-                ("VALUES", &values.join(", ")),
-            ],
-        ));
+        let values: Vec<String> = dirs.iter().map(|x| (d.quote)(x)).collect();
+        changes.push_str(&fill(d.prepend, &[("NAME", &(d.name)(name)), (d.dirs_key, &values.join(d.dirs_sep))]));
     }
     for (name, value) in &p.set {
-        changes.push_str(&fill(
-            tpl::PS_SET,
-            &[
-                ("NAME", &quote::powershell(name)),
-                ("VALUE", &quote::powershell(value)),
-            ],
-        ));
+        changes.push_str(&fill(d.set, &[("NAME", &(d.name)(name)), ("VALUE", &(d.quote)(value))]));
     }
     fill(
-        tpl::PS_ACTIVATE,
+        d.activate,
         &[
             ("PROFILE", &profile),
             ("PROFILE_NOTE", &note(p)),
