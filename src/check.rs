@@ -360,11 +360,15 @@ pub fn signal_name(sig: i32) -> &'static str {
 }
 
 /// The loader's search variable, its folders, and `LD_PRELOAD`, from the child's environment.
+/// The value of `name` in a complete environment `env` (the last one wins; names compare
+/// without regard to case on Windows, as the OS does).
+pub(crate) fn env_var<'e>(env: &'e [(OsString, OsString)], name: &str) -> Option<&'e OsString> {
+    env.iter().rev().find(|(k, _)| if cfg!(windows) { k.eq_ignore_ascii_case(name) } else { k == OsStr::new(name) }).map(|(_, v)| v)
+}
+
 fn loader_env(env: &[(OsString, OsString)]) -> (String, Vec<PathBuf>, Vec<PathBuf>) {
     let var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" };
-    let get = |name: &str| -> Option<&OsString> {
-        env.iter().rev().find(|(k, _)| if cfg!(windows) { k.eq_ignore_ascii_case(name) } else { k == OsStr::new(name) }).map(|(_, v)| v)
-    };
+    let get = |name: &str| env_var(env, name);
     let split = |v: Option<&OsString>| -> Vec<PathBuf> {
         v.map(|v| std::env::split_paths(v).filter(|p| !p.as_os_str().is_empty()).collect()).unwrap_or_default()
     };
@@ -887,12 +891,12 @@ fn human_ms(ms: u64) -> String {
 }
 
 /// `12060` -> `12.6`, `11080` -> `11.8` (CUDA's `M*1000 + m*10` encoding).
-fn cuda_version(v: u64) -> String {
+pub(crate) fn cuda_version(v: u64) -> String {
     format!("{}.{}", v / 1000, v % 1000 / 10)
 }
 
 /// The cuDNN integer encoding back to `M.m.p` (9.x: `M*10000+m*100+p`, 8.x: `M*1000+m*100+p`).
-fn decode_cudnn(v: u64) -> String {
+pub(crate) fn decode_cudnn(v: u64) -> String {
     if v >= 10000 { format!("{}.{}.{}", v / 10000, v % 10000 / 100, v % 100) } else { format!("{}.{}.{}", v / 1000, v % 1000 / 100, v % 100) }
 }
 
@@ -1402,6 +1406,7 @@ mod tests {
         assert_eq!(serde_json::to_string(&ReasonKind::WrongCudaMajor).unwrap(), "\"wrong-cuda-major\"");
         assert_eq!(decode_cudnn(90500), "9.5.0");
         assert_eq!(decode_cudnn(8904), "8.9.4");
+        assert_eq!(decode_cudnn(8101), "8.1.1");
         assert_eq!(cuda_version(12060), "12.6");
         assert!(is_under(Path::new("/a/b/c"), Path::new("/a/b")));
         assert!(!is_under(Path::new("/a/bc"), Path::new("/a/b")));

@@ -158,7 +158,7 @@ pub struct Inputs<'a> {
 
 /// Examines `env` (the caller's complete environment): see the module documentation.
 pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
-    let get = |name: &str| env.iter().rev().find(|(k, _)| if cfg!(windows) { k.eq_ignore_ascii_case(name) } else { k == name }).map(|(_, v)| v.clone());
+    let get = |name: &str| check::env_var(env, name).cloned();
     let search_var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" }.to_string();
     // Every entry, empty ones included, so positions are those in the variable.
     let folders: Vec<PathBuf> = get(&search_var).map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
@@ -367,16 +367,10 @@ fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option<&Path>) ->
         l.dispatcher = Some(path);
     }
     if let Some(v) = &r.cudnn {
-        l.version = Some(decode_cudnn(v.version));
-        l.built_for_cuda = (v.cudart_version > 0).then(|| format!("{}.{}", v.cudart_version / 1000, v.cudart_version % 1000 / 10));
+        l.version = Some(check::decode_cudnn(v.version));
+        l.built_for_cuda = (v.cudart_version > 0).then(|| check::cuda_version(v.cudart_version));
     }
     l
-}
-
-/// cuDNN's version number as `major.minor.patch`: `major*10000 + minor*100 + patch` from 9.0
-/// on, `major*1000 + minor*100 + patch` before (cudnn_version.h of each release).
-fn decode_cudnn(v: u64) -> String {
-    if v >= 90000 { format!("{}.{}.{}", v / 10000, v % 10000 / 100, v % 100) } else { format!("{}.{}.{}", v / 1000, v % 1000 / 100, v % 100) }
 }
 
 /// Where the file at `path` comes from, in words: a store entry, a toolkit root, a pip wheel,
@@ -513,13 +507,6 @@ fn file_version(folder: &Path, name: &str, major: u64, names: &[String]) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cudnn_numbers_decode_per_era() {
-        assert_eq!(decode_cudnn(90500), "9.5.0");
-        assert_eq!(decode_cudnn(8904), "8.9.4");
-        assert_eq!(decode_cudnn(8101), "8.1.1");
-    }
 
     #[test]
     fn dispatcher_names_are_the_loaders() {
