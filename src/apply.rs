@@ -126,19 +126,17 @@ pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, l
         }
     }
     let honoured = lockfile::honour(lock.as_ref(), file, &candidates)?;
-    let no_section = lock.as_ref().is_some_and(|l| l.profiles.is_empty() && !file.profiles.is_empty());
-    if locked && (!honoured.changes.is_empty() || lock.is_none()) {
-        let mut msg = format!("{} does not match {} for {platform}:", lock_path.display(), file.path.display());
-        if lock.is_none() {
-            msg.push_str("\n  the lock file does not exist");
-        } else if no_section {
-            msg.push_str(&format!("\n  the lock file has no {platform} section"));
-        } else {
+    if locked {
+        if let Some(drift) = missing_section(lock.as_ref(), file, platform) {
+            return Err(drift.into());
+        }
+        if !honoured.changes.is_empty() {
+            let mut msg = format!("{} does not match {} for {platform}:", lock_path.display(), file.path.display());
             for c in &honoured.changes {
                 msg.push_str(&format!("\n  {c}"));
             }
+            return Err(LockedDrift::new(msg, &file.path, platform, false).into());
         }
-        return Err(LockedDrift::new(msg, &file.path, platform, lock.is_none() || no_section).into());
     }
     Ok(Locking { resolved: honoured.resolved, changes: honoured.changes, toolkits, entries })
 }
@@ -315,6 +313,19 @@ pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platfor
     }
     // One atomic write: the choices and their pins never land apart.
     Ok(lockfile::write(&path, platform, &portable, &pins)?)
+}
+
+/// For `--locked`: the drift when `lock` (`platform`'s section of `file`'s lock; `None`: no
+/// lock file) holds nothing to verify against: no file, or no section for `platform` while
+/// `file` has profiles. `None` when the section is there.
+pub fn missing_section(lock: Option<&lockfile::LockFile>, file: &ProfileFile, platform: Platform) -> Option<LockedDrift> {
+    let why = match lock {
+        None => "the lock file does not exist".to_string(),
+        Some(l) if l.profiles.is_empty() && !file.profiles.is_empty() => format!("the lock file has no {platform} section"),
+        Some(_) => return None,
+    };
+    let message = format!("{} does not match {} for {platform}:\n  {why}", lockfile::lock_path(&file.path).display(), file.path.display());
+    Some(LockedDrift::new(message, &file.path, platform, true))
 }
 
 /// `--locked` and the lock file disagree.

@@ -209,14 +209,8 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> anyhow::Result<ExitCode> 
     if opts.locked {
         // Nothing to verify against: say so before fetching anything, for every platform.
         for &platform in &platforms {
-            let missing = match lockfile::read(&lock_path, platform)? {
-                None => Some("the lock file does not exist".to_string()),
-                Some(l) if l.profiles.is_empty() && !parsed.profiles.is_empty() => Some(format!("the lock file has no {platform} section")),
-                Some(_) => None,
-            };
-            if let Some(why) = missing {
-                let message = format!("{} does not match {} for {platform}:\n  {why}", lock_path.display(), file.display());
-                return Err(apply::LockedDrift::new(message, file, platform, true).into());
+            if let Some(drift) = apply::missing_section(lockfile::read(&lock_path, platform)?.as_ref(), &parsed, platform) {
+                return Err(drift.into());
             }
         }
     }
@@ -368,9 +362,16 @@ pub fn rollback(ctx: &Ctx, to: Option<u64>) -> anyhow::Result<ExitCode> {
             n
         }
         None => {
-            let older: Vec<u64> = generation::list(&ctx.layout).into_iter().filter(|n| *n < cur).rev().collect();
-            skipped = older.iter().copied().take_while(|n| failed(*n)).collect();
-            older.into_iter().find(|n| !failed(*n)).ok_or_else(|| {
+            // One pass, newest first: each generation's check file is read once.
+            let mut found = None;
+            for n in generation::list(&ctx.layout).into_iter().filter(|n| *n < cur).rev() {
+                if !failed(n) {
+                    found = Some(n);
+                    break;
+                }
+                skipped.push(n);
+            }
+            found.ok_or_else(|| {
                 crate::error::hinted(
                     format!("no generation older than {cur} passed its check; there is nothing to roll back to"),
                     "`cuenv generations` lists them; `cuenv rollback --to N` goes to any of them",
