@@ -233,13 +233,7 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
         let f = zip.by_index_raw(index).map_err(|e| corrupt(source, e))?;
         let name = String::from_utf8_lossy(f.name_raw()).into_owned();
         let bad = |rule: String| Error::BadMember { archive: source.into(), member: name.clone(), rule };
-        let path = member::normalize(&name).map_err(|r| bad(r.0))?;
-        if path.is_empty() {
-            continue;
-        }
-        if let Some(prev) = case.insert(&path) {
-            return Err(Error::CaseCollision { archive: source.into(), first: prev, second: path });
-        }
+        let Some(path) = admit(source, &mut case, &name)? else { continue };
         let kind = if f.is_dir() { Kind::Dir } else if f.is_symlink() { Kind::Symlink } else { Kind::File };
         paths.claim(&path, kind).map_err(|r| bad(r.0))?;
         if f.is_dir() {
@@ -464,13 +458,7 @@ fn extract_tar(
             let mut entry = entry.map_err(|e| tar_error(source, e))?;
             let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
             let bad = |rule: String| Error::BadMember { archive: source.into(), member: name.clone(), rule };
-            let path = member::normalize(&name).map_err(|r| bad(r.0))?;
-            if path.is_empty() {
-                continue;
-            }
-            if let Some(prev) = case.insert(&path) {
-                return Err(Error::CaseCollision { archive: source.into(), first: prev, second: path });
-            }
+            let Some(path) = admit(source, &mut case, &name)? else { continue };
             let ty = entry.header().entry_type();
             let kind = match ty {
                 tar::EntryType::Directory => Some(Kind::Dir),
@@ -616,6 +604,21 @@ fn copy_folder(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
     finish_symlinks(source, raw, &index, &mut items, links)?;
     progress.finish();
     Ok(Extracted { items, source_sha256: None, source_size: None })
+}
+
+
+/// The normalized path of archive member `name` of `source`, checked against the names seen
+/// so far (two names equal but for case are refused: they collide on Windows); `None` for
+/// the archive's root itself. Errors name the member and the rule it broke.
+fn admit(source: &Path, case: &mut CaseIndex, name: &str) -> Result<Option<String>, Error> {
+    let path = member::normalize(name).map_err(|r| Error::BadMember { archive: source.into(), member: name.to_string(), rule: r.0 })?;
+    if path.is_empty() {
+        return Ok(None);
+    }
+    if let Some(prev) = case.insert(&path) {
+        return Err(Error::CaseCollision { archive: source.into(), first: prev, second: path });
+    }
+    Ok(Some(path))
 }
 
 #[cfg(test)]
