@@ -19,7 +19,7 @@
 //! its libraries, made read-only and published with one rename.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -213,6 +213,7 @@ fn extract_libraries(wheel: &Path, dest: &Path, platform: Platform) -> Result<Ve
     let mut zip = zip::ZipArchive::new(fs::File::open(wheel).map_err(write_err(wheel))?).map_err(bad)?;
     let folder = lib_dir_name(platform);
     let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
     for i in 0..zip.len() {
         let mut m = zip.by_index(i).map_err(bad)?;
         let name = String::from_utf8_lossy(m.name_raw()).into_owned();
@@ -223,18 +224,10 @@ fn extract_libraries(wheel: &Path, dest: &Path, platform: Platform) -> Result<Ve
             continue;
         }
         let path = dest.join(file);
-        let mut f = fs::File::create(&path).map_err(write_err(&path))?;
-        let mut h = Sha256::new();
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = m.read(&mut buf).map_err(|e| Error::Write { path: path.clone(), source: e })?;
-            if n == 0 {
-                break;
-            }
-            h.update(&buf[..n]);
-            f.write_all(&buf[..n]).map_err(write_err(&path))?;
-        }
-        out.push((file.to_string(), hex::encode(h.finalize())));
+        let (_, sha) = crate::store::extract::stream_to_file(&mut m, &path, u64::MAX, &crate::progress::NoProgress, &mut buf).map_err(|e| match e {
+            crate::store::extract::StreamError::Read(source) | crate::store::extract::StreamError::Write(source) => Error::Write { path: path.clone(), source },
+        })?;
+        out.push((file.to_string(), sha));
     }
     if out.is_empty() {
         return Err(Error::Empty { path: wheel.into(), what: format!("nvidia/*/{folder}/ libraries") });

@@ -159,7 +159,7 @@ fn write_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
 /// Copies `reader` into a new file at `dest`, hashing as it goes. Returns (bytes, hex sha256).
 /// Stops with `Ok` after at most `limit` bytes (`u64::MAX` for none) plus one, so callers can
 /// tell "more than declared" from "exactly declared".
-fn stream_to_file(reader: &mut dyn Read, dest: &Path, limit: u64, progress: &dyn Progress, buf: &mut [u8]) -> Result<(u64, String), StreamError> {
+pub(crate) fn stream_to_file(reader: &mut dyn Read, dest: &Path, limit: u64, progress: &dyn Progress, buf: &mut [u8]) -> Result<(u64, String), StreamError> {
     let mut out = File::create(dest).map_err(StreamError::Write)?;
     let mut hasher = Sha256::new();
     let mut total = 0u64;
@@ -183,7 +183,8 @@ fn stream_to_file(reader: &mut dyn Read, dest: &Path, limit: u64, progress: &dyn
     Ok((total, hex::encode(hasher.finalize())))
 }
 
-enum StreamError {
+/// Why [`stream_to_file`] stopped: reading the source or writing the file failed.
+pub(crate) enum StreamError {
     Read(io::Error),
     Write(io::Error),
 }
