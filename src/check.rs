@@ -39,7 +39,8 @@ pub struct Expected {
     pub entry_dir: PathBuf,
     /// The entry's cuDNN version (3 or 4 parts).
     pub version: Version,
-    /// The profile's CUDA major.
+    /// The profile's CUDA major; 0 when unknown (`cuenv doctor` without a profile): the CUDA
+    /// major is then not checked.
     pub cuda_major: u64,
 }
 
@@ -501,7 +502,7 @@ impl Classifier<'_> {
             if !rt.load.loaded {
                 self.load_failure(&rt.load, "the CUDA runtime");
             } else if let Some(v) = rt.runtime_version {
-                if (v / 1000) as u64 != self.expected.cuda_major {
+                if self.expected.cuda_major != 0 && (v / 1000) as u64 != self.expected.cuda_major {
                     self.fail(
                         ReasonKind::WrongCudaMajor,
                         format!("the CUDA runtime {} is version {}, but the profile is for CUDA {}", rt.load.name, cuda_version(v as u64), self.expected.cuda_major),
@@ -757,7 +758,7 @@ impl Classifier<'_> {
         }
         if v.cudart_version == 0 {
             self.notes.push("cudnnGetCudartVersion is not exported; the CUDA major of this cuDNN build is not checked".into());
-        } else if v.cudart_version / 1000 != self.expected.cuda_major {
+        } else if self.expected.cuda_major != 0 && v.cudart_version / 1000 != self.expected.cuda_major {
             self.fail(
                 ReasonKind::WrongCudaMajor,
                 format!(
@@ -1187,6 +1188,13 @@ mod tests {
         let c = classify_report(&f, r);
         assert_eq!(kinds(&c), vec![ReasonKind::WrongCudaMajor]);
         assert!(c.reasons[0].message.contains("libcudart.so.12 is version 11.8"), "{}", c.reasons[0]);
+        // An unknown CUDA major (0) is not checked.
+        let mut r = report(&f);
+        r.cudnn.as_mut().unwrap().cudart_version = 11080;
+        r.cudart.as_mut().unwrap().runtime_version = Some(11080);
+        let unknown = Expected { cuda_major: 0, ..expected(&f) };
+        let c = classify(&outcome(Some(r), ok_end(), vec![f.entry.join("lib")]), &unknown);
+        assert!(!c.has(ReasonKind::WrongCudaMajor), "{:?}", c.reasons);
     }
 
     #[test]

@@ -262,10 +262,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             let c = check::classify(&o, &expected);
             // Against its own folder, "shadowed" and "version mismatch" say nothing new (a
             // sub-library from elsewhere is reported as mixed versions).
-            let cuda_unknown = expected.cuda_major == 0;
-            for r in c.reasons.iter().filter(|r| {
-                r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed) && !(cuda_unknown && r.kind == ReasonKind::WrongCudaMajor)
-            }) {
+            for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed)) {
                 findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major} from {}: {r}", d.display()), hint: Some(hint_for(r.kind, major, &search_var)) });
             }
         } else if o.report.is_none() {
