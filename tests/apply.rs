@@ -313,6 +313,13 @@ fn a_missing_from_path_is_refused_by_plan_and_apply() {
 }
 
 #[test]
+fn broken_toml_is_located_and_changes_nothing() {
+    let lab = Lab::new();
+    let f = lab.lab("[profiles.a]\ncuda = \"12\ncudnn = \"9.5\"\n");
+    assert_invalid(&lab, &f, &["lab.toml:7:", "invalid TOML", "hint: fix the TOML syntax"]);
+}
+
+#[test]
 fn bad_version_is_shown_at_its_span() {
     let lab = Lab::new();
     let f = lab.lab("[profiles.a]\ncuda = \"12\"\ncudnn = \"9.x\"\n");
@@ -330,7 +337,7 @@ fn cuda12_cudnn_on_a_cuda11_root_is_refused() {
 fn unsatisfiable_requirements_list_what_exists() {
     let lab = Lab::new();
     let f = lab.lab("[profiles.a]\ncuda = \"13\"\ncudnn = \"9.5\"\n");
-    assert_invalid(&lab, &f, &["lab.toml:7:8", "12.6.77", "11.8.89"]);
+    assert_invalid(&lab, &f, &["lab.toml:7:8", "no CUDA toolkit matches `cuda = \"13\"`", "12.6.77", "11.8.89"]);
     let f = lab.lab("[profiles.a]\ncuda = \"12\"\ncudnn = \"9.9\"\n");
     assert_invalid(&lab, &f, &["lab.toml:8:9", "9.5.0.50"]);
 }
