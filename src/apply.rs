@@ -16,6 +16,7 @@ use anyhow::Context as _;
 use sha2::{Digest, Sha256};
 
 use crate::binfmt::Platform;
+use crate::fsutil;
 use crate::generation::{self, Manifest, ShimRecord, ViewRecord};
 use crate::layout::Layout;
 use crate::link::{self, LinkKind};
@@ -25,7 +26,6 @@ use crate::resolve::{Candidates, CudnnCandidate, Resolved, ToolkitCandidate};
 use crate::shim::{self, Activation, Shell};
 use crate::store::Store;
 use crate::toolkit::{self, ProcessEnv};
-use crate::fsutil;
 
 /// The four links of every view, by name: toolkit root, store entry, the entry's library
 /// folder, the toolkit's runtime library folder.
@@ -161,7 +161,11 @@ pub fn installed_toolkits(file: &ProfileFile) -> anyhow::Result<Vec<(ToolkitCand
         })?;
         let Some(v) = t.version.clone() else {
             return Err(file
-                .error_at(decl.root.span.clone(), format!("toolkit root {} has no version.json or version.txt", root.display()), Some("point at the folder that holds version.json (e.g. CUDA\\v12.6)".into()))
+                .error_at(
+                    decl.root.span.clone(),
+                    format!("toolkit root {} has no version.json or version.txt", root.display()),
+                    Some("point at the folder that holds version.json (e.g. CUDA\\v12.6)".into()),
+                )
                 .into());
         };
         out.push((ToolkitCandidate { root: t.root.clone(), version: v }, t));
@@ -194,16 +198,22 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> anyhow::Resul
         let profile = file.profile(&r.name).expect("resolved from this file");
         let conda_env = match &profile.conda_env {
             None => None,
-            Some(env) => Some(
-                crate::conda::resolve(&env.value, &base_dir, &|k| std::env::var_os(k), home_dir.as_deref()).map_err(|nf| {
-                    let hint = if nf.known.is_empty() {
-                        format!("create it with `conda create -n {}`, or give the env's folder as a path", env.value)
-                    } else {
-                        format!("envs found: {}", nf.known.join(", "))
-                    };
-                    file.error_at(env.span.clone(), format!("conda env `{}` does not exist (looked in {})", env.value, nf.searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")), Some(hint))
-                })?,
-            ),
+            Some(env) => Some(crate::conda::resolve(&env.value, &base_dir, &|k| std::env::var_os(k), home_dir.as_deref()).map_err(|nf| {
+                let hint = if nf.known.is_empty() {
+                    format!("create it with `conda create -n {}`, or give the env's folder as a path", env.value)
+                } else {
+                    format!("envs found: {}", nf.known.join(", "))
+                };
+                file.error_at(
+                    env.span.clone(),
+                    format!(
+                        "conda env `{}` does not exist (looked in {})",
+                        env.value,
+                        nf.searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+                    ),
+                    Some(hint),
+                )
+            })?),
         };
         let view = ViewRecord {
             name: r.name.clone(),
@@ -228,7 +238,11 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> anyhow::Resul
             let shells: &[Shell] = if platform.is_windows() { &[Shell::Cmd, Shell::PowerShell] } else { &Shell::ALL };
             for &shell in shells {
                 shim::validate(shell, &act).map_err(|e| {
-                    file.error_at(profile.name_span.clone(), format!("cannot write the {} shims of profile `{}`: {e}", shell.extension(), view.name), Some("move the cuenv home (--home or CUENV_HOME) to a path without that character".into()))
+                    file.error_at(
+                        profile.name_span.clone(),
+                        format!("cannot write the {} shims of profile `{}`: {e}", shell.extension(), view.name),
+                        Some("move the cuenv home (--home or CUENV_HOME) to a path without that character".into()),
+                    )
                 })?;
                 for (dir, text) in [("activate.d", shim::render_activate(shell, &act)), ("deactivate.d", shim::render_deactivate(shell, &act))] {
                     let path = env.join("etc").join("conda").join(dir).join(shim::file_name(&view.name, shell));
@@ -401,7 +415,14 @@ pub fn plan(layout: &Layout, desired: &Desired) -> Vec<String> {
     let mut lines = Vec::new();
     for v in &desired.views {
         match cur_views.iter().find(|c| c.name == v.name) {
-            None => lines.push(format!("+ profile {}: cuDNN {} ({}) on CUDA {} ({})", v.name, v.cudnn_version, v.cudnn_name, v.toolkit_version, v.toolkit_root.display())),
+            None => lines.push(format!(
+                "+ profile {}: cuDNN {} ({}) on CUDA {} ({})",
+                v.name,
+                v.cudnn_version,
+                v.cudnn_name,
+                v.toolkit_version,
+                v.toolkit_root.display()
+            )),
             Some(c) if c != v => {
                 let mut what = Vec::new();
                 if c.cudnn_id != v.cudnn_id {
@@ -574,11 +595,7 @@ pub fn unchanged(layout: &Layout, desired: &Desired) -> bool {
 
 /// Store entry ids referenced by any generation.
 pub fn referenced_entries(layout: &Layout) -> BTreeSet<String> {
-    generation::list(layout)
-        .into_iter()
-        .filter_map(|n| generation::read(layout, n).ok())
-        .flat_map(|m| m.profiles.into_iter().map(|p| p.cudnn_id))
-        .collect()
+    generation::list(layout).into_iter().filter_map(|n| generation::read(layout, n).ok()).flat_map(|m| m.profiles.into_iter().map(|p| p.cudnn_id)).collect()
 }
 
 #[cfg(test)]

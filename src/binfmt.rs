@@ -116,17 +116,12 @@ pub fn inspect(path: &Path) -> io::Result<BinaryInfo> {
             let pe = PeFile64::parse(&cache).map_err(|e| bad(&format!("bad PE file: {e}")))?;
             let machine = pe.nt_headers().file_header.machine.get(LE);
             let platform = (machine == object::pe::IMAGE_FILE_MACHINE_AMD64).then_some(Platform::WindowsX86_64);
-            Ok(BinaryInfo {
-                platform,
-                describe: format!("PE32+ machine {machine:#06x}"),
-                file_version: pe_file_version(&pe, &cache),
-            })
+            Ok(BinaryInfo { platform, describe: format!("PE32+ machine {machine:#06x}"), file_version: pe_file_version(&pe, &cache) })
         }
         FileKind::Pe32 => Ok(BinaryInfo { platform: None, describe: "PE32 (32-bit Windows)".into(), file_version: None }),
         FileKind::Elf64 => {
             use object::read::elf::FileHeader as _;
-            let header = object::elf::FileHeader64::<object::Endianness>::parse(&cache)
-                .map_err(|e| bad(&format!("bad ELF file: {e}")))?;
+            let header = object::elf::FileHeader64::<object::Endianness>::parse(&cache).map_err(|e| bad(&format!("bad ELF file: {e}")))?;
             let endian = header.endian().map_err(|e| bad(&e.to_string()))?;
             let machine = header.e_machine(endian);
             let platform = match machine {

@@ -370,15 +370,12 @@ pub(crate) fn env_var<'e>(env: &'e [(OsString, OsString)], name: &str) -> Option
 fn loader_env(env: &[(OsString, OsString)]) -> (String, Vec<PathBuf>, Vec<PathBuf>) {
     let var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" };
     let get = |name: &str| env_var(env, name);
-    let split = |v: Option<&OsString>| -> Vec<PathBuf> {
-        v.map(|v| std::env::split_paths(v).filter(|p| !p.as_os_str().is_empty()).collect()).unwrap_or_default()
-    };
+    let split =
+        |v: Option<&OsString>| -> Vec<PathBuf> { v.map(|v| std::env::split_paths(v).filter(|p| !p.as_os_str().is_empty()).collect()).unwrap_or_default() };
     let preload = if cfg!(windows) {
         Vec::new()
     } else {
-        get("LD_PRELOAD")
-            .map(|v| v.to_string_lossy().split([' ', ':']).filter(|s| !s.is_empty()).map(PathBuf::from).collect())
-            .unwrap_or_default()
+        get("LD_PRELOAD").map(|v| v.to_string_lossy().split([' ', ':']).filter(|s| !s.is_empty()).map(PathBuf::from).collect()).unwrap_or_default()
     };
     (var.to_string(), split(get(var)), preload)
 }
@@ -468,11 +465,7 @@ impl Classifier<'_> {
             match &o.end {
                 ProbeEnd::Exited { code: 0 } => self.fail(
                     ReasonKind::BadReport,
-                    format!(
-                        "the probe exited without a report: {}{}",
-                        o.report_error.as_deref().unwrap_or("unknown"),
-                        stderr_suffix(&o.stderr_tail)
-                    ),
+                    format!("the probe exited without a report: {}{}", o.report_error.as_deref().unwrap_or("unknown"), stderr_suffix(&o.stderr_tail)),
                 ),
                 end => {
                     self.missing_from_text(&o.stderr_tail);
@@ -505,7 +498,12 @@ impl Classifier<'_> {
                 if self.expected.cuda_major != 0 && (v / 1000) as u64 != self.expected.cuda_major {
                     self.fail(
                         ReasonKind::WrongCudaMajor,
-                        format!("the CUDA runtime {} is version {}, but the profile is for CUDA {}", rt.load.name, cuda_version(v as u64), self.expected.cuda_major),
+                        format!(
+                            "the CUDA runtime {} is version {}, but the profile is for CUDA {}",
+                            rt.load.name,
+                            cuda_version(v as u64),
+                            self.expected.cuda_major
+                        ),
                     );
                 } else {
                     self.notes.push(format!("CUDA runtime {} (version {})", rt.load.name, cuda_version(v as u64)));
@@ -544,10 +542,9 @@ impl Classifier<'_> {
         }
         match &r.conv {
             Conv::NotRequested => {}
-            Conv::Done(c) if c.matches => self.notes.push(format!(
-                "convolution matched the CPU reference (max abs error {:.1e}) with {} in {:.3} ms",
-                c.max_abs_error, c.algo, c.forward_ms
-            )),
+            Conv::Done(c) if c.matches => self
+                .notes
+                .push(format!("convolution matched the CPU reference (max abs error {:.1e}) with {} in {:.3} ms", c.max_abs_error, c.algo, c.forward_ms)),
             Conv::Done(c) => self.fail(
                 ReasonKind::WrongResult,
                 format!(
@@ -614,7 +611,10 @@ impl Classifier<'_> {
         let path_list = if self.outcome.search_path.is_empty() {
             format!("{var} is empty")
         } else {
-            format!("{var} is {}", self.outcome.search_path.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(if cfg!(windows) { ";" } else { ":" }))
+            format!(
+                "{var} is {}",
+                self.outcome.search_path.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(if cfg!(windows) { ";" } else { ":" })
+            )
         };
         if let Some(code) = err.code {
             let text = explain_windows_error(code).map_or_else(|| format!("error {code}: {}", err.message), str::to_string);
@@ -640,7 +640,13 @@ impl Classifier<'_> {
 
     fn missing_from_text(&mut self, text: &str) {
         for m in missing_libraries(text) {
-            self.fail(ReasonKind::MissingLibrary, format!("cuDNN could not load its sub-library {m}; it is missing from the folder the dispatcher came from and from {}", self.outcome.search_var));
+            self.fail(
+                ReasonKind::MissingLibrary,
+                format!(
+                    "cuDNN could not load its sub-library {m}; it is missing from the folder the dispatcher came from and from {}",
+                    self.outcome.search_var
+                ),
+            );
         }
     }
 
@@ -680,10 +686,7 @@ impl Classifier<'_> {
             let dispatcher = names.iter().any(|n| probe::is_dispatcher(n));
             let what = if dispatcher { format!("the cuDNN dispatcher {}", names.iter().find(|n| probe::is_dispatcher(n)).unwrap()) } else { names.join(", ") };
             let why = self.why_loaded_from(dir, &entry, &names[0]);
-            self.fail(
-                ReasonKind::Shadowed,
-                format!("{what} came from {}, not from the profile's entry {}: {why}", dir.display(), entry.display()),
-            );
+            self.fail(ReasonKind::Shadowed, format!("{what} came from {}, not from the profile's entry {}: {why}", dir.display(), entry.display()));
         }
         if !inside_names.is_empty() && folders.len() == 1 {
             self.notes.push(format!("cuDNN loaded from the profile's entry: {}", inside_names.join(", ")));
@@ -712,7 +715,9 @@ impl Classifier<'_> {
             match (pos_won, pos_entry) {
                 (Some(w), Some(e)) if w < e => format!("{var} lists {} (position {}) before the profile's folder (position {})", shown(w), w + 1, e + 1),
                 (Some(w), None) => format!("{var} lists {} (position {}) and does not list the profile's folder at all", shown(w), w + 1),
-                (Some(_), Some(_)) => format!("the profile's folder comes first on {var} but the loader did not take {name} from it (is it missing from the entry?)"),
+                (Some(_), Some(_)) => {
+                    format!("the profile's folder comes first on {var} but the loader did not take {name} from it (is it missing from the entry?)")
+                }
                 (None, _) if cfg!(windows) => format!(
                     "{} is not on PATH: the loader found it first in the application's folder, System32, the Windows folder or the current folder, or a copy with that name was already loaded in the process",
                     dir.display()
@@ -799,10 +804,8 @@ pub fn missing_libraries(text: &str) -> Vec<String> {
             let list = list.split('}').next().unwrap_or(list);
             let names: Vec<&str> = list.split(',').map(str::trim).collect();
             // Prefer the plain soname: `libX.so.<major>`.
-            let pick = names
-                .iter()
-                .find(|n| n.rsplit_once(".so.").is_some_and(|(_, v)| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())))
-                .or(names.first());
+            let pick =
+                names.iter().find(|n| n.rsplit_once(".so.").is_some_and(|(_, v)| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))).or(names.first());
             if let Some(n) = pick {
                 push(n);
             }
@@ -819,8 +822,12 @@ pub fn missing_libraries(text: &str) -> Vec<String> {
 /// The meaning of a Windows loader error code, in words.
 pub fn explain_windows_error(code: i64) -> Option<&'static str> {
     Some(match code {
-        126 => "error 126 (ERROR_MOD_NOT_FOUND): the DLL, or a DLL it imports, was not found on the search path (application folder, System32, Windows folder, current folder, then PATH)",
-        127 => "error 127 (ERROR_PROC_NOT_FOUND): a DLL lacks a function another one imports; DLLs of different versions are mixed (an older copy earlier on PATH, or already loaded by name)",
+        126 => {
+            "error 126 (ERROR_MOD_NOT_FOUND): the DLL, or a DLL it imports, was not found on the search path (application folder, System32, Windows folder, current folder, then PATH)"
+        }
+        127 => {
+            "error 127 (ERROR_PROC_NOT_FOUND): a DLL lacks a function another one imports; DLLs of different versions are mixed (an older copy earlier on PATH, or already loaded by name)"
+        }
         193 => "error 193 (ERROR_BAD_EXE_FORMAT): not a valid image for this 64-bit process (a 32-bit, damaged or non-Windows file)",
         1114 => "error 1114 (ERROR_DLL_INIT_FAILED): the DLL's initialization routine failed",
         _ => return None,
@@ -930,11 +937,10 @@ fn is_under(p: &Path, dir: &Path) -> bool {
     p == d || (p.starts_with(&d) && p[d.len()..].starts_with(sep))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::{ConvProblem, ConvResult, CudnnVersions, Cudart, Device, Driver, LoadError, Module, Status};
+    use crate::probe::{ConvProblem, ConvResult, Cudart, CudnnVersions, Device, Driver, LoadError, Module, Status};
 
     /// A temp folder with an entry (`entry/lib`) and an intruder (`other/lib`) holding files.
     struct Fx {
@@ -1172,7 +1178,11 @@ mod tests {
         let mut r = report(&f);
         r.cudnn = Some(CudnnVersions { version: 8904, cudart_version: 12020, max_device_version: Some(900) });
         let c = classify(&outcome(Some(r), ok_end(), vec![]), &exp);
-        assert!(c.reasons.iter().any(|x| x.kind == ReasonKind::VersionMismatch && x.message.contains("8904 (8.9.4)") && x.message.contains("(8800)")), "{:?}", c.reasons);
+        assert!(
+            c.reasons.iter().any(|x| x.kind == ReasonKind::VersionMismatch && x.message.contains("8904 (8.9.4)") && x.message.contains("(8800)")),
+            "{:?}",
+            c.reasons
+        );
     }
 
     #[test]
@@ -1317,7 +1327,8 @@ mod tests {
         let f = fx();
         let mut o = outcome(None, ProbeEnd::Signaled { signal: 6, name: "SIGABRT".into() }, vec![]);
         o.last_step = Some("cudnnGetVersion".into());
-        o.stderr_tail = "Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory".into();
+        o.stderr_tail =
+            "Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory".into();
         let c = classify(&o, &expected(&f));
         assert_eq!(c.status, CheckStatus::Fail);
         assert_eq!(kinds(&c), vec![ReasonKind::MissingLibrary, ReasonKind::Crash]);
@@ -1368,7 +1379,9 @@ mod tests {
         let text = "Unable to load any of {libcudnn_graph.so.9.5.0, libcudnn_graph.so.9.5, libcudnn_graph.so.9, libcudnn_graph.so}\nInvalid handle. Cannot load symbol cudnnGetVersion";
         assert_eq!(missing_libraries(text), vec!["libcudnn_graph.so.9"]);
         assert_eq!(
-            missing_libraries("Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared object file: No such file or directory"),
+            missing_libraries(
+                "Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared object file: No such file or directory"
+            ),
             vec!["libcudnn_cnn_infer.so.8"]
         );
         assert_eq!(missing_libraries("Could not locate zlibwapi.dll. Please make sure it is in your library path!"), vec!["zlibwapi.dll"]);
@@ -1396,7 +1409,8 @@ mod tests {
     fn loader_env_reads_the_childs_variables() {
         let sep = if cfg!(windows) { ";" } else { ":" };
         let var = if cfg!(windows) { "Path" } else { "LD_LIBRARY_PATH" };
-        let env = vec![(OsString::from(var), OsString::from(format!("/a{sep}{sep}/b"))), (OsString::from("LD_PRELOAD"), OsString::from("/p/libx.so /q/liby.so"))];
+        let env =
+            vec![(OsString::from(var), OsString::from(format!("/a{sep}{sep}/b"))), (OsString::from("LD_PRELOAD"), OsString::from("/p/libx.so /q/liby.so"))];
         let (v, path, pre) = loader_env(&env);
         assert_eq!(path, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
         if cfg!(windows) {

@@ -40,13 +40,15 @@ pub fn resolve(value: &str, base_dir: &Path, env: &dyn Fn(&str) -> Option<OsStri
         }
     }
     if let Some(exe) = env("CONDA_EXE")
-        && let Some(root) = Path::new(&exe).parent().and_then(Path::parent) {
-            roots.push(root.to_path_buf());
-        }
+        && let Some(root) = Path::new(&exe).parent().and_then(Path::parent)
+    {
+        roots.push(root.to_path_buf());
+    }
     if value == "base"
-        && let Some(r) = roots.iter().find(|r| r.join("conda-meta").is_dir()) {
-            return Ok(r.clone());
-        }
+        && let Some(r) = roots.iter().find(|r| r.join("conda-meta").is_dir())
+    {
+        return Ok(r.clone());
+    }
     let mut dirs: Vec<PathBuf> = Vec::new();
     for var in ["CONDA_ENVS_PATH", "CONDA_ENVS_DIRS"] {
         if let Some(v) = env(var) {
@@ -68,14 +70,15 @@ pub fn resolve(value: &str, base_dir: &Path, env: &dyn Fn(&str) -> Option<OsStri
         }
     }
     if let Some(h) = home
-        && let Ok(text) = std::fs::read_to_string(h.join(".conda").join("environments.txt")) {
-            for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-                let p = PathBuf::from(line);
-                if p.file_name().is_some_and(|n| n == value) && p.join("conda-meta").is_dir() {
-                    return Ok(p);
-                }
+        && let Ok(text) = std::fs::read_to_string(h.join(".conda").join("environments.txt"))
+    {
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let p = PathBuf::from(line);
+            if p.file_name().is_some_and(|n| n == value) && p.join("conda-meta").is_dir() {
+                return Ok(p);
             }
         }
+    }
     known.sort();
     known.dedup();
     Err(NotFound { searched: dirs, known })

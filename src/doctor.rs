@@ -237,7 +237,11 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         let o = check::run_probe(inp.exe, env, major, false, inp.timeout);
         let l = describe_load(&o, inp, conda_prefix.as_deref());
         if let (Some(v), Some(name)) = (active_view.as_ref().filter(|_| active_major == Some(major)), &active_profile) {
-            let expected = Expected { entry_dir: v.entry_dir.clone(), version: v.cudnn_version.parse().unwrap_or_else(|_| Version::new(&[major])), cuda_major: v.cuda_major };
+            let expected = Expected {
+                entry_dir: v.entry_dir.clone(),
+                version: v.cudnn_version.parse().unwrap_or_else(|_| Version::new(&[major])),
+                cuda_major: v.cuda_major,
+            };
             let c = check::classify(&o, &expected);
             // A shadowed dispatcher drags its sub-libraries along: "mixed" then says nothing new.
             let shadowed = c.has(ReasonKind::Shadowed);
@@ -248,7 +252,11 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
                     }
                     _ => format!("`cuenv check {name}` runs the same check in the profile's own environment"),
                 };
-                findings.push(Finding { severity: Severity::Problem, message: format!("profile `{name}` is active, but in this environment: {r}"), hint: Some(hint) });
+                findings.push(Finding {
+                    severity: Severity::Problem,
+                    message: format!("profile `{name}` is active, but in this environment: {r}"),
+                    hint: Some(hint),
+                });
             }
             active_check = Some(c);
         } else if let Some(d) = &l.dispatcher {
@@ -263,12 +271,20 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             // Against its own folder, "shadowed" and "version mismatch" say nothing new (a
             // sub-library from elsewhere is reported as mixed versions).
             for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed)) {
-                findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major} from {}: {r}", d.display()), hint: Some(hint_for(r.kind, major, &search_var)) });
+                findings.push(Finding {
+                    severity: Severity::Problem,
+                    message: format!("cuDNN {major} from {}: {r}", d.display()),
+                    hint: Some(hint_for(r.kind, major, &search_var)),
+                });
             }
         } else if o.report.is_none() {
             let c = check::classify(&o, &Expected { entry_dir: PathBuf::new(), version: Version::new(&[major]), cuda_major: 0 });
             for r in c.reasons.iter().filter(|r| r.kind.is_failure()) {
-                findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major}: {r}"), hint: Some(hint_for(r.kind, major, &search_var)) });
+                findings.push(Finding {
+                    severity: Severity::Problem,
+                    message: format!("cuDNN {major}: {r}"),
+                    hint: Some(hint_for(r.kind, major, &search_var)),
+                });
             }
         } else if let Some(dir) = search_path.iter().find(|d| d.dispatchers.iter().any(|x| x.major == major && x.first)) {
             // Not loadable although the search path holds a dispatcher of this major: every
@@ -281,7 +297,11 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
                 Some(r) => (format!("cuDNN {major} from {}: {r}", file.display()), hint_for(r.kind, major, &search_var)),
                 None => (
                     format!("cuDNN {major} cannot be loaded: {}", l.error.as_deref().unwrap_or("the loader refused it")),
-                    format!("{} is not a usable {} library: remove it, or its folder from {search_var}", file.display(), if cfg!(windows) { "64-bit Windows" } else { "Linux" }),
+                    format!(
+                        "{} is not a usable {} library: remove it, or its folder from {search_var}",
+                        file.display(),
+                        if cfg!(windows) { "64-bit Windows" } else { "Linux" }
+                    ),
                 ),
             };
             findings.push(Finding { severity: Severity::Problem, message, hint: Some(hint) });
@@ -291,7 +311,8 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
 
     if let Some(prefix) = &conda_prefix {
         for (dir, what, d) in framework_copies(prefix) {
-            let v = d.version.as_deref().map(|v| format!("cuDNN {v}")).unwrap_or_else(|| format!("cuDNN {} (its files do not tell the exact version)", d.major));
+            let v =
+                d.version.as_deref().map(|v| format!("cuDNN {v}")).unwrap_or_else(|| format!("cuDNN {} (its files do not tell the exact version)", d.major));
             let how = if cfg!(windows) { "from its own folder" } else { "through its RPATH" };
             findings.push(Finding {
                 severity: Severity::Warning,
@@ -332,10 +353,18 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
 /// What to do about a failed load of cuDNN `major` found without a profile.
 fn hint_for(kind: ReasonKind, major: u64, search_var: &str) -> String {
     match kind {
-        ReasonKind::MixedVersions => format!("keep every cuDNN {major} library of one release in one folder, or let a cuenv profile provide them (`cuenv apply`, then activate it)"),
-        ReasonKind::WrongCudaMajor => "put the CUDA runtime of the major this cuDNN was built for ahead of the others, or use a cuDNN built for the runtime you have".into(),
-        ReasonKind::MissingLibrary => format!("put the folder that holds it on {search_var} (a cuenv profile's activation puts the profile's CUDA runtime there), or install it"),
-        ReasonKind::Crash | ReasonKind::Timeout | ReasonKind::BadReport => "`cuenv doctor --json` shows the probe's output; libraries from two releases in one process are the usual cause".into(),
+        ReasonKind::MixedVersions => {
+            format!("keep every cuDNN {major} library of one release in one folder, or let a cuenv profile provide them (`cuenv apply`, then activate it)")
+        }
+        ReasonKind::WrongCudaMajor => {
+            "put the CUDA runtime of the major this cuDNN was built for ahead of the others, or use a cuDNN built for the runtime you have".into()
+        }
+        ReasonKind::MissingLibrary => {
+            format!("put the folder that holds it on {search_var} (a cuenv profile's activation puts the profile's CUDA runtime there), or install it")
+        }
+        ReasonKind::Crash | ReasonKind::Timeout | ReasonKind::BadReport => {
+            "`cuenv doctor --json` shows the probe's output; libraries from two releases in one process are the usual cause".into()
+        }
         _ => "`cuenv doctor --json` shows the probe's full report".into(),
     }
 }
@@ -447,7 +476,8 @@ fn scan_search_path(folders: &[PathBuf]) -> Vec<SearchDir> {
 pub fn framework_copies(prefix: &Path) -> Vec<(PathBuf, String, Dispatcher)> {
     let mut site_packages: Vec<PathBuf> = vec![prefix.join("Lib").join("site-packages")];
     if let Ok(rd) = std::fs::read_dir(prefix.join("lib")) {
-        let mut pythons: Vec<PathBuf> = rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("python")).map(|e| e.path().join("site-packages")).collect();
+        let mut pythons: Vec<PathBuf> =
+            rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("python")).map(|e| e.path().join("site-packages")).collect();
         pythons.sort();
         site_packages.extend(pythons);
     }
@@ -498,7 +528,12 @@ fn file_version(folder: &Path, name: &str, major: u64, names: &[String]) -> Opti
         return Some(v.to_string());
     }
     let prefix = format!("libcudnn.so.{major}.");
-    names.iter().filter_map(|n| n.strip_prefix(&prefix)).filter(|rest| rest.split('.').all(|p| p.parse::<u64>().is_ok())).max_by_key(|rest| rest.len()).map(|rest| format!("{major}.{rest}"))
+    names
+        .iter()
+        .filter_map(|n| n.strip_prefix(&prefix))
+        .filter(|rest| rest.split('.').all(|p| p.parse::<u64>().is_ok()))
+        .max_by_key(|rest| rest.len())
+        .map(|rest| format!("{major}.{rest}"))
 }
 
 #[cfg(test)]

@@ -99,7 +99,11 @@ pub struct Manifest {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("cannot write {}", path.display())]
-    Io { path: PathBuf, #[source] source: io::Error },
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error("generation {number} is unreadable: {detail}")]
     BadManifest { number: u64, detail: String },
     #[error("there is no generation {0}")]
@@ -113,7 +117,9 @@ pub enum Error {
 impl crate::error::Diagnose for Error {
     fn hint(&self) -> Option<String> {
         match self {
-            Error::ForeignShim { .. } => Some("move that file away (cuenv only touches files that start with its marker line), then run the command again".into()),
+            Error::ForeignShim { .. } => {
+                Some("move that file away (cuenv only touches files that start with its marker line), then run the command again".into())
+            }
             Error::NoSuchGeneration(_) => Some("run `cuenv generations` to see the generations that exist".into()),
             Error::BadManifest { .. } => Some("the generation folder was edited or damaged; apply the profile file again".into()),
             Error::Link(e) => e.hint(),
@@ -150,12 +156,8 @@ pub fn read(layout: &Layout, n: u64) -> Result<Manifest, Error> {
 
 /// Numbers of all published generations, ascending.
 pub fn list(layout: &Layout) -> Vec<u64> {
-    let mut out: Vec<u64> = fs::read_dir(layout.generations_dir())
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
+    let mut out: Vec<u64> =
+        fs::read_dir(layout.generations_dir()).into_iter().flatten().flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
     out.sort();
     out
 }
@@ -172,9 +174,10 @@ pub fn previous(layout: &Layout) -> Option<u64> {
     let cur = current(layout)?;
     let hist = history(layout);
     if let Some(h) = hist.iter().rev().find(|h| h.to == cur)
-        && let Some(from) = h.from {
-            return Some(from);
-        }
+        && let Some(from) = h.from
+    {
+        return Some(from);
+    }
     list(layout).into_iter().filter(|n| *n < cur).max()
 }
 
@@ -193,11 +196,7 @@ pub struct HistoryRecord {
 
 /// All history records, oldest first. Unreadable lines are skipped.
 pub fn history(layout: &Layout) -> Vec<HistoryRecord> {
-    fs::read_to_string(layout.home().join("history.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    fs::read_to_string(layout.home().join("history.jsonl")).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
 fn append_history(layout: &Layout, rec: &HistoryRecord) -> Result<(), Error> {
@@ -244,7 +243,7 @@ pub fn preflight_shims(shims: &[ShimRecord]) -> Result<(), Error> {
         if let Ok(text) = fs::read_to_string(&s.path) {
             if !crate::shim::is_ours(&text) {
                 return Err(Error::ForeignShim { path: s.path.clone() });
-            } 
+            }
         } else if s.path.exists() {
             return Err(Error::ForeignShim { path: s.path.clone() });
         }
@@ -265,9 +264,10 @@ fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(),
             continue;
         }
         if let Ok(existing) = fs::read_to_string(&s.path)
-            && !crate::shim::is_ours(&existing) {
-                return Err(Error::ForeignShim { path: s.path.clone() });
-            }
+            && !crate::shim::is_ours(&existing)
+        {
+            return Err(Error::ForeignShim { path: s.path.clone() });
+        }
         if let Some(parent) = s.path.parent() {
             fs::create_dir_all(parent).map_err(io_err(parent))?;
         }
@@ -329,7 +329,12 @@ pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {
         format!("finished an interrupted {} to generation {}", j.op, j.to)
     } else {
         sync_shims(layout, Some(j.to), j.from)?;
-        format!("undid an interrupted {} to generation {} (generation {} stays current)", j.op, j.to, j.from.map(|n| n.to_string()).unwrap_or_else(|| "none".into()))
+        format!(
+            "undid an interrupted {} to generation {} (generation {} stays current)",
+            j.op,
+            j.to,
+            j.from.map(|n| n.to_string()).unwrap_or_else(|| "none".into())
+        )
     };
     fs::remove_file(&jpath).map_err(io_err(&jpath))?;
     Ok(Some(said))

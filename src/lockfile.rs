@@ -78,9 +78,7 @@ impl Diagnose for Error {
     fn hint(&self) -> Option<String> {
         match self {
             Error::Invalid(l) => l.hint.clone(),
-            Error::Read { .. } | Error::Write { .. } => {
-                Some("check the permissions of the folder holding lab.toml".into())
-            }
+            Error::Read { .. } | Error::Write { .. } => Some("check the permissions of the folder holding lab.toml".into()),
         }
     }
 
@@ -143,9 +141,9 @@ impl LockFile {
     /// platform it was written on ([`legacy_platform`]). An `old_text` that is not valid TOML
     /// is replaced by a fresh lock.
     pub fn render_updated(old_text: Option<&str>, platform: Platform, resolved: &Resolved) -> String {
-        let mut doc = old_text.and_then(|t| t.parse::<DocumentMut>().ok()).unwrap_or_else(|| {
-            format!("{HEADER}version = {FORMAT_VERSION}\n").parse().expect("the header is valid TOML")
-        });
+        let mut doc = old_text
+            .and_then(|t| t.parse::<DocumentMut>().ok())
+            .unwrap_or_else(|| format!("{HEADER}version = {FORMAT_VERSION}\n").parse().expect("the header is valid TOML"));
         let legacy = (doc.get("version").and_then(Item::as_integer) == Some(1)).then(|| legacy_platform(doc.as_table()));
         let old_section = legacy.and_then(|lp| Some((lp, doc.remove("profiles").filter(Item::is_table)?)));
         set_value(doc.as_table_mut(), "version", Value::from(FORMAT_VERSION));
@@ -259,8 +257,7 @@ pub fn write(path: &Path, platform: Platform, resolved: &Resolved, pins: &Pins) 
     if old.as_deref() == Some(new.as_str()) {
         return Ok(false);
     }
-    crate::fsutil::write_atomic(path, new.as_bytes())
-        .map_err(|source| Error::Write { path: path.to_path_buf(), source })?;
+    crate::fsutil::write_atomic(path, new.as_bytes()).map_err(|source| Error::Write { path: path.to_path_buf(), source })?;
     Ok(true)
 }
 
@@ -276,7 +273,11 @@ pub fn parse(text: &str, path: &Path, platform: Platform) -> Result<LockFile, Er
 /// store entry names say (`cudnn-...-linux-x86_64-<id>`), else this host's.
 pub fn legacy_platform(root: &dyn TableLike) -> Platform {
     const ALL: [Platform; 5] = [Platform::WindowsX86_64, Platform::LinuxX86_64, Platform::LinuxSbsa, Platform::LinuxAarch64, Platform::LinuxPpc64le];
-    let names = root.get("profiles").and_then(Item::as_table_like).into_iter().flat_map(|t| t.iter().filter_map(|(_, p)| p.get("cudnn-name")?.as_str().map(str::to_string)).collect::<Vec<_>>());
+    let names = root
+        .get("profiles")
+        .and_then(Item::as_table_like)
+        .into_iter()
+        .flat_map(|t| t.iter().filter_map(|(_, p)| p.get("cudnn-name")?.as_str().map(str::to_string)).collect::<Vec<_>>());
     names
         .into_iter()
         .find_map(|n| ALL.into_iter().find(|p| n.contains(&format!("-{}-", p.as_str())) || n.ends_with(&format!("-{}", p.as_str()))))
@@ -292,20 +293,16 @@ pub fn legacy_platform(root: &dyn TableLike) -> Platform {
 /// wrong type, a bad version).
 pub fn parse_all(text: &str, path: &Path) -> Result<Vec<(Platform, LockFile)>, Error> {
     let cx = Cx { path, src: text };
-    let doc = toml_edit::Document::parse(text)
-        .map_err(|e| cx.invalid(e.span().unwrap_or(0..0), format!("invalid TOML in the lock file: {}", e.message())))?;
+    let doc = toml_edit::Document::parse(text).map_err(|e| cx.invalid(e.span().unwrap_or(0..0), format!("invalid TOML in the lock file: {}", e.message())))?;
     if cx.format_version(doc.as_table())? == 1 {
         return Ok(vec![(legacy_platform(doc.as_table()), cx.section(doc.as_table())?)]);
     }
     let Some(item) = doc.get("platforms") else { return Ok(Vec::new()) };
-    let platforms =
-        item.as_table_like().ok_or_else(|| cx.invalid(item.span().unwrap_or(0..0), "`platforms` must be a table"))?;
+    let platforms = item.as_table_like().ok_or_else(|| cx.invalid(item.span().unwrap_or(0..0), "`platforms` must be a table"))?;
     let mut out = Vec::new();
     for (name, item) in platforms.iter() {
         let Ok(platform) = name.parse::<Platform>() else { continue };
-        let section = item.as_table_like().ok_or_else(|| {
-            cx.invalid(item.span().unwrap_or(0..0), format!("`platforms.{name}` must be a table"))
-        })?;
+        let section = item.as_table_like().ok_or_else(|| cx.invalid(item.span().unwrap_or(0..0), format!("`platforms.{name}` must be a table")))?;
         out.push((platform, cx.section(section)?));
     }
     Ok(out)
@@ -329,32 +326,25 @@ impl Cx<'_> {
         };
         match item.as_integer() {
             Some(v @ (1 | FORMAT_VERSION)) => Ok(v),
-            Some(v) if v > FORMAT_VERSION => Err(self.invalid(
-                item.span().unwrap_or(0..0),
-                format!("the lock file has format version {v}: it was written by a newer cuenv"),
-            )),
-            _ => Err(self
-                .invalid(item.span().unwrap_or(0..0), format!("the lock file's `version` must be {FORMAT_VERSION}"))),
+            Some(v) if v > FORMAT_VERSION => {
+                Err(self.invalid(item.span().unwrap_or(0..0), format!("the lock file has format version {v}: it was written by a newer cuenv")))
+            }
+            _ => Err(self.invalid(item.span().unwrap_or(0..0), format!("the lock file's `version` must be {FORMAT_VERSION}"))),
         }
     }
 
     /// The `profiles` of one section.
     fn section(&self, t: &dyn TableLike) -> Result<LockFile, Error> {
         let Some(item) = t.get("profiles") else { return Ok(LockFile::default()) };
-        let table =
-            item.as_table_like().ok_or_else(|| self.invalid(item.span().unwrap_or(0..0), "`profiles` must be a table"))?;
+        let table = item.as_table_like().ok_or_else(|| self.invalid(item.span().unwrap_or(0..0), "`profiles` must be a table"))?;
         let profiles = table.iter().map(|(name, item)| self.profile(table, name, item)).collect::<Result<_, _>>()?;
         Ok(LockFile { profiles })
     }
     fn profile(&self, parent: &dyn TableLike, name: &str, item: &Item) -> Result<LockedProfile, Error> {
         let name_span = parent.key(name).and_then(|k| k.span()).unwrap_or(0..0);
-        let t = item
-            .as_table_like()
-            .ok_or_else(|| self.invalid(name_span.clone(), format!("locked profile `{name}` must be a table")))?;
+        let t = item.as_table_like().ok_or_else(|| self.invalid(name_span.clone(), format!("locked profile `{name}` must be a table")))?;
         let string = |key: &str| -> Result<(String, Span), Error> {
-            let v = t
-                .get(key)
-                .ok_or_else(|| self.invalid(name_span.clone(), format!("locked profile `{name}` has no `{key}`")))?;
+            let v = t.get(key).ok_or_else(|| self.invalid(name_span.clone(), format!("locked profile `{name}` has no `{key}`")))?;
             let span = v.span().unwrap_or(name_span.clone());
             let s = v.as_str().ok_or_else(|| self.invalid(span.clone(), format!("`{key}` must be a string")))?;
             Ok((s.to_string(), span))
@@ -417,11 +407,8 @@ pub fn read_pins(path: &Path, platform: Platform) -> Pins {
     if let Some(profiles) = section_profiles(&doc, platform) {
         for (name, item) in profiles.iter() {
             let get = |k: &str| item.get(k).and_then(Item::as_str).map(str::to_string);
-            let cuda_wheels: Vec<(String, String, String)> = item
-                .get("cuda-wheels")
-                .and_then(Item::as_array)
-                .map(|a| a.iter().filter_map(|v| parse_wheel_pin(v.as_str()?)).collect())
-                .unwrap_or_default();
+            let cuda_wheels: Vec<(String, String, String)> =
+                item.get("cuda-wheels").and_then(Item::as_array).map(|a| a.iter().filter_map(|v| parse_wheel_pin(v.as_str()?)).collect()).unwrap_or_default();
             let pin = Pin { sha256: get("cudnn-sha256"), url: get("cudnn-url"), cuda_wheels };
             if pin.sha256.is_some() || !pin.cuda_wheels.is_empty() {
                 out.insert(name.to_string(), pin);
@@ -436,11 +423,7 @@ pub fn read_pins(path: &Path, platform: Platform) -> Pins {
 /// in `pins` and removed from its others; everything else is kept as it is.
 pub fn with_pins(text: &str, platform: Platform, pins: &Pins) -> String {
     let Ok(mut doc) = text.parse::<DocumentMut>() else { return text.to_string() };
-    let profiles = doc
-        .get_mut("platforms")
-        .and_then(|p| p.get_mut(platform.as_str()))
-        .and_then(|s| s.get_mut("profiles"))
-        .and_then(Item::as_table_mut);
+    let profiles = doc.get_mut("platforms").and_then(|p| p.get_mut(platform.as_str())).and_then(|s| s.get_mut("profiles")).and_then(Item::as_table_mut);
     if let Some(profiles) = profiles {
         for (name, item) in profiles.iter_mut() {
             let Some(t) = item.as_table_mut() else { continue };
@@ -454,9 +437,10 @@ pub fn with_pins(text: &str, platform: Platform, pins: &Pins) -> String {
             match pin.filter(|p| !p.cuda_wheels.is_empty()) {
                 Some(p) => {
                     let want: toml_edit::Array = p.cuda_wheels.iter().map(|(proj, ver, sha)| format!("{proj}=={ver} sha256:{sha}")).collect();
-                    let same = t.get("cuda-wheels").and_then(Item::as_array).is_some_and(|a| {
-                        a.iter().map(|v| v.as_str().unwrap_or("")).eq(want.iter().map(|v| v.as_str().unwrap_or("")))
-                    });
+                    let same = t
+                        .get("cuda-wheels")
+                        .and_then(Item::as_array)
+                        .is_some_and(|a| a.iter().map(|v| v.as_str().unwrap_or("")).eq(want.iter().map(|v| v.as_str().unwrap_or(""))));
                     if !same {
                         t.insert("cuda-wheels", Item::Value(Value::Array(want)));
                     }
@@ -494,11 +478,7 @@ pub struct Honoured {
 ///
 /// Errors: those of [`resolve::resolve_toolkit`] and [`resolve::resolve_cudnn`] for a profile
 /// that has to be re-resolved and cannot be.
-pub fn honour(
-    lock: Option<&LockFile>,
-    file: &ProfileFile,
-    candidates: &Candidates,
-) -> Result<Honoured, profile::Error> {
+pub fn honour(lock: Option<&LockFile>, file: &ProfileFile, candidates: &Candidates) -> Result<Honoured, profile::Error> {
     let mut out = Honoured { resolved: Resolved::default(), changes: Vec::new() };
     for p in &file.profiles {
         let locked = lock.and_then(|l| l.profile(&p.name));
@@ -512,24 +492,12 @@ pub fn honour(
     Ok(out)
 }
 
-fn honour_profile(
-    locked: Option<&LockedProfile>,
-    file: &ProfileFile,
-    p: &Profile,
-    c: &Candidates,
-) -> Result<(ResolvedProfile, Vec<String>), profile::Error> {
+fn honour_profile(locked: Option<&LockedProfile>, file: &ProfileFile, p: &Profile, c: &Candidates) -> Result<(ResolvedProfile, Vec<String>), profile::Error> {
     let Some(l) = locked else {
         let toolkit = resolve::resolve_toolkit(file, p, c)?;
         let entry = resolve::resolve_cudnn(file, p, toolkit, c)?;
         let r = resolve::resolved_profile(p, toolkit, entry);
-        let line = format!(
-            "+ {}: CUDA {} at {}, cuDNN {} ({})",
-            r.name,
-            r.toolkit_version,
-            r.toolkit_root.display(),
-            r.cudnn_version,
-            r.cudnn_name
-        );
+        let line = format!("+ {}: CUDA {} at {}, cuDNN {} ({})", r.name, r.toolkit_version, r.toolkit_root.display(), r.cudnn_version, r.cudnn_name);
         return Ok((r, vec![line]));
     };
     let mut changes = Vec::new();
@@ -549,30 +517,18 @@ fn honour_profile(
         }
     };
     if toolkit.root == l.toolkit_root && toolkit.version != l.toolkit_version {
-        changes.push(format!(
-            "~ {}: toolkit at {} is now CUDA {} (locked: {})",
-            p.name,
-            toolkit.root.display(),
-            toolkit.version,
-            l.toolkit_version
-        ));
+        changes.push(format!("~ {}: toolkit at {} is now CUDA {} (locked: {})", p.name, toolkit.root.display(), toolkit.version, l.toolkit_version));
     }
     let entry = match locked_entry(l, p, toolkit, c) {
         Ok(e) => e,
         Err(why) => {
             let e = resolve::resolve_cudnn(file, p, toolkit, c)?;
-            changes.push(format!(
-                "~ {}: cuDNN {} ({}) -> {} ({}) ({why})",
-                p.name, l.cudnn_version, l.cudnn_name, e.version, e.name
-            ));
+            changes.push(format!("~ {}: cuDNN {} ({}) -> {} ({}) ({why})", p.name, l.cudnn_version, l.cudnn_name, e.version, e.name));
             e
         }
     };
     if entry.id == l.cudnn_id && (entry.name != l.cudnn_name || entry.version != l.cudnn_version) {
-        changes.push(format!(
-            "~ {}: store entry {} is {} ({}) (locked: {} ({}))",
-            p.name, entry.id, entry.version, entry.name, l.cudnn_version, l.cudnn_name
-        ));
+        changes.push(format!("~ {}: store entry {} is {} ({}) (locked: {} ({}))", p.name, entry.id, entry.version, entry.name, l.cudnn_version, l.cudnn_name));
     }
     Ok((resolve::resolved_profile(p, toolkit, entry), changes))
 }
@@ -587,21 +543,13 @@ fn locked_toolkit<'a>(l: &LockedProfile, p: &Profile, c: &Candidates<'a>) -> Res
 }
 
 /// The locked store entry among the candidates, or why it cannot be kept with `toolkit`.
-fn locked_entry<'a>(
-    l: &LockedProfile,
-    p: &Profile,
-    toolkit: &ToolkitCandidate,
-    c: &Candidates<'a>,
-) -> Result<&'a CudnnCandidate, String> {
+fn locked_entry<'a>(l: &LockedProfile, p: &Profile, toolkit: &ToolkitCandidate, c: &Candidates<'a>) -> Result<&'a CudnnCandidate, String> {
     let e = c.store.iter().find(|e| e.id == l.cudnn_id).ok_or("the locked store entry is no longer in the store")?;
     if e.platform != c.platform {
         return Err(format!("the locked store entry is for {}, not {}", e.platform, c.platform));
     }
     if e.cuda_major != toolkit.version.major() {
-        return Err(format!(
-            "the locked store entry is for CUDA {}, the toolkit is CUDA {}",
-            e.cuda_major, toolkit.version
-        ));
+        return Err(format!("the locked store entry is for CUDA {}, the toolkit is CUDA {}", e.cuda_major, toolkit.version));
     }
     if !p.cudnn.version.matches(&e.version) {
         return Err(format!("cuDNN {} no longer satisfies `cudnn = \"{}\"`", e.version, p.cudnn.version));
@@ -737,10 +685,7 @@ mod tests {
         let h = honour(None, &file(LAB), &cands(&toolkits(), &store())).unwrap();
         assert_eq!(h.resolved, resolved());
         assert_eq!(h.changes.len(), 2);
-        assert_eq!(
-            h.changes[0],
-            "+ torch2: CUDA 12.6.77 at /usr/local/cuda-12.6, cuDNN 9.5.0.50 (cudnn-9.5.0.50-cuda12-linux-x86_64)"
-        );
+        assert_eq!(h.changes[0], "+ torch2: CUDA 12.6.77 at /usr/local/cuda-12.6, cuDNN 9.5.0.50 (cudnn-9.5.0.50-cuda12-linux-x86_64)");
     }
 
     #[test]
@@ -777,11 +722,16 @@ mod tests {
     #[test]
     fn honour_follows_edited_requirements() {
         let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
-        let edited =
-            "[profiles.torch2]\ncuda = \"12.2\"\ncudnn = \"8.9.4\"\n[profiles.new]\ncuda = \"11\"\ncudnn = \"8\"\n";
+        let edited = "[profiles.torch2]\ncuda = \"12.2\"\ncudnn = \"8.9.4\"\n[profiles.new]\ncuda = \"11\"\ncudnn = \"8\"\n";
         let h = honour(Some(&lock), &file(edited), &cands(&toolkits(), &store())).unwrap();
         assert_eq!(h.changes.len(), 4, "{:#?}", h.changes);
-        assert!(h.changes[0].starts_with("~ torch2: toolkit 12.6.77 at /usr/local/cuda-12.6 -> 12.2 at /usr/local/cuda-12.2 (CUDA 12.6.77 no longer satisfies `cuda = \"12.2\"`)"), "{}", h.changes[0]);
+        assert!(
+            h.changes[0].starts_with(
+                "~ torch2: toolkit 12.6.77 at /usr/local/cuda-12.6 -> 12.2 at /usr/local/cuda-12.2 (CUDA 12.6.77 no longer satisfies `cuda = \"12.2\"`)"
+            ),
+            "{}",
+            h.changes[0]
+        );
         assert!(h.changes[1].ends_with("(cuDNN 9.5.0.50 no longer satisfies `cudnn = \"8.9.4\"`)"), "{}", h.changes[1]);
         assert!(h.changes[2].starts_with("+ new: "));
         assert_eq!(h.changes[3], "- old: no longer in lab.toml");
@@ -803,11 +753,7 @@ mod tests {
         let lock = lock_of(&text);
         let h = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &store())).unwrap();
         assert_eq!(h.resolved.profiles[1].cudnn_id, "e880");
-        assert!(
-            h.changes[0].ends_with("(the locked store entry is for CUDA 12, the toolkit is CUDA 11.8.89)"),
-            "{:?}",
-            h.changes
-        );
+        assert!(h.changes[0].ends_with("(the locked store entry is for CUDA 12, the toolkit is CUDA 11.8.89)"), "{:?}", h.changes);
     }
 
     #[test]
@@ -865,7 +811,11 @@ mod tests {
     #[test]
     fn pins_are_per_platform() {
         let both = LockFile::render_updated(Some(&LockFile::render_updated(None, LINUX, &resolved())), WINDOWS, &resolved_for_windows());
-        let pin = |sha: &str| Pin { sha256: Some(sha.into()), url: None, cuda_wheels: vec![("nvidia-cuda-runtime-cu12".into(), "12.6.77".into(), format!("{sha}77"))] };
+        let pin = |sha: &str| Pin {
+            sha256: Some(sha.into()),
+            url: None,
+            cuda_wheels: vec![("nvidia-cuda-runtime-cu12".into(), "12.6.77".into(), format!("{sha}77"))],
+        };
         let pins = |sha: &str| std::collections::BTreeMap::from([("torch2".to_string(), pin(sha))]);
         let text = with_pins(&with_pins(&both, LINUX, &pins("aa")), WINDOWS, &pins("bb"));
         let dir = tempfile::tempdir().unwrap();
@@ -880,7 +830,8 @@ mod tests {
         assert!(read_pins(&path, LINUX).is_empty());
         assert_eq!(read_pins(&path, WINDOWS), pins("bb"));
         // A format-1 lock's pins belong to the platform its entry names say.
-        std::fs::write(&path, "version = 1\n[profiles.torch2]\ncudnn-name = \"cudnn-9.5.0.50-cuda12-windows-x86_64-9c8deab5de74\"\ncudnn-sha256 = \"cc\"\n").unwrap();
+        std::fs::write(&path, "version = 1\n[profiles.torch2]\ncudnn-name = \"cudnn-9.5.0.50-cuda12-windows-x86_64-9c8deab5de74\"\ncudnn-sha256 = \"cc\"\n")
+            .unwrap();
         assert_eq!(read_pins(&path, WINDOWS)["torch2"].sha256.as_deref(), Some("cc"));
         assert!(read_pins(&path, LINUX).is_empty());
     }

@@ -119,8 +119,7 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 impl fmt::Display for Located {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let width = self.line.to_string().len();
-        let pad: String =
-            self.source_line.chars().take(self.column - 1).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+        let pad: String = self.source_line.chars().take(self.column - 1).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
         write!(f, "{}:{}:{}: {}", self.path.display(), self.line, self.column, self.message)?;
         write!(f, "\n  {:>width$} | {}", self.line, self.source_line)?;
         write!(f, "\n  {:width$} | {}{}", "", pad, "^".repeat(self.caret_len))?;
@@ -448,12 +447,8 @@ struct Cx<'a> {
 
 const PROFILE_KEYS: [&str; 4] = ["cuda", "cudnn", "conda-env", "check"];
 const REQUIREMENT_KEYS: [&str; 3] = ["version", "from", "sha256"];
-const LINK_MODES: [(&str, LinkMode); 4] = [
-    ("auto", LinkMode::Auto),
-    ("junction", LinkMode::Junction),
-    ("symlink", LinkMode::Symlink),
-    ("copy", LinkMode::Copy),
-];
+const LINK_MODES: [(&str, LinkMode); 4] =
+    [("auto", LinkMode::Auto), ("junction", LinkMode::Junction), ("symlink", LinkMode::Symlink), ("copy", LinkMode::Copy)];
 const CHECKS: [(&str, Check); 3] = [("conv", Check::Conv), ("load", Check::Load), ("none", Check::None)];
 
 impl Cx<'_> {
@@ -515,9 +510,7 @@ impl Cx<'_> {
         let Some(item) = table.get(key) else { return Ok(None) };
         let span = self.value_span(table, key);
         match item.as_str() {
-            Some("") => {
-                Err(self.invalid(span, format!("`{key}` is empty"), format!("give `{key}` a value or remove the line")))
-            }
+            Some("") => Err(self.invalid(span, format!("`{key}` is empty"), format!("give `{key}` a value or remove the line"))),
             Some(s) => Ok(Some(Spanned { value: s.to_string(), span })),
             None if item.is_value() && !item.is_inline_table() && !item.is_array() => {
                 let raw = self.text(&span).trim();
@@ -527,11 +520,7 @@ impl Cx<'_> {
                     format!("put it in quotes: `{key} = \"{raw}\"`"),
                 ))
             }
-            None => Err(self.invalid(
-                span,
-                format!("`{key}` must be a string, not {}", item.type_name()),
-                format!("write it as `{key} = \"...\"`"),
-            )),
+            None => Err(self.invalid(span, format!("`{key}` must be a string, not {}", item.type_name()), format!("write it as `{key} = \"...\"`"))),
         }
     }
 
@@ -698,14 +687,7 @@ impl Cx<'_> {
 
     /// `key = "<req>"` or `key = { version = "<req>", from = ..., sha256 = ... }` (only the
     /// `allowed` keys). A missing requirement is an error at the profile's name.
-    fn requirement(
-        &self,
-        t: &dyn TableLike,
-        key: &str,
-        allowed: &[&str],
-        profile: &str,
-        name_span: &Span,
-    ) -> Result<Requirement, Error> {
+    fn requirement(&self, t: &dyn TableLike, key: &str, allowed: &[&str], profile: &str, name_span: &Span) -> Result<Requirement, Error> {
         let Some(item) = t.get(key) else {
             let example = if key == "cuda" { "12" } else { "9" };
             return Err(self.invalid(
@@ -871,10 +853,7 @@ check = "load"
         assert_eq!(f.settings.link_mode, LinkMode::Copy);
         assert_eq!(f.toolkits.len(), 2);
         assert_eq!(f.toolkits[0].label.value, "11.8");
-        assert_eq!(
-            f.toolkits[0].root.value,
-            PathBuf::from(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v11.8")
-        );
+        assert_eq!(f.toolkits[0].root.value, PathBuf::from(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v11.8"));
         let names: Vec<&str> = f.profiles.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["tf28", "torch2"]);
         let tf = &f.profiles[0];
@@ -885,10 +864,7 @@ check = "load"
         assert_eq!(tf.conda_env_is_path(), Some(false));
         let t2 = &f.profiles[1];
         assert_eq!(t2.cudnn.from.as_ref().unwrap().value, Source::Pypi);
-        assert_eq!(
-            t2.cudnn.sha256.as_ref().unwrap().value,
-            "d8a23705e3884b137b7e05449fb2b61bfa524e7cfc3fda80743d633f423c6ce4"
-        );
+        assert_eq!(t2.cudnn.sha256.as_ref().unwrap().value, "d8a23705e3884b137b7e05449fb2b61bfa524e7cfc3fda80743d633f423c6ce4");
         assert_eq!(f.text(&t2.cudnn.span), "\"9.5.0.50\"");
         assert_eq!(t2.check, Check::Load);
         assert_eq!(t2.conda_env_is_path(), Some(true));
@@ -905,9 +881,8 @@ check = "load"
 
     #[test]
     fn accepts_dotted_and_inline_profiles_and_cuda_tables() {
-        let f = ok(
-            "profiles.a = { cuda = { version = \"12.6\", from = \"pypi\" }, cudnn = \">=9, <10\" }\n[profiles.b]\ncuda.version = \"11\"\ncudnn = \"8\"\n",
-        );
+        let f =
+            ok("profiles.a = { cuda = { version = \"12.6\", from = \"pypi\" }, cudnn = \">=9, <10\" }\n[profiles.b]\ncuda.version = \"11\"\ncudnn = \"8\"\n");
         assert_eq!(f.profiles[0].cuda.from.as_ref().unwrap().value, Source::Pypi);
         assert_eq!(f.profiles[0].cudnn.version.to_string(), ">=9, <10");
         assert_eq!(f.profiles[1].cuda.version.to_string(), "11");
@@ -919,10 +894,7 @@ check = "load"
     fn bad_version_renders_like_the_spec() {
         let text = "[profiles.tf28]\ncuda = \"11.2\"\n\n\n\n\ncudnn = \"8.x\"\n";
         let e = err(text);
-        assert_eq!(
-            e.to_string(),
-            "lab.toml:7:9: `cudnn = \"8.x\"` is not a version requirement\n  7 | cudnn = \"8.x\"\n    |         ^^^^^"
-        );
+        assert_eq!(e.to_string(), "lab.toml:7:9: `cudnn = \"8.x\"` is not a version requirement\n  7 | cudnn = \"8.x\"\n    |         ^^^^^");
         let hint = e.hint().unwrap();
         assert!(hint.contains("write `8`"), "{hint}");
         assert_eq!(e.exit_code(), ExitCode::Invalid);
@@ -1024,9 +996,7 @@ check = "load"
 
     #[test]
     fn profile_names_are_checked() {
-        for bad in
-            ["\"CON\"", "\"nul.x\"", "\"com1\"", "\".hidden\"", "\"a.\"", "\"a b\"", "\"tört\"", "\"a/b\"", "\"\""]
-        {
+        for bad in ["\"CON\"", "\"nul.x\"", "\"com1\"", "\".hidden\"", "\"a.\"", "\"a b\"", "\"tört\"", "\"a/b\"", "\"\""] {
             let e = err(&format!("[profiles.{bad}]\ncuda = \"12\"\ncudnn = \"9\"\n"));
             assert!(e.located().unwrap().message.starts_with("profile name `"), "{bad}: {e}");
             assert!(e.hint().unwrap().contains("folder names"));
@@ -1065,9 +1035,7 @@ check = "load"
     fn error_at_serves_later_steps_with_notes() {
         let f = ok(FULL);
         let span = f.profiles[1].cudnn.span.clone();
-        let e = f
-            .error_at(span, "no store entry matches", Some("run `cuenv store add <archive>`".into()))
-            .with_note("store entries: none");
+        let e = f.error_at(span, "no store entry matches", Some("run `cuenv store add <archive>`".into())).with_note("store entries: none");
         let s = e.to_string();
         assert!(s.starts_with("lab.toml:16:21: no store entry matches\n  16 | cudnn = { version"), "{s}");
         assert!(s.ends_with("\n     |                     ^^^^^^^^^^\n     = note: store entries: none"), "{s}");

@@ -116,11 +116,7 @@ pub fn resolved_profile(profile: &Profile, toolkit: &ToolkitCandidate, entry: &C
 /// The newest toolkit whose version matches the profile's `cuda`.
 ///
 /// Errors: none matches; the error points at the `cuda` value and lists the toolkits that exist.
-pub fn resolve_toolkit<'a>(
-    file: &ProfileFile,
-    profile: &Profile,
-    candidates: &Candidates<'a>,
-) -> Result<&'a ToolkitCandidate, Error> {
+pub fn resolve_toolkit<'a>(file: &ProfileFile, profile: &Profile, candidates: &Candidates<'a>) -> Result<&'a ToolkitCandidate, Error> {
     if let Some(t) = profile.cuda.version.best(candidates.toolkits, |t| &t.version) {
         return Ok(t);
     }
@@ -165,12 +161,7 @@ fn toolkit_list(candidates: &Candidates) -> String {
 /// - entries match but only for another platform;
 /// - the store holds nothing for this platform (run `cuenv store add <archive>`);
 /// - nothing matches (the entries for this CUDA major are listed).
-pub fn resolve_cudnn<'a>(
-    file: &ProfileFile,
-    profile: &Profile,
-    toolkit: &ToolkitCandidate,
-    candidates: &Candidates<'a>,
-) -> Result<&'a CudnnCandidate, Error> {
+pub fn resolve_cudnn<'a>(file: &ProfileFile, profile: &Profile, toolkit: &ToolkitCandidate, candidates: &Candidates<'a>) -> Result<&'a CudnnCandidate, Error> {
     let req = &profile.cudnn.version;
     let major = toolkit.version.major();
     let host = candidates.platform;
@@ -207,21 +198,13 @@ impl Miss<'_> {
     }
 
     fn toolkit_note(&self) -> String {
-        format!(
-            "profile `{}` uses the CUDA {} toolkit at {}",
-            self.profile.name,
-            self.toolkit.version,
-            self.toolkit.root.display()
-        )
+        format!("profile `{}` uses the CUDA {} toolkit at {}", self.profile.name, self.toolkit.version, self.toolkit.root.display())
     }
 
     fn other_cuda_major(&self, matching: &[&CudnnCandidate]) -> Error {
         let here: Vec<&CudnnCandidate> = matching.iter().copied().filter(|e| e.platform == self.host).collect();
         let majors = join_set(here.iter().map(|e| format!("cuda{}", e.cuda_major)));
-        let message = format!(
-            "`cudnn = {}` matches only {majors} store entries, but the toolkit is CUDA {}",
-            self.written, self.toolkit.version
-        );
+        let message = format!("`cudnn = {}` matches only {majors} store entries, but the toolkit is CUDA {}", self.written, self.toolkit.version);
         let hint = format!(
             "add a cuda{m} build of cuDNN {} (`cuenv store add` a `..._cuda{m}-archive` or an nvidia-cudnn-cu{m} wheel), or change `cuda` to a toolkit of CUDA {}",
             self.profile.cudnn.version,
@@ -233,39 +216,26 @@ impl Miss<'_> {
 
     fn other_platform(&self, matching: &[&CudnnCandidate]) -> Error {
         let platforms = join_set(matching.iter().map(|e| e.platform.to_string()));
-        let message = format!(
-            "`cudnn = {}` matches only store entries for {platforms}, not this {} host",
-            self.written, self.host
-        );
+        let message = format!("`cudnn = {}` matches only store entries for {platforms}, not this {} host", self.written, self.host);
         let hint = format!("add a {} build of that cuDNN with `cuenv store add <archive>`", self.host);
         self.error(message, hint).with_note(entry_list("matching store entries", matching))
     }
 
     fn empty_store(&self) -> Error {
-        let message = format!(
-            "nothing in the store matches `cudnn = {}`: the store holds no cuDNN for {}",
-            self.written, self.host
-        );
-        let hint = format!(
-            "run `cuenv store add <archive>` with a cuDNN archive or wheel for CUDA {} on {}",
-            self.major, self.host
-        );
+        let message = format!("nothing in the store matches `cudnn = {}`: the store holds no cuDNN for {}", self.written, self.host);
+        let hint = format!("run `cuenv store add <archive>` with a cuDNN archive or wheel for CUDA {} on {}", self.major, self.host);
         self.error(message, hint)
     }
 
     fn no_match(&self, store: &[CudnnCandidate]) -> Error {
-        let here: Vec<&CudnnCandidate> =
-            store.iter().filter(|e| e.platform == self.host && e.cuda_major == self.major).collect();
+        let here: Vec<&CudnnCandidate> = store.iter().filter(|e| e.platform == self.host && e.cuda_major == self.major).collect();
         let message = format!("nothing in the store matches `cudnn = {}` for CUDA {}", self.written, self.major);
         let note = if here.is_empty() {
             format!("the store holds no cuda{} entries for {}", self.major, self.host)
         } else {
             entry_list(&format!("cuda{} store entries", self.major), &here)
         };
-        let hint = format!(
-            "run `cuenv store add <archive>` to add a matching cuda{} build, or change `cudnn` to a version listed",
-            self.major
-        );
+        let hint = format!("run `cuenv store add <archive>` to add a matching cuda{} build, or change `cudnn` to a version listed", self.major);
         self.error(message, hint).with_note(note).with_note(self.toolkit_note())
     }
 }
@@ -292,13 +262,7 @@ pub(crate) mod tests {
     use crate::profile;
 
     pub(crate) fn entry(id: &str, version: &str, cuda_major: u64, platform: Platform) -> CudnnCandidate {
-        CudnnCandidate {
-            id: id.into(),
-            name: format!("cudnn-{version}-cuda{cuda_major}-{platform}"),
-            version: version.parse().unwrap(),
-            cuda_major,
-            platform,
-        }
+        CudnnCandidate { id: id.into(), name: format!("cudnn-{version}-cuda{cuda_major}-{platform}"), version: version.parse().unwrap(), cuda_major, platform }
     }
 
     pub(crate) fn toolkit(root: &str, version: &str) -> ToolkitCandidate {
@@ -318,11 +282,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn toolkits() -> Vec<ToolkitCandidate> {
-        vec![
-            toolkit("/usr/local/cuda-11.8", "11.8.89"),
-            toolkit("/usr/local/cuda-12.6", "12.6.77"),
-            toolkit("/usr/local/cuda-12.2", "12.2"),
-        ]
+        vec![toolkit("/usr/local/cuda-11.8", "11.8.89"), toolkit("/usr/local/cuda-12.6", "12.6.77"), toolkit("/usr/local/cuda-12.2", "12.2")]
     }
 
     pub(crate) fn file(text: &str) -> ProfileFile {
@@ -364,10 +324,7 @@ pub(crate) mod tests {
         let s = e.to_string();
         assert!(s.starts_with("lab.toml:2:8: no CUDA toolkit matches `cuda = \"11.2\"` (profile `tf28`)"), "{s}");
         assert!(s.contains("= note: toolkits: 12.6.77 at /usr/local/cuda-12.6, 12.2 at /usr/local/cuda-12.2, 11.8.89 at /usr/local/cuda-11.8"), "{s}");
-        assert_eq!(
-            e.hint().unwrap(),
-            "change `cuda` to one that exists (e.g. `cuda = \"12.6\"`), or declare another root under [toolkits]"
-        );
+        assert_eq!(e.hint().unwrap(), "change `cuda` to one that exists (e.g. `cuda = \"12.6\"`), or declare another root under [toolkits]");
         assert_eq!(e.exit_code(), ExitCode::Invalid);
     }
 
@@ -376,8 +333,7 @@ pub(crate) mod tests {
         let e = run("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store(), &[]).unwrap_err();
         assert!(e.to_string().contains("= note: no CUDA toolkit was found"));
         assert!(e.hint().unwrap().starts_with("install a CUDA toolkit"));
-        let e =
-            run("[toolkits]\nx = '/opt/x'\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store(), &[]).unwrap_err();
+        let e = run("[toolkits]\nx = '/opt/x'\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store(), &[]).unwrap_err();
         assert!(e.hint().unwrap().contains("are CUDA toolkits"));
     }
 
@@ -397,19 +353,13 @@ pub(crate) mod tests {
     fn only_another_platform_matches() {
         let store = vec![entry("w", "9.5.0.50", 12, Platform::WindowsX86_64), entry("l", "8.9.4.25", 12, LINUX)];
         let e = run("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store, &toolkits()).unwrap_err();
-        assert_eq!(
-            e.located().unwrap().message,
-            "`cudnn = \"9\"` matches only store entries for windows-x86_64, not this linux-x86_64 host"
-        );
+        assert_eq!(e.located().unwrap().message, "`cudnn = \"9\"` matches only store entries for windows-x86_64, not this linux-x86_64 host");
     }
 
     #[test]
     fn empty_store_says_store_add() {
         let e = run("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &[], &toolkits()).unwrap_err();
-        assert_eq!(
-            e.located().unwrap().message,
-            "nothing in the store matches `cudnn = \"9\"`: the store holds no cuDNN for linux-x86_64"
-        );
+        assert_eq!(e.located().unwrap().message, "nothing in the store matches `cudnn = \"9\"`: the store holds no cuDNN for linux-x86_64");
         assert!(e.hint().unwrap().starts_with("run `cuenv store add <archive>`"));
     }
 
@@ -423,9 +373,7 @@ pub(crate) mod tests {
         assert!(l.notes[0].contains("8.9.7.29 (cuda12") && !l.notes[0].contains("cuda11"));
         assert!(e.hint().unwrap().contains("run `cuenv store add <archive>`"));
 
-        let e =
-            run("[profiles.a]\ncuda = \"11\"\ncudnn = \"9.9\"\n", &[entry("x", "9.5.0.50", 12, LINUX)], &toolkits())
-                .unwrap_err();
+        let e = run("[profiles.a]\ncuda = \"11\"\ncudnn = \"9.9\"\n", &[entry("x", "9.5.0.50", 12, LINUX)], &toolkits()).unwrap_err();
         assert_eq!(e.located().unwrap().notes[0], "the store holds no cuda11 entries for linux-x86_64");
     }
 

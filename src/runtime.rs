@@ -59,11 +59,19 @@ pub enum Error {
     #[error(transparent)]
     Fetch(#[from] fetch::Error),
     #[error("cannot read the wheel {}", path.display())]
-    Wheel { path: PathBuf, #[source] source: zip::result::ZipError },
+    Wheel {
+        path: PathBuf,
+        #[source]
+        source: zip::result::ZipError,
+    },
     #[error("the wheel {} holds no {what}", path.display())]
     Empty { path: PathBuf, what: String },
     #[error("cannot write {}", path.display())]
-    Write { path: PathBuf, #[source] source: io::Error },
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error("{project} has SHA-256 {served}, but lab.lock pins {pinned}")]
     PinMismatch { project: String, pinned: String, served: String },
 }
@@ -74,7 +82,10 @@ impl crate::error::Diagnose for Error {
             Error::Fetch(e) => e.hint(),
             Error::Wheel { .. } | Error::Empty { .. } => Some("the index served an unexpected wheel; check `pypi-index` / CUENV_PYPI_INDEX".into()),
             Error::Write { .. } => Some("check free space and permissions of the cuenv home".into()),
-            Error::PinMismatch { .. } => Some("the index serves a different file for this version: check `pypi-index` / CUENV_PYPI_INDEX, or delete `cuda-wheels` from lab.lock to accept it".into()),
+            Error::PinMismatch { .. } => Some(
+                "the index serves a different file for this version: check `pypi-index` / CUENV_PYPI_INDEX, or delete `cuda-wheels` from lab.lock to accept it"
+                    .into(),
+            ),
         }
     }
     fn exit_code(&self) -> crate::error::ExitCode {
@@ -121,7 +132,14 @@ pub fn find(layout: &Layout, prefix: &Version, platform: Platform) -> Option<Pat
 ///
 /// The runtime wheel must match `prefix`; cuBLAS and NVRTC take the newest release of the
 /// same `major.minor`, else of the same major (cuBLAS for CUDA 11.8 is 11.11.x).
-pub fn ensure(layout: &Layout, lock: &WriterLock, endpoints: &Endpoints, prefix: &Version, platform: Platform, progress: &dyn Progress) -> Result<(PathBuf, bool), Error> {
+pub fn ensure(
+    layout: &Layout,
+    lock: &WriterLock,
+    endpoints: &Endpoints,
+    prefix: &Version,
+    platform: Platform,
+    progress: &dyn Progress,
+) -> Result<(PathBuf, bool), Error> {
     if let Some(root) = find(layout, prefix, platform) {
         return Ok((root, false));
     }
@@ -141,7 +159,14 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, endpoints: &Endpoints, prefix:
 
 /// Returns the runtime root made of exactly the `pinned` wheels (from `lab.lock`), fetching
 /// each at its pinned version and refusing bytes whose SHA-256 differs from the pin.
-pub fn ensure_pinned(layout: &Layout, lock: &WriterLock, endpoints: &Endpoints, pinned: &[WheelRecord], platform: Platform, progress: &dyn Progress) -> Result<(PathBuf, bool), Error> {
+pub fn ensure_pinned(
+    layout: &Layout,
+    lock: &WriterLock,
+    endpoints: &Endpoints,
+    pinned: &[WheelRecord],
+    platform: Platform,
+    progress: &dyn Progress,
+) -> Result<(PathBuf, bool), Error> {
     let same = |m: &RuntimeMeta| {
         m.platform == platform
             && m.wheels.len() == pinned.len()

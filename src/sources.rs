@@ -23,7 +23,6 @@ pub fn is_url(location: &str) -> bool {
     location.starts_with("http://") || location.starts_with("https://")
 }
 
-
 /// The endpoints for `file`: `[settings] pypi-index` / `nvidia-mirror`, overridden by
 /// `CUENV_PYPI_INDEX` / `CUENV_NVIDIA_MIRROR`; `CUENV_OFFLINE` or `offline` keep off the network.
 pub fn endpoints(file: &ProfileFile, offline: bool) -> Endpoints {
@@ -73,7 +72,12 @@ fn cuda_major(
                 .map(|pin| {
                     pin.cuda_wheels
                         .iter()
-                        .map(|(project, version, sha256)| crate::runtime::WheelRecord { project: project.clone(), version: version.clone(), url: String::new(), sha256: sha256.clone() })
+                        .map(|(project, version, sha256)| crate::runtime::WheelRecord {
+                            project: project.clone(),
+                            version: version.clone(),
+                            url: String::new(),
+                            sha256: sha256.clone(),
+                        })
                         .collect()
                 })
                 .unwrap_or_default();
@@ -133,7 +137,15 @@ pub fn check(file: &ProfileFile) -> Result<(), profile::Error> {
 /// For a `platform` other than the host's, only profiles whose CUDA side comes from PyPI
 /// can be served (an installed toolkit of another machine cannot be seen): any other is
 /// an error at its `cuda` value.
-pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, platform: Platform, pins: &crate::lockfile::Pins, ep: &Endpoints, progress: &dyn Progress) -> anyhow::Result<Vec<String>> {
+pub fn ensure(
+    layout: &Layout,
+    lock: &WriterLock,
+    file: &ProfileFile,
+    platform: Platform,
+    pins: &crate::lockfile::Pins,
+    ep: &Endpoints,
+    progress: &dyn Progress,
+) -> anyhow::Result<Vec<String>> {
     check(file)?;
     let mut lines = Vec::new();
     let host = Platform::host() == Some(platform);
@@ -142,17 +154,17 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, platform: 
             .error_at(
                 p.cuda.span.clone(),
                 format!("profile `{}` takes CUDA from an installed toolkit, which only a {platform} machine can see", p.name),
-                Some(format!("run `cuenv lock` on a {platform} machine, or take the CUDA runtime from PyPI: `cuda = {{ version = \"{}\", from = \"pypi\" }}`", p.cuda.version)),
+                Some(format!(
+                    "run `cuenv lock` on a {platform} machine, or take the CUDA runtime from PyPI: `cuda = {{ version = \"{}\", from = \"pypi\" }}`",
+                    p.cuda.version
+                )),
             )
             .into());
     }
     // Versions of the installed toolkit roots, found once. A bad `[toolkits]` root is reported
     // (at its line) by resolution, after the fetches.
-    let installed: Vec<Version> = if host {
-        crate::apply::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect()
-    } else {
-        Vec::new()
-    };
+    let installed: Vec<Version> =
+        if host { crate::apply::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
     for p in &file.profiles {
         let pin = pins.get(&p.name);
         let cx = Cx { layout, lock, ep, progress };
@@ -187,7 +199,13 @@ pub fn ensure(layout: &Layout, lock: &WriterLock, file: &ProfileFile, platform: 
             }
             Source::Location(loc) if is_url(loc) => {
                 let Some(sha) = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin_sha.clone()) else {
-                    return Err(file.error_at(from.span.clone(), format!("a URL source needs its `sha256` (profile `{}`)", p.name), Some("add `sha256 = \"<64 hex digits>\"` from the publisher's manifest".into())).into());
+                    return Err(file
+                        .error_at(
+                            from.span.clone(),
+                            format!("a URL source needs its `sha256` (profile `{}`)", p.name),
+                            Some("add `sha256 = \"<64 hex digits>\"` from the publisher's manifest".into()),
+                        )
+                        .into());
                 };
                 let artifact = fetch::Artifact { url: loc.clone(), file_name: fetch::file_name_of(loc), sha256: sha, size: None, version: String::new() };
                 let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;

@@ -263,9 +263,7 @@ const ROOT_HINT: &str = "point CUENV_TOOLKIT_PATHS or [toolkits] at a folder tha
 impl Diagnose for Error {
     fn hint(&self) -> Option<String> {
         match self {
-            Error::NotAToolkit { suggestion: Some(s), .. } => {
-                Some(format!("did you mean {}? {ROOT_HINT}", s.display()))
-            }
+            Error::NotAToolkit { suggestion: Some(s), .. } => Some(format!("did you mean {}? {ROOT_HINT}", s.display())),
             Error::Io { .. } => Some("check the folder's permissions".into()),
             _ => Some(ROOT_HINT.into()),
         }
@@ -329,8 +327,7 @@ fn default_roots_windows(env: &dyn Env) -> Vec<Candidate> {
     if let Some(p) = nonempty(env.var("CUDA_PATH")) {
         out.push(Candidate::new(p, "CUDA_PATH", true));
     }
-    let mut versioned: Vec<(String, OsString)> =
-        env.vars().into_iter().filter(|(k, v)| is_cuda_path_versioned(k) && !v.is_empty()).collect();
+    let mut versioned: Vec<(String, OsString)> = env.vars().into_iter().filter(|(k, v)| is_cuda_path_versioned(k) && !v.is_empty()).collect();
     versioned.sort_by_key(|(k, _)| k.to_ascii_uppercase());
     for (k, v) in versioned {
         out.push(Candidate::new(v, &k, true));
@@ -372,10 +369,7 @@ fn is_cuda_path_versioned(name: &str) -> bool {
 /// The roots named by [`PATHS_VAR`] (`std::env::split_paths`; empty entries ignored).
 fn extra_roots(env: &dyn Env) -> Vec<Candidate> {
     match nonempty(env.var(PATHS_VAR)) {
-        Some(v) => std::env::split_paths(&v)
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(|p| Candidate::new(p, PATHS_VAR, true))
-            .collect(),
+        Some(v) => std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).map(|p| Candidate::new(p, PATHS_VAR, true)).collect(),
         None => Vec::new(),
     }
 }
@@ -465,18 +459,12 @@ pub fn discover_from(candidates: Vec<Candidate>) -> Discovery {
             },
         }
     }
-    out.toolkits.sort_by(|a, b| {
-        (a.version.is_none(), &a.version, &a.root).cmp(&(b.version.is_none(), &b.version, &b.root))
-    });
+    out.toolkits.sort_by(|a, b| (a.version.is_none(), &a.version, &a.root).cmp(&(b.version.is_none(), &b.version, &b.root)));
     out
 }
 
 fn dedup_key(canonical: &Path) -> OsString {
-    if cfg!(windows) {
-        OsString::from(canonical.to_string_lossy().to_lowercase())
-    } else {
-        canonical.as_os_str().to_os_string()
-    }
+    if cfg!(windows) { OsString::from(canonical.to_string_lossy().to_lowercase()) } else { canonical.as_os_str().to_os_string() }
 }
 
 /// Removes the `\\?\` prefix `fs::canonicalize` adds on Windows (`\\?\C:\x` -> `C:\x`,
@@ -520,9 +508,7 @@ fn display_root(canonical: PathBuf) -> PathBuf {
 /// and the reason in `problems`.
 pub fn inspect_root(path: &Path) -> Result<Toolkit, Error> {
     let io_err = |source: io::Error| Error::Io { path: path.to_path_buf(), source };
-    let meta = fs::metadata(path).map_err(|e| {
-        if e.kind() == io::ErrorKind::NotFound { Error::NotFound { path: path.to_path_buf() } } else { io_err(e) }
-    })?;
+    let meta = fs::metadata(path).map_err(|e| if e.kind() == io::ErrorKind::NotFound { Error::NotFound { path: path.to_path_buf() } } else { io_err(e) })?;
     if !meta.is_dir() {
         return Err(Error::NotAFolder { path: path.to_path_buf() });
     }
@@ -544,16 +530,7 @@ pub fn inspect_root(path: &Path) -> Result<Toolkit, Error> {
         }
     });
     let hand_copied_cudnn = find_hand_copied(&root, &mut problems);
-    Ok(Toolkit {
-        root,
-        version,
-        version_source,
-        found_by: Vec::new(),
-        runtime,
-        platform,
-        hand_copied_cudnn,
-        problems,
-    })
+    Ok(Toolkit { root, version, version_source, found_by: Vec::new(), runtime, platform, hand_copied_cudnn, problems })
 }
 
 /// `path` relative to `root` for messages (`bin/cudnn64_9.dll`), or the whole path.
@@ -679,12 +656,7 @@ fn parse_version_txt(text: &str) -> Result<Version, String> {
 /// The library folders of a toolkit and whether they use Windows names:
 /// `bin`, `bin/x64` (Windows names), then `lib64`, `lib`, `targets/*/lib` (Linux names).
 fn library_dirs(root: &Path) -> Vec<(PathBuf, bool)> {
-    let mut dirs = vec![
-        (root.join("bin"), true),
-        (root.join("bin").join("x64"), true),
-        (root.join("lib64"), false),
-        (root.join("lib"), false),
-    ];
+    let mut dirs = vec![(root.join("bin"), true), (root.join("bin").join("x64"), true), (root.join("lib64"), false), (root.join("lib"), false)];
     for (_, target) in dir_entries(&root.join("targets")) {
         dirs.push((target.join("lib"), false));
     }
@@ -694,10 +666,7 @@ fn library_dirs(root: &Path) -> Vec<(PathBuf, bool)> {
 fn is_cudart(name: &str, windows: bool) -> bool {
     if windows {
         let lower = name.to_ascii_lowercase();
-        lower
-            .strip_prefix("cudart64_")
-            .and_then(|r| r.strip_suffix(".dll"))
-            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        lower.strip_prefix("cudart64_").and_then(|r| r.strip_suffix(".dll")).is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
     } else {
         name == "libcudart.so" || name.starts_with("libcudart.so.")
     }
@@ -728,9 +697,7 @@ fn is_cudnn_library(name: &str, windows: bool) -> bool {
 }
 
 fn find_runtime(root: &Path) -> Option<PathBuf> {
-    library_dirs(root).into_iter().find_map(|(dir, windows)| {
-        dir_entries(&dir).into_iter().find(|(n, _)| is_cudart(n, windows)).map(|(_, p)| p)
-    })
+    library_dirs(root).into_iter().find_map(|(dir, windows)| dir_entries(&dir).into_iter().find(|(n, _)| is_cudart(n, windows)).map(|(_, p)| p))
 }
 
 /// The cuDNN version in the toolkit's `include/` (`cudnn_version.h` for 8.x/9.x, `cudnn.h` for 7.x).
@@ -750,34 +717,21 @@ fn find_hand_copied(root: &Path, problems: &mut Vec<String>) -> Option<HandCopie
     let header = header_version(root);
     for (dir, windows) in library_dirs(root) {
         let entries = dir_entries(&dir);
-        let dispatchers: Vec<(&String, &PathBuf, Option<u64>)> = entries
-            .iter()
-            .filter_map(|(n, p)| dispatcher_major(n, windows).map(|m| (n, p, m)))
-            .collect();
+        let dispatchers: Vec<(&String, &PathBuf, Option<u64>)> = entries.iter().filter_map(|(n, p)| dispatcher_major(n, windows).map(|m| (n, p, m))).collect();
         if dispatchers.is_empty() {
             continue;
         }
-        let libraries: Vec<String> =
-            entries.iter().filter(|(n, _)| is_cudnn_library(n, windows)).map(|(n, _)| n.clone()).collect();
+        let libraries: Vec<String> = entries.iter().filter(|(n, _)| is_cudnn_library(n, windows)).map(|(n, _)| n.clone()).collect();
         let mut majors: Vec<u64> = dispatchers.iter().filter_map(|d| d.2).collect();
         majors.sort();
         majors.dedup();
         if majors.len() > 1 {
             let names: Vec<&str> = dispatchers.iter().map(|d| d.0.as_str()).collect();
-            problems.push(format!(
-                "cuDNN of several majors was copied into {}: {}; the highest is reported",
-                rel(root, &dir),
-                names.join(", ")
-            ));
+            problems.push(format!("cuDNN of several majors was copied into {}: {}; the highest is reported", rel(root, &dir), names.join(", ")));
         }
         let major = majors.last().copied();
         // The dispatcher: the soname / DLL of the highest major, else the bare libcudnn.so.
-        let pick = dispatchers
-            .iter()
-            .filter(|d| d.2 == major)
-            .min_by_key(|d| d.0.len())
-            .or_else(|| dispatchers.first())
-            .expect("non-empty");
+        let pick = dispatchers.iter().filter(|d| d.2 == major).min_by_key(|d| d.0.len()).or_else(|| dispatchers.first()).expect("non-empty");
         let dispatcher = pick.1.clone();
 
         let versioninfo = if windows {
@@ -799,11 +753,7 @@ fn find_hand_copied(root: &Path, problems: &mut Vec<String>) -> Option<HandCopie
                 })
             })
             .flatten();
-        let (version, source, mut found) = choose_cudnn_version(
-            versioninfo,
-            header.as_ref().map(|(v, s)| (v.clone(), *s)),
-            from_name,
-        );
+        let (version, source, mut found) = choose_cudnn_version(versioninfo, header.as_ref().map(|(v, s)| (v.clone(), *s)), from_name);
         problems.append(&mut found);
         if let (Some(v), Some(m)) = (&version, major)
             && v.major() != m
@@ -834,11 +784,7 @@ fn find_hand_copied(root: &Path, problems: &mut Vec<String>) -> Option<HandCopie
 /// Chooses a hand-copied cuDNN's version: the DLL's VERSIONINFO (4 parts, most precise),
 /// else the header (3 parts), else the `libcudnn.so.X.Y.Z` file name. A header that
 /// disagrees with the chosen version is reported. Returns `(version, source, problems)`.
-fn choose_cudnn_version(
-    versioninfo: Option<Version>,
-    header: Option<(Version, &str)>,
-    from_name: Option<Version>,
-) -> (Option<Version>, String, Vec<String>) {
+fn choose_cudnn_version(versioninfo: Option<Version>, header: Option<(Version, &str)>, from_name: Option<Version>) -> (Option<Version>, String, Vec<String>) {
     let mut problems = Vec::new();
     let (version, source) = if let Some(v) = versioninfo {
         (Some(v), "VERSIONINFO".to_string())
@@ -852,9 +798,7 @@ fn choose_cudnn_version(
     if let (Some(chosen), Some((h, hs))) = (&version, &header) {
         let (short, long) = if chosen.parts().len() <= h.parts().len() { (chosen, h) } else { (h, chosen) };
         if !long.starts_with(short) {
-            problems.push(format!(
-                "cuDNN versions disagree: {source} says {chosen} but {hs} says {h} (a stale header or a mix of files)"
-            ));
+            problems.push(format!("cuDNN versions disagree: {source} says {chosen} but {hs} says {h} (a stale header or a mix of files)"));
         }
     }
     if source.starts_with("include/")
@@ -1162,10 +1106,7 @@ mod tests {
         for n in ["libcudnn.so.9", "libcudnn_ops.so.9", "libcudnn_graph.so.9"] {
             write(&lib.join(n), "fake");
         }
-        write(
-            &tmp.path().join("include/cudnn_version.h"),
-            "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 5\n#define CUDNN_PATCHLEVEL 0\n",
-        );
+        write(&tmp.path().join("include/cudnn_version.h"), "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 5\n#define CUDNN_PATCHLEVEL 0\n");
         let t = inspect_root(tmp.path()).unwrap();
         let c = t.hand_copied_cudnn.as_ref().unwrap();
         assert_eq!(c.version, Some(v("9.5.0")));
@@ -1234,10 +1175,7 @@ mod tests {
         write(&tmp.path().join("bin/cudart32_12.dll"), "fake");
         write(&tmp.path().join("bin/cudnn64_9.dll"), "fake");
         write(&tmp.path().join("bin/cudnn_ops64_9.dll"), "fake");
-        write(
-            &tmp.path().join("include/cudnn_version.h"),
-            "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 5\n#define CUDNN_PATCHLEVEL 0\n",
-        );
+        write(&tmp.path().join("include/cudnn_version.h"), "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 5\n#define CUDNN_PATCHLEVEL 0\n");
         let t = inspect_root(tmp.path()).unwrap();
         assert_eq!(t.runtime, Some(canon(tmp.path()).join("bin/cudart64_12.dll")));
         let c = t.hand_copied_cudnn.as_ref().unwrap();
@@ -1275,8 +1213,7 @@ mod tests {
         assert_eq!(cands.iter().filter(|c| c.found_by == WINDOWS_GLOB_LABEL).count(), 2);
         assert!(!cands.iter().any(|c| c.found_by == "CUDA_PATH_VX_Y"));
         let d = discover_from(cands);
-        let summary: Vec<(String, Vec<String>)> =
-            d.toolkits.iter().map(|t| (t.version.as_ref().unwrap().to_string(), t.found_by.clone())).collect();
+        let summary: Vec<(String, Vec<String>)> = d.toolkits.iter().map(|t| (t.version.as_ref().unwrap().to_string(), t.found_by.clone())).collect();
         assert_eq!(
             summary,
             [
@@ -1295,8 +1232,7 @@ mod tests {
         let labels: Vec<String> = default_roots_linux(&env).into_iter().map(|c| c.found_by).collect();
         assert_eq!(labels, ["CUDA_HOME", "CUDA_PATH"]);
         let sys = TempDir::new().unwrap();
-        let labels: Vec<String> =
-            default_roots_linux(&FakeEnv::new().with_fixed_root(sys.path())).into_iter().map(|c| c.found_by).collect();
+        let labels: Vec<String> = default_roots_linux(&FakeEnv::new().with_fixed_root(sys.path())).into_iter().map(|c| c.found_by).collect();
         assert_eq!(labels, ["/usr/local/cuda", "/opt/cuda"]);
         assert!(discover_all(&FakeEnv::new().with_fixed_root(sys.path())).skipped.is_empty());
     }

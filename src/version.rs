@@ -80,13 +80,7 @@ impl FromStr for Version {
         }
         let parts = t
             .split('.')
-            .map(|p| {
-                if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) || p.len() > 9 {
-                    Err(err())
-                } else {
-                    p.parse::<u64>().map_err(|_| err())
-                }
-            })
+            .map(|p| if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) || p.len() > 9 { Err(err()) } else { p.parse::<u64>().map_err(|_| err()) })
             .collect::<Result<Vec<_>, _>>()?;
         if parts.len() > 4 {
             return Err(err());
@@ -253,11 +247,7 @@ impl VersionReq {
 
     /// The newest of `candidates` whose version (read through `key`) satisfies this
     /// requirement, or `None` when none does. Among equal versions the first one wins.
-    pub fn best<'a, T>(
-        &self,
-        candidates: impl IntoIterator<Item = &'a T>,
-        key: fn(&T) -> &Version,
-    ) -> Option<&'a T> {
+    pub fn best<'a, T>(&self, candidates: impl IntoIterator<Item = &'a T>, key: fn(&T) -> &Version) -> Option<&'a T> {
         let mut best: Option<&'a T> = None;
         for c in candidates.into_iter().filter(|c| self.matches(key(c))) {
             if best.is_none_or(|b| key(c) > key(b)) {
@@ -276,10 +266,7 @@ impl FromStr for VersionReq {
         if s.trim() == "*" {
             return Ok(VersionReq::ANY);
         }
-        let comparators = s
-            .split(',')
-            .map(|term| parse_term(term.trim()).map_err(err))
-            .collect::<Result<Vec<_>, _>>()?;
+        let comparators = s.split(',').map(|term| parse_term(term.trim()).map_err(err)).collect::<Result<Vec<_>, _>>()?;
         Ok(VersionReq { comparators })
     }
 }
@@ -292,19 +279,9 @@ fn parse_term(term: &str) -> Result<Comparator, String> {
     if term == "*" {
         return Err("`*` matches every version and cannot be combined with other terms".into());
     }
-    const OPS: [(&str, Op); 7] = [
-        (">=", Op::GreaterEq),
-        ("<=", Op::LessEq),
-        (">", Op::Greater),
-        ("<", Op::Less),
-        ("=", Op::Exact),
-        ("^", Op::Caret),
-        ("~", Op::Tilde),
-    ];
-    let (op, rest) = OPS
-        .iter()
-        .find_map(|(sym, op)| term.strip_prefix(sym).map(|rest| (*op, rest.trim_start())))
-        .unwrap_or((Op::Prefix, term));
+    const OPS: [(&str, Op); 7] =
+        [(">=", Op::GreaterEq), ("<=", Op::LessEq), (">", Op::Greater), ("<", Op::Less), ("=", Op::Exact), ("^", Op::Caret), ("~", Op::Tilde)];
+    let (op, rest) = OPS.iter().find_map(|(sym, op)| term.strip_prefix(sym).map(|rest| (*op, rest.trim_start()))).unwrap_or((Op::Prefix, term));
     let wild = |p: &str| p == "*" || p.eq_ignore_ascii_case("x");
     let parts: Vec<&str> = rest.split('.').collect();
     let first_wild = parts.iter().position(|p| wild(p));
@@ -320,12 +297,10 @@ fn parse_term(term: &str) -> Result<Comparator, String> {
         };
         return Err(format!("wildcard parts are not accepted in `{term}`; a bare version is already a prefix: write `{suggestion}`"));
     }
-    let version = rest
-        .parse::<Version>()
-        .map_err(|_| {
-            let what = if rest == term { format!("`{rest}`") } else { format!("`{rest}` in `{term}`") };
-            format!("{what} is not 1 to 4 numbers separated by dots, like `8.9.4`")
-        })?;
+    let version = rest.parse::<Version>().map_err(|_| {
+        let what = if rest == term { format!("`{rest}`") } else { format!("`{rest}` in `{term}`") };
+        format!("{what} is not 1 to 4 numbers separated by dots, like `8.9.4`")
+    })?;
     Ok(Comparator { op, version })
 }
 

@@ -71,11 +71,7 @@ impl Lab {
 
     /// Writes `lab.toml` (toolkits table + the given profile text) and returns its path.
     fn lab(&self, profiles: &str) -> PathBuf {
-        let text = format!(
-            "# lab file\n[toolkits]\n\"12.6\" = '{}'\n\"11.8\" = '{}'\n\n{profiles}",
-            self.tk12.display(),
-            self.tk11.display()
-        );
+        let text = format!("# lab file\n[toolkits]\n\"12.6\" = '{}'\n\"11.8\" = '{}'\n\n{profiles}", self.tk12.display(), self.tk11.display());
         let p = self.ctx.path("lab.toml");
         fs::write(&p, text).unwrap();
         p
@@ -279,7 +275,17 @@ fn unknown_key_names_file_line_column() {
 fn every_broken_profile_is_reported_at_once() {
     let lab = Lab::new();
     let f = lab.lab("[settings]\nlink-mode = \"hardlink\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.x\"\n\n[profiles.ok]\ncuda = \"12\"\ncudnn = \"9.5\"\n\n[profiles.b]\ncuda = \"12\"\ncudnn = \"9.5\"\ncuddn = \"9\"\n");
-    assert_invalid(&lab, &f, &["lab.toml:7:13: `link-mode = \"hardlink\"` is not a valid link-mode", "lab.toml:11:9: `cudnn = \"9.x\"`", "lab.toml:20:1: unknown key `cuddn`", "3 errors in", "nothing was changed"]);
+    assert_invalid(
+        &lab,
+        &f,
+        &[
+            "lab.toml:7:13: `link-mode = \"hardlink\"` is not a valid link-mode",
+            "lab.toml:11:9: `cudnn = \"9.x\"`",
+            "lab.toml:20:1: unknown key `cuddn`",
+            "3 errors in",
+            "nothing was changed",
+        ],
+    );
     let (_, _, err) = lab.run(&["plan", f.to_str().unwrap()]);
     assert_eq!(err.lines().filter(|l| l.starts_with("hint: ")).count(), 3, "one hint per error:\n{err}");
 }
@@ -307,7 +313,10 @@ fn a_missing_from_path_is_refused_by_plan_and_apply() {
     for cmd in ["plan", "apply"] {
         let (code, out, err) = lab.run(&[cmd, f.to_str().unwrap()]);
         assert_eq!(code, 2, "{cmd}: {out}\n{err}");
-        assert!(err.contains("lab.toml:8:35: `from = \"./no/such/cudnn.zip\"` is neither \"pypi\", \"nvidia\", an http(s) URL, nor a path that exists"), "{cmd}: {err}");
+        assert!(
+            err.contains("lab.toml:8:35: `from = \"./no/such/cudnn.zip\"` is neither \"pypi\", \"nvidia\", an http(s) URL, nor a path that exists"),
+            "{cmd}: {err}"
+        );
         assert!(err.contains("hint: write `from = \"pypi\"`"), "{cmd}: {err}");
     }
 }
@@ -612,7 +621,13 @@ fn doctor_judges_the_active_profile_like_check() {
     let shadow = stubs.build("shadow", "libcudnn.so.9", &["VERSION=90500"]);
     let (code, out) = run(&[&shadow, &view.join("cudnn-lib"), &view.join("cuda-lib")]);
     assert_eq!(code, 4, "{out}");
-    assert!(out.contains(&format!("problem: profile `torch2` is active, but in this environment: shadowed: the cuDNN dispatcher libcudnn.so.9 came from {}", shadow.display())), "{out}");
+    assert!(
+        out.contains(&format!(
+            "problem: profile `torch2` is active, but in this environment: shadowed: the cuDNN dispatcher libcudnn.so.9 came from {}",
+            shadow.display()
+        )),
+        "{out}"
+    );
     assert!(out.contains("hint: remove the folder that wins from LD_LIBRARY_PATH"), "{out}");
 
     // `cuenv env --setup` shells say CUENV_PROFILE=active: doctor follows `<home>/active`.

@@ -47,9 +47,7 @@ impl Real {
 }
 
 fn wheels_dir() -> PathBuf {
-    std::env::var_os("CUENV_REAL_WHEELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| dirs::home_dir().expect("a home folder").join(".cache/cuenv-real-wheels"))
+    std::env::var_os("CUENV_REAL_WHEELS").map(PathBuf::from).unwrap_or_else(|| dirs::home_dir().expect("a home folder").join(".cache/cuenv-real-wheels"))
 }
 
 fn find_wheel(dir: &Path, prefix: &str) -> PathBuf {

@@ -109,7 +109,10 @@ fn a_missing_sub_library_crashes_the_child_not_cuenv() {
     let missing = c.reasons.iter().find(|x| x.kind == ReasonKind::MissingLibrary).unwrap_or_else(|| panic!("{:?}", c.reasons));
     assert!(missing.message.contains("libcudnn_graph.so.9"), "{missing}");
     let crash = c.reasons.iter().find(|x| x.kind == ReasonKind::Crash).unwrap();
-    assert!(crash.message.contains("SIGABRT") && crash.message.contains("during cudnnGetVersion") && crash.message.contains("Unable to load any of"), "{crash}");
+    assert!(
+        crash.message.contains("SIGABRT") && crash.message.contains("during cudnnGetVersion") && crash.message.contains("Unable to load any of"),
+        "{crash}"
+    );
 }
 
 #[test]

@@ -50,7 +50,11 @@ fn the_first_folder_wins_and_the_later_one_is_shadowed() {
     let f = d["findings"].as_array().unwrap();
     assert_eq!(f.len(), 1, "{d}");
     assert_eq!(f[0]["severity"], "warning");
-    assert!(f[0]["message"].as_str().unwrap().contains(&format!("2 folders on LD_LIBRARY_PATH hold cuDNN 9: {} comes first and wins", a.display())), "{}", f[0]);
+    assert!(
+        f[0]["message"].as_str().unwrap().contains(&format!("2 folders on LD_LIBRARY_PATH hold cuDNN 9: {} comes first and wins", a.display())),
+        "{}",
+        f[0]
+    );
 
     // The same in words.
     let (code, out, _) = doctor(home.path(), &[&a, &rt, &b], &[], &[]);
@@ -119,9 +123,24 @@ fn framework_copies_in_the_conda_env_are_warnings() {
     let (code, out, _) = doctor(home.path(), &[empty.path()], &[("CONDA_PREFIX", env.path().to_str().unwrap())], &[]);
     assert_eq!(code, 0, "{out}");
     let prefix = env.path().display();
-    assert!(out.contains(&format!("warning: conda's cudnn package in the conda env {prefix} carries its own cuDNN 8.9.7: {prefix}/lib/libcudnn.so.8")), "{out}");
-    assert!(out.contains(&format!("warning: PyTorch in the conda env {prefix} carries its own cuDNN 9 (its files do not tell the exact version): {}", sp.join("torch/lib/libcudnn.so.9").display())), "{out}");
-    assert!(out.contains(&format!("warning: the pip wheel nvidia-cudnn in the conda env {prefix} carries its own cuDNN 9.1.0.70: {}", sp.join("nvidia/cudnn/lib/libcudnn.so.9").display())), "{out}");
+    assert!(
+        out.contains(&format!("warning: conda's cudnn package in the conda env {prefix} carries its own cuDNN 8.9.7: {prefix}/lib/libcudnn.so.8")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "warning: PyTorch in the conda env {prefix} carries its own cuDNN 9 (its files do not tell the exact version): {}",
+            sp.join("torch/lib/libcudnn.so.9").display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "warning: the pip wheel nvidia-cudnn in the conda env {prefix} carries its own cuDNN 9.1.0.70: {}",
+            sp.join("nvidia/cudnn/lib/libcudnn.so.9").display()
+        )),
+        "{out}"
+    );
     assert!(out.contains("hint: a framework loads its own copy first"), "{out}");
 }
 
@@ -145,7 +164,13 @@ fn an_unusable_file_first_on_the_search_path_is_a_problem() {
     let (code, out, _) = doctor(home.path(), &[bogus.path()], &[], &["--major", "9"]);
     assert_eq!(code, 4, "{out}");
     assert!(out.contains("problem: cuDNN 9 cannot be loaded: ") && out.contains("file too short"), "{out}");
-    assert!(out.contains(&format!("hint: {} is not a usable Linux library: remove it, or its folder from LD_LIBRARY_PATH", bogus.path().join("libcudnn.so.9").display())), "{out}");
+    assert!(
+        out.contains(&format!(
+            "hint: {} is not a usable Linux library: remove it, or its folder from LD_LIBRARY_PATH",
+            bogus.path().join("libcudnn.so.9").display()
+        )),
+        "{out}"
+    );
     assert_eq!(out.matches("cuDNN 9: ").count(), 1, "--major 9 given twice probes once:\n{out}");
 }
 

@@ -266,7 +266,8 @@ fn serve_pypi(s: &Server, tweak: impl FnOnce(&mut Value)) -> (String, Vec<u8>) {
     let doc = json!({"info": {"name": "nvidia-cudnn-cu12", "version": "9.5.0.50"}, "urls": [f.clone(), win.clone()]});
     s.ok("/pypi/nvidia-cudnn-cu12/9.5.0.50/json", doc.to_string());
     let old = json!({"filename": "nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl", "url": format!("{}/files/old.whl", s.base), "digests": {"sha256": "22".repeat(32)}, "size": 1});
-    let project = json!({"info": {"name": "nvidia-cudnn-cu12"}, "releases": {"9.5.0.50": [f, win], "9.1.0.70": [old], "9.5.1.17": [], "8.9.4.25": [{"filename": "x"}]}});
+    let project =
+        json!({"info": {"name": "nvidia-cudnn-cu12"}, "releases": {"9.5.0.50": [f, win], "9.1.0.70": [old], "9.5.1.17": [], "8.9.4.25": [{"filename": "x"}]}});
     s.ok("/pypi/nvidia-cudnn-cu12/json", project.to_string());
     s.ok(&format!("/files/{name}"), bytes.clone());
     (name, bytes)
@@ -288,7 +289,9 @@ impl Env {
     /// `cuenv` with an isolated home, no proxy, one retry, the local server as index and mirror.
     fn cuenv(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_cuenv"));
-        for k in ["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "CUENV_OFFLINE", "CUENV_HTTP_TIMEOUT"] {
+        for k in
+            ["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "CUENV_OFFLINE", "CUENV_HTTP_TIMEOUT"]
+        {
             c.env_remove(k);
         }
         c.env("CUENV_HOME", self.home.path())
@@ -405,10 +408,11 @@ fn pypi_unknown_version_lists_nearby_versions() {
     let env = Env::new();
     serve_pypi(&env.server, |_| {});
     let out = env.fetch(&["cudnn@9.5.0.49", "--cuda", "12"]);
-    assert_fails(&out, 2, &[
-        &format!("error: `nvidia-cudnn-cu12` has no version 9.5.0.49 on {}; nearby versions: 9.5.0.50", env.server.base),
-        "hint: pick one of: 9.5.0.50",
-    ]);
+    assert_fails(
+        &out,
+        2,
+        &[&format!("error: `nvidia-cudnn-cu12` has no version 9.5.0.49 on {}; nearby versions: 9.5.0.50", env.server.base), "hint: pick one of: 9.5.0.50"],
+    );
     let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "13"]);
     assert_fails(&out, 2, &[&format!("error: no project `nvidia-cudnn-cu13` on the index {}", env.server.base)]);
 }
@@ -418,7 +422,13 @@ fn pypi_no_wheel_for_platform() {
     let env = Env::new();
     serve_pypi(&env.server, |_| {});
     let out = env.cuenv().args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-sbsa"]).output().unwrap();
-    assert_fails(&out, 2, &["error: `nvidia-cudnn-cu12` 9.5.0.50 has no wheel for linux-sbsa; its wheels: nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl, nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl"]);
+    assert_fails(
+        &out,
+        2,
+        &[
+            "error: `nvidia-cudnn-cu12` 9.5.0.50 has no wheel for linux-sbsa; its wheels: nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl, nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl",
+        ],
+    );
 }
 
 #[test]
@@ -426,10 +436,14 @@ fn sha256_mismatch_imports_nothing() {
     let env = Env::new();
     let (name, bytes) = serve_pypi(&env.server, |f| f["digests"]["sha256"] = json!("ab".repeat(32)));
     let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
-    assert_fails(&out, 2, &[
-        &format!("error: {}/files/{name}: SHA-256 is {}, but {} was expected", env.server.base, sha256_hex(&bytes), "ab".repeat(32)),
-        "hint: the server sent other bytes than the manifest or index publishes",
-    ]);
+    assert_fails(
+        &out,
+        2,
+        &[
+            &format!("error: {}/files/{name}: SHA-256 is {}, but {} was expected", env.server.base, sha256_hex(&bytes), "ab".repeat(32)),
+            "hint: the server sent other bytes than the manifest or index publishes",
+        ],
+    );
     assert!(env.entries().is_empty());
     env.assert_no_leftovers();
 }
@@ -462,10 +476,14 @@ fn dropped_connection_mid_file_leaves_nothing() {
     let (name, bytes) = serve_pypi(&env.server, |_| {});
     env.server.route(&format!("/files/{name}"), Route::Drop { body: Arc::new(bytes.clone()), after: 100_000 });
     let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
-    assert_fails(&out, 1, &[
-        &format!("error: download of {}/files/{name} broke off after 100000 bytes of {} (tried 2 times)", env.server.base, bytes.len()),
-        "hint: check the network",
-    ]);
+    assert_fails(
+        &out,
+        1,
+        &[
+            &format!("error: download of {}/files/{name} broke off after 100000 bytes of {} (tried 2 times)", env.server.base, bytes.len()),
+            "hint: check the network",
+        ],
+    );
     assert_eq!(env.server.hits(&format!("/files/{name}")), 2, "one retry");
     assert!(env.entries().is_empty());
     env.assert_no_leftovers();
@@ -476,7 +494,8 @@ fn server_errors_are_retried() {
     let env = Env::new();
     let (name, bytes) = serve_pypi(&env.server, |_| {});
     env.server.route(&format!("/files/{name}"), Route::FailFirst { fails: Arc::new(AtomicUsize::new(2)), status: 503, body: Arc::new(bytes) });
-    let out = env.cuenv().env("CUENV_HTTP_RETRIES", "3").args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).output().unwrap();
+    let out =
+        env.cuenv().env("CUENV_HTTP_RETRIES", "3").args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(env.server.hits(&format!("/files/{name}")), 3);
 
@@ -500,8 +519,20 @@ fn offline_names_what_is_missing_and_touches_no_network() {
     assert_fails(&out, 1, &[&expected, "hint: drop --offline (or unset CUENV_OFFLINE)"]);
     let out = env.cuenv().env("CUENV_OFFLINE", "1").args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).output().unwrap();
     assert_fails(&out, 1, &[&expected]);
-    let out = env.cuenv().env("CUENV_OFFLINE", "1").args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--from", "nvidia", "--platform", "linux-x86_64"]).output().unwrap();
-    assert_fails(&out, 1, &[&format!("error: offline: cannot get cuDNN 9.5.0.50 for CUDA 12 (linux-x86_64) from NVIDIA; that needs {}/redist/redistrib_9.5.0.50.json", env.server.base)]);
+    let out = env
+        .cuenv()
+        .env("CUENV_OFFLINE", "1")
+        .args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--from", "nvidia", "--platform", "linux-x86_64"])
+        .output()
+        .unwrap();
+    assert_fails(
+        &out,
+        1,
+        &[&format!(
+            "error: offline: cannot get cuDNN 9.5.0.50 for CUDA 12 (linux-x86_64) from NVIDIA; that needs {}/redist/redistrib_9.5.0.50.json",
+            env.server.base
+        )],
+    );
     assert!(env.server.log().is_empty(), "offline touched the network: {:?}", env.server.log());
     // CUENV_OFFLINE=0 means online.
     let out = env.cuenv().env("CUENV_OFFLINE", "0").args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).output().unwrap();
@@ -536,10 +567,17 @@ fn proxy_variables_are_honoured() {
     let dead = TcpListener::bind("127.0.0.1:0").unwrap();
     let dead_url = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);
-    let out = env.cuenv().env("HTTP_PROXY", &dead_url).env("NO_PROXY", "127.0.0.1").args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).output().unwrap();
+    let out = env
+        .cuenv()
+        .env("HTTP_PROXY", &dead_url)
+        .env("NO_PROXY", "127.0.0.1")
+        .args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     // Without NO_PROXY the dead proxy is used, and fails.
-    let out = env.cuenv().env("HTTP_PROXY", &dead_url).args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).output().unwrap();
+    let out =
+        env.cuenv().env("HTTP_PROXY", &dead_url).args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).output().unwrap();
     assert_fails(&out, 1, &[&format!("error: cannot reach {}/pypi/nvidia-cudnn-cu12/9.5.0.50/json (tried 2 times)", env.server.base)]);
 }
 
@@ -582,10 +620,14 @@ fn nvidia_lists_what_the_manifest_offers() {
     let env = Env::new();
     serve_nvidia(&env.server);
     let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "13", "--from", "nvidia"]);
-    assert_fails(&out, 2, &[&format!(
-        "error: cuDNN 9.5.0.50 has no archive for linux-x86_64 and CUDA 13 at {}/redist/; offered: linux-x86_64/cuda11, linux-x86_64/cuda12, windows-x86_64/cuda12",
-        env.server.base
-    )]);
+    assert_fails(
+        &out,
+        2,
+        &[&format!(
+            "error: cuDNN 9.5.0.50 has no archive for linux-x86_64 and CUDA 13 at {}/redist/; offered: linux-x86_64/cuda11, linux-x86_64/cuda12, windows-x86_64/cuda12",
+            env.server.base
+        )],
+    );
     let out = env.fetch(&["cudnn@9.99.0", "--cuda", "12", "--from", "nvidia"]);
     assert_fails(&out, 2, &[&format!("error: no NVIDIA redist manifest for cuDNN 9.99.0 under {}/redist/ (tried redistrib_9.99.0.json)", env.server.base)]);
     let out = env.fetch(&["cudnn@9.5.0.49", "--cuda", "12", "--from", "nvidia"]);
@@ -659,11 +701,7 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     serve_runtime(&env.server);
     let dir = tempfile::tempdir().unwrap();
     let lab = dir.path().join("lab.toml");
-    std::fs::write(
-        &lab,
-        "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n",
-    )
-    .unwrap();
+    std::fs::write(&lab, "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n").unwrap();
     let lab_s = lab.to_str().unwrap();
 
     // plan names what would be fetched and fetches nothing.
@@ -707,7 +745,8 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     let f = pypi_file(&env.server, &name, &bytes);
     let (old_name, old_bytes) = runtime_wheel("nvidia-cublas-cu12", "cublas", "12.6.4.1", "libcublas.so.12", 2);
     let old = pypi_file(&env.server, &old_name, &old_bytes);
-    env.server.ok("/pypi/nvidia-cublas-cu12/json", json!({"info": {"name": "nvidia-cublas-cu12"}, "releases": {"12.6.9.9": [f], "12.6.4.1": [old]}}).to_string());
+    env.server
+        .ok("/pypi/nvidia-cublas-cu12/json", json!({"info": {"name": "nvidia-cublas-cu12"}, "releases": {"12.6.9.9": [f], "12.6.4.1": [old]}}).to_string());
     env.server.ok(&format!("/files/{name}"), bytes);
     let fourth = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
     let out = fourth.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
@@ -788,11 +827,7 @@ fn host_and_other() -> (&'static str, &'static str) {
 /// A lab whose one profile takes cuDNN 9.5.0.50 and the CUDA 12.6 runtime from PyPI.
 fn pypi_lab(dir: &Path) -> std::path::PathBuf {
     let lab = dir.join("lab.toml");
-    std::fs::write(
-        &lab,
-        "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n",
-    )
-    .unwrap();
+    std::fs::write(&lab, "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n").unwrap();
     lab
 }
 
@@ -845,7 +880,16 @@ fn lock_fills_another_platforms_section_and_keeps_this_ones() {
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both);
     // A missing section is drift for --locked, said before anything is fetched.
     let out = fresh.cuenv().args(["lock", "--locked", lab_s, "--platform", "linux-sbsa"]).output().unwrap();
-    assert_fails(&out, 2, &["does not match", "for linux-sbsa", "the lock file has no linux-sbsa section", &format!("hint: run `cuenv lock {lab_s} --platform linux-sbsa` to write it")]);
+    assert_fails(
+        &out,
+        2,
+        &[
+            "does not match",
+            "for linux-sbsa",
+            "the lock file has no linux-sbsa section",
+            &format!("hint: run `cuenv lock {lab_s} --platform linux-sbsa` to write it"),
+        ],
+    );
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both, "nothing written");
 
     // A profile on an installed toolkit cannot be locked for another platform.

@@ -116,7 +116,12 @@ fn main_job_on_real_wheels() {
     write_lab("8.9");
     let lab_s = lab.to_str().unwrap();
     let plan = run(&ctx, &["plan", lab_s]);
-    assert!(plan.contains("+ profile torch2: cuDNN 9.5.0.50") && plan.contains("+ profile tf: cuDNN 8.8.0.121") && plan.contains("+ profile legacy: cuDNN 8.9.4.25"), "{plan}");
+    assert!(
+        plan.contains("+ profile torch2: cuDNN 9.5.0.50")
+            && plan.contains("+ profile tf: cuDNN 8.8.0.121")
+            && plan.contains("+ profile legacy: cuDNN 8.9.4.25"),
+        "{plan}"
+    );
     // Apply checks every profile in a fresh process: the real libraries load from their
     // entries and report their versions; there is no GPU here, so each is `no-gpu`.
     let applied: serde_json::Value = serde_json::from_str(&run(&ctx, &["apply", "--json", lab_s])).unwrap();

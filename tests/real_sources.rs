@@ -62,7 +62,8 @@ fn shipped_lab_windows_section_from_pypi() {
     assert_eq!(fs::read_to_string(ctx.path("lab.lock")).unwrap(), fs::read_to_string(root.join("lab.lock")).unwrap(), "--locked keeps the shipped lock");
     let out = ctx.cmd().args(["store", "list", "--json"]).output().unwrap();
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut got: Vec<(String, String)> = list.as_array().unwrap().iter().map(|e| (e["version"].as_str().unwrap().to_string(), e["platform"].as_str().unwrap().to_string())).collect();
+    let mut got: Vec<(String, String)> =
+        list.as_array().unwrap().iter().map(|e| (e["version"].as_str().unwrap().to_string(), e["platform"].as_str().unwrap().to_string())).collect();
     got.sort();
     assert_eq!(got, [("8.9.4.25".to_string(), "windows-x86_64".to_string()), ("9.5.0.50".to_string(), "windows-x86_64".to_string())]);
     eprintln!("shipped lab, Windows section: fetched, verified and imported from Linux in {:.1} s", took.as_secs_f64());

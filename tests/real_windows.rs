@@ -94,11 +94,26 @@ fn import(w: &WinWheel) {
     let verdict = cuenv::check::classify(&outcome, &cuenv::check::Expected { entry_dir: dir.clone(), version: expected, cuda_major: 12 });
     assert_ne!(verdict.status, cuenv::check::CheckStatus::Pass, "no GPU under Wine");
     assert!(!verdict.has(cuenv::check::ReasonKind::Shadowed) && !verdict.has(cuenv::check::ReasonKind::VersionMismatch), "{:?}", verdict.reasons);
-    eprintln!("real_windows: probe of {}: cuDNN {}, cudart {}, {:?}: {:?}", w.file, versions.version, versions.cudart_version, verdict.status, verdict.messages());
+    eprintln!(
+        "real_windows: probe of {}: cuDNN {}, cudart {}, {:?}: {:?}",
+        w.file,
+        versions.version,
+        versions.cudart_version,
+        verdict.status,
+        verdict.messages()
+    );
 
     // `cuenv doctor` in that environment: the loader's pick, attributed to the store entry,
     // and the folder's dispatcher version read from its VERSIONINFO.
-    let out = ctx.cmd().env_clear().envs(env.iter().map(|(k, v)| (k, v))).env("CUENV_HOME", &ctx.home).args(["doctor", "--json", "--major"]).arg(major.to_string()).output().unwrap();
+    let out = ctx
+        .cmd()
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("CUENV_HOME", &ctx.home)
+        .args(["doctor", "--json", "--major"])
+        .arg(major.to_string())
+        .output()
+        .unwrap();
     let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     let short = w.version.rsplit_once('.').unwrap().0;
     assert_eq!(d["loaded"][0]["version"], short, "{d}");

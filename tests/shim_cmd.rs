@@ -19,9 +19,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use cuenv::shim::{
-    Activation, Shell, check_cmd_line_limit, file_name, render_activate, render_deactivate,
-};
+use cuenv::shim::{Activation, Shell, check_cmd_line_limit, file_name, render_activate, render_deactivate};
 
 type Env = BTreeMap<String, String>;
 
@@ -35,24 +33,12 @@ const ASCII_HOSTILE: &str = r"C:\Program Files (x86)\cu env 100% & !bang! ^caret
 fn activation(profile: &str, root: &str) -> Activation {
     Activation {
         profile: profile.into(),
-        path_prepend: vec![
-            PathBuf::from(format!(r"{root}\{profile}\cudnn\bin")),
-            PathBuf::from(format!(r"{root}\CUDA\v12.6\bin")),
-        ],
+        path_prepend: vec![PathBuf::from(format!(r"{root}\{profile}\cudnn\bin")), PathBuf::from(format!(r"{root}\CUDA\v12.6\bin"))],
         ld_library_path_prepend: vec![],
         set: vec![
-            (
-                "CUDA_PATH".into(),
-                PathBuf::from(format!(r"{root}\CUDA\v12.6")),
-            ),
-            (
-                "CUDA_HOME".into(),
-                PathBuf::from(format!(r"{root}\CUDA\v12.6")),
-            ),
-            (
-                "CUDNN_PATH".into(),
-                PathBuf::from(format!(r"{root}\{profile}\cudnn")),
-            ),
+            ("CUDA_PATH".into(), PathBuf::from(format!(r"{root}\CUDA\v12.6"))),
+            ("CUDA_HOME".into(), PathBuf::from(format!(r"{root}\CUDA\v12.6"))),
+            ("CUDNN_PATH".into(), PathBuf::from(format!(r"{root}\{profile}\cudnn"))),
         ],
     }
 }
@@ -61,10 +47,7 @@ fn activation(profile: &str, root: &str) -> Activation {
 /// hostile). No `%`, `^` or `!`: CALL expands `%` and doubles `^` in its argument, on Windows
 /// too, so conda itself cannot CALL a shim there.
 fn shim_dir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("cuenv shim (x86) & 'Zoë' 模型 ")
-        .tempdir()
-        .unwrap()
+    tempfile::Builder::new().prefix("cuenv shim (x86) & 'Zoë' 模型 ").tempdir().unwrap()
 }
 
 struct Case {
@@ -91,14 +74,8 @@ struct Run {
 
 fn decode(bytes: &[u8]) -> String {
     // `cmd /u` writes UTF-16LE; fall back to lossy UTF-8 for anything else.
-    if bytes.len() >= 2
-        && bytes.len().is_multiple_of(2)
-        && bytes.iter().skip(1).step_by(2).take(8).any(|&b| b == 0)
-    {
-        let units: Vec<u16> = bytes
-            .chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
-            .collect();
+    if bytes.len() >= 2 && bytes.len().is_multiple_of(2) && bytes.iter().skip(1).step_by(2).take(8).any(|&b| b == 0) {
+        let units: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
         String::from_utf16_lossy(&units)
     } else {
         String::from_utf8_lossy(bytes).into_owned()
@@ -115,18 +92,9 @@ fn run(case: &Case) -> Run {
     let driver_dir = tempfile::tempdir().unwrap(); // no spaces: `cmd /c <driver>` needs no quotes
     let mut cmd = Command::new(std::env::var("ComSpec").unwrap_or_else(|_| "cmd.exe".into()));
     for (i, a) in case.activations.iter().enumerate() {
-        for (sub, text, var) in [
-            (
-                "activate.d",
-                render_activate(Shell::Cmd, a),
-                format!("SHIM_A{i}"),
-            ),
-            (
-                "deactivate.d",
-                render_deactivate(Shell::Cmd, a),
-                format!("SHIM_D{i}"),
-            ),
-        ] {
+        for (sub, text, var) in
+            [("activate.d", render_activate(Shell::Cmd, a), format!("SHIM_A{i}")), ("deactivate.d", render_deactivate(Shell::Cmd, a), format!("SHIM_D{i}"))]
+        {
             let folder = dir.path().join(r"etc\conda").join(sub);
             std::fs::create_dir_all(&folder).unwrap();
             let path = folder.join(file_name(&a.profile, Shell::Cmd));
@@ -145,14 +113,7 @@ fn run(case: &Case) -> Run {
     let driver_path = driver_dir.path().join("driver.bat");
     std::fs::write(&driver_path, driver).unwrap();
 
-    for var in [
-        "CUDA_PATH",
-        "CUDA_HOME",
-        "CUDNN_PATH",
-        "CUENV_PROFILE",
-        "CUENV_ACTIVE_PROFILE",
-        "LD_LIBRARY_PATH",
-    ] {
+    for var in ["CUDA_PATH", "CUDA_HOME", "CUDNN_PATH", "CUENV_PROFILE", "CUENV_ACTIVE_PROFILE", "LD_LIBRARY_PATH"] {
         cmd.env_remove(var);
     }
     cmd.env("PATH", base_path());
@@ -166,11 +127,7 @@ fn run(case: &Case) -> Run {
     if case.delayed_expansion {
         cmd.arg("/v:on");
     }
-    let out = cmd
-        .arg("/c")
-        .arg(&driver_path)
-        .output()
-        .unwrap_or_else(|e| panic!("{}: cannot run cmd: {e}", case.name));
+    let out = cmd.arg("/c").arg(&driver_path).output().unwrap_or_else(|e| panic!("{}: cannot run cmd: {e}", case.name));
     let stdout = decode(&out.stdout);
     let mut dumps = BTreeMap::new();
     let mut current: Option<(String, Env)> = None;
@@ -190,20 +147,13 @@ fn run(case: &Case) -> Run {
     if let Some((l, e)) = current.take() {
         dumps.insert(l, e);
     }
-    Run {
-        dumps,
-        stderr: decode(&out.stderr),
-    }
+    Run { dumps, stderr: decode(&out.stderr) }
 }
 
 /// What the environment must look like with `a` active on top of `before`.
 fn check_active(a: &Activation, before: &Env, active: &Env) -> Result<(), String> {
     let want_path = {
-        let dirs: Vec<String> = a
-            .path_prepend
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
+        let dirs: Vec<String> = a.path_prepend.iter().map(|p| p.display().to_string()).collect();
         match before.get("PATH") {
             Some(old) => format!("{};{old}", dirs.join(";")),
             None => dirs.join(";"),
@@ -220,19 +170,12 @@ fn check_active(a: &Activation, before: &Env, active: &Env) -> Result<(), String
     }
     let mut errors = Vec::new();
     for (k, v) in &want {
-        let got = active
-            .get(k.as_str())
-            .map(String::as_str)
-            .unwrap_or("<unset>");
+        let got = active.get(k.as_str()).map(String::as_str).unwrap_or("<unset>");
         if got != v {
             errors.push(format!("{k}:\n      want {v}\n      got  {got}"));
         }
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors.join("\n    "))
-    }
+    if errors.is_empty() { Ok(()) } else { Err(errors.join("\n    ")) }
 }
 
 fn diff(label: &str, want: &Env, got: &Env) -> Result<(), String> {
@@ -256,12 +199,7 @@ fn diff(label: &str, want: &Env, got: &Env) -> Result<(), String> {
 }
 
 /// The standard scenario: activate, activate again, deactivate.
-fn standard(
-    name: &'static str,
-    a: Activation,
-    dx: bool,
-    start: Vec<(&'static str, Option<String>)>,
-) -> Result<(), String> {
+fn standard(name: &'static str, a: Activation, dx: bool, start: Vec<(&'static str, Option<String>)>) -> Result<(), String> {
     let case = Case {
         name,
         activations: vec![a.clone()],
@@ -278,14 +216,8 @@ fn standard(
         ],
     };
     let r = run(&case);
-    let get = |l: &str| {
-        r.dumps
-            .get(l)
-            .cloned()
-            .ok_or_else(|| format!("no `{l}` dump; stderr: {}", r.stderr))
-    };
-    let (before, active, again, after) =
-        (get("before")?, get("active")?, get("again")?, get("after")?);
+    let get = |l: &str| r.dumps.get(l).cloned().ok_or_else(|| format!("no `{l}` dump; stderr: {}", r.stderr));
+    let (before, active, again, after) = (get("before")?, get("active")?, get("again")?, get("after")?);
     let mut errors = Vec::new();
     if let Err(e) = check_active(&a, &before, &active) {
         errors.push(format!("after activation:\n    {e}"));
@@ -296,15 +228,7 @@ fn standard(
     if let Err(e) = diff("after deactivation (vs before)", &before, &after) {
         errors.push(e);
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{}\n  stderr: {}",
-            errors.join("\n  "),
-            r.stderr.trim()
-        ))
-    }
+    if errors.is_empty() { Ok(()) } else { Err(format!("{}\n  stderr: {}", errors.join("\n  "), r.stderr.trim())) }
 }
 
 /// Asserts `result`, except under Wine for a case with a known Wine difference, where the
@@ -315,9 +239,7 @@ fn expect(name: &str, wine_difference: Option<&str>, result: Result<(), String>)
         (Ok(()), Some(_), true) => eprintln!("shim_cmd: {name}: pass (even under Wine)"),
         (Ok(()), Some(_), false) => eprintln!("shim_cmd: {name}: pass"),
         (Err(e), Some(why), true) => {
-            eprintln!(
-                "shim_cmd: {name}: FAILS UNDER WINE (known: {why}; asserted on real Windows)\n  {e}"
-            )
+            eprintln!("shim_cmd: {name}: FAILS UNDER WINE (known: {why}; asserted on real Windows)\n  {e}")
         }
         (Err(e), _, _) => panic!("{name}:\n  {e}"),
     }
@@ -326,13 +248,7 @@ fn expect(name: &str, wine_difference: Option<&str>, result: Result<(), String>)
 fn hostile_prior_start() -> Vec<(&'static str, Option<String>)> {
     vec![
         // A quoted entry with (x86), non-ASCII entries, & ( ) ^ ' and an empty entry.
-        (
-            "PATH",
-            Some(format!(
-                r#"{};"C:\Program Files (x86)\Quoted Tool";D:\模型\bin;C:\Users\Zoë\données;C:\R&D (a)\b^c 'q';"#,
-                base_path()
-            )),
-        ),
+        ("PATH", Some(format!(r#"{};"C:\Program Files (x86)\Quoted Tool";D:\模型\bin;C:\Users\Zoë\données;C:\R&D (a)\b^c 'q';"#, base_path()))),
         ("CUDA_HOME", Some(r"C:\old CUDA & (x86) 模型 ^x 'y'".into())),
         ("CUDNN_PATH", Some(r"D:\old cudnn (x86)".into())),
         ("CUENV_PROFILE", Some("set-before".into())),
@@ -348,21 +264,13 @@ const WINE_PERCENT: &str = "Wine expands % again inside an expanded value";
 #[test]
 fn ascii_hostile_literals_delayed_expansion_off() {
     let name = "ascii_hostile_literals_delayed_expansion_off";
-    expect(
-        name,
-        None,
-        standard(name, activation("torch2", ASCII_HOSTILE), false, vec![]),
-    );
+    expect(name, None, standard(name, activation("torch2", ASCII_HOSTILE), false, vec![]));
 }
 
 #[test]
 fn ascii_hostile_literals_delayed_expansion_on() {
     let name = "ascii_hostile_literals_delayed_expansion_on";
-    expect(
-        name,
-        Some(WINE_DX),
-        standard(name, activation("torch2", ASCII_HOSTILE), true, vec![]),
-    );
+    expect(name, Some(WINE_DX), standard(name, activation("torch2", ASCII_HOSTILE), true, vec![]));
 }
 
 /// Literals with spaces, (x86), & and ^ but no ! or %: the delayed-expansion body without the
@@ -371,103 +279,55 @@ fn ascii_hostile_literals_delayed_expansion_on() {
 fn literals_without_bang_delayed_expansion_on() {
     let name = "literals_without_bang_delayed_expansion_on";
     let root = r"C:\Program Files (x86)\cu env & ^caret 'q' $x (a)";
-    expect(
-        name,
-        None,
-        standard(name, activation("torch2", root), true, vec![]),
-    );
+    expect(name, None, standard(name, activation("torch2", root), true, vec![]));
 }
 
 #[test]
 fn non_ascii_literals_delayed_expansion_off() {
     let name = "non_ascii_literals_delayed_expansion_off";
     let root = r"C:\Users\Zoë\données\D 模型";
-    expect(
-        name,
-        Some(WINE_CP),
-        standard(name, activation("torch2", root), false, vec![]),
-    );
+    expect(name, Some(WINE_CP), standard(name, activation("torch2", root), false, vec![]));
 }
 
 #[test]
 fn non_ascii_literals_delayed_expansion_on() {
     let name = "non_ascii_literals_delayed_expansion_on";
     let root = r"C:\Users\Zoë\données\D 模型";
-    expect(
-        name,
-        Some(WINE_CP),
-        standard(name, activation("torch2", root), true, vec![]),
-    );
+    expect(name, Some(WINE_CP), standard(name, activation("torch2", root), true, vec![]));
 }
 
 /// Prior values with a quoted entry, (x86), &, ^, ' and non-ASCII: saved and restored exactly.
 #[test]
 fn hostile_prior_values_delayed_expansion_off() {
     let name = "hostile_prior_values_delayed_expansion_off";
-    expect(
-        name,
-        None,
-        standard(
-            name,
-            activation("torch2", r"C:\cuenv\p"),
-            false,
-            hostile_prior_start(),
-        ),
-    );
+    expect(name, None, standard(name, activation("torch2", r"C:\cuenv\p"), false, hostile_prior_start()));
 }
 
 #[test]
 fn hostile_prior_values_delayed_expansion_on() {
     let name = "hostile_prior_values_delayed_expansion_on";
-    expect(
-        name,
-        None,
-        standard(
-            name,
-            activation("torch2", r"C:\cuenv\p"),
-            true,
-            hostile_prior_start(),
-        ),
-    );
+    expect(name, None, standard(name, activation("torch2", r"C:\cuenv\p"), true, hostile_prior_start()));
 }
 
 #[test]
 fn prior_values_with_bang_delayed_expansion_on() {
     let name = "prior_values_with_bang_delayed_expansion_on";
     let start = vec![("CUDA_HOME", Some(r"C:\old !bang! ^x".to_string()))];
-    expect(
-        name,
-        Some(WINE_DX),
-        standard(name, activation("torch2", r"C:\cuenv\p"), true, start),
-    );
+    expect(name, Some(WINE_DX), standard(name, activation("torch2", r"C:\cuenv\p"), true, start));
 }
 
 #[test]
 fn prior_values_with_bang_delayed_expansion_off() {
     let name = "prior_values_with_bang_delayed_expansion_off";
     let start = vec![("CUDA_HOME", Some(r"C:\old !bang! ^x".to_string()))];
-    expect(
-        name,
-        None,
-        standard(name, activation("torch2", r"C:\cuenv\p"), false, start),
-    );
+    expect(name, None, standard(name, activation("torch2", r"C:\cuenv\p"), false, start));
 }
 
 #[test]
 fn prior_values_with_percent_delayed_expansion_off() {
     let name = "prior_values_with_percent_delayed_expansion_off";
-    let start = vec![
-        (
-            "PATH",
-            Some(format!(r"{};%SystemRoot%\unexpanded;C:\100%", base_path())),
-        ),
-        ("CUDA_HOME", Some(r"C:\50% off %PATH%".to_string())),
-    ];
-    expect(
-        name,
-        Some(WINE_PERCENT),
-        standard(name, activation("torch2", r"C:\cuenv\p"), false, start),
-    );
+    let start = vec![("PATH", Some(format!(r"{};%SystemRoot%\unexpanded;C:\100%", base_path()))), ("CUDA_HOME", Some(r"C:\50% off %PATH%".to_string()))];
+    expect(name, Some(WINE_PERCENT), standard(name, activation("torch2", r"C:\cuenv\p"), false, start));
 }
 
 /// cmd keeps no empty variables: an empty CUDA_HOME inherited from the parent counts as unset,
@@ -481,37 +341,15 @@ fn empty_variable_before() {
         activations: vec![a],
         delayed_expansion: false,
         start: vec![("CUDA_HOME", Some(String::new()))],
-        steps: vec![
-            Step::Dump("before"),
-            Step::Activate(0),
-            Step::Deactivate(0),
-            Step::Dump("after"),
-        ],
+        steps: vec![Step::Dump("before"), Step::Activate(0), Step::Deactivate(0), Step::Dump("after")],
     };
     let r = run(&case);
     let (before, after) = (&r.dumps["before"], &r.dumps["after"]);
-    eprintln!(
-        "shim_cmd: {name}: CUDA_HOME before {:?}, after {:?}",
-        before.get("CUDA_HOME"),
-        after.get("CUDA_HOME")
-    );
+    eprintln!("shim_cmd: {name}: CUDA_HOME before {:?}, after {:?}", before.get("CUDA_HOME"), after.get("CUDA_HOME"));
     assert_eq!(before.get("CUDA_HOME").filter(|v| !v.is_empty()), None);
     assert_eq!(after.get("CUDA_HOME").filter(|v| !v.is_empty()), None);
-    let strip = |e: &Env| {
-        e.iter()
-            .filter(|(k, _)| *k != "CUDA_HOME")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect::<Env>()
-    };
-    expect(
-        name,
-        None,
-        diff(
-            "after deactivation (vs before)",
-            &strip(before),
-            &strip(after),
-        ),
-    );
+    let strip = |e: &Env| e.iter().filter(|(k, _)| *k != "CUDA_HOME").map(|(k, v)| (k.clone(), v.clone())).collect::<Env>();
+    expect(name, None, diff("after deactivation (vs before)", &strip(before), &strip(after)));
 }
 
 /// Activating another profile restores the active one's saved state first; the first profile's
@@ -521,10 +359,7 @@ fn switching_profiles() {
     let name = "switching_profiles";
     let case = Case {
         name,
-        activations: vec![
-            activation("torch2", r"C:\cuenv\a (x86)"),
-            activation("tf28", r"C:\cuenv\b & c"),
-        ],
+        activations: vec![activation("torch2", r"C:\cuenv\a (x86)"), activation("tf28", r"C:\cuenv\b & c")],
         delayed_expansion: false,
         start: hostile_prior_start(),
         steps: vec![
@@ -542,11 +377,7 @@ fn switching_profiles() {
     let result = (|| {
         let before = &r.dumps["before"];
         check_active(&case.activations[1], before, &r.dumps["second"])?;
-        diff(
-            "first profile's deactivate while the second is active",
-            &r.dumps["second"],
-            &r.dumps["stale"],
-        )?;
+        diff("first profile's deactivate while the second is active", &r.dumps["second"], &r.dumps["stale"])?;
         diff("after deactivation (vs before)", before, &r.dumps["after"])
     })();
     expect(name, None, result);
@@ -555,10 +386,7 @@ fn switching_profiles() {
 /// A PATH whose length is exactly the most the .bat accepts: activated, restored exactly.
 fn long_path_case(name: &'static str, extra: usize, dx: bool) -> (Activation, Run) {
     let a = activation("torch2", r"C:\cuenv\p");
-    let max = (0..20_000)
-        .rev()
-        .find(|&n| check_cmd_line_limit(n, &a).is_ok())
-        .unwrap();
+    let max = (0..20_000).rev().find(|&n| check_cmd_line_limit(n, &a).is_ok()).unwrap();
     let mut path = base_path();
     let mut i = 0;
     while path.len() < max + extra {
@@ -572,13 +400,7 @@ fn long_path_case(name: &'static str, extra: usize, dx: bool) -> (Activation, Ru
         activations: vec![a.clone()],
         delayed_expansion: dx,
         start: vec![("PATH", Some(path))],
-        steps: vec![
-            Step::Dump("before"),
-            Step::Activate(0),
-            Step::Dump("active"),
-            Step::Deactivate(0),
-            Step::Dump("after"),
-        ],
+        steps: vec![Step::Dump("before"), Step::Activate(0), Step::Dump("active"), Step::Deactivate(0), Step::Dump("after")],
     };
     (a, run(&case))
 }
@@ -590,15 +412,8 @@ fn path_at_the_cmd_line_limit_is_accepted() {
     let result = (|| {
         check_active(&a, &r.dumps["before"], &r.dumps["active"])?;
         let new_len = r.dumps["active"]["PATH"].len();
-        eprintln!(
-            "shim_cmd: {name}: old PATH {} chars, new PATH {new_len} chars",
-            r.dumps["before"]["PATH"].len()
-        );
-        diff(
-            "after deactivation (vs before)",
-            &r.dumps["before"],
-            &r.dumps["after"],
-        )
+        eprintln!("shim_cmd: {name}: old PATH {} chars, new PATH {new_len} chars", r.dumps["before"]["PATH"].len());
+        diff("after deactivation (vs before)", &r.dumps["before"], &r.dumps["after"])
     })();
     expect(name, None, result);
 }
@@ -606,19 +421,9 @@ fn path_at_the_cmd_line_limit_is_accepted() {
 fn refused(name: &'static str, dx: bool) {
     let (_, r) = long_path_case(name, 1, dx);
     let result = (|| {
-        diff(
-            "after a refused activation (vs before)",
-            &r.dumps["before"],
-            &r.dumps["active"],
-        )?;
-        diff(
-            "after deactivation (vs before)",
-            &r.dumps["before"],
-            &r.dumps["after"],
-        )?;
-        if !r.stderr.contains("8191-character line limit")
-            || !r.stderr.contains("Nothing was changed")
-        {
+        diff("after a refused activation (vs before)", &r.dumps["before"], &r.dumps["active"])?;
+        diff("after deactivation (vs before)", &r.dumps["before"], &r.dumps["after"])?;
+        if !r.stderr.contains("8191-character line limit") || !r.stderr.contains("Nothing was changed") {
             return Err(format!("no refusal message on stderr: {:?}", r.stderr));
         }
         eprintln!("shim_cmd: {name}: message: {}", r.stderr.trim());
@@ -634,10 +439,7 @@ fn path_over_the_cmd_line_limit_is_refused() {
 
 #[test]
 fn path_over_the_cmd_line_limit_is_refused_delayed_expansion_on() {
-    refused(
-        "path_over_the_cmd_line_limit_is_refused_delayed_expansion_on",
-        true,
-    );
+    refused("path_over_the_cmd_line_limit_is_refused_delayed_expansion_on", true);
 }
 
 /// A shim run as its own process (`cmd /c shim.bat`, not CALLed) reports a refusal in its exit
@@ -649,14 +451,8 @@ fn refusal_exit_code() {
     let path = dir.path().join(file_name("torch2", Shell::Cmd));
     cuenv::shim::write(&path, Shell::Cmd, &render_activate(Shell::Cmd, &a)).unwrap();
     let long = format!("{};{}", base_path(), "x".repeat(9000));
-    let out = Command::new(&path)
-        .env("PATH", &long)
-        .output()
-        .expect("spawn .bat");
+    let out = Command::new(&path).env("PATH", &long).output().expect("spawn .bat");
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let out = Command::new(&path)
-        .env("PATH", base_path())
-        .output()
-        .expect("spawn .bat");
+    let out = Command::new(&path).env("PATH", base_path()).output().expect("spawn .bat");
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }

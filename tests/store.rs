@@ -164,15 +164,19 @@ fn official_windows_zip_with_bin() {
     let r = Release::V9;
     let zip = windows_zip(&ctx.work, &r, BinDir::Bin);
     let row = ctx.add_ok(&zip, &[]);
-    let dir = check_entry(&ctx, &row, &Expect {
-        version: "9.5.0.50",
-        cuda: 12,
-        platform: "windows-x86_64",
-        libraries: dll_names(&r),
-        bin: Some("bin"),
-        lib: Some("lib/x64"),
-        include: Some("include"),
-    });
+    let dir = check_entry(
+        &ctx,
+        &row,
+        &Expect {
+            version: "9.5.0.50",
+            cuda: 12,
+            platform: "windows-x86_64",
+            libraries: dll_names(&r),
+            bin: Some("bin"),
+            lib: Some("lib/x64"),
+            include: Some("include"),
+        },
+    );
     assert_eq!(row["source"], format!("{}.zip", r.windows_archive_stem()));
     assert!(dir.join("LICENSE").is_file());
     let meta = ctx.entry_toml(&dir);
@@ -188,15 +192,19 @@ fn official_windows_zip_with_bin_x64() {
     let r = Release::V9;
     let zip = windows_zip(&ctx.work, &r, BinDir::BinX64);
     let row = ctx.add_ok(&zip, &[]);
-    check_entry(&ctx, &row, &Expect {
-        version: "9.5.0.50",
-        cuda: 12,
-        platform: "windows-x86_64",
-        libraries: dll_names(&r),
-        bin: Some("bin/x64"),
-        lib: Some("lib/x64"),
-        include: Some("include"),
-    });
+    check_entry(
+        &ctx,
+        &row,
+        &Expect {
+            version: "9.5.0.50",
+            cuda: 12,
+            platform: "windows-x86_64",
+            libraries: dll_names(&r),
+            bin: Some("bin/x64"),
+            lib: Some("lib/x64"),
+            include: Some("include"),
+        },
+    );
 }
 
 #[test]
@@ -204,15 +212,19 @@ fn official_windows_zip_cudnn8() {
     let ctx = TestContext::new();
     let r = Release::V8;
     let row = ctx.add_ok(&windows_zip(&ctx.work, &r, BinDir::Bin), &[]);
-    check_entry(&ctx, &row, &Expect {
-        version: "8.9.4.25",
-        cuda: 12,
-        platform: "windows-x86_64",
-        libraries: dll_names(&r),
-        bin: Some("bin"),
-        lib: Some("lib/x64"),
-        include: Some("include"),
-    });
+    check_entry(
+        &ctx,
+        &row,
+        &Expect {
+            version: "8.9.4.25",
+            cuda: 12,
+            platform: "windows-x86_64",
+            libraries: dll_names(&r),
+            bin: Some("bin"),
+            lib: Some("lib/x64"),
+            include: Some("include"),
+        },
+    );
     assert_eq!(dll_names(&r).len(), 7);
 }
 
@@ -221,15 +233,19 @@ fn official_linux_tar_xz_keeps_symlink_chains() {
     let ctx = TestContext::new();
     let r = Release::V9;
     let row = ctx.add_ok(&linux_tar_xz(&ctx.work, &r), &[]);
-    let dir = check_entry(&ctx, &row, &Expect {
-        version: "9.5.0.50",
-        cuda: 12,
-        platform: "linux-x86_64",
-        libraries: linux_archive_libs(&r),
-        bin: None,
-        lib: Some("lib"),
-        include: Some("include"),
-    });
+    let dir = check_entry(
+        &ctx,
+        &row,
+        &Expect {
+            version: "9.5.0.50",
+            cuda: 12,
+            platform: "linux-x86_64",
+            libraries: linux_archive_libs(&r),
+            bin: None,
+            lib: Some("lib"),
+            include: Some("include"),
+        },
+    );
     #[cfg(unix)]
     {
         assert_eq!(fs::read_link(dir.join("lib/libcudnn.so")).unwrap(), Path::new("libcudnn.so.9"));
@@ -258,15 +274,19 @@ fn official_linux_sbsa_archive() {
     let path = ctx.path(&format!("{stem}.tar.xz"));
     t.write_tar_xz(&path);
     let row = ctx.add_ok(&path, &[]);
-    check_entry(&ctx, &row, &Expect {
-        version: "9.5.0.50",
-        cuda: 12,
-        platform: "linux-sbsa",
-        libraries: sorted(r.sonames()),
-        bin: None,
-        lib: Some("lib"),
-        include: Some("include"),
-    });
+    check_entry(
+        &ctx,
+        &row,
+        &Expect {
+            version: "9.5.0.50",
+            cuda: 12,
+            platform: "linux-sbsa",
+            libraries: sorted(r.sonames()),
+            bin: None,
+            lib: Some("lib"),
+            include: Some("include"),
+        },
+    );
 }
 
 #[test]
@@ -274,15 +294,19 @@ fn legacy_cuda_folder_zip() {
     let ctx = TestContext::new();
     let r = Release { version: [8, 1, 1, 33], cuda: 11 };
     let row = ctx.add_ok(&legacy_windows_zip(&ctx.work, &r, 2), &[]);
-    let dir = check_entry(&ctx, &row, &Expect {
-        version: "8.1.1.33",
-        cuda: 11,
-        platform: "windows-x86_64",
-        libraries: dll_names(&r),
-        bin: Some("bin"),
-        lib: Some("lib/x64"),
-        include: Some("include"),
-    });
+    let dir = check_entry(
+        &ctx,
+        &row,
+        &Expect {
+            version: "8.1.1.33",
+            cuda: 11,
+            platform: "windows-x86_64",
+            libraries: dll_names(&r),
+            bin: Some("bin"),
+            lib: Some("lib/x64"),
+            include: Some("include"),
+        },
+    );
     // The `cuda/` top folder is the release root; files beside it are not part of the entry.
     assert!(!dir.join("cuda").exists() && !dir.join("NVIDIA_SLA_cuDNN_Support.txt").exists());
 }
@@ -292,15 +316,19 @@ fn legacy_cuda_folder_tgz() {
     let ctx = TestContext::new();
     let r = Release { version: [8, 2, 1, 32], cuda: 10 };
     let row = ctx.add_ok(&legacy_linux_tgz(&ctx.work, &r, 2), &[]);
-    let dir = check_entry(&ctx, &row, &Expect {
-        version: "8.2.1.32",
-        cuda: 10,
-        platform: "linux-x86_64",
-        libraries: linux_archive_libs(&r),
-        bin: None,
-        lib: Some("lib64"),
-        include: Some("include"),
-    });
+    let dir = check_entry(
+        &ctx,
+        &row,
+        &Expect {
+            version: "8.2.1.32",
+            cuda: 10,
+            platform: "linux-x86_64",
+            libraries: linux_archive_libs(&r),
+            bin: None,
+            lib: Some("lib64"),
+            include: Some("include"),
+        },
+    );
     assert_eq!(ctx.entry_toml(&dir)["source"]["kind"].as_str(), Some("tar-gz"));
     #[cfg(unix)]
     assert_eq!(fs::read_link(dir.join("lib64/libcudnn.so.8")).unwrap(), Path::new("libcudnn.so.8.2.1"));
@@ -311,15 +339,11 @@ fn wheel_windows_cudnn9() {
     let ctx = TestContext::new();
     let r = Release::V9;
     let row = ctx.add_ok(&wheel(&ctx.work, &r, WheelOs::Windows), &[]);
-    let dir = check_entry(&ctx, &row, &Expect {
-        version: "9.5.0.50",
-        cuda: 12,
-        platform: "windows-x86_64",
-        libraries: dll_names(&r),
-        bin: Some("bin"),
-        lib: None,
-        include: Some("include"),
-    });
+    let dir = check_entry(
+        &ctx,
+        &row,
+        &Expect { version: "9.5.0.50", cuda: 12, platform: "windows-x86_64", libraries: dll_names(&r), bin: Some("bin"), lib: None, include: Some("include") },
+    );
     assert_eq!(ctx.entry_toml(&dir)["source"]["kind"].as_str(), Some("wheel"));
     // The entry is nvidia/cudnn; the dist-info and nvidia/__init__.py are not in it.
     assert!(!dir.join(dist_info(&r)).exists() && !dir.join("nvidia").exists());
@@ -330,15 +354,19 @@ fn wheel_linux_cudnn9() {
     let ctx = TestContext::new();
     let r = Release::V9;
     let row = ctx.add_ok(&wheel(&ctx.work, &r, WheelOs::Linux), &[]);
-    check_entry(&ctx, &row, &Expect {
-        version: "9.5.0.50",
-        cuda: 12,
-        platform: "linux-x86_64",
-        libraries: sorted(r.sonames()),
-        bin: None,
-        lib: Some("lib"),
-        include: Some("include"),
-    });
+    check_entry(
+        &ctx,
+        &row,
+        &Expect {
+            version: "9.5.0.50",
+            cuda: 12,
+            platform: "linux-x86_64",
+            libraries: sorted(r.sonames()),
+            bin: None,
+            lib: Some("lib"),
+            include: Some("include"),
+        },
+    );
 }
 
 #[test]
@@ -347,15 +375,19 @@ fn wheel_windows_and_linux_cudnn8() {
     for (r, os, platform) in [(Release::V8, WheelOs::Windows, "windows-x86_64"), (Release::V8_CU11, WheelOs::Linux, "linux-x86_64")] {
         let row = ctx.add_ok(&wheel(&ctx.work, &r, os), &[]);
         let win = os == WheelOs::Windows;
-        check_entry(&ctx, &row, &Expect {
-            version: &r.v4(),
-            cuda: r.cuda,
-            platform,
-            libraries: if win { dll_names(&r) } else { sorted(r.sonames()) },
-            bin: win.then_some("bin"),
-            lib: Some(if win { "lib/x64" } else { "lib" }),
-            include: Some("include"),
-        });
+        check_entry(
+            &ctx,
+            &row,
+            &Expect {
+                version: &r.v4(),
+                cuda: r.cuda,
+                platform,
+                libraries: if win { dll_names(&r) } else { sorted(r.sonames()) },
+                bin: win.then_some("bin"),
+                lib: Some(if win { "lib/x64" } else { "lib" }),
+                include: Some("include"),
+            },
+        );
     }
     assert_eq!(ctx.entry_dirs().len(), 2);
 }
@@ -367,15 +399,19 @@ fn extracted_archive_folder() {
     let folder = ctx.path(&r.windows_archive_stem());
     windows_release_tree(&r, BinDir::Bin).write_dir(&folder);
     let row = ctx.add_ok(&folder, &[]);
-    let dir = check_entry(&ctx, &row, &Expect {
-        version: "9.5.0.50",
-        cuda: 12,
-        platform: "windows-x86_64",
-        libraries: dll_names(&r),
-        bin: Some("bin"),
-        lib: Some("lib/x64"),
-        include: Some("include"),
-    });
+    let dir = check_entry(
+        &ctx,
+        &row,
+        &Expect {
+            version: "9.5.0.50",
+            cuda: 12,
+            platform: "windows-x86_64",
+            libraries: dll_names(&r),
+            bin: Some("bin"),
+            lib: Some("lib/x64"),
+            include: Some("include"),
+        },
+    );
     let meta = ctx.entry_toml(&dir);
     assert_eq!(meta["source"]["kind"].as_str(), Some("folder"));
     assert!(meta["source"].get("sha256").is_none());
@@ -387,15 +423,19 @@ fn site_packages_nvidia_cudnn_folder_reads_the_dist_info_beside_it() {
     let r = Release::V9;
     let folder = site_packages(&ctx.work, &r, WheelOs::Linux);
     let row = ctx.add_ok(&folder, &[]);
-    let dir = check_entry(&ctx, &row, &Expect {
-        version: "9.5.0.50",
-        cuda: 12,
-        platform: "linux-x86_64",
-        libraries: sorted(r.sonames()),
-        bin: None,
-        lib: Some("lib"),
-        include: Some("include"),
-    });
+    let dir = check_entry(
+        &ctx,
+        &row,
+        &Expect {
+            version: "9.5.0.50",
+            cuda: 12,
+            platform: "linux-x86_64",
+            libraries: sorted(r.sonames()),
+            bin: None,
+            lib: Some("lib"),
+            include: Some("include"),
+        },
+    );
     let meta = ctx.entry_toml(&dir);
     assert!(meta["version_source"].as_str().unwrap().contains("METADATA"), "{}", meta["version_source"]);
 }
@@ -407,15 +447,19 @@ fn installer_tree_picks_the_cuda_variant() {
     let root = installer_tree(&ctx.work, &r, &["11.8", "12.6"]);
     for (cuda, v) in [("12", "12.6"), ("11", "11.8")] {
         let row = ctx.add_ok(&root, &["--cuda", cuda]);
-        let dir = check_entry(&ctx, &row, &Expect {
-            version: "9.5.0.50",
-            cuda: cuda.parse().unwrap(),
-            platform: "windows-x86_64",
-            libraries: dll_names(&r),
-            bin: Some(&format!("bin/{v}/x64")),
-            lib: Some(&format!("lib/{v}/x64")),
-            include: Some(&format!("include/{v}")),
-        });
+        let dir = check_entry(
+            &ctx,
+            &row,
+            &Expect {
+                version: "9.5.0.50",
+                cuda: cuda.parse().unwrap(),
+                platform: "windows-x86_64",
+                libraries: dll_names(&r),
+                bin: Some(&format!("bin/{v}/x64")),
+                lib: Some(&format!("lib/{v}/x64")),
+                include: Some(&format!("include/{v}")),
+            },
+        );
         // Only the chosen variant is kept.
         let other = if v == "12.6" { "11.8" } else { "12.6" };
         for sub in ["bin", "lib", "include"] {
@@ -841,10 +885,13 @@ fn refuses_a_symlink_into_a_dropped_cuda_variant() {
     let root = installer_tree(&ctx.work, &Release::V9, &["11.8", "12.6"]);
     std::os::unix::fs::symlink("../../11.8/x64/cudnn_ops64_9.dll", root.join("bin/12.6/x64/cudnn_extra64_9.dll")).unwrap();
     let err = ctx.add_refused(&root, &["--cuda", "12"]);
-    assert_has(&err, &[
-        "member `bin/12.6/x64/cudnn_extra64_9.dll` refused: the symlink target `../../11.8/x64/cudnn_ops64_9.dll` resolves to `bin/11.8/x64/cudnn_ops64_9.dll`, which is not part of the entry",
-        UNSAFE_HINT,
-    ]);
+    assert_has(
+        &err,
+        &[
+            "member `bin/12.6/x64/cudnn_extra64_9.dll` refused: the symlink target `../../11.8/x64/cudnn_ops64_9.dll` resolves to `bin/11.8/x64/cudnn_ops64_9.dll`, which is not part of the entry",
+            UNSAFE_HINT,
+        ],
+    );
     fs::remove_file(root.join("bin/12.6/x64/cudnn_extra64_9.dll")).unwrap();
     ctx.add_ok(&root, &["--cuda", "12"]);
 }
@@ -870,9 +917,18 @@ fn refuses_tar_hard_link_to_an_outside_file() {
 #[test]
 fn refuses_tar_hard_link_to_a_later_file() {
     let ctx = TestContext::new();
-    let (path, member) = hostile::tar_with_special(&ctx.work, "lib/libhard.so", tar::EntryType::Link, Some("cudnn-linux-x86_64-9.5.0.50_cuda12-archive/lib/nothing"));
+    let (path, member) =
+        hostile::tar_with_special(&ctx.work, "lib/libhard.so", tar::EntryType::Link, Some("cudnn-linux-x86_64-9.5.0.50_cuda12-archive/lib/nothing"));
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("member `{member}` refused: a hard link to `cudnn-linux-x86_64-9.5.0.50_cuda12-archive/lib/nothing`, which is not an earlier file in the archive"), UNSAFE_HINT]);
+    assert_has(
+        &err,
+        &[
+            &format!(
+                "member `{member}` refused: a hard link to `cudnn-linux-x86_64-9.5.0.50_cuda12-archive/lib/nothing`, which is not an earlier file in the archive"
+            ),
+            UNSAFE_HINT,
+        ],
+    );
 }
 
 #[test]
@@ -983,7 +1039,10 @@ fn refuses_a_wheel_whose_record_size_is_wrong() {
     let path = ctx.path(&r.wheel_name("manylinux2014_x86_64"));
     t.write_zip(&path);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("`nvidia/cudnn/include/cudnn_version.h` does not match the wheel's RECORD: it holds {n} bytes but RECORD says {}", n + 1), DAMAGED_HINT]);
+    assert_has(
+        &err,
+        &[&format!("`nvidia/cudnn/include/cudnn_version.h` does not match the wheel's RECORD: it holds {n} bytes but RECORD says {}", n + 1), DAMAGED_HINT],
+    );
 }
 
 #[test]
@@ -1007,7 +1066,10 @@ fn refuses_a_wheel_missing_a_recorded_file() {
     let path = ctx.path(&r.wheel_name("manylinux2014_x86_64"));
     t.write_zip(&path);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &["`nvidia/cudnn/lib/libcudnn_heuristic.so.9` does not match the wheel's RECORD: listed in RECORD but absent from the wheel", DAMAGED_HINT]);
+    assert_has(
+        &err,
+        &["`nvidia/cudnn/lib/libcudnn_heuristic.so.9` does not match the wheel's RECORD: listed in RECORD but absent from the wheel", DAMAGED_HINT],
+    );
 }
 
 #[test]
@@ -1017,10 +1079,13 @@ fn refuses_a_wrong_sha256() {
     let actual = sha256_hex(&fs::read(&zip).unwrap());
     let wrong = "0".repeat(64);
     let err = ctx.add_refused(&zip, &["--sha256", &wrong]);
-    assert_has(&err, &[
-        &format!("{}: SHA-256 is {actual}, but {wrong} was expected", zip.display()),
-        "hint: the file is not the one you expected: download it again, or check the --sha256 value",
-    ]);
+    assert_has(
+        &err,
+        &[
+            &format!("{}: SHA-256 is {actual}, but {wrong} was expected", zip.display()),
+            "hint: the file is not the one you expected: download it again, or check the --sha256 value",
+        ],
+    );
 }
 
 #[test]
@@ -1037,7 +1102,10 @@ fn refuses_sha256_for_a_folder() {
     let ctx = TestContext::new();
     let folder = site_packages(&ctx.work, &Release::V9, WheelOs::Linux);
     let err = ctx.add_refused(&folder, &["--sha256", &"a".repeat(64)]);
-    assert_has(&err, &[&format!("`--sha256` was given for {}, which is a folder", folder.display()), "hint: --sha256 checks an archive's bytes; drop it for folders"]);
+    assert_has(
+        &err,
+        &[&format!("`--sha256` was given for {}, which is a folder", folder.display()), "hint: --sha256 checks an archive's bytes; drop it for folders"],
+    );
 }
 
 #[test]
@@ -1045,10 +1113,13 @@ fn refuses_a_folder_without_cudnn() {
     let ctx = TestContext::new();
     let folder = hostile::folder_without_cudnn(&ctx.work);
     let err = ctx.add_refused(&folder, &[]);
-    assert_has(&err, &[
-        &format!("no cuDNN found in {}: no cudnn64_<N>.dll or libcudnn.so.<N> inside", folder.display()),
-        "hint: point at an archive or folder that contains cuDNN's bin/ or lib/",
-    ]);
+    assert_has(
+        &err,
+        &[
+            &format!("no cuDNN found in {}: no cudnn64_<N>.dll or libcudnn.so.<N> inside", folder.display()),
+            "hint: point at an archive or folder that contains cuDNN's bin/ or lib/",
+        ],
+    );
 }
 
 #[test]
@@ -1069,7 +1140,10 @@ fn refuses_input_that_is_no_archive() {
     let path = ctx.path("cudnn-windows-x86_64-9.5.0.50_cuda12-archive.zip");
     fs::write(&path, "this is not a zip\n").unwrap();
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("{} is not a cuDNN release: its content is not a zip, .tar.xz or .tgz archive", path.display()), "hint: pass an official cuDNN .zip"]);
+    assert_has(
+        &err,
+        &[&format!("{} is not a cuDNN release: its content is not a zip, .tar.xz or .tgz archive", path.display()), "hint: pass an official cuDNN .zip"],
+    );
 }
 
 #[test]
@@ -1100,10 +1174,13 @@ fn refuses_an_installer_tree_without_cuda() {
     let ctx = TestContext::new();
     let root = installer_tree(&ctx.work, &Release::V9, &["11.8", "12.6"]);
     let err = ctx.add_refused(&root, &[]);
-    assert_has(&err, &[
-        &format!("{}: cannot tell which CUDA major this cuDNN is built for (it holds CUDA variants 11.8, 12.6)", root.display()),
-        "hint: pass --cuda 11 or --cuda 12",
-    ]);
+    assert_has(
+        &err,
+        &[
+            &format!("{}: cannot tell which CUDA major this cuDNN is built for (it holds CUDA variants 11.8, 12.6)", root.display()),
+            "hint: pass --cuda 11 or --cuda 12",
+        ],
+    );
 }
 
 #[test]
@@ -1111,7 +1188,13 @@ fn refuses_an_installer_tree_without_the_asked_cuda() {
     let ctx = TestContext::new();
     let root = installer_tree(&ctx.work, &Release::V9, &["11.8", "12.6"]);
     let err = ctx.add_refused(&root, &["--cuda", "13"]);
-    assert_has(&err, &[&format!("{}: the CUDA major is ambiguous: --cuda says 13; this tree only holds CUDA variants 11.8, 12.6", root.display()), "hint: pass the --cuda value"]);
+    assert_has(
+        &err,
+        &[
+            &format!("{}: the CUDA major is ambiguous: --cuda says 13; this tree only holds CUDA variants 11.8, 12.6", root.display()),
+            "hint: pass the --cuda value",
+        ],
+    );
 }
 
 #[test]
@@ -1132,10 +1215,13 @@ fn refuses_a_cuda_flag_contradicting_the_name() {
     let ctx = TestContext::new();
     let whl = wheel(&ctx.work, &Release::V9, WheelOs::Linux);
     let err = ctx.add_refused(&whl, &["--cuda", "11"]);
-    assert_has(&err, &[
-        "the CUDA major is ambiguous: --cuda says 11, the source name `nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl` says 12",
-        "hint: pass the --cuda value that matches the archive",
-    ]);
+    assert_has(
+        &err,
+        &[
+            "the CUDA major is ambiguous: --cuda says 11, the source name `nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl` says 12",
+            "hint: pass the --cuda value that matches the archive",
+        ],
+    );
 }
 
 #[test]
@@ -1144,10 +1230,13 @@ fn refuses_a_version_conflict_between_name_and_header() {
     let path = hostile::version_conflict_zip(&ctx.work, (9, 4, 0));
     let err = ctx.add_refused(&path, &[]);
     let stem = Release::V9.windows_archive_stem();
-    assert_has(&err, &[
-        &format!("the version is ambiguous: the release folder name `{stem}` says 9.5.0.50, but `include/cudnn_version.h` says 9.4.0"),
-        "hint: the archive's name and content disagree",
-    ]);
+    assert_has(
+        &err,
+        &[
+            &format!("the version is ambiguous: the release folder name `{stem}` says 9.5.0.50, but `include/cudnn_version.h` says 9.4.0"),
+            "hint: the archive's name and content disagree",
+        ],
+    );
 }
 
 #[test]
@@ -1155,7 +1244,10 @@ fn refuses_a_version_conflict_with_versioninfo() {
     let ctx = TestContext::new();
     let (path, _) = hostile::windows_zip_with_library(&ctx.work, "cudnn64_9.dll", pe_dll(PeArch::Amd64, Some([9, 5, 1, 17]), "cudnn64_9.dll"));
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &["the version is ambiguous: the VERSIONINFO of `cudnn64_9.dll` says 9.5.1.17, but", "says 9.5.0.50", "hint: the archive's name and content disagree"]);
+    assert_has(
+        &err,
+        &["the version is ambiguous: the VERSIONINFO of `cudnn64_9.dll` says 9.5.1.17, but", "says 9.5.0.50", "hint: the archive's name and content disagree"],
+    );
 }
 
 #[test]
@@ -1191,10 +1283,13 @@ fn refuses_a_win64_release_mixing_in_a_pe32_dll() {
     let ctx = TestContext::new();
     let (path, member) = hostile::windows_zip_with_library(&ctx.work, "cudnn_ops64_9.dll", pe_dll(PeArch::I386, Some([9, 5, 0, 50]), "x"));
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[
-        &format!("library `{member}` is not usable: built for PE32 (32-bit Windows), but the dispatcher is windows-x86_64"),
-        "hint: the release mixes libraries of different platforms or is damaged",
-    ]);
+    assert_has(
+        &err,
+        &[
+            &format!("library `{member}` is not usable: built for PE32 (32-bit Windows), but the dispatcher is windows-x86_64"),
+            "hint: the release mixes libraries of different platforms or is damaged",
+        ],
+    );
 }
 
 #[test]
@@ -1202,7 +1297,10 @@ fn refuses_a_pe32_dispatcher() {
     let ctx = TestContext::new();
     let (path, member) = hostile::windows_zip_with_library(&ctx.work, "cudnn64_9.dll", pe_dll(PeArch::I386, Some([9, 5, 0, 50]), "x"));
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("library `{member}` is not usable: built for PE32 (32-bit Windows), which no cuDNN release targets"), "hint: the release mixes"]);
+    assert_has(
+        &err,
+        &[&format!("library `{member}` is not usable: built for PE32 (32-bit Windows), which no cuDNN release targets"), "hint: the release mixes"],
+    );
 }
 
 #[test]
@@ -1210,7 +1308,10 @@ fn refuses_a_linux_library_in_a_windows_release() {
     let ctx = TestContext::new();
     let (path, member) = hostile::windows_zip_with_library(&ctx.work, "cudnn_cnn64_9.dll", elf_so("cudnn_cnn64_9.dll"));
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("library `{member}` is not usable: built for ELF64 machine 62, but the dispatcher is windows-x86_64"), "hint: the release mixes"]);
+    assert_has(
+        &err,
+        &[&format!("library `{member}` is not usable: built for ELF64 machine 62, but the dispatcher is windows-x86_64"), "hint: the release mixes"],
+    );
 }
 
 #[test]
@@ -1221,10 +1322,13 @@ fn refuses_a_linux_release_mixing_machines() {
     let path = ctx.path(&format!("{stem}.tar.xz"));
     t.write_tar_xz(&path);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[
-        &format!("library `{stem}/lib/libcudnn_ops.so.9.5.0` is not usable: built for ELF64 machine 183, but the dispatcher is linux-x86_64"),
-        "hint: the release mixes libraries of different platforms",
-    ]);
+    assert_has(
+        &err,
+        &[
+            &format!("library `{stem}/lib/libcudnn_ops.so.9.5.0` is not usable: built for ELF64 machine 183, but the dispatcher is linux-x86_64"),
+            "hint: the release mixes libraries of different platforms",
+        ],
+    );
 }
 
 #[test]
@@ -1265,7 +1369,16 @@ fn refuses_a_dangling_symlink() {
     let ctx = TestContext::new();
     let (path, member) = hostile::archive_with_symlink(&ctx.work, "lib/libcudnn_gone.so", "libcudnn_gone.so.9", false);
     let err = ctx.add_refused(&path, &[]);
-    assert_has(&err, &[&format!("member `{member}` refused: the symlink target `libcudnn_gone.so.9` resolves to `{}`, which is not in the archive", member.replace("libcudnn_gone.so", "libcudnn_gone.so.9")), UNSAFE_HINT]);
+    assert_has(
+        &err,
+        &[
+            &format!(
+                "member `{member}` refused: the symlink target `libcudnn_gone.so.9` resolves to `{}`, which is not in the archive",
+                member.replace("libcudnn_gone.so", "libcudnn_gone.so.9")
+            ),
+            UNSAFE_HINT,
+        ],
+    );
 }
 
 #[test]
@@ -1292,12 +1405,8 @@ fn refuses_writing_through_a_chain_of_symlinks() {
     let path = ctx.path(&format!("{stem}.tar.xz"));
     t.write_tar_xz(&path);
     let out = ctx.cmd().args(["store", "add"]).arg(&path).output().unwrap();
-    let escaped: Vec<PathBuf> = walkdir::WalkDir::new(ctx.home.parent().unwrap())
-        .into_iter()
-        .flatten()
-        .filter(|e| e.file_name() == "pwned")
-        .map(|e| e.path().to_path_buf())
-        .collect();
+    let escaped: Vec<PathBuf> =
+        walkdir::WalkDir::new(ctx.home.parent().unwrap()).into_iter().flatten().filter(|e| e.file_name() == "pwned").map(|e| e.path().to_path_buf()).collect();
     assert!(escaped.is_empty(), "written through the symlinks: {escaped:?}\n{}", stderr(&out));
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_has(&stderr(&out), &[&format!("member `{stem}/lib/a/b/l2/pwned` refused:"), UNSAFE_HINT]);

@@ -65,7 +65,10 @@ fn stable_home_is_absolute_and_plain() {
 #[test]
 fn drive_letters_and_case_compare_like_windows() {
     if cfg!(windows) {
-        assert!(link::same_path(Path::new(r"c:\program files\NVIDIA GPU Computing Toolkit\CUDA\v12.6"), Path::new(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.6\")));
+        assert!(link::same_path(
+            Path::new(r"c:\program files\NVIDIA GPU Computing Toolkit\CUDA\v12.6"),
+            Path::new(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.6\")
+        ));
         assert!(link::same_path(Path::new("C:/Users/x/cuenv"), Path::new(r"\\?\c:\users\X\CUENV")));
         assert!(link::same_path(Path::new(r"\\NAS\Share\cudnn"), Path::new(r"\\?\UNC\nas\share\CUDNN")));
         assert!(!link::same_path(Path::new(r"C:\cuenv"), Path::new(r"D:\cuenv")), "drive letters differ");

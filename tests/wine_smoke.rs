@@ -75,13 +75,7 @@ fn spaced_tempdir() -> tempfile::TempDir {
 
 #[cfg(windows)]
 fn cmd_c_call(bat: &Path) -> std::process::Output {
-    Command::new("cmd")
-        .arg("/c")
-        .arg("call")
-        .arg(bat)
-        .arg("an arg")
-        .output()
-        .expect("spawn cmd")
+    Command::new("cmd").arg("/c").arg("call").arg(bat).arg("an arg").output().expect("spawn cmd")
 }
 
 #[cfg(windows)]

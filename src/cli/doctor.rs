@@ -56,7 +56,9 @@ fn render(d: &Diagnosis) -> String {
             let items: Vec<String> = dir
                 .dispatchers
                 .iter()
-                .map(|x| format!("{}{}{}", x.file, x.version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default(), if x.first { "" } else { " [shadowed]" }))
+                .map(|x| {
+                    format!("{}{}{}", x.file, x.version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default(), if x.first { "" } else { " [shadowed]" })
+                })
                 .collect();
             let _ = writeln!(s, "  {:>2}. {}: {}", dir.position, dir.path.display(), items.join(", "));
         }

@@ -12,7 +12,9 @@ use crate::lock::WriterLock;
 use crate::version::Version;
 
 #[derive(Debug, Args)]
-#[command(after_long_help = "Examples:\n  cuenv store fetch cudnn@9.5.0.50 --cuda 12\n  cuenv store fetch cudnn@9.5.0.50 --cuda 12 --from nvidia --platform windows-x86_64\n  cuenv store fetch cudnn@8.9.4.25 --cuda 11 --from nvidia --json\n\nThe file is checked against the size and SHA-256 that NVIDIA's redistrib_<version>.json\nor the PyPI index publishes, then imported as `cuenv store add --sha256` would. If the\nstore already holds an entry imported from the same bytes, nothing is downloaded.\nProxies: HTTPS_PROXY, HTTP_PROXY, NO_PROXY. Tuning: CUENV_HTTP_RETRIES (default 3),\nCUENV_HTTP_TIMEOUT (seconds, default 30).")]
+#[command(
+    after_long_help = "Examples:\n  cuenv store fetch cudnn@9.5.0.50 --cuda 12\n  cuenv store fetch cudnn@9.5.0.50 --cuda 12 --from nvidia --platform windows-x86_64\n  cuenv store fetch cudnn@8.9.4.25 --cuda 11 --from nvidia --json\n\nThe file is checked against the size and SHA-256 that NVIDIA's redistrib_<version>.json\nor the PyPI index publishes, then imported as `cuenv store add --sha256` would. If the\nstore already holds an entry imported from the same bytes, nothing is downloaded.\nProxies: HTTPS_PROXY, HTTP_PROXY, NO_PROXY. Tuning: CUENV_HTTP_RETRIES (default 3),\nCUENV_HTTP_TIMEOUT (seconds, default 30)."
+)]
 pub struct FetchArgs {
     /// What to fetch: `cudnn@VERSION`, 4 parts (`cudnn@9.5.0.50`); 3 parts pick the
     /// release's build (`cudnn@9.5.0`).
@@ -71,7 +73,11 @@ fn parse_what(what: &str) -> Result<Version, String> {
 pub fn run(ctx: &Ctx, args: FetchArgs) -> anyhow::Result<ExitCode> {
     let version = args.what;
     let Some(platform) = args.platform.or_else(Platform::host) else {
-        return Err(crate::error::hinted("cannot tell this machine's cuDNN platform", "pass --platform (windows-x86_64, linux-x86_64, linux-sbsa, linux-aarch64 or linux-ppc64le)", crate::error::ExitCode::Invalid));
+        return Err(crate::error::hinted(
+            "cannot tell this machine's cuDNN platform",
+            "pass --platform (windows-x86_64, linux-x86_64, linux-sbsa, linux-aarch64 or linux-ppc64le)",
+            crate::error::ExitCode::Invalid,
+        ));
     };
     let req = FetchRequest {
         version,

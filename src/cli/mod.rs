@@ -62,7 +62,9 @@ pub enum Command {
         json: bool,
     },
     /// Build a new generation from a profile file and make it current.
-    #[command(after_long_help = "Examples:\n  cuenv apply lab.toml\n  cuenv apply --dry-run lab.toml\n  cuenv apply --locked lab.toml   # CI: fail instead of changing lab.lock")]
+    #[command(
+        after_long_help = "Examples:\n  cuenv apply lab.toml\n  cuenv apply --dry-run lab.toml\n  cuenv apply --locked lab.toml   # CI: fail instead of changing lab.lock"
+    )]
     Apply {
         /// The profile file (e.g. lab.toml).
         file: PathBuf,
@@ -90,7 +92,9 @@ pub enum Command {
     },
     /// Resolve a profile file and write lab.lock without building a generation; with
     /// --platform, for other platforms too (their `from` sources are fetched and verified).
-    #[command(after_long_help = "Examples:\n  cuenv lock lab.toml\n  cuenv lock lab.toml --platform linux-x86_64 --platform windows-x86_64\n  cuenv lock --locked lab.toml --platform windows-x86_64   # CI: the pinned bytes are still served")]
+    #[command(
+        after_long_help = "Examples:\n  cuenv lock lab.toml\n  cuenv lock lab.toml --platform linux-x86_64 --platform windows-x86_64\n  cuenv lock --locked lab.toml --platform windows-x86_64   # CI: the pinned bytes are still served"
+    )]
     Lock {
         /// The profile file (e.g. lab.toml).
         file: PathBuf,
@@ -226,7 +230,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let home = match cli.home {
         Some(h) => h,
-        None => Layout::default_home().ok_or_else(|| error::hinted("cannot find a home folder for cuenv", "pass --home DIR or set CUENV_HOME", ExitCode::Failure))?,
+        None => Layout::default_home()
+            .ok_or_else(|| error::hinted("cannot find a home folder for cuenv", "pass --home DIR or set CUENV_HOME", ExitCode::Failure))?,
     };
     let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet };
     match cli.command {

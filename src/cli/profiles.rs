@@ -235,7 +235,9 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> anyhow::Result<ExitCode> 
             let k = locking.resolved.profiles.len();
             println!("{platform}: {k} profile{} locked, {said} {}", if k == 1 { "" } else { "s" }, lock_path.display());
         }
-        report.push(serde_json::json!({ "platform": platform, "fetched": fetched, "changes": locking.changes, "changed": changed, "resolved": locking.resolved }));
+        report.push(
+            serde_json::json!({ "platform": platform, "fetched": fetched, "changes": locking.changes, "changed": changed, "resolved": locking.resolved }),
+        );
     }
     if opts.json {
         print_json(&serde_json::json!({ "lock": lock_path, "platforms": report }));
@@ -244,12 +246,7 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> anyhow::Result<ExitCode> 
 }
 
 fn failed_names(checks: &[verify::ProfileCheck], require_gpu: bool) -> String {
-    checks
-        .iter()
-        .filter(|c| !verify::acceptable(std::slice::from_ref(c), require_gpu))
-        .map(|c| format!("profile {}", c.profile))
-        .collect::<Vec<_>>()
-        .join(", ")
+    checks.iter().filter(|c| !verify::acceptable(std::slice::from_ref(c), require_gpu)).map(|c| format!("profile {}", c.profile)).collect::<Vec<_>>().join(", ")
 }
 
 /// Runs the checks of manifest `m`, printing each profile's verdict and reasons as it ends.
@@ -415,7 +412,11 @@ pub fn generations(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
         .map(|m| {
             let checks = verify::load(&ctx.layout, m.number);
             let status_of = |name: &str| {
-                checks.as_ref().and_then(|c| c.profiles.iter().find(|p| p.profile == name)).map(|p| p.result.status.to_string()).unwrap_or_else(|| "unchecked".into())
+                checks
+                    .as_ref()
+                    .and_then(|c| c.profiles.iter().find(|p| p.profile == name))
+                    .map(|p| p.result.status.to_string())
+                    .unwrap_or_else(|| "unchecked".into())
             };
             GenRow {
                 number: m.number,
@@ -514,14 +515,20 @@ pub fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
     }
     let healthy = !active_dangling && profiles.iter().all(|p| p.links.iter().all(|h| h.state.starts_with("ok")) && p.shims.iter().all(|h| h.state == "ok"));
     if json {
-        print_json(&serde_json::json!({ "generation": cur, "active": active, "active_dangling": active_dangling, "interrupted_switch": pending, "healthy": healthy, "profiles": profiles }));
+        print_json(
+            &serde_json::json!({ "generation": cur, "active": active, "active_dangling": active_dangling, "interrupted_switch": pending, "healthy": healthy, "profiles": profiles }),
+        );
     } else {
         match cur {
             None => println!("no generation yet: run `cuenv apply <lab.toml>`"),
             Some(n) => println!("generation {n} is current; active profile: {}", active.as_deref().unwrap_or("(none)")),
         }
         if active_dangling {
-            println!("DANGLING  {} (the current generation has no profile `{}`): run `cuenv use <profile>` or `cuenv use --none`", layout.active_link().display(), active.as_deref().unwrap_or(""));
+            println!(
+                "DANGLING  {} (the current generation has no profile `{}`): run `cuenv use <profile>` or `cuenv use --none`",
+                layout.active_link().display(),
+                active.as_deref().unwrap_or("")
+            );
         }
         if pending {
             println!("an interrupted switch is pending; the next apply, use, rollback or gc finishes it");
@@ -593,11 +600,13 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> anyho
     } else {
         match profile {
             Some(p) => Some(p.to_string()),
-            None => Some(
-                active_profile(ctx)
-                    .map(|(name, _)| name)
-                    .ok_or_else(|| crate::error::hinted("no profile given and none is active", "pass a profile name, or make one active with `cuenv use <profile>`", ExitCode::Invalid))?,
-            ),
+            None => Some(active_profile(ctx).map(|(name, _)| name).ok_or_else(|| {
+                crate::error::hinted(
+                    "no profile given and none is active",
+                    "pass a profile name, or make one active with `cuenv use <profile>`",
+                    ExitCode::Invalid,
+                )
+            })?),
         }
     };
     let act = match &name {

@@ -32,9 +32,7 @@ pub fn for_stderr(quiet: bool) -> Box<dyn Progress> {
     }
     let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template("{msg:>10} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}")
-            .expect("valid template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template("{msg:>10} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}").expect("valid template").progress_chars("=> "),
     );
     Box::new(Bar { bar })
 }

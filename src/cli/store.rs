@@ -15,7 +15,9 @@ use crate::store::{AddOptions, Store};
 pub enum StoreCommand {
     /// Import cuDNN releases: official .zip / .tar.xz archives, legacy cuda/ archives,
     /// nvidia-cudnn-cu* wheels, or extracted folders.
-    #[command(after_long_help = "Examples:\n  cuenv store add cudnn-windows-x86_64-9.5.0.50_cuda12-archive.zip\n  cuenv store add nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl --sha256 <hex>\n  cuenv store add \"C:\\Program Files\\NVIDIA\\CUDNN\\v9.5\" --cuda 12")]
+    #[command(
+        after_long_help = "Examples:\n  cuenv store add cudnn-windows-x86_64-9.5.0.50_cuda12-archive.zip\n  cuenv store add nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl --sha256 <hex>\n  cuenv store add \"C:\\Program Files\\NVIDIA\\CUDNN\\v9.5\" --cuda 12"
+    )]
     Add {
         /// Archives, wheels or folders to import.
         #[arg(required = true, value_name = "PATH")]
@@ -86,7 +88,11 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         StoreCommand::Add { paths, sha256, cuda, json } => {
             if sha256.is_some() && paths.len() > 1 {
-                return Err(crate::error::hinted(format!("--sha256 applies to one input, but {} were given", paths.len()), "add them one at a time, each with its own --sha256", ExitCode::Invalid));
+                return Err(crate::error::hinted(
+                    format!("--sha256 applies to one input, but {} were given", paths.len()),
+                    "add them one at a time, each with its own --sha256",
+                    ExitCode::Invalid,
+                ));
             }
             let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
             let opts = AddOptions { sha256, cuda, source_url: None };
@@ -208,9 +214,10 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> anyhow::Result<ExitCode> {
         StoreCommand::Remove { id } => {
             let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
             let (dir, meta) = store.find(&id)?;
-            if let Some(n) = crate::generation::list(&ctx.layout).into_iter().find(|n| {
-                crate::generation::read(&ctx.layout, *n).is_ok_and(|m| m.profiles.iter().any(|p| p.cudnn_id == meta.id))
-            }) {
+            if let Some(n) = crate::generation::list(&ctx.layout)
+                .into_iter()
+                .find(|n| crate::generation::read(&ctx.layout, *n).is_ok_and(|m| m.profiles.iter().any(|p| p.cudnn_id == meta.id)))
+            {
                 return Err(crate::store::Error::InUse { name: meta.name.clone(), generation: n }.into());
             }
             store.remove(&lock, &dir)?;

@@ -79,12 +79,7 @@ impl Client {
             .user_agent(format!("cuenv/{}", env!("CARGO_PKG_VERSION")))
             .tls_config(ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::PlatformVerifier).build())
             .build();
-        Client {
-            agent: config.into(),
-            offline,
-            retries: num("CUENV_HTTP_RETRIES").unwrap_or(3).min(10) as u32,
-            backoff: Duration::from_millis(500),
-        }
+        Client { agent: config.into(), offline, retries: num("CUENV_HTTP_RETRIES").unwrap_or(3).min(10) as u32, backoff: Duration::from_millis(500) }
     }
 
     /// True when the network must not be used.

@@ -323,7 +323,14 @@ pub fn find_by_source_sha256(layout: &Layout, sha256: &str) -> Option<(PathBuf, 
 /// already imported from these bytes, or downloads, verifies and adds it.
 ///
 /// Works offline when the store already holds it.
-pub fn import_artifact(layout: &Layout, lock: &WriterLock, client: &Client, artifact: &Artifact, cuda: Option<u64>, progress: &dyn Progress) -> Result<(Added, FetchedFrom), Error> {
+pub fn import_artifact(
+    layout: &Layout,
+    lock: &WriterLock,
+    client: &Client,
+    artifact: &Artifact,
+    cuda: Option<u64>,
+    progress: &dyn Progress,
+) -> Result<(Added, FetchedFrom), Error> {
     if let Some((dir, meta)) = find_by_source_sha256(layout, &artifact.sha256) {
         let size = artifact.size.or(meta.source.size).unwrap_or(0);
         let from = FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256.clone(), size, downloaded: false };
@@ -340,7 +347,15 @@ pub fn import_artifact(layout: &Layout, lock: &WriterLock, client: &Client, arti
 /// Downloads a wheel of `project` (e.g. `nvidia-cuda-runtime-cu12`) at exactly `version`
 /// for `platform` from the PyPI index of `endpoints`, verified against the index's size and
 /// sha256. The caller imports it and drops the [`Download`], which deletes it.
-pub fn fetch_wheel(layout: &Layout, lock: &WriterLock, endpoints: &Endpoints, project: &str, version: &str, platform: Platform, progress: &dyn Progress) -> Result<Download, Error> {
+pub fn fetch_wheel(
+    layout: &Layout,
+    lock: &WriterLock,
+    endpoints: &Endpoints,
+    project: &str,
+    version: &str,
+    platform: Platform,
+    progress: &dyn Progress,
+) -> Result<Download, Error> {
     let client = Client::new(endpoints.offline);
     let what = format!("{project} {version} ({platform}) from PyPI");
     let artifact = pypi::resolve(&client, &endpoints.pypi_index(), project, version, platform, &what)?;
@@ -385,8 +400,14 @@ mod tests {
 
     #[test]
     fn file_names() {
-        assert_eq!(file_name_of("https://x/a/nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl#sha256=00"), "nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl");
-        assert_eq!(file_name_of("https://x/cudnn/linux-x86_64/cudnn-linux-x86_64-9.5.0.50_cuda12-archive.tar.xz?x=1"), "cudnn-linux-x86_64-9.5.0.50_cuda12-archive.tar.xz");
+        assert_eq!(
+            file_name_of("https://x/a/nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl#sha256=00"),
+            "nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl"
+        );
+        assert_eq!(
+            file_name_of("https://x/cudnn/linux-x86_64/cudnn-linux-x86_64-9.5.0.50_cuda12-archive.tar.xz?x=1"),
+            "cudnn-linux-x86_64-9.5.0.50_cuda12-archive.tar.xz"
+        );
         assert_eq!(file_name_of("https://x/"), "download");
         assert_eq!(file_name_of("https://x/a/.."), "download");
         assert_eq!(file_name_of("https://x/a%2F..%2Fb"), "download");

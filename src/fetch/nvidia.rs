@@ -169,7 +169,8 @@ mod tests {
 
     #[test]
     fn shape_83_dotted_cuda() {
-        let doc = json!({"cudnn": {"version": "8.3.2.44", "linux-x86_64": art("cudnn/linux-x86_64/cudnn-linux-x86_64-8.3.2.44_cuda11.5-archive.tar.xz", A, "1")}});
+        let doc =
+            json!({"cudnn": {"version": "8.3.2.44", "linux-x86_64": art("cudnn/linux-x86_64/cudnn-linux-x86_64-8.3.2.44_cuda11.5-archive.tar.xz", A, "1")}});
         let (_, list) = offers(&doc, BASE, "u").unwrap();
         assert_eq!(list[0].cuda, Some(11));
     }
@@ -199,7 +200,10 @@ mod tests {
     fn bad_artifacts() {
         let doc = json!({"cudnn": {"version": "9.1.0.1", "linux-x86_64": {"cuda12": {"relative_path": "../../x.tar.xz", "sha256": A, "size": "1"}}}});
         let e = offers(&doc, BASE, "https://m/redistrib_9.1.0.json").unwrap_err();
-        assert_eq!(e.to_string(), "https://m/redistrib_9.1.0.json: not the expected JSON: `cudnn.linux-x86_64.cuda12.relative_path` `../../x.tar.xz` leaves the redist folder");
+        assert_eq!(
+            e.to_string(),
+            "https://m/redistrib_9.1.0.json: not the expected JSON: `cudnn.linux-x86_64.cuda12.relative_path` `../../x.tar.xz` leaves the redist folder"
+        );
         let doc = json!({"cudnn": {"version": "9.1.0.1", "linux-x86_64": art("x.tar.xz", A, "big")}});
         assert!(offers(&doc, BASE, "u").unwrap_err().to_string().contains("`cudnn.linux-x86_64.size` `big` is not a number"));
         assert!(offers(&json!({"cuda": {}}), BASE, "u").unwrap_err().to_string().contains("no `cudnn` product"));

@@ -23,11 +23,7 @@ pub fn cudnn_project(cuda_major: u64) -> String {
 /// The CUDA runtime wheels cuDNN needs at run time, for one CUDA major: the runtime
 /// (`cudart`), cuBLAS/cuBLASLt and NVRTC.
 pub fn cuda_runtime_projects(cuda_major: u64) -> [String; 3] {
-    [
-        format!("nvidia-cuda-runtime-cu{cuda_major}"),
-        format!("nvidia-cublas-cu{cuda_major}"),
-        format!("nvidia-cuda-nvrtc-cu{cuda_major}"),
-    ]
+    [format!("nvidia-cuda-runtime-cu{cuda_major}"), format!("nvidia-cublas-cu{cuda_major}"), format!("nvidia-cuda-nvrtc-cu{cuda_major}")]
 }
 
 /// `<index>/pypi/<project>/<version>/json`.

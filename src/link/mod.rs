@@ -46,7 +46,13 @@ impl LinkKind {
 pub enum LinkError {
     /// The volume or OS refused to create the link.
     #[error("cannot create a {kind} at {}: {why}", link.display())]
-    Refused { link: PathBuf, kind: &'static str, why: String, #[source] source: io::Error },
+    Refused {
+        link: PathBuf,
+        kind: &'static str,
+        why: String,
+        #[source]
+        source: io::Error,
+    },
     /// The OS said yes, but reading the link back shows nothing, or another target.
     #[error("the {kind} at {} was reported created but {found}", link.display())]
     NotCreated { link: PathBuf, kind: &'static str, found: String },
@@ -59,7 +65,11 @@ pub enum LinkError {
     Unsupported { kind: &'static str },
     /// Other I/O.
     #[error("cannot update the link {}", link.display())]
-    Io { link: PathBuf, #[source] source: io::Error },
+    Io {
+        link: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 impl Diagnose for LinkError {
@@ -132,8 +142,7 @@ pub fn create(kind: LinkKind, target: &Path, link: &Path) -> Result<(), LinkErro
 pub fn retarget(kind: LinkKind, link: &Path, target: &Path, scratch: &Path) -> Result<(), LinkError> {
     let name = kind_name(kind);
     refuse_network_junction(kind, target, link)?;
-    sys::retarget(kind, link, target, scratch)
-        .map_err(|source| LinkError::Refused { link: link.into(), kind: name, why: explain(&source), source })?;
+    sys::retarget(kind, link, target, scratch).map_err(|source| LinkError::Refused { link: link.into(), kind: name, why: explain(&source), source })?;
     match read(link) {
         Ok(found) if same_path(&found, target) => Ok(()),
         Ok(found) => Err(LinkError::NotCreated { link: link.into(), kind: name, found: format!("points to {}", found.display()) }),

@@ -60,11 +60,7 @@ fn set_mount_point(link: &Path, target: &Path) -> io::Result<()> {
     for w in substitute.iter().chain([&0u16]).chain(print.iter()).chain([&0u16]) {
         buf.extend_from_slice(&w.to_le_bytes());
     }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS)
-        .open(link)?;
+    let file = std::fs::OpenOptions::new().read(true).write(true).custom_flags(FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS).open(link)?;
     let mut returned = 0u32;
     // SAFETY: the handle is open for the call's duration; `buf` outlives the call and its
     // length is passed; no output buffer is used.

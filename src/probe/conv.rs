@@ -113,7 +113,9 @@ impl Drop for Guard<'_> {
             for p in self.device.drain(..) {
                 (self.rt.free)(p);
             }
-            for (list, f) in [(&mut self.tensors, self.api.destroy_tensor), (&mut self.filters, self.api.destroy_filter), (&mut self.convs, self.api.destroy_conv)] {
+            for (list, f) in
+                [(&mut self.tensors, self.api.destroy_tensor), (&mut self.filters, self.api.destroy_filter), (&mut self.convs, self.api.destroy_conv)]
+            {
                 for h in list.drain(..) {
                     if let Some(f) = f {
                         f(h);
@@ -149,12 +151,8 @@ fn run_inner(api: &Cudnn, rt: &RuntimeApi, handle: Handle, step: fn(&str)) -> Re
     let (oh, ow) = p.out_hw();
     let mut g = Guard { api, rt: *rt, device: Vec::new(), tensors: Vec::new(), filters: Vec::new(), convs: Vec::new() };
 
-    let ck = |name: &str, s: CStatus| -> Result<(), Failed> {
-        if s == 0 { Ok(()) } else { Err(Failed { step: name.into(), status: api.status(s) }) }
-    };
-    let ck_rt = |name: &str, s: CStatus| -> Result<(), Failed> {
-        if s == 0 { Ok(()) } else { Err(Failed { step: name.into(), status: rt.status(s) }) }
-    };
+    let ck = |name: &str, s: CStatus| -> Result<(), Failed> { if s == 0 { Ok(()) } else { Err(Failed { step: name.into(), status: api.status(s) }) } };
+    let ck_rt = |name: &str, s: CStatus| -> Result<(), Failed> { if s == 0 { Ok(()) } else { Err(Failed { step: name.into(), status: rt.status(s) }) } };
     let ci = |v: usize| v as c_int;
 
     let create_tensor = api.create_tensor.ok_or_else(|| missing("cudnnCreateTensorDescriptor"))?;
@@ -193,10 +191,7 @@ fn run_inner(api: &Cudnn, rt: &RuntimeApi, handle: Handle, step: fn(&str)) -> Re
         let mut c_desc: Handle = std::ptr::null_mut();
         ck("cudnnCreateConvolutionDescriptor", create_conv(&mut c_desc))?;
         g.convs.push(c_desc);
-        ck(
-            "cudnnSetConvolution2dDescriptor",
-            set_conv(c_desc, ci(p.pad), ci(p.pad), 1, 1, 1, 1, ffi::CUDNN_CROSS_CORRELATION, ffi::CUDNN_DATA_FLOAT),
-        )?;
+        ck("cudnnSetConvolution2dDescriptor", set_conv(c_desc, ci(p.pad), ci(p.pad), 1, 1, 1, 1, ffi::CUDNN_CROSS_CORRELATION, ffi::CUDNN_DATA_FLOAT))?;
         ck("cudnnSetConvolutionMathType", set_math(c_desc, ffi::CUDNN_FMA_MATH))?;
 
         let (mut on, mut oc, mut ohh, mut oww) = (0, 0, 0, 0);
@@ -245,23 +240,8 @@ fn run_inner(api: &Cudnn, rt: &RuntimeApi, handle: Handle, step: fn(&str)) -> Re
         let ws = if ws_size > 0 { alloc(ws_size)? } else { std::ptr::null_mut() };
 
         let (alpha, beta) = (1f32, 0f32);
-        let fwd = || {
-            forward(
-                handle,
-                (&alpha as *const f32).cast(),
-                x_desc,
-                dx,
-                w_desc,
-                dw,
-                c_desc,
-                best.algo,
-                ws,
-                ws_size,
-                (&beta as *const f32).cast(),
-                y_desc,
-                dy,
-            )
-        };
+        let fwd =
+            || forward(handle, (&alpha as *const f32).cast(), x_desc, dx, w_desc, dw, c_desc, best.algo, ws, ws_size, (&beta as *const f32).cast(), y_desc, dy);
         step("cudnnConvolutionForward");
         ck("cudnnConvolutionForward", fwd())?;
         let mut y = vec![0f32; reference.len()];

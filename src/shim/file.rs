@@ -74,11 +74,7 @@ fn existing(path: &Path) -> Result<Option<(bool, Vec<u8>)>, Error> {
             Ok(Some((ours, bytes)))
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(Error::Io {
-            action: "read",
-            path: path.to_path_buf(),
-            source,
-        }),
+        Err(source) => Err(Error::Io { action: "read", path: path.to_path_buf(), source }),
     }
 }
 
@@ -90,18 +86,12 @@ pub fn write(path: &Path, shell: Shell, text: &str) -> Result<WriteOutcome, Erro
     let outcome = match existing(path)? {
         None => WriteOutcome::Created,
         Some((false, _)) => {
-            return Err(Error::Foreign {
-                path: path.to_path_buf(),
-            });
+            return Err(Error::Foreign { path: path.to_path_buf() });
         }
         Some((true, old)) if old == bytes => return Ok(WriteOutcome::Unchanged),
         Some((true, _)) => WriteOutcome::Updated,
     };
-    crate::fsutil::write_atomic(path, &bytes).map_err(|source| Error::Io {
-        action: "write",
-        path: path.to_path_buf(),
-        source,
-    })?;
+    crate::fsutil::write_atomic(path, &bytes).map_err(|source| Error::Io { action: "write", path: path.to_path_buf(), source })?;
     Ok(outcome)
 }
 
@@ -110,17 +100,11 @@ pub fn write(path: &Path, shell: Shell, text: &str) -> Result<WriteOutcome, Erro
 pub fn remove(path: &Path) -> Result<bool, Error> {
     match existing(path)? {
         None => Ok(false),
-        Some((false, _)) => Err(Error::Foreign {
-            path: path.to_path_buf(),
-        }),
+        Some((false, _)) => Err(Error::Foreign { path: path.to_path_buf() }),
         Some((true, _)) => match std::fs::remove_file(path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(source) => Err(Error::Io {
-                action: "delete",
-                path: path.to_path_buf(),
-                source,
-            }),
+            Err(source) => Err(Error::Io { action: "delete", path: path.to_path_buf(), source }),
         },
     }
 }

@@ -108,14 +108,7 @@ pub const CMD_LINE_MAX: usize = 8191;
 
 /// Variables a shim may have saved, whatever its profile: restoring another profile's state
 /// covers these (plus the activation's own `set` names).
-const KNOWN: [&str; 6] = [
-    "PATH",
-    "LD_LIBRARY_PATH",
-    "CUDA_PATH",
-    "CUDA_HOME",
-    "CUDNN_PATH",
-    "CUENV_PROFILE",
-];
+const KNOWN: [&str; 6] = ["PATH", "LD_LIBRARY_PATH", "CUDA_PATH", "CUDA_HOME", "CUDNN_PATH", "CUENV_PROFILE"];
 
 /// `cuenv-<profile>.<ext>`: the shim's file name in `activate.d` and `deactivate.d`.
 pub fn file_name(profile: &str, shell: Shell) -> String {
@@ -167,11 +160,7 @@ pub fn validate(shell: Shell, a: &Activation) -> Result<(), Invalid> {
             return Err(Invalid::Name(name.clone()));
         }
     }
-    let all = a
-        .path_prepend
-        .iter()
-        .chain(&a.ld_library_path_prepend)
-        .chain(a.set.iter().map(|(_, p)| p));
+    let all = a.path_prepend.iter().chain(&a.ld_library_path_prepend).chain(a.set.iter().map(|(_, p)| p));
     for p in all {
         match p.to_str() {
             Some(s) if !s.is_empty() && !s.contains(['\n', '\r', '\0']) => {}
@@ -180,11 +169,7 @@ pub fn validate(shell: Shell, a: &Activation) -> Result<(), Invalid> {
     }
     if shell == Shell::Cmd {
         // `set "NAME=value"` cannot carry a `"` (no Windows path holds one).
-        let all = a
-            .path_prepend
-            .iter()
-            .chain(&a.ld_library_path_prepend)
-            .chain(a.set.iter().map(|(_, p)| p));
+        let all = a.path_prepend.iter().chain(&a.ld_library_path_prepend).chain(a.set.iter().map(|(_, p)| p));
         if let Some(p) = all.into_iter().find(|p| shim_path(p).contains('"')) {
             return Err(Invalid::Path(p.clone()));
         }
@@ -192,32 +177,23 @@ pub fn validate(shell: Shell, a: &Activation) -> Result<(), Invalid> {
     let sep = shell.list_separator();
     for p in a.path_prepend.iter().chain(&a.ld_library_path_prepend) {
         if shim_path(p).contains(sep) {
-            return Err(Invalid::Separator {
-                path: p.clone(),
-                sep,
-            });
+            return Err(Invalid::Separator { path: p.clone(), sep });
         }
     }
     Ok(())
 }
 
 fn valid_profile(p: &str) -> bool {
-    !p.is_empty()
-        && p.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+    !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
 }
 
 fn valid_name(n: &str) -> bool {
     let mut bytes = n.bytes();
-    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_') && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 fn valid_set_name(n: &str) -> bool {
-    valid_name(n)
-        && !n.eq_ignore_ascii_case("PATH")
-        && !n.eq_ignore_ascii_case("LD_LIBRARY_PATH")
-        && !n.to_ascii_uppercase().starts_with("CUENV_")
+    valid_name(n) && !n.eq_ignore_ascii_case("PATH") && !n.eq_ignore_ascii_case("LD_LIBRARY_PATH") && !n.to_ascii_uppercase().starts_with("CUENV_")
 }
 
 /// A path as written into a shim: `\\?\` verbatim prefixes removed (`\\?\C:\x` -> `C:\x`,
@@ -247,16 +223,9 @@ struct Plan {
 }
 
 fn plan(a: &Activation) -> Plan {
-    assert!(
-        valid_profile(&a.profile),
-        "{}",
-        Invalid::Profile(a.profile.clone())
-    );
+    assert!(valid_profile(&a.profile), "{}", Invalid::Profile(a.profile.clone()));
     let mut prepend = Vec::new();
-    for (name, dirs) in [
-        ("PATH", &a.path_prepend),
-        ("LD_LIBRARY_PATH", &a.ld_library_path_prepend),
-    ] {
+    for (name, dirs) in [("PATH", &a.path_prepend), ("LD_LIBRARY_PATH", &a.ld_library_path_prepend)] {
         if !dirs.is_empty() {
             prepend.push((name, dirs.iter().map(|p| shim_path(p)).collect()));
         }
@@ -268,24 +237,14 @@ fn plan(a: &Activation) -> Plan {
         set.push((name.clone(), shim_path(value)));
     }
     set.push(("CUENV_PROFILE".to_string(), a.profile.clone()));
-    let managed: Vec<String> = prepend
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .chain(set.iter().map(|(n, _)| n.clone()))
-        .collect();
+    let managed: Vec<String> = prepend.iter().map(|(n, _)| n.to_string()).chain(set.iter().map(|(n, _)| n.clone())).collect();
     let mut restore: Vec<String> = KNOWN.iter().map(|s| s.to_string()).collect();
     for n in &managed {
         if !restore.contains(n) {
             restore.push(n.clone());
         }
     }
-    Plan {
-        profile: a.profile.clone(),
-        prepend,
-        set,
-        managed,
-        restore,
-    }
+    Plan { profile: a.profile.clone(), prepend, set, managed, restore }
 }
 
 /// The activation script for `shell`: source it (POSIX, fish), dot-source it (PowerShell) or
@@ -367,17 +326,10 @@ fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     let mut rest = template;
     while let Some(i) = rest.find("{{") {
         let after = &rest[i + 2..];
-        let key_len = after
-            .bytes()
-            .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
-            .count();
+        let key_len = after.bytes().take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_').count();
         if key_len > 0 && after[key_len..].starts_with("}}") {
             let key = &after[..key_len];
-            let value = vars
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| *v)
-                .unwrap_or_else(|| panic!("shim template slot {{{{{key}}}}} has no value"));
+            let value = vars.iter().find(|(k, _)| *k == key).map(|(_, v)| *v).unwrap_or_else(|| panic!("shim template slot {{{{{key}}}}} has no value"));
             out.push_str(&rest[..i]);
             out.push_str(value);
             rest = &after[key_len + 2..];
@@ -495,18 +447,7 @@ impl Dx {
 }
 
 fn cmd_restores(p: &Plan, dx: Dx) -> String {
-    p.restore
-        .iter()
-        .map(|n| {
-            fill(
-                tpl::CMD_RESTORE,
-                &[
-                    ("NAME", n),
-                    ("GET_SAVED", &dx.get(&format!("CUENV_SAVED_{n}"))),
-                ],
-            )
-        })
-        .collect()
+    p.restore.iter().map(|n| fill(tpl::CMD_RESTORE, &[("NAME", n), ("GET_SAVED", &dx.get(&format!("CUENV_SAVED_{n}")))])).collect()
 }
 
 /// The longest old value of a prepend variable that the .bat accepts: every line that expands
@@ -519,14 +460,8 @@ fn cmd_max_old_len(name: &str, dirs: &[String]) -> usize {
     let get_saved = Dx::Off.get(&format!("CUENV_SAVED_{name}"));
     let lines = [
         fill(tpl::CMD_SAVE, &[("NAME", name), ("GET", &get)]),
-        fill(
-            tpl::CMD_RESTORE,
-            &[("NAME", name), ("GET_SAVED", &get_saved)],
-        ),
-        fill(
-            tpl::CMD_PREPEND,
-            &[("NAME", name), ("VALUE", &value), ("GET", &get)],
-        ),
+        fill(tpl::CMD_RESTORE, &[("NAME", name), ("GET_SAVED", &get_saved)]),
+        fill(tpl::CMD_PREPEND, &[("NAME", name), ("VALUE", &value), ("GET", &get)]),
     ];
     let mut max = CMD_LINE_MAX;
     for text in &lines {
@@ -561,15 +496,7 @@ fn cmd_max_old_len(name: &str, dirs: &[String]) -> usize {
 }
 
 fn cmd_check(name: &str, max: usize) -> String {
-    fill(
-        tpl::CMD_CHECK,
-        &[
-            ("NAME", name),
-            ("MAX", &max.to_string()),
-            ("MAX_PLUS_1", &(max + 1).to_string()),
-            ("MAX_PLUS_2", &(max + 2).to_string()),
-        ],
-    )
+    fill(tpl::CMD_CHECK, &[("NAME", name), ("MAX", &max.to_string()), ("MAX_PLUS_1", &(max + 1).to_string()), ("MAX_PLUS_2", &(max + 2).to_string())])
 }
 
 /// Whether cmd can activate `a` when `PATH` (before activation) is `current_path_len` UTF-16
@@ -600,86 +527,38 @@ fn cmd_activate_body(p: &Plan, dx: Dx) -> String {
     for (name, dirs) in &p.prepend {
         checks.push_str(&cmd_check(name, cmd_max_old_len(name, dirs)));
     }
-    let saves: String = p
-        .managed
-        .iter()
-        .map(|n| fill(tpl::CMD_SAVE, &[("NAME", n), ("GET", &dx.get(n))]))
-        .collect();
+    let saves: String = p.managed.iter().map(|n| fill(tpl::CMD_SAVE, &[("NAME", n), ("GET", &dx.get(n))])).collect();
     let mut changes = String::new();
     for (name, dirs) in &p.prepend {
         let value = dirs.join(";");
         changes.push_str(&match dx {
             // The literal inline, next to %NAME% (no delayed expansion: ^ and ! are plain).
-            Dx::Off => fill(
-                tpl::CMD_PREPEND,
-                &[
-                    ("NAME", name),
-                    ("VALUE", &quote::cmd(&value, false)),
-                    ("GET", &dx.get(name)),
-                ],
-            ),
+            Dx::Off => fill(tpl::CMD_PREPEND, &[("NAME", name), ("VALUE", &quote::cmd(&value, false)), ("GET", &dx.get(name))]),
             // The literal on a line of its own, so ^ and ! need escaping only if it holds a !.
-            Dx::On => fill(
-                tpl::CMD_PREPEND_DX,
-                &[
-                    ("NAME", name),
-                    ("VALUE", &quote::cmd(&value, value.contains('!'))),
-                ],
-            ),
+            Dx::On => fill(tpl::CMD_PREPEND_DX, &[("NAME", name), ("VALUE", &quote::cmd(&value, value.contains('!')))]),
         });
     }
     for (name, value) in &p.set {
         let v = quote::cmd(value, dx == Dx::On && value.contains('!'));
         changes.push_str(&fill(tpl::CMD_SET, &[("NAME", name), ("VALUE", &v)]));
     }
-    fill(
-        tpl::CMD_ACTIVATE_BODY,
-        &[
-            ("PROFILE", &p.profile),
-            ("CHECKS", &checks),
-            ("RESTORES", &cmd_restores(p, dx)),
-            ("SAVES", &saves),
-            ("CHANGES", &changes),
-        ],
-    )
+    fill(tpl::CMD_ACTIVATE_BODY, &[("PROFILE", &p.profile), ("CHECKS", &checks), ("RESTORES", &cmd_restores(p, dx)), ("SAVES", &saves), ("CHANGES", &changes)])
 }
 
 fn render_cmd_activate(p: &Plan) -> String {
     let off = cmd_activate_body(p, Dx::Off);
     let on = cmd_activate_body(p, Dx::On);
     let ascii = off.is_ascii() && on.is_ascii();
-    let (switch, restore) = if ascii {
-        ("", "")
-    } else {
-        (tpl::CMD_CODEPAGE_SWITCH, tpl::CMD_CODEPAGE_RESTORE)
-    };
+    let (switch, restore) = if ascii { ("", "") } else { (tpl::CMD_CODEPAGE_SWITCH, tpl::CMD_CODEPAGE_RESTORE) };
     fill(
         tpl::CMD_ACTIVATE,
-        &[
-            ("PROFILE_NOTE", &note(p)),
-            ("CODEPAGE_SWITCH", switch),
-            ("CODEPAGE_RESTORE", restore),
-            ("BODY_DX_OFF", &off),
-            ("BODY_DX_ON", &on),
-        ],
+        &[("PROFILE_NOTE", &note(p)), ("CODEPAGE_SWITCH", switch), ("CODEPAGE_RESTORE", restore), ("BODY_DX_OFF", &off), ("BODY_DX_ON", &on)],
     )
 }
 
 fn render_cmd_deactivate(p: &Plan) -> String {
-    let body = |dx: Dx| {
-        fill(
-            tpl::CMD_DEACTIVATE_BODY,
-            &[("PROFILE", &p.profile), ("RESTORES", &cmd_restores(p, dx))],
-        )
-    };
-    fill(
-        tpl::CMD_DEACTIVATE,
-        &[
-            ("PROFILE_NOTE", &note(p)),
-            ("BODY_DX_OFF", &body(Dx::Off)),
-            ("BODY_DX_ON", &body(Dx::On)),
-        ],
-    )
+    let body = |dx: Dx| fill(tpl::CMD_DEACTIVATE_BODY, &[("PROFILE", &p.profile), ("RESTORES", &cmd_restores(p, dx))]);
+    fill(tpl::CMD_DEACTIVATE, &[("PROFILE_NOTE", &note(p)), ("BODY_DX_OFF", &body(Dx::Off)), ("BODY_DX_ON", &body(Dx::On))])
 }
 
 #[cfg(test)]

@@ -6,24 +6,17 @@
 use super::*;
 
 /// Every character the issue lists as hostile, in a Windows path.
-pub(crate) const WIN_HOSTILE: &str =
-    r"C:\Program Files (x86)\cu env 100%PATH%&!x!^'$`(a)\Zoë\données";
+pub(crate) const WIN_HOSTILE: &str = r"C:\Program Files (x86)\cu env 100%PATH%&!x!^'$`(a)\Zoë\données";
 
 fn win_activation() -> Activation {
     Activation {
         profile: "torch2".into(),
-        path_prepend: vec![
-            PathBuf::from(format!(r"{WIN_HOSTILE}\cudnn\bin")),
-            PathBuf::from(r"D:\模型\CUDA\v12.6\bin"),
-        ],
+        path_prepend: vec![PathBuf::from(format!(r"{WIN_HOSTILE}\cudnn\bin")), PathBuf::from(r"D:\模型\CUDA\v12.6\bin")],
         ld_library_path_prepend: vec![],
         set: vec![
             ("CUDA_PATH".into(), PathBuf::from(r"D:\模型\CUDA\v12.6")),
             ("CUDA_HOME".into(), PathBuf::from(r"D:\模型\CUDA\v12.6")),
-            (
-                "CUDNN_PATH".into(),
-                PathBuf::from(format!(r"{WIN_HOSTILE}\cudnn")),
-            ),
+            ("CUDNN_PATH".into(), PathBuf::from(format!(r"{WIN_HOSTILE}\cudnn"))),
         ],
     }
 }
@@ -33,10 +26,7 @@ fn ascii_win_activation() -> Activation {
         profile: "tf28".into(),
         path_prepend: vec![PathBuf::from(r"C:\cuenv\profiles\tf28\cudnn\bin")],
         ld_library_path_prepend: vec![],
-        set: vec![(
-            "CUDA_PATH".into(),
-            PathBuf::from(r"C:\Program Files (x86)\CUDA"),
-        )],
+        set: vec![("CUDA_PATH".into(), PathBuf::from(r"C:\Program Files (x86)\CUDA"))],
     }
 }
 
@@ -45,21 +35,12 @@ const UNIX_HOSTILE: &str = "/tmp/it's a \"dir\" $HOME `id` 100% & ! ^ (x86) \\ z
 fn unix_activation() -> Activation {
     Activation {
         profile: "torch2".into(),
-        path_prepend: vec![
-            PathBuf::from(format!("{UNIX_HOSTILE}/cudnn/bin")),
-            PathBuf::from("/opt/模型/cuda/bin"),
-        ],
-        ld_library_path_prepend: vec![
-            PathBuf::from(format!("{UNIX_HOSTILE}/cudnn/lib")),
-            PathBuf::from("/opt/模型/cuda/lib64"),
-        ],
+        path_prepend: vec![PathBuf::from(format!("{UNIX_HOSTILE}/cudnn/bin")), PathBuf::from("/opt/模型/cuda/bin")],
+        ld_library_path_prepend: vec![PathBuf::from(format!("{UNIX_HOSTILE}/cudnn/lib")), PathBuf::from("/opt/模型/cuda/lib64")],
         set: vec![
             ("CUDA_PATH".into(), PathBuf::from("/opt/模型/cuda")),
             ("CUDA_HOME".into(), PathBuf::from("/opt/模型/cuda")),
-            (
-                "CUDNN_PATH".into(),
-                PathBuf::from(format!("{UNIX_HOSTILE}/cudnn")),
-            ),
+            ("CUDNN_PATH".into(), PathBuf::from(format!("{UNIX_HOSTILE}/cudnn"))),
         ],
     }
 }
@@ -86,22 +67,13 @@ fn powershell_quoting() {
     assert_eq!(quote::powershell("it's"), "'it''s'");
     assert_eq!(quote::powershell("$env:X `n \"q\""), "'$env:X `n \"q\"'");
     // Typographic single quotes also end a '...' string in PowerShell.
-    assert_eq!(
-        quote::powershell("a\u{2019}b\u{2018}c"),
-        "'a\u{2019}\u{2019}b\u{2018}\u{2018}c'"
-    );
+    assert_eq!(quote::powershell("a\u{2019}b\u{2018}c"), "'a\u{2019}\u{2019}b\u{2018}\u{2018}c'");
 }
 
 #[test]
 fn cmd_quoting() {
-    assert_eq!(
-        quote::cmd(r"C:\a 100% & (x86) ^ !", false),
-        r"C:\a 100%% & (x86) ^ !"
-    );
-    assert_eq!(
-        quote::cmd(r"C:\a 100% & (x86) ^ !", true),
-        r"C:\a 100%% & (x86) ^^ ^!"
-    );
+    assert_eq!(quote::cmd(r"C:\a 100% & (x86) ^ !", false), r"C:\a 100%% & (x86) ^ !");
+    assert_eq!(quote::cmd(r"C:\a 100% & (x86) ^ !", true), r"C:\a 100%% & (x86) ^^ ^!");
     assert_eq!(quote::cmd("%PATH%", false), "%%PATH%%");
 }
 
@@ -156,14 +128,8 @@ fn file_names() {
 
 #[test]
 fn verbatim_prefixes_are_stripped() {
-    assert_eq!(
-        shim_path(Path::new(r"\\?\C:\Program Files\x")),
-        r"C:\Program Files\x"
-    );
-    assert_eq!(
-        shim_path(Path::new(r"\\?\UNC\srv\share\x")),
-        r"\\srv\share\x"
-    );
+    assert_eq!(shim_path(Path::new(r"\\?\C:\Program Files\x")), r"C:\Program Files\x");
+    assert_eq!(shim_path(Path::new(r"\\?\UNC\srv\share\x")), r"\\srv\share\x");
     assert_eq!(shim_path(Path::new(r"\\srv\share")), r"\\srv\share");
     let mut a = ascii_win_activation();
     a.path_prepend = vec![PathBuf::from(r"\\?\C:\cuenv\bin")];
@@ -181,10 +147,7 @@ fn validate_rejects_what_cannot_be_rendered() {
     }
     let mut a = ascii_win_activation();
     a.profile = "a b".into();
-    assert!(matches!(
-        validate(Shell::Posix, &a),
-        Err(Invalid::Profile(_))
-    ));
+    assert!(matches!(validate(Shell::Posix, &a), Err(Invalid::Profile(_))));
     let mut a = ascii_win_activation();
     a.set.push(("PATH".into(), "x".into()));
     assert!(matches!(validate(Shell::Posix, &a), Err(Invalid::Name(_))));
@@ -193,16 +156,10 @@ fn validate_rejects_what_cannot_be_rendered() {
     assert!(matches!(validate(Shell::Posix, &a), Err(Invalid::Name(_))));
     let mut a = unix_activation();
     a.path_prepend.push(PathBuf::from("/a:b"));
-    assert!(matches!(
-        validate(Shell::Posix, &a),
-        Err(Invalid::Separator { sep: ':', .. })
-    ));
+    assert!(matches!(validate(Shell::Posix, &a), Err(Invalid::Separator { sep: ':', .. })));
     let mut a = ascii_win_activation();
     a.path_prepend.push(PathBuf::from(r"C:\a;b"));
-    assert!(matches!(
-        validate(Shell::Cmd, &a),
-        Err(Invalid::Separator { sep: ';', .. })
-    ));
+    assert!(matches!(validate(Shell::Cmd, &a), Err(Invalid::Separator { sep: ';', .. })));
     let mut a = ascii_win_activation();
     a.set.push(("X".into(), PathBuf::from("a\nb")));
     assert!(matches!(validate(Shell::Fish, &a), Err(Invalid::Path(_))));
@@ -225,31 +182,21 @@ fn rendering_a_reserved_name_panics() {
 // ---- key lines per shell ---------------------------------------------------------------------
 
 fn has_line(text: &str, line: &str) {
-    assert!(
-        text.lines()
-            .any(|l| l.trim_end_matches('\r').trim() == line.trim()),
-        "missing line\n  {line}\nin\n{text}"
-    );
+    assert!(text.lines().any(|l| l.trim_end_matches('\r').trim() == line.trim()), "missing line\n  {line}\nin\n{text}");
 }
 
 #[test]
 fn posix_activate_lines() {
     let t = render_activate(Shell::Posix, &unix_activation());
     has_line(&t, r#"if [ "${CUENV_ACTIVE_PROFILE-}" != 'torch2' ]; then"#);
-    has_line(
-        &t,
-        r#"PATH='/tmp/it'\''s a "dir" $HOME `id` 100% & ! ^ (x86) \ zoë/données/cudnn/bin':'/opt/模型/cuda/bin'${PATH:+:$PATH}"#,
-    );
+    has_line(&t, r#"PATH='/tmp/it'\''s a "dir" $HOME `id` 100% & ! ^ (x86) \ zoë/données/cudnn/bin':'/opt/模型/cuda/bin'${PATH:+:$PATH}"#);
     has_line(
         &t,
         "LD_LIBRARY_PATH='/tmp/it'\\''s a \"dir\" $HOME `id` 100% & ! ^ (x86) \\ zoë/données/cudnn/lib':'/opt/模型/cuda/lib64'${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
     );
     has_line(&t, "CUDA_PATH='/opt/模型/cuda'");
     has_line(&t, "CUENV_PROFILE='torch2'");
-    has_line(
-        &t,
-        "for __cuenv_n in PATH LD_LIBRARY_PATH CUDA_PATH CUDA_HOME CUDNN_PATH CUENV_PROFILE; do",
-    );
+    has_line(&t, "for __cuenv_n in PATH LD_LIBRARY_PATH CUDA_PATH CUDA_HOME CUDNN_PATH CUENV_PROFILE; do");
     assert!(!t.contains('\r'));
     // No value is ever passed through eval: every eval string is a fixed template line.
     for line in t.lines().filter(|l| l.contains("eval")) {
@@ -264,10 +211,7 @@ fn posix_activate_lines() {
 fn fish_activate_lines() {
     let t = render_activate(Shell::Fish, &unix_activation());
     has_line(&t, "if test \"$CUENV_ACTIVE_PROFILE\" != 'torch2'");
-    has_line(
-        &t,
-        r#"set -gx PATH '/tmp/it\'s a "dir" $HOME `id` 100% & ! ^ (x86) \\ zoë/données/cudnn/bin' '/opt/模型/cuda/bin' $PATH"#,
-    );
+    has_line(&t, r#"set -gx PATH '/tmp/it\'s a "dir" $HOME `id` 100% & ! ^ (x86) \\ zoë/données/cudnn/bin' '/opt/模型/cuda/bin' $PATH"#);
     has_line(&t, "set -gx CUDA_HOME '/opt/模型/cuda'");
     has_line(&t, "set -gx CUENV_ACTIVE_PROFILE 'torch2'");
     assert!(!t.contains("eval"));
@@ -276,31 +220,18 @@ fn fish_activate_lines() {
 #[test]
 fn powershell_activate_lines() {
     let mut a = win_activation();
-    a.set
-        .push(("TEST_Q".into(), PathBuf::from("C:\\it's \u{2019}q\u{2019}")));
+    a.set.push(("TEST_Q".into(), PathBuf::from("C:\\it's \u{2019}q\u{2019}")));
     let t = render_activate(Shell::PowerShell, &a);
-    assert!(
-        t.contains("\r\n") && !t.replace("\r\n", "").contains('\n'),
-        "CRLF only"
-    );
+    assert!(t.contains("\r\n") && !t.replace("\r\n", "").contains('\n'), "CRLF only");
     has_line(&t, "if ($env:CUENV_ACTIVE_PROFILE -cne 'torch2') {");
     has_line(
         &t,
         r"$__cuenv_p = @('C:\Program Files (x86)\cu env 100%PATH%&!x!^''$`(a)\Zoë\données\cudnn\bin', 'D:\模型\CUDA\v12.6\bin') -join [IO.Path]::PathSeparator",
     );
-    has_line(
-        &t,
-        r"[Environment]::SetEnvironmentVariable('CUDA_PATH', 'D:\模型\CUDA\v12.6', 'Process')",
-    );
-    has_line(
-        &t,
-        "[Environment]::SetEnvironmentVariable('TEST_Q', 'C:\\it''s \u{2019}\u{2019}q\u{2019}\u{2019}', 'Process')",
-    );
+    has_line(&t, r"[Environment]::SetEnvironmentVariable('CUDA_PATH', 'D:\模型\CUDA\v12.6', 'Process')");
+    has_line(&t, "[Environment]::SetEnvironmentVariable('TEST_Q', 'C:\\it''s \u{2019}\u{2019}q\u{2019}\u{2019}', 'Process')");
     // PowerShell never sees a double-quoted value (where $ and ` would expand).
-    for line in t
-        .lines()
-        .filter(|l| l.contains("模型") || l.contains("données"))
-    {
+    for line in t.lines().filter(|l| l.contains("模型") || l.contains("données")) {
         assert!(!line.contains("\"C:") && !line.contains("\"D:"), "{line}");
     }
     assert_eq!(&encode(Shell::PowerShell, &t)[..3], b"\xEF\xBB\xBF");
@@ -309,48 +240,24 @@ fn powershell_activate_lines() {
 #[test]
 fn cmd_activate_lines_dx_off_and_on() {
     let t = render_activate(Shell::Cmd, &win_activation());
-    assert!(
-        t.contains("\r\n") && !t.replace("\r\n", "").contains('\n'),
-        "CRLF only"
-    );
+    assert!(t.contains("\r\n") && !t.replace("\r\n", "").contains('\n'), "CRLF only");
     // Delayed expansion off: % doubled, ^ and ! literal.
-    has_line(
-        &t,
-        r#"@if defined PATH set "PATH=C:\Program Files (x86)\cu env 100%%PATH%%&!x!^'$`(a)\Zoë\données\cudnn\bin;D:\模型\CUDA\v12.6\bin;%PATH%""#,
-    );
+    has_line(&t, r#"@if defined PATH set "PATH=C:\Program Files (x86)\cu env 100%%PATH%%&!x!^'$`(a)\Zoë\données\cudnn\bin;D:\模型\CUDA\v12.6\bin;%PATH%""#);
     has_line(&t, r#"@if defined PATH set "CUENV_SAVED_PATH=%PATH%""#);
-    has_line(
-        &t,
-        r#"@if defined CUENV_SAVED_PATH set "PATH=%CUENV_SAVED_PATH%""#,
-    );
+    has_line(&t, r#"@if defined CUENV_SAVED_PATH set "PATH=%CUENV_SAVED_PATH%""#);
     // Delayed expansion on: values read with !NAME!, and ^ ! escaped on lines holding a !.
-    has_line(
-        &t,
-        r#"@set "CUENV_SHIM_T=C:\Program Files (x86)\cu env 100%%PATH%%&^!x^!^^'$`(a)\Zoë\données\cudnn\bin;D:\模型\CUDA\v12.6\bin""#,
-    );
+    has_line(&t, r#"@set "CUENV_SHIM_T=C:\Program Files (x86)\cu env 100%%PATH%%&^!x^!^^'$`(a)\Zoë\données\cudnn\bin;D:\模型\CUDA\v12.6\bin""#);
     has_line(&t, r#"@if defined PATH set "PATH=!CUENV_SHIM_T!;!PATH!""#);
     has_line(&t, r#"@if defined PATH set "CUENV_SAVED_PATH=!PATH!""#);
     has_line(&t, r#"@set "CUDA_PATH=D:\模型\CUDA\v12.6""#);
-    has_line(
-        &t,
-        r#"@set "CUDNN_PATH=C:\Program Files (x86)\cu env 100%%PATH%%&^!x^!^^'$`(a)\Zoë\données\cudnn""#,
-    );
-    has_line(
-        &t,
-        r#"@set "CUDNN_PATH=C:\Program Files (x86)\cu env 100%%PATH%%&!x!^'$`(a)\Zoë\données\cudnn""#,
-    );
-    has_line(
-        &t,
-        r#"@if "%CUENV_ACTIVE_PROFILE%"=="torch2" goto cuenv_done"#,
-    );
+    has_line(&t, r#"@set "CUDNN_PATH=C:\Program Files (x86)\cu env 100%%PATH%%&^!x^!^^'$`(a)\Zoë\données\cudnn""#);
+    has_line(&t, r#"@set "CUDNN_PATH=C:\Program Files (x86)\cu env 100%%PATH%%&!x!^'$`(a)\Zoë\données\cudnn""#);
+    has_line(&t, r#"@if "%CUENV_ACTIVE_PROFILE%"=="torch2" goto cuenv_done"#);
     has_line(&t, r#"@set "CUENV_ACTIVE_PROFILE=torch2""#);
     // No SETLOCAL (changes must reach the caller), no ECHO OFF (the caller's echo state stays).
     for line in t.lines().filter(|l| !l.starts_with("@rem")) {
         let lower = line.to_ascii_lowercase();
-        assert!(
-            !lower.contains("setlocal") && !lower.contains("echo off"),
-            "{line}"
-        );
+        assert!(!lower.contains("setlocal") && !lower.contains("echo off"), "{line}");
     }
     // Every command line is silent.
     for line in t.lines() {
@@ -365,26 +272,13 @@ fn cmd_codepage_switch_only_with_non_ascii_and_around_it() {
     assert!(!ascii.contains("chcp"));
     let t = render_activate(Shell::Cmd, &win_activation());
     let lines: Vec<&str> = t.lines().collect();
-    let switch = lines
-        .iter()
-        .position(|l| l.contains("chcp.com 65001"))
-        .expect("switch");
+    let switch = lines.iter().position(|l| l.contains("chcp.com 65001")).expect("switch");
     let first_non_ascii = lines.iter().position(|l| !l.is_ascii()).unwrap();
     let last_non_ascii = lines.iter().rposition(|l| !l.is_ascii()).unwrap();
     assert!(switch < first_non_ascii);
     // After the last non-ASCII line, every exit path restores the code page before exiting.
-    let restores: Vec<usize> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.contains("chcp.com %CUENV_SHIM_CP%"))
-        .map(|(i, _)| i)
-        .collect();
-    let exits: Vec<usize> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.starts_with("@exit /b"))
-        .map(|(i, _)| i)
-        .collect();
+    let restores: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.contains("chcp.com %CUENV_SHIM_CP%")).map(|(i, _)| i).collect();
+    let exits: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.starts_with("@exit /b")).map(|(i, _)| i).collect();
     assert_eq!(restores.len(), 2);
     assert_eq!(exits.len(), 2);
     for (r, e) in restores.iter().zip(&exits) {
@@ -408,41 +302,17 @@ fn cmd_line_limit_matches_the_bat() {
     assert!(err.contains("8191") && err.contains("1 too many"), "{err}");
     // The .bat copies at most max+1 characters and looks 2 characters from the end.
     let t = render_activate(Shell::Cmd, &a);
-    has_line(
-        &t,
-        &format!(
-            r#"@if defined PATH set "CUENV_SHIM_T=#~%PATH:~0,{}%""#,
-            max + 1
-        ),
-    );
-    has_line(
-        &t,
-        &format!(r#"@set "CUENV_SHIM_T=%CUENV_SHIM_T:~-{},2%""#, max + 2),
-    );
+    has_line(&t, &format!(r#"@if defined PATH set "CUENV_SHIM_T=#~%PATH:~0,{}%""#, max + 1));
+    has_line(&t, &format!(r#"@set "CUENV_SHIM_T=%CUENV_SHIM_T:~-{},2%""#, max + 2));
     // That line, with max+1 characters of PATH, fits too.
-    let copy = format!(
-        r#"@if defined CUENV_SAVED_PATH set "CUENV_SHIM_T=\#~{}""#,
-        "x".repeat(max + 1)
-    );
+    let copy = format!(r#"@if defined CUENV_SAVED_PATH set "CUENV_SHIM_T=\#~{}""#, "x".repeat(max + 1));
     assert!(copy.len() <= CMD_LINE_MAX, "{}", copy.len());
     // Non-ASCII counts in UTF-16 units, and no prepend means no limit.
     let b = win_activation();
-    assert!(
-        check_cmd_line_limit(
-            100_000,
-            &Activation {
-                path_prepend: vec![],
-                ..b.clone()
-            }
-        )
-        .is_ok()
-    );
+    assert!(check_cmd_line_limit(100_000, &Activation { path_prepend: vec![], ..b.clone() }).is_ok());
     let dirs: Vec<String> = b.path_prepend.iter().map(|p| shim_path(p)).collect();
     let units = dirs.join(";").encode_utf16().count();
-    assert_eq!(
-        cmd_max_old_len("PATH", &dirs),
-        CMD_LINE_MAX - r#"@if defined PATH set "PATH=;""#.len() - units
-    );
+    assert_eq!(cmd_max_old_len("PATH", &dirs), CMD_LINE_MAX - r#"@if defined PATH set "PATH=;""#.len() - units);
 }
 
 #[test]
@@ -459,43 +329,25 @@ fn idempotence_guard_and_restore_order() {
 // ---- snapshots -------------------------------------------------------------------------------
 
 fn snapshot(name: &str, text: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src/shim/snapshots")
-        .join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/shim/snapshots").join(name);
     if std::env::var_os("CUENV_UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, text).unwrap();
         return;
     }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (run with CUENV_UPDATE_SNAPSHOTS=1 to create)",
-            path.display()
-        )
-    });
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run with CUENV_UPDATE_SNAPSHOTS=1 to create)", path.display()));
     // Git may check the snapshots out with other line ends; compare the text.
-    assert_eq!(
-        text.replace("\r\n", "\n"),
-        want.replace("\r\n", "\n"),
-        "{name} changed; review and rerun with CUENV_UPDATE_SNAPSHOTS=1"
-    );
+    assert_eq!(text.replace("\r\n", "\n"), want.replace("\r\n", "\n"), "{name} changed; review and rerun with CUENV_UPDATE_SNAPSHOTS=1");
 }
 
 #[test]
 fn snapshots() {
     for shell in Shell::ALL {
-        let a = if matches!(shell, Shell::Cmd | Shell::PowerShell) {
-            win_activation()
-        } else {
-            unix_activation()
-        };
+        let a = if matches!(shell, Shell::Cmd | Shell::PowerShell) { win_activation() } else { unix_activation() };
         let ext = shell.extension();
         snapshot(&format!("activate.{ext}"), &render_activate(shell, &a));
         snapshot(&format!("deactivate.{ext}"), &render_deactivate(shell, &a));
     }
-    snapshot(
-        "activate-ascii.bat",
-        &render_activate(Shell::Cmd, &ascii_win_activation()),
-    );
+    snapshot("activate-ascii.bat", &render_activate(Shell::Cmd, &ascii_win_activation()));
 }
 
 // ---- files -----------------------------------------------------------------------------------
@@ -506,19 +358,10 @@ fn write_and_remove_only_touch_our_files() {
     let a = ascii_win_activation();
     let path = dir.path().join(file_name("tf28", Shell::Cmd));
     let text = render_activate(Shell::Cmd, &a);
-    assert_eq!(
-        write(&path, Shell::Cmd, &text).unwrap(),
-        WriteOutcome::Created
-    );
-    assert_eq!(
-        write(&path, Shell::Cmd, &text).unwrap(),
-        WriteOutcome::Unchanged
-    );
+    assert_eq!(write(&path, Shell::Cmd, &text).unwrap(), WriteOutcome::Created);
+    assert_eq!(write(&path, Shell::Cmd, &text).unwrap(), WriteOutcome::Unchanged);
     let text2 = render_activate(Shell::Cmd, &win_activation());
-    assert_eq!(
-        write(&path, Shell::Cmd, &text2).unwrap(),
-        WriteOutcome::Updated
-    );
+    assert_eq!(write(&path, Shell::Cmd, &text2).unwrap(), WriteOutcome::Updated);
     assert_eq!(std::fs::read(&path).unwrap(), text2.as_bytes());
     assert!(remove(&path).unwrap());
     assert!(!remove(&path).unwrap());
@@ -527,29 +370,13 @@ fn write_and_remove_only_touch_our_files() {
     std::fs::write(&foreign, "@echo off\r\nset CUDA_PATH=C:\\mine\r\n").unwrap();
     let err = write(&foreign, Shell::Cmd, &text).unwrap_err();
     assert!(matches!(err, Error::Foreign { .. }), "{err}");
-    assert!(
-        crate::error::Diagnose::hint(&err)
-            .unwrap()
-            .contains("cuenv-shim v1")
-    );
+    assert!(crate::error::Diagnose::hint(&err).unwrap().contains("cuenv-shim v1"));
     assert!(matches!(remove(&foreign), Err(Error::Foreign { .. })));
-    assert_eq!(
-        std::fs::read_to_string(&foreign).unwrap(),
-        "@echo off\r\nset CUDA_PATH=C:\\mine\r\n"
-    );
+    assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "@echo off\r\nset CUDA_PATH=C:\\mine\r\n");
 
     // PowerShell files carry a BOM, and are still recognised as ours.
     let ps = dir.path().join(file_name("tf28", Shell::PowerShell));
-    write(
-        &ps,
-        Shell::PowerShell,
-        &render_activate(Shell::PowerShell, &a),
-    )
-    .unwrap();
-    assert!(
-        std::fs::read(&ps)
-            .unwrap()
-            .starts_with(b"\xEF\xBB\xBF# cuenv-shim v1\r\n")
-    );
+    write(&ps, Shell::PowerShell, &render_activate(Shell::PowerShell, &a)).unwrap();
+    assert!(std::fs::read(&ps).unwrap().starts_with(b"\xEF\xBB\xBF# cuenv-shim v1\r\n"));
     assert!(remove(&ps).unwrap());
 }

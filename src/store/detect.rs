@@ -73,9 +73,8 @@ pub struct Detected {
 static DISPATCHER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)^(cudnn64_(\d+)\.dll|libcudnn\.so\.(\d+)(\.\d+)*)$").unwrap());
 static VARIANT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\d+\.\d+$").unwrap());
 /// `cudnn-windows-x86_64-9.5.0.50_cuda12-archive`, `..._cuda11.5-archive`
-static ARCHIVE_NAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)cudnn-(windows|linux)-([a-z0-9_]+)-(\d+\.\d+\.\d+(?:\.\d+)?)_cuda(\d+)(?:\.\d+)?-archive").unwrap()
-});
+static ARCHIVE_NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)cudnn-(windows|linux)-([a-z0-9_]+)-(\d+\.\d+\.\d+(?:\.\d+)?)_cuda(\d+)(?:\.\d+)?-archive").unwrap());
 /// `cudnn-11.2-windows-x64-v8.1.1.33`, `cudnn-10.2-linux-x64-v8.2.1.32`
 static LEGACY_NAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)cudnn-(\d+)\.(\d+)-(windows|linux)\d*-x64-v(\d+\.\d+\.\d+(?:\.\d+)?)").unwrap());
 /// `nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl`
@@ -127,11 +126,7 @@ fn root_of(lib_dir: &str) -> (String, Option<String>) {
 /// unknown platforms. Each names what to pass or fix.
 pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: &Hints) -> Result<Detected, Error> {
     // 1. Dispatchers and their roots.
-    let dispatchers: Vec<&String> = items
-        .iter()
-        .filter(|(p, it)| !matches!(it, Item::Dir) && DISPATCHER.is_match(file_name(p)))
-        .map(|(p, _)| p)
-        .collect();
+    let dispatchers: Vec<&String> = items.iter().filter(|(p, it)| !matches!(it, Item::Dir) && DISPATCHER.is_match(file_name(p))).map(|(p, _)| p).collect();
     if dispatchers.is_empty() {
         return Err(Error::NoCudnn { path: source.into() });
     }
@@ -187,7 +182,13 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
         matching.sort_by_key(|v| v.parse::<Version>().ok());
         match matching.last() {
             Some(v) => Some((*v).clone()),
-            None => return Err(Error::CudaConflict { path: source.into(), claims: vec![(want, "--cuda".into())], detail: format!("this tree only holds CUDA variants {}", all.join(", ")) }),
+            None => {
+                return Err(Error::CudaConflict {
+                    path: source.into(),
+                    claims: vec![(want, "--cuda".into())],
+                    detail: format!("this tree only holds CUDA variants {}", all.join(", ")),
+                });
+            }
         }
     };
     if let Some(v) = &chosen_variant {
@@ -207,9 +208,11 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
         let mut comps = rel.split('/');
         let _first = comps.next();
         if let Some(second) = comps.next()
-            && VARIANT.is_match(second) && Some(second) != chosen_variant.as_deref() {
-                continue;
-            }
+            && VARIANT.is_match(second)
+            && Some(second) != chosen_variant.as_deref()
+        {
+            continue;
+        }
         keep.insert(rel, it.clone());
     }
     // Symlinks were checked against the archive root while extracting; the entry is only
@@ -240,7 +243,11 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     let dispatcher_path = native(raw, &resolve_link(items, &dispatcher));
     let info = binfmt::inspect(&dispatcher_path).map_err(|e| Error::BadLibrary { path: source.into(), member: dispatcher.clone(), detail: e.to_string() })?;
     let Some(mut platform) = info.platform else {
-        return Err(Error::BadLibrary { path: source.into(), member: dispatcher.clone(), detail: format!("built for {}, which no cuDNN release targets", info.describe) });
+        return Err(Error::BadLibrary {
+            path: source.into(),
+            member: dispatcher.clone(),
+            detail: format!("built for {}, which no cuDNN release targets", info.describe),
+        });
     };
     if platform == Platform::LinuxSbsa && (hints.source_name.contains("linux-aarch64") || root.contains("linux-aarch64")) {
         platform = Platform::LinuxAarch64;
@@ -260,11 +267,7 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     let lib_rel = rel_to(&root, &lib_dir);
     if platform.is_windows() {
         layout.bin = Some(lib_rel.clone());
-        layout.lib = keep
-            .keys()
-            .filter(|p| file_name(p).eq_ignore_ascii_case("cudnn.lib") && in_variant(p))
-            .map(|p| parent(p).to_string())
-            .next();
+        layout.lib = keep.keys().filter(|p| file_name(p).eq_ignore_ascii_case("cudnn.lib") && in_variant(p)).map(|p| parent(p).to_string()).next();
     } else {
         layout.lib = Some(lib_rel.clone());
     }
@@ -307,10 +310,14 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     };
     for (v, from) in &versions {
         if !best.0.starts_with(&v.truncated(3)) || !v.starts_with(&best.0.truncated(v.parts().len().min(3))) {
-            return Err(Error::VersionConflict { path: source.into(), claims: Box::new([(best.0.to_string(), best.1.clone()), (v.to_string(), from.clone())]) });
+            return Err(Error::VersionConflict {
+                path: source.into(),
+                claims: Box::new([(best.0.to_string(), best.1.clone()), (v.to_string(), from.clone())]),
+            });
         }
     }
-    let dispatcher_major: u64 = DISPATCHER.captures(file_name(&dispatcher)).and_then(|c| c.get(2).or(c.get(3))).and_then(|m| m.as_str().parse().ok()).unwrap_or(0);
+    let dispatcher_major: u64 =
+        DISPATCHER.captures(file_name(&dispatcher)).and_then(|c| c.get(2).or(c.get(3))).and_then(|m| m.as_str().parse().ok()).unwrap_or(0);
     if dispatcher_major != best.0.major() {
         return Err(Error::VersionConflict {
             path: source.into(),
@@ -320,17 +327,7 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
             ]),
         });
     }
-    Ok(Detected {
-        root,
-        keep,
-        version: best.0,
-        version_source: best.1,
-        cuda_major,
-        cuda_source,
-        platform,
-        libraries,
-        layout,
-    })
+    Ok(Detected { root, keep, version: best.0, version_source: best.1, cuda_major, cuda_source, platform, libraries, layout })
 }
 
 /// Follows symlinks inside the tree (at most 8 hops) to the file a path names.

@@ -104,7 +104,9 @@ pub fn records(items: &BTreeMap<String, Item>) -> Vec<FileRecord> {
         .iter()
         .map(|(path, item)| match item {
             Item::Dir => FileRecord { path: path.clone(), kind: "dir".into(), size: None, sha256: None, target: None },
-            Item::File { size, sha256 } => FileRecord { path: path.clone(), kind: "file".into(), size: Some(*size), sha256: Some(sha256.clone()), target: None },
+            Item::File { size, sha256 } => {
+                FileRecord { path: path.clone(), kind: "file".into(), size: Some(*size), sha256: Some(sha256.clone()), target: None }
+            }
             Item::Symlink { target } => FileRecord { path: path.clone(), kind: "symlink".into(), size: None, sha256: None, target: Some(target.clone()) },
         })
         .collect()

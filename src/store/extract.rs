@@ -17,13 +17,13 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sha2::{Digest, Sha256};
 
-use super::member::{self, CaseIndex, Kind, PathIndex};
 use super::Error;
+use super::member::{self, CaseIndex, Kind, PathIndex};
 use crate::progress::Progress;
 
 /// The buffer size of one streaming worker, in bytes.
@@ -94,10 +94,7 @@ pub fn detect_kind(path: &Path) -> Result<SourceKind, Error> {
     if magic.starts_with(&[0x1F, 0x8B]) {
         return Ok(SourceKind::TarGz);
     }
-    Err(Error::UnknownInput {
-        path: path.into(),
-        why: "its content is not a zip, .tar.xz or .tgz archive".into(),
-    })
+    Err(Error::UnknownInput { path: path.into(), why: "its content is not a zip, .tar.xz or .tgz archive".into() })
 }
 
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
@@ -235,7 +232,13 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
         let name = String::from_utf8_lossy(f.name_raw()).into_owned();
         let bad = |rule: String| Error::BadMember { archive: source.into(), member: name.clone(), rule };
         let Some(path) = admit(source, &mut case, &name)? else { continue };
-        let kind = if f.is_dir() { Kind::Dir } else if f.is_symlink() { Kind::Symlink } else { Kind::File };
+        let kind = if f.is_dir() {
+            Kind::Dir
+        } else if f.is_symlink() {
+            Kind::Symlink
+        } else {
+            Kind::File
+        };
         paths.claim(&path, kind).map_err(|r| bad(r.0))?;
         if f.is_dir() {
             items.insert(path, Item::Dir);
@@ -246,10 +249,7 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
             let mut target = String::new();
             // by_index_raw gives the stored bytes; read the decompressed target instead.
             drop(f);
-            zip.by_index(index)
-                .map_err(|e| corrupt(source, e))?
-                .read_to_string(&mut target)
-                .map_err(|e| bad(format!("unreadable symlink target ({e})")))?;
+            zip.by_index(index).map_err(|e| corrupt(source, e))?.read_to_string(&mut target).map_err(|e| bad(format!("unreadable symlink target ({e})")))?;
             member::resolve_symlink(&path, &target).map_err(|r| bad(r.0))?;
             symlinks.push((path, target));
         } else {
@@ -303,7 +303,14 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
     Ok(Extracted { items, source_sha256: Some(sha), source_size: Some(size) })
 }
 
-fn zip_worker(source: &Path, raw: &Path, members: Vec<ZipMember>, progress: &dyn Progress, results: &Mutex<Vec<(String, Item)>>, failed: &AtomicBool) -> Result<(), Error> {
+fn zip_worker(
+    source: &Path,
+    raw: &Path,
+    members: Vec<ZipMember>,
+    progress: &dyn Progress,
+    results: &Mutex<Vec<(String, Item)>>,
+    failed: &AtomicBool,
+) -> Result<(), Error> {
     let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, e))?;
     let mut buf = vec![0u8; BUF];
     for m in members {
@@ -502,18 +509,14 @@ fn extract_tar(
                     items.insert(path, Item::File { size: n, sha256: sha });
                 }
                 tar::EntryType::Symlink => {
-                    let target = entry
-                        .link_name_bytes()
-                        .map(|b| String::from_utf8_lossy(&b).into_owned())
-                        .ok_or_else(|| bad("a symlink without a target".into()))?;
+                    let target =
+                        entry.link_name_bytes().map(|b| String::from_utf8_lossy(&b).into_owned()).ok_or_else(|| bad("a symlink without a target".into()))?;
                     member::resolve_symlink(&path, &target).map_err(|r| bad(r.0))?;
                     symlinks.push((path, target));
                 }
                 tar::EntryType::Link => {
-                    let target = entry
-                        .link_name_bytes()
-                        .map(|b| String::from_utf8_lossy(&b).into_owned())
-                        .ok_or_else(|| bad("a hard link without a target".into()))?;
+                    let target =
+                        entry.link_name_bytes().map(|b| String::from_utf8_lossy(&b).into_owned()).ok_or_else(|| bad("a hard link without a target".into()))?;
                     let target = member::normalize(&target).map_err(|r| bad(format!("hard link target: {}", r.0)))?;
                     let Some(Item::File { size, sha256 }) = items.get(&target).cloned() else {
                         return Err(bad(format!("a hard link to `{target}`, which is not an earlier file in the archive")));
@@ -535,11 +538,7 @@ fn extract_tar(
 }
 
 fn tar_error(archive: &Path, e: io::Error) -> Error {
-    if e.kind() == io::ErrorKind::UnexpectedEof {
-        corrupt(archive, "the compressed stream ends early; the archive is truncated")
-    } else {
-        corrupt(archive, e)
-    }
+    if e.kind() == io::ErrorKind::UnexpectedEof { corrupt(archive, "the compressed stream ends early; the archive is truncated") } else { corrupt(archive, e) }
 }
 
 struct NoAdvance;
@@ -580,7 +579,13 @@ fn copy_folder(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
         }
         let dest = native(raw, &path);
         let ft = e.file_type();
-        let kind = if ft.is_dir() { Kind::Dir } else if ft.is_symlink() { Kind::Symlink } else { Kind::File };
+        let kind = if ft.is_dir() {
+            Kind::Dir
+        } else if ft.is_symlink() {
+            Kind::Symlink
+        } else {
+            Kind::File
+        };
         index.claim(&path, kind).map_err(|r| bad(r.0))?;
         if ft.is_dir() {
             fs::create_dir_all(&dest).map_err(write_err(&dest))?;
@@ -606,7 +611,6 @@ fn copy_folder(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
     progress.finish();
     Ok(Extracted { items, source_sha256: None, source_size: None })
 }
-
 
 /// The normalized path of archive member `name` of `source`, checked against the names seen
 /// so far (two names equal but for case are refused: they collide on Windows); `None` for

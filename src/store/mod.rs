@@ -99,24 +99,42 @@ impl Diagnose for Error {
         Some(match self {
             Read { .. } => "check the path and its permissions".into(),
             Write { .. } => "check free space and permissions of the cuenv home (--home or CUENV_HOME)".into(),
-            UnknownInput { .. } => "pass an official cuDNN .zip / .tar.xz, a legacy cuda/ .zip / .tgz, an nvidia-cudnn-cu* wheel, or an extracted folder".into(),
+            UnknownInput { .. } => {
+                "pass an official cuDNN .zip / .tar.xz, a legacy cuda/ .zip / .tgz, an nvidia-cudnn-cu* wheel, or an extracted folder".into()
+            }
             BadMember { .. } | CaseCollision { .. } | Bomb { .. } => "this archive is unsafe to extract; download it again from NVIDIA or PyPI".into(),
             SizeMismatch { .. } | BadCrc { .. } | Corrupt { .. } | Record { .. } => "the file is damaged or incomplete; download it again".into(),
             Sha256Mismatch { .. } => "the file is not the one you expected: download it again, or check the --sha256 value against NVIDIA's manifest".into(),
             NoCudnn { .. } => "point at an archive or folder that contains cuDNN's bin/ or lib/ (e.g. site-packages/nvidia/cudnn)".into(),
             SeveralReleases { .. } => "import one release folder at a time".into(),
             CudaUnknown { variants, .. } => {
-                let majors: Vec<String> = variants.iter().filter_map(|v| v.split('.').next()).map(|m| format!("--cuda {m}")).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-                if majors.is_empty() { "pass --cuda MAJOR (e.g. --cuda 12) to say which CUDA major this build is for".into() } else { format!("pass {}", majors.join(" or ")) }
+                let majors: Vec<String> = variants
+                    .iter()
+                    .filter_map(|v| v.split('.').next())
+                    .map(|m| format!("--cuda {m}"))
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                if majors.is_empty() {
+                    "pass --cuda MAJOR (e.g. --cuda 12) to say which CUDA major this build is for".into()
+                } else {
+                    format!("pass {}", majors.join(" or "))
+                }
             }
             CudaConflict { .. } => "pass the --cuda value that matches the archive, or fix the file name".into(),
-            VersionUnknown { .. } => "import the archive or wheel as downloaded (its name carries the version), or a folder with include/cudnn_version.h".into(),
+            VersionUnknown { .. } => {
+                "import the archive or wheel as downloaded (its name carries the version), or a folder with include/cudnn_version.h".into()
+            }
             VersionConflict { .. } => "the archive's name and content disagree; download it again from NVIDIA or PyPI".into(),
             BadLibrary { .. } => "the release mixes libraries of different platforms or is damaged; download it again".into(),
             Sha256OnFolder { .. } => "--sha256 checks an archive's bytes; drop it for folders".into(),
             BadSha256Arg(_) => "copy the sha256 from NVIDIA's redistrib_<version>.json or PyPI".into(),
             NotFound { known, .. } => {
-                if known.is_empty() { "the store is empty; add a release with `cuenv store add <archive>`".into() } else { format!("run `cuenv store list`; known entries: {}", known.join(", ")) }
+                if known.is_empty() {
+                    "the store is empty; add a release with `cuenv store add <archive>`".into()
+                } else {
+                    format!("run `cuenv store list`; known entries: {}", known.join(", "))
+                }
             }
             Ambiguous { .. } => "give more characters of the id, or the full name".into(),
             InUse { .. } => "apply a profile file that no longer uses it, then `cuenv gc` removes generations and entries nothing refers to".into(),
@@ -214,24 +232,31 @@ impl<'a> Store<'a> {
         self.clean_staging(lock)?;
         let staging_root = self.layout.staging_dir();
         fs::create_dir_all(&staging_root).map_err(|source| Error::Write { path: staging_root.clone(), source })?;
-        let staging = tempfile::Builder::new()
-            .prefix("import-")
-            .tempdir_in(&staging_root)
-            .map_err(|source| Error::Write { path: staging_root.clone(), source })?;
+        let staging =
+            tempfile::Builder::new().prefix("import-").tempdir_in(&staging_root).map_err(|source| Error::Write { path: staging_root.clone(), source })?;
         let result = self.add_staged(staging.path(), input, kind, expected, opts, progress);
         // Read-only files inside would make TempDir's own cleanup fail on some systems.
         let _ = fsutil::remove_tree(staging.path());
         result
     }
 
-    fn add_staged(&self, staging: &Path, input: &Path, kind: SourceKind, expected: Option<String>, opts: &AddOptions, progress: &dyn Progress) -> Result<Added, Error> {
+    fn add_staged(
+        &self,
+        staging: &Path,
+        input: &Path,
+        kind: SourceKind,
+        expected: Option<String>,
+        opts: &AddOptions,
+        progress: &dyn Progress,
+    ) -> Result<Added, Error> {
         let raw = staging.join("raw");
         fs::create_dir(&raw).map_err(|source| Error::Write { path: raw.clone(), source })?;
         let extracted = extract::extract(input, kind, &raw, progress)?;
         if let (Some(want), Some(got)) = (&expected, &extracted.source_sha256)
-            && want != got {
-                return Err(Error::Sha256Mismatch { path: input.into(), expected: want.clone(), actual: got.clone() });
-            }
+            && want != got
+        {
+            return Err(Error::Sha256Mismatch { path: input.into(), expected: want.clone(), actual: got.clone() });
+        }
         let source_name = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| input.display().to_string());
         let mut hints = detect::Hints { source_name: source_name.clone(), cuda: opts.cuda, metadata: None };
         if kind == SourceKind::Wheel {
@@ -247,7 +272,11 @@ impl<'a> Store<'a> {
         fs::create_dir(&entry_dir).map_err(|source| Error::Write { path: entry_dir.clone(), source })?;
         for (rel, item) in &found.keep {
             if rel == ENTRY_FILE {
-                return Err(Error::BadMember { archive: input.into(), member: rel.clone(), rule: format!("`{ENTRY_FILE}` at the release root is reserved for cuenv's metadata") });
+                return Err(Error::BadMember {
+                    archive: input.into(),
+                    member: rel.clone(),
+                    rule: format!("`{ENTRY_FILE}` at the release root is reserved for cuenv's metadata"),
+                });
             }
             let to = extract::native(&entry_dir, rel);
             match item {
@@ -326,10 +355,7 @@ impl<'a> Store<'a> {
             return Ok(hit.clone());
         }
         let q = query.to_ascii_lowercase();
-        let hits: Vec<&(PathBuf, EntryMeta)> = all
-            .iter()
-            .filter(|(_, m)| m.name.starts_with(query) || (q.len() >= 4 && m.id.starts_with(&q)))
-            .collect();
+        let hits: Vec<&(PathBuf, EntryMeta)> = all.iter().filter(|(_, m)| m.name.starts_with(query) || (q.len() >= 4 && m.id.starts_with(&q))).collect();
         match hits.len() {
             1 => Ok(hits[0].clone()),
             0 => Err(Error::NotFound { query: query.into(), known: all.iter().map(|(_, m)| m.name.clone()).collect() }),
@@ -363,9 +389,11 @@ impl<'a> Store<'a> {
             let ft = e.file_type();
             let ok = match rec.kind.as_str() {
                 "dir" => ft.is_dir(),
-                "symlink" => ft.is_symlink() && fs::read_link(e.path()).map(|t| Some(t.to_string_lossy().replace('\\', "/")) == rec.target).unwrap_or(false)
+                "symlink" => {
+                    ft.is_symlink() && fs::read_link(e.path()).map(|t| Some(t.to_string_lossy().replace('\\', "/")) == rec.target).unwrap_or(false)
                     // On Windows symlinks are stored as copies of their target.
-                    || (cfg!(windows) && ft.is_file()),
+                    || (cfg!(windows) && ft.is_file())
+                }
                 _ => ft.is_file() && extract::hash_file(e.path()).map(|(n, h)| Some(n) == rec.size && Some(&h) == rec.sha256.as_ref()).unwrap_or(false),
             };
             if !ok {
@@ -450,7 +478,9 @@ fn verify_record(archive: &Path, raw: &Path, items: &BTreeMap<String, Item>) -> 
         let Some(b64) = hash.strip_prefix("sha256=") else {
             return Err(rec(path, format!("RECORD gives `{hash}`, not a sha256")));
         };
-        let digest = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(b64.trim_end_matches('=')).map_err(|_| rec(path, format!("RECORD hash `{b64}` is not base64")))?;
+        let digest = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(b64.trim_end_matches('='))
+            .map_err(|_| rec(path, format!("RECORD hash `{b64}` is not base64")))?;
         if hex::encode(digest) != *sha256 {
             return Err(rec(path, "its SHA-256 differs from RECORD's".into()));
         }

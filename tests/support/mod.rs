@@ -70,13 +70,7 @@ impl TestContext {
     /// `store add <path> [args] --json`; asserts success and returns the one entry row.
     pub fn add_ok(&self, path: &Path, args: &[&str]) -> serde_json::Value {
         let out = self.cmd().args(["store", "add"]).arg(path).args(args).arg("--json").output().unwrap();
-        assert!(
-            out.status.success(),
-            "store add {} failed ({:?}):\n{}",
-            path.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "store add {} failed ({:?}):\n{}", path.display(), out.status, String::from_utf8_lossy(&out.stderr));
         let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("add --json prints JSON");
         assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
         rows[0].clone()
@@ -1125,7 +1119,11 @@ pub mod hostile {
         let member = format!("{stem}/{link}");
         t.symlink(&member, target);
         let path = dir.join(format!("{stem}.{}", if zip { "zip" } else { "tar.xz" }));
-        if zip { t.write_zip(&path); } else { t.write_tar_xz(&path); }
+        if zip {
+            t.write_zip(&path);
+        } else {
+            t.write_tar_xz(&path);
+        }
         (path, member)
     }
 

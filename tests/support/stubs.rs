@@ -91,4 +91,3 @@ impl Stubs {
         self.build("cudart", "libcudart.so.12", &["CUDART=12060"])
     }
 }
-
