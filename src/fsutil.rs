@@ -126,14 +126,7 @@ fn set_readonly(path: &Path, readonly: bool) -> io::Result<()> {
     fs::set_permissions(path, perms)
 }
 
-/// Human-readable size in binary units (`1.5 MiB`).
+/// Human-readable size in binary units (`1.50 MiB`), as indicatif's [`indicatif::BinaryBytes`] writes it.
 pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[u]) }
+    indicatif::BinaryBytes(bytes).to_string()
 }

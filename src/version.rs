@@ -4,6 +4,11 @@
 //! (e.g. `9.5.0.50`). The fourth part (the build) is only known from a wheel's name or
 //! METADATA, an official archive's name, or a Windows DLL's VERSIONINFO; the header
 //! `include/cudnn_version.h` carries only the first three (field notes §2, §7b).
+//!
+//! Why not the `semver` crate: semver versions have exactly three parts, so it cannot
+//! parse `9.5.0.50`; and its requirement syntax reads a bare `8.9` as `^8.9` (any 8.x from
+//! 8.9 on), where a cuDNN requirement `8.9` means `8.9.*` (the way people name a cuDNN
+//! release, and what frameworks pin). So versions and requirements are parsed here.
 
 use std::fmt;
 use std::str::FromStr;

@@ -43,7 +43,7 @@ pub enum Command {
     /// List CUDA toolkit roots: their version, runtime, and any cuDNN copied in by hand.
     ///
     /// Searched: %ProgramFiles%\NVIDIA GPU Computing Toolkit\CUDA\v*, CUDA_PATH and
-    /// CUDA_PATH_V<maj>_<min> (Windows); /usr/local/cuda-*, /usr/local/cuda, /opt/cuda,
+    /// CUDA_PATH_V{major}_{minor} (Windows); /usr/local/cuda-*, /usr/local/cuda, /opt/cuda,
     /// CUDA_HOME, CUDA_PATH (Linux); plus CUENV_TOOLKIT_PATHS everywhere.
     Toolkits {
         /// Print JSON.

@@ -81,7 +81,7 @@ pub fn offers(doc: &Value, base: &str, url: &str) -> Result<(String, Vec<Offer>)
             Some(Value::Number(n)) => n.as_u64(),
             _ => None,
         };
-        let full = format!("{base}{rel}");
+        let full = super::pypi::join_url(base, rel);
         Ok(Artifact { file_name: file_name_of(&full), url: full, sha256, size, version: version.clone() })
     };
     let mut out = Vec::new();
@@ -114,7 +114,7 @@ pub fn resolve(client: &Client, base: &str, version: &Version, cuda: u64, platfo
     let mut offered = BTreeSet::new();
     let mut found_any = false;
     for name in manifest_names(version) {
-        let url = format!("{base}{name}");
+        let url = super::pypi::join_url(base, &name);
         tried.push(name);
         let Some(doc) = client.get_json(&url, what)? else { continue };
         found_any = true;

@@ -165,49 +165,14 @@ pub fn release_doc(project_doc: &Value, version: &str) -> Option<Value> {
 }
 
 /// `href` resolved against `base` (the URL of the document that holds it), as a browser
-/// would (RFC 3986 §5.2): PyPI gives absolute URLs, mirrors often relative ones such as
-/// `../../packages/ab/cd/x.whl`.
+/// would (RFC 3986 §5.2, by the `url` crate): PyPI gives absolute URLs, mirrors often
+/// relative ones such as `../../packages/ab/cd/x.whl`. A `base` that is not a URL leaves
+/// `href` as it is (the download then fails, naming it).
 pub fn join_url(base: &str, href: &str) -> String {
-    if href.contains("://") {
-        return href.to_string();
+    match url::Url::parse(base).and_then(|b| b.join(href)) {
+        Ok(u) => u.into(),
+        Err(_) => href.to_string(),
     }
-    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
-    if let Some(rest) = href.strip_prefix("//") {
-        return format!("{}{rest}", &base[..scheme_end]);
-    }
-    let base = base.split(['?', '#']).next().unwrap_or(base);
-    let path_start = base[scheme_end..].find('/').map(|i| scheme_end + i).unwrap_or(base.len());
-    let (origin, base_path) = base.split_at(path_start);
-    let (href_path, suffix) = match href.find(['?', '#']) {
-        Some(i) => href.split_at(i),
-        None => (href, ""),
-    };
-    let merged = if href_path.starts_with('/') {
-        href_path.to_string()
-    } else {
-        let dir = &base_path[..base_path.rfind('/').map(|i| i + 1).unwrap_or(0)];
-        format!("{}{href_path}", if dir.is_empty() { "/" } else { dir })
-    };
-    let mut out: Vec<&str> = Vec::new();
-    let segments: Vec<&str> = merged.split('/').skip(1).collect();
-    for (i, seg) in segments.iter().enumerate() {
-        let last = i + 1 == segments.len();
-        match *seg {
-            "." => {
-                if last {
-                    out.push("");
-                }
-            }
-            ".." => {
-                out.pop();
-                if last {
-                    out.push("");
-                }
-            }
-            s => out.push(s),
-        }
-    }
-    format!("{origin}/{}{suffix}", out.join("/"))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::{Shell, is_ours};
 use crate::error::{Diagnose, ExitCode};
 
-/// Failures of [`write`] and [`remove`].
+/// Failures of [`write()`] and [`remove`].
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The file exists and was not written by cuenv (no marker line).
@@ -43,7 +43,7 @@ impl Diagnose for Error {
     }
 }
 
-/// What [`write`] did.
+/// What [`write()`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteOutcome {
     /// There was no file.

@@ -4,7 +4,7 @@
 //! PowerShell (`.ps1`), POSIX shells (`.sh`: sh, dash, bash, zsh) and fish (`.fish`). conda runs
 //! the one whose extension matches the shell from `etc/conda/activate.d` / `deactivate.d`, and
 //! `cuenv env` prints the same text. This module only renders text ([`render_activate`],
-//! [`render_deactivate`]) and writes or removes files that are cuenv's own ([`write`],
+//! [`render_deactivate`]) and writes or removes files that are cuenv's own ([`write()`],
 //! [`remove`]).
 //!
 //! Invariants, in every shell:
@@ -249,7 +249,7 @@ fn plan(a: &Activation) -> Plan {
 
 /// The activation script for `shell`: source it (POSIX, fish), dot-source it (PowerShell) or
 /// `CALL` it (cmd). Lines end in CRLF for cmd and PowerShell, LF otherwise. Write it with
-/// [`write`] (or [`encode`]): PowerShell files get a UTF-8 BOM.
+/// [`write()`] (or [`encode`]): PowerShell files get a UTF-8 BOM.
 ///
 /// # Panics
 /// On a profile or variable name that [`validate`] rejects.
