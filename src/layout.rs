@@ -4,8 +4,66 @@
 //! `%LOCALAPPDATA%\cuenv` on Windows, `$XDG_DATA_HOME/cuenv` or `~/.local/share/cuenv`
 //! elsewhere. A `Layout` is passed explicitly to everything that touches disk (no global
 //! state), so tests can use many homes in one process.
+//!
+//! The home carries a format version in `<home>/format` (one decimal number). A home
+//! without that file is format 1 (every home written before the file existed); cuenv
+//! reads homes of its own format or older and refuses newer ones
+//! ([`Layout::check_format`]), so an old cuenv never half-understands a newer home.
 
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
+
+/// The format of the homes this cuenv writes. Bump it when a file cuenv keeps in the home
+/// changes in a way an older cuenv would misread, and teach [`Layout::check_format`] to
+/// read (or migrate) the older ones.
+pub const HOME_FORMAT: u32 = 1;
+
+/// A home cuenv cannot use as it is.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    /// The home was written by a newer cuenv.
+    #[error("the cuenv home {home} has format {found}, newer than this cuenv's format {HOME_FORMAT}")]
+    Newer {
+        /// The home folder.
+        home: PathBuf,
+        /// The format its `format` file names.
+        found: u32,
+    },
+    /// `<home>/format` is not one decimal number.
+    #[error("{path} does not hold a home format number (it holds `{text}`)")]
+    Unreadable {
+        /// The `format` file.
+        path: PathBuf,
+        /// What it holds (at most 40 characters).
+        text: String,
+    },
+    /// `<home>/format` could not be read or written.
+    #[error("cannot access {path}")]
+    Io {
+        /// The `format` file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl crate::error::Diagnose for FormatError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
+            FormatError::Newer { .. } => "upgrade cuenv, or use another home with --home DIR / CUENV_HOME".into(),
+            FormatError::Unreadable { path, .. } => format!("write the number {HOME_FORMAT} into {} if this home was made by this cuenv", path.display()),
+            FormatError::Io { .. } => "check the home folder's permissions, or use another home with --home DIR".into(),
+        })
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        match self {
+            FormatError::Io { .. } => crate::error::ExitCode::Failure,
+            _ => crate::error::ExitCode::Invalid,
+        }
+    }
+}
 
 /// All paths under one cuenv home. Nothing is created by constructing it.
 #[derive(Debug, Clone)]
@@ -73,5 +131,119 @@ impl Layout {
     /// `<home>/active`: the stable link to the active profile's view.
     pub fn active_link(&self) -> PathBuf {
         self.home.join("active")
+    }
+
+    /// `<home>/.active.new`: where the next `active` link is made before it replaces the
+    /// old one with one rename.
+    pub fn active_staging(&self) -> PathBuf {
+        self.home.join(".active.new")
+    }
+
+    /// `<home>/.profiles.new`: where the next `profiles` link is made before it replaces
+    /// the old one (the commit point of a switch).
+    pub fn profiles_staging(&self) -> PathBuf {
+        self.home.join(".profiles.new")
+    }
+
+    /// `<home>/journal.toml`: the record of a switch in progress; its presence means a
+    /// switch was interrupted and the next writer finishes or undoes it.
+    pub fn journal(&self) -> PathBuf {
+        self.home.join("journal.toml")
+    }
+
+    /// `<home>/history.jsonl`: one JSON record per switch, appended.
+    pub fn history(&self) -> PathBuf {
+        self.home.join("history.jsonl")
+    }
+
+    /// `<home>/generations/<n>`: generation `n`'s folder.
+    pub fn generation_dir(&self, n: u64) -> PathBuf {
+        self.generations_dir().join(n.to_string())
+    }
+
+    /// `<home>/generations/.tmp-<n>`: where generation `n` is built before one rename
+    /// publishes it.
+    pub fn generation_staging(&self, n: u64) -> PathBuf {
+        self.generations_dir().join(format!(".tmp-{n}"))
+    }
+
+    /// `<home>/generations/<n>/manifest.toml`: what generation `n` holds.
+    pub fn manifest(&self, n: u64) -> PathBuf {
+        self.generation_dir(n).join("manifest.toml")
+    }
+
+    /// `<home>/generations/<n>/check.json`: the last check results of generation `n`.
+    pub fn check_results(&self, n: u64) -> PathBuf {
+        self.generation_dir(n).join("check.json")
+    }
+
+    /// `<home>/format`: the home's format version ([`HOME_FORMAT`]).
+    pub fn format_file(&self) -> PathBuf {
+        self.home.join("format")
+    }
+
+    /// The home's format: the number in `<home>/format`, or 1 when there is no such file
+    /// (or no home yet).
+    ///
+    /// Errors: [`FormatError::Unreadable`] for anything but one number; [`FormatError::Io`].
+    pub fn format(&self) -> Result<u32, FormatError> {
+        let path = self.format_file();
+        match fs::read_to_string(&path) {
+            Ok(text) => text.trim().parse().map_err(|_| FormatError::Unreadable { path, text: text.trim().chars().take(40).collect() }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(1),
+            Err(source) => Err(FormatError::Io { path, source }),
+        }
+    }
+
+    /// Checked at start by every command that reads the home: a home of a newer format is
+    /// refused ([`FormatError::Newer`]). Returns the home's format.
+    pub fn check_format(&self) -> Result<u32, FormatError> {
+        let found = self.format()?;
+        if found > HOME_FORMAT {
+            return Err(FormatError::Newer { home: self.home.clone(), found });
+        }
+        Ok(found)
+    }
+
+    /// Writes `<home>/format` when the home has none (a writer calls this once it holds the
+    /// writer lock, so every home that cuenv writes says its format).
+    pub fn record_format(&self) -> Result<(), FormatError> {
+        let path = self.format_file();
+        if path.exists() {
+            return Ok(());
+        }
+        crate::fsutil::write_atomic(&path, format!("{HOME_FORMAT}\n").as_bytes()).map_err(|source| FormatError::Io { path, source })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_home_without_a_format_file_is_format_1() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = Layout::new(tmp.path().join("never-made"));
+        assert_eq!(l.check_format().unwrap(), 1);
+        let l = Layout::new(tmp.path());
+        assert_eq!(l.check_format().unwrap(), 1);
+        l.record_format().unwrap();
+        assert_eq!(fs::read_to_string(l.format_file()).unwrap(), format!("{HOME_FORMAT}\n"));
+        assert_eq!(l.check_format().unwrap(), HOME_FORMAT);
+    }
+
+    #[test]
+    fn a_newer_or_unreadable_format_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = Layout::new(tmp.path());
+        fs::write(l.format_file(), format!("{}\n", HOME_FORMAT + 1)).unwrap();
+        let e = l.check_format().unwrap_err();
+        assert!(matches!(e, FormatError::Newer { found, .. } if found == HOME_FORMAT + 1), "{e}");
+        assert!(e.to_string().contains("newer than this cuenv"), "{e}");
+        fs::write(l.format_file(), "two").unwrap();
+        assert!(matches!(l.check_format().unwrap_err(), FormatError::Unreadable { .. }));
+        // An existing format file is never rewritten.
+        l.record_format().unwrap();
+        assert_eq!(fs::read_to_string(l.format_file()).unwrap(), "two");
     }
 }
