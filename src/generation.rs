@@ -134,6 +134,46 @@ impl crate::error::Diagnose for Error {
     }
 }
 
+/// A profile name not in the current generation.
+#[derive(Debug, thiserror::Error)]
+#[error("generation {generation} has no profile `{name}`")]
+pub struct UnknownProfile {
+    /// The name asked for.
+    pub name: String,
+    /// The generation that lacks it.
+    pub generation: u64,
+    /// The profiles that generation has.
+    pub known: Vec<String>,
+}
+
+impl UnknownProfile {
+    /// `name` is not among the profiles of generation `m`.
+    pub fn new(name: &str, m: &Manifest) -> UnknownProfile {
+        UnknownProfile { name: name.into(), generation: m.number, known: m.profiles.iter().map(|p| p.name.clone()).collect() }
+    }
+}
+
+impl crate::error::Diagnose for UnknownProfile {
+    fn hint(&self) -> Option<String> {
+        if self.known.is_empty() {
+            return Some("the current generation has no profiles; add one to your profile file and run `cuenv apply`".into());
+        }
+        let known: Vec<&str> = self.known.iter().map(String::as_str).collect();
+        let guess = crate::profile::did_you_mean(&self.name, &known).map(|g| format!("did you mean `{g}`? ")).unwrap_or_default();
+        Some(format!("{guess}profiles: {}; or add it to your profile file and run `cuenv apply`", known.join(", ")))
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        crate::error::ExitCode::Invalid
+    }
+}
+
+impl Manifest {
+    /// The view of profile `name`, or [`UnknownProfile`].
+    pub fn profile(&self, name: &str) -> Result<&ViewRecord, UnknownProfile> {
+        self.profiles.iter().find(|p| p.name == name).ok_or_else(|| UnknownProfile::new(name, self))
+    }
+}
+
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
     move |source| Error::Io { path: path.into(), source }
 }

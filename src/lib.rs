@@ -14,6 +14,7 @@
 pub mod activate;
 pub mod apply;
 pub mod binfmt;
+pub mod candidates;
 pub mod check;
 pub mod cli;
 pub mod conda;

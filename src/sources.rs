@@ -64,7 +64,7 @@ fn cuda_major(
     pin: Option<&crate::lockfile::Pin>,
     installed: &[Version],
     platform: Platform,
-) -> anyhow::Result<Option<u64>> {
+) -> Result<Option<u64>, Error> {
     match &p.cuda.from {
         Some(src) if src.value == Source::Pypi => {
             let v = plain_version(file, &p.cuda, "cuda")?;
@@ -145,7 +145,7 @@ pub fn ensure(
     pins: &crate::lockfile::Pins,
     ep: &Endpoints,
     progress: &dyn Progress,
-) -> anyhow::Result<Vec<String>> {
+) -> Result<Vec<String>, Error> {
     check(file)?;
     let mut lines = Vec::new();
     let host = Platform::host() == Some(platform);
@@ -164,7 +164,7 @@ pub fn ensure(
     // Versions of the installed toolkit roots, found once. A bad `[toolkits]` root is reported
     // (at its line) by resolution, after the fetches.
     let installed: Vec<Version> =
-        if host { crate::apply::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
+        if host { crate::candidates::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
     for p in &file.profiles {
         let pin = pins.get(&p.name);
         let cx = Cx { layout, lock, ep, progress };
@@ -291,5 +291,47 @@ impl crate::error::Diagnose for PinMismatch {
     }
     fn exit_code(&self) -> crate::error::ExitCode {
         crate::error::ExitCode::Invalid
+    }
+}
+
+/// Why the `from` sources of a profile file could not be brought into the store: the error of
+/// the step that failed, with its hint and exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A `from` the profile file cannot serve (with its line and column).
+    #[error(transparent)]
+    Profile(#[from] profile::Error),
+    /// Building a CUDA runtime root from PyPI wheels failed.
+    #[error(transparent)]
+    Runtime(#[from] crate::runtime::Error),
+    /// Finding or downloading a cuDNN release failed.
+    #[error(transparent)]
+    Fetch(#[from] fetch::Error),
+    /// Importing into the store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    /// The source serves other bytes than `lab.lock` pins.
+    #[error(transparent)]
+    Pin(#[from] PinMismatch),
+}
+
+impl crate::error::Diagnose for Error {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Error::Profile(e) => e.hint(),
+            Error::Runtime(e) => e.hint(),
+            Error::Fetch(e) => e.hint(),
+            Error::Store(e) => e.hint(),
+            Error::Pin(e) => e.hint(),
+        }
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        match self {
+            Error::Profile(e) => e.exit_code(),
+            Error::Runtime(e) => e.exit_code(),
+            Error::Fetch(e) => e.exit_code(),
+            Error::Store(e) => e.exit_code(),
+            Error::Pin(e) => e.exit_code(),
+        }
     }
 }

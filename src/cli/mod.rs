@@ -1,6 +1,7 @@
 //! The command-line layer: argument parsing (clap), printing, and exit codes.
 //! The only module that writes to stdout/stderr.
 
+pub mod diagnostics;
 mod doctor;
 mod fetch;
 mod probe;
@@ -9,14 +10,13 @@ mod reporter;
 mod store;
 mod toolkits;
 
-pub use profiles::UnknownProfile;
-
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::{self, ExitCode};
+use crate::error::{ExitCode, Hinted};
 use crate::layout::Layout;
+use diagnostics::Report;
 
 /// cuenv: declarative, reversible cuDNN environments per CUDA toolkit.
 #[derive(Debug, Parser)]
@@ -218,20 +218,21 @@ pub fn main() -> i32 {
     match run(cli) {
         Ok(code) => code as i32,
         Err(err) => {
-            eprint!("{}", error::render(&err));
-            error::exit_code(&err) as i32
+            eprint!("{}", err.render());
+            err.exit_code() as i32
         }
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+fn run(cli: Cli) -> Result<ExitCode, Report> {
     if let Command::Probe(args) = &cli.command {
         return probe::run(args); // needs no home
     }
     let home = match cli.home {
         Some(h) => h,
-        None => Layout::default_home()
-            .ok_or_else(|| error::hinted("cannot find a home folder for cuenv", "pass --home DIR or set CUENV_HOME", ExitCode::Failure))?,
+        None => {
+            Layout::default_home().ok_or_else(|| Hinted::new("cannot find a home folder for cuenv", "pass --home DIR or set CUENV_HOME", ExitCode::Failure))?
+        }
     };
     let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet };
     match cli.command {

@@ -2,14 +2,15 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use serde::Serialize;
 
+use super::diagnostics::Report;
 use super::{Ctx, print_json};
 use crate::apply::{self, VIEW_LINKS};
 use crate::binfmt::Platform;
-use crate::error::ExitCode;
+use crate::error::{ExitCode, Hinted};
 use crate::generation;
+use crate::generation::UnknownProfile;
 use crate::link::{self, LinkKind};
 use crate::lock::WriterLock;
 use crate::lockfile;
@@ -19,7 +20,7 @@ use crate::sources;
 use crate::verify;
 
 /// Takes the writer lock and finishes or undoes an interrupted switch.
-pub fn lock_and_recover(ctx: &Ctx) -> anyhow::Result<WriterLock> {
+pub fn lock_and_recover(ctx: &Ctx) -> Result<WriterLock, Report> {
     let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
     if let Some(said) = generation::recover(&ctx.layout)? {
         ctx.note(&format!("note: {said}"));
@@ -47,9 +48,9 @@ fn warn_dangling_active(ctx: &Ctx) {
 }
 
 /// `cuenv plan FILE` / `cuenv apply --dry-run FILE`.
-pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> anyhow::Result<ExitCode> {
+pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode, Report> {
     let parsed = profile::load(file)?;
-    let host = Platform::host().context("cuDNN is not built for this platform")?;
+    let host = Platform::host().ok_or_else(|| Hinted::message("cuDNN is not built for this platform"))?;
     let fetches = sources::pending(&ctx.layout, &parsed, host)?;
     let desired = match apply::desire(&ctx.layout, parsed, locked) {
         Ok(d) => d,
@@ -65,7 +66,7 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> anyhow::Result<
             }
             return Ok(ExitCode::Success);
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let mut lines = fetches;
     lines.extend(apply::plan(&ctx.layout, &desired));
@@ -96,10 +97,10 @@ pub struct ApplyOpts {
 }
 
 /// `cuenv apply FILE`.
-pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode> {
+pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report> {
     let lock = lock_and_recover(ctx)?;
     let parsed = profile::load(file)?;
-    let host = Platform::host().context("cuDNN is not built for this platform")?;
+    let host = Platform::host().ok_or_else(|| Hinted::message("cuDNN is not built for this platform"))?;
     let lock_path = lockfile::lock_path(file);
     let endpoints = sources::endpoints(&parsed, opts.offline);
     let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
@@ -194,12 +195,12 @@ pub struct LockOpts {
 /// `cuenv lock FILE [--platform P]...`: resolves the profile file for each platform,
 /// fetching and verifying what its `from` sources name (bytes pinned in lab.lock must
 /// match), and writes those platforms' sections of lab.lock. Builds no generation.
-pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> anyhow::Result<ExitCode> {
+pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> Result<ExitCode, Report> {
     let lock = lock_and_recover(ctx)?;
     let parsed = profile::load(file)?;
     let lock_path = lockfile::lock_path(file);
     let platforms = if opts.platforms.is_empty() {
-        vec![Platform::host().context("cuDNN is not built for this platform: name one with --platform")?]
+        vec![Platform::host().ok_or_else(|| Hinted::message("cuDNN is not built for this platform: name one with --platform"))?]
     } else {
         let mut ps = opts.platforms.clone();
         ps.sort_by_key(|p| p.as_str());
@@ -267,7 +268,7 @@ fn run_checks(ctx: &Ctx, m: &generation::Manifest, only: &[String], timeout: u64
 }
 
 /// `cuenv check [PROFILE...]`: checks the current generation's profiles.
-pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, json: bool) -> anyhow::Result<ExitCode> {
+pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, json: bool) -> Result<ExitCode, Report> {
     let _lock = lock_and_recover(ctx)?;
     let n = generation::current(&ctx.layout).ok_or_else(no_generation)?;
     let m = generation::read(&ctx.layout, n)?;
@@ -287,7 +288,7 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
 }
 
 /// `cuenv use PROFILE` / `cuenv use --none`.
-pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> anyhow::Result<ExitCode> {
+pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
     let _lock = lock_and_recover(ctx)?;
     let active = ctx.layout.active_link();
     let Some(name) = name else {
@@ -306,44 +307,13 @@ pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// A profile name not in the current generation.
-#[derive(Debug, thiserror::Error)]
-#[error("generation {generation} has no profile `{name}`")]
-pub struct UnknownProfile {
-    pub name: String,
-    pub generation: u64,
-    pub known: String,
-}
-
-impl UnknownProfile {
-    /// `name` is not among the profiles of generation `m`.
-    fn new(name: &str, m: &generation::Manifest) -> UnknownProfile {
-        let known: Vec<&str> = m.profiles.iter().map(|p| p.name.as_str()).collect();
-        UnknownProfile { name: name.into(), generation: m.number, known: known.join(", ") }
-    }
-}
-
-impl crate::error::Diagnose for UnknownProfile {
-    fn hint(&self) -> Option<String> {
-        if self.known.is_empty() {
-            return Some("the current generation has no profiles; add one to your profile file and run `cuenv apply`".into());
-        }
-        let known: Vec<&str> = self.known.split(", ").collect();
-        let guess = crate::profile::did_you_mean(&self.name, &known).map(|g| format!("did you mean `{g}`? ")).unwrap_or_default();
-        Some(format!("{guess}profiles: {}; or add it to your profile file and run `cuenv apply`", self.known))
-    }
-    fn exit_code(&self) -> ExitCode {
-        ExitCode::Invalid
-    }
-}
-
 /// The error of a command that needs a generation when there is none.
-fn no_generation() -> anyhow::Error {
-    crate::error::hinted("no generation yet", "run `cuenv apply <lab.toml>` first", ExitCode::Invalid)
+fn no_generation() -> Hinted {
+    Hinted::new("no generation yet", "run `cuenv apply <lab.toml>` first", ExitCode::Invalid)
 }
 
 /// `cuenv rollback [--to N]`.
-pub fn rollback(ctx: &Ctx, to: Option<u64>) -> anyhow::Result<ExitCode> {
+pub fn rollback(ctx: &Ctx, to: Option<u64>) -> Result<ExitCode, Report> {
     let _lock = lock_and_recover(ctx)?;
     let cur = generation::current(&ctx.layout).ok_or_else(no_generation)?;
     // Like `nix-env --rollback`: the newest generation older than the current one, so
@@ -369,7 +339,7 @@ pub fn rollback(ctx: &Ctx, to: Option<u64>) -> anyhow::Result<ExitCode> {
                 skipped.push(n);
             }
             found.ok_or_else(|| {
-                crate::error::hinted(
+                Hinted::new(
                     format!("no generation older than {cur} passed its check; there is nothing to roll back to"),
                     "`cuenv generations` lists them; `cuenv rollback --to N` goes to any of them",
                     ExitCode::Invalid,
@@ -404,7 +374,7 @@ struct GenRow {
 }
 
 /// `cuenv generations`.
-pub fn generations(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
+pub fn generations(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
     let cur = generation::current(&ctx.layout);
     let rows: Vec<GenRow> = generation::list(&ctx.layout)
         .into_iter()
@@ -459,7 +429,7 @@ struct ProfileStatus {
 }
 
 /// `cuenv status`.
-pub fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
+pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
     let layout = &ctx.layout;
     let cur = generation::current(layout);
     let active_state = active_profile(ctx);
@@ -553,7 +523,7 @@ pub fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
 }
 
 /// `cuenv gc`.
-pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> anyhow::Result<ExitCode> {
+pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
     let _lock = lock_and_recover(ctx)?;
     let layout = &ctx.layout;
     let all = generation::list(layout);
@@ -593,19 +563,15 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> anyhow::Result<ExitCode> {
 }
 
 /// `cuenv env [PROFILE] --shell SHELL` / `cuenv env --setup`.
-pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> anyhow::Result<ExitCode> {
-    let platform = Platform::host().context("cuDNN is not built for this platform")?;
+pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Result<ExitCode, Report> {
+    let platform = Platform::host().ok_or_else(|| Hinted::message("cuDNN is not built for this platform"))?;
     let name = if setup {
         None
     } else {
         match profile {
             Some(p) => Some(p.to_string()),
             None => Some(active_profile(ctx).map(|(name, _)| name).ok_or_else(|| {
-                crate::error::hinted(
-                    "no profile given and none is active",
-                    "pass a profile name, or make one active with `cuenv use <profile>`",
-                    ExitCode::Invalid,
-                )
+                Hinted::new("no profile given and none is active", "pass a profile name, or make one active with `cuenv use <profile>`", ExitCode::Invalid)
             })?),
         }
     };
@@ -631,7 +597,7 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> anyho
             a
         }
     };
-    shim::validate(shell, &act).map_err(|e| anyhow::anyhow!("cannot render the activation for this shell: {e}"))?;
+    shim::validate(shell, &act).map_err(|e| Hinted::message(format!("cannot render the activation for this shell: {e}")))?;
     print!("{}", shim::render_activate(shell, &act));
     Ok(ExitCode::Success)
 }
