@@ -10,6 +10,7 @@
 use std::path::Path;
 
 use crate::binfmt::Platform;
+use crate::change::{Change, Kind, Subject};
 use crate::fetch::{self, Endpoints};
 use crate::layout::Layout;
 use crate::lock::WriterLock;
@@ -245,10 +246,10 @@ pub fn ensure(
 }
 
 /// What [`ensure`] would fetch for `platform`, without touching the network or the disk:
-/// one line per profile whose `from` source is not in the store yet.
+/// one [`Change`] per profile whose `from` source is not in the store yet.
 ///
 /// Errors: those of [`check`].
-pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Vec<String>, profile::Error> {
+pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Vec<Change>, profile::Error> {
     check(file)?;
     let entries = Store::new(layout).entries();
     let mut lines = Vec::new();
@@ -257,7 +258,7 @@ pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Resul
         if pypi_cuda {
             let v = plain_version(file, &p.cuda, "cuda").ok();
             if v.as_ref().is_none_or(|v| crate::runtime::find(layout, v, platform).is_none()) {
-                lines.push(format!("+ fetch CUDA runtime {} (cudart, cuBLAS, NVRTC) from PyPI for profile {}", p.cuda.version, p.name));
+                lines.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(format!("CUDA runtime {} (cudart, cuBLAS, NVRTC) from PyPI", p.cuda.version))));
             }
         }
         if let Some(from) = &p.cudnn.from {
@@ -268,7 +269,7 @@ pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Resul
                     Source::Nvidia => "NVIDIA".to_string(),
                     Source::Location(l) => l.clone(),
                 };
-                lines.push(format!("+ fetch cuDNN {} from {src} for profile {}", p.cudnn.version, p.name));
+                lines.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(format!("cuDNN {} from {src}", p.cudnn.version))));
             }
         }
     }

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::binfmt::Platform;
+use crate::change::{Change, Kind, Subject};
 use crate::error::{Diagnose, ExitCode};
 use crate::fsutil;
 use crate::generation::{self, Manifest, ShimRecord, ViewRecord};
@@ -23,13 +24,14 @@ use crate::link::{self, LinkKind};
 use crate::lockfile;
 use crate::profile::{LinkMode, ProfileFile};
 use crate::resolve::{Candidates, CudnnCandidate, Resolved, ToolkitCandidate};
-use crate::shim::{self, Activation, Shell};
+use crate::shim::{self, Shell};
 use crate::store::Store;
 use crate::toolkit;
 
-/// The four links of every view, by name: toolkit root, store entry, the entry's library
-/// folder, the toolkit's runtime library folder.
-pub const VIEW_LINKS: [&str; 4] = ["cuda", "cudnn", "cudnn-lib", "cuda-lib"];
+mod run;
+
+pub use crate::view::{VIEW_LINKS, activation, stable_home};
+pub use run::{Deleted, GcPlan, NoGeneration, Options, Outcome, Reporter, Rollback, RollbackError, check_failed, gc, gc_plan, headline_changes, rollback, run};
 
 /// Why `apply`, `plan` or `lock` failed: the error of the step that failed (with its hint
 /// and exit code), or an I/O error while building a generation.
@@ -408,49 +410,20 @@ impl Diagnose for LockedDrift {
     }
 }
 
-/// The activation of a profile, through its stable path `<home>/profiles/<name>`:
-/// cuDNN's library folder and the toolkit's runtime folder first on PATH (Windows) or
-/// LD_LIBRARY_PATH (Linux, where PATH gets the toolkit's `bin`), and CUDA_PATH, CUDA_HOME,
-/// CUDNN_PATH pointing into the view.
-pub fn activation(layout: &Layout, profile: &str, platform: Platform) -> Activation {
-    let view = stable_home(layout).join("profiles").join(profile);
-    let (path_prepend, ld) = if platform.is_windows() {
-        (vec![view.join("cudnn-lib"), view.join("cuda-lib")], Vec::new())
-    } else {
-        (vec![view.join("cuda").join("bin")], vec![view.join("cudnn-lib"), view.join("cuda-lib")])
-    };
-    Activation {
-        profile: profile.into(),
-        path_prepend,
-        ld_library_path_prepend: ld,
-        set: vec![("CUDA_PATH".into(), view.join("cuda")), ("CUDA_HOME".into(), view.join("cuda")), ("CUDNN_PATH".into(), view.join("cudnn"))],
-    }
-}
-
-/// The home as an absolute path without a `\\?\` prefix (what shims and users see).
-pub fn stable_home(layout: &Layout) -> PathBuf {
-    let abs = std::path::absolute(layout.home()).unwrap_or_else(|_| layout.home().to_path_buf());
-    // shim_path also turns `\\?\UNC\srv\share` into `\\srv\share` (a bare strip of `\\?\`
-    // left the relative `UNC\srv\share`).
-    if abs.to_string_lossy().starts_with(r"\\?\") { PathBuf::from(shim::shim_path(&abs)) } else { abs }
-}
-
-/// The change from the current generation to `desired`, as `+`/`-`/`~` lines; empty when
-/// nothing would change.
-pub fn plan(layout: &Layout, desired: &Desired) -> Vec<String> {
+/// The change from the current generation to `desired` (see [`crate::change`]); empty when
+/// nothing would change. When a profile changes, every link of the new views follows.
+pub fn plan(layout: &Layout, desired: &Desired) -> Vec<Change> {
     let cur = generation::current(layout).and_then(|n| generation::read(layout, n).ok());
     let (empty_views, empty_shims) = (Vec::new(), Vec::new());
     let (cur_views, cur_shims) = cur.as_ref().map(|m| (&m.profiles, &m.shims)).unwrap_or((&empty_views, &empty_shims));
-    let mut lines = Vec::new();
+    let mut out = Vec::new();
     for v in &desired.views {
         match cur_views.iter().find(|c| c.name == v.name) {
-            None => lines.push(format!(
-                "+ profile {}: cuDNN {} ({}) on CUDA {} ({})",
-                v.name,
-                v.cudnn_version,
-                v.cudnn_name,
-                v.toolkit_version,
-                v.toolkit_root.display()
+            None => out.push(Change::new(
+                Kind::Add,
+                Subject::Profile,
+                &v.name,
+                Some(format!("cuDNN {} ({}) on CUDA {} ({})", v.cudnn_version, v.cudnn_name, v.toolkit_version, v.toolkit_root.display())),
             )),
             Some(c) if c != v => {
                 let mut what = Vec::new();
@@ -466,37 +439,37 @@ pub fn plan(layout: &Layout, desired: &Desired) -> Vec<String> {
                 if what.is_empty() {
                     what.push("settings changed".into());
                 }
-                lines.push(format!("~ profile {}: {}", v.name, what.join(", ")));
+                out.push(Change::new(Kind::Change, Subject::Profile, &v.name, Some(what.join(", "))));
             }
             Some(_) => {}
         }
     }
     for c in cur_views.iter().filter(|c| !desired.views.iter().any(|v| v.name == c.name)) {
-        lines.push(format!("- profile {}", c.name));
+        out.push(Change::new(Kind::Remove, Subject::Profile, &c.name, None));
     }
-    if cur.as_ref().is_some_and(|m| m.link_mode != desired.link_mode) {
-        lines.push(format!("~ link mode {} -> {}", cur.as_ref().unwrap().link_mode, desired.link_mode));
+    if let Some(m) = cur.as_ref().filter(|m| m.link_mode != desired.link_mode) {
+        out.push(Change::new(Kind::Change, Subject::LinkMode, "", Some(format!("{} -> {}", m.link_mode, desired.link_mode))));
     }
-    let profiles_changed = !lines.is_empty();
+    let profiles_changed = !out.is_empty();
     for (s, _) in &desired.shims {
+        let path = s.path.display().to_string();
         match cur_shims.iter().find(|c| c.path == s.path) {
-            None => lines.push(format!("+ shim {}", s.path.display())),
-            Some(c) if c.sha256 != s.sha256 => lines.push(format!("~ shim {}", s.path.display())),
+            None => out.push(Change::new(Kind::Add, Subject::Shim, path, None)),
+            Some(c) if c.sha256 != s.sha256 => out.push(Change::new(Kind::Change, Subject::Shim, path, None)),
             _ => {}
         }
     }
     for c in cur_shims.iter().filter(|c| !desired.shims.iter().any(|(s, _)| s.path == c.path)) {
-        lines.push(format!("- shim {}", c.path.display()));
+        out.push(Change::new(Kind::Remove, Subject::Shim, c.path.display().to_string(), None));
     }
     if profiles_changed {
-        lines.push("  the new generation's views (every link, changed or not):".into());
         for v in &desired.views {
             for name in VIEW_LINKS {
-                lines.push(format!("  link profiles/{}/{} -> {}", v.name, name, view_target(v, name).display()));
+                out.push(Change::new(Kind::Link, Subject::Link, format!("profiles/{}/{}", v.name, name), Some(view_target(v, name).display().to_string())));
             }
         }
     }
-    lines
+    out
 }
 
 fn opt_path(p: &Option<PathBuf>) -> String {
