@@ -134,6 +134,46 @@ impl crate::error::Diagnose for Error {
     }
 }
 
+/// A profile name not in the current generation.
+#[derive(Debug, thiserror::Error)]
+#[error("generation {generation} has no profile `{name}`")]
+pub struct UnknownProfile {
+    /// The name asked for.
+    pub name: String,
+    /// The generation that lacks it.
+    pub generation: u64,
+    /// The profiles that generation has.
+    pub known: Vec<String>,
+}
+
+impl UnknownProfile {
+    /// `name` is not among the profiles of generation `m`.
+    pub fn new(name: &str, m: &Manifest) -> UnknownProfile {
+        UnknownProfile { name: name.into(), generation: m.number, known: m.profiles.iter().map(|p| p.name.clone()).collect() }
+    }
+}
+
+impl crate::error::Diagnose for UnknownProfile {
+    fn hint(&self) -> Option<String> {
+        if self.known.is_empty() {
+            return Some("the current generation has no profiles; add one to your profile file and run `cuenv apply`".into());
+        }
+        let known: Vec<&str> = self.known.iter().map(String::as_str).collect();
+        let guess = crate::profile::did_you_mean(&self.name, &known).map(|g| format!("did you mean `{g}`? ")).unwrap_or_default();
+        Some(format!("{guess}profiles: {}; or add it to your profile file and run `cuenv apply`", known.join(", ")))
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        crate::error::ExitCode::Invalid
+    }
+}
+
+impl Manifest {
+    /// The view of profile `name`, or [`UnknownProfile`].
+    pub fn profile(&self, name: &str) -> Result<&ViewRecord, UnknownProfile> {
+        self.profiles.iter().find(|p| p.name == name).ok_or_else(|| UnknownProfile::new(name, self))
+    }
+}
+
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
     move |source| Error::Io { path: path.into(), source }
 }
@@ -349,4 +389,109 @@ pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {
 /// The current time, RFC 3339, seconds.
 pub fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+/// Which generations `gc` keeps and which it deletes: the `keep` newest of `all` (ascending
+/// numbers), plus the current and the previous one whatever their age. Pure; like nix's
+/// `deleteGenerationsGreaterThan`, but the live ones are never candidates.
+pub fn gc_keep(all: &[u64], current: Option<u64>, previous: Option<u64>, keep: usize) -> (std::collections::BTreeSet<u64>, Vec<u64>) {
+    let mut kept: std::collections::BTreeSet<u64> = all.iter().rev().take(keep).copied().collect();
+    kept.extend(current);
+    kept.extend(previous);
+    let doomed = all.iter().copied().filter(|n| !kept.contains(n)).collect();
+    (kept, doomed)
+}
+
+/// Where `rollback` goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RollbackTarget {
+    /// The generation to make current.
+    pub target: u64,
+    /// Newer generations passed over because their check failed (newest first).
+    pub skipped: Vec<u64>,
+    /// `--to N` named a generation whose check failed (it is still the target).
+    pub target_failed: bool,
+}
+
+/// No generation older than the current one passed its check.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no generation older than {current} passed its check; there is nothing to roll back to")]
+pub struct NothingToRollBackTo {
+    /// The current generation.
+    pub current: u64,
+}
+
+impl crate::error::Diagnose for NothingToRollBackTo {
+    fn hint(&self) -> Option<String> {
+        Some("`cuenv generations` lists them; `cuenv rollback --to N` goes to any of them".into())
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        crate::error::ExitCode::Invalid
+    }
+}
+
+/// The generation `rollback` makes current: `to` if given (even one whose check failed, which
+/// is flagged), else, like `nix-env --rollback`, the newest of `all` older than `current`, so
+/// repeated rollbacks keep walking back, skipping those whose check `failed` (`apply` built
+/// them, then kept the previous generation). `failed` is asked at most once per generation,
+/// newest first. Pure.
+pub fn rollback_target(all: &[u64], current: u64, to: Option<u64>, failed: &mut dyn FnMut(u64) -> bool) -> Result<RollbackTarget, NothingToRollBackTo> {
+    if let Some(n) = to {
+        return Ok(RollbackTarget { target: n, skipped: Vec::new(), target_failed: failed(n) });
+    }
+    let mut skipped = Vec::new();
+    for &n in all.iter().filter(|n| **n < current).rev() {
+        if !failed(n) {
+            return Ok(RollbackTarget { target: n, skipped, target_failed: false });
+        }
+        skipped.push(n);
+    }
+    Err(NothingToRollBackTo { current })
+}
+
+#[cfg(test)]
+mod policy_tests {
+    use super::*;
+
+    #[test]
+    fn gc_keeps_the_newest_and_the_live_generations() {
+        let (kept, doomed) = gc_keep(&[1, 2, 3, 4, 5, 6], Some(2), Some(1), 3);
+        assert_eq!(kept.into_iter().collect::<Vec<_>>(), [1, 2, 4, 5, 6]);
+        assert_eq!(doomed, [3]);
+        let (kept, doomed) = gc_keep(&[1, 2, 3], Some(3), Some(2), 0);
+        assert_eq!(kept.into_iter().collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(doomed, [1]);
+        let (kept, doomed) = gc_keep(&[], None, None, 3);
+        assert!(kept.is_empty() && doomed.is_empty());
+    }
+
+    #[test]
+    fn rollback_walks_back_past_failed_checks() {
+        let mut asked = Vec::new();
+        let t = rollback_target(&[1, 2, 3, 4, 5], 5, None, &mut |n| {
+            asked.push(n);
+            n == 4 || n == 3
+        })
+        .unwrap();
+        assert_eq!(t, RollbackTarget { target: 2, skipped: vec![4, 3], target_failed: false });
+        assert_eq!(asked, [4, 3, 2], "newest first, each once, none after the target");
+        // From generation 3 of 5 (after a rollback): the walk continues below 3.
+        assert_eq!(rollback_target(&[1, 2, 3, 4, 5], 3, None, &mut |_| false).unwrap().target, 2);
+        assert_eq!(rollback_target(&[1, 2], 1, None, &mut |_| false), Err(NothingToRollBackTo { current: 1 }));
+        assert_eq!(rollback_target(&[1, 2, 3], 3, None, &mut |_| true), Err(NothingToRollBackTo { current: 3 }));
+    }
+
+    #[test]
+    fn rollback_to_a_named_generation_goes_there_but_flags_a_failed_check() {
+        let t = rollback_target(&[1, 2, 3], 1, Some(3), &mut |n| n == 3).unwrap();
+        assert_eq!(t, RollbackTarget { target: 3, skipped: vec![], target_failed: true });
+    }
+
+    #[test]
+    fn nothing_to_roll_back_to_says_what_to_do() {
+        use crate::error::Diagnose as _;
+        let e = NothingToRollBackTo { current: 4 };
+        assert_eq!(e.to_string(), "no generation older than 4 passed its check; there is nothing to roll back to");
+        assert_eq!(e.exit_code(), crate::error::ExitCode::Invalid);
+        assert!(e.hint().unwrap().contains("cuenv rollback --to N"));
+    }
 }

@@ -14,6 +14,8 @@
 pub mod activate;
 pub mod apply;
 pub mod binfmt;
+pub mod candidates;
+pub mod change;
 pub mod check;
 pub mod cli;
 pub mod conda;
@@ -33,7 +35,9 @@ pub mod resolve;
 pub mod runtime;
 pub mod shim;
 pub mod sources;
+pub mod status;
 pub mod store;
 pub mod toolkit;
 pub mod verify;
 pub mod version;
+pub mod view;

@@ -10,6 +10,7 @@
 use std::path::Path;
 
 use crate::binfmt::Platform;
+use crate::change::{Change, Kind, Subject};
 use crate::fetch::{self, Endpoints};
 use crate::layout::Layout;
 use crate::lock::WriterLock;
@@ -64,7 +65,7 @@ fn cuda_major(
     pin: Option<&crate::lockfile::Pin>,
     installed: &[Version],
     platform: Platform,
-) -> anyhow::Result<Option<u64>> {
+) -> Result<Option<u64>, Error> {
     match &p.cuda.from {
         Some(src) if src.value == Source::Pypi => {
             let v = plain_version(file, &p.cuda, "cuda")?;
@@ -145,7 +146,7 @@ pub fn ensure(
     pins: &crate::lockfile::Pins,
     ep: &Endpoints,
     progress: &dyn Progress,
-) -> anyhow::Result<Vec<String>> {
+) -> Result<Vec<String>, Error> {
     check(file)?;
     let mut lines = Vec::new();
     let host = Platform::host() == Some(platform);
@@ -164,7 +165,7 @@ pub fn ensure(
     // Versions of the installed toolkit roots, found once. A bad `[toolkits]` root is reported
     // (at its line) by resolution, after the fetches.
     let installed: Vec<Version> =
-        if host { crate::apply::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
+        if host { crate::candidates::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
     for p in &file.profiles {
         let pin = pins.get(&p.name);
         let cx = Cx { layout, lock, ep, progress };
@@ -245,10 +246,10 @@ pub fn ensure(
 }
 
 /// What [`ensure`] would fetch for `platform`, without touching the network or the disk:
-/// one line per profile whose `from` source is not in the store yet.
+/// one [`Change`] per profile whose `from` source is not in the store yet.
 ///
 /// Errors: those of [`check`].
-pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Vec<String>, profile::Error> {
+pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Vec<Change>, profile::Error> {
     check(file)?;
     let entries = Store::new(layout).entries();
     let mut lines = Vec::new();
@@ -257,7 +258,7 @@ pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Resul
         if pypi_cuda {
             let v = plain_version(file, &p.cuda, "cuda").ok();
             if v.as_ref().is_none_or(|v| crate::runtime::find(layout, v, platform).is_none()) {
-                lines.push(format!("+ fetch CUDA runtime {} (cudart, cuBLAS, NVRTC) from PyPI for profile {}", p.cuda.version, p.name));
+                lines.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(format!("CUDA runtime {} (cudart, cuBLAS, NVRTC) from PyPI", p.cuda.version))));
             }
         }
         if let Some(from) = &p.cudnn.from {
@@ -268,7 +269,7 @@ pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Resul
                     Source::Nvidia => "NVIDIA".to_string(),
                     Source::Location(l) => l.clone(),
                 };
-                lines.push(format!("+ fetch cuDNN {} from {src} for profile {}", p.cudnn.version, p.name));
+                lines.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(format!("cuDNN {} from {src}", p.cudnn.version))));
             }
         }
     }
@@ -291,5 +292,47 @@ impl crate::error::Diagnose for PinMismatch {
     }
     fn exit_code(&self) -> crate::error::ExitCode {
         crate::error::ExitCode::Invalid
+    }
+}
+
+/// Why the `from` sources of a profile file could not be brought into the store: the error of
+/// the step that failed, with its hint and exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A `from` the profile file cannot serve (with its line and column).
+    #[error(transparent)]
+    Profile(#[from] profile::Error),
+    /// Building a CUDA runtime root from PyPI wheels failed.
+    #[error(transparent)]
+    Runtime(#[from] crate::runtime::Error),
+    /// Finding or downloading a cuDNN release failed.
+    #[error(transparent)]
+    Fetch(#[from] fetch::Error),
+    /// Importing into the store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    /// The source serves other bytes than `lab.lock` pins.
+    #[error(transparent)]
+    Pin(#[from] PinMismatch),
+}
+
+impl crate::error::Diagnose for Error {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Error::Profile(e) => e.hint(),
+            Error::Runtime(e) => e.hint(),
+            Error::Fetch(e) => e.hint(),
+            Error::Store(e) => e.hint(),
+            Error::Pin(e) => e.hint(),
+        }
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        match self {
+            Error::Profile(e) => e.exit_code(),
+            Error::Runtime(e) => e.exit_code(),
+            Error::Fetch(e) => e.exit_code(),
+            Error::Store(e) => e.exit_code(),
+            Error::Pin(e) => e.exit_code(),
+        }
     }
 }

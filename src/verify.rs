@@ -12,7 +12,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::activate;
-use crate::apply;
 use crate::binfmt::Platform;
 use crate::check::{self, CheckResult, CheckStatus, Expected};
 use crate::generation::{self, Manifest, ViewRecord};
@@ -57,7 +56,7 @@ pub fn profile_env(layout: &Layout, view: &ViewRecord, base: &[(OsString, OsStri
         Some(prefix) => activate::conda_env(prefix, base),
         None => {
             let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
-            Ok(activate::apply_activation(base, &apply::activation(layout, &view.name, platform)))
+            Ok(activate::apply_activation(base, &crate::view::activation(layout, &view.name, platform)))
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::diagnostics::Report;
 use super::{Ctx, print_json};
 use crate::doctor::{self, Diagnosis, Inputs, Severity};
 use crate::error::ExitCode;
@@ -9,7 +10,7 @@ use crate::toolkit::{self, ProcessEnv};
 
 /// Runs the diagnosis on this process's environment and prints it. Exit 4 when a finding is
 /// a problem (something loads the wrong cuDNN or cannot load), else 0.
-pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> anyhow::Result<ExitCode> {
+pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCode, Report> {
     let toolkits = toolkit::discover(&ProcessEnv);
     let exe = crate::verify::current_exe();
     let majors: Vec<u64> = if majors.is_empty() { vec![9, 8] } else { majors.to_vec() };

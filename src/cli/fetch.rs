@@ -3,6 +3,7 @@
 use clap::Args;
 use serde::Serialize;
 
+use super::diagnostics::Report;
 use super::{Ctx, print_json, reporter};
 use crate::binfmt::Platform;
 use crate::error::ExitCode;
@@ -70,14 +71,15 @@ fn parse_what(what: &str) -> Result<Version, String> {
     version.parse::<Version>().map_err(|e| e.to_string())
 }
 
-pub fn run(ctx: &Ctx, args: FetchArgs) -> anyhow::Result<ExitCode> {
+pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
     let version = args.what;
     let Some(platform) = args.platform.or_else(Platform::host) else {
-        return Err(crate::error::hinted(
+        return Err(crate::error::Hinted::new(
             "cannot tell this machine's cuDNN platform",
             "pass --platform (windows-x86_64, linux-x86_64, linux-sbsa, linux-aarch64 or linux-ppc64le)",
             crate::error::ExitCode::Invalid,
-        ));
+        )
+        .into());
     };
     let req = FetchRequest {
         version,

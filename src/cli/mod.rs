@@ -1,22 +1,26 @@
 //! The command-line layer: argument parsing (clap), printing, and exit codes.
 //! The only module that writes to stdout/stderr.
 
+mod apply;
+mod check;
+pub mod diagnostics;
 mod doctor;
+mod env;
 mod fetch;
+mod generations;
 mod probe;
-mod profiles;
 mod reporter;
+mod status;
 mod store;
 mod toolkits;
-
-pub use profiles::UnknownProfile;
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::{self, ExitCode};
+use crate::error::{ExitCode, Hinted};
 use crate::layout::Layout;
+use diagnostics::Report;
 
 /// cuenv: declarative, reversible cuDNN environments per CUDA toolkit.
 #[derive(Debug, Parser)]
@@ -218,43 +222,42 @@ pub fn main() -> i32 {
     match run(cli) {
         Ok(code) => code as i32,
         Err(err) => {
-            eprint!("{}", error::render(&err));
-            error::exit_code(&err) as i32
+            eprint!("{}", err.render());
+            err.exit_code() as i32
         }
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+fn run(cli: Cli) -> Result<ExitCode, Report> {
     if let Command::Probe(args) = &cli.command {
         return probe::run(args); // needs no home
     }
     let home = match cli.home {
         Some(h) => h,
-        None => Layout::default_home()
-            .ok_or_else(|| error::hinted("cannot find a home folder for cuenv", "pass --home DIR or set CUENV_HOME", ExitCode::Failure))?,
+        None => {
+            Layout::default_home().ok_or_else(|| Hinted::new("cannot find a home folder for cuenv", "pass --home DIR or set CUENV_HOME", ExitCode::Failure))?
+        }
     };
     let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet };
     match cli.command {
         Command::Store(cmd) => store::run(&ctx, cmd),
         Command::Toolkits { json } => toolkits::run(&ctx, json),
-        Command::Plan { file, locked, json } => profiles::plan(&ctx, &file, locked, json),
-        Command::Apply { file, dry_run: true, locked, json, .. } => profiles::plan(&ctx, &file, locked, json),
+        Command::Plan { file, locked, json } => apply::plan(&ctx, &file, locked, json),
+        Command::Apply { file, dry_run: true, locked, json, .. } => apply::plan(&ctx, &file, locked, json),
         Command::Apply { file, dry_run: false, locked, no_check, require_gpu, timeout, offline, json } => {
-            profiles::apply(&ctx, &file, profiles::ApplyOpts { locked, json, check: !no_check, require_gpu, timeout, offline })
+            apply::apply(&ctx, &file, apply::ApplyOpts { locked, json, check: !no_check, require_gpu, timeout, offline })
         }
-        Command::Lock { file, platform, locked, offline, json } => {
-            profiles::lock(&ctx, &file, profiles::LockOpts { platforms: platform, locked, offline, json })
-        }
-        Command::Check { profiles: names, timeout, require_gpu, json } => profiles::check(&ctx, &names, timeout, require_gpu, json),
+        Command::Lock { file, platform, locked, offline, json } => apply::lock(&ctx, &file, apply::LockOpts { platforms: platform, locked, offline, json }),
+        Command::Check { profiles: names, timeout, require_gpu, json } => check::check(&ctx, &names, timeout, require_gpu, json),
         Command::Doctor { major, timeout, json } => doctor::run(&ctx, &major, timeout, json),
-        Command::Use { profile, .. } => profiles::use_profile(&ctx, profile.as_deref()),
-        Command::Rollback { to } => profiles::rollback(&ctx, to),
-        Command::Generations { json } => profiles::generations(&ctx, json),
-        Command::Status { json } => profiles::status(&ctx, json),
-        Command::Gc { keep, dry_run } => profiles::gc(&ctx, keep, dry_run),
+        Command::Use { profile, .. } => generations::use_profile(&ctx, profile.as_deref()),
+        Command::Rollback { to } => generations::rollback(&ctx, to),
+        Command::Generations { json } => generations::generations(&ctx, json),
+        Command::Status { json } => status::status(&ctx, json),
+        Command::Gc { keep, dry_run } => generations::gc(&ctx, keep, dry_run),
         Command::Env { profile, shell, setup } => {
             let shell = crate::shim::Shell::from_name(&shell).expect("clap allows only known shells");
-            profiles::env(&ctx, profile.as_deref(), shell, setup)
+            env::env(&ctx, profile.as_deref(), shell, setup)
         }
         Command::Probe(_) => unreachable!("handled above"),
     }
@@ -263,4 +266,30 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// Prints `value` as pretty JSON on stdout.
 pub(crate) fn print_json(value: &impl serde::Serialize) {
     println!("{}", serde_json::to_string_pretty(value).expect("serializable"));
+}
+
+/// Prints `value` as pretty JSON on stdout with every object's keys sorted, as the
+/// `serde_json::json!` objects these commands printed before (keep their output stable).
+pub(crate) fn print_json_sorted(value: &impl serde::Serialize) {
+    print_json(&serde_json::to_value(value).expect("serializable"));
+}
+
+/// Takes the writer lock and finishes or undoes an interrupted switch.
+pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::lock::WriterLock, Report> {
+    let lock = crate::lock::WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
+    if let Some(said) = crate::generation::recover(&ctx.layout)? {
+        ctx.note(&format!("note: {said}"));
+    }
+    Ok(lock)
+}
+
+/// Warns when a switch left `<home>/active` pointing at a profile the current generation lacks.
+pub fn warn_dangling_active(ctx: &Ctx) {
+    if let Some((name, false)) = crate::status::active_profile(&ctx.layout) {
+        // A warning, shown even with --quiet.
+        eprintln!(
+            "warning: the active profile `{name}` is not in the current generation, so {} points nowhere; run `cuenv use <profile>` or `cuenv use --none`",
+            ctx.layout.active_link().display()
+        );
+    }
 }

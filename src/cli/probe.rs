@@ -5,6 +5,7 @@ use std::io::Write as _;
 
 use clap::Args;
 
+use super::diagnostics::Report;
 use crate::error::ExitCode;
 use crate::probe::{self, ProbeRequest};
 
@@ -26,7 +27,7 @@ pub struct ProbeArgs {
 }
 
 /// Runs the probe and prints its report: one JSON line with `--json`, pretty JSON otherwise.
-pub fn run(args: &ProbeArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &ProbeArgs) -> Result<ExitCode, Report> {
     let report = probe::run(&ProbeRequest { major: args.major, cuda_major: args.cuda, conv: args.conv });
     let text = if args.json { serde_json::to_string(&report)? } else { serde_json::to_string_pretty(&report)? };
     let mut out = std::io::stdout().lock();

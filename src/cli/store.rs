@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde::Serialize;
 
+use super::diagnostics::Report;
 use super::{Ctx, print_json, reporter};
 use crate::error::ExitCode;
 use crate::fsutil::human_size;
@@ -83,16 +84,17 @@ fn row<'a>(meta: &'a crate::store::entry::EntryMeta, dir: &std::path::Path, exis
     }
 }
 
-pub fn run(ctx: &Ctx, cmd: StoreCommand) -> anyhow::Result<ExitCode> {
+pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
     let store = Store::new(&ctx.layout);
     match cmd {
         StoreCommand::Add { paths, sha256, cuda, json } => {
             if sha256.is_some() && paths.len() > 1 {
-                return Err(crate::error::hinted(
+                return Err(crate::error::Hinted::new(
                     format!("--sha256 applies to one input, but {} were given", paths.len()),
                     "add them one at a time, each with its own --sha256",
                     ExitCode::Invalid,
-                ));
+                )
+                .into());
             }
             let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
             let opts = AddOptions { sha256, cuda, source_url: None };

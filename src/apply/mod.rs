@@ -12,10 +12,11 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use sha2::{Digest, Sha256};
 
 use crate::binfmt::Platform;
+use crate::change::{Change, Kind, Subject};
+use crate::error::{Diagnose, ExitCode};
 use crate::fsutil;
 use crate::generation::{self, Manifest, ShimRecord, ViewRecord};
 use crate::layout::Layout;
@@ -23,13 +24,97 @@ use crate::link::{self, LinkKind};
 use crate::lockfile;
 use crate::profile::{LinkMode, ProfileFile};
 use crate::resolve::{Candidates, CudnnCandidate, Resolved, ToolkitCandidate};
-use crate::shim::{self, Activation, Shell};
+use crate::shim::{self, Shell};
 use crate::store::Store;
-use crate::toolkit::{self, ProcessEnv};
+use crate::toolkit;
 
-/// The four links of every view, by name: toolkit root, store entry, the entry's library
-/// folder, the toolkit's runtime library folder.
-pub const VIEW_LINKS: [&str; 4] = ["cuda", "cudnn", "cudnn-lib", "cuda-lib"];
+mod run;
+
+pub use crate::view::{VIEW_LINKS, activation, stable_home};
+pub use run::{Deleted, GcPlan, NoGeneration, Options, Outcome, Reporter, Rollback, RollbackError, check_failed, gc, gc_plan, headline_changes, rollback, run};
+
+/// Why `apply`, `plan` or `lock` failed: the error of the step that failed (with its hint
+/// and exit code), or an I/O error while building a generation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The profile file is invalid, or names what cannot be had (with its line and column).
+    #[error(transparent)]
+    Profile(#[from] crate::profile::Error),
+    /// `lab.lock` cannot be read or written.
+    #[error(transparent)]
+    Lockfile(#[from] lockfile::Error),
+    /// `--locked`, and the lock would change.
+    #[error(transparent)]
+    Drift(#[from] LockedDrift),
+    /// Fetching a `from` source failed.
+    #[error(transparent)]
+    Sources(#[from] crate::sources::Error),
+    /// Reading, switching or recording a generation failed.
+    #[error(transparent)]
+    Generation(#[from] generation::Error),
+    /// A view's link could not be made.
+    #[error(transparent)]
+    Link(#[from] link::LinkError),
+    /// The store could not remove an entry (`gc`).
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    /// The writer lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
+    /// An I/O error while building or deleting a generation.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// An I/O error, said with what cuenv was doing.
+    #[error("{message}")]
+    At {
+        /// What failed (e.g. `cannot create <path>`).
+        message: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Walking a store entry to copy it failed.
+    #[error(transparent)]
+    Walk(#[from] walkdir::Error),
+    /// A manifest could not be written as TOML.
+    #[error(transparent)]
+    Manifest(#[from] toml::ser::Error),
+    /// cuDNN has no build for this machine.
+    #[error("cuDNN is not built for this platform")]
+    UnsupportedPlatform,
+    /// What resolution chose is gone (another process changed the store meanwhile).
+    #[error("{0}")]
+    Vanished(&'static str),
+}
+
+impl Diagnose for Error {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Error::Profile(e) => e.hint(),
+            Error::Lockfile(e) => e.hint(),
+            Error::Drift(e) => e.hint(),
+            Error::Sources(e) => e.hint(),
+            Error::Generation(e) => e.hint(),
+            Error::Link(e) => e.hint(),
+            Error::Store(e) => e.hint(),
+            Error::Lock(e) => e.hint(),
+            Error::Io(_) | Error::At { .. } | Error::Walk(_) | Error::Manifest(_) | Error::UnsupportedPlatform | Error::Vanished(_) => None,
+        }
+    }
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            Error::Profile(e) => e.exit_code(),
+            Error::Lockfile(e) => e.exit_code(),
+            Error::Drift(e) => e.exit_code(),
+            Error::Sources(e) => e.exit_code(),
+            Error::Generation(e) => e.exit_code(),
+            Error::Link(e) => e.exit_code(),
+            Error::Store(e) => e.exit_code(),
+            Error::Lock(e) => e.exit_code(),
+            Error::Io(_) | Error::At { .. } | Error::Walk(_) | Error::Manifest(_) | Error::UnsupportedPlatform | Error::Vanished(_) => ExitCode::Failure,
+        }
+    }
+}
 
 /// What a profile file asks for, resolved.
 #[derive(Debug)]
@@ -66,28 +151,6 @@ fn mode_name(mode: LinkMode) -> String {
     }
 }
 
-/// Toolkit candidates for `platform`: the CUDA runtime roots under `<home>/toolkits` built
-/// for it, plus [`installed_toolkits`] when `platform` is the host's (the roots of another
-/// platform's machine cannot be seen from here).
-fn toolkit_candidates(layout: &Layout, file: &ProfileFile, platform: Platform) -> anyhow::Result<Vec<(ToolkitCandidate, toolkit::Toolkit)>> {
-    let mut out = Vec::new();
-    // CUDA runtime roots assembled from PyPI wheels are candidates too.
-    for (root, meta) in crate::runtime::list(layout) {
-        if meta.platform != platform {
-            continue;
-        }
-        if let Ok(t) = toolkit::inspect_root(&root)
-            && let Some(v) = t.version.clone()
-        {
-            out.push((ToolkitCandidate { root: t.root.clone(), version: v }, t));
-        }
-    }
-    if Platform::host() == Some(platform) {
-        out.extend(installed_toolkits(file)?);
-    }
-    Ok(out)
-}
-
 /// A profile file resolved for one platform, preferring the choices of that platform's
 /// section of `lab.lock`.
 #[derive(Debug)]
@@ -106,13 +169,13 @@ pub struct Locking {
 /// section of `lab.lock`. `locked`: fail with [`LockedDrift`] instead of changing the lock.
 ///
 /// Errors: profile errors (file, line, column; exit code 2), lock file errors, [`LockedDrift`].
-pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, locked: bool) -> anyhow::Result<Locking> {
+pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, locked: bool) -> Result<Locking, Error> {
     let entries = Store::new(layout).entries();
     let cudnn: Vec<CudnnCandidate> = entries
         .iter()
         .map(|(_, m)| CudnnCandidate { id: m.id.clone(), name: m.name.clone(), version: m.version.clone(), cuda_major: m.cuda_major, platform: m.platform })
         .collect();
-    let toolkits = toolkit_candidates(layout, file, platform)?;
+    let toolkits = crate::candidates::toolkit_candidates(layout, file, platform)?;
     let tk: Vec<ToolkitCandidate> = toolkits.iter().map(|t| t.0.clone()).collect();
     let candidates = Candidates { toolkits: &tk, store: &cudnn, platform };
     let lock_path = lockfile::lock_path(&file.path);
@@ -141,38 +204,6 @@ pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, l
     Ok(Locking { resolved: honoured.resolved, changes: honoured.changes, toolkits, entries })
 }
 
-/// The installed toolkit roots a profile file may use: its `[toolkits]` roots (each must be
-/// a toolkit with a version, else an error at its line), else the roots `cuenv toolkits` finds.
-pub fn installed_toolkits(file: &ProfileFile) -> anyhow::Result<Vec<(ToolkitCandidate, toolkit::Toolkit)>> {
-    let mut out = Vec::new();
-    if file.toolkits.is_empty() {
-        for t in toolkit::discover(&ProcessEnv) {
-            if let Some(v) = t.version.clone() {
-                out.push((ToolkitCandidate { root: t.root.clone(), version: v }, t));
-            }
-        }
-        return Ok(out);
-    }
-    for decl in &file.toolkits {
-        let root = &decl.root.value;
-        let t = toolkit::inspect_root(root).map_err(|e| {
-            let hint = crate::error::Diagnose::hint(&e);
-            file.error_at(decl.root.span.clone(), format!("toolkit `{}`: {e}", decl.label.value), hint)
-        })?;
-        let Some(v) = t.version.clone() else {
-            return Err(file
-                .error_at(
-                    decl.root.span.clone(),
-                    format!("toolkit root {} has no version.json or version.txt", root.display()),
-                    Some("point at the folder that holds version.json (e.g. CUDA\\v12.6)".into()),
-                )
-                .into());
-        };
-        out.push((ToolkitCandidate { root: t.root.clone(), version: v }, t));
-    }
-    Ok(out)
-}
-
 /// The folder holding a toolkit's CUDA runtime library.
 fn runtime_dir(t: &toolkit::Toolkit, platform: Platform) -> PathBuf {
     match t.runtime.as_ref().and_then(|r| r.parent()) {
@@ -184,16 +215,16 @@ fn runtime_dir(t: &toolkit::Toolkit, platform: Platform) -> PathBuf {
 /// Resolves `file` into the desired generation content for this host. `locked`: fail
 /// instead of changing `lab.lock`. Errors carry the file, line and column (profile errors)
 /// and exit code 2.
-pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> anyhow::Result<Desired> {
-    let platform = Platform::host().context("cuDNN is not built for this platform")?;
+pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desired, Error> {
+    let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
     let Locking { resolved, changes, toolkits, entries } = resolve_locked(layout, &file, platform, locked)?;
     let base_dir = file.path.parent().map(Path::to_path_buf).unwrap_or_default();
     let home_dir = dirs::home_dir();
     let mut views = Vec::new();
     let mut shims = Vec::new();
     for r in &resolved.profiles {
-        let (entry_dir, meta) = entries.iter().find(|(_, m)| m.id == r.cudnn_id).cloned().context("resolved entry vanished from the store")?;
-        let t = &toolkits.iter().find(|(c, _)| c.root == r.toolkit_root).context("resolved toolkit vanished")?.1;
+        let (entry_dir, meta) = entries.iter().find(|(_, m)| m.id == r.cudnn_id).cloned().ok_or(Error::Vanished("resolved entry vanished from the store"))?;
+        let t = &toolkits.iter().find(|(c, _)| c.root == r.toolkit_root).ok_or(Error::Vanished("resolved toolkit vanished"))?.1;
         let cudnn_lib = if platform.is_windows() { meta.layout.bin.clone() } else { meta.layout.lib.clone() }.unwrap_or_else(|| "lib".into());
         let profile = file.profile(&r.name).expect("resolved from this file");
         let conda_env = match &profile.conda_env {
@@ -283,8 +314,8 @@ pub fn from_home_token(path: &Path, home: &Path) -> Option<PathBuf> {
 }
 
 /// Writes this host's section of `lab.lock` for `desired`; see [`write_lock_section`].
-pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<bool> {
-    let platform = Platform::host().context("cuDNN is not built for this platform")?;
+pub fn write_lock(layout: &Layout, desired: &Desired) -> Result<bool, Error> {
+    let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
     write_lock_section(layout, &desired.file, platform, &desired.resolved)
 }
 
@@ -292,7 +323,7 @@ pub fn write_lock(layout: &Layout, desired: &Desired) -> anyhow::Result<bool> {
 /// home written relative to [`HOME_TOKEN`], and for each profile with a `from` source the
 /// SHA-256 of the file its entry came from (and the URL, for a URL source), and the runtime
 /// wheels of a `cuda = { from = "pypi" }` root. Returns whether the file changed.
-pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platform, resolved: &Resolved) -> anyhow::Result<bool> {
+pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platform, resolved: &Resolved) -> Result<bool, Error> {
     let path = lockfile::lock_path(&file.path);
     let home = stable_home(layout);
     let mut portable = resolved.clone();
@@ -370,58 +401,29 @@ impl LockedDrift {
     }
 }
 
-impl crate::error::Diagnose for LockedDrift {
+impl Diagnose for LockedDrift {
     fn hint(&self) -> Option<String> {
         Some(self.hint.clone())
     }
-    fn exit_code(&self) -> crate::error::ExitCode {
-        crate::error::ExitCode::Invalid
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::Invalid
     }
 }
 
-/// The activation of a profile, through its stable path `<home>/profiles/<name>`:
-/// cuDNN's library folder and the toolkit's runtime folder first on PATH (Windows) or
-/// LD_LIBRARY_PATH (Linux, where PATH gets the toolkit's `bin`), and CUDA_PATH, CUDA_HOME,
-/// CUDNN_PATH pointing into the view.
-pub fn activation(layout: &Layout, profile: &str, platform: Platform) -> Activation {
-    let view = stable_home(layout).join("profiles").join(profile);
-    let (path_prepend, ld) = if platform.is_windows() {
-        (vec![view.join("cudnn-lib"), view.join("cuda-lib")], Vec::new())
-    } else {
-        (vec![view.join("cuda").join("bin")], vec![view.join("cudnn-lib"), view.join("cuda-lib")])
-    };
-    Activation {
-        profile: profile.into(),
-        path_prepend,
-        ld_library_path_prepend: ld,
-        set: vec![("CUDA_PATH".into(), view.join("cuda")), ("CUDA_HOME".into(), view.join("cuda")), ("CUDNN_PATH".into(), view.join("cudnn"))],
-    }
-}
-
-/// The home as an absolute path without a `\\?\` prefix (what shims and users see).
-pub fn stable_home(layout: &Layout) -> PathBuf {
-    let abs = std::path::absolute(layout.home()).unwrap_or_else(|_| layout.home().to_path_buf());
-    // shim_path also turns `\\?\UNC\srv\share` into `\\srv\share` (a bare strip of `\\?\`
-    // left the relative `UNC\srv\share`).
-    if abs.to_string_lossy().starts_with(r"\\?\") { PathBuf::from(shim::shim_path(&abs)) } else { abs }
-}
-
-/// The change from the current generation to `desired`, as `+`/`-`/`~` lines; empty when
-/// nothing would change.
-pub fn plan(layout: &Layout, desired: &Desired) -> Vec<String> {
+/// The change from the current generation to `desired` (see [`crate::change`]); empty when
+/// nothing would change. When a profile changes, every link of the new views follows.
+pub fn plan(layout: &Layout, desired: &Desired) -> Vec<Change> {
     let cur = generation::current(layout).and_then(|n| generation::read(layout, n).ok());
     let (empty_views, empty_shims) = (Vec::new(), Vec::new());
     let (cur_views, cur_shims) = cur.as_ref().map(|m| (&m.profiles, &m.shims)).unwrap_or((&empty_views, &empty_shims));
-    let mut lines = Vec::new();
+    let mut out = Vec::new();
     for v in &desired.views {
         match cur_views.iter().find(|c| c.name == v.name) {
-            None => lines.push(format!(
-                "+ profile {}: cuDNN {} ({}) on CUDA {} ({})",
-                v.name,
-                v.cudnn_version,
-                v.cudnn_name,
-                v.toolkit_version,
-                v.toolkit_root.display()
+            None => out.push(Change::new(
+                Kind::Add,
+                Subject::Profile,
+                &v.name,
+                Some(format!("cuDNN {} ({}) on CUDA {} ({})", v.cudnn_version, v.cudnn_name, v.toolkit_version, v.toolkit_root.display())),
             )),
             Some(c) if c != v => {
                 let mut what = Vec::new();
@@ -437,37 +439,37 @@ pub fn plan(layout: &Layout, desired: &Desired) -> Vec<String> {
                 if what.is_empty() {
                     what.push("settings changed".into());
                 }
-                lines.push(format!("~ profile {}: {}", v.name, what.join(", ")));
+                out.push(Change::new(Kind::Change, Subject::Profile, &v.name, Some(what.join(", "))));
             }
             Some(_) => {}
         }
     }
     for c in cur_views.iter().filter(|c| !desired.views.iter().any(|v| v.name == c.name)) {
-        lines.push(format!("- profile {}", c.name));
+        out.push(Change::new(Kind::Remove, Subject::Profile, &c.name, None));
     }
-    if cur.as_ref().is_some_and(|m| m.link_mode != desired.link_mode) {
-        lines.push(format!("~ link mode {} -> {}", cur.as_ref().unwrap().link_mode, desired.link_mode));
+    if let Some(m) = cur.as_ref().filter(|m| m.link_mode != desired.link_mode) {
+        out.push(Change::new(Kind::Change, Subject::LinkMode, "", Some(format!("{} -> {}", m.link_mode, desired.link_mode))));
     }
-    let profiles_changed = !lines.is_empty();
+    let profiles_changed = !out.is_empty();
     for (s, _) in &desired.shims {
+        let path = s.path.display().to_string();
         match cur_shims.iter().find(|c| c.path == s.path) {
-            None => lines.push(format!("+ shim {}", s.path.display())),
-            Some(c) if c.sha256 != s.sha256 => lines.push(format!("~ shim {}", s.path.display())),
+            None => out.push(Change::new(Kind::Add, Subject::Shim, path, None)),
+            Some(c) if c.sha256 != s.sha256 => out.push(Change::new(Kind::Change, Subject::Shim, path, None)),
             _ => {}
         }
     }
     for c in cur_shims.iter().filter(|c| !desired.shims.iter().any(|(s, _)| s.path == c.path)) {
-        lines.push(format!("- shim {}", c.path.display()));
+        out.push(Change::new(Kind::Remove, Subject::Shim, c.path.display().to_string(), None));
     }
     if profiles_changed {
-        lines.push("  the new generation's views (every link, changed or not):".into());
         for v in &desired.views {
             for name in VIEW_LINKS {
-                lines.push(format!("  link profiles/{}/{} -> {}", v.name, name, view_target(v, name).display()));
+                out.push(Change::new(Kind::Link, Subject::Link, format!("profiles/{}/{}", v.name, name), Some(view_target(v, name).display().to_string())));
             }
         }
     }
-    lines
+    out
 }
 
 fn opt_path(p: &Option<PathBuf>) -> String {
@@ -485,9 +487,9 @@ fn view_target(v: &ViewRecord, name: &str) -> PathBuf {
 
 /// Builds generation N+1 from `desired` and publishes it (not yet current). On any error
 /// nothing is left behind (the staging folder is removed).
-pub fn build(layout: &Layout, desired: &Desired) -> anyhow::Result<u64> {
+pub fn build(layout: &Layout, desired: &Desired) -> Result<u64, Error> {
     let gens = layout.generations_dir();
-    fs::create_dir_all(&gens).with_context(|| format!("cannot create {}", gens.display()))?;
+    fs::create_dir_all(&gens).map_err(|source| Error::At { message: format!("cannot create {}", gens.display()), source })?;
     for e in fs::read_dir(&gens)?.flatten() {
         if e.file_name().to_string_lossy().starts_with(".tmp-") {
             remove_generation_tree(&e.path())?;
@@ -501,17 +503,17 @@ pub fn build(layout: &Layout, desired: &Desired) -> anyhow::Result<u64> {
         let _ = remove_generation_tree(&tmp);
         return Err(e);
     }
-    fsutil::rename_with_retry(&tmp, &dest).with_context(|| format!("cannot publish {}", dest.display()))?;
+    fsutil::rename_with_retry(&tmp, &dest).map_err(|source| Error::At { message: format!("cannot publish {}", dest.display()), source })?;
     fsutil::sync_dir(&gens);
     Ok(n)
 }
 
-fn build_into(tmp: &Path, dest: &Path, n: u64, desired: &Desired) -> anyhow::Result<()> {
-    fs::create_dir(tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+fn build_into(tmp: &Path, dest: &Path, n: u64, desired: &Desired) -> Result<(), Error> {
+    fs::create_dir(tmp).map_err(|source| Error::At { message: format!("cannot create {}", tmp.display()), source })?;
     let kind = link_kind(desired.file.settings.link_mode);
     for v in &desired.views {
         let view = tmp.join("views").join(&v.name);
-        fs::create_dir_all(&view).with_context(|| format!("cannot create {}", view.display()))?;
+        fs::create_dir_all(&view).map_err(|source| Error::At { message: format!("cannot create {}", view.display()), source })?;
         for name in VIEW_LINKS {
             let at = view.join(name);
             match kind {
@@ -547,7 +549,7 @@ fn build_into(tmp: &Path, dest: &Path, n: u64, desired: &Desired) -> anyhow::Res
 }
 
 /// Copies a store entry (files, folders, symlinks) for `link-mode = "copy"`.
-fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
     for e in walkdir::WalkDir::new(from) {
         let e = e?;
         let rel = e.path().strip_prefix(from).expect("under root");
@@ -560,7 +562,7 @@ fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
             #[cfg(not(unix))]
             fs::copy(e.path(), &dest)?;
         } else {
-            fs::copy(e.path(), &dest).with_context(|| format!("cannot copy {} to {}", e.path().display(), dest.display()))?;
+            fs::copy(e.path(), &dest).map_err(|source| Error::At { message: format!("cannot copy {} to {}", e.path().display(), dest.display()), source })?;
         }
     }
     Ok(())
@@ -568,7 +570,7 @@ fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
 
 /// Deletes a generation folder: links are removed as links (never followed), copies and
 /// files normally.
-pub fn remove_generation_tree(dir: &Path) -> anyhow::Result<()> {
+pub fn remove_generation_tree(dir: &Path) -> Result<(), Error> {
     fsutil::make_tree_writable(dir).ok();
     let views = dir.join("views");
     if let Ok(rd) = fs::read_dir(&views) {
@@ -581,7 +583,7 @@ pub fn remove_generation_tree(dir: &Path) -> anyhow::Result<()> {
             }
         }
     }
-    fs::remove_dir_all(dir).with_context(|| format!("cannot delete {}", dir.display()))
+    fs::remove_dir_all(dir).map_err(|source| Error::At { message: format!("cannot delete {}", dir.display()), source })
 }
 
 /// True when `desired` equals what the current generation already has.

@@ -1,0 +1,249 @@
+//! `plan`, `apply` and `lock`: parse the arguments, call [`crate::apply`], render.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::diagnostics::Report;
+use super::{Ctx, lock_and_recover, print_json_sorted, warn_dangling_active};
+use crate::apply::{self, Outcome};
+use crate::binfmt::Platform;
+use crate::change::{self, Change};
+use crate::error::{ExitCode, Hinted};
+use crate::verify::ProfileCheck;
+use crate::{generation, lockfile, profile, sources};
+
+#[derive(Serialize)]
+struct PlanPending<'a> {
+    changes: [(); 0],
+    fetch: &'a [Change],
+    unresolved: String,
+}
+
+#[derive(Serialize)]
+struct PlanJson<'a> {
+    changes: &'a [Change],
+    lock_changes: &'a [String],
+    resolved: &'a crate::resolve::Resolved,
+}
+
+/// `cuenv plan FILE` / `cuenv apply --dry-run FILE`.
+pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode, Report> {
+    let parsed = profile::load(file)?;
+    let host = Platform::host().ok_or_else(|| Hinted::message("cuDNN is not built for this platform"))?;
+    let fetches = sources::pending(&ctx.layout, &parsed, host)?;
+    let desired = match apply::desire(&ctx.layout, parsed, locked) {
+        Ok(d) => d,
+        Err(e) if !fetches.is_empty() => {
+            // What is still to be fetched cannot be resolved yet: show the fetches.
+            if json {
+                print_json_sorted(&PlanPending { changes: [], fetch: &fetches, unresolved: e.to_string() });
+            } else {
+                for c in &fetches {
+                    println!("{c}");
+                }
+                println!("(the views are planned once these are fetched; `cuenv apply` fetches them)");
+            }
+            return Ok(ExitCode::Success);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut changes = fetches;
+    changes.extend(apply::plan(&ctx.layout, &desired));
+    if json {
+        print_json_sorted(&PlanJson { changes: &changes, lock_changes: &desired.lock_changes, resolved: &desired.resolved });
+    } else if changes.is_empty() {
+        println!("no changes: generation {} already matches {}", generation::current(&ctx.layout).unwrap_or(0), file.display());
+    } else {
+        for l in change::render(&changes) {
+            println!("{l}");
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+/// Options of `cuenv apply`.
+pub struct ApplyOpts {
+    pub locked: bool,
+    pub json: bool,
+    /// Check each profile after the switch (`--no-check` turns it off).
+    pub check: bool,
+    /// A profile without a GPU fails the check.
+    pub require_gpu: bool,
+    /// Seconds per profile check.
+    pub timeout: u64,
+    /// Never touch the network (fetching what the store lacks fails).
+    pub offline: bool,
+}
+
+/// Prints what [`apply::run`] reports as it goes (nothing on stdout with `--json`).
+struct Printer<'a> {
+    ctx: &'a Ctx,
+    json: bool,
+}
+
+impl apply::Reporter for Printer<'_> {
+    fn fetched(&mut self, lines: &[String]) {
+        if !self.json {
+            for l in lines {
+                println!("{l}");
+            }
+        }
+    }
+    fn warning(&mut self, message: &str) {
+        self.ctx.note(message);
+    }
+    fn built(&mut self, changes: &[Change]) {
+        if !self.json {
+            for c in apply::headline_changes(changes) {
+                println!("{c}");
+            }
+        }
+    }
+    fn checked(&mut self, pc: &ProfileCheck) {
+        super::check::print_check(self.ctx, pc, self.json);
+    }
+}
+
+#[derive(Serialize)]
+struct Unchanged {
+    changed: bool,
+    generation: u64,
+}
+
+#[derive(Serialize)]
+struct Reverted<'a> {
+    changed: bool,
+    checks: &'a [ProfileCheck],
+    current: Option<u64>,
+    generation: u64,
+    reverted: bool,
+}
+
+#[derive(Serialize)]
+struct Applied<'a> {
+    changed: bool,
+    changes: Vec<String>,
+    checks: &'a [ProfileCheck],
+    generation: u64,
+}
+
+/// `cuenv apply FILE`.
+pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report> {
+    let lock = lock_and_recover(ctx)?;
+    let check = opts.check.then(|| super::check::options(opts.timeout));
+    let run_opts = apply::Options { locked: opts.locked, check, require_gpu: opts.require_gpu, offline: opts.offline };
+    let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
+    let lock_path = lockfile::lock_path(file);
+    match apply::run(&ctx.layout, &lock, file, &run_opts, progress.as_ref(), &mut Printer { ctx, json: opts.json })? {
+        Outcome::Unchanged { generation: n } => {
+            if opts.json {
+                print_json_sorted(&Unchanged { changed: false, generation: n });
+            } else {
+                println!("no changes: generation {n} already matches {}", file.display());
+            }
+            Ok(ExitCode::Success)
+        }
+        Outcome::Reverted { generation: n, current, checks, failed } => {
+            let kept = current.map(|p| format!("generation {p} stays current")).unwrap_or_else(|| "no generation is current".into());
+            if opts.json {
+                print_json_sorted(&Reverted { changed: false, checks: &checks, current, generation: n, reverted: true });
+            } else {
+                let names = failed.iter().map(|p| format!("profile {p}")).collect::<Vec<_>>().join(", ");
+                eprintln!("error: the check failed for {names}; generation {n} was built but {kept}");
+                eprintln!(
+                    "hint: fix what the reasons above say (or set `check = \"none\"` for that profile), then apply again; `cuenv check` re-runs the checks"
+                );
+            }
+            Ok(ExitCode::CheckFailed)
+        }
+        Outcome::Applied { generation: n, changes, checks, lock_changed, profiles: k } => {
+            warn_dangling_active(ctx);
+            if opts.json {
+                print_json_sorted(&Applied { changed: true, changes: change::render(&changes), checks: &checks, generation: n });
+            } else {
+                let lock_said = if lock_changed { "written to" } else { "unchanged:" };
+                println!("generation {n} is current ({k} profile{}); lock {lock_said} {}", if k == 1 { "" } else { "s" }, lock_path.display());
+            }
+            Ok(ExitCode::Success)
+        }
+    }
+}
+
+/// Options of `cuenv lock`.
+pub struct LockOpts {
+    /// The platforms whose sections to write (empty: this host's).
+    pub platforms: Vec<Platform>,
+    /// Fail instead of changing lab.lock.
+    pub locked: bool,
+    /// Never use the network.
+    pub offline: bool,
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct LockedPlatform {
+    changed: bool,
+    changes: Vec<String>,
+    fetched: Vec<String>,
+    platform: Platform,
+    resolved: crate::resolve::Resolved,
+}
+
+#[derive(Serialize)]
+struct LockJson {
+    lock: PathBuf,
+    platforms: Vec<LockedPlatform>,
+}
+
+/// `cuenv lock FILE [--platform P]...`: resolves the profile file for each platform,
+/// fetching and verifying what its `from` sources name (bytes pinned in lab.lock must
+/// match), and writes those platforms' sections of lab.lock. Builds no generation.
+pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> Result<ExitCode, Report> {
+    let lock = lock_and_recover(ctx)?;
+    let parsed = profile::load(file)?;
+    let lock_path = lockfile::lock_path(file);
+    let platforms = if opts.platforms.is_empty() {
+        vec![Platform::host().ok_or_else(|| Hinted::message("cuDNN is not built for this platform: name one with --platform"))?]
+    } else {
+        let mut ps = opts.platforms.clone();
+        ps.sort_by_key(|p| p.as_str());
+        ps.dedup();
+        ps
+    };
+    if opts.locked {
+        // Nothing to verify against: say so before fetching anything, for every platform.
+        for &platform in &platforms {
+            if let Some(drift) = apply::missing_section(lockfile::read(&lock_path, platform)?.as_ref(), &parsed, platform) {
+                return Err(drift.into());
+            }
+        }
+    }
+    let endpoints = sources::endpoints(&parsed, opts.offline);
+    let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
+    // Every platform is fetched and resolved before any section is written: a failure
+    // leaves lab.lock as it was.
+    let mut done = Vec::new();
+    for &platform in &platforms {
+        let fetched = sources::ensure(&ctx.layout, &lock, &parsed, platform, &lockfile::read_pins(&lock_path, platform), &endpoints, progress.as_ref())?;
+        let locking = apply::resolve_locked(&ctx.layout, &parsed, platform, opts.locked)?;
+        done.push((platform, fetched, locking));
+    }
+    let mut report = Vec::new();
+    for (platform, fetched, locking) in done {
+        let changed = if opts.locked { false } else { apply::write_lock_section(&ctx.layout, &parsed, platform, &locking.resolved)? };
+        if !opts.json {
+            for l in fetched.iter().chain(&locking.changes) {
+                println!("{l}");
+            }
+            let said = if changed { "written to" } else { "unchanged in" };
+            let k = locking.resolved.profiles.len();
+            println!("{platform}: {k} profile{} locked, {said} {}", if k == 1 { "" } else { "s" }, lock_path.display());
+        }
+        report.push(LockedPlatform { changed, changes: locking.changes, fetched, platform, resolved: locking.resolved });
+    }
+    if opts.json {
+        print_json_sorted(&LockJson { lock: lock_path, platforms: report });
+    }
+    Ok(ExitCode::Success)
+}

@@ -1,0 +1,57 @@
+//! `cuenv check [PROFILE...]`: checks the current generation's profiles and prints each
+//! verdict as it ends (also used by `apply`).
+
+use serde::Serialize;
+
+use super::diagnostics::Report;
+use super::{Ctx, lock_and_recover, print_json_sorted};
+use crate::apply::NoGeneration;
+use crate::check::CheckStatus;
+use crate::error::ExitCode;
+use crate::generation;
+use crate::verify::{self, ProfileCheck};
+
+/// The check options for this process: this executable as the probe child, this process's
+/// environment, `timeout` seconds per profile.
+pub fn options(timeout: u64) -> verify::Options {
+    verify::Options { exe: verify::current_exe(), base_env: std::env::vars_os().collect(), timeout: std::time::Duration::from_secs(timeout) }
+}
+
+/// Prints one profile's verdict and reasons (nothing on stdout with `--json`), and warns on
+/// stderr when it found no GPU.
+pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
+    if json {
+        return;
+    }
+    println!("check {}", verify::summary(pc));
+    for r in &pc.result.reasons {
+        println!("    {r}");
+    }
+    if pc.result.status == CheckStatus::NoGpu && !ctx.quiet {
+        eprintln!("warning: profile {}: no GPU here, so only loading and versions were checked (--require-gpu makes this an error)", pc.profile);
+    }
+}
+
+#[derive(Serialize)]
+struct CheckJson<'a> {
+    generation: u64,
+    profiles: &'a [ProfileCheck],
+}
+
+/// `cuenv check [PROFILE...]`: checks the current generation's profiles.
+pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, json: bool) -> Result<ExitCode, Report> {
+    let _lock = lock_and_recover(ctx)?;
+    let n = generation::current(&ctx.layout).ok_or(NoGeneration)?;
+    let m = generation::read(&ctx.layout, n)?;
+    for p in profiles {
+        m.profile(p)?;
+    }
+    let results = verify::run(&ctx.layout, &m, profiles, &options(timeout), &mut |pc| print_check(ctx, pc, json));
+    if profiles.is_empty() {
+        verify::save(&ctx.layout, n, &results)?;
+    }
+    if json {
+        print_json_sorted(&CheckJson { generation: n, profiles: &results });
+    }
+    Ok(if verify::acceptable(&results, require_gpu) { ExitCode::Success } else { ExitCode::CheckFailed })
+}

@@ -1,0 +1,103 @@
+//! How an error reaches a person: `error: <message>`, one `  caused by: <cause>` line per
+//! source in its chain, then `hint: <hint>`, and an exit code.
+//!
+//! Every command returns `Result<ExitCode, Report>`. A [`Report`] can only be made from an
+//! error that implements [`Diagnose`] (`impl From<E: Diagnose> for Report`), so `?` on an
+//! error type without a diagnosis does not compile: there is no list of known error types
+//! to keep up to date. The hint and exit code are those of the outermost error; wrapper
+//! enums (`apply::Error`, `sources::Error`) delegate both to the error they wrap.
+
+use std::fmt::{self, Write as _};
+
+use crate::error::{Diagnose, ExitCode};
+
+/// An error on its way to the person at the terminal.
+pub struct Report(Box<dyn Diagnose + Send + Sync>);
+
+impl<E: Diagnose + Send + Sync + 'static> From<E> for Report {
+    fn from(err: E) -> Report {
+        Report(Box::new(err))
+    }
+}
+
+impl fmt::Debug for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render())
+    }
+}
+
+impl Report {
+    /// Renders the error as `error: ...`, one `  caused by: ...` line per cause, and a
+    /// `hint: ...` line when the error has one. Every line ends with a newline.
+    pub fn render(&self) -> String {
+        let mut out = format!("error: {}\n", self.0);
+        let mut cause = self.0.source();
+        while let Some(c) = cause {
+            let _ = writeln!(out, "  caused by: {c}");
+            cause = c.source();
+        }
+        if let Some(hint) = self.0.hint() {
+            let _ = writeln!(out, "hint: {hint}");
+        }
+        out
+    }
+
+    /// The failure class: the error's own.
+    pub fn exit_code(&self) -> ExitCode {
+        self.0.exit_code()
+    }
+}
+
+/// An I/O error that reaches the CLI as is (writing to stdout, removing a link) says what the
+/// operating system said; there is no hint to give.
+impl Diagnose for std::io::Error {}
+
+/// Serializing a report for `--json` cannot fail for cuenv's own types; if it ever does,
+/// there is no hint to give.
+impl Diagnose for serde_json::Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Hinted;
+
+    #[test]
+    fn a_hinted_error_renders_message_hint_and_code() {
+        let r = Report::from(Hinted::new("no generation yet", "run `cuenv apply <lab.toml>` first", ExitCode::Invalid));
+        assert_eq!(r.render(), "error: no generation yet\nhint: run `cuenv apply <lab.toml>` first\n");
+        assert_eq!(r.exit_code(), ExitCode::Invalid);
+        let plain = Report::from(Hinted::message("cuDNN is not built for this platform"));
+        assert_eq!(plain.render(), "error: cuDNN is not built for this platform\n");
+        assert_eq!(plain.exit_code(), ExitCode::Failure);
+    }
+
+    #[test]
+    fn a_typed_error_renders_its_cause_chain_and_hint() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let e = crate::generation::Error::Io { path: "/h/generations/3".into(), source: io };
+        let r = Report::from(e);
+        assert_eq!(r.render(), "error: cannot write /h/generations/3\n  caused by: denied\nhint: check permissions of the cuenv home and of the conda env\n");
+        assert_eq!(r.exit_code(), ExitCode::Failure);
+        let unknown = crate::generation::UnknownProfile { name: "tarin".into(), generation: 2, known: vec!["train".into()] };
+        let r = Report::from(unknown);
+        assert_eq!(
+            r.render(),
+            "error: generation 2 has no profile `tarin`\nhint: did you mean `train`? profiles: train; or add it to your profile file and run `cuenv apply`\n"
+        );
+        assert_eq!(r.exit_code(), ExitCode::Invalid);
+    }
+
+    #[test]
+    fn a_wrapped_error_keeps_the_message_chain_hint_and_code_of_what_it_wraps() {
+        let drift = crate::apply::LockedDrift { message: "lab.lock does not match lab.toml".into(), hint: "run `cuenv apply lab.toml`".into() };
+        let direct = Report::from(crate::apply::LockedDrift { message: drift.message.clone(), hint: drift.hint.clone() });
+        let wrapped = Report::from(crate::apply::Error::from(drift));
+        assert_eq!(wrapped.render(), direct.render());
+        assert_eq!(wrapped.render(), "error: lab.lock does not match lab.toml\nhint: run `cuenv apply lab.toml`\n");
+        assert_eq!(wrapped.exit_code(), ExitCode::Invalid);
+        let pin = crate::sources::PinMismatch { profile: "p".into(), url: "u".into(), pinned: "a".into(), served: "b".into() };
+        let twice = Report::from(crate::apply::Error::from(crate::sources::Error::from(pin)));
+        assert_eq!(twice.exit_code(), ExitCode::Invalid);
+        assert!(twice.render().starts_with("error: profile p: u has SHA-256 b, but lab.lock pins a\nhint: the index or mirror serves"), "{}", twice.render());
+    }
+}

@@ -1,0 +1,124 @@
+//! `use`, `rollback`, `generations` and `gc`: parse, call [`crate::apply`] /
+//! [`crate::generation`], render.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::diagnostics::Report;
+use super::{Ctx, lock_and_recover, print_json_sorted, warn_dangling_active};
+use crate::apply::{self, Deleted, NoGeneration};
+use crate::error::ExitCode;
+use crate::generation;
+use crate::link::{self, LinkKind};
+use crate::verify;
+
+/// `cuenv use PROFILE` / `cuenv use --none`.
+pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
+    let _lock = lock_and_recover(ctx)?;
+    let active = ctx.layout.active_link();
+    let Some(name) = name else {
+        link::remove(&active)?;
+        println!("no profile is active");
+        return Ok(ExitCode::Success);
+    };
+    let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
+    generation::read(&ctx.layout, cur)?.profile(name)?;
+    let target = apply::stable_home(&ctx.layout).join("profiles").join(name);
+    link::set(LinkKind::native(), &active, &target, &ctx.layout.home().join(".active.new"))?;
+    println!("active profile: {name} ({} -> {})", active.display(), target.display());
+    Ok(ExitCode::Success)
+}
+
+/// `cuenv rollback [--to N]`.
+pub fn rollback(ctx: &Ctx, to: Option<u64>) -> Result<ExitCode, Report> {
+    let _lock = lock_and_recover(ctx)?;
+    let r = apply::rollback(&ctx.layout, to, &mut |m| ctx.note(m))?;
+    let (cur, target) = (r.from, r.to.target);
+    if !r.switched {
+        println!("generation {cur} is already current");
+        return Ok(ExitCode::Success);
+    }
+    let verb = if target < cur { "rolled back" } else { "switched forward" };
+    let skipped = match r.to.skipped.as_slice() {
+        [] => String::new(),
+        [n] => format!("; skipped {n}, whose check failed"),
+        ns => format!("; skipped {}, whose checks failed", ns.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
+    };
+    println!("{verb}: generation {target} is current (was {cur}{skipped})");
+    warn_dangling_active(ctx);
+    Ok(ExitCode::Success)
+}
+
+#[derive(Serialize)]
+struct GenRow {
+    number: u64,
+    current: bool,
+    created: String,
+    source: PathBuf,
+    profiles: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct GenerationsJson {
+    generations: Vec<GenRow>,
+    history: Vec<generation::HistoryRecord>,
+}
+
+/// `cuenv generations`.
+pub fn generations(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
+    let cur = generation::current(&ctx.layout);
+    let rows: Vec<GenRow> = generation::list(&ctx.layout)
+        .into_iter()
+        .filter_map(|n| generation::read(&ctx.layout, n).ok())
+        .map(|m| {
+            let checks = verify::load(&ctx.layout, m.number);
+            let status_of = |name: &str| {
+                checks
+                    .as_ref()
+                    .and_then(|c| c.profiles.iter().find(|p| p.profile == name))
+                    .map(|p| p.result.status.to_string())
+                    .unwrap_or_else(|| "unchecked".into())
+            };
+            GenRow {
+                number: m.number,
+                current: Some(m.number) == cur,
+                created: m.created.clone(),
+                source: m.source.clone(),
+                profiles: m.profiles.iter().map(|p| format!("{} (cuDNN {}, {})", p.name, p.cudnn_version, status_of(&p.name))).collect(),
+            }
+        })
+        .collect();
+    if json {
+        print_json_sorted(&GenerationsJson { generations: rows, history: generation::history(&ctx.layout) });
+        return Ok(ExitCode::Success);
+    }
+    if rows.is_empty() {
+        println!("no generations yet: run `cuenv apply <lab.toml>`");
+    }
+    for r in &rows {
+        println!("{} {:>3}  {}  {}  {}", if r.current { "*" } else { " " }, r.number, r.created, r.source.display(), r.profiles.join(", "));
+    }
+    Ok(ExitCode::Success)
+}
+
+/// `cuenv gc`.
+pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
+    let lock = lock_and_recover(ctx)?;
+    let plan = apply::gc_plan(&ctx.layout, keep);
+    let verb = if dry_run { "would delete" } else { "deleted" };
+    let say = |d: Deleted| match d {
+        Deleted::Generation(n) => println!("{verb} generation {n}"),
+        Deleted::Entry(name) => println!("{verb} store entry {name}"),
+    };
+    if dry_run {
+        plan.generations.iter().for_each(|n| say(Deleted::Generation(*n)));
+        plan.entries.iter().for_each(|(_, name)| say(Deleted::Entry(name)));
+    } else {
+        apply::gc(&ctx.layout, &lock, &plan, &mut |d| say(d))?;
+    }
+    if plan.generations.is_empty() && plan.entries.is_empty() {
+        println!("nothing to delete ({} generation{} kept)", plan.kept, if plan.kept == 1 { "" } else { "s" });
+    }
+    Ok(ExitCode::Success)
+}

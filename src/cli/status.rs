@@ -1,0 +1,46 @@
+//! `cuenv status`: renders [`crate::status::Status`].
+
+use super::diagnostics::Report;
+use super::{Ctx, print_json_sorted};
+use crate::error::ExitCode;
+use crate::status;
+use crate::verify;
+
+/// `cuenv status`. Exit 3 when a link or shim is damaged or `active` dangles.
+pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
+    let s = status::status(&ctx.layout)?;
+    if json {
+        print_json_sorted(&s);
+    } else {
+        match s.generation {
+            None => println!("no generation yet: run `cuenv apply <lab.toml>`"),
+            Some(n) => println!("generation {n} is current; active profile: {}", s.active.as_deref().unwrap_or("(none)")),
+        }
+        if s.active_dangling {
+            println!(
+                "DANGLING  {} (the current generation has no profile `{}`): run `cuenv use <profile>` or `cuenv use --none`",
+                ctx.layout.active_link().display(),
+                s.active.as_deref().unwrap_or("")
+            );
+        }
+        if s.interrupted_switch {
+            println!("an interrupted switch is pending; the next apply, use, rollback or gc finishes it");
+        }
+        for p in &s.profiles {
+            println!("{}{}: cuDNN {} on CUDA {}", if p.active { "* " } else { "  " }, p.name, p.cudnn, p.toolkit);
+            match &p.check {
+                Some(c) => {
+                    println!("    check     {}", verify::summary(c));
+                    for r in &c.result.reasons {
+                        println!("              {r}");
+                    }
+                }
+                None => println!("    check     not run (`cuenv check`)"),
+            }
+            for h in p.links.iter().chain(&p.shims) {
+                println!("    {:<9} {}", if h.ok() { "ok" } else { h.state.as_str() }, h.path.display());
+            }
+        }
+    }
+    Ok(if s.healthy { ExitCode::Success } else { ExitCode::Damaged })
+}

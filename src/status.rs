@@ -1,0 +1,163 @@
+//! The state of the home for `cuenv status`: the current generation, the active profile,
+//! an interrupted switch, and the health of every view link and conda shim (a shim is `ok`
+//! only while its bytes hash to what the manifest recorded). Reads only.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::generation;
+use crate::layout::Layout;
+use crate::link;
+use crate::shim;
+use crate::verify;
+use crate::view::VIEW_LINKS;
+
+/// One link's or shim's state: `ok -> <target>`, `ok (copy)`, `ok`, `missing`, `dangling`,
+/// `foreign`, `modified`.
+#[derive(Debug, Serialize)]
+pub struct Health {
+    /// The link or shim.
+    pub path: PathBuf,
+    /// Its state.
+    pub state: String,
+}
+
+impl Health {
+    /// Whether the state is one of the `ok` ones.
+    pub fn ok(&self) -> bool {
+        self.state.starts_with("ok")
+    }
+}
+
+/// One profile of the current generation.
+#[derive(Debug, Serialize)]
+pub struct ProfileStatus {
+    /// The profile.
+    pub name: String,
+    /// Whether `<home>/active` points at it.
+    pub active: bool,
+    /// `version (entry folder)`.
+    pub cudnn: String,
+    /// `version (root)`.
+    pub toolkit: String,
+    /// The last check's verdict (`pass`, `fail`, `no-gpu`) and reasons, if it was checked.
+    pub check: Option<verify::ProfileCheck>,
+    /// The view's links.
+    pub links: Vec<Health>,
+    /// The profile's conda shims.
+    pub shims: Vec<Health>,
+}
+
+/// The whole report (JSON keys in the order `status --json` always printed them).
+#[derive(Debug, Serialize)]
+pub struct Status {
+    /// The active profile's name, if any.
+    pub active: Option<String>,
+    /// `<home>/active` names a profile the current generation lacks.
+    pub active_dangling: bool,
+    /// The current generation.
+    pub generation: Option<u64>,
+    /// Every link and shim is ok and `active` is not dangling.
+    pub healthy: bool,
+    /// A switch was interrupted (the next writing command finishes it).
+    pub interrupted_switch: bool,
+    /// The current generation's profiles.
+    pub profiles: Vec<ProfileStatus>,
+}
+
+/// The active profile's name, and whether the current generation still has it.
+pub fn active_profile(layout: &Layout) -> Option<(String, bool)> {
+    let active = layout.active_link();
+    let target = link::read(&active).ok()?;
+    let name = target.file_name()?.to_string_lossy().into_owned();
+    Some((name, active.exists()))
+}
+
+/// A shim's state from its bytes (`None`: unreadable) and the SHA-256 the manifest recorded.
+pub fn shim_state(bytes: Option<&[u8]>, sha256: &str) -> &'static str {
+    match bytes {
+        None => "missing",
+        Some(b) if !shim::is_ours(&String::from_utf8_lossy(b)) => "foreign",
+        Some(b) if hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b)) != sha256 => "modified",
+        Some(_) => "ok",
+    }
+}
+
+fn link_state(at: &std::path::Path, copied: bool) -> String {
+    if copied {
+        return if at.is_dir() { "ok (copy)" } else { "missing" }.to_string();
+    }
+    match link::read(at) {
+        Err(_) => "missing".into(),
+        Ok(_) if !at.exists() => "dangling".into(),
+        Ok(t) => format!("ok -> {}", t.display()),
+    }
+}
+
+/// Reads the state of `layout`'s home.
+pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
+    let cur = generation::current(layout);
+    let active_state = active_profile(layout);
+    let active = active_state.as_ref().map(|(n, _)| n.clone());
+    let active_dangling = active_state.as_ref().is_some_and(|(_, ok)| !ok);
+    let interrupted_switch = layout.home().join("journal.toml").exists();
+    let mut profiles = Vec::new();
+    if let Some(n) = cur {
+        let m = generation::read(layout, n)?;
+        let checks = verify::load(layout, n);
+        for p in &m.profiles {
+            let view = layout.profiles_dir().join(&p.name);
+            let links = VIEW_LINKS
+                .iter()
+                .map(|name| {
+                    let at = view.join(name);
+                    let state = link_state(&at, p.copied && *name == "cudnn");
+                    Health { path: at, state }
+                })
+                .collect();
+            let shims = m
+                .shims
+                .iter()
+                .filter(|s| s.profile == p.name)
+                .map(|s| Health { path: s.path.clone(), state: shim_state(std::fs::read(&s.path).ok().as_deref(), &s.sha256).into() })
+                .collect();
+            profiles.push(ProfileStatus {
+                name: p.name.clone(),
+                active: active.as_deref() == Some(&p.name),
+                cudnn: format!("{} ({})", p.cudnn_version, p.entry_dir.display()),
+                toolkit: format!("{} ({})", p.toolkit_version, p.toolkit_root.display()),
+                check: checks.as_ref().and_then(|c| c.profiles.iter().find(|c| c.profile == p.name)).cloned(),
+                links,
+                shims,
+            });
+        }
+    }
+    let healthy = !active_dangling && profiles.iter().all(|p| p.links.iter().all(Health::ok) && p.shims.iter().all(|h| h.state == "ok"));
+    Ok(Status { active, active_dangling, generation: cur, healthy, interrupted_switch, profiles })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shim_is_ok_only_with_its_marker_and_its_recorded_hash() {
+        let ours = shim::encode(
+            shim::Shell::Posix,
+            &shim::render_activate(shim::Shell::Posix, &crate::view::activation(&Layout::new("/h"), "p", crate::binfmt::Platform::LinuxX86_64)),
+        );
+        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&ours));
+        assert_eq!(shim_state(Some(&ours), &sha), "ok");
+        assert_eq!(shim_state(Some(&ours), &"0".repeat(64)), "modified");
+        assert_eq!(shim_state(Some(b"echo hi\n"), &sha), "foreign");
+        assert_eq!(shim_state(None, &sha), "missing");
+    }
+
+    #[test]
+    fn an_empty_home_is_healthy_with_no_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = status(&Layout::new(dir.path())).unwrap();
+        assert!(s.healthy && s.generation.is_none() && s.active.is_none() && !s.interrupted_switch && s.profiles.is_empty());
+    }
+}
