@@ -9,7 +9,6 @@ use crate::binfmt::Platform;
 use crate::error::ExitCode;
 use crate::fetch::{self, Client, Endpoints, FetchRequest, Source};
 use crate::fsutil::human_size;
-use crate::lock::WriterLock;
 use crate::version::Version;
 
 #[derive(Debug, Args)]
@@ -88,7 +87,7 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
         platform,
         endpoints: Endpoints { pypi_index: Some(args.pypi_index), nvidia_mirror: Some(args.nvidia_mirror), offline: args.offline },
     };
-    let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
+    let lock = super::writer_lock(ctx)?;
     let client = Client::new(req.endpoints.offline);
     let artifact = fetch::resolve_cudnn(&client, &req)?;
     if fetch::find_by_source_sha256(&ctx.layout, &artifact.sha256).is_none() {

@@ -239,6 +239,8 @@ fn run(cli: Cli) -> Result<ExitCode, Report> {
         }
     };
     let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet };
+    // A home written by a newer cuenv is refused before anything reads or writes it.
+    ctx.layout.check_format()?;
     match cli.command {
         Command::Store(cmd) => store::run(&ctx, cmd),
         Command::Toolkits { json } => toolkits::run(&ctx, json),
@@ -276,10 +278,18 @@ pub(crate) fn print_json_sorted(value: &impl serde::Serialize) {
 
 /// Takes the writer lock and finishes or undoes an interrupted switch.
 pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::lock::WriterLock, Report> {
-    let lock = crate::lock::WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
+    let lock = writer_lock(ctx)?;
     if let Some(said) = crate::generation::recover(&ctx.layout)? {
         ctx.note(&format!("note: {said}"));
     }
+    Ok(lock)
+}
+
+/// Takes the writer lock (saying once that it waits for another cuenv) and records the
+/// home's format if the home has none yet.
+pub fn writer_lock(ctx: &Ctx) -> Result<crate::lock::WriterLock, Report> {
+    let lock = crate::lock::WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
+    ctx.layout.record_format()?;
     Ok(lock)
 }
 

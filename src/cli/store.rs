@@ -9,7 +9,6 @@ use super::diagnostics::Report;
 use super::{Ctx, print_json, reporter};
 use crate::error::ExitCode;
 use crate::fsutil::human_size;
-use crate::lock::WriterLock;
 use crate::store::{AddOptions, Store};
 
 #[derive(Debug, Subcommand)]
@@ -96,7 +95,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                 )
                 .into());
             }
-            let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
+            let lock = super::writer_lock(ctx)?;
             let opts = AddOptions { sha256, cuda, source_url: None };
             let mut added = Vec::new();
             for path in &paths {
@@ -214,7 +213,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
         }
         StoreCommand::Fetch(args) => super::fetch::run(ctx, args),
         StoreCommand::Remove { id } => {
-            let lock = WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
+            let lock = super::writer_lock(ctx)?;
             let (dir, meta) = store.find(&id)?;
             if let Some(n) = crate::generation::list(&ctx.layout)
                 .into_iter()
