@@ -31,6 +31,51 @@ use crate::fsutil;
 use crate::layout::Layout;
 use crate::link::{self, LinkKind};
 
+/// How a generation's views reach their store entries: `symlink`, `junction` or `copy`
+/// in `manifest.toml` (see `docs/design.md`, link modes).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ViewMode {
+    /// Symbolic links (Linux, or `link-mode = "symlink"`).
+    Symlink,
+    /// NTFS junctions (Windows).
+    Junction,
+    /// The cuDNN entry is copied into the view; the other view links stay links.
+    Copy,
+}
+
+impl std::fmt::Display for ViewMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ViewMode::Symlink => "symlink",
+            ViewMode::Junction => "junction",
+            ViewMode::Copy => "copy",
+        })
+    }
+}
+
+/// What a switch was for, as the history and the journal record it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SwitchOp {
+    /// `cuenv apply` made a new generation current.
+    Apply,
+    /// `cuenv rollback` (or `rollback --to N`).
+    Rollback,
+    /// A failed check put the previous generation back.
+    Revert,
+}
+
+impl std::fmt::Display for SwitchOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SwitchOp::Apply => "apply",
+            SwitchOp::Rollback => "rollback",
+            SwitchOp::Revert => "revert",
+        })
+    }
+}
+
 /// One view's record in a manifest.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ViewRecord {
@@ -86,8 +131,8 @@ pub struct Manifest {
     /// The profile file it was built from, and that file's SHA-256.
     pub source: PathBuf,
     pub source_sha256: String,
-    /// `symlink`, `junction`, or `copy`.
-    pub link_mode: String,
+    /// How the views were made.
+    pub link_mode: ViewMode,
     /// The views, in profile-file order.
     pub profiles: Vec<ViewRecord>,
     /// The conda shims.
@@ -226,8 +271,8 @@ pub fn previous(layout: &Layout) -> Option<u64> {
 pub struct HistoryRecord {
     /// RFC 3339 time of the switch.
     pub time: String,
-    /// `apply`, `rollback`, or `revert` (a failed check put the previous generation back).
-    pub op: String,
+    /// What the switch was for.
+    pub op: SwitchOp,
     /// Generation current before (none for the first apply).
     pub from: Option<u64>,
     /// Generation current after.
@@ -250,7 +295,7 @@ fn append_history(layout: &Layout, rec: &HistoryRecord) -> Result<(), Error> {
 /// The switch in progress, written before the first effect and deleted after the last.
 #[derive(Debug, Serialize, Deserialize)]
 struct Journal {
-    op: String,
+    op: SwitchOp,
     from: Option<u64>,
     to: u64,
 }
@@ -330,9 +375,9 @@ fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(),
 
 /// Switches from the current generation to `to` (see the module docs for the steps and
 /// the commit point). `op` is recorded in the history.
-pub fn switch(layout: &Layout, to: u64, op: &str) -> Result<(), Error> {
+pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
     let from = current(layout);
-    let journal = Journal { op: op.into(), from, to };
+    let journal = Journal { op, from, to };
     let jpath = journal_path(layout);
     fsutil::write_atomic(&jpath, toml::to_string(&journal).expect("serializable").as_bytes()).map_err(io_err(&jpath))?;
     fault_point("journal");
@@ -342,7 +387,7 @@ pub fn switch(layout: &Layout, to: u64, op: &str) -> Result<(), Error> {
     link::set(LinkKind::native(), &layout.profiles_dir(), &views, &layout.home().join(".profiles.new"))?;
     fsutil::sync_dir(layout.home());
     fault_point("commit");
-    append_history(layout, &HistoryRecord { time: now(), op: op.into(), from, to })?;
+    append_history(layout, &HistoryRecord { time: now(), op, from, to })?;
     fault_point("history");
     fs::remove_file(&jpath).map_err(io_err(&jpath))
 }
@@ -350,11 +395,11 @@ pub fn switch(layout: &Layout, to: u64, op: &str) -> Result<(), Error> {
 /// Makes no generation current: removes the current generation's shims and the `profiles`
 /// link. Used when the very first generation fails its check (there is no previous one to
 /// go back to). Recorded in the history as `op` to generation 0.
-pub fn clear(layout: &Layout, op: &str) -> Result<(), Error> {
+pub fn clear(layout: &Layout, op: SwitchOp) -> Result<(), Error> {
     let Some(cur) = current(layout) else { return Ok(()) };
     sync_shims(layout, Some(cur), None)?;
     link::remove(&layout.profiles_dir()).map_err(io_err(&layout.profiles_dir()))?;
-    append_history(layout, &HistoryRecord { time: now(), op: op.into(), from: Some(cur), to: 0 })
+    append_history(layout, &HistoryRecord { time: now(), op, from: Some(cur), to: 0 })
 }
 
 /// Finishes or undoes a switch interrupted by a crash. Returns a sentence saying what it
@@ -370,7 +415,7 @@ pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {
     let said = if cur == Some(j.to) {
         sync_shims(layout, j.from, Some(j.to))?;
         if !history(layout).last().is_some_and(|h| h.to == j.to && h.from == j.from) {
-            append_history(layout, &HistoryRecord { time: now(), op: j.op.clone(), from: j.from, to: j.to })?;
+            append_history(layout, &HistoryRecord { time: now(), op: j.op, from: j.from, to: j.to })?;
         }
         format!("finished an interrupted {} to generation {}", j.op, j.to)
     } else {

@@ -18,7 +18,7 @@ use crate::binfmt::Platform;
 use crate::change::{Change, Kind, Subject};
 use crate::error::{Diagnose, ExitCode};
 use crate::fsutil;
-use crate::generation::{self, Manifest, ShimRecord, ViewRecord};
+use crate::generation::{self, Manifest, ShimRecord, ViewMode, ViewRecord};
 use crate::layout::Layout;
 use crate::link::{self, LinkKind};
 use crate::lockfile;
@@ -130,7 +130,7 @@ pub struct Desired {
     /// The shims to write, with their bytes (as [`shim::encode`] makes them).
     pub shims: Vec<(ShimRecord, Vec<u8>)>,
     /// `symlink`, `junction` or `copy`.
-    pub link_mode: String,
+    pub link_mode: ViewMode,
 }
 
 /// The link kind for a profile file's `link-mode` on this platform (`None`: copy).
@@ -143,11 +143,11 @@ pub fn link_kind(mode: LinkMode) -> Option<LinkKind> {
     }
 }
 
-fn mode_name(mode: LinkMode) -> String {
+fn mode_name(mode: LinkMode) -> ViewMode {
     match link_kind(mode) {
-        Some(LinkKind::Junction) => "junction".into(),
-        Some(LinkKind::Symlink) => "symlink".into(),
-        None => "copy".into(),
+        Some(LinkKind::Junction) => ViewMode::Junction,
+        Some(LinkKind::Symlink) => ViewMode::Symlink,
+        None => ViewMode::Copy,
     }
 }
 
@@ -538,7 +538,7 @@ fn build_into(tmp: &Path, dest: &Path, n: u64, desired: &Desired) -> Result<(), 
         created: generation::now(),
         source: std::path::absolute(&desired.file.path).unwrap_or_else(|_| desired.file.path.clone()),
         source_sha256: hex::encode(Sha256::digest(desired.file.source.as_bytes())),
-        link_mode: desired.link_mode.clone(),
+        link_mode: desired.link_mode,
         profiles: desired.views.clone(),
         shims: desired.shims.iter().map(|(r, _)| r.clone()).collect(),
     };

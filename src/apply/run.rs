@@ -104,7 +104,7 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     reporter.built(&changes);
     // The check runs through the stable paths, so the new generation is switched in first;
     // if a profile fails, the previous generation is switched back.
-    generation::switch(layout, n, "apply")?;
+    generation::switch(layout, n, generation::SwitchOp::Apply)?;
     let checks = match &opts.check {
         Some(check) => {
             let m = generation::read(layout, n)?;
@@ -116,8 +116,8 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     };
     if !verify::acceptable(&checks, opts.require_gpu) {
         match previous {
-            Some(p) => generation::switch(layout, p, "revert")?,
-            None => generation::clear(layout, "revert")?,
+            Some(p) => generation::switch(layout, p, generation::SwitchOp::Revert)?,
+            None => generation::clear(layout, generation::SwitchOp::Revert)?,
         }
         let failed = checks.iter().filter(|c| !verify::acceptable(std::slice::from_ref(c), opts.require_gpu)).map(|c| c.profile.clone()).collect();
         return Ok(Outcome::Reverted { generation: n, current: previous, checks, failed });
@@ -183,7 +183,7 @@ pub fn rollback(layout: &Layout, to: Option<u64>, warn: &mut dyn FnMut(&str)) ->
     generation::read(layout, target.target)?;
     let switched = target.target != cur;
     if switched {
-        generation::switch(layout, target.target, "rollback")?;
+        generation::switch(layout, target.target, generation::SwitchOp::Rollback)?;
     }
     Ok(Rollback { from: cur, to: target, switched })
 }

@@ -37,13 +37,43 @@ pub struct SourceInfo {
     pub url: Option<String>,
 }
 
+/// The kind of one item of an entry's content: `file`, `dir` or `symlink` in `entry.toml`
+/// (the same words are hashed into the entry's content id, see [`content_id`]).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum FileKind {
+    /// A regular file (`size` and `sha256` are set).
+    File,
+    /// A folder.
+    Dir,
+    /// A symbolic link (`target` is set).
+    Symlink,
+}
+
+impl FileKind {
+    /// The word `entry.toml` and the content id use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileKind::File => "file",
+            FileKind::Dir => "dir",
+            FileKind::Symlink => "symlink",
+        }
+    }
+}
+
+impl std::fmt::Display for FileKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One item of the entry's content, as recorded in `entry.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct FileRecord {
     /// Relative path, `/` separators.
     pub path: String,
-    /// `file`, `dir` or `symlink`.
-    pub kind: String,
+    /// What the item is.
+    pub kind: FileKind,
     /// Size in bytes (files only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
@@ -103,11 +133,11 @@ pub fn records(items: &BTreeMap<String, Item>) -> Vec<FileRecord> {
     items
         .iter()
         .map(|(path, item)| match item {
-            Item::Dir => FileRecord { path: path.clone(), kind: "dir".into(), size: None, sha256: None, target: None },
+            Item::Dir => FileRecord { path: path.clone(), kind: FileKind::Dir, size: None, sha256: None, target: None },
             Item::File { size, sha256 } => {
-                FileRecord { path: path.clone(), kind: "file".into(), size: Some(*size), sha256: Some(sha256.clone()), target: None }
+                FileRecord { path: path.clone(), kind: FileKind::File, size: Some(*size), sha256: Some(sha256.clone()), target: None }
             }
-            Item::Symlink { target } => FileRecord { path: path.clone(), kind: "symlink".into(), size: None, sha256: None, target: Some(target.clone()) },
+            Item::Symlink { target } => FileRecord { path: path.clone(), kind: FileKind::Symlink, size: None, sha256: None, target: Some(target.clone()) },
         })
         .collect()
 }
@@ -119,7 +149,7 @@ pub fn content_id(records: &[FileRecord]) -> String {
     let mut h = Sha256::new();
     for r in sorted {
         let digest = r.sha256.as_deref().or(r.target.as_deref()).unwrap_or("");
-        h.update(format!("{}\t{}\t{}\n", r.path, r.kind, digest).as_bytes());
+        h.update(format!("{}\t{}\t{}\n", r.path, r.kind.as_str(), digest).as_bytes());
     }
     hex::encode(h.finalize())
 }
@@ -135,8 +165,8 @@ mod tests {
 
     #[test]
     fn id_ignores_order_and_names_content() {
-        let a = FileRecord { path: "b".into(), kind: "file".into(), size: Some(1), sha256: Some("aa".into()), target: None };
-        let b = FileRecord { path: "a".into(), kind: "dir".into(), size: None, sha256: None, target: None };
+        let a = FileRecord { path: "b".into(), kind: FileKind::File, size: Some(1), sha256: Some("aa".into()), target: None };
+        let b = FileRecord { path: "a".into(), kind: FileKind::Dir, size: None, sha256: None, target: None };
         assert_eq!(content_id(&[a.clone(), b.clone()]), content_id(&[b.clone(), a.clone()]));
         let mut c = a.clone();
         c.sha256 = Some("ab".into());

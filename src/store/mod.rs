@@ -28,7 +28,7 @@ use crate::layout::Layout;
 use crate::lock::WriterLock;
 use crate::progress::Progress;
 
-use entry::{ENTRY_FILE, EntryMeta};
+use entry::{ENTRY_FILE, EntryMeta, FileKind};
 use extract::{Item, SourceKind};
 
 /// Errors of the store. Each names the archive, member or path involved.
@@ -387,14 +387,16 @@ impl<'a> Store<'a> {
                 continue;
             };
             let ft = e.file_type();
-            let ok = match rec.kind.as_str() {
-                "dir" => ft.is_dir(),
-                "symlink" => {
+            let ok = match rec.kind {
+                FileKind::Dir => ft.is_dir(),
+                FileKind::Symlink => {
                     ft.is_symlink() && fs::read_link(e.path()).map(|t| Some(t.to_string_lossy().replace('\\', "/")) == rec.target).unwrap_or(false)
                     // On Windows symlinks are stored as copies of their target.
                     || (cfg!(windows) && ft.is_file())
                 }
-                _ => ft.is_file() && extract::hash_file(e.path()).map(|(n, h)| Some(n) == rec.size && Some(&h) == rec.sha256.as_ref()).unwrap_or(false),
+                FileKind::File => {
+                    ft.is_file() && extract::hash_file(e.path()).map(|(n, h)| Some(n) == rec.size && Some(&h) == rec.sha256.as_ref()).unwrap_or(false)
+                }
             };
             if !ok {
                 damage.modified.push(rel);
