@@ -125,7 +125,7 @@ pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, l
             }
         }
     }
-    let honoured = lockfile::honour(lock.as_ref(), file, &candidates)?;
+    let honoured = crate::resolve::honour(lock.as_ref(), file, &candidates)?;
     if locked {
         if let Some(drift) = missing_section(lock.as_ref(), file, platform) {
             return Err(drift.into());
