@@ -37,8 +37,8 @@ use std::path::{Path, PathBuf};
 use toml_edit::{DocumentMut, Item, Table, TableLike, Value};
 
 use crate::binfmt::Platform;
+use crate::diagnostic::{Located, Span};
 use crate::error::{Diagnose, ExitCode};
-use crate::profile::{Located, Span};
 use crate::version::Version;
 
 /// The lock format version this cuenv writes (it also reads format 1).
