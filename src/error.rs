@@ -86,7 +86,7 @@ fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
             crate::fetch::Error,
             crate::runtime::Error,
             crate::sources::PinMismatch,
-            crate::lock::LockError,
+            crate::writer_lock::LockError,
             Hinted,
         );
     }

@@ -12,11 +12,11 @@ use std::path::Path;
 use crate::binfmt::Platform;
 use crate::fetch::{self, Endpoints};
 use crate::layout::Layout;
-use crate::lock::WriterLock;
 use crate::profile::{self, Profile, ProfileFile, Requirement, Source};
 use crate::progress::Progress;
 use crate::store::{AddOptions, Store};
 use crate::version::{Op, Version};
+use crate::writer_lock::WriterLock;
 
 /// True when a `from` location is an http(s) URL (else it is a path).
 pub fn is_url(location: &str) -> bool {

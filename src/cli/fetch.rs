@@ -8,8 +8,8 @@ use crate::binfmt::Platform;
 use crate::error::ExitCode;
 use crate::fetch::{self, Client, Endpoints, FetchRequest, Source};
 use crate::fsutil::human_size;
-use crate::lock::WriterLock;
 use crate::version::Version;
+use crate::writer_lock::WriterLock;
 
 #[derive(Debug, Args)]
 #[command(

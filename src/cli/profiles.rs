@@ -11,12 +11,12 @@ use crate::binfmt::Platform;
 use crate::error::ExitCode;
 use crate::generation;
 use crate::link::{self, LinkKind};
-use crate::lock::WriterLock;
 use crate::lockfile;
 use crate::profile;
 use crate::shim::{self, Shell};
 use crate::sources;
 use crate::verify;
+use crate::writer_lock::WriterLock;
 
 /// Takes the writer lock and finishes or undoes an interrupted switch.
 pub fn lock_and_recover(ctx: &Ctx) -> anyhow::Result<WriterLock> {

@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::{Ctx, print_json, reporter};
 use crate::error::ExitCode;
 use crate::fsutil::human_size;
-use crate::lock::WriterLock;
 use crate::store::{AddOptions, Store};
+use crate::writer_lock::WriterLock;
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
