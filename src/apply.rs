@@ -72,7 +72,7 @@ fn mode_name(mode: LinkMode) -> String {
 fn toolkit_candidates(layout: &Layout, file: &ProfileFile, platform: Platform) -> anyhow::Result<Vec<(ToolkitCandidate, toolkit::Toolkit)>> {
     let mut out = Vec::new();
     // CUDA runtime roots assembled from PyPI wheels are candidates too.
-    for (root, meta) in crate::runtime::list(layout) {
+    for (root, meta) in crate::wheel_toolkit::list(layout) {
         if meta.platform != platform {
             continue;
         }
@@ -302,7 +302,7 @@ pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platfor
         }
     }
     let entries = Store::new(layout).entries();
-    let runtimes = crate::runtime::list(layout);
+    let runtimes = crate::wheel_toolkit::list(layout);
     let mut pins = lockfile::Pins::new();
     for r in &resolved.profiles {
         let Some(profile) = file.profile(&r.name) else { continue };

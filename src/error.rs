@@ -84,7 +84,7 @@ fn diagnose(err: &anyhow::Error) -> Option<&dyn Diagnose> {
             crate::cli::UnknownProfile,
             crate::shim::Error,
             crate::fetch::Error,
-            crate::runtime::Error,
+            crate::wheel_toolkit::Error,
             crate::sources::PinMismatch,
             crate::writer_lock::LockError,
             Hinted,

@@ -10,7 +10,7 @@ use crate::toolkit::{self, Discovery, PATHS_VAR, ProcessEnv, Toolkit};
 pub fn run(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
     let mut found = toolkit::discover_all(&ProcessEnv);
     // CUDA runtimes assembled from PyPI wheels (`from = "pypi"`) are toolkit roots too.
-    for (root, _) in crate::runtime::list(&ctx.layout) {
+    for (root, _) in crate::wheel_toolkit::list(&ctx.layout) {
         if let Ok(mut t) = toolkit::inspect_root(&root) {
             t.found_by = vec!["<home>/toolkits (from PyPI)".into()];
             found.toolkits.push(t);
