@@ -10,12 +10,12 @@ use crate::apply::{self, VIEW_LINKS};
 use crate::binfmt::Platform;
 use crate::error::ExitCode;
 use crate::generation;
+use crate::generation_check;
 use crate::link::{self, LinkKind};
 use crate::lockfile;
 use crate::profile;
 use crate::shim::{self, Shell};
 use crate::sources;
-use crate::verify;
 use crate::writer_lock::WriterLock;
 
 /// Takes the writer lock and finishes or undoes an interrupted switch.
@@ -149,12 +149,12 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> anyhow::Result<ExitCode
     let checks = if opts.check {
         let m = generation::read(&ctx.layout, n)?;
         let results = run_checks(ctx, &m, &[], opts.timeout, opts.json);
-        verify::save(&ctx.layout, n, &results)?;
+        generation_check::save(&ctx.layout, n, &results)?;
         results
     } else {
         Vec::new()
     };
-    if !verify::acceptable(&checks, opts.require_gpu) {
+    if !generation_check::acceptable(&checks, opts.require_gpu) {
         match previous {
             Some(p) => generation::switch(&ctx.layout, p, "revert")?,
             None => generation::clear(&ctx.layout, "revert")?,
@@ -245,18 +245,27 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::Success)
 }
 
-fn failed_names(checks: &[verify::ProfileCheck], require_gpu: bool) -> String {
-    checks.iter().filter(|c| !verify::acceptable(std::slice::from_ref(c), require_gpu)).map(|c| format!("profile {}", c.profile)).collect::<Vec<_>>().join(", ")
+fn failed_names(checks: &[generation_check::ProfileCheck], require_gpu: bool) -> String {
+    checks
+        .iter()
+        .filter(|c| !generation_check::acceptable(std::slice::from_ref(c), require_gpu))
+        .map(|c| format!("profile {}", c.profile))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Runs the checks of manifest `m`, printing each profile's verdict and reasons as it ends.
-fn run_checks(ctx: &Ctx, m: &generation::Manifest, only: &[String], timeout: u64, json: bool) -> Vec<verify::ProfileCheck> {
-    let opts = verify::Options { exe: verify::current_exe(), base_env: std::env::vars_os().collect(), timeout: std::time::Duration::from_secs(timeout) };
-    verify::run(&ctx.layout, m, only, &opts, &mut |pc| {
+fn run_checks(ctx: &Ctx, m: &generation::Manifest, only: &[String], timeout: u64, json: bool) -> Vec<generation_check::ProfileCheck> {
+    let opts = generation_check::Options {
+        exe: generation_check::current_exe(),
+        base_env: std::env::vars_os().collect(),
+        timeout: std::time::Duration::from_secs(timeout),
+    };
+    generation_check::run(&ctx.layout, m, only, &opts, &mut |pc| {
         if json {
             return;
         }
-        println!("check {}", verify::summary(pc));
+        println!("check {}", generation_check::summary(pc));
         for r in &pc.result.reasons {
             println!("    {r}");
         }
@@ -278,12 +287,12 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
     }
     let results = run_checks(ctx, &m, profiles, timeout, json);
     if profiles.is_empty() {
-        verify::save(&ctx.layout, n, &results)?;
+        generation_check::save(&ctx.layout, n, &results)?;
     }
     if json {
         print_json(&serde_json::json!({ "generation": n, "profiles": results }));
     }
-    Ok(if verify::acceptable(&results, require_gpu) { ExitCode::Success } else { ExitCode::CheckFailed })
+    Ok(if generation_check::acceptable(&results, require_gpu) { ExitCode::Success } else { ExitCode::CheckFailed })
 }
 
 /// `cuenv use PROFILE` / `cuenv use --none`.
@@ -349,7 +358,7 @@ pub fn rollback(ctx: &Ctx, to: Option<u64>) -> anyhow::Result<ExitCode> {
     // Like `nix-env --rollback`: the newest generation older than the current one, so
     // repeated rollbacks keep walking back; one whose check failed (apply built it, then
     // kept the previous generation) is skipped.
-    let failed = |n: u64| verify::load(&ctx.layout, n).is_some_and(|c| !verify::acceptable(&c.profiles, false));
+    let failed = |n: u64| generation_check::load(&ctx.layout, n).is_some_and(|c| !generation_check::acceptable(&c.profiles, false));
     let mut skipped: Vec<u64> = Vec::new();
     let target = match to {
         Some(n) => {
@@ -410,7 +419,7 @@ pub fn generations(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
         .into_iter()
         .filter_map(|n| generation::read(&ctx.layout, n).ok())
         .map(|m| {
-            let checks = verify::load(&ctx.layout, m.number);
+            let checks = generation_check::load(&ctx.layout, m.number);
             let status_of = |name: &str| {
                 checks
                     .as_ref()
@@ -453,7 +462,7 @@ struct ProfileStatus {
     cudnn: String,
     toolkit: String,
     /// The last check's verdict (`pass`, `fail`, `no-gpu`) and reasons, if it was checked.
-    check: Option<verify::ProfileCheck>,
+    check: Option<generation_check::ProfileCheck>,
     links: Vec<Health>,
     shims: Vec<Health>,
 }
@@ -469,7 +478,7 @@ pub fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
     let mut profiles = Vec::new();
     if let Some(n) = cur {
         let m = generation::read(layout, n)?;
-        let checks = verify::load(layout, n);
+        let checks = generation_check::load(layout, n);
         for p in &m.profiles {
             let view = layout.profiles_dir().join(&p.name);
             let links = VIEW_LINKS
@@ -537,7 +546,7 @@ pub fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitCode> {
             println!("{}{}: cuDNN {} on CUDA {}", if p.active { "* " } else { "  " }, p.name, p.cudnn, p.toolkit);
             match &p.check {
                 Some(c) => {
-                    println!("    check     {}", verify::summary(c));
+                    println!("    check     {}", generation_check::summary(c));
                     for r in &c.result.reasons {
                         println!("              {r}");
                     }
