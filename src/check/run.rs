@@ -203,13 +203,13 @@ pub fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// The loader's search variable, its folders, and `LD_PRELOAD`, from the child's environment.
 /// The value of `name` in a complete environment `env` (the last one wins; names compare
 /// without regard to case on Windows, as the OS does).
 pub(crate) fn env_var<'e>(env: &'e [(OsString, OsString)], name: &str) -> Option<&'e OsString> {
     env.iter().rev().find(|(k, _)| if cfg!(windows) { k.eq_ignore_ascii_case(name) } else { k == OsStr::new(name) }).map(|(_, v)| v)
 }
 
+/// The loader's search variable, its folders, and `LD_PRELOAD`, from the child's environment.
 fn loader_env(env: &[(OsString, OsString)]) -> (String, Vec<PathBuf>, Vec<PathBuf>) {
     let var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" };
     let get = |name: &str| env_var(env, name);
