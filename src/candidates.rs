@@ -19,7 +19,7 @@ use crate::toolkit::{self, ProcessEnv};
 pub fn toolkit_candidates(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Vec<(ToolkitCandidate, toolkit::Toolkit)>, profile::Error> {
     let mut out = Vec::new();
     // CUDA runtime roots assembled from PyPI wheels are candidates too.
-    for (root, meta) in crate::runtime::list(layout) {
+    for (root, meta) in crate::wheel_toolkit::list(layout) {
         if meta.platform != platform {
             continue;
         }

@@ -12,9 +12,10 @@
 //! - Updates go through `toml_edit`: comments, key order and formatting of a hand-edited lock
 //!   survive; a value is rewritten only when it changes; rendering the same resolution twice
 //!   gives the same text.
-//! - A locked choice is honoured while it still exists among the candidates and still satisfies
-//!   the profile's requirements; anything else is re-resolved and reported as a change (which
-//!   `--locked` turns into a failure).
+//! - This module is the file format only (read, write, migrate format 1). Honouring a lock
+//!   (keeping a locked choice while it still exists among the candidates and still satisfies
+//!   the profile's requirements) is resolution: `resolve::honour`. The format names nothing of
+//!   resolution: a resolution becomes a [`LockFile`] section through `From`, in `resolve`.
 //!
 //! Format (`version` is the format version; keys cuenv does not know are kept and ignored):
 //! ```toml
@@ -36,9 +37,8 @@ use std::path::{Path, PathBuf};
 use toml_edit::{DocumentMut, Item, Table, TableLike, Value};
 
 use crate::binfmt::Platform;
+use crate::diagnostic::{Located, Span};
 use crate::error::{Diagnose, ExitCode};
-use crate::profile::{self, Located, Profile, ProfileFile, Span};
-use crate::resolve::{self, Candidates, CudnnCandidate, Resolved, ResolvedProfile, ToolkitCandidate};
 use crate::version::Version;
 
 /// The lock format version this cuenv writes (it also reads format 1).
@@ -107,19 +107,6 @@ pub struct LockedProfile {
     pub cudnn_version: Version,
 }
 
-impl LockedProfile {
-    fn from_resolved(r: &ResolvedProfile) -> LockedProfile {
-        LockedProfile {
-            name: r.name.clone(),
-            toolkit_root: r.toolkit_root.clone(),
-            toolkit_version: r.toolkit_version.clone(),
-            cudnn_id: r.cudnn_id.clone(),
-            cudnn_name: r.cudnn_name.clone(),
-            cudnn_version: r.cudnn_version.clone(),
-        }
-    }
-}
-
 /// One platform's section of a lock file: the locked profiles in file order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LockFile {
@@ -133,14 +120,16 @@ impl LockFile {
         self.profiles.iter().find(|p| p.name == name)
     }
 
-    /// The text of the lock with `platform`'s section set to `resolved`, as an update of
+    /// The text of the lock with `platform`'s section set to `resolved` (a section, or anything
+    /// that converts into one, such as a resolution), as an update of
     /// `old_text` (the current lock, if any): comments, order and formatting of `old_text`
     /// are kept, values are replaced only where they differ, profiles no longer in the file
     /// are removed from every section, new ones are appended; other platforms' sections are
     /// otherwise kept as they are. A format-1 lock's section becomes the section of the
     /// platform it was written on ([`legacy_platform`]). An `old_text` that is not valid TOML
     /// is replaced by a fresh lock.
-    pub fn render_updated(old_text: Option<&str>, platform: Platform, resolved: &Resolved) -> String {
+    pub fn render_updated(old_text: Option<&str>, platform: Platform, resolved: impl Into<LockFile>) -> String {
+        let resolved: LockFile = resolved.into();
         let mut doc = old_text
             .and_then(|t| t.parse::<DocumentMut>().ok())
             .unwrap_or_else(|| format!("{HEADER}version = {FORMAT_VERSION}\n").parse().expect("the header is valid TOML"));
@@ -169,7 +158,7 @@ impl LockFile {
             if !table.is_table() {
                 *table = Item::Table(Table::new());
             }
-            write_profile(table.as_table_mut().expect("made a table above"), &LockedProfile::from_resolved(p));
+            write_profile(table.as_table_mut().expect("made a table above"), p);
         }
         doc.to_string()
     }
@@ -245,13 +234,14 @@ pub fn read_all(path: &Path) -> Result<Vec<(Platform, LockFile)>, Error> {
     read_text(path)?.map(|text| parse_all(&text, path)).transpose().map(Option::unwrap_or_default)
 }
 
-/// Writes `platform`'s section of the lock at `path` for `resolved` with its `pins`, in one
+/// Writes `platform`'s section of the lock at `path` for `resolved` (a section, or anything
+/// that converts into one, such as a resolution) with its `pins`, in one
 /// atomic write, updating the lock already there as [`LockFile::render_updated`] and
 /// [`with_pins`] do. Returns whether the file changed (false: it already held exactly this
 /// text, and was not touched).
 ///
 /// Errors: [`Error::Read`] / [`Error::Write`] for I/O failures.
-pub fn write(path: &Path, platform: Platform, resolved: &Resolved, pins: &Pins) -> Result<bool, Error> {
+pub fn write(path: &Path, platform: Platform, resolved: impl Into<LockFile>, pins: &Pins) -> Result<bool, Error> {
     let old = read_text(path)?;
     let new = with_pins(&LockFile::render_updated(old.as_deref(), platform, resolved), platform, pins);
     if old.as_deref() == Some(new.as_str()) {
@@ -460,107 +450,11 @@ pub fn with_pins(text: &str, platform: Platform, pins: &Pins) -> String {
     doc.to_string()
 }
 
-/// The result of honouring a lock: the resolution to apply, and how it differs from the lock.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Honoured {
-    /// Every profile of the file, in file order.
-    pub resolved: Resolved,
-    /// One line per difference from the lock, `+` (profile not locked), `-` (locked profile no
-    /// longer in the file) or `~` (a different toolkit root or store entry, and why). Empty
-    /// when the lock already describes `resolved`.
-    pub changes: Vec<String>,
-}
-
-/// Resolves `file` preferring the choices in `lock` (none: everything is new): a locked
-/// toolkit root is kept while it is among the candidates and its version matches `cuda`; a
-/// locked store entry while it is in the store, for the host platform and the toolkit's CUDA
-/// major, and matches `cudnn`. Anything else is resolved afresh as [`resolve::resolve`] does.
-///
-/// Errors: those of [`resolve::resolve_toolkit`] and [`resolve::resolve_cudnn`] for a profile
-/// that has to be re-resolved and cannot be.
-pub fn honour(lock: Option<&LockFile>, file: &ProfileFile, candidates: &Candidates) -> Result<Honoured, profile::Error> {
-    let mut out = Honoured { resolved: Resolved::default(), changes: Vec::new() };
-    for p in &file.profiles {
-        let locked = lock.and_then(|l| l.profile(&p.name));
-        let (r, changes) = honour_profile(locked, file, p, candidates)?;
-        out.resolved.profiles.push(r);
-        out.changes.extend(changes);
-    }
-    for gone in lock.iter().flat_map(|l| &l.profiles).filter(|l| file.profile(&l.name).is_none()) {
-        out.changes.push(format!("- {}: no longer in {}", gone.name, file.path.display()));
-    }
-    Ok(out)
-}
-
-fn honour_profile(locked: Option<&LockedProfile>, file: &ProfileFile, p: &Profile, c: &Candidates) -> Result<(ResolvedProfile, Vec<String>), profile::Error> {
-    let Some(l) = locked else {
-        let toolkit = resolve::resolve_toolkit(file, p, c)?;
-        let entry = resolve::resolve_cudnn(file, p, toolkit, c)?;
-        let r = resolve::resolved_profile(p, toolkit, entry);
-        let line = format!("+ {}: CUDA {} at {}, cuDNN {} ({})", r.name, r.toolkit_version, r.toolkit_root.display(), r.cudnn_version, r.cudnn_name);
-        return Ok((r, vec![line]));
-    };
-    let mut changes = Vec::new();
-    let toolkit = match locked_toolkit(l, p, c) {
-        Ok(t) => t,
-        Err(why) => {
-            let t = resolve::resolve_toolkit(file, p, c)?;
-            changes.push(format!(
-                "~ {}: toolkit {} at {} -> {} at {} ({why})",
-                p.name,
-                l.toolkit_version,
-                l.toolkit_root.display(),
-                t.version,
-                t.root.display()
-            ));
-            t
-        }
-    };
-    if toolkit.root == l.toolkit_root && toolkit.version != l.toolkit_version {
-        changes.push(format!("~ {}: toolkit at {} is now CUDA {} (locked: {})", p.name, toolkit.root.display(), toolkit.version, l.toolkit_version));
-    }
-    let entry = match locked_entry(l, p, toolkit, c) {
-        Ok(e) => e,
-        Err(why) => {
-            let e = resolve::resolve_cudnn(file, p, toolkit, c)?;
-            changes.push(format!("~ {}: cuDNN {} ({}) -> {} ({}) ({why})", p.name, l.cudnn_version, l.cudnn_name, e.version, e.name));
-            e
-        }
-    };
-    if entry.id == l.cudnn_id && (entry.name != l.cudnn_name || entry.version != l.cudnn_version) {
-        changes.push(format!("~ {}: store entry {} is {} ({}) (locked: {} ({}))", p.name, entry.id, entry.version, entry.name, l.cudnn_version, l.cudnn_name));
-    }
-    Ok((resolve::resolved_profile(p, toolkit, entry), changes))
-}
-
-/// The locked toolkit root among the candidates, or why it cannot be kept.
-fn locked_toolkit<'a>(l: &LockedProfile, p: &Profile, c: &Candidates<'a>) -> Result<&'a ToolkitCandidate, String> {
-    let t = c.toolkits.iter().find(|t| t.root == l.toolkit_root).ok_or("the locked toolkit root is gone")?;
-    if !p.cuda.version.matches(&t.version) {
-        return Err(format!("CUDA {} no longer satisfies `cuda = \"{}\"`", t.version, p.cuda.version));
-    }
-    Ok(t)
-}
-
-/// The locked store entry among the candidates, or why it cannot be kept with `toolkit`.
-fn locked_entry<'a>(l: &LockedProfile, p: &Profile, toolkit: &ToolkitCandidate, c: &Candidates<'a>) -> Result<&'a CudnnCandidate, String> {
-    let e = c.store.iter().find(|e| e.id == l.cudnn_id).ok_or("the locked store entry is no longer in the store")?;
-    if e.platform != c.platform {
-        return Err(format!("the locked store entry is for {}, not {}", e.platform, c.platform));
-    }
-    if e.cuda_major != toolkit.version.major() {
-        return Err(format!("the locked store entry is for CUDA {}, the toolkit is CUDA {}", e.cuda_major, toolkit.version));
-    }
-    if !p.cudnn.version.matches(&e.version) {
-        return Err(format!("cuDNN {} no longer satisfies `cudnn = \"{}\"`", e.version, p.cudnn.version));
-    }
-    Ok(e)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resolve::tests::{LINUX, entry, file, store, toolkit, toolkits};
+    use crate::resolve::tests::{LINUX, file, store, toolkits};
+    use crate::resolve::{self, Candidates, CudnnCandidate, Resolved, ToolkitCandidate};
 
     const LAB: &str = "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9\"\n[profiles.old]\ncuda = \"11\"\ncudnn = \"8\"\n";
 
@@ -583,7 +477,7 @@ mod tests {
         assert!(text.starts_with("# Written by `cuenv apply`"), "{text}");
         assert!(text.contains("\nversion = 2\n\n[platforms.linux-x86_64.profiles.torch2]\ntoolkit-root = \"/usr/local/cuda-12.6\"\n"), "{text}");
         let lock = lock_of(&text);
-        let expected: Vec<LockedProfile> = r.profiles.iter().map(LockedProfile::from_resolved).collect();
+        let expected: Vec<LockedProfile> = r.profiles.iter().map(LockedProfile::from).collect();
         assert_eq!(lock.profiles, expected);
         assert_eq!(LockFile::render_updated(Some(&text), LINUX, &r), text, "rendering twice changes nothing");
     }
@@ -678,89 +572,6 @@ mod tests {
         assert!(write(&path, LINUX, &r, &Pins::new()).unwrap());
         assert!(!write(&path, LINUX, &r, &Pins::new()).unwrap(), "an unchanged lock is not rewritten");
         assert_eq!(read(&path, LINUX).unwrap().unwrap().profiles.len(), 2);
-    }
-
-    #[test]
-    fn honour_without_lock_reports_every_profile_as_new() {
-        let h = honour(None, &file(LAB), &cands(&toolkits(), &store())).unwrap();
-        assert_eq!(h.resolved, resolved());
-        assert_eq!(h.changes.len(), 2);
-        assert_eq!(h.changes[0], "+ torch2: CUDA 12.6.77 at /usr/local/cuda-12.6, cuDNN 9.5.0.50 (cudnn-9.5.0.50-cuda12-linux-x86_64)");
-    }
-
-    #[test]
-    fn honour_keeps_locked_choices_over_newer_ones() {
-        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
-        // A newer toolkit and a newer cuDNN appear: the lock still holds.
-        let mut ts = toolkits();
-        ts.push(toolkit("/usr/local/cuda-12.8", "12.8"));
-        let mut s = store();
-        s.push(entry("e990", "9.9.0.1", 12, LINUX));
-        let h = honour(Some(&lock), &file(LAB), &cands(&ts, &s)).unwrap();
-        assert_eq!(h.changes, Vec::<String>::new());
-        assert_eq!(h.resolved, resolved());
-        // Without the lock the newer ones win.
-        let fresh = resolve::resolve(&file(LAB), &cands(&ts, &s)).unwrap();
-        assert_eq!(fresh.profiles[0].cudnn_id, "e990");
-    }
-
-    #[test]
-    fn honour_re_resolves_a_vanished_entry() {
-        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
-        let mut s: Vec<CudnnCandidate> = store().into_iter().filter(|e| e.id != "e950").collect();
-        s.push(entry("e930", "9.3.0.75", 12, LINUX));
-        let h = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &s)).unwrap();
-        assert_eq!(h.resolved.profiles[0].cudnn_id, "e930");
-        assert_eq!(
-            h.changes,
-            [
-                "~ torch2: cuDNN 9.5.0.50 (cudnn-9.5.0.50-cuda12-linux-x86_64) -> 9.3.0.75 (cudnn-9.3.0.75-cuda12-linux-x86_64) (the locked store entry is no longer in the store)"
-            ]
-        );
-    }
-
-    #[test]
-    fn honour_follows_edited_requirements() {
-        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
-        let edited = "[profiles.torch2]\ncuda = \"12.2\"\ncudnn = \"8.9.4\"\n[profiles.new]\ncuda = \"11\"\ncudnn = \"8\"\n";
-        let h = honour(Some(&lock), &file(edited), &cands(&toolkits(), &store())).unwrap();
-        assert_eq!(h.changes.len(), 4, "{:#?}", h.changes);
-        assert!(
-            h.changes[0].starts_with(
-                "~ torch2: toolkit 12.6.77 at /usr/local/cuda-12.6 -> 12.2 at /usr/local/cuda-12.2 (CUDA 12.6.77 no longer satisfies `cuda = \"12.2\"`)"
-            ),
-            "{}",
-            h.changes[0]
-        );
-        assert!(h.changes[1].ends_with("(cuDNN 9.5.0.50 no longer satisfies `cudnn = \"8.9.4\"`)"), "{}", h.changes[1]);
-        assert!(h.changes[2].starts_with("+ new: "));
-        assert_eq!(h.changes[3], "- old: no longer in lab.toml");
-    }
-
-    #[test]
-    fn honour_reports_a_toolkit_upgraded_in_place() {
-        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
-        let ts = vec![toolkit("/usr/local/cuda-11.8", "11.8.89"), toolkit("/usr/local/cuda-12.6", "12.6.85")];
-        let h = honour(Some(&lock), &file(LAB), &cands(&ts, &store())).unwrap();
-        assert_eq!(h.changes, ["~ torch2: toolkit at /usr/local/cuda-12.6 is now CUDA 12.6.85 (locked: 12.6.77)"]);
-        assert_eq!(h.resolved.profiles[0].toolkit_version.to_string(), "12.6.85");
-    }
-
-    #[test]
-    fn honour_replaces_an_entry_of_the_wrong_cuda_major() {
-        let mut text = LockFile::render_updated(None, LINUX, &resolved());
-        text = text.replace("cudnn-id = \"e880\"", "cudnn-id = \"e895\"");
-        let lock = lock_of(&text);
-        let h = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &store())).unwrap();
-        assert_eq!(h.resolved.profiles[1].cudnn_id, "e880");
-        assert!(h.changes[0].ends_with("(the locked store entry is for CUDA 12, the toolkit is CUDA 11.8.89)"), "{:?}", h.changes);
-    }
-
-    #[test]
-    fn honour_fails_where_re_resolution_fails() {
-        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
-        let e = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &[])).unwrap_err();
-        assert!(e.to_string().contains("nothing in the store matches"), "{e}");
     }
 
     const WINDOWS: Platform = Platform::WindowsX86_64;

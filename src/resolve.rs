@@ -6,6 +6,9 @@
 //! - Among matches the newest version wins (ties: the first candidate given).
 //! - A store entry is chosen only if its CUDA major equals the chosen toolkit's major and its
 //!   platform is the host's: a cuda12 cuDNN needs a CUDA 12 runtime (field notes §4).
+//! - A lock is honoured ([`honour`]): a locked choice is kept while it still exists among the
+//!   candidates and still satisfies the profile's requirements; anything else is re-resolved
+//!   and reported as a change (which `--locked` turns into a failure).
 //! - Every failure is a [`crate::profile::Error::Invalid`] at the span of the offending value, saying
 //!   what exists and what would satisfy it.
 
@@ -15,6 +18,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::binfmt::Platform;
+use crate::lockfile::{LockFile, LockedProfile};
 use crate::profile::{Check, Error, Profile, ProfileFile};
 use crate::version::Version;
 
@@ -253,6 +257,128 @@ fn join_set(items: impl Iterator<Item = String>) -> String {
     items.collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>().join(" and ")
 }
 
+// ---------------------------------------------------------------------------------------------
+// Honouring a lock
+// ---------------------------------------------------------------------------------------------
+
+/// What the lock file keeps of a resolved profile.
+impl From<&ResolvedProfile> for LockedProfile {
+    fn from(r: &ResolvedProfile) -> LockedProfile {
+        LockedProfile {
+            name: r.name.clone(),
+            toolkit_root: r.toolkit_root.clone(),
+            toolkit_version: r.toolkit_version.clone(),
+            cudnn_id: r.cudnn_id.clone(),
+            cudnn_name: r.cudnn_name.clone(),
+            cudnn_version: r.cudnn_version.clone(),
+        }
+    }
+}
+
+/// A resolution as one platform's lock section (what [`crate::lockfile::write`] records).
+impl From<&Resolved> for LockFile {
+    fn from(r: &Resolved) -> LockFile {
+        LockFile { profiles: r.profiles.iter().map(LockedProfile::from).collect() }
+    }
+}
+
+/// The result of honouring a lock: the resolution to apply, and how it differs from the lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Honoured {
+    /// Every profile of the file, in file order.
+    pub resolved: Resolved,
+    /// One line per difference from the lock, `+` (profile not locked), `-` (locked profile no
+    /// longer in the file) or `~` (a different toolkit root or store entry, and why). Empty
+    /// when the lock already describes `resolved`.
+    pub changes: Vec<String>,
+}
+
+/// Resolves `file` preferring the choices in `lock` (none: everything is new): a locked
+/// toolkit root is kept while it is among the candidates and its version matches `cuda`; a
+/// locked store entry while it is in the store, for the host platform and the toolkit's CUDA
+/// major, and matches `cudnn`. Anything else is resolved afresh as [`resolve`] does.
+///
+/// Errors: those of [`resolve_toolkit`] and [`resolve_cudnn`] for a profile
+/// that has to be re-resolved and cannot be.
+pub fn honour(lock: Option<&LockFile>, file: &ProfileFile, candidates: &Candidates) -> Result<Honoured, Error> {
+    let mut out = Honoured { resolved: Resolved::default(), changes: Vec::new() };
+    for p in &file.profiles {
+        let locked = lock.and_then(|l| l.profile(&p.name));
+        let (r, changes) = honour_profile(locked, file, p, candidates)?;
+        out.resolved.profiles.push(r);
+        out.changes.extend(changes);
+    }
+    for gone in lock.iter().flat_map(|l| &l.profiles).filter(|l| file.profile(&l.name).is_none()) {
+        out.changes.push(format!("- {}: no longer in {}", gone.name, file.path.display()));
+    }
+    Ok(out)
+}
+
+fn honour_profile(locked: Option<&LockedProfile>, file: &ProfileFile, p: &Profile, c: &Candidates) -> Result<(ResolvedProfile, Vec<String>), Error> {
+    let Some(l) = locked else {
+        let toolkit = resolve_toolkit(file, p, c)?;
+        let entry = resolve_cudnn(file, p, toolkit, c)?;
+        let r = resolved_profile(p, toolkit, entry);
+        let line = format!("+ {}: CUDA {} at {}, cuDNN {} ({})", r.name, r.toolkit_version, r.toolkit_root.display(), r.cudnn_version, r.cudnn_name);
+        return Ok((r, vec![line]));
+    };
+    let mut changes = Vec::new();
+    let toolkit = match locked_toolkit(l, p, c) {
+        Ok(t) => t,
+        Err(why) => {
+            let t = resolve_toolkit(file, p, c)?;
+            changes.push(format!(
+                "~ {}: toolkit {} at {} -> {} at {} ({why})",
+                p.name,
+                l.toolkit_version,
+                l.toolkit_root.display(),
+                t.version,
+                t.root.display()
+            ));
+            t
+        }
+    };
+    if toolkit.root == l.toolkit_root && toolkit.version != l.toolkit_version {
+        changes.push(format!("~ {}: toolkit at {} is now CUDA {} (locked: {})", p.name, toolkit.root.display(), toolkit.version, l.toolkit_version));
+    }
+    let entry = match locked_entry(l, p, toolkit, c) {
+        Ok(e) => e,
+        Err(why) => {
+            let e = resolve_cudnn(file, p, toolkit, c)?;
+            changes.push(format!("~ {}: cuDNN {} ({}) -> {} ({}) ({why})", p.name, l.cudnn_version, l.cudnn_name, e.version, e.name));
+            e
+        }
+    };
+    if entry.id == l.cudnn_id && (entry.name != l.cudnn_name || entry.version != l.cudnn_version) {
+        changes.push(format!("~ {}: store entry {} is {} ({}) (locked: {} ({}))", p.name, entry.id, entry.version, entry.name, l.cudnn_version, l.cudnn_name));
+    }
+    Ok((resolved_profile(p, toolkit, entry), changes))
+}
+
+/// The locked toolkit root among the candidates, or why it cannot be kept.
+fn locked_toolkit<'a>(l: &LockedProfile, p: &Profile, c: &Candidates<'a>) -> Result<&'a ToolkitCandidate, String> {
+    let t = c.toolkits.iter().find(|t| t.root == l.toolkit_root).ok_or("the locked toolkit root is gone")?;
+    if !p.cuda.version.matches(&t.version) {
+        return Err(format!("CUDA {} no longer satisfies `cuda = \"{}\"`", t.version, p.cuda.version));
+    }
+    Ok(t)
+}
+
+/// The locked store entry among the candidates, or why it cannot be kept with `toolkit`.
+fn locked_entry<'a>(l: &LockedProfile, p: &Profile, toolkit: &ToolkitCandidate, c: &Candidates<'a>) -> Result<&'a CudnnCandidate, String> {
+    let e = c.store.iter().find(|e| e.id == l.cudnn_id).ok_or("the locked store entry is no longer in the store")?;
+    if e.platform != c.platform {
+        return Err(format!("the locked store entry is for {}, not {}", e.platform, c.platform));
+    }
+    if e.cuda_major != toolkit.version.major() {
+        return Err(format!("the locked store entry is for CUDA {}, the toolkit is CUDA {}", e.cuda_major, toolkit.version));
+    }
+    if !p.cudnn.version.matches(&e.version) {
+        return Err(format!("cuDNN {} no longer satisfies `cudnn = \"{}\"`", e.version, p.cudnn.version));
+    }
+    Ok(e)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use std::path::Path;
@@ -390,5 +516,102 @@ pub(crate) mod tests {
         let j = serde_json::to_value(&r).unwrap();
         assert_eq!(j["profiles"][0]["cudnn_version"], "9.5.0.50");
         assert_eq!(j["profiles"][0]["check"], "conv");
+    }
+
+    const LAB: &str = "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9\"\n[profiles.old]\ncuda = \"11\"\ncudnn = \"8\"\n";
+
+    fn cands<'a>(t: &'a [ToolkitCandidate], s: &'a [CudnnCandidate]) -> Candidates<'a> {
+        Candidates { toolkits: t, store: s, platform: LINUX }
+    }
+
+    fn resolved() -> Resolved {
+        resolve(&file(LAB), &cands(&toolkits(), &store())).unwrap()
+    }
+
+    fn lock_of(text: &str) -> LockFile {
+        crate::lockfile::parse(text, Path::new("lab.lock"), LINUX).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn honour_without_lock_reports_every_profile_as_new() {
+        let h = honour(None, &file(LAB), &cands(&toolkits(), &store())).unwrap();
+        assert_eq!(h.resolved, resolved());
+        assert_eq!(h.changes.len(), 2);
+        assert_eq!(h.changes[0], "+ torch2: CUDA 12.6.77 at /usr/local/cuda-12.6, cuDNN 9.5.0.50 (cudnn-9.5.0.50-cuda12-linux-x86_64)");
+    }
+
+    #[test]
+    fn honour_keeps_locked_choices_over_newer_ones() {
+        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
+        // A newer toolkit and a newer cuDNN appear: the lock still holds.
+        let mut ts = toolkits();
+        ts.push(toolkit("/usr/local/cuda-12.8", "12.8"));
+        let mut s = store();
+        s.push(entry("e990", "9.9.0.1", 12, LINUX));
+        let h = honour(Some(&lock), &file(LAB), &cands(&ts, &s)).unwrap();
+        assert_eq!(h.changes, Vec::<String>::new());
+        assert_eq!(h.resolved, resolved());
+        // Without the lock the newer ones win.
+        let fresh = resolve(&file(LAB), &cands(&ts, &s)).unwrap();
+        assert_eq!(fresh.profiles[0].cudnn_id, "e990");
+    }
+
+    #[test]
+    fn honour_re_resolves_a_vanished_entry() {
+        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
+        let mut s: Vec<CudnnCandidate> = store().into_iter().filter(|e| e.id != "e950").collect();
+        s.push(entry("e930", "9.3.0.75", 12, LINUX));
+        let h = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &s)).unwrap();
+        assert_eq!(h.resolved.profiles[0].cudnn_id, "e930");
+        assert_eq!(
+            h.changes,
+            [
+                "~ torch2: cuDNN 9.5.0.50 (cudnn-9.5.0.50-cuda12-linux-x86_64) -> 9.3.0.75 (cudnn-9.3.0.75-cuda12-linux-x86_64) (the locked store entry is no longer in the store)"
+            ]
+        );
+    }
+
+    #[test]
+    fn honour_follows_edited_requirements() {
+        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
+        let edited = "[profiles.torch2]\ncuda = \"12.2\"\ncudnn = \"8.9.4\"\n[profiles.new]\ncuda = \"11\"\ncudnn = \"8\"\n";
+        let h = honour(Some(&lock), &file(edited), &cands(&toolkits(), &store())).unwrap();
+        assert_eq!(h.changes.len(), 4, "{:#?}", h.changes);
+        assert!(
+            h.changes[0].starts_with(
+                "~ torch2: toolkit 12.6.77 at /usr/local/cuda-12.6 -> 12.2 at /usr/local/cuda-12.2 (CUDA 12.6.77 no longer satisfies `cuda = \"12.2\"`)"
+            ),
+            "{}",
+            h.changes[0]
+        );
+        assert!(h.changes[1].ends_with("(cuDNN 9.5.0.50 no longer satisfies `cudnn = \"8.9.4\"`)"), "{}", h.changes[1]);
+        assert!(h.changes[2].starts_with("+ new: "));
+        assert_eq!(h.changes[3], "- old: no longer in lab.toml");
+    }
+
+    #[test]
+    fn honour_reports_a_toolkit_upgraded_in_place() {
+        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
+        let ts = vec![toolkit("/usr/local/cuda-11.8", "11.8.89"), toolkit("/usr/local/cuda-12.6", "12.6.85")];
+        let h = honour(Some(&lock), &file(LAB), &cands(&ts, &store())).unwrap();
+        assert_eq!(h.changes, ["~ torch2: toolkit at /usr/local/cuda-12.6 is now CUDA 12.6.85 (locked: 12.6.77)"]);
+        assert_eq!(h.resolved.profiles[0].toolkit_version.to_string(), "12.6.85");
+    }
+
+    #[test]
+    fn honour_replaces_an_entry_of_the_wrong_cuda_major() {
+        let mut text = LockFile::render_updated(None, LINUX, &resolved());
+        text = text.replace("cudnn-id = \"e880\"", "cudnn-id = \"e895\"");
+        let lock = lock_of(&text);
+        let h = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &store())).unwrap();
+        assert_eq!(h.resolved.profiles[1].cudnn_id, "e880");
+        assert!(h.changes[0].ends_with("(the locked store entry is for CUDA 12, the toolkit is CUDA 11.8.89)"), "{:?}", h.changes);
+    }
+
+    #[test]
+    fn honour_fails_where_re_resolution_fails() {
+        let lock = lock_of(&LockFile::render_updated(None, LINUX, &resolved()));
+        let e = honour(Some(&lock), &file(LAB), &cands(&toolkits(), &[])).unwrap_err();
+        assert!(e.to_string().contains("nothing in the store matches"), "{e}");
     }
 }

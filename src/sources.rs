@@ -1,5 +1,5 @@
 //! Getting what profiles name with `from`: cuDNN releases from NVIDIA's redist server, PyPI,
-//! a URL or a local path, and CUDA runtime roots from PyPI wheels ([`crate::runtime`]).
+//! a URL or a local path, and CUDA runtime roots from PyPI wheels ([`crate::wheel_toolkit`]).
 //!
 //! Runs in `apply` before resolution, under the writer lock: after it, the store and
 //! `<home>/toolkits` hold what the profiles need, and resolution proceeds as for anything
@@ -13,11 +13,11 @@ use crate::binfmt::Platform;
 use crate::change::{Change, Kind, Subject};
 use crate::fetch::{self, Endpoints};
 use crate::layout::Layout;
-use crate::lock::WriterLock;
 use crate::profile::{self, Profile, ProfileFile, Requirement, Source};
 use crate::progress::Progress;
 use crate::store::{AddOptions, Store};
 use crate::version::{Op, Version};
+use crate::writer_lock::WriterLock;
 
 /// True when a `from` location is an http(s) URL (else it is a path).
 pub fn is_url(location: &str) -> bool {
@@ -69,11 +69,11 @@ fn cuda_major(
     match &p.cuda.from {
         Some(src) if src.value == Source::Pypi => {
             let v = plain_version(file, &p.cuda, "cuda")?;
-            let pinned: Vec<crate::runtime::WheelRecord> = pin
+            let pinned: Vec<crate::wheel_toolkit::WheelRecord> = pin
                 .map(|pin| {
                     pin.cuda_wheels
                         .iter()
-                        .map(|(project, version, sha256)| crate::runtime::WheelRecord {
+                        .map(|(project, version, sha256)| crate::wheel_toolkit::WheelRecord {
                             project: project.clone(),
                             version: version.clone(),
                             url: String::new(),
@@ -85,9 +85,9 @@ fn cuda_major(
             // A pin is kept while the runtime it names still satisfies `cuda`.
             let pin_fits = pinned.first().and_then(|w| w.version.parse::<Version>().ok()).is_some_and(|pv| pv.starts_with(&v));
             let (root, made) = if pin_fits {
-                crate::runtime::ensure_pinned(cx.layout, cx.lock, cx.ep, &pinned, platform, cx.progress)?
+                crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, cx.ep, &pinned, platform, cx.progress)?
             } else {
-                crate::runtime::ensure(cx.layout, cx.lock, cx.ep, &v, platform, cx.progress)?
+                crate::wheel_toolkit::ensure(cx.layout, cx.lock, cx.ep, &v, platform, cx.progress)?
             };
             if made {
                 lines.push(format!("+ CUDA runtime {} from PyPI at {}", v, root.display()));
@@ -100,7 +100,7 @@ fn cuda_major(
             let best = installed
                 .iter()
                 .cloned()
-                .chain(crate::runtime::list(cx.layout).into_iter().filter(|(_, m)| m.platform == platform).map(|(_, m)| m.version))
+                .chain(crate::wheel_toolkit::list(cx.layout).into_iter().filter(|(_, m)| m.platform == platform).map(|(_, m)| m.version))
                 .filter(|v| p.cuda.version.matches(v))
                 .max();
             Ok(best.map(|v| v.major()))
@@ -257,7 +257,7 @@ pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Resul
         let pypi_cuda = p.cuda.from.as_ref().is_some_and(|s| s.value == Source::Pypi);
         if pypi_cuda {
             let v = plain_version(file, &p.cuda, "cuda").ok();
-            if v.as_ref().is_none_or(|v| crate::runtime::find(layout, v, platform).is_none()) {
+            if v.as_ref().is_none_or(|v| crate::wheel_toolkit::find(layout, v, platform).is_none()) {
                 lines.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(format!("CUDA runtime {} (cudart, cuBLAS, NVRTC) from PyPI", p.cuda.version))));
             }
         }
@@ -304,7 +304,7 @@ pub enum Error {
     Profile(#[from] profile::Error),
     /// Building a CUDA runtime root from PyPI wheels failed.
     #[error(transparent)]
-    Runtime(#[from] crate::runtime::Error),
+    Runtime(#[from] crate::wheel_toolkit::Error),
     /// Finding or downloading a cuDNN release failed.
     #[error(transparent)]
     Fetch(#[from] fetch::Error),

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::generation;
+use crate::generation_check;
 use crate::layout::Layout;
 use crate::link;
 use crate::shim;
-use crate::verify;
 use crate::view::VIEW_LINKS;
 
 /// One link's or shim's state: `ok -> <target>`, `ok (copy)`, `ok`, `missing`, `dangling`,
@@ -42,7 +42,7 @@ pub struct ProfileStatus {
     /// `version (root)`.
     pub toolkit: String,
     /// The last check's verdict (`pass`, `fail`, `no-gpu`) and reasons, if it was checked.
-    pub check: Option<verify::ProfileCheck>,
+    pub check: Option<generation_check::ProfileCheck>,
     /// The view's links.
     pub links: Vec<Health>,
     /// The profile's conda shims.
@@ -105,7 +105,7 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
     let mut profiles = Vec::new();
     if let Some(n) = cur {
         let m = generation::read(layout, n)?;
-        let checks = verify::load(layout, n);
+        let checks = generation_check::load(layout, n);
         for p in &m.profiles {
             let view = layout.profiles_dir().join(&p.name);
             let links = VIEW_LINKS

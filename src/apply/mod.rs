@@ -60,7 +60,7 @@ pub enum Error {
     Store(#[from] crate::store::Error),
     /// The writer lock could not be taken.
     #[error(transparent)]
-    Lock(#[from] crate::lock::LockError),
+    Lock(#[from] crate::writer_lock::LockError),
     /// An I/O error while building or deleting a generation.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -188,7 +188,7 @@ pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, l
             }
         }
     }
-    let honoured = lockfile::honour(lock.as_ref(), file, &candidates)?;
+    let honoured = crate::resolve::honour(lock.as_ref(), file, &candidates)?;
     if locked {
         if let Some(drift) = missing_section(lock.as_ref(), file, platform) {
             return Err(drift.into());
@@ -333,7 +333,7 @@ pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platfor
         }
     }
     let entries = Store::new(layout).entries();
-    let runtimes = crate::runtime::list(layout);
+    let runtimes = crate::wheel_toolkit::list(layout);
     let mut pins = lockfile::Pins::new();
     for r in &resolved.profiles {
         let Some(profile) = file.profile(&r.name) else { continue };

@@ -12,10 +12,10 @@ use super::{Desired, Error};
 use crate::binfmt::Platform;
 use crate::change::{Change, Kind};
 use crate::generation::{self, RollbackTarget};
+use crate::generation_check::{self, ProfileCheck};
 use crate::layout::Layout;
-use crate::lock::WriterLock;
 use crate::progress::Progress;
-use crate::verify::{self, ProfileCheck};
+use crate::writer_lock::WriterLock;
 use crate::{lockfile, profile, shim, sources};
 
 /// Options of [`run`].
@@ -23,7 +23,7 @@ pub struct Options {
     /// Fail instead of changing `lab.lock`.
     pub locked: bool,
     /// Check each profile after the switch (`None`: `--no-check`).
-    pub check: Option<verify::Options>,
+    pub check: Option<generation_check::Options>,
     /// A profile without a GPU fails the check.
     pub require_gpu: bool,
     /// Never touch the network (fetching what the store lacks fails).
@@ -108,18 +108,18 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     let checks = match &opts.check {
         Some(check) => {
             let m = generation::read(layout, n)?;
-            let results = verify::run(layout, &m, &[], check, &mut |pc| reporter.checked(pc));
-            verify::save(layout, n, &results)?;
+            let results = generation_check::run(layout, &m, &[], check, &mut |pc| reporter.checked(pc));
+            generation_check::save(layout, n, &results)?;
             results
         }
         None => Vec::new(),
     };
-    if !verify::acceptable(&checks, opts.require_gpu) {
+    if !generation_check::acceptable(&checks, opts.require_gpu) {
         match previous {
             Some(p) => generation::switch(layout, p, generation::SwitchOp::Revert)?,
             None => generation::clear(layout, generation::SwitchOp::Revert)?,
         }
-        let failed = checks.iter().filter(|c| !verify::acceptable(std::slice::from_ref(c), opts.require_gpu)).map(|c| c.profile.clone()).collect();
+        let failed = checks.iter().filter(|c| !generation_check::acceptable(std::slice::from_ref(c), opts.require_gpu)).map(|c| c.profile.clone()).collect();
         return Ok(Outcome::Reverted { generation: n, current: previous, checks, failed });
     }
     let lock_changed = !opts.locked && super::write_lock(layout, &desired)?;
@@ -169,7 +169,7 @@ pub struct Rollback {
 
 /// True when generation `n` was checked and a check failed.
 pub fn check_failed(layout: &Layout, n: u64) -> bool {
-    verify::load(layout, n).is_some_and(|c| !verify::acceptable(&c.profiles, false))
+    generation_check::load(layout, n).is_some_and(|c| !generation_check::acceptable(&c.profiles, false))
 }
 
 /// `rollback [--to N]`: makes [`generation::rollback_target`] current. `warn` hears that a

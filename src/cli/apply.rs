@@ -10,7 +10,7 @@ use crate::apply::{self, Outcome};
 use crate::binfmt::Platform;
 use crate::change::{self, Change};
 use crate::error::{ExitCode, Hinted};
-use crate::verify::ProfileCheck;
+use crate::generation_check::ProfileCheck;
 use crate::{generation, lockfile, profile, sources};
 
 #[derive(Serialize)]

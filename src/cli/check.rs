@@ -9,12 +9,16 @@ use crate::apply::NoGeneration;
 use crate::check::CheckStatus;
 use crate::error::ExitCode;
 use crate::generation;
-use crate::verify::{self, ProfileCheck};
+use crate::generation_check::{self, ProfileCheck};
 
 /// The check options for this process: this executable as the probe child, this process's
 /// environment, `timeout` seconds per profile.
-pub fn options(timeout: u64) -> verify::Options {
-    verify::Options { exe: verify::current_exe(), base_env: std::env::vars_os().collect(), timeout: std::time::Duration::from_secs(timeout) }
+pub fn options(timeout: u64) -> generation_check::Options {
+    generation_check::Options {
+        exe: generation_check::current_exe(),
+        base_env: std::env::vars_os().collect(),
+        timeout: std::time::Duration::from_secs(timeout),
+    }
 }
 
 /// Prints one profile's verdict and reasons (nothing on stdout with `--json`), and warns on
@@ -23,7 +27,7 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
     if json {
         return;
     }
-    println!("check {}", verify::summary(pc));
+    println!("check {}", generation_check::summary(pc));
     for r in &pc.result.reasons {
         println!("    {r}");
     }
@@ -46,12 +50,12 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
     for p in profiles {
         m.profile(p)?;
     }
-    let results = verify::run(&ctx.layout, &m, profiles, &options(timeout), &mut |pc| print_check(ctx, pc, json));
+    let results = generation_check::run(&ctx.layout, &m, profiles, &options(timeout), &mut |pc| print_check(ctx, pc, json));
     if profiles.is_empty() {
-        verify::save(&ctx.layout, n, &results)?;
+        generation_check::save(&ctx.layout, n, &results)?;
     }
     if json {
         print_json_sorted(&CheckJson { generation: n, profiles: &results });
     }
-    Ok(if verify::acceptable(&results, require_gpu) { ExitCode::Success } else { ExitCode::CheckFailed })
+    Ok(if generation_check::acceptable(&results, require_gpu) { ExitCode::Success } else { ExitCode::CheckFailed })
 }

@@ -12,7 +12,7 @@ use crate::toolkit::{self, ProcessEnv};
 /// a problem (something loads the wrong cuDNN or cannot load), else 0.
 pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCode, Report> {
     let toolkits = toolkit::discover(&ProcessEnv);
-    let exe = crate::verify::current_exe();
+    let exe = crate::generation_check::current_exe();
     let majors: Vec<u64> = if majors.is_empty() { vec![9, 8] } else { majors.to_vec() };
     let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, timeout: Duration::from_secs(timeout) };
     let env: Vec<_> = std::env::vars_os().collect();

@@ -10,8 +10,8 @@ use super::{Ctx, lock_and_recover, print_json_sorted, warn_dangling_active};
 use crate::apply::{self, Deleted, NoGeneration};
 use crate::error::ExitCode;
 use crate::generation;
+use crate::generation_check;
 use crate::link::{self, LinkKind};
-use crate::verify;
 
 /// `cuenv use PROFILE` / `cuenv use --none`.
 pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
@@ -72,7 +72,7 @@ pub fn generations(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
         .into_iter()
         .filter_map(|n| generation::read(&ctx.layout, n).ok())
         .map(|m| {
-            let checks = verify::load(&ctx.layout, m.number);
+            let checks = generation_check::load(&ctx.layout, m.number);
             let status_of = |name: &str| {
                 checks
                     .as_ref()

@@ -277,7 +277,7 @@ pub(crate) fn print_json_sorted(value: &impl serde::Serialize) {
 }
 
 /// Takes the writer lock and finishes or undoes an interrupted switch.
-pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::lock::WriterLock, Report> {
+pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::writer_lock::WriterLock, Report> {
     let lock = writer_lock(ctx)?;
     if let Some(said) = crate::generation::recover(&ctx.layout)? {
         ctx.note(&format!("note: {said}"));
@@ -287,8 +287,8 @@ pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::lock::WriterLock, Report> {
 
 /// Takes the writer lock (saying once that it waits for another cuenv) and records the
 /// home's format if the home has none yet.
-pub fn writer_lock(ctx: &Ctx) -> Result<crate::lock::WriterLock, Report> {
-    let lock = crate::lock::WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
+pub fn writer_lock(ctx: &Ctx) -> Result<crate::writer_lock::WriterLock, Report> {
+    let lock = crate::writer_lock::WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
     ctx.layout.record_format()?;
     Ok(lock)
 }

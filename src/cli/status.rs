@@ -3,8 +3,8 @@
 use super::diagnostics::Report;
 use super::{Ctx, print_json_sorted};
 use crate::error::ExitCode;
+use crate::generation_check;
 use crate::status;
-use crate::verify;
 
 /// `cuenv status`. Exit 3 when a link or shim is damaged or `active` dangles.
 pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
@@ -30,7 +30,7 @@ pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
             println!("{}{}: cuDNN {} on CUDA {}", if p.active { "* " } else { "  " }, p.name, p.cudnn, p.toolkit);
             match &p.check {
                 Some(c) => {
-                    println!("    check     {}", verify::summary(c));
+                    println!("    check     {}", generation_check::summary(c));
                     for r in &c.result.reasons {
                         println!("              {r}");
                     }

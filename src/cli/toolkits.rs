@@ -1,15 +1,17 @@
-//! `cuenv toolkits`: the CUDA toolkit roots on this machine.
+//! `cuenv toolkits`: the CUDA toolkit roots on this machine, and the table it prints.
+
+use std::fmt::Write as _;
 
 use super::diagnostics::Report;
 use super::{Ctx, print_json};
 use crate::error::ExitCode;
-use crate::toolkit::{self, ProcessEnv};
+use crate::toolkit::{self, Discovery, PATHS_VAR, ProcessEnv, Toolkit};
 
 /// Lists the toolkit roots found (and, on stderr, those named but skipped).
 pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
     let mut found = toolkit::discover_all(&ProcessEnv);
     // CUDA runtimes assembled from PyPI wheels (`from = "pypi"`) are toolkit roots too.
-    for (root, _) in crate::runtime::list(&ctx.layout) {
+    for (root, _) in crate::wheel_toolkit::list(&ctx.layout) {
         if let Ok(mut t) = toolkit::inspect_root(&root) {
             t.found_by = vec!["<home>/toolkits (from PyPI)".into()];
             found.toolkits.push(t);
@@ -18,7 +20,136 @@ pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
     if json {
         print_json(&found);
     } else {
-        print!("{}", toolkit::render_discovery(&found));
+        print!("{}", render_discovery(&found));
     }
     Ok(ExitCode::Success)
+}
+
+/// The human output of `cuenv toolkits`: a table with the columns VERSION, ROOT, RUNTIME
+/// (yes/no), CUDNN (the hand-copied cuDNN's version, `?` when unknown, `-` when none) and
+/// FOUND BY, then one `warning:` line per problem. When `toolkits` is empty: a line saying
+/// none were found and a `hint:` line naming [`PATHS_VAR`].
+pub fn render_table(toolkits: &[Toolkit]) -> String {
+    let mut out = String::new();
+    if toolkits.is_empty() {
+        let (sep, looked) = if cfg!(windows) {
+            (";", r"%ProgramFiles%\NVIDIA GPU Computing Toolkit\CUDA\v*, CUDA_PATH, CUDA_PATH_V*")
+        } else {
+            (":", "/usr/local/cuda-*, /usr/local/cuda, /opt/cuda, CUDA_HOME, CUDA_PATH")
+        };
+        let _ = writeln!(out, "No CUDA toolkit found (looked in {looked} and {PATHS_VAR}).");
+        let _ = writeln!(
+            out,
+            "hint: install the CUDA toolkit, or list toolkit folders in {PATHS_VAR} (separated by '{sep}'); \
+             a toolkit folder holds version.json and bin/ or lib64/"
+        );
+        return out;
+    }
+    let header = ["VERSION", "ROOT", "RUNTIME", "CUDNN (BY HAND)", "FOUND BY"];
+    let rows: Vec<[String; 5]> = toolkits
+        .iter()
+        .map(|t| {
+            [
+                t.version.as_ref().map_or("?".to_string(), |v| v.to_string()),
+                t.root.display().to_string(),
+                if t.runtime.is_some() { "yes" } else { "no" }.to_string(),
+                match &t.hand_copied_cudnn {
+                    None => "-".to_string(),
+                    Some(c) => c.version.as_ref().map_or("?".to_string(), |v| v.to_string()),
+                },
+                t.found_by.join(", "),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut line = |cells: [&str; 5]| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(cell);
+            } else {
+                let _ = write!(s, "{cell}{}  ", " ".repeat(w - cell.chars().count()));
+            }
+        }
+        out.push_str(s.trim_end());
+        out.push('\n');
+    };
+    line(header);
+    for row in &rows {
+        line([&row[0], &row[1], &row[2], &row[3], &row[4]]);
+    }
+    for t in toolkits {
+        for p in &t.problems {
+            let _ = writeln!(out, "warning: {}: {p}", t.root.display());
+        }
+    }
+    out
+}
+
+/// [`render_table`] for a [`Discovery`], followed by one `note:` line per skipped named root
+/// (`note: CUDA_PATH names C:\x, skipped: ...`).
+pub fn render_discovery(d: &Discovery) -> String {
+    let mut out = render_table(&d.toolkits);
+    for s in &d.skipped {
+        let _ = writeln!(out, "note: {} names {}, skipped: {}", s.found_by.join(", "), s.path.display(), s.reason);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use tempfile::TempDir;
+
+    use super::*;
+    use crate::toolkit::fixtures::*;
+    use crate::toolkit::{discover_all, inspect_root};
+
+    #[test]
+    fn table() {
+        let tmp = TempDir::new().unwrap();
+        linux_toolkit(tmp.path(), "12.6.2");
+        write(&tmp.path().join("lib64/libcudnn.so.8.9.4"), "fake");
+        write(&tmp.path().join("lib64/libcudnn.so.8"), "fake");
+        write(&tmp.path().join("lib64/libcudnn_ops_infer.so.8"), "fake");
+        let mut t = inspect_root(tmp.path()).unwrap();
+        t.found_by.push(PATHS_VAR.into());
+        let mut bare = t.clone();
+        bare.version = None;
+        bare.runtime = None;
+        bare.hand_copied_cudnn = None;
+        bare.problems.clear();
+        let text = render_table(&[t.clone(), bare]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("VERSION  ROOT"), "{text}");
+        assert!(lines[0].contains("RUNTIME") && lines[0].contains("CUDNN (BY HAND)") && lines[0].ends_with("FOUND BY"));
+        assert!(lines[1].starts_with("12.6.2 ") && lines[1].contains(" yes ") && lines[1].contains(" 8.9.4 "), "{text}");
+        assert!(lines[1].ends_with(PATHS_VAR));
+        assert!(lines[2].starts_with("? ") && lines[2].contains(" no ") && lines[2].contains(" - "), "{text}");
+        // Columns line up: ROOT starts at the same column on every row.
+        let col = lines[0].find("ROOT").unwrap();
+        assert_eq!(&lines[1][col..col + t.root.to_string_lossy().len()], t.root.to_string_lossy());
+        assert!(lines[3..].iter().all(|l| l.starts_with("warning: ")), "{text}");
+
+        let empty = render_table(&[]);
+        assert!(empty.starts_with("No CUDA toolkit found"), "{empty}");
+        assert!(empty.contains("hint: ") && empty.contains(PATHS_VAR));
+    }
+
+    #[test]
+    fn discovery_notes_skipped_named_roots() {
+        let a = TempDir::new().unwrap();
+        let b = TempDir::new().unwrap();
+        linux_toolkit(a.path(), "12.6.2");
+        linux_toolkit(b.path(), "11.8.0");
+        let missing = a.path().join("missing");
+        let paths = std::env::join_paths([a.path(), b.path(), missing.as_path(), a.path()]).unwrap();
+        let d = discover_all(&FakeEnv::new().set(PATHS_VAR, paths));
+        let text = render_discovery(&d);
+        assert!(text.contains("note: CUENV_TOOLKIT_PATHS names"), "{text}");
+    }
 }

@@ -33,11 +33,11 @@ use crate::binfmt::Platform;
 use crate::error::{Diagnose, ExitCode};
 use crate::fsutil;
 use crate::layout::Layout;
-use crate::lock::WriterLock;
 use crate::progress::Progress;
 use crate::store::entry::EntryMeta;
 use crate::store::{AddOptions, Added, Store};
 use crate::version::Version;
+use crate::writer_lock::WriterLock;
 
 pub use http::Client;
 

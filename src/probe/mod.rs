@@ -4,7 +4,9 @@
 //! `cuenv __probe --major N [--conv] --json` runs [`run`] in a fresh process whose environment
 //! is exactly a profile's activation. Loading native code can abort the process (cuDNN kills
 //! the process when a sub-library is missing: field notes §7), so this code never runs inside
-//! the cuenv that asks; the parent ([`crate::check`]) treats a crash as a finding.
+//! the cuenv that asks; the parent (`cuenv check`) treats a crash as a finding. The report
+//! types live here, with the side that writes them: `check` depends on `probe`, never the
+//! reverse.
 //!
 //! Invariants:
 //! - cuDNN, the CUDA runtime and the driver are loaded **by name** through the OS loader

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 use crate::error::{Diagnose, ExitCode};
 use crate::fsutil;
 use crate::layout::Layout;
-use crate::lock::WriterLock;
 use crate::progress::Progress;
+use crate::writer_lock::WriterLock;
 
 use entry::{ENTRY_FILE, EntryMeta, FileKind};
 use extract::{Item, SourceKind};

@@ -29,9 +29,9 @@ use crate::binfmt::Platform;
 use crate::fetch::{self, Endpoints};
 use crate::fsutil;
 use crate::layout::Layout;
-use crate::lock::WriterLock;
 use crate::progress::Progress;
 use crate::version::Version;
+use crate::writer_lock::WriterLock;
 
 /// One wheel a runtime root was made from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

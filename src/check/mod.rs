@@ -1,0 +1,203 @@
+//! The parent side of `cuenv check`: run the probe in a fresh process with a profile's exact
+//! environment ([`run_probe`], file `run.rs`), then turn what it reported into one status with
+//! reasons in words ([`classify()`], file `classify.rs`; the wording of loader and cuDNN errors
+//! is in `explain.rs`). This file holds the verdict types both halves share.
+//!
+//! Invariants:
+//! - cuenv itself never loads cuDNN. A child that crashes, hangs or prints garbage is a
+//!   finding ([`ReasonKind::Crash`], [`ReasonKind::Timeout`], [`ReasonKind::BadReport`]), never
+//!   a cuenv failure; a hung child is killed at the deadline.
+//! - The child's environment is exactly the one given (cleared first), so what the loader
+//!   picks is what the profile's activation produces.
+//! - [`classify`] reads nothing but the outcome, the expectation and (to compare paths)
+//!   the file system's canonical names; it never runs native code.
+//! - `fail` wins over `no-gpu`, which wins over `pass`: a profile whose cuDNN is shadowed
+//!   fails on a machine without a GPU too.
+//!
+//! Facts relied on (field notes §2, §5, §7): cuDNN aborts the process when a sub-library is
+//! missing ("Could not load library libcudnn_ops_infer.so.8", "Unable to load any of
+//! {libcudnn_graph.so.9, ...}", "Could not locate cudnn_graph64_9.dll"); without a GPU the
+//! version calls work and `cudnnCreate` returns `CUDNN_STATUS_NOT_INITIALIZED`;
+//! `LD_LIBRARY_PATH` beats the libraries' own `$ORIGIN` RUNPATH.
+
+mod classify;
+mod explain;
+#[cfg(test)]
+mod fixtures;
+mod run;
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::probe::Report;
+use crate::version::Version;
+
+pub use classify::classify;
+pub(crate) use explain::{cuda_version, decode_cudnn};
+pub use explain::{explain_windows_error, missing_libraries};
+pub(crate) use run::env_var;
+pub use run::{ProbeEnd, ProbeOutcome, run_probe, signal_name};
+
+/// What a profile's check expects to find.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    /// The store entry's folder (any path that resolves to it: the view's link works too).
+    pub entry_dir: PathBuf,
+    /// The entry's cuDNN version (3 or 4 parts).
+    pub version: Version,
+    /// The profile's CUDA major; 0 when unknown (`cuenv doctor` without a profile): the CUDA
+    /// major is then not checked.
+    pub cuda_major: u64,
+}
+
+/// A profile's check status.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum CheckStatus {
+    /// Loaded from the entry, the right versions, and (with a GPU) a correct convolution.
+    #[serde(rename = "pass")]
+    Pass,
+    /// Something is wrong; see the reasons.
+    #[serde(rename = "fail")]
+    Fail,
+    /// No driver or no device; the load and version checks passed.
+    #[serde(rename = "no-gpu")]
+    NoGpu,
+}
+
+impl fmt::Display for CheckStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CheckStatus::Pass => "pass",
+            CheckStatus::Fail => "fail",
+            CheckStatus::NoGpu => "no-gpu",
+        })
+    }
+}
+
+/// The class of a reason.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReasonKind {
+    /// A cuDNN module came from outside the profile's entry.
+    Shadowed,
+    /// cuDNN modules came from several folders.
+    MixedVersions,
+    /// cuDNN or the runtime is for another CUDA major.
+    WrongCudaMajor,
+    /// `cudnnGetVersion` differs from the entry's version.
+    VersionMismatch,
+    /// A library or sub-library could not be found.
+    MissingLibrary,
+    /// The OS loader refused a library for another reason.
+    LoaderError,
+    /// A cuDNN call returned an error status.
+    CudnnStatus,
+    /// The convolution ran but its result is wrong.
+    WrongResult,
+    /// A convolution call failed.
+    ConvFailed,
+    /// The probe process crashed.
+    Crash,
+    /// The probe process hung and was killed.
+    Timeout,
+    /// The probe ended without a readable report, or could not start.
+    BadReport,
+    /// No NVIDIA driver (not a failure: status `no-gpu`).
+    NoDriver,
+    /// A driver but no usable device (not a failure: status `no-gpu`).
+    NoDevice,
+}
+
+impl ReasonKind {
+    /// Whether this reason makes the check fail (all but `NoDriver` and `NoDevice`).
+    pub fn is_failure(self) -> bool {
+        !matches!(self, ReasonKind::NoDriver | ReasonKind::NoDevice)
+    }
+}
+
+/// One reason, in words.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Reason {
+    /// Its class.
+    pub kind: ReasonKind,
+    /// What happened and, where known, why.
+    pub message: String,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind_word(), self.message)
+    }
+}
+
+impl Reason {
+    fn new(kind: ReasonKind, message: impl Into<String>) -> Self {
+        Reason { kind, message: message.into() }
+    }
+
+    fn kind_word(&self) -> &'static str {
+        match self.kind {
+            ReasonKind::Shadowed => "shadowed",
+            ReasonKind::MixedVersions => "mixed sub-library versions",
+            ReasonKind::WrongCudaMajor => "wrong CUDA major",
+            ReasonKind::VersionMismatch => "version mismatch",
+            ReasonKind::MissingLibrary => "missing library",
+            ReasonKind::LoaderError => "loader error",
+            ReasonKind::CudnnStatus => "cuDNN error",
+            ReasonKind::WrongResult => "wrong convolution result",
+            ReasonKind::ConvFailed => "convolution failed",
+            ReasonKind::Crash => "crash",
+            ReasonKind::Timeout => "timeout",
+            ReasonKind::BadReport => "no report",
+            ReasonKind::NoDriver => "no driver",
+            ReasonKind::NoDevice => "no GPU",
+        }
+    }
+}
+
+/// The verdict on one profile.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CheckResult {
+    /// `pass`, `fail` or `no-gpu`.
+    pub status: CheckStatus,
+    /// Why it failed (failures) or why there is no GPU; empty on `pass`.
+    pub reasons: Vec<Reason>,
+    /// What was verified, and harmless oddities, in words.
+    pub notes: Vec<String>,
+    /// The child's report, when there was one.
+    pub report: Option<Report>,
+}
+
+impl CheckResult {
+    /// The reasons as sentences (`"shadowed: ..."`).
+    pub fn messages(&self) -> Vec<String> {
+        self.reasons.iter().map(|r| r.to_string()).collect()
+    }
+
+    /// Whether some reason is of `kind`.
+    pub fn has(&self, kind: ReasonKind) -> bool {
+        self.reasons.iter().any(|r| r.kind == kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::classify::is_under;
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn status_words_and_json() {
+        assert_eq!(CheckStatus::NoGpu.to_string(), "no-gpu");
+        assert_eq!(serde_json::to_string(&CheckStatus::NoGpu).unwrap(), "\"no-gpu\"");
+        assert_eq!(serde_json::to_string(&ReasonKind::WrongCudaMajor).unwrap(), "\"wrong-cuda-major\"");
+        assert_eq!(decode_cudnn(90500), "9.5.0");
+        assert_eq!(decode_cudnn(8904), "8.9.4");
+        assert_eq!(decode_cudnn(8101), "8.1.1");
+        assert_eq!(cuda_version(12060), "12.6");
+        assert!(is_under(Path::new("/a/b/c"), Path::new("/a/b")));
+        assert!(!is_under(Path::new("/a/bc"), Path::new("/a/b")));
+    }
+}

@@ -1,0 +1,386 @@
+//! The parser of `lab.toml`: TOML text to a [`ProfileFile`], checking every key, type, choice,
+//! version requirement and profile name, with a [`Located`] error for each problem.
+//!
+//! Pure: [`parse`] reads only its arguments; [`load`] only reads the one file.
+
+use std::path::Path;
+
+use toml_edit::{Item, TableLike};
+
+use super::*;
+use crate::suggest::did_you_mean;
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------------------------
+
+/// Reads and parses the profile file at `path`.
+///
+/// Errors: [`Error::Read`] when it cannot be read (exit code Invalid when it does not exist,
+/// Failure otherwise), else those of [`parse`].
+pub fn load(path: &Path) -> Result<ProfileFile, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_path_buf(), source })?;
+    parse(&text, path)
+}
+
+/// Parses `text`, the content of the profile file `path` (used only in diagnostics).
+///
+/// Errors: [`Error::Syntax`] for invalid TOML; [`Error::Invalid`] for an unknown key, a value
+/// of the wrong type or out of its choices, a bad version requirement, a bad or duplicate
+/// profile name, or a profile without `cuda` or `cudnn`. Each of the top level, `[settings]`,
+/// `[toolkits]` and every profile is checked on its own: when more than one is wrong, all
+/// their first errors come back together, in file order, as [`Error::Several`].
+pub fn parse(text: &str, path: &Path) -> Result<ProfileFile, Error> {
+    let cx = Cx { path, src: text };
+    let doc = toml_edit::Document::parse(text).map_err(|e| cx.syntax(&e))?;
+    let root: &dyn TableLike = doc.as_table();
+    let mut errors = Vec::new();
+    if let Err(e) = cx.check_keys(root, &["settings", "toolkits", "profiles"], "the top level") {
+        errors.push(e);
+    }
+    let settings = match cx.table_at(root, "settings").and_then(|t| t.map(|t| cx.settings(t)).transpose()) {
+        Ok(s) => s.unwrap_or_default(),
+        Err(e) => {
+            errors.push(e);
+            Settings::default()
+        }
+    };
+    let toolkits = match cx.table_at(root, "toolkits").and_then(|t| t.map(|t| cx.toolkits(t)).transpose()) {
+        Ok(t) => t.unwrap_or_default(),
+        Err(e) => {
+            errors.push(e);
+            Vec::new()
+        }
+    };
+    let profiles = match cx.table_at(root, "profiles") {
+        Ok(Some(t)) => cx.profiles(t, &mut errors),
+        Ok(None) => Vec::new(),
+        Err(e) => {
+            errors.push(e);
+            Vec::new()
+        }
+    };
+    if !errors.is_empty() {
+        errors.sort_by_key(|e| e.located().map(|l| l.span.start).unwrap_or(0));
+        return Err(Error::combine(errors));
+    }
+    Ok(ProfileFile { path: path.to_path_buf(), source: text.to_string(), settings, toolkits, profiles })
+}
+
+/// The parsing context: the file's name and text, for building diagnostics.
+struct Cx<'a> {
+    path: &'a Path,
+    src: &'a str,
+}
+
+const PROFILE_KEYS: [&str; 4] = ["cuda", "cudnn", "conda-env", "check"];
+const REQUIREMENT_KEYS: [&str; 3] = ["version", "from", "sha256"];
+const LINK_MODES: [(&str, LinkMode); 4] =
+    [("auto", LinkMode::Auto), ("junction", LinkMode::Junction), ("symlink", LinkMode::Symlink), ("copy", LinkMode::Copy)];
+const CHECKS: [(&str, Check); 3] = [("conv", Check::Conv), ("load", Check::Load), ("none", Check::None)];
+
+impl Cx<'_> {
+    fn invalid(&self, span: Span, message: impl Into<String>, hint: impl Into<String>) -> Error {
+        Error::Invalid(Box::new(Located::new(self.path, self.src, span, message, Some(hint.into()))))
+    }
+
+    fn syntax(&self, e: &toml_edit::TomlError) -> Error {
+        let span = e.span().unwrap_or(0..0);
+        let message = format!("invalid TOML: {}", e.message());
+        let hint = "fix the TOML syntax at the marked place (strings need quotes; Windows paths are easiest in 'single quotes')";
+        Error::Syntax(Box::new(Located::new(self.path, self.src, span, message, Some(hint.into()))))
+    }
+
+    fn text(&self, span: &Span) -> &str {
+        self.src.get(span.clone()).unwrap_or("")
+    }
+
+    /// The span of `key`'s name in `table`, falling back to its value's span.
+    fn key_span(&self, table: &dyn TableLike, key: &str) -> Span {
+        table.key(key).and_then(|k| k.span()).or_else(|| table.get(key).and_then(Item::span)).unwrap_or(0..0)
+    }
+
+    fn value_span(&self, table: &dyn TableLike, key: &str) -> Span {
+        table.get(key).and_then(Item::span).unwrap_or_else(|| self.key_span(table, key))
+    }
+
+    /// Rejects any key of `table` not in `allowed`, suggesting the closest allowed one.
+    fn check_keys(&self, table: &dyn TableLike, allowed: &[&str], place: &str) -> Result<(), Error> {
+        let errors: Vec<Error> = table
+            .iter()
+            .filter(|(k, _)| !allowed.contains(k))
+            .map(|(key, _)| {
+                let hint = match did_you_mean(key, allowed) {
+                    Some(s) => format!("did you mean `{s}`? (expected one of: {})", allowed.join(", ")),
+                    None => format!("expected one of: {}", allowed.join(", ")),
+                };
+                self.invalid(self.key_span(table, key), format!("unknown key `{key}` in {place}"), hint)
+            })
+            .collect();
+        if errors.is_empty() { Ok(()) } else { Err(Error::combine(errors)) }
+    }
+
+    /// The table (standard or inline) under `key`, `None` when absent, an error for another type.
+    fn table_at<'t>(&self, parent: &'t dyn TableLike, key: &str) -> Result<Option<&'t dyn TableLike>, Error> {
+        let Some(item) = parent.get(key) else { return Ok(None) };
+        match item.as_table_like() {
+            Some(t) => Ok(Some(t)),
+            None => Err(self.invalid(
+                self.value_span(parent, key),
+                format!("`{key}` must be a table, not {}", item.type_name()),
+                format!("write it as a section: `[{key}]` followed by `name = value` lines"),
+            )),
+        }
+    }
+
+    /// The string under `key`, `None` when absent, an error for another type or when empty.
+    fn string(&self, table: &dyn TableLike, key: &str) -> Result<Option<Spanned<String>>, Error> {
+        let Some(item) = table.get(key) else { return Ok(None) };
+        let span = self.value_span(table, key);
+        match item.as_str() {
+            Some("") => Err(self.invalid(span, format!("`{key}` is empty"), format!("give `{key}` a value or remove the line"))),
+            Some(s) => Ok(Some(Spanned { value: s.to_string(), span })),
+            None if item.is_value() && !item.is_inline_table() && !item.is_array() => {
+                let raw = self.text(&span).trim();
+                Err(self.invalid(
+                    span.clone(),
+                    format!("`{key} = {raw}` must be a string, not {}", item.type_name()),
+                    format!("put it in quotes: `{key} = \"{raw}\"`"),
+                ))
+            }
+            None => Err(self.invalid(span, format!("`{key}` must be a string, not {}", item.type_name()), format!("write it as `{key} = \"...\"`"))),
+        }
+    }
+
+    /// Maps a string value onto one of `choices`, with a "did you mean" for near misses.
+    fn one_of<T: Copy>(&self, key: &str, s: &Spanned<String>, choices: &[(&str, T)]) -> Result<T, Error> {
+        if let Some((_, v)) = choices.iter().find(|(name, _)| *name == s.value) {
+            return Ok(*v);
+        }
+        let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+        let hint = match did_you_mean(&s.value, &names) {
+            Some(n) => format!("did you mean `{key} = \"{n}\"`? (expected one of: {})", names.join(", ")),
+            None => format!("expected one of: {}", names.join(", ")),
+        };
+        Err(self.invalid(s.span.clone(), format!("`{key} = {}` is not a valid {key}", self.text(&s.span)), hint))
+    }
+
+    fn settings(&self, t: &dyn TableLike) -> Result<Settings, Error> {
+        self.check_keys(t, &["link-mode", "nvidia-mirror", "pypi-index"], "[settings]")?;
+        let mut s = Settings {
+            nvidia_mirror: self.string(t, "nvidia-mirror")?.map(|v| v.value),
+            pypi_index: self.string(t, "pypi-index")?.map(|v| v.value),
+            ..Settings::default()
+        };
+        if let Some(mode) = self.string(t, "link-mode")? {
+            s.link_mode = self.one_of("link-mode", &mode, &LINK_MODES)?;
+            s.link_mode_span = Some(mode.span);
+        }
+        Ok(s)
+    }
+
+    fn toolkits(&self, t: &dyn TableLike) -> Result<Vec<ToolkitDecl>, Error> {
+        let mut out = Vec::new();
+        for (label, _) in t.iter() {
+            let root = self.string(t, label)?.expect("the key is present");
+            out.push(ToolkitDecl {
+                label: Spanned { value: label.to_string(), span: self.key_span(t, label) },
+                root: Spanned { value: PathBuf::from(root.value), span: root.span },
+            });
+        }
+        Ok(out)
+    }
+
+    /// The profiles of `[profiles]`; each invalid one adds its first error to `errors`.
+    fn profiles(&self, t: &dyn TableLike, errors: &mut Vec<Error>) -> Vec<Profile> {
+        let mut out: Vec<Profile> = Vec::new();
+        let mut names: Vec<&str> = Vec::new();
+        for (name, item) in t.iter() {
+            let name_span = self.key_span(t, name);
+            let one = || -> Result<Profile, Error> {
+                self.check_profile_name(name, &name_span)?;
+                if let Some(other) = names.iter().find(|n| n.eq_ignore_ascii_case(name)) {
+                    return Err(self.invalid(
+                        name_span.clone(),
+                        format!("profiles `{other}` and `{name}` differ only in case"),
+                        "rename one: on Windows both would share one folder under profiles/",
+                    ));
+                }
+                let Some(table) = item.as_table_like() else {
+                    return Err(self.invalid(
+                        self.value_span(t, name),
+                        format!("profile `{name}` must be a table, not {}", item.type_name()),
+                        format!("write it as a section: `[profiles.{name}]` followed by `cuda = ...` and `cudnn = ...`"),
+                    ));
+                };
+                self.profile(name, name_span.clone(), table)
+            };
+            match one() {
+                Ok(p) => out.push(p),
+                Err(e) => errors.push(e),
+            }
+            names.push(name);
+        }
+        out
+    }
+
+    fn check_profile_name(&self, name: &str, span: &Span) -> Result<(), Error> {
+        let why = if name.is_empty() {
+            Some("is empty")
+        } else if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)) {
+            Some("may only hold letters A-Z and a-z, digits, `_`, `.` and `-`")
+        } else if name.starts_with('.') || name.ends_with('.') {
+            Some("may not start or end with `.`")
+        } else if is_windows_reserved(name) {
+            Some("is a reserved device name on Windows")
+        } else {
+            None
+        };
+        match why {
+            None => Ok(()),
+            Some(why) => Err(self.invalid(
+                span.clone(),
+                format!("profile name `{name}` {why}"),
+                "profile names become folder names: use letters, digits, `_`, `.` and `-`, like `torch2` or `tf-2.8`",
+            )),
+        }
+    }
+
+    /// One profile; each of its keys is checked on its own, and every error is returned.
+    fn profile(&self, name: &str, name_span: Span, t: &dyn TableLike) -> Result<Profile, Error> {
+        let place = format!("[profiles.{name}]");
+        let mut errors = Vec::new();
+        let mut keep = |r: Result<(), Error>| {
+            if let Err(e) = r {
+                errors.push(e);
+            }
+        };
+        keep(self.check_keys(t, &PROFILE_KEYS, &place));
+        let cuda = self.requirement(t, "cuda", &["version", "from"], name, &name_span);
+        let cudnn = self.requirement(t, "cudnn", &REQUIREMENT_KEYS, name, &name_span);
+        if let Ok(Requirement { from: Some(src), .. }) = &cuda
+            && src.value != Source::Pypi
+        {
+            let guess = match &src.value {
+                Source::Location(l) if did_you_mean(l, &["pypi"]).is_some() => "did you mean `from = \"pypi\"`? ",
+                _ => "",
+            };
+            keep(Err(self.invalid(
+                src.span.clone(),
+                "only `from = \"pypi\"` can provide a CUDA runtime",
+                format!("{guess}install the toolkit and name it under [toolkits], or use `from = \"pypi\"`"),
+            )));
+        }
+        // A cuDNN `from` that is a near miss of a source name, not a path or URL, is a typo
+        // (whether a real path exists is checked before fetching: `sources::check`).
+        if let Ok(Requirement { from: Some(src), .. }) = &cudnn
+            && let Source::Location(l) = &src.value
+            && !l.contains(['/', '\\', '.', ':'])
+            && let Some(g) = did_you_mean(l, &["pypi", "nvidia"])
+        {
+            keep(Err(self.invalid(
+                src.span.clone(),
+                format!("`from = \"{l}\"` is neither \"pypi\", \"nvidia\", an http(s) URL, nor a path"),
+                format!("did you mean `from = \"{g}\"`?"),
+            )));
+        }
+        let conda_env = self.string(t, "conda-env").and_then(|env| {
+            if let Some(e) = &env {
+                self.check_conda_env(e)?;
+            }
+            Ok(env)
+        });
+        let check = self.string(t, "check").and_then(|c| c.map(|c| self.one_of("check", &c, &CHECKS)).transpose());
+        let (cuda, cudnn, conda_env, check) = match (cuda, cudnn, conda_env, check) {
+            (Ok(a), Ok(b), Ok(c), Ok(d)) if errors.is_empty() => (a, b, c, d),
+            (a, b, c, d) => {
+                errors.extend(a.err().into_iter().chain(b.err()).chain(c.err()).chain(d.err()));
+                errors.sort_by_key(|e| e.located().map(|l| l.span.start).unwrap_or(0));
+                return Err(Error::combine(errors));
+            }
+        };
+        Ok(Profile { name: name.to_string(), name_span, cuda, cudnn, conda_env, check: check.unwrap_or_default() })
+    }
+
+    fn check_conda_env(&self, env: &Spanned<String>) -> Result<(), Error> {
+        if looks_like_path(&env.value) || !env.value.contains([' ', ':', '#']) {
+            return Ok(());
+        }
+        Err(self.invalid(
+            env.span.clone(),
+            format!("`conda-env = {}` is neither a conda env name nor a path", self.text(&env.span)),
+            "an env name has no spaces, `:` or `#`; for a path, write it with `/` or `\\`, like 'D:\\envs\\torch2'",
+        ))
+    }
+
+    /// `key = "<req>"` or `key = { version = "<req>", from = ..., sha256 = ... }` (only the
+    /// `allowed` keys). A missing requirement is an error at the profile's name.
+    fn requirement(&self, t: &dyn TableLike, key: &str, allowed: &[&str], profile: &str, name_span: &Span) -> Result<Requirement, Error> {
+        let Some(item) = t.get(key) else {
+            let example = if key == "cuda" { "12" } else { "9" };
+            return Err(self.invalid(
+                name_span.clone(),
+                format!("profile `{profile}` has no `{key}` requirement"),
+                format!("add a line like `{key} = \"{example}\"` to [profiles.{profile}]"),
+            ));
+        };
+        if item.as_str().is_some() || item.as_table_like().is_none() {
+            let s = self.string(t, key)?.expect("the key is present");
+            let version = self.version_req(key, &s)?;
+            return Ok(Requirement { version, span: s.span, from: None, sha256: None });
+        }
+        let table = item.as_table_like().expect("checked above");
+        self.check_keys(table, allowed, &format!("`{key}` of [profiles.{profile}]"))?;
+        let Some(v) = self.string(table, "version")? else {
+            return Err(self.invalid(
+                self.value_span(t, key),
+                format!("`{key}` of profile `{profile}` has no `version`"),
+                format!("add `version = \"...\"` inside the braces, like `{key} = {{ version = \"9.5\" }}`"),
+            ));
+        };
+        let version = self.version_req("version", &v)?;
+        let from = self.string(table, "from")?.map(|s| Spanned { value: source_of(&s.value), span: s.span });
+        let sha256 = self.string(table, "sha256")?.map(|s| self.sha256(s)).transpose()?;
+        Ok(Requirement { version, span: v.span, from, sha256 })
+    }
+
+    fn version_req(&self, key: &str, s: &Spanned<String>) -> Result<VersionReq, Error> {
+        s.value.parse::<VersionReq>().map_err(|e| {
+            self.invalid(
+                s.span.clone(),
+                format!("`{key} = {}` is not a version requirement", self.text(&s.span)),
+                format!("{}; examples: `8.9` (any 8.9.x), `9.5.0.50` (exactly), `>=8.9, <9`", e.reason),
+            )
+        })
+    }
+
+    fn sha256(&self, s: Spanned<String>) -> Result<Spanned<String>, Error> {
+        if s.value.len() == 64 && s.value.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(Spanned { value: s.value.to_ascii_lowercase(), span: s.span });
+        }
+        Err(self.invalid(
+            s.span.clone(),
+            format!("`sha256 = {}` is not a SHA-256 digest", self.text(&s.span)),
+            format!("a SHA-256 digest is 64 hexadecimal digits; this has {} characters", s.value.chars().count()),
+        ))
+    }
+}
+
+fn source_of(s: &str) -> Source {
+    match s {
+        "nvidia" => Source::Nvidia,
+        "pypi" => Source::Pypi,
+        other => Source::Location(other.to_string()),
+    }
+}
+
+/// True for names Windows reserves for devices, with or without an extension
+/// (`CON`, `nul.txt`, `COM1`, `lpt9`), compared without regard to case.
+fn is_windows_reserved(name: &str) -> bool {
+    let stem = name.split('.').next().unwrap_or(name).to_ascii_uppercase();
+    match stem.as_str() {
+        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$" => true,
+        s if (s.starts_with("COM") || s.starts_with("LPT")) && s.len() == 4 => s.as_bytes()[3].is_ascii_digit(),
+        _ => false,
+    }
+}
