@@ -31,6 +31,8 @@ use serde::Serialize;
 use crate::check::{self, CheckResult, Expected, ProbeOutcome, ReasonKind};
 use crate::generation;
 use crate::layout::Layout;
+use crate::libname::{self, Os};
+use crate::paths;
 use crate::probe;
 use crate::toolkit::Toolkit;
 use crate::version::Version;
@@ -290,7 +292,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             // Not loadable although the search path holds a dispatcher of this major: every
             // load of cuDNN in this shell fails. A missing dependency (zlibwapi.dll for cuDNN
             // 8 on Windows, a CUDA runtime) is told apart from an unusable file.
-            let file = dir.path.join(probe::dispatcher_name(major));
+            let file = dir.path.join(libname::dispatcher_name(major, Os::HOST));
             let c = check::classify(&o, &Expected { entry_dir: dir.path.clone(), version: Version::new(&[major]), cuda_major: 0 });
             let missing = c.reasons.iter().find(|r| r.kind == ReasonKind::MissingLibrary);
             let (message, hint) = match missing {
@@ -385,8 +387,8 @@ fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option<&Path>) ->
         l.error = r.dispatcher.error.as_ref().map(|e| e.message.clone());
         return l;
     }
-    let want = probe::dispatcher_name(o.major);
-    let d = r.modules.iter().find(|m| m.name.eq_ignore_ascii_case(&want)).or_else(|| r.modules.iter().find(|m| probe::is_dispatcher(&m.name)));
+    let want = libname::dispatcher_name(o.major, Os::HOST);
+    let d = r.modules.iter().find(|m| m.name.eq_ignore_ascii_case(&want)).or_else(|| r.modules.iter().find(|m| libname::is_dispatcher(&m.name)));
     if let Some(d) = d {
         let path = PathBuf::from(&d.path);
         l.origin = Some(origin(&path, inp.layout, inp.toolkits, conda_prefix));
@@ -403,7 +405,7 @@ fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option<&Path>) ->
 /// PyTorch's bundled copy, a conda env, or just its folder.
 pub fn origin(path: &Path, layout: &Layout, toolkits: &[Toolkit], conda_prefix: Option<&Path>) -> String {
     // Canonical, but without Windows' `\\?\` verbatim prefix (never shown to users).
-    let canon = |p: &Path| std::fs::canonicalize(p).map(|c| PathBuf::from(crate::shim::shim_path(&c))).unwrap_or_else(|_| p.to_path_buf());
+    let canon = |p: &Path| paths::canonical_shown(p).unwrap_or_else(|_| p.to_path_buf());
     let file = canon(path);
     let store = canon(&layout.store_dir());
     if let Ok(rest) = file.strip_prefix(&store)
@@ -445,7 +447,7 @@ fn scan_search_path(folders: &[PathBuf]) -> Vec<SearchDir> {
     let mut seen_majors = std::collections::BTreeSet::new();
     let mut seen_folders = std::collections::HashSet::new();
     for (i, folder) in folders.iter().enumerate() {
-        if folder.as_os_str().is_empty() || !seen_folders.insert(std::fs::canonicalize(folder).unwrap_or_else(|_| folder.clone())) {
+        if folder.as_os_str().is_empty() || !seen_folders.insert(paths::canonicalize(folder).unwrap_or_else(|_| folder.clone())) {
             continue;
         }
         let Ok(rd) = std::fs::read_dir(folder) else { continue };
@@ -453,7 +455,7 @@ fn scan_search_path(folders: &[PathBuf]) -> Vec<SearchDir> {
         let mut dispatchers: Vec<Dispatcher> = names
             .iter()
             .filter_map(|n| {
-                let major = dispatcher_major(n)?;
+                let major = libname::loader_dispatcher_major(n, Os::HOST)?;
                 Some(Dispatcher { file: n.clone(), major, version: file_version(folder, n, major, &names), first: false })
             })
             .collect();
@@ -511,14 +513,6 @@ fn wheel_version(site_packages: &Path) -> Option<String> {
     })
 }
 
-/// The major of a dispatcher file name the loader finds by name on this platform
-/// (`libcudnn.so.9`, `cudnn64_8.dll`; not `libcudnn.so.9.5.0`).
-fn dispatcher_major(name: &str) -> Option<u64> {
-    let n = name.to_ascii_lowercase();
-    let digits = if cfg!(windows) { n.strip_prefix("cudnn64_")?.strip_suffix(".dll")? } else { n.strip_prefix("libcudnn.so.")? };
-    digits.parse().ok()
-}
-
 /// A dispatcher's version: its VERSIONINFO (Windows DLL), else a `libcudnn.so.<major>.Y.Z`
 /// beside it (the Linux archives' symlink chain).
 fn file_version(folder: &Path, name: &str, major: u64, names: &[String]) -> Option<String> {
@@ -527,13 +521,12 @@ fn file_version(folder: &Path, name: &str, major: u64, names: &[String]) -> Opti
     {
         return Some(v.to_string());
     }
-    let prefix = format!("libcudnn.so.{major}.");
     names
         .iter()
-        .filter_map(|n| n.strip_prefix(&prefix))
-        .filter(|rest| rest.split('.').all(|p| p.parse::<u64>().is_ok()))
-        .max_by_key(|rest| rest.len())
-        .map(|rest| format!("{major}.{rest}"))
+        .filter_map(|n| libname::parse(n))
+        .filter(|l| l.os == Os::Linux && l.is_dispatcher() && l.major == Some(major))
+        .filter_map(|l| l.version.filter(|v| v.contains('.')))
+        .max_by_key(String::len)
 }
 
 #[cfg(test)]
@@ -542,6 +535,7 @@ mod tests {
 
     #[test]
     fn dispatcher_names_are_the_loaders() {
+        let dispatcher_major = |n: &str| libname::loader_dispatcher_major(n, Os::HOST);
         if cfg!(windows) {
             assert_eq!(dispatcher_major("cudnn64_9.dll"), Some(9));
             assert_eq!(dispatcher_major("CUDNN64_8.DLL"), Some(8));
@@ -553,6 +547,18 @@ mod tests {
         }
     }
 
+    /// The loader finds a dispatcher by its exact name: on Linux an upper-case
+    /// `LIBCUDNN.SO.9` is not `libcudnn.so.9` (it used to be counted as one), and a
+    /// `cudnn64_+9.dll` is no DLL name of major 9 (it used to be).
+    #[test]
+    fn only_the_loaders_exact_names_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let odd = if cfg!(windows) { "cudnn64_+9.dll" } else { "LIBCUDNN.SO.9" };
+        std::fs::write(dir.path().join(odd), "x").unwrap();
+        std::fs::write(dir.path().join(format!("{}.bak", libname::dispatcher_name(9, Os::HOST))), "x").unwrap();
+        assert!(scan_search_path(&[dir.path().to_path_buf()]).is_empty());
+    }
+
     #[test]
     fn search_path_marks_the_first_of_each_major() {
         let tmp = tempfile::tempdir().unwrap();
@@ -560,7 +566,7 @@ mod tests {
         for d in [&a, &b, &c] {
             std::fs::create_dir(d).unwrap();
         }
-        let name = |m: u64| probe::dispatcher_name(m);
+        let name = |m: u64| libname::dispatcher_name(m, Os::HOST);
         std::fs::write(a.join(name(9)), "x").unwrap();
         std::fs::write(b.join(name(9)), "x").unwrap();
         std::fs::write(b.join(name(8)), "x").unwrap();

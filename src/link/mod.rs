@@ -196,7 +196,7 @@ pub fn network_share(p: &Path) -> Option<String> {
     if !cfg!(windows) {
         return None;
     }
-    if let Some(share) = unc_share(&p.to_string_lossy()) {
+    if let Some(share) = crate::paths::unc_share(&p.to_string_lossy()) {
         return Some(share);
     }
     #[cfg(windows)]
@@ -204,26 +204,6 @@ pub fn network_share(p: &Path) -> Option<String> {
         return Some(drive);
     }
     None
-}
-
-/// `\\server\share` when `s` is a UNC path in Windows syntax (either slash; also the
-/// verbatim `\\?\UNC\` form). Local verbatim (`\\?\C:\`) and device (`\\.\`) paths are
-/// not shares. Pure string parsing: runs the same on every platform.
-pub fn unc_share(s: &str) -> Option<String> {
-    let s = s.replace('/', "\\");
-    let rest = if let Some(r) = s.strip_prefix(r"\\?\UNC\") {
-        r
-    } else if s.starts_with(r"\\?\") || s.starts_with(r"\\.\") {
-        return None;
-    } else {
-        s.strip_prefix(r"\\")?
-    };
-    let mut parts = rest.split('\\').filter(|p| !p.is_empty());
-    let server = parts.next()?;
-    match parts.next() {
-        Some(share) => Some(format!(r"\\{server}\{share}")),
-        None => Some(format!(r"\\{server}")),
-    }
 }
 
 fn cleanup_failed(link: &Path) {
@@ -235,21 +215,9 @@ fn cleanup_failed(link: &Path) {
     }
 }
 
-/// Compares two paths as the platform does (case-insensitively on Windows), ignoring a
-/// `\\?\` verbatim prefix.
-pub fn same_path(a: &Path, b: &Path) -> bool {
-    let norm = |p: &Path| {
-        let s = p.to_string_lossy().replace('/', std::path::MAIN_SEPARATOR_STR);
-        let s = match (s.strip_prefix(r"\\?\UNC\"), s.strip_prefix(r"\\?\")) {
-            (Some(unc), _) => format!(r"\\{unc}"),
-            (None, Some(local)) => local.to_string(),
-            (None, None) => s,
-        };
-        let s = s.trim_end_matches(std::path::MAIN_SEPARATOR).to_string();
-        if cfg!(windows) { s.to_lowercase() } else { s }
-    };
-    norm(a) == norm(b)
-}
+/// Compares two paths as the platform does; see [`crate::paths::same_path`], its home.
+/// Re-exported here for the callers that still name it `link::same_path`.
+pub use crate::paths::same_path;
 
 #[cfg(test)]
 mod tests {
@@ -287,36 +255,6 @@ mod tests {
         std::fs::write(busy.join("f"), "x").unwrap();
         assert!(create(LinkKind::native(), dir.path(), &busy).is_err());
         assert!(busy.join("f").exists(), "never removes what was there");
-    }
-
-    #[test]
-    fn paths_compare_like_the_platform() {
-        assert!(same_path(Path::new("/a/b/"), Path::new("/a/b")));
-        assert!(!same_path(Path::new("/a/b"), Path::new("/a/bc")));
-        if cfg!(windows) {
-            // Case-insensitive, either slash, a trailing separator, `\\?\` verbatim prefixes.
-            assert!(same_path(Path::new(r"\\?\C:\X\y"), Path::new(r"c:\x\Y")));
-            assert!(same_path(Path::new(r"C:/Program Files/NVIDIA/"), Path::new(r"c:\PROGRAM FILES\nvidia")));
-            assert!(same_path(Path::new(r"\\?\UNC\Srv\Share\x"), Path::new(r"\\srv\share\X")));
-            assert!(same_path(Path::new("C:\\Users\\ZO\u{CB}\\m"), Path::new("c:\\users\\zo\u{EB}\\M")), "non-ASCII letters fold too");
-            assert!(!same_path(Path::new(r"C:\x"), Path::new(r"D:\x")));
-            assert!(!same_path(Path::new(r"\\?\UNC\srv\share"), Path::new(r"C:\srv\share")));
-        } else {
-            assert!(!same_path(Path::new("/A/b"), Path::new("/a/b")), "Linux paths are case-sensitive");
-        }
-    }
-
-    #[test]
-    fn unc_paths_name_their_share() {
-        assert_eq!(unc_share(r"\\server\share\cuenv\store").as_deref(), Some(r"\\server\share"));
-        assert_eq!(unc_share("//server/share/cuenv").as_deref(), Some(r"\\server\share"));
-        assert_eq!(unc_share(r"\\?\UNC\server\share\x").as_deref(), Some(r"\\server\share"));
-        assert_eq!(unc_share(r"\\server").as_deref(), Some(r"\\server"));
-        assert_eq!(unc_share(r"\\?\C:\cuenv"), None);
-        assert_eq!(unc_share(r"\\.\PhysicalDrive0"), None);
-        assert_eq!(unc_share(r"C:\Users\x"), None);
-        assert_eq!(unc_share("/home/x"), None);
-        assert_eq!(unc_share(r"\\"), None);
     }
 
     #[test]

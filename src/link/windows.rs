@@ -39,10 +39,11 @@ pub fn retarget(kind: LinkKind, link: &Path, target: &Path, _scratch: &Path) -> 
 fn set_mount_point(link: &Path, target: &Path) -> io::Result<()> {
     let abs = std::path::absolute(target)?;
     let text = abs.as_os_str().to_string_lossy().replace('/', "\\");
-    let text = text.strip_prefix(r"\\?\").unwrap_or(&text).to_string();
     let wide = |s: &str| -> Vec<u16> { std::ffi::OsStr::new(s).encode_wide().collect() };
-    let substitute = wide(&format!(r"\??\{text}"));
-    let print = wide(&text);
+    // The substitute name is the NT spelling (`\??\C:\x`, `\??\UNC\srv\share\x`); the print
+    // name is the one users see (`C:\x`, `\\srv\share\x`), never the relative `UNC\...`.
+    let substitute = wide(&crate::paths::nt_path(&text));
+    let print = wide(&crate::paths::strip_verbatim(&text));
     let (sub_bytes, print_bytes) = (substitute.len() * 2, print.len() * 2);
     // MountPointReparseBuffer: 4 u16 offsets/lengths, then both names, each NUL-terminated.
     let data_len = 8 + sub_bytes + 2 + print_bytes + 2;

@@ -196,17 +196,11 @@ fn valid_set_name(n: &str) -> bool {
     valid_name(n) && !n.eq_ignore_ascii_case("PATH") && !n.eq_ignore_ascii_case("LD_LIBRARY_PATH") && !n.to_ascii_uppercase().starts_with("CUENV_")
 }
 
-/// A path as written into a shim: `\\?\` verbatim prefixes removed (`\\?\C:\x` -> `C:\x`,
-/// `\\?\UNC\srv\share` -> `\\srv\share`).
+/// A path as written into a shim: the spelling users see, `\\?\` verbatim prefixes removed
+/// by [`crate::paths::strip_verbatim`]'s string rules on any host (`\\?\C:\x` -> `C:\x`,
+/// `\\?\UNC\srv\share` -> `\\srv\share`; other verbatim forms are kept whole).
 pub fn shim_path(p: &Path) -> String {
-    let s = p.to_string_lossy();
-    if let Some(rest) = s.strip_prefix(r"\\?\UNC\") {
-        format!(r"\\{rest}")
-    } else if let Some(rest) = s.strip_prefix(r"\\?\") {
-        rest.to_string()
-    } else {
-        s.into_owned()
-    }
+    crate::paths::strip_verbatim(&p.to_string_lossy()).into_owned()
 }
 
 /// The activation's plan, independent of the shell.

@@ -380,3 +380,11 @@ fn write_and_remove_only_touch_our_files() {
     assert!(std::fs::read(&ps).unwrap().starts_with(b"\xEF\xBB\xBF# cuenv-shim v1\r\n"));
     assert!(remove(&ps).unwrap());
 }
+
+/// Only a drive or a share loses its `\\?\`: other verbatim forms have no shorter spelling
+/// and stay whole (a bare cut once left the relative `Volume{...}\x` in the shim).
+#[test]
+fn other_verbatim_forms_are_kept_whole() {
+    assert_eq!(shim_path(Path::new(r"\\?\Volume{abc}\x")), r"\\?\Volume{abc}\x");
+    assert_eq!(shim_path(Path::new(r"\\?\UNC\srv\share\x")), r"\\srv\share\x");
+}

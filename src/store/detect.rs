@@ -2,8 +2,8 @@
 //! variant to keep, its version, CUDA major, platform, library set and layout.
 //!
 //! Facts used (field notes §2, §7b):
-//! - The dispatcher is `cudnn64_<major>.dll` (Windows) or `libcudnn.so.<major>` (Linux);
-//!   it sits in `bin`, `bin/x64` (Windows, 9.18+), `lib`, `lib64` (legacy) or, in NVIDIA's
+//! - The dispatcher is `cudnn64_<major>.dll` (Windows) or `libcudnn.so.<major>` (Linux),
+//!   as [`crate::libname`] reads names; it sits in `bin`, `bin/x64` (Windows, 9.18+), `lib`, `lib64` (legacy) or, in NVIDIA's
 //!   Windows installer tree, `bin/<cuda major.minor>/[x64]`.
 //! - The release root is the first ancestor of the dispatcher's folder that is not one of
 //!   `bin`, `lib`, `lib64`, `x64` or a `<major>.<minor>` variant folder.
@@ -21,6 +21,7 @@ use regex::Regex;
 use super::Error;
 use super::extract::{Item, native};
 use crate::binfmt::{self, Platform};
+use crate::libname;
 use crate::version::{self, Version};
 
 /// Where the parts of a release are inside a store entry (relative, `/` separators).
@@ -70,7 +71,6 @@ pub struct Detected {
     pub layout: EntryLayout,
 }
 
-static DISPATCHER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)^(cudnn64_(\d+)\.dll|libcudnn\.so\.(\d+)(\.\d+)*)$").unwrap());
 static VARIANT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\d+\.\d+$").unwrap());
 /// `cudnn-windows-x86_64-9.5.0.50_cuda12-archive`, `..._cuda11.5-archive`
 static ARCHIVE_NAME: LazyLock<Regex> =
@@ -126,7 +126,8 @@ fn root_of(lib_dir: &str) -> (String, Option<String>) {
 /// unknown platforms. Each names what to pass or fix.
 pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: &Hints) -> Result<Detected, Error> {
     // 1. Dispatchers and their roots.
-    let dispatchers: Vec<&String> = items.iter().filter(|(p, it)| !matches!(it, Item::Dir) && DISPATCHER.is_match(file_name(p))).map(|(p, _)| p).collect();
+    let dispatchers: Vec<&String> =
+        items.iter().filter(|(p, it)| !matches!(it, Item::Dir) && libname::dispatcher_major(file_name(p)).is_some()).map(|(p, _)| p).collect();
     if dispatchers.is_empty() {
         return Err(Error::NoCudnn { path: source.into() });
     }
@@ -316,8 +317,7 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
             });
         }
     }
-    let dispatcher_major: u64 =
-        DISPATCHER.captures(file_name(&dispatcher)).and_then(|c| c.get(2).or(c.get(3))).and_then(|m| m.as_str().parse().ok()).unwrap_or(0);
+    let dispatcher_major: u64 = libname::dispatcher_major(file_name(&dispatcher)).unwrap_or(0);
     if dispatcher_major != best.0.major() {
         return Err(Error::VersionConflict {
             path: source.into(),
@@ -369,7 +369,13 @@ mod tests {
         assert_eq!((&m[1], &m[4]), ("11", "8.1.1.33"));
         let m = WHEEL_NAME.captures("nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl").unwrap();
         assert_eq!((&m[1], &m[2]), ("12", "9.5.0.50"));
-        assert!(DISPATCHER.is_match("cudnn64_9.dll") && DISPATCHER.is_match("libcudnn.so.8") && DISPATCHER.is_match("libcudnn.so.8.9.4"));
-        assert!(!DISPATCHER.is_match("libcudnn_ops.so.9") && !DISPATCHER.is_match("libcudnn.so") && !DISPATCHER.is_match("cudnn_ops64_9.dll"));
+        // A dispatcher with its major (the bare `libcudnn.so` names none).
+        let dispatcher = |n: &str| libname::dispatcher_major(n).is_some();
+        assert!(dispatcher("cudnn64_9.dll") && dispatcher("libcudnn.so.8") && dispatcher("libcudnn.so.8.9.4"));
+        assert!(!dispatcher("libcudnn_ops.so.9") && !dispatcher("libcudnn.so") && !dispatcher("cudnn_ops64_9.dll"));
+        // Windows names match in any case; Linux names only as the loader spells them (the
+        // old pattern matched `LIBCUDNN.SO.9` too). A backup copy is no dispatcher.
+        assert!(dispatcher("CUDNN64_9.DLL") && !dispatcher("LIBCUDNN.SO.9"));
+        assert!(!dispatcher("libcudnn.so.9.bak") && !dispatcher("cudnn64_9.dll.old"));
     }
 }

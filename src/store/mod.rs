@@ -431,7 +431,7 @@ fn wheel_metadata(raw: &Path, items: &BTreeMap<String, Item>) -> Option<(String,
 /// For a `site-packages/nvidia/cudnn` folder: the METADATA of the `nvidia_cudnn_cu*`
 /// distribution installed beside it, if any.
 fn metadata_beside(folder: &Path) -> Option<(String, String)> {
-    let folder = folder.canonicalize().ok()?;
+    let folder = crate::paths::canonicalize(folder).ok()?;
     if folder.file_name()? != "cudnn" || folder.parent()?.file_name()? != "nvidia" {
         return None;
     }

@@ -1,0 +1,252 @@
+//! Path spelling and identity: the one place that knows Windows' `\\?\` verbatim prefix,
+//! how two spellings of one folder compare, and which share a UNC path is on.
+//!
+//! Two layers, kept apart on purpose:
+//!
+//! - **Host paths** ([`canonicalize`], [`simplified`]): paths the running OS produced. They
+//!   use the `dunce` crate (as uv-fs does): on Windows the `\\?\` prefix that
+//!   `fs::canonicalize` adds is dropped only where that is safe (a local drive, under 260
+//!   characters, no reserved names such as `CON`, no trailing dots or spaces); a share stays
+//!   `\\?\UNC\...`. Elsewhere they are `std`'s. Use them for identity and further I/O.
+//! - **Windows spellings as text, on any host** ([`shown`], [`strip_verbatim`],
+//!   [`same_path`], [`key`], [`is_under`], [`unc_share`], [`nt_path`]): plain string rules
+//!   that run the same on Linux, so cuenv handles Windows spellings wherever they come from
+//!   (a shim written for cmd.exe, text read from a lock file or from a Wine process) and its
+//!   tests check them on Linux. On Linux `\\?\C:\x` is not a Windows path (it is a relative
+//!   file name), so `dunce` rightly leaves it alone there; these functions do not.
+//!
+//! Invariants:
+//! - Stripping never makes a path relative: `\\?\C:\x` -> `C:\x`, `\\?\UNC\srv\share\x` ->
+//!   `\\srv\share\x`; any other verbatim form (`\\?\Volume{...}\`, `\\?\GLOBALROOT\`) is
+//!   kept as it is (a bare cut of `\\?\` once turned a share into the relative
+//!   `UNC\srv\share\x`).
+//! - What users and shims see is the [`shown`] spelling (no `\\?\` on a drive or a share).
+//! - Two paths are the same when their [`key`]s are equal: either slash, no trailing
+//!   separator, no verbatim prefix, and case-folded on Windows (docs/facts.md §6: Windows
+//!   file systems are case-insensitive; Linux paths are case-sensitive).
+
+use std::borrow::Cow;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The host's canonical path (symlinks and junctions resolved, absolute), through
+/// `dunce::canonicalize`: on Windows without the `\\?\` prefix where dropping it is safe,
+/// otherwise (long paths, reserved names, shares) with it. On Unix exactly
+/// `std::fs::canonicalize`.
+///
+/// Errors: as `std::fs::canonicalize` (the path does not exist, a component is not a folder).
+pub fn canonicalize(p: &Path) -> io::Result<PathBuf> {
+    dunce::canonicalize(p)
+}
+
+/// `p` without the `\\?\` prefix where dropping it is safe on this host (`dunce::simplified`;
+/// see [`canonicalize`] for the rules). Unchanged on Unix. No I/O.
+pub fn simplified(p: &Path) -> &Path {
+    dunce::simplified(p)
+}
+
+/// [`canonicalize`], then spelled as users see it ([`shown`]); for paths that are both
+/// compared and printed.
+pub fn canonical_shown(p: &Path) -> io::Result<PathBuf> {
+    canonicalize(p).map(|c| shown(&c))
+}
+
+/// The verbatim prefix removed from Windows-syntax text, on any host:
+/// `\\?\C:\x` -> `C:\x`, `\\?\UNC\srv\share\x` -> `\\srv\share\x`. Any other string
+/// (another verbatim form such as `\\?\Volume{...}\x`, a device path `\\.\x`, an ordinary
+/// path) is returned unchanged, so the result is never relative when the input was not.
+pub fn strip_verbatim(s: &str) -> Cow<'_, str> {
+    if let Some(rest) = s.strip_prefix(r"\\?\UNC\") {
+        return Cow::Owned(format!(r"\\{rest}"));
+    }
+    if let Some(rest) = s.strip_prefix(r"\\?\") {
+        let b = rest.as_bytes();
+        if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+            return Cow::Borrowed(rest);
+        }
+    }
+    Cow::Borrowed(s)
+}
+
+/// The spelling users and shims see: [`strip_verbatim`] applied to `p` (string rules, any
+/// host; a path that is not valid Unicode is returned unchanged). On Unix an absolute path
+/// never starts with `\\?\`, so this changes only Windows spellings.
+pub fn shown(p: &Path) -> PathBuf {
+    match p.to_str() {
+        Some(s) => match strip_verbatim(s) {
+            Cow::Borrowed(b) if b.len() == s.len() => p.to_path_buf(),
+            other => PathBuf::from(other.into_owned()),
+        },
+        None => p.to_path_buf(),
+    }
+}
+
+/// The comparison key of a path: separators unified (`/` -> `\` on Windows), the verbatim
+/// prefix removed ([`strip_verbatim`]), trailing separators trimmed, and on Windows
+/// lowercased (Unicode case folding, so `Ë` and `ë` match). Two paths name the same place
+/// (as far as text can tell) when their keys are equal.
+pub fn key(p: &Path) -> String {
+    let s = p.to_string_lossy().replace('/', std::path::MAIN_SEPARATOR_STR);
+    let s = strip_verbatim(&s).trim_end_matches(std::path::MAIN_SEPARATOR).to_string();
+    if cfg!(windows) { s.to_lowercase() } else { s }
+}
+
+/// Compares two paths as the platform does: equal [`key`]s (case-insensitively on
+/// Windows, ignoring a `\\?\` prefix, either slash and a trailing separator). No I/O: it
+/// does not resolve links; canonicalize both sides first where that matters.
+pub fn same_path(a: &Path, b: &Path) -> bool {
+    key(a) == key(b)
+}
+
+/// Whether `p` is `dir` or lies inside it, compared by [`key`] and whole components
+/// (`/a/bc` is not inside `/a/b`). No I/O.
+pub fn is_under(p: &Path, dir: &Path) -> bool {
+    let (p, d) = (key(p), key(dir));
+    p == d || (p.starts_with(&d) && p[d.len()..].starts_with(std::path::MAIN_SEPARATOR))
+}
+
+/// `\\server\share` when `s` is a UNC path in Windows syntax (either slash; also the
+/// verbatim `\\?\UNC\` form), `\\server` when no share is named. Local verbatim (`\\?\C:\`)
+/// and device (`\\.\`) paths are not shares. Pure string parsing: runs the same on every
+/// platform (whether a path *is* on a share on this host is `link::network_share`).
+pub fn unc_share(s: &str) -> Option<String> {
+    let s = s.replace('/', "\\");
+    let rest = if let Some(r) = s.strip_prefix(r"\\?\UNC\") {
+        r
+    } else if s.starts_with(r"\\?\") || s.starts_with(r"\\.\") {
+        return None;
+    } else {
+        s.strip_prefix(r"\\")?
+    };
+    let mut parts = rest.split('\\').filter(|p| !p.is_empty());
+    let server = parts.next()?;
+    match parts.next() {
+        Some(share) => Some(format!(r"\\{server}\{share}")),
+        None => Some(format!(r"\\{server}")),
+    }
+}
+
+/// The NT object-manager spelling of an absolute Windows path (what a junction's
+/// substitute name holds): `C:\x` and `\\?\C:\x` -> `\??\C:\x`; `\\srv\share\x` and
+/// `\\?\UNC\srv\share\x` -> `\??\UNC\srv\share\x`; `\\.\X` -> `\??\X`. String rules, any
+/// host; `/` is read as `\`.
+pub fn nt_path(s: &str) -> String {
+    let s = s.replace('/', "\\");
+    if let Some(rest) = s.strip_prefix(r"\\?\").or_else(|| s.strip_prefix(r"\\.\")).or_else(|| s.strip_prefix(r"\??\")) {
+        format!(r"\??\{rest}")
+    } else if let Some(rest) = s.strip_prefix(r"\\") {
+        format!(r"\??\UNC\{rest}")
+    } else {
+        format!(r"\??\{s}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verbatim_prefix_is_stripped_only_where_the_path_stays_absolute() {
+        assert_eq!(strip_verbatim(r"\\?\C:\Program Files\x"), r"C:\Program Files\x");
+        assert_eq!(strip_verbatim(r"\\?\c:\x"), r"c:\x");
+        // The share keeps its `\\`: the relative `UNC\srv\share\x` was the old bug.
+        assert_eq!(strip_verbatim(r"\\?\UNC\srv\share\x"), r"\\srv\share\x");
+        assert_eq!(strip_verbatim(r"\\?\UNC\srv\share"), r"\\srv\share");
+        // Other verbatim forms have no shorter spelling: kept whole.
+        assert_eq!(strip_verbatim(r"\\?\Volume{abc}\x"), r"\\?\Volume{abc}\x");
+        assert_eq!(strip_verbatim(r"\\?\GLOBALROOT\Device\x"), r"\\?\GLOBALROOT\Device\x");
+        assert_eq!(strip_verbatim(r"\\?\"), r"\\?\");
+        assert_eq!(strip_verbatim(r"\\.\PhysicalDrive0"), r"\\.\PhysicalDrive0");
+        assert_eq!(strip_verbatim(r"\\srv\share"), r"\\srv\share");
+        assert_eq!(strip_verbatim(r"C:\x"), r"C:\x");
+        assert_eq!(strip_verbatim("/usr/local"), "/usr/local");
+        assert!(matches!(strip_verbatim("/usr/local"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn shown_spelling_works_on_windows_text_on_any_host() {
+        assert_eq!(shown(Path::new(r"\\?\C:\cuenv\bin")), PathBuf::from(r"C:\cuenv\bin"));
+        assert_eq!(shown(Path::new(r"\\?\UNC\nas\home\cuenv")), PathBuf::from(r"\\nas\home\cuenv"));
+        assert_eq!(shown(Path::new("/home/me/.cuenv")), PathBuf::from("/home/me/.cuenv"));
+        assert!(!shown(Path::new(r"\\?\UNC\srv\share\x")).to_string_lossy().starts_with("UNC"), "never relative");
+    }
+
+    #[test]
+    fn host_paths_go_through_dunce() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = canonicalize(dir.path()).unwrap();
+        assert!(c.is_absolute());
+        assert!(!c.to_string_lossy().starts_with(r"\\?\"), "a short local path loses the prefix: {}", c.display());
+        assert_eq!(canonical_shown(dir.path()).unwrap(), c);
+        assert!(canonicalize(&dir.path().join("missing")).is_err());
+        // Off Windows a `\\?\C:\x` string is a relative file name: the host layer leaves it.
+        if cfg!(windows) {
+            assert_eq!(simplified(Path::new(r"\\?\C:\x")), Path::new(r"C:\x"));
+            assert_eq!(simplified(Path::new(r"\\?\C:\CON\x")), Path::new(r"\\?\C:\CON\x"), "reserved names keep the prefix");
+            assert_eq!(simplified(Path::new(r"\\?\UNC\srv\share\x")), Path::new(r"\\?\UNC\srv\share\x"), "shares keep it too");
+        } else {
+            assert_eq!(simplified(Path::new(r"\\?\C:\x")), Path::new(r"\\?\C:\x"));
+            assert_eq!(simplified(Path::new("/usr/lib")), Path::new("/usr/lib"));
+        }
+    }
+
+    #[test]
+    fn paths_compare_like_the_platform() {
+        assert!(same_path(Path::new("/a/b/"), Path::new("/a/b")));
+        assert!(!same_path(Path::new("/a/b"), Path::new("/a/bc")));
+        // Verbatim prefixes are ignored on any host (text read from Windows).
+        assert!(same_path(Path::new(r"\\?\C:\x\y"), Path::new(r"C:\x\y")));
+        assert!(same_path(Path::new(r"\\?\UNC\srv\share\x"), Path::new(r"\\srv\share\x")));
+        assert!(!same_path(Path::new(r"\\?\UNC\srv\share"), Path::new(r"UNC\srv\share")), "a share is not the relative UNC folder");
+        assert!(!same_path(Path::new(r"\\?\Volume{a}\x"), Path::new(r"Volume{a}\x")));
+        if cfg!(windows) {
+            // Case-insensitive, either slash, a trailing separator, `\\?\` verbatim prefixes.
+            assert!(same_path(Path::new(r"\\?\C:\X\y"), Path::new(r"c:\x\Y")));
+            assert!(same_path(Path::new(r"C:/Program Files/NVIDIA/"), Path::new(r"c:\PROGRAM FILES\nvidia")));
+            assert!(same_path(Path::new(r"\\?\UNC\Srv\Share\x"), Path::new(r"\\srv\share\X")));
+            assert!(same_path(Path::new("C:\\Users\\ZO\u{CB}\\m"), Path::new("c:\\users\\zo\u{EB}\\M")), "non-ASCII letters fold too");
+            assert!(!same_path(Path::new(r"C:\x"), Path::new(r"D:\x")));
+            assert!(!same_path(Path::new(r"\\?\UNC\srv\share"), Path::new(r"C:\srv\share")));
+        } else {
+            assert!(!same_path(Path::new("/A/b"), Path::new("/a/b")), "Linux paths are case-sensitive");
+            assert!(!same_path(Path::new(r"C:\X"), Path::new(r"c:\x")));
+        }
+    }
+
+    #[test]
+    fn inside_means_whole_components() {
+        assert!(is_under(Path::new("/a/b"), Path::new("/a/b")));
+        assert!(is_under(Path::new("/a/b/c"), Path::new("/a/b/")));
+        assert!(!is_under(Path::new("/a/bc"), Path::new("/a/b")));
+        assert!(!is_under(Path::new("/a"), Path::new("/a/b")));
+        if cfg!(windows) {
+            assert!(is_under(Path::new(r"\\?\C:\Store\e\bin"), Path::new(r"c:\store\E")));
+        } else {
+            assert!(!is_under(Path::new("/A/b/c"), Path::new("/a/b")));
+        }
+    }
+
+    #[test]
+    fn unc_paths_name_their_share() {
+        assert_eq!(unc_share(r"\\server\share\cuenv\store").as_deref(), Some(r"\\server\share"));
+        assert_eq!(unc_share("//server/share/cuenv").as_deref(), Some(r"\\server\share"));
+        assert_eq!(unc_share(r"\\?\UNC\server\share\x").as_deref(), Some(r"\\server\share"));
+        assert_eq!(unc_share(r"\\server").as_deref(), Some(r"\\server"));
+        assert_eq!(unc_share(r"\\?\C:\cuenv"), None);
+        assert_eq!(unc_share(r"\\.\PhysicalDrive0"), None);
+        assert_eq!(unc_share(r"C:\Users\x"), None);
+        assert_eq!(unc_share("/home/x"), None);
+        assert_eq!(unc_share(r"\\"), None);
+    }
+
+    #[test]
+    fn nt_spelling_of_drives_and_shares() {
+        assert_eq!(nt_path(r"C:\cuenv\store\e"), r"\??\C:\cuenv\store\e");
+        assert_eq!(nt_path(r"\\?\C:\cuenv"), r"\??\C:\cuenv");
+        assert_eq!(nt_path("C:/cuenv"), r"\??\C:\cuenv");
+        assert_eq!(nt_path(r"\\?\UNC\srv\share\x"), r"\??\UNC\srv\share\x");
+        assert_eq!(nt_path(r"\\srv\share\x"), r"\??\UNC\srv\share\x");
+        assert_eq!(nt_path(r"\\.\C:\x"), r"\??\C:\x");
+        assert_eq!(nt_path(r"\??\C:\x"), r"\??\C:\x");
+    }
+}
