@@ -364,7 +364,7 @@ fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(),
         }
         fsutil::write_atomic(&s.path, &bytes).map_err(io_err(&s.path))?;
     }
-    for s in had.iter().filter(|h| !want.iter().any(|w| link::same_path(&w.path, &h.path))) {
+    for s in had.iter().filter(|h| !want.iter().any(|w| crate::paths::same_path(&w.path, &h.path))) {
         match fs::read_to_string(&s.path) {
             Ok(text) if crate::shim::is_ours(&text) => fs::remove_file(&s.path).map_err(io_err(&s.path))?,
             _ => {}

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use crate::binfmt::Platform;
 use crate::layout::Layout;
-use crate::shim::{self, Activation};
+use crate::shim::Activation;
 
 /// The four links of every view, by name: toolkit root, store entry, the entry's library
 /// folder, the toolkit's runtime library folder.
@@ -36,9 +36,9 @@ pub fn activation(layout: &Layout, profile: &str, platform: Platform) -> Activat
 /// The home as an absolute path without a `\\?\` prefix (what shims and users see).
 pub fn stable_home(layout: &Layout) -> PathBuf {
     let abs = std::path::absolute(layout.home()).unwrap_or_else(|_| layout.home().to_path_buf());
-    // shim_path also turns `\\?\UNC\srv\share` into `\\srv\share` (a bare strip of `\\?\`
-    // left the relative `UNC\srv\share`).
-    if abs.to_string_lossy().starts_with(r"\\?\") { PathBuf::from(shim::shim_path(&abs)) } else { abs }
+    // `\\?\UNC\srv\share` becomes `\\srv\share` (a bare strip of `\\?\` left the relative
+    // `UNC\srv\share`).
+    crate::paths::shown(&abs)
 }
 
 /// The one-time setup activation: [`activation`] of the `active` profile, but through

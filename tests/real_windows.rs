@@ -87,7 +87,7 @@ fn import(w: &WinWheel) {
     let expected: cuenv::version::Version = w.version.parse().unwrap();
     assert_eq!(versions.version, expected.cudnn_encoded(), "{report:?}");
     assert_eq!(versions.cudart_version / 1000, 12, "{report:?}");
-    let canon = |p: &Path| cuenv::link::same_path(p, &dir.join("bin").join(p.file_name().unwrap()));
+    let canon = |p: &Path| cuenv::paths::same_path(p, &dir.join("bin").join(p.file_name().unwrap()));
     for m in report.modules.iter().filter(|m| m.name.to_ascii_lowercase().starts_with("cudnn")) {
         assert!(canon(Path::new(&m.path)), "{} was loaded from outside the entry", m.path);
     }

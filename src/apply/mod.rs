@@ -348,7 +348,7 @@ pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platfor
             };
         }
         if profile.cuda.from.is_some()
-            && let Some((_, m)) = runtimes.iter().find(|(root, _)| link::same_path(root, &r.toolkit_root))
+            && let Some((_, m)) = runtimes.iter().find(|(root, _)| crate::paths::same_path(root, &r.toolkit_root))
         {
             pin.cuda_wheels = m.wheels.iter().map(|w| (w.project.clone(), w.version.clone(), w.sha256.clone())).collect();
         }

@@ -11,6 +11,9 @@ use super::explain::{
     cuda_version, decode_cudnn, describe_end, explain_cudnn_status, explain_dlerror, explain_windows_error, human_ms, missing_libraries, stderr_suffix,
 };
 use super::{CheckResult, CheckStatus, Expected, ProbeEnd, ProbeOutcome, Reason, ReasonKind};
+use crate::libname;
+pub(super) use crate::paths::is_under;
+use crate::paths::{self, same_path};
 use crate::probe::{self, Conv, LoadAttempt, ModuleKind, Report};
 
 // ---------------------------------------------------------------------------------------
@@ -283,8 +286,9 @@ impl Classifier<'_> {
                 inside_names.extend(names.iter().cloned());
                 continue;
             }
-            let dispatcher = names.iter().any(|n| probe::is_dispatcher(n));
-            let what = if dispatcher { format!("the cuDNN dispatcher {}", names.iter().find(|n| probe::is_dispatcher(n)).unwrap()) } else { names.join(", ") };
+            let dispatcher = names.iter().any(|n| libname::is_dispatcher(n));
+            let what =
+                if dispatcher { format!("the cuDNN dispatcher {}", names.iter().find(|n| libname::is_dispatcher(n)).unwrap()) } else { names.join(", ") };
             let why = self.why_loaded_from(dir, &entry, &names[0]);
             self.fail(ReasonKind::Shadowed, format!("{what} came from {}, not from the profile's entry {}: {why}", dir.display(), entry.display()));
         }
@@ -379,33 +383,9 @@ impl Classifier<'_> {
     }
 }
 
+/// `p` canonical, as users see it (no `\\?\` prefix); `p` itself when it cannot be resolved.
 pub(super) fn canonical(p: &Path) -> PathBuf {
-    let c = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    strip_verbatim(c)
-}
-
-/// `\\?\C:\x` -> `C:\x` (what `canonicalize` returns on Windows) so paths compare.
-fn strip_verbatim(p: PathBuf) -> PathBuf {
-    match p.to_str().and_then(|s| s.strip_prefix(r"\\?\")) {
-        Some(s) if !s.starts_with("UNC\\") => PathBuf::from(s),
-        _ => p,
-    }
-}
-
-fn norm(p: &Path) -> String {
-    let s = p.to_string_lossy();
-    if cfg!(windows) { s.replace('/', "\\").trim_end_matches('\\').to_lowercase() } else { s.trim_end_matches('/').to_string() }
-}
-
-fn same_path(a: &Path, b: &Path) -> bool {
-    norm(a) == norm(b)
-}
-
-/// Whether `p` is `dir` or inside it (after both are canonical).
-pub(super) fn is_under(p: &Path, dir: &Path) -> bool {
-    let (p, d) = (norm(p), norm(dir));
-    let sep = if cfg!(windows) { '\\' } else { '/' };
-    p == d || (p.starts_with(&d) && p[d.len()..].starts_with(sep))
+    paths::canonical_shown(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 #[cfg(test)]

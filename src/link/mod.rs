@@ -23,6 +23,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Diagnose, ExitCode};
+use crate::paths::same_path;
 
 /// The kind of link to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -214,10 +215,6 @@ fn cleanup_failed(link: &Path) {
         let _ = std::fs::remove_dir(link);
     }
 }
-
-/// Compares two paths as the platform does; see [`crate::paths::same_path`], its home.
-/// Re-exported here for the callers that still name it `link::same_path`.
-pub use crate::paths::same_path;
 
 #[cfg(test)]
 mod tests {

@@ -273,24 +273,6 @@ pub fn module_kind(file_name: &str) -> Option<ModuleKind> {
     }
 }
 
-/// The dispatcher's file name for a cuDNN major on this platform.
-pub fn dispatcher_name(major: u64) -> String {
-    if cfg!(windows) { format!("cudnn64_{major}.dll") } else { format!("libcudnn.so.{major}") }
-}
-
-/// Whether `file_name` is the dispatcher of some cuDNN major (`libcudnn.so.9`, `cudnn64_8.dll`).
-pub fn is_dispatcher(file_name: &str) -> bool {
-    let n = file_name.to_ascii_lowercase();
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if let Some(rest) = n.strip_prefix("libcudnn.so.") {
-        return digits(rest.split('.').next().unwrap_or(""));
-    }
-    if let Some(rest) = n.strip_prefix("cudnn64_") {
-        return rest.strip_suffix(".dll").is_some_and(digits);
-    }
-    n == "libcudnn.so"
-}
-
 /// The CUDA runtime's file name (its soname) for a CUDA major on this platform. CUDA 11's
 /// are `libcudart.so.11.0` and `cudart64_110.dll` (the cu11 runtime wheel holds exactly that
 /// `.so`); from 12 on, `libcudart.so.<M>` and `cudart64_<M>.dll`.
@@ -321,7 +303,7 @@ pub fn run(req: &ProbeRequest) -> Report {
         schema: SCHEMA,
         os: std::env::consts::OS.to_string(),
         major: req.major,
-        dispatcher: LoadAttempt { name: dispatcher_name(req.major), loaded: false, error: None },
+        dispatcher: LoadAttempt { name: crate::libname::dispatcher_name(req.major, crate::libname::Os::HOST), loaded: false, error: None },
         cudnn: None,
         cudart: None,
         driver: None,
@@ -477,19 +459,11 @@ mod tests {
     }
 
     #[test]
-    fn dispatcher_names() {
-        assert!(is_dispatcher("libcudnn.so.9"));
-        assert!(is_dispatcher("libcudnn.so.8.9.4"));
-        assert!(is_dispatcher("cudnn64_8.dll"));
-        assert!(is_dispatcher("CUDNN64_9.DLL"));
-        assert!(!is_dispatcher("libcudnn_ops.so.9"));
-        assert!(!is_dispatcher("cudnn_graph64_9.dll"));
+    fn cudart_names() {
         if cfg!(windows) {
-            assert_eq!(dispatcher_name(9), "cudnn64_9.dll");
             assert_eq!(cudart_name(11), "cudart64_110.dll");
             assert_eq!(cudart_name(12), "cudart64_12.dll");
         } else {
-            assert_eq!(dispatcher_name(9), "libcudnn.so.9");
             assert_eq!(cudart_name(11), "libcudart.so.11.0");
             assert_eq!(cudart_name(12), "libcudart.so.12");
         }

@@ -195,30 +195,8 @@ fn dedup_key(canonical: &Path) -> OsString {
     if cfg!(windows) { OsString::from(canonical.to_string_lossy().to_lowercase()) } else { canonical.as_os_str().to_os_string() }
 }
 
-/// Removes the `\\?\` prefix `fs::canonicalize` adds on Windows (`\\?\C:\x` -> `C:\x`,
-/// `\\?\UNC\server\share` -> `\\server\share`). Other strings are returned unchanged.
-fn simplify_verbatim(p: &str) -> String {
-    if let Some(rest) = p.strip_prefix(r"\\?\UNC\") {
-        return format!(r"\\{rest}");
-    }
-    if let Some(rest) = p.strip_prefix(r"\\?\") {
-        let b = rest.as_bytes();
-        if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
-            return rest.to_string();
-        }
-    }
-    p.to_string()
-}
-
 pub(super) fn display_root(canonical: PathBuf) -> PathBuf {
-    if cfg!(windows) {
-        match canonical.to_str() {
-            Some(s) => PathBuf::from(simplify_verbatim(s)),
-            None => canonical,
-        }
-    } else {
-        canonical
-    }
+    if cfg!(windows) { crate::paths::shown(&canonical) } else { canonical }
 }
 
 #[cfg(test)]
@@ -335,9 +313,5 @@ mod tests {
         assert!(!is_cuda_path_versioned("CUDA_PATH_V12"));
         assert!(!is_cuda_path_versioned("CUDA_PATH_V12_6_1"));
         assert!(!is_cuda_path_versioned("CUDA_PATH_VX_Y"));
-        assert_eq!(simplify_verbatim(r"\\?\C:\Program Files\x"), r"C:\Program Files\x");
-        assert_eq!(simplify_verbatim(r"\\?\UNC\srv\share\x"), r"\\srv\share\x");
-        assert_eq!(simplify_verbatim(r"\\?\Volume{abc}\x"), r"\\?\Volume{abc}\x");
-        assert_eq!(simplify_verbatim("/usr/local"), "/usr/local");
     }
 }

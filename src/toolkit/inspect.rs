@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use super::discovery::display_root;
 use super::*;
 use crate::binfmt;
+use crate::libname::{self, Os};
 use crate::version::parse_cudnn_header;
 
 /// Inspects one explicitly named toolkit root (a `CUENV_TOOLKIT_PATHS` entry, a
@@ -189,25 +190,11 @@ fn is_cudart(name: &str, windows: bool) -> bool {
 /// The cuDNN major a dispatcher name carries (`cudnn64_9.dll` -> 9, `libcudnn.so.8.9.4` -> 8),
 /// `Some(None)` for the bare `libcudnn.so`, `None` when `name` is not a dispatcher.
 fn dispatcher_major(name: &str, windows: bool) -> Option<Option<u64>> {
-    if windows {
-        let lower = name.to_ascii_lowercase();
-        let d = lower.strip_prefix("cudnn64_")?.strip_suffix(".dll")?;
-        (!d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())).then(|| d.parse().ok())
-    } else if name == "libcudnn.so" {
-        Some(None)
-    } else {
-        let rest = name.strip_prefix("libcudnn.so.")?;
-        Some(rest.split('.').next().and_then(|m| m.parse().ok()))
-    }
+    libname::parse(name).filter(|l| l.is_dispatcher() && (l.os == Os::Windows) == windows).map(|l| l.major)
 }
 
 fn is_cudnn_library(name: &str, windows: bool) -> bool {
-    if windows {
-        let lower = name.to_ascii_lowercase();
-        lower.starts_with("cudnn") && lower.ends_with(".dll")
-    } else {
-        name.starts_with("libcudnn") && name.contains(".so")
-    }
+    libname::parse(name).is_some_and(|l| (l.os == Os::Windows) == windows)
 }
 
 fn find_runtime(root: &Path) -> Option<PathBuf> {
@@ -262,7 +249,7 @@ fn find_hand_copied(root: &Path, problems: &mut Vec<String>) -> Option<HandCopie
         let from_name = (!windows)
             .then(|| {
                 entries.iter().find_map(|(n, _)| {
-                    let v: Version = n.strip_prefix("libcudnn.so.")?.parse().ok()?;
+                    let v: Version = libname::parse(n).filter(|l| l.os == Os::Linux && l.is_dispatcher())?.version?.parse().ok()?;
                     (v.parts().len() >= 3 && Some(v.major()) == major.or(Some(v.major()))).then_some(v)
                 })
             })
@@ -275,7 +262,7 @@ fn find_hand_copied(root: &Path, problems: &mut Vec<String>) -> Option<HandCopie
             problems.push(format!("{} is named for cuDNN {m} but its version is {v}", rel(root, &dispatcher)));
         }
         let cudnn_major = major.or(version.as_ref().map(Version::major));
-        let has_sublibraries = libraries.iter().any(|n| dispatcher_major(n, windows).is_none());
+        let has_sublibraries = libraries.iter().any(|n| libname::parse(n).is_some_and(|l| !l.is_dispatcher()));
         if cudnn_major.is_some_and(|m| m >= 8) && !has_sublibraries {
             problems.push(format!(
                 "only the cuDNN dispatcher {} was copied into {}: cuDNN 8 and later load their \

@@ -63,10 +63,7 @@ pub fn loaded_module_paths() -> Vec<PathBuf> {
             continue;
         }
         let p = PathBuf::from(OsString::from_wide(&buf[..len]));
-        let p = match p.to_str().and_then(|s| s.strip_prefix(r"\\?\")) {
-            Some(s) => PathBuf::from(s),
-            None => p,
-        };
+        let p = crate::paths::shown(&p);
         if !out.contains(&p) {
             out.push(p);
         }
