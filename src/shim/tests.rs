@@ -1,7 +1,7 @@
 //! Rendering tests: quoting, key lines per shell with hostile values, full-text snapshots
 //! (`src/shim/snapshots/`, refreshed with `CUENV_UPDATE_SNAPSHOTS=1`), the cmd line limit,
-//! and the file helpers. The scripts are executed by `tests/shim_posix.rs` (sh, dash, bash,
-//! zsh, fish) and `tests/shim_cmd.rs` (cmd, on Windows / under Wine).
+//! and the file helpers. The scripts are executed by `tests/it/shim_posix.rs` (sh, dash, bash,
+//! zsh, fish) and `tests/it/shim_cmd.rs` (cmd, on Windows / under Wine).
 
 use super::*;
 

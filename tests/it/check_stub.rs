@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 
 use cuenv::check::{CheckStatus, Expected, ProbeEnd, ReasonKind, classify, run_probe};
 
-#[allow(unused)]
-mod support;
-use support::stubs::Stubs;
+use crate::support::stubs::Stubs;
 
 fn env_with(ld: &[&Path]) -> Vec<(OsString, OsString)> {
     let mut env = vec![(OsString::from("LD_LIBRARY_PATH"), std::env::join_paths(ld).unwrap())];

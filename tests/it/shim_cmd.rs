@@ -1,5 +1,5 @@
 //! Executes the rendered cmd shims with the real `cmd.exe` (Windows, or Wine from Linux:
-//! `scripts/test-windows.sh --test shim_cmd -- --nocapture`).
+//! `scripts/test-windows.sh --test it shim_cmd:: -- --nocapture`).
 //!
 //! Each case writes the activate/deactivate `.bat` files (as cuenv does) into a folder whose name
 //! has spaces, `(x86)`, `&`, `'` and non-ASCII letters, then runs a driver `.bat` with

@@ -4,13 +4,10 @@
 //! Linux only (ELF stubs found through LD_LIBRARY_PATH).
 #![cfg(target_os = "linux")]
 
-#[allow(unused)]
-mod support;
-
 use std::path::Path;
 
+use crate::support::stubs::Stubs;
 use serde_json::Value;
-use support::stubs::Stubs;
 
 /// `cuenv doctor --major 9 [args]` with only `LD_LIBRARY_PATH` = `ld` (and `extra`) set.
 fn doctor(home: &Path, ld: &[&Path], extra: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {

@@ -6,12 +6,10 @@
 //! And from this Linux host, `lock --locked --platform windows-x86_64` fetches the
 //! win_amd64 wheels and proves the shipped Windows section pins exactly what PyPI serves.
 
-mod support;
-
 use std::fs;
 use std::time::Instant;
 
-use support::*;
+use crate::support::*;
 
 /// A fresh home, and a copy of the shipped `profiles/lab.toml` and `lab.lock` in its work
 /// folder; also returns the repository's `profiles/`.

@@ -1,6 +1,6 @@
 //! `cuenv check`'s probe against the real cuDNN wheels (Linux). Ignored by default: they need
 //! the downloaded wheels. Run with
-//! `cargo test --test check_real -- --ignored --nocapture`.
+//! `cargo test --test it check_real:: -- --ignored --nocapture`.
 //!
 //! Inputs: `$CUENV_REAL_WHEELS`, else `~/.cache/cuenv-real-wheels`, holding
 //! `nvidia_cudnn_cu12-9.5.0.50-*manylinux*.whl`, `nvidia_cudnn_cu12-8.9.4.25-*manylinux*.whl`,

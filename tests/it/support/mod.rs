@@ -13,8 +13,8 @@
 //!   offsets are fully under the test's control; tars go through the `tar` crate with raw
 //!   header fields, so `..` names and outside symlinks can be written too.
 //!
-//! Each integration test file compiles this module separately; not every helper is used
-//! by every file.
+//! Compiled once into the `it` test binary (tests/it/main.rs); not every helper is used
+//! on every platform.
 #![allow(dead_code)]
 
 #[cfg(target_os = "linux")]

@@ -3,14 +3,12 @@
 //! named, a hint, and the store left unchanged). Fixtures are built at test time by
 //! `support`.
 
-mod support;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use support::*;
+use crate::support::*;
 
 // ------------------------------------------------------------------ fixtures themselves
 
@@ -760,7 +758,7 @@ fn remove_from_an_empty_store() {
 // a `hint:` line, and that the store is unchanged (`TestContext::add_refused`: no entry
 // folder, nothing left in `<home>/store/.tmp`). Inputs come from `support::hostile`.
 
-use support::hostile;
+use crate::support::hostile;
 
 fn assert_has(haystack: &str, needles: &[&str]) {
     for n in needles {

@@ -5,14 +5,12 @@
 //! three-profile lab.toml goes through plan, apply, the generated `.sh` shim sourced by
 //! bash, use, status, an edit and a second apply, rollback, generations and gc.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::*;
+use crate::support::*;
 
 fn cache_dir() -> PathBuf {
     std::env::var_os("CUENV_REAL_WHEELS")

@@ -16,8 +16,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
-#[allow(unused)]
-mod support;
+use crate::support;
 
 // ---------------------------------------------------------------------------------------
 // A tiny HTTP/1.1 server: one thread per connection, `Connection: close`, plus CONNECT

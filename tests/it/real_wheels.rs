@@ -1,7 +1,7 @@
 //! Real-input suite: imports the real NVIDIA cuDNN wheels from PyPI and checks what the
 //! store detects. Ignored by default (the wheels are 560-730 MB each); run it with
 //! `scripts/real-input.sh`, which downloads them first (`scripts/fetch-real-wheels.sh`)
-//! and runs `cargo test --release --test real_wheels -- --ignored --test-threads=1`.
+//! and runs `cargo test --release --test it real_wheels:: -- --ignored --test-threads=1`.
 //!
 //! The wheels are read from `$CUENV_REAL_WHEELS`, else `~/.cache/cuenv-real-wheels`.
 //! Each test imports one wheel into its own temporary home (deleted afterwards), runs
@@ -9,13 +9,11 @@
 //! to report exactly that file as modified. Library sets are the exact file names found
 //! in each wheel (`unzip -l`), not a list cuenv knows.
 
-mod support;
-
 use std::path::PathBuf;
 use std::time::Instant;
 
+use crate::support::*;
 use serde_json::Value;
-use support::*;
 
 /// The folder holding the downloaded wheels.
 fn cache_dir() -> PathBuf {

@@ -1,12 +1,10 @@
 //! `plan`, `apply`, `use`, `rollback`, `generations`, `status`, `gc`: integration tests on a
 //! temporary home with fake cuDNN releases and toolkit roots built at test time.
 
-mod support;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use support::*;
+use crate::support::*;
 
 /// A home with three store entries (9.5.0.50 cu12, 8.9.4.25 cu12, 8.8.0.121 cu11), two
 /// toolkit roots (12.6, 11.8) and two conda env prefixes.
@@ -617,7 +615,7 @@ fn doctor_judges_the_active_profile_like_check() {
     assert!(out.contains("hint: `cuenv check torch2` runs the same check"), "{out}");
     assert_eq!(code, 4, "{out}");
 
-    let stubs = support::stubs::Stubs::new();
+    let stubs = crate::support::stubs::Stubs::new();
     let shadow = stubs.build("shadow", "libcudnn.so.9", &["VERSION=90500"]);
     let (code, out) = run(&[&shadow, &view.join("cudnn-lib"), &view.join("cuda-lib")]);
     assert_eq!(code, 4, "{out}");

@@ -1,6 +1,6 @@
 //! Real NVIDIA win_amd64 wheels imported by the Windows `cuenv.exe` (under Wine from Linux,
 //! or natively): `scripts/test-windows.sh --real`, which runs
-//! `cargo test --release --target x86_64-pc-windows-gnu --test real_windows -- --ignored`
+//! `cargo test --release --target x86_64-pc-windows-gnu --test it real_windows:: -- --ignored`
 //! with `CUENV_REAL_WHEELS` pointing at the downloaded wheels (a Linux path; under Wine it is
 //! reached through drive `Z:`). Ignored by default: the wheels are 557 and 735 MB.
 //!
@@ -10,12 +10,10 @@
 //! (field notes §7b), and a clean `store verify`.
 #![cfg(windows)]
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use support::*;
+use crate::support::*;
 
 /// `$CUENV_REAL_WHEELS`, else `%USERPROFILE%\.cache\cuenv-real-wheels` (`$HOME` first, so a
 /// Linux `HOME` passed through Wine wins).

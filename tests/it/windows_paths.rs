@@ -1,5 +1,5 @@
 //! Windows path handling, run natively on Linux and under Wine (`scripts/test-windows.sh
-//! --test windows_paths`): drive letters, `\\?\` verbatim prefixes (never shown to users or
+//! --test it windows_paths::`): drive letters, `\\?\` verbatim prefixes (never shown to users or
 //! written into shims), UNC paths (a store on a network share is refused for junctions, with
 //! a hint), case-insensitive comparisons, and `%LOCALAPPDATA%\cuenv` as the default home.
 //! The `cfg(windows)` halves are what Wine proves; the other halves pin the Linux behaviour.

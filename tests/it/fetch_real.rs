@@ -1,6 +1,6 @@
 //! The real thing: `cuenv store fetch cudnn@9.5.0.50 --cuda 12 --from pypi` against the
 //! real PyPI (downloads the ~560 MB manylinux wheel). Ignored by default; run with
-//! `cargo test --release --test fetch_real -- --ignored --nocapture`. Honours the proxy
+//! `cargo test --release --test it fetch_real:: -- --ignored --nocapture`. Honours the proxy
 //! variables of the environment; `CUENV_PYPI_INDEX` may point at a PyPI mirror.
 
 use std::time::Instant;
