@@ -80,6 +80,12 @@ impl TestContext {
     /// checking it has an `error:` and a `hint:` line and that the store is unchanged.
     pub fn add_refused(&self, path: &Path, args: &[&str]) -> String {
         let out = self.cmd().args(["store", "add"]).arg(path).args(args).output().unwrap();
+        self.check_refused(path, &out)
+    }
+
+    /// The checks of [`TestContext::add_refused`] on the output `out` of a `store add` of
+    /// `path` that has already run. Returns stderr.
+    pub fn check_refused(&self, path: &Path, out: &std::process::Output) -> String {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         eprintln!("{stderr}"); // shown with --nocapture, to read the messages
         assert_eq!(out.status.code(), Some(2), "expected exit 2 for {}; stderr:\n{stderr}", path.display());
@@ -123,6 +129,38 @@ impl TestContext {
         e[0].clone()
     }
 }
+
+impl TestContext {
+    /// insta settings for a command's output in this context: the temp folder (home and work
+    /// folder alike) is shown as `[TEMP]`, a path below it with `/` separators on every
+    /// platform, and the operating system's text for an I/O error (`... (os error N)`, which
+    /// Windows words differently) as `[OS ERROR N]`. Use through [`assert_stderr_snapshot!`].
+    pub fn snapshot_settings(&self) -> insta::Settings {
+        let mut settings = insta::Settings::clone_current();
+        settings.set_omit_expression(true);
+        settings.add_filter(&regex::escape(&self.tmp.path().display().to_string()), "[TEMP]");
+        if cfg!(windows) {
+            // One `\` after `[TEMP]` per pass (a regex cannot rewrite inside its match);
+            // the fixtures nest at most a few folders below the work folder.
+            for _ in 0..8 {
+                settings.add_filter(r"(\[TEMP\][^\s`'\\]*)\\", "$1/");
+            }
+        }
+        settings.add_filter(r"(?m)^(  caused by: ).*\(os error (\d+)\)$", "$1[OS ERROR $2]");
+        settings
+    }
+}
+
+/// Asserts that `$text` (a command's whole stderr in the [`TestContext`] `$ctx`) matches the
+/// insta snapshot `$name` beside the calling test module (`tests/it/snapshots/`), with the
+/// filters of [`TestContext::snapshot_settings`]. A mismatch fails the test (with `CI` set,
+/// insta writes nothing; otherwise it leaves a `.snap.new` to review with `cargo insta review`).
+macro_rules! assert_stderr_snapshot {
+    ($ctx:expr, $name:expr, $text:expr) => {
+        $ctx.snapshot_settings().bind(|| insta::assert_snapshot!($name, $text))
+    };
+}
+pub(crate) use assert_stderr_snapshot;
 
 impl Default for TestContext {
     fn default() -> Self {
