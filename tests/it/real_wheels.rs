@@ -1,7 +1,8 @@
 //! Real-input suite: imports the real NVIDIA cuDNN wheels from PyPI and checks what the
 //! store detects. Ignored by default (the wheels are 560-730 MB each); run it with
 //! `scripts/real-input.sh`, which downloads them first (`scripts/fetch-real-wheels.sh`)
-//! and runs `cargo test --release --test it real_wheels:: -- --ignored --test-threads=1`.
+//! and runs the ignored tests one at a time (this file alone:
+//! `cargo test --release --test it real_wheels:: -- --ignored --test-threads=1`).
 //!
 //! The wheels are read from `$CUENV_REAL_WHEELS`, else `~/.cache/cuenv-real-wheels`.
 //! Each test imports one wheel into its own temporary home (deleted afterwards), runs

@@ -1,7 +1,7 @@
 //! Integration tests of `cuenv store`: every accepted layout, content addressing, list,
-//! verify, remove, and one test per error message (exit code 2, the member and rule
-//! named, a hint, and the store left unchanged). Fixtures are built at test time by
-//! `support`.
+//! verify, remove, and a table of refused inputs, one test per error message (exit code 2,
+//! the store left unchanged, and the whole stderr, with the member, the rule broken and the
+//! hint, as an insta snapshot in `snapshots/`). Fixtures are built at test time by `support`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
