@@ -3,11 +3,11 @@
 #
 # Usage: scripts/test-windows.sh [--real] [cargo test args...] [-- test binary args...]
 #   e.g. scripts/test-windows.sh --lib
-#        scripts/test-windows.sh --test wine_smoke -- --nocapture
+#        scripts/test-windows.sh --test it wine_smoke:: -- --nocapture
 #        scripts/test-windows.sh --real      # the suite, then the real win_amd64 wheels
 # --real (opt-in; first argument): after the suite, fetch the real NVIDIA wheels if missing
 # (scripts/fetch-real-wheels.sh, cache ${CUENV_REAL_WHEELS:-~/.cache/cuenv-real-wheels})
-# and run the ignored tests/real_windows.rs in a release build: the Windows cuenv.exe
+# and run the ignored tests/it/real_windows.rs in a release build: the Windows cuenv.exe
 # imports the 9.5.0.50 and 8.9.4.25 win_amd64 wheels. Exits non-zero if either part fails.
 # Exits with cargo's status. Needs: rustup (or the target already installed),
 # gcc-mingw-w64-x86-64, wine64. The Wine prefix is created on first use
@@ -19,33 +19,34 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 cd "$repo"
 
-# Tests that cannot pass under Wine, skipped by name, each with its reason.
-# libtest's --skip matches substrings of the full test path (e.g.
-# `store::tests::foo`), so use names specific enough to hit only the intended
-# test. These still run on real Windows (the CI windows-latest job).
+# Tests that cannot pass under Wine, skipped by module path in the `it` test binary
+# (tests/it/main.rs: `<former file>::<test>`), each with its reason. libtest's --skip
+# matches substrings of the full test path, and the same arguments reach the unit-test
+# binaries too, so the module prefix keeps each entry to the one intended test.
+# These still run on real Windows (the CI windows-latest job).
 wine_skips=(
   # Wine 8's cmd loses the exit code of a batch run with `call` (`exit /b 7`
   # comes back as 1); `cmd /c x.bat` and Command::new("x.bat") keep it.
-  cmd_c_call_bat_exit_code
-  # tests/apply.rs: these need `cuenv apply` to succeed, and Wine refuses every junction
+  wine_smoke::cmd_c_call_bat_exit_code
+  # tests/it/apply.rs: these need `cuenv apply` to succeed, and Wine refuses every junction
   # (FSCTL_SET_REPARSE_POINT: os error 50). `link-mode = "copy"` does not help: it copies
   # only the cuDNN entry; the other view links and the generation switch are still
   # junctions. What does run under Wine is the refusal itself
   # (refused_links_leave_nothing_behind) and everything that fails before linking.
-  plan_apply_and_apply_again
-  use_rollback_generations_gc
-  locked_fails_on_drift_and_changes_nothing
-  a_crash_at_any_step_is_finished_or_undone
-  copy_mode_copies_the_entry
-  a_failing_check_keeps_the_previous_generation
-  env_setup_and_a_dangling_active_profile
-  # tests/fetch_local.rs: `apply` with PyPI sources needs junctions too (and the fixture
+  apply::plan_apply_and_apply_again
+  apply::use_rollback_generations_gc
+  apply::locked_fails_on_drift_and_changes_nothing
+  apply::a_crash_at_any_step_is_finished_or_undone
+  apply::copy_mode_copies_the_entry
+  apply::a_failing_check_keeps_the_previous_generation
+  apply::env_setup_and_a_dangling_active_profile
+  # tests/it/fetch_local.rs: `apply` with PyPI sources needs junctions too (and the fixture
   # serves only manylinux wheels).
-  apply_fetches_from_sources_pins_them_and_refuses_other_bytes
-  # tests/fetch_local.rs: `apply` keeping the other platform's lock section needs junctions.
+  fetch_local::apply_fetches_from_sources_pins_them_and_refuses_other_bytes
+  # tests/it/fetch_local.rs: `apply` keeping the other platform's lock section needs junctions.
   # (`cuenv lock` itself, which builds no generation, runs under Wine:
   # lock_fills_another_platforms_section_and_keeps_this_ones.)
-  apply_keeps_other_platforms_sections_and_gc_their_entries
+  fetch_local::apply_keeps_other_platforms_sections_and_gc_their_entries
 )
 
 # --- prerequisites -----------------------------------------------------------
@@ -72,9 +73,9 @@ done
 skip_args=()
 for name in "${wine_skips[@]}"; do skip_args+=(--skip "$name"); done
 
-# The fake Linux libraries in the fixtures are a gcc-built ELF .so (tests/support): there is
+# The fake Linux libraries in the fixtures are a gcc-built ELF .so (tests/it/support): there is
 # no gcc under Wine, so build it here once and pass its path (a Unix path; Wine resolves it on
-# drive Z:). Same source and flags as tests/support/mod.rs.
+# drive Z:). Same source and flags as tests/it/support/mod.rs.
 elf_dir="$repo/target/$target/cuenv-test-fixtures"
 if [[ ! -s $elf_dir/libfake.so ]]; then
   command -v gcc >/dev/null || { echo "test-windows: gcc missing (the ELF test fixtures are built with it)" >&2; exit 2; }
@@ -104,7 +105,7 @@ if ((real)); then
   export CUENV_REAL_WHEELS
   echo "test-windows: real win_amd64 wheels from $CUENV_REAL_WHEELS" >&2
   set +e
-  cargo test --release --target "$target" --test real_windows -- --ignored --test-threads=1 --nocapture
+  cargo test --release --target "$target" --test it real_windows:: -- --ignored --test-threads=1 --nocapture
   real_status=$?
   set -e
   if ((status == 0)); then status=$real_status; fi

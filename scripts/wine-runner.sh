@@ -17,4 +17,10 @@ if [[ ! -f "$WINEPREFIX/.cuenv-ready" \
   "$here/wine-setup.sh" >/dev/null
 fi
 
+# insta (the snapshot tests) finds `<file>/../snapshots/` from the workspace root; without
+# this it would ask `cargo metadata`, a Linux program, from inside Wine. The Unix path works:
+# the test process runs on drive Z: (Z: = /, the Linux working folder), so `/repo/...` is
+# `Z:\repo\...` to it, as with CUENV_TEST_ELF_SO in scripts/test-windows.sh.
+export INSTA_WORKSPACE_ROOT="${INSTA_WORKSPACE_ROOT:-$(cd "$here/.." && pwd)}"
+
 exec "$WINE" "$@"

@@ -1,7 +1,7 @@
 //! Rendering tests: quoting, key lines per shell with hostile values, full-text snapshots
-//! (`src/shim/snapshots/`, refreshed with `CUENV_UPDATE_SNAPSHOTS=1`), the cmd line limit,
-//! and the file helpers. The scripts are executed by `tests/shim_posix.rs` (sh, dash, bash,
-//! zsh, fish) and `tests/shim_cmd.rs` (cmd, on Windows / under Wine).
+//! (insta snapshots in `src/shim/snapshots/`, reviewed with `cargo insta review`), the cmd line limit,
+//! and the file helpers. The scripts are executed by `tests/it/shim_posix.rs` (sh, dash, bash,
+//! zsh, fish) and `tests/it/shim_cmd.rs` (cmd, on Windows / under Wine).
 
 use super::*;
 
@@ -328,15 +328,17 @@ fn idempotence_guard_and_restore_order() {
 
 // ---- snapshots -------------------------------------------------------------------------------
 
-fn snapshot(name: &str, text: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/shim/snapshots").join(name);
-    if std::env::var_os("CUENV_UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, text).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run with CUENV_UPDATE_SNAPSHOTS=1 to create)", path.display()));
-    // Git may check the snapshots out with other line ends; compare the text.
-    assert_eq!(text.replace("\r\n", "\n"), want.replace("\r\n", "\n"), "{name} changed; review and rerun with CUENV_UPDATE_SNAPSHOTS=1");
+/// Compares `text`, the shim `name` rendered for `shell`, with its insta snapshot
+/// (`src/shim/snapshots/cuenv__shim__tests__<name>.snap`, stored with LF line ends), then
+/// checks the bytes insta's comparison leaves out (it ignores trailing whitespace and CRLF
+/// versus LF): the shell's line end on every line (CRLF for cmd and PowerShell, LF
+/// otherwise) and exactly one after the last line. Together that pins the file byte for byte.
+fn snapshot(shell: Shell, name: &str, text: &str) {
+    let lf = text.replace("\r\n", "\n");
+    insta::with_settings!({ omit_expression => true }, { insta::assert_snapshot!(name, lf) });
+    let eol = if matches!(shell, Shell::Cmd | Shell::PowerShell) { "\r\n" } else { "\n" };
+    let exact = format!("{}{eol}", lf.trim_end().replace('\n', eol));
+    assert!(text == exact, "{name}: line ends or trailing whitespace differ from one {eol:?} per line:\n{text:?}");
 }
 
 #[test]
@@ -344,10 +346,10 @@ fn snapshots() {
     for shell in Shell::ALL {
         let a = if matches!(shell, Shell::Cmd | Shell::PowerShell) { win_activation() } else { unix_activation() };
         let ext = shell.extension();
-        snapshot(&format!("activate.{ext}"), &render_activate(shell, &a));
-        snapshot(&format!("deactivate.{ext}"), &render_deactivate(shell, &a));
+        snapshot(shell, &format!("activate.{ext}"), &render_activate(shell, &a));
+        snapshot(shell, &format!("deactivate.{ext}"), &render_deactivate(shell, &a));
     }
-    snapshot("activate-ascii.bat", &render_activate(Shell::Cmd, &ascii_win_activation()));
+    snapshot(Shell::Cmd, "activate-ascii.bat", &render_activate(Shell::Cmd, &ascii_win_activation()));
 }
 
 // ---- files -----------------------------------------------------------------------------------

@@ -1,0 +1,645 @@
+//! `plan`, `apply`, `use`, `rollback`, `generations`, `status`, `gc`: integration tests on a
+//! temporary home with fake cuDNN releases and toolkit roots built at test time.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+/// A home with three store entries (9.5.0.50 cu12, 8.9.4.25 cu12, 8.8.0.121 cu11), two
+/// toolkit roots (12.6, 11.8) and two conda env prefixes.
+struct Lab {
+    ctx: TestContext,
+    tk12: PathBuf,
+    tk11: PathBuf,
+    env_a: PathBuf,
+    env_b: PathBuf,
+}
+
+/// A fake toolkit root for this host: `lib64/libcudart.so.N` (Linux) or
+/// `bin\cudart64_N.dll` (Windows; `cudart64_110.dll` for 11.x).
+fn toolkit(dir: &Path, version: &str, major: u32) -> PathBuf {
+    let root = dir.join(format!("cuda-{version}"));
+    fs::create_dir_all(root.join("lib64")).unwrap();
+    fs::create_dir_all(root.join("bin")).unwrap();
+    fs::write(root.join("version.json"), format!(r#"{{"cuda": {{"name": "CUDA SDK", "version": "{version}"}}}}"#)).unwrap();
+    if cfg!(windows) {
+        let dll = if major == 11 { "cudart64_110.dll".to_string() } else { format!("cudart64_{major}.dll") };
+        fs::write(root.join("bin").join(&dll), pe_dll(PeArch::Amd64, None, &dll)).unwrap();
+    } else {
+        let so = format!("libcudart.so.{major}");
+        fs::write(root.join("lib64").join(&so), elf_so(&so)).unwrap();
+    }
+    root
+}
+
+/// A release archive for this host: the official Linux `.tar.xz`, or the Windows `.zip`
+/// (the store refuses to apply another platform's cuDNN).
+fn host_archive(dir: &Path, r: &Release) -> PathBuf {
+    if cfg!(windows) { windows_zip(dir, r, BinDir::Bin) } else { linux_tar_xz(dir, r) }
+}
+
+/// True when this machine's volume takes the host's native links (Linux, real Windows on
+/// NTFS); false under Wine, which refuses junctions (os error 50).
+fn native_links_work(dir: &Path) -> bool {
+    let (target, link) = (dir.join(".probe-target"), dir.join(".probe-link"));
+    fs::create_dir_all(&target).unwrap();
+    let ok = cuenv::link::create(cuenv::link::LinkKind::native(), &target, &link).is_ok();
+    let _ = cuenv::link::remove(&link);
+    let _ = fs::remove_dir(&target);
+    ok
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let ctx = TestContext::new();
+        for r in [Release::V9, Release::V8, Release::V8_CU11] {
+            let a = host_archive(&ctx.work, &r);
+            ctx.add_ok(&a, &[]);
+        }
+        let tk12 = toolkit(&ctx.work, "12.6.77", 12);
+        let tk11 = toolkit(&ctx.work, "11.8.89", 11);
+        let env_a = ctx.path("envs/env a (x86)");
+        let env_b = ctx.path("envs/env-b");
+        for e in [&env_a, &env_b] {
+            fs::create_dir_all(e.join("conda-meta")).unwrap();
+        }
+        Lab { ctx, tk12, tk11, env_a, env_b }
+    }
+
+    /// Writes `lab.toml` (toolkits table + the given profile text) and returns its path.
+    fn lab(&self, profiles: &str) -> PathBuf {
+        let text = format!("# lab file\n[toolkits]\n\"12.6\" = '{}'\n\"11.8\" = '{}'\n\n{profiles}", self.tk12.display(), self.tk11.display());
+        let p = self.ctx.path("lab.toml");
+        fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn three(&self) -> PathBuf {
+        self.lab(&format!(
+            "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\nconda-env = '{}'\n\n[profiles.tf]\ncuda = \"11.8\"\ncudnn = \"8.8\"\nconda-env = '{}'\n\n[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n",
+            self.env_a.display(),
+            self.env_b.display()
+        ))
+    }
+
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.ctx.cmd().args(args).output().unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let (code, out, err) = self.run(args);
+        assert_eq!(code, 0, "cuenv {args:?} failed:\n{out}\n{err}");
+        out
+    }
+
+    fn profiles(&self) -> PathBuf {
+        self.ctx.home.join("profiles")
+    }
+
+    fn current(&self) -> u64 {
+        let t = fs::read_link(self.profiles()).unwrap();
+        t.parent().unwrap().file_name().unwrap().to_str().unwrap().parse().unwrap()
+    }
+}
+
+/// Every file under `root` with its content hash, links as their targets.
+fn tree_digest(root: &Path) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for e in walkdir::WalkDir::new(root).sort_by_file_name() {
+        let e = e.unwrap();
+        let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+        let d = if e.file_type().is_symlink() {
+            fs::read_link(e.path()).unwrap().display().to_string()
+        } else if e.file_type().is_file() {
+            sha256_hex(&fs::read(e.path()).unwrap())
+        } else {
+            "dir".into()
+        };
+        v.push((rel, d));
+    }
+    v
+}
+
+fn entry_of(lab: &Lab, version: &str) -> PathBuf {
+    lab.ctx.entry_dirs().into_iter().find(|d| d.file_name().unwrap().to_string_lossy().starts_with(&format!("cudnn-{version}"))).unwrap()
+}
+
+#[test]
+fn plan_apply_and_apply_again() {
+    let lab = Lab::new();
+    let file = lab.three();
+    let before = (tree_digest(&lab.tk12), tree_digest(&lab.tk11));
+    let plan = lab.ok(&["plan", file.to_str().unwrap()]);
+    assert!(plan.contains("+ profile torch2: cuDNN 9.5.0.50"), "{plan}");
+    assert!(plan.contains("+ profile tf: cuDNN 8.8.0.121"), "{plan}");
+    assert!(plan.contains("+ profile legacy: cuDNN 8.9.4.25"), "{plan}");
+    assert!(plan.contains("+ shim ") && plan.contains("cuenv-torch2.bat"), "{plan}");
+    // POSIX and fish shims hold `:`-separated lists, which `C:\` paths would break: none on Windows.
+    assert_eq!(plan.contains("cuenv-torch2.sh"), cfg!(unix), "{plan}");
+    assert!(!lab.ctx.home.join("generations").exists(), "plan touches nothing");
+    assert!(!lab.ctx.path("lab.lock").exists(), "plan writes no lock");
+
+    let out = lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert!(out.contains("generation 1 is current"), "{out}");
+    assert_eq!(lab.current(), 1);
+    // Views link to the entry, its library folder, the toolkit root and its runtime folder.
+    let v = lab.profiles().join("torch2");
+    assert_eq!(fs::read_link(v.join("cudnn")).unwrap(), entry_of(&lab, "9.5.0.50"));
+    assert_eq!(fs::read_link(v.join("cudnn-lib")).unwrap(), entry_of(&lab, "9.5.0.50").join("lib"));
+    assert_eq!(fs::read_link(v.join("cuda")).unwrap(), lab.tk12);
+    assert_eq!(fs::read_link(v.join("cuda-lib")).unwrap(), lab.tk12.join("lib64"));
+    assert!(v.join("cudnn-lib/libcudnn.so.9").exists());
+    assert_eq!(fs::read_link(lab.profiles().join("tf/cuda")).unwrap(), lab.tk11);
+    // Shims in every shell, with cuenv's marker, in both envs; none for the profile without an env.
+    for (env, p) in [(&lab.env_a, "torch2"), (&lab.env_b, "tf")] {
+        let exts: &[&str] = if cfg!(windows) { &["bat", "ps1"] } else { &["bat", "ps1", "sh", "fish"] };
+        for ext in exts {
+            for d in ["activate.d", "deactivate.d"] {
+                let s = env.join("etc/conda").join(d).join(format!("cuenv-{p}.{ext}"));
+                let text = fs::read_to_string(&s).unwrap_or_else(|_| panic!("{} missing", s.display()));
+                assert!(text.lines().next().unwrap().contains("cuenv-shim"), "{}", s.display());
+            }
+        }
+    }
+    // The lock records each profile's choice.
+    let lock = fs::read_to_string(lab.ctx.path("lab.lock")).unwrap();
+    let host = if cfg!(windows) { "windows-x86_64" } else { "linux-x86_64" };
+    assert!(lock.contains(&format!("[platforms.{host}.profiles.torch2]")) && lock.contains("9.5.0.50") && lock.contains("11.8.89"), "{lock}");
+    // cuenv never writes inside a toolkit root.
+    assert_eq!((tree_digest(&lab.tk12), tree_digest(&lab.tk11)), before);
+
+    let again = lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert!(again.contains("no changes"), "{again}");
+    assert_eq!(lab.current(), 1);
+    let plan2 = lab.ok(&["plan", file.to_str().unwrap()]);
+    assert!(plan2.contains("no changes"), "{plan2}");
+
+    let status = lab.ok(&["status", "--json"]);
+    let s: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(s["generation"], 1);
+    assert_eq!(s["healthy"], true, "{status}");
+}
+
+#[test]
+fn use_rollback_generations_gc() {
+    let lab = Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    lab.ok(&["use", "tf"]);
+    let active = lab.ctx.home.join("active");
+    assert_eq!(fs::read_link(&active).unwrap(), lab.profiles().join("tf"));
+    assert!(active.join("cudnn-lib/libcudnn.so.8").exists());
+    let (code, _, err) = lab.run(&["use", "nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no profile `nope`") && err.contains("hint: profiles: torch2, tf, legacy"), "{err}");
+
+    // Edit: drop `legacy`, move tf to 8.8.0.121 exactly; apply builds generation 2.
+    let file = lab.lab(&format!(
+        "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\nconda-env = '{}'\n\n[profiles.tf]\ncuda = \"11\"\ncudnn = \"8.8.0.121\"\nconda-env = '{}'\n",
+        lab.env_a.display(),
+        lab.env_b.display()
+    ));
+    let out = lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert!(out.contains("- profile legacy"), "{out}");
+    assert_eq!(lab.current(), 2);
+    assert!(!lab.profiles().join("legacy").exists());
+    // `active` follows the switch through the stable path.
+    assert!(active.join("cudnn-lib/libcudnn.so.8").exists());
+
+    let said = lab.ok(&["rollback"]);
+    assert!(said.contains("rolled back: generation 1 is current (was 2)"), "{said}");
+    assert_eq!(lab.current(), 1);
+    assert!(lab.profiles().join("legacy/cudnn-lib/libcudnn.so.8").exists());
+    let gens = lab.ok(&["generations"]);
+    assert!(gens.lines().any(|l| l.starts_with("*") && l.contains(" 1 ")), "{gens}");
+    // Rollback walks back by number; it does not toggle back to 2.
+    let (code, _, err) = lab.run(&["rollback"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no generation older than 1 passed its check") && err.contains("hint: `cuenv generations` lists them"), "{err}");
+    let said = lab.ok(&["rollback", "--to", "2"]);
+    assert!(said.contains("switched forward: generation 2 is current (was 1)"), "{said}");
+    assert_eq!(lab.current(), 2);
+    let (code, _, err) = lab.run(&["rollback", "--to", "9"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no generation 9"), "{err}");
+
+    // The history records every switch, rollbacks included.
+    let hist: serde_json::Value = serde_json::from_str(&lab.ok(&["generations", "--json"])).unwrap();
+    let ops: Vec<&str> = hist["history"].as_array().unwrap().iter().map(|h| h["op"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["apply", "apply", "rollback", "rollback"]);
+
+    // A referenced entry cannot be removed.
+    let (code, _, err) = lab.run(&["store", "remove", "cudnn-9.5.0.50"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("used by generation"), "{err}");
+
+    // gc keeps current and previous; with --keep 1 nothing else exists to delete here, so add gen 3.
+    lab.ok(&["apply", "--no-check", lab.three().to_str().unwrap()]);
+    assert_eq!(lab.current(), 3);
+    let dry = lab.ok(&["gc", "--keep", "1", "--dry-run"]);
+    assert!(dry.contains("would delete generation 1"), "{dry}");
+    assert!(lab.ctx.home.join("generations/1").exists());
+    lab.ok(&["gc", "--keep", "1"]);
+    assert!(!lab.ctx.home.join("generations/1").exists());
+    assert!(lab.ctx.home.join("generations/2").exists() && lab.ctx.home.join("generations/3").exists());
+    // Entries still referenced (by generations 2 and 3, and lab.lock) survive.
+    assert_eq!(lab.ctx.entry_dirs().len(), 3);
+    lab.ok(&["use", "--none"]);
+    assert!(fs::symlink_metadata(&active).is_err());
+}
+
+fn assert_invalid(lab: &Lab, file: &Path, needles: &[&str]) {
+    let (code, out, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "stdout:\n{out}\nstderr:\n{err}");
+    for n in needles {
+        assert!(err.contains(n), "`{n}` not in:\n{err}");
+    }
+    assert!(err.lines().any(|l| l.starts_with("hint: ")), "no hint:\n{err}");
+    assert!(!lab.ctx.home.join("generations").exists(), "a generation was written");
+    assert!(!lab.ctx.path("lab.lock").exists(), "a lock was written");
+    assert!(fs::symlink_metadata(lab.profiles()).is_err());
+}
+
+#[test]
+fn unknown_key_names_file_line_column() {
+    let lab = Lab::new();
+    let f = lab.lab("[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\ncuddn = \"9\"\n");
+    assert_invalid(&lab, &f, &["lab.toml:9:1", "cuddn"]);
+}
+
+#[test]
+fn every_broken_profile_is_reported_at_once() {
+    let lab = Lab::new();
+    let f = lab.lab("[settings]\nlink-mode = \"hardlink\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.x\"\n\n[profiles.ok]\ncuda = \"12\"\ncudnn = \"9.5\"\n\n[profiles.b]\ncuda = \"12\"\ncudnn = \"9.5\"\ncuddn = \"9\"\n");
+    assert_invalid(
+        &lab,
+        &f,
+        &[
+            "lab.toml:7:13: `link-mode = \"hardlink\"` is not a valid link-mode",
+            "lab.toml:11:9: `cudnn = \"9.x\"`",
+            "lab.toml:20:1: unknown key `cuddn`",
+            "3 errors in",
+            "nothing was changed",
+        ],
+    );
+    let (_, _, err) = lab.run(&["plan", f.to_str().unwrap()]);
+    assert_eq!(err.lines().filter(|l| l.starts_with("hint: ")).count(), 3, "one hint per error:\n{err}");
+}
+
+#[test]
+fn plan_refuses_a_bad_from_like_apply_does() {
+    let lab = Lab::new();
+    let f = lab.lab("[profiles.a]\ncuda = { version = \"12.6\", from = \"pyip\" }\ncudnn = { version = \"9.1.0.70\", from = \"pyppi\" }\n");
+    for cmd in ["plan", "apply"] {
+        let (code, out, err) = lab.run(&[cmd, f.to_str().unwrap()]);
+        assert_eq!(code, 2, "{cmd}: {out}\n{err}");
+        assert!(err.contains("lab.toml:7:35: only `from = \"pypi\"` can provide a CUDA runtime"), "{cmd}: {err}");
+        assert!(err.contains("hint: did you mean `from = \"pypi\"`? install the toolkit"), "{cmd}: {err}");
+        assert!(err.contains("lab.toml:8:40: `from = \"pyppi\"` is neither"), "{cmd}: {err}");
+        assert!(err.contains("hint: did you mean `from = \"pypi\"`?"), "{cmd}: {err}");
+        assert!(err.contains("2 errors in"), "{cmd}: {err}");
+    }
+    assert!(!lab.ctx.home.join("generations").exists());
+}
+
+#[test]
+fn a_missing_from_path_is_refused_by_plan_and_apply() {
+    let lab = Lab::new();
+    let f = lab.lab("[profiles.a]\ncuda = \"12\"\ncudnn = { version = \"9.5\", from = \"./no/such/cudnn.zip\" }\n");
+    for cmd in ["plan", "apply"] {
+        let (code, out, err) = lab.run(&[cmd, f.to_str().unwrap()]);
+        assert_eq!(code, 2, "{cmd}: {out}\n{err}");
+        assert!(
+            err.contains("lab.toml:8:35: `from = \"./no/such/cudnn.zip\"` is neither \"pypi\", \"nvidia\", an http(s) URL, nor a path that exists"),
+            "{cmd}: {err}"
+        );
+        assert!(err.contains("hint: write `from = \"pypi\"`"), "{cmd}: {err}");
+    }
+}
+
+#[test]
+fn broken_toml_is_located_and_changes_nothing() {
+    let lab = Lab::new();
+    let f = lab.lab("[profiles.a]\ncuda = \"12\ncudnn = \"9.5\"\n");
+    assert_invalid(&lab, &f, &["lab.toml:7:", "invalid TOML", "hint: fix the TOML syntax"]);
+}
+
+#[test]
+fn bad_version_is_shown_at_its_span() {
+    let lab = Lab::new();
+    let f = lab.lab("[profiles.a]\ncuda = \"12\"\ncudnn = \"9.x\"\n");
+    assert_invalid(&lab, &f, &["lab.toml:8:9", "9.x", "^^^^^"]);
+}
+
+#[test]
+fn cuda12_cudnn_on_a_cuda11_root_is_refused() {
+    let lab = Lab::new();
+    let f = lab.lab("[profiles.a]\ncuda = \"11.8\"\ncudnn = \"9.5\"\n");
+    assert_invalid(&lab, &f, &["lab.toml:8:9", "9.5.0.50", "cuda12"]);
+}
+
+#[test]
+fn unsatisfiable_requirements_list_what_exists() {
+    let lab = Lab::new();
+    let f = lab.lab("[profiles.a]\ncuda = \"13\"\ncudnn = \"9.5\"\n");
+    assert_invalid(&lab, &f, &["lab.toml:7:8", "no CUDA toolkit matches `cuda = \"13\"`", "12.6.77", "11.8.89"]);
+    let f = lab.lab("[profiles.a]\ncuda = \"12\"\ncudnn = \"9.9\"\n");
+    assert_invalid(&lab, &f, &["lab.toml:8:9", "9.5.0.50"]);
+}
+
+#[test]
+fn missing_conda_env_is_refused() {
+    let lab = Lab::new();
+    let f = lab.lab("[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\nconda-env = \"no-such-env-for-cuenv\"\n");
+    assert_invalid(&lab, &f, &["lab.toml:9:13", "no-such-env-for-cuenv", "does not exist"]);
+}
+
+#[test]
+fn locked_fails_on_drift_and_changes_nothing() {
+    let lab = Lab::new();
+    let file = lab.three();
+    let (code, _, err) = lab.run(&["apply", "--no-check", "--locked", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("lab.lock") && err.contains("does not exist"), "{err}");
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    lab.ok(&["apply", "--no-check", "--locked", file.to_str().unwrap()]);
+    let lock_before = fs::read_to_string(lab.ctx.path("lab.lock")).unwrap();
+    // A format-1 lock (one section, no platform) is honoured by --locked and not rewritten;
+    // a plain apply migrates it to format 2, byte for byte what was there.
+    let host = if cfg!(windows) { "windows-x86_64" } else { "linux-x86_64" };
+    let v1 = lock_before.replace("version = 2", "version = 1").replace(&format!("[platforms.{host}.profiles."), "[profiles.");
+    fs::write(lab.ctx.path("lab.lock"), &v1).unwrap();
+    lab.ok(&["apply", "--no-check", "--locked", file.to_str().unwrap()]);
+    assert_eq!(fs::read_to_string(lab.ctx.path("lab.lock")).unwrap(), v1, "--locked never writes the lock");
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert_eq!(fs::read_to_string(lab.ctx.path("lab.lock")).unwrap(), lock_before);
+    // A lock without this platform's section is not a lock for --locked.
+    let other = if cfg!(windows) { "linux-x86_64" } else { "windows-x86_64" };
+    fs::write(lab.ctx.path("lab.lock"), lock_before.replace(host, other)).unwrap();
+    let (code, _, err) = lab.run(&["apply", "--no-check", "--locked", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("the lock file has no {host} section")) && err.contains("to write it"), "{err}");
+    fs::write(lab.ctx.path("lab.lock"), &lock_before).unwrap();
+    // Asking for another cuDNN is drift.
+    let f2 = fs::read_to_string(&file).unwrap().replace("cudnn = \"8.9.4\"", "cudnn = \"9.5\"");
+    fs::write(&file, f2).unwrap();
+    let (code, _, err) = lab.run(&["apply", "--no-check", "--locked", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("legacy"), "{err}");
+    assert_eq!(fs::read_to_string(lab.ctx.path("lab.lock")).unwrap(), lock_before);
+    assert_eq!(lab.current(), 1);
+}
+
+#[test]
+fn foreign_shim_file_is_never_overwritten() {
+    let lab = Lab::new();
+    let file = lab.three();
+    // A file with the name of one of cuenv's shims for this host (no .sh shims on Windows).
+    let theirs = lab.env_a.join(if cfg!(windows) { "etc/conda/activate.d/cuenv-torch2.bat" } else { "etc/conda/activate.d/cuenv-torch2.sh" });
+    fs::create_dir_all(theirs.parent().unwrap()).unwrap();
+    fs::write(&theirs, "echo somebody else's script\n").unwrap();
+    let (code, _, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("was not written by cuenv"), "{err}");
+    assert_eq!(fs::read_to_string(&theirs).unwrap(), "echo somebody else's script\n");
+    assert!(fs::symlink_metadata(lab.profiles()).is_err(), "no generation became current");
+    assert!(!lab.env_b.join("etc").exists(), "no shim was written anywhere");
+}
+
+/// A link the volume refuses fails `apply` with the reason in words and the copy-mode hint,
+/// and leaves no generation, staging folder or empty link folder behind. Linux: junctions do
+/// not exist, refused like a FAT32 volume would. Windows: `link-mode = "auto"` (junctions);
+/// under Wine the junction is refused (os error 50, as a FAT32 drive refuses with error 1);
+/// on real Windows NTFS it is created, and the apply succeeds.
+#[test]
+fn refused_links_leave_nothing_behind() {
+    let lab = Lab::new();
+    let mode = if cfg!(windows) { "auto" } else { "junction" };
+    let file = lab.lab(&format!("[settings]\nlink-mode = \"{mode}\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n"));
+    let (code, out, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
+    if cfg!(windows) && native_links_work(&lab.ctx.work) {
+        assert_eq!(code, 0, "junctions work on this volume, so apply must too:\n{out}\n{err}");
+        return;
+    }
+    assert_eq!(code, 1, "{out}\n{err}");
+    if cfg!(windows) {
+        // Wine's refusal, in words (the raw OS error stays as the cause), and the same hint a
+        // FAT32 drive gets.
+        assert!(err.starts_with("error: cannot create a junction at "), "{err}");
+        assert!(err.contains("the file system does not support junctions") && err.contains("os error 50"), "{err}");
+        assert!(err.contains("hint: this volume does not support links") && err.contains("link-mode = \"copy\""), "{err}");
+    } else {
+        assert!(err.contains("junctions do not exist on this platform") && err.contains("hint:"), "{err}");
+    }
+    let gens: Vec<_> = fs::read_dir(lab.ctx.home.join("generations")).map(|r| r.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    assert!(gens.is_empty(), "left behind: {gens:?}");
+    assert!(fs::symlink_metadata(lab.profiles()).is_err(), "no generation became current");
+    assert!(!lab.ctx.path("lab.lock").exists(), "no lock for a failed apply");
+}
+
+#[test]
+fn copy_mode_copies_the_entry() {
+    let lab = Lab::new();
+    let file = lab.lab("[settings]\nlink-mode = \"copy\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n");
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    let cudnn = lab.profiles().join("a/cudnn");
+    assert!(fs::symlink_metadata(&cudnn).unwrap().is_dir(), "a real folder, not a link");
+    assert!(lab.profiles().join("a/cudnn-lib/libcudnn.so.9").exists());
+}
+
+/// Aborts the process at each step of a switch, then checks that the next command finishes
+/// (after the commit point) or undoes (before it) the switch, leaving shims that match the
+/// current generation and no journal.
+#[test]
+fn a_crash_at_any_step_is_finished_or_undone() {
+    for (step, expect) in [("journal", 1), ("shims", 1), ("commit", 2), ("history", 2)] {
+        let lab = Lab::new();
+        let file = lab.three();
+        lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+        // Generation 2 drops torch2's env shims (torch2 loses its conda env).
+        let f2 = lab.lab(&format!(
+            "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\n\n[profiles.tf]\ncuda = \"11.8\"\ncudnn = \"8.8\"\nconda-env = '{}'\n",
+            lab.env_b.display()
+        ));
+        let out = lab.ctx.cmd().args(["apply", "--no-check", f2.to_str().unwrap()]).env("CUENV_TEST_ABORT_AT", step).output().unwrap();
+        assert!(!out.status.success(), "{step}: the abort hook did not fire");
+        assert!(lab.ctx.home.join("journal.toml").exists(), "{step}: no journal left by the crash");
+        // Any writing command recovers.
+        lab.ok(&["gc", "--dry-run"]);
+        assert!(!lab.ctx.home.join("journal.toml").exists(), "{step}: journal not cleared");
+        assert_eq!(lab.current(), expect, "{step}");
+        let torch_shim = lab.env_a.join("etc/conda/activate.d/cuenv-torch2.sh");
+        assert_eq!(torch_shim.exists(), expect == 1, "{step}: shims do not match generation {expect}");
+        let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
+        assert_eq!(s["healthy"], true, "{step}: {s}");
+        let hist: serde_json::Value = serde_json::from_str(&lab.ok(&["generations", "--json"])).unwrap();
+        assert_eq!(hist["history"].as_array().unwrap().len(), expect as usize, "{step}: history");
+    }
+}
+
+/// The fake libraries load but export no cuDNN API: the check fails, so `apply` reports
+/// the failure (exit 4) and keeps the previous generation current.
+#[test]
+fn a_failing_check_keeps_the_previous_generation() {
+    let lab = Lab::new();
+    let file = lab.three();
+    // First apply with a failing check: nothing becomes current, no lock is written.
+    let (code, out, err) = lab.run(&["apply", "--timeout", "30", file.to_str().unwrap()]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(out.contains("check torch2: fail"), "{out}");
+    assert!(err.contains("generation 1 was built but no generation is current"), "{err}");
+    assert!(fs::symlink_metadata(lab.profiles()).is_err());
+    assert!(!lab.ctx.path("lab.lock").exists());
+    assert!(!lab.env_a.join("etc/conda/activate.d/cuenv-torch2.sh").exists(), "shims removed again");
+    // A generation applied without the check, then a failing one: the first stays current.
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert_eq!(lab.current(), 2);
+    let f2 = fs::read_to_string(&file).unwrap().replace("cudnn = \"8.9.4\"", "cudnn = \"9.5\"");
+    fs::write(&file, f2).unwrap();
+    let (code, out, err) = lab.run(&["apply", file.to_str().unwrap()]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(err.contains("generation 2 stays current"), "{err}");
+    assert_eq!(lab.current(), 2);
+    let hist: serde_json::Value = serde_json::from_str(&lab.ok(&["generations", "--json"])).unwrap();
+    let ops: Vec<&str> = hist["history"].as_array().unwrap().iter().map(|h| h["op"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["apply", "revert", "apply", "apply", "revert"]);
+    // The same file applied without the check is generation 4; rolling back skips 3, whose
+    // check failed, and lands on 2.
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert_eq!(lab.current(), 4);
+    let (code, out, err) = lab.run(&["rollback"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("rolled back: generation 2 is current (was 4; skipped 3, whose check failed)"), "{out}");
+    assert_eq!(lab.current(), 2);
+    // `cuenv check` re-runs the checks of the current generation and records them.
+    let (code, out, _) = lab.run(&["check", "--json"]);
+    assert_eq!(code, 4);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["profiles"].as_array().unwrap().len(), 3);
+    assert_eq!(report["profiles"][0]["result"]["status"], "fail");
+    let status: serde_json::Value = serde_json::from_str(&lab.run(&["status", "--json"]).1).unwrap();
+    assert_eq!(status["profiles"][0]["check"]["result"]["status"], "fail", "{status}");
+    let (code, _, err) = lab.run(&["check", "nope"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+/// `eval "$(cuenv env --setup)"` makes `<home>/active` effective; a switch that drops the
+/// active profile warns, and `status` reports the dangling `active` link as damage.
+#[cfg(unix)]
+#[test]
+fn env_setup_and_a_dangling_active_profile() {
+    let lab = Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    lab.ok(&["use", "legacy"]);
+    let home = lab.ctx.home.display().to_string();
+    let script = format!(
+        "eval \"$('{}' --home '{home}' env --setup)\" && printf '%s\\n' \"$CUDNN_PATH\" \"$LD_LIBRARY_PATH\" \"$CUENV_PROFILE\"",
+        env!("CARGO_BIN_EXE_cuenv")
+    );
+    let out = std::process::Command::new("bash").arg("-c").arg(&script).env_remove("LD_LIBRARY_PATH").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    let active = std::path::absolute(lab.ctx.home.join("active")).unwrap();
+    assert_eq!(lines[0], active.join("cudnn").display().to_string(), "{text}");
+    assert!(lines[1].starts_with(&active.join("cudnn-lib").display().to_string()), "{text}");
+    assert_eq!(lines[2], "active");
+    assert!(Path::new(lines[0]).join("include/cudnn_version.h").exists());
+
+    // Drop `legacy`: the switch warns, and status reports the dangling link (exit 3).
+    let f2 = lab.lab(&format!("[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\nconda-env = '{}'\n", lab.env_a.display()));
+    let out = lab.ctx.cmd().args(["apply", "--no-check", f2.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("the active profile `legacy` is not in the current generation"), "{err}");
+    let (code, out, _) = lab.run(&["status", "--json"]);
+    assert_eq!(code, 3, "{out}");
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(s["active_dangling"], true);
+    lab.ok(&["use", "torch2"]);
+    assert_eq!(lab.run(&["status"]).0, 0);
+}
+
+/// Writers serialize on `<home>/cuenv.lock`: while another process holds it, a writer says
+/// it is waiting and gives up after CUENV_LOCK_TIMEOUT seconds with a hint.
+#[test]
+fn writers_wait_for_the_lock_and_time_out() {
+    let lab = Lab::new();
+    let held = fs::OpenOptions::new().read(true).write(true).open(lab.ctx.home.join("cuenv.lock")).unwrap();
+    held.lock().unwrap();
+    let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_cuenv"))
+        .env_remove("CUENV_HOME")
+        .arg("--home")
+        .arg(&lab.ctx.home)
+        .args(["use", "--none"])
+        .env("CUENV_LOCK_TIMEOUT", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("waiting for another cuenv (pid"), "{err}");
+    assert!(err.contains("has held") && err.contains("hint: wait for the other cuenv to finish, or raise CUENV_LOCK_TIMEOUT"), "{err}");
+    drop(held); // closing the handle releases the lock
+    lab.ok(&["use", "--none"]);
+}
+
+/// `cuenv doctor` in an activated profile's environment: clean when the profile's entry
+/// wins, a problem naming the folder that won when another cuDNN comes first.
+#[cfg(target_os = "linux")]
+#[test]
+fn doctor_judges_the_active_profile_like_check() {
+    let lab = Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    let view = lab.profiles().join("torch2");
+    let run = |ld: &[&Path]| {
+        let out = lab
+            .ctx
+            .cmd()
+            .env("CUENV_PROFILE", "torch2")
+            .env("LD_LIBRARY_PATH", std::env::join_paths(ld).unwrap())
+            .args(["doctor", "--major", "9"])
+            .output()
+            .unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, out) = run(&[&view.join("cudnn-lib"), &view.join("cuda-lib")]);
+    assert!(out.contains("active profile (CUENV_PROFILE): torch2: "), "{out}");
+    assert!(out.contains("from cuenv store entry cudnn-9.5.0.50-cuda12-"), "{out}");
+    // The fixture's libraries are not a complete cuDNN (no cudnnCreate, no CUDA 12 runtime
+    // for it), so findings follow; but the profile's own entry won: nothing is shadowed.
+    assert!(!out.contains("shadowed"), "{out}");
+    assert!(out.contains("hint: `cuenv check torch2` runs the same check"), "{out}");
+    assert_eq!(code, 4, "{out}");
+
+    let stubs = crate::support::stubs::Stubs::new();
+    let shadow = stubs.build("shadow", "libcudnn.so.9", &["VERSION=90500"]);
+    let (code, out) = run(&[&shadow, &view.join("cudnn-lib"), &view.join("cuda-lib")]);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains(&format!(
+            "problem: profile `torch2` is active, but in this environment: shadowed: the cuDNN dispatcher libcudnn.so.9 came from {}",
+            shadow.display()
+        )),
+        "{out}"
+    );
+    assert!(out.contains("hint: remove the folder that wins from LD_LIBRARY_PATH"), "{out}");
+
+    // `cuenv env --setup` shells say CUENV_PROFILE=active: doctor follows `<home>/active`.
+    let run_active = || {
+        let out = lab.ctx.cmd().env("CUENV_PROFILE", "active").env("LD_LIBRARY_PATH", &shadow).args(["doctor", "--major", "9"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = run_active();
+    assert!(out.contains("(`cuenv env --setup`), but no profile is active") && out.contains("hint: `cuenv use <profile>` makes one active"), "{out}");
+    assert!(out.contains("this shell follows <home>/active (`cuenv env --setup`), and no profile is active"), "{out}");
+    lab.ok(&["use", "torch2"]);
+    let out = run_active();
+    assert!(out.contains("active profile (<home>/active, through `cuenv env --setup`): torch2: fail"), "{out}");
+    assert!(out.contains("problem: profile `torch2` is active, but in this environment: shadowed"), "{out}");
+    // A shadowed dispatcher's sub-libraries are not reported again as "mixed".
+    assert!(!out.contains("mixed sub-library"), "{out}");
+}

@@ -1,0 +1,255 @@
+//! `cuenv check`'s probe against the real cuDNN wheels (Linux). Ignored by default: they need
+//! the downloaded wheels. Run with
+//! `cargo test --test it check_real:: -- --ignored --nocapture`.
+//!
+//! Inputs: `$CUENV_REAL_WHEELS`, else `~/.cache/cuenv-real-wheels`, holding
+//! `nvidia_cudnn_cu12-9.5.0.50-*manylinux*.whl`, `nvidia_cudnn_cu12-8.9.4.25-*manylinux*.whl`,
+//! `nvidia_cudnn_cu11-8.8.0.121-*manylinux*.whl`, `nvidia_cuda_runtime_cu12-*.whl` and
+//! `nvidia_cuda_runtime_cu11-*.whl`. The cuDNN wheels are imported with the real
+//! `cuenv store add` into a home under Cargo's per-target temp folder, which is kept and
+//! reused by later runs (about 3 GB); the runtime wheels' `lib/` folders are unpacked there too.
+#![cfg(target_os = "linux")]
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use cuenv::check::{CheckResult, CheckStatus, Expected, ProbeEnd, ProbeOutcome, ReasonKind, classify, run_probe};
+use cuenv::probe::ModuleKind;
+use cuenv::store::entry::EntryMeta;
+use cuenv::version::Version;
+
+const T: Duration = Duration::from_secs(120);
+
+struct Entry {
+    dir: PathBuf,
+    lib: PathBuf,
+    version: Version,
+    cuda: u64,
+}
+
+struct Real {
+    entries: Vec<Entry>,
+    cudart12: PathBuf,
+    cudart11: PathBuf,
+    scratch: PathBuf,
+}
+
+impl Real {
+    fn entry(&self, version: &str) -> &Entry {
+        self.entries.iter().find(|e| e.version.to_string() == version).unwrap_or_else(|| panic!("no entry {version}"))
+    }
+    fn cudart(&self, cuda: u64) -> &Path {
+        if cuda == 11 { &self.cudart11 } else { &self.cudart12 }
+    }
+}
+
+fn wheels_dir() -> PathBuf {
+    std::env::var_os("CUENV_REAL_WHEELS").map(PathBuf::from).unwrap_or_else(|| dirs::home_dir().expect("a home folder").join(".cache/cuenv-real-wheels"))
+}
+
+fn find_wheel(dir: &Path, prefix: &str) -> PathBuf {
+    let mut hits: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {} (set CUENV_REAL_WHEELS): {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with(prefix) && n.contains("manylinux") && n.ends_with(".whl")
+        })
+        .collect();
+    hits.sort();
+    hits.pop().unwrap_or_else(|| panic!("no {prefix}*manylinux*.whl in {}", dir.display()))
+}
+
+fn cuenv() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_cuenv"))
+}
+
+/// Unpacks `nvidia/cuda_runtime/lib/*` of a runtime wheel into `dest` (once).
+fn unpack_runtime(wheel: &Path, dest: &Path) -> PathBuf {
+    let lib = dest.join("lib");
+    if lib.is_dir() {
+        return lib;
+    }
+    let tmp = dest.with_extension("part");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(tmp.join("lib")).unwrap();
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(wheel).unwrap()).unwrap();
+    for i in 0..zip.len() {
+        let mut f = zip.by_index(i).unwrap();
+        let name = f.name().unwrap().to_string();
+        if let Some(file) = name.strip_prefix("nvidia/cuda_runtime/lib/")
+            && file.contains(".so")
+            && !file.contains('/')
+        {
+            let mut out = std::fs::File::create(tmp.join("lib").join(file)).unwrap();
+            std::io::copy(&mut f, &mut out).unwrap();
+        }
+    }
+    std::fs::rename(&tmp, dest).unwrap();
+    lib
+}
+
+fn real() -> &'static Real {
+    static REAL: OnceLock<Real> = OnceLock::new();
+    REAL.get_or_init(|| {
+        let wheels = wheels_dir();
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("check-real");
+        let home = root.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let mut entries = Vec::new();
+        for prefix in ["nvidia_cudnn_cu12-9.5.0.50-", "nvidia_cudnn_cu12-8.9.4.25-", "nvidia_cudnn_cu11-8.8.0.121-"] {
+            let wheel = find_wheel(&wheels, prefix);
+            let wheel_name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+            // Reuse an entry an earlier run imported (importing takes tens of seconds).
+            let list = Command::new(cuenv()).arg("--home").arg(&home).args(["store", "list", "--json"]).output().unwrap();
+            let listed: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap_or_default();
+            let known = listed.as_array().and_then(|rows| rows.iter().find(|r| r["source"] == wheel_name.as_str())).cloned();
+            let row = match known {
+                Some(row) => row,
+                None => {
+                    let out = Command::new(cuenv()).arg("--home").arg(&home).args(["--quiet", "store", "add", "--json"]).arg(&wheel).output().unwrap();
+                    assert!(out.status.success(), "store add {}: {}", wheel.display(), String::from_utf8_lossy(&out.stderr));
+                    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                    rows[0].clone()
+                }
+            };
+            let dir = PathBuf::from(row["path"].as_str().unwrap());
+            let meta = EntryMeta::read(&dir).unwrap();
+            let lib = dir.join(meta.layout.lib.as_deref().expect("a Linux entry has lib/"));
+            entries.push(Entry { dir, lib, version: meta.version.clone(), cuda: meta.cuda_major });
+        }
+        let cudart12 = unpack_runtime(&find_wheel(&wheels, "nvidia_cuda_runtime_cu12-"), &root.join("cudart12"));
+        let cudart11 = unpack_runtime(&find_wheel(&wheels, "nvidia_cuda_runtime_cu11-"), &root.join("cudart11"));
+        let scratch = root.join("scratch");
+        std::fs::create_dir_all(&scratch).unwrap();
+        Real { entries, cudart12, cudart11, scratch }
+    })
+}
+
+fn env_with(ld: &[&Path]) -> Vec<(OsString, OsString)> {
+    let mut env = vec![(OsString::from("LD_LIBRARY_PATH"), std::env::join_paths(ld).unwrap())];
+    for k in ["PATH", "HOME"] {
+        if let Some(v) = std::env::var_os(k) {
+            env.push((k.into(), v));
+        }
+    }
+    env
+}
+
+fn expected(e: &Entry) -> Expected {
+    Expected { entry_dir: e.dir.clone(), version: e.version.clone(), cuda_major: e.cuda }
+}
+
+fn show(o: &ProbeOutcome, c: &CheckResult) -> String {
+    format!("status {}\nreasons {:#?}\nnotes {:#?}\nstderr {}\nend {:?}", c.status, c.reasons, c.notes, o.stderr_tail, o.end)
+}
+
+/// A scratch folder unique to one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = real().scratch.join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+#[ignore = "needs the real cuDNN wheels (CUENV_REAL_WHEELS)"]
+fn real_releases_report_their_versions_and_load_from_their_entries() {
+    let r = real();
+    for (version, encoded, cudart) in [("9.5.0.50", 90500, 12060), ("8.9.4.25", 8904, 12020), ("8.8.0.121", 8800, 11080)] {
+        let e = r.entry(version);
+        let o = run_probe(cuenv(), &env_with(&[&e.lib, r.cudart(e.cuda)]), e.version.major(), true, T);
+        let c = classify(&o, &expected(e));
+        let rep = o.report.as_ref().unwrap_or_else(|| panic!("{version}: no report\n{}", show(&o, &c)));
+        assert_eq!(o.end, ProbeEnd::Exited { code: 0 });
+        let v = rep.cudnn.as_ref().unwrap();
+        assert_eq!((v.version, v.cudart_version), (encoded, cudart), "{version}");
+        let entry = std::fs::canonicalize(&e.dir).unwrap();
+        let cudnn: Vec<_> = rep.modules.iter().filter(|m| m.kind == ModuleKind::Cudnn).collect();
+        assert!(cudnn.iter().any(|m| m.name == format!("libcudnn.so.{}", e.version.major())), "{version}: {:?}", rep.modules);
+        assert!(cudnn.len() >= 2, "the version call maps a sub-library too: {:?}", rep.modules);
+        for m in &cudnn {
+            assert!(Path::new(&m.path).starts_with(&entry), "{version}: {} is outside {}", m.path, entry.display());
+        }
+        let rt = rep.modules.iter().find(|m| m.kind == ModuleKind::Cudart).expect("the runtime is mapped");
+        assert!(Path::new(&rt.path).starts_with(std::fs::canonicalize(r.cudart(e.cuda)).unwrap()), "{}", rt.path);
+        assert!(!c.reasons.iter().any(|x| x.kind.is_failure()), "{version}:\n{}", show(&o, &c));
+        if rep.driver.is_none() {
+            assert_eq!(c.status, CheckStatus::NoGpu, "{version}:\n{}", show(&o, &c));
+            let h = rep.handle.as_ref().unwrap();
+            assert!(h.name == "CUDNN_STATUS_NOT_INITIALIZED", "{version}: {h:?}");
+            assert_eq!(h.code, if e.version.major() >= 9 { 1001 } else { 1 });
+        }
+        eprintln!(
+            "{version}: cudnnGetVersion {} cudart {} runtime {:?} handle {:?} -> {}; child {:.1} ms, spawn to exit {} ms",
+            v.version,
+            v.cudart_version,
+            rep.cudart.as_ref().and_then(|c| c.runtime_version),
+            rep.handle.as_ref().map(|h| &h.name),
+            c.status,
+            rep.elapsed_ms,
+            o.elapsed_ms
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs the real cuDNN wheels (CUENV_REAL_WHEELS)"]
+fn an_earlier_ld_library_path_folder_with_8_9_4_shadows_a_profile_on_8_8_0() {
+    let r = real();
+    let (new, old) = (r.entry("8.9.4.25"), r.entry("8.8.0.121"));
+    let o = run_probe(cuenv(), &env_with(&[&new.lib, &old.lib, &r.cudart11]), 8, true, T);
+    let c = classify(&o, &expected(old));
+    assert_eq!(c.status, CheckStatus::Fail, "{}", show(&o, &c));
+    let won = std::fs::canonicalize(&new.lib).unwrap();
+    let sh = c.reasons.iter().find(|x| x.kind == ReasonKind::Shadowed).unwrap_or_else(|| panic!("{}", show(&o, &c)));
+    assert!(sh.message.contains(&format!("the cuDNN dispatcher libcudnn.so.8 came from {}", won.display())), "{sh}");
+    assert!(sh.message.contains("LD_LIBRARY_PATH lists") && sh.message.contains("before the profile's folder"), "{sh}");
+    let vm = c.reasons.iter().find(|x| x.kind == ReasonKind::VersionMismatch).unwrap();
+    assert!(vm.message.contains("8904 (8.9.4)"), "{vm}");
+    assert!(c.has(ReasonKind::WrongCudaMajor), "8.9.4 here is a CUDA 12 build: {}", show(&o, &c));
+    eprintln!("{}", c.messages().join("\n"));
+}
+
+#[test]
+#[ignore = "needs the real cuDNN wheels (CUENV_REAL_WHEELS)"]
+fn a_sub_library_linked_in_from_another_release_is_mixed() {
+    let r = real();
+    let (new, old) = (r.entry("8.9.4.25"), r.entry("8.8.0.121"));
+    // A framework-like folder that holds only 8.9.4's libcudnn_ops_infer.so.8 (as a link).
+    let fw = scratch("mixed-fw");
+    std::os::unix::fs::symlink(new.lib.join("libcudnn_ops_infer.so.8"), fw.join("libcudnn_ops_infer.so.8")).unwrap();
+    let o = run_probe(cuenv(), &env_with(&[&fw, &old.lib, &r.cudart11]), 8, false, T);
+    let c = classify(&o, &expected(old));
+    assert_eq!(c.status, CheckStatus::Fail, "{}", show(&o, &c));
+    assert!(c.has(ReasonKind::MixedVersions), "{}", show(&o, &c));
+    let sh = c.reasons.iter().find(|x| x.kind == ReasonKind::Shadowed).unwrap();
+    assert!(sh.message.starts_with("libcudnn_ops_infer.so.8 came from"), "{sh}");
+    assert!(sh.message.contains(&format!("{} (which links libcudnn_ops_infer.so.8 to it)", fw.display())), "{sh}");
+    // The version comes from the sub-library that got loaded (field notes §7).
+    assert!(c.reasons.iter().any(|x| x.kind == ReasonKind::VersionMismatch && x.message.contains("8904")), "{}", show(&o, &c));
+    eprintln!("{}", c.messages().join("\n"));
+}
+
+#[test]
+#[ignore = "needs the real cuDNN wheels (CUENV_REAL_WHEELS)"]
+fn a_dispatcher_without_its_sub_libraries_aborts_the_child_and_names_the_missing_one() {
+    let r = real();
+    for (version, missing) in [("9.5.0.50", "libcudnn_graph.so.9"), ("8.9.4.25", "libcudnn_ops_infer.so.8")] {
+        let e = r.entry(version);
+        let alone = scratch(&format!("alone-{version}"));
+        let name = format!("libcudnn.so.{}", e.version.major());
+        std::fs::copy(e.lib.join(&name), alone.join(&name)).unwrap();
+        let o = run_probe(cuenv(), &env_with(&[&alone, r.cudart(e.cuda)]), e.version.major(), false, T);
+        let c = classify(&o, &Expected { entry_dir: alone.clone(), ..expected(e) });
+        assert_eq!(o.end, ProbeEnd::Signaled { signal: 6, name: "SIGABRT".into() }, "{version}: {}", show(&o, &c));
+        assert_eq!(c.status, CheckStatus::Fail);
+        let m = c.reasons.iter().find(|x| x.kind == ReasonKind::MissingLibrary).unwrap_or_else(|| panic!("{}", show(&o, &c)));
+        assert!(m.message.contains(missing), "{version}: {m}");
+        assert!(c.has(ReasonKind::Crash));
+        eprintln!("{version}: {}", c.messages().join("\n"));
+    }
+}

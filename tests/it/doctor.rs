@@ -1,0 +1,197 @@
+//! `cuenv doctor` on stub cuDNN libraries built with the C compiler at test time: which one
+//! the loader picks from LD_LIBRARY_PATH, the folders it shadows, a dispatcher whose
+//! sub-library comes from another folder, and cuDNN copied by hand into a toolkit root.
+//! Linux only (ELF stubs found through LD_LIBRARY_PATH).
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+
+use crate::support::stubs::Stubs;
+use serde_json::Value;
+
+/// `cuenv doctor --major 9 [args]` with only `LD_LIBRARY_PATH` = `ld` (and `extra`) set.
+fn doctor(home: &Path, ld: &[&Path], extra: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cuenv"));
+    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("CUENV_HOME", home);
+    // No toolkit root of this machine may leak in; each test names its own.
+    c.env("CUENV_TOOLKIT_PATHS", "").env("CUDA_HOME", "").env("CUDA_PATH", "");
+    c.env("LD_LIBRARY_PATH", std::env::join_paths(ld).unwrap());
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    let out = c.args(["doctor", "--major", "9"]).args(args).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn the_first_folder_wins_and_the_later_one_is_shadowed() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    let a = s.build("a", "libcudnn.so.9", &["VERSION=90500"]);
+    let b = s.build("b", "libcudnn.so.9", &["VERSION=90100"]);
+    std::fs::write(b.join("libcudnn.so.9.1.0"), "").unwrap();
+    let rt = s.cudart();
+    let (code, out, err) = doctor(home.path(), &[&a, &rt, &b], &[], &["--json"]);
+    assert_eq!(code, 0, "a shadowed copy is a warning, not a problem:\n{out}\n{err}");
+    let d: Value = serde_json::from_str(&out).unwrap();
+    let loaded = &d["loaded"][0];
+    assert_eq!(loaded["version"], "9.5.0");
+    assert_eq!(loaded["built_for_cuda"], "12.6");
+    assert_eq!(loaded["dispatcher"], a.join("libcudnn.so.9").to_str().unwrap());
+    assert_eq!(loaded["origin"], format!("the folder {}", a.display()));
+    let dirs = d["search_path"].as_array().unwrap();
+    assert_eq!(dirs.len(), 2, "{d}");
+    assert_eq!((dirs[0]["position"].as_u64(), dirs[0]["dispatchers"][0]["first"].as_bool()), (Some(1), Some(true)));
+    assert_eq!((dirs[1]["position"].as_u64(), dirs[1]["dispatchers"][0]["first"].as_bool()), (Some(3), Some(false)));
+    assert_eq!(dirs[1]["dispatchers"][0]["version"], "9.1.0");
+    let f = d["findings"].as_array().unwrap();
+    assert_eq!(f.len(), 1, "{d}");
+    assert_eq!(f[0]["severity"], "warning");
+    assert!(
+        f[0]["message"].as_str().unwrap().contains(&format!("2 folders on LD_LIBRARY_PATH hold cuDNN 9: {} comes first and wins", a.display())),
+        "{}",
+        f[0]
+    );
+
+    // The same in words.
+    let (code, out, _) = doctor(home.path(), &[&a, &rt, &b], &[], &[]);
+    assert_eq!(code, 0);
+    assert!(out.contains("cuDNN 9: 9.5.0, built for CUDA 12.6"), "{out}");
+    assert!(out.contains(&format!("3. {}: libcudnn.so.9 (9.1.0) [shadowed]", b.display())), "{out}");
+    assert!(out.contains("0 problems, 1 warning"), "{out}");
+}
+
+#[test]
+fn a_sub_library_from_another_folder_is_a_problem() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    // cuDNN 9's dispatcher loads libcudnn_graph.so.9 by name: here it only exists in `other`.
+    let entry = s.build("entry", "libcudnn.so.9", &["MODE_SUB"]);
+    let other = s.build("other", "libcudnn_graph.so.9", &["GRAPH", "VERSION=90100"]);
+    let rt = s.cudart();
+    let (code, out, err) = doctor(home.path(), &[&entry, &rt, &other], &[], &[]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(out.contains("problem: cuDNN 9 from") && out.contains("mixed sub-library versions"), "{out}");
+    assert!(out.contains(&format!("{} (libcudnn_graph.so.9)", other.display())), "{out}");
+    assert!(out.contains("hint: keep every cuDNN 9 library of one release in one folder"), "{out}");
+}
+
+#[test]
+fn nothing_loadable_is_no_problem_and_hand_copied_cudnn_is_a_warning() {
+    let home = tempfile::tempdir().unwrap();
+    let tk = tempfile::tempdir().unwrap();
+    std::fs::write(tk.path().join("version.json"), r#"{"cuda": {"name": "CUDA SDK", "version": "12.6.77"}}"#).unwrap();
+    std::fs::create_dir_all(tk.path().join("lib64")).unwrap();
+    for f in ["libcudart.so.12", "libcudnn.so.9", "libcudnn_ops.so.9", "libcudnn.so.9.5.0"] {
+        std::fs::write(tk.path().join("lib64").join(f), "not a library").unwrap();
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let (code, out, err) = doctor(home.path(), &[empty.path()], &[("CUENV_TOOLKIT_PATHS", tk.path().to_str().unwrap())], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("cuDNN 9: not loadable (libcudnn.so.9: cannot open shared object file"), "{out}");
+    assert!(out.contains("no folder on LD_LIBRARY_PATH holds a cuDNN dispatcher"), "{out}");
+    assert!(out.contains("warning: cuDNN 9.5.0 was copied by hand into the CUDA 12.6.77 root"), "{out}");
+    assert!(out.contains("hint: import the release with `cuenv store add"), "{out}");
+}
+
+#[test]
+fn an_active_profile_missing_from_the_current_generation_is_a_problem() {
+    let home = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let (code, out, _) = doctor(home.path(), &[empty.path()], &[("CUENV_PROFILE", "torch2")], &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("active profile (CUENV_PROFILE): torch2"), "{out}");
+    assert!(out.contains("problem: CUENV_PROFILE says profile `torch2` is active, but the current generation has no such profile"), "{out}");
+}
+
+#[test]
+fn framework_copies_in_the_conda_env_are_warnings() {
+    let home = tempfile::tempdir().unwrap();
+    let env = tempfile::tempdir().unwrap();
+    let sp = env.path().join("lib/python3.11/site-packages");
+    for d in ["torch/lib", "nvidia/cudnn/lib", "nvidia_cudnn_cu12-9.1.0.70.dist-info"] {
+        std::fs::create_dir_all(sp.join(d)).unwrap();
+    }
+    std::fs::write(sp.join("torch/lib/libcudnn.so.9"), "x").unwrap();
+    std::fs::write(sp.join("nvidia/cudnn/lib/libcudnn.so.9"), "x").unwrap();
+    std::fs::write(env.path().join("lib/libcudnn.so.8"), "x").unwrap();
+    std::fs::write(env.path().join("lib/libcudnn.so.8.9.7"), "x").unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let (code, out, _) = doctor(home.path(), &[empty.path()], &[("CONDA_PREFIX", env.path().to_str().unwrap())], &[]);
+    assert_eq!(code, 0, "{out}");
+    let prefix = env.path().display();
+    assert!(
+        out.contains(&format!("warning: conda's cudnn package in the conda env {prefix} carries its own cuDNN 8.9.7: {prefix}/lib/libcudnn.so.8")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "warning: PyTorch in the conda env {prefix} carries its own cuDNN 9 (its files do not tell the exact version): {}",
+            sp.join("torch/lib/libcudnn.so.9").display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "warning: the pip wheel nvidia-cudnn in the conda env {prefix} carries its own cuDNN 9.1.0.70: {}",
+            sp.join("nvidia/cudnn/lib/libcudnn.so.9").display()
+        )),
+        "{out}"
+    );
+    assert!(out.contains("hint: a framework loads its own copy first"), "{out}");
+}
+
+#[test]
+fn a_crashing_dispatcher_is_a_problem_with_a_hint() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    let bad = s.build("bad", "libcudnn.so.9", &["MODE_SEGV"]);
+    let (code, out, _) = doctor(home.path(), &[&bad], &[], &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("cuDNN 9: not loadable (the probe crashed (SIGSEGV) while loading it)"), "{out}");
+    assert!(out.contains("problem: cuDNN 9: crash"), "{out}");
+    assert!(out.contains("hint: `cuenv doctor --json` shows the probe's output"), "{out}");
+}
+
+#[test]
+fn an_unusable_file_first_on_the_search_path_is_a_problem() {
+    let home = tempfile::tempdir().unwrap();
+    let bogus = tempfile::tempdir().unwrap();
+    std::fs::write(bogus.path().join("libcudnn.so.9"), "hi\n").unwrap();
+    let (code, out, _) = doctor(home.path(), &[bogus.path()], &[], &["--major", "9"]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("problem: cuDNN 9 cannot be loaded: ") && out.contains("file too short"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "hint: {} is not a usable Linux library: remove it, or its folder from LD_LIBRARY_PATH",
+            bogus.path().join("libcudnn.so.9").display()
+        )),
+        "{out}"
+    );
+    assert_eq!(out.matches("cuDNN 9: ").count(), 1, "--major 9 given twice probes once:\n{out}");
+}
+
+#[test]
+fn a_dispatcher_with_a_missing_dependency_is_not_called_unusable() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    // A dispatcher linked against libstubdep.so, which is then deleted.
+    let dep = s.build("dep", "libstubdep.so", &["GRAPH", "VERSION=1"]);
+    let disp = s.tmp.path().join("disp");
+    std::fs::create_dir_all(&disp).unwrap();
+    let out = std::process::Command::new(&s.cc)
+        .args(["-shared", "-fPIC", "-DVERSION=90500", "-o"])
+        .arg(disp.join("libcudnn.so.9"))
+        .arg(s.tmp.path().join("stub.c"))
+        .arg(format!("-L{}", dep.display()))
+        .args(["-Wl,--no-as-needed", "-lstubdep", "-ldl"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_file(dep.join("libstubdep.so")).unwrap();
+    let (code, out, _) = doctor(home.path(), &[&disp], &[], &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("missing library") && out.contains("libstubdep.so"), "{out}");
+    assert!(!out.contains("is not a usable"), "{out}");
+    assert!(out.contains("hint: put the folder that holds it on LD_LIBRARY_PATH"), "{out}");
+}

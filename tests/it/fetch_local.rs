@@ -1,0 +1,929 @@
+//! `cuenv store fetch` against a local HTTP server on 127.0.0.1 (ephemeral port) that plays
+//! NVIDIA's redist folder (manifests of all three shapes) and a PyPI JSON API, serving
+//! cuDNN-looking archives and wheels built at test time. Hermetic: proxy variables are
+//! removed from the child's environment, except where a test sets them.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use assert_cmd::Command;
+use base64::Engine as _;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tempfile::TempDir;
+
+use crate::support;
+
+// ---------------------------------------------------------------------------------------
+// A tiny HTTP/1.1 server: one thread per connection, `Connection: close`, plus CONNECT
+// (so it can also act as the HTTPS_PROXY/HTTP_PROXY the client tunnels through).
+
+#[derive(Clone)]
+enum Route {
+    /// 200 with this body.
+    Ok(Arc<Vec<u8>>),
+    /// This status, empty body.
+    Status(u16),
+    /// Announces the full length, sends `after` bytes, then closes the connection.
+    Drop { body: Arc<Vec<u8>>, after: usize },
+    /// `status` for the first `fails` requests, then 200 with `body`.
+    FailFirst { fails: Arc<AtomicUsize>, status: u16, body: Arc<Vec<u8>> },
+}
+
+#[derive(Clone)]
+struct Server {
+    base: String,
+    routes: Arc<Mutex<HashMap<String, Route>>>,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    fn start() -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let server = Server { base, routes: Default::default(), log: Default::default() };
+        let s = server.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let s = s.clone();
+                std::thread::spawn(move || s.handle(stream));
+            }
+        });
+        server
+    }
+
+    fn route(&self, path: &str, route: Route) {
+        self.routes.lock().unwrap().insert(path.to_string(), route);
+    }
+
+    fn ok(&self, path: &str, body: impl Into<Vec<u8>>) {
+        self.route(path, Route::Ok(Arc::new(body.into())));
+    }
+
+    /// Request targets seen so far (`GET /path`, `CONNECT host:port`, `GET http://...`).
+    fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn hits(&self, path: &str) -> usize {
+        self.log().iter().filter(|l| l.ends_with(path)).count()
+    }
+
+    fn handle(&self, stream: TcpStream) {
+        let mut out = stream.try_clone().unwrap();
+        let mut reader = BufReader::new(stream);
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" || h == "\n" {
+                    break;
+                }
+            }
+            let mut parts = line.split_whitespace();
+            let (method, target) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
+            self.log.lock().unwrap().push(format!("{method} {target}"));
+            if method == "CONNECT" {
+                let _ = out.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                continue;
+            }
+            // Absolute-form targets (plain HTTP proxying) carry scheme and host.
+            let path = match target.strip_prefix("http://") {
+                Some(rest) => rest.find('/').map(|i| rest[i..].to_string()).unwrap_or("/".into()),
+                None => target.clone(),
+            };
+            let route = self.routes.lock().unwrap().get(&path).cloned();
+            let head = |code: u16, len: usize| format!("HTTP/1.1 {code} X\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n");
+            let _ = match route {
+                None => out.write_all(head(404, 0).as_bytes()),
+                Some(Route::Status(code)) => out.write_all(head(code, 0).as_bytes()),
+                Some(Route::Ok(body)) => out.write_all(head(200, body.len()).as_bytes()).and_then(|_| out.write_all(&body)),
+                Some(Route::Drop { body, after }) => {
+                    let _ = out.write_all(head(200, body.len()).as_bytes()).and_then(|_| out.write_all(&body[..after])).and_then(|_| out.flush());
+                    let _ = out.shutdown(Shutdown::Both);
+                    return;
+                }
+                Some(Route::FailFirst { fails, status, body }) => {
+                    if fails.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+                        out.write_all(head(status, 0).as_bytes())
+                    } else {
+                        out.write_all(head(200, body.len()).as_bytes()).and_then(|_| out.write_all(&body))
+                    }
+                }
+            };
+            let _ = out.flush();
+            return;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Fixtures: cuDNN-looking releases built at test time.
+
+/// A 64-bit little-endian ELF shared-object header for x86-64 (all `binfmt` reads), padded
+/// with some bytes so downloads are not trivially small.
+fn elf_so(seed: u8) -> Vec<u8> {
+    let mut h = vec![0u8; 64];
+    h[..4].copy_from_slice(b"\x7fELF");
+    h[4] = 2; // ELFCLASS64
+    h[5] = 1; // little-endian
+    h[6] = 1; // EV_CURRENT
+    h[16..18].copy_from_slice(&3u16.to_le_bytes()); // ET_DYN
+    h[18..20].copy_from_slice(&62u16.to_le_bytes()); // EM_X86_64
+    h[20..24].copy_from_slice(&1u32.to_le_bytes());
+    h[52..54].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
+    h[54..56].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
+    h[58..60].copy_from_slice(&64u16.to_le_bytes()); // e_shentsize
+    // Pseudo-random padding (xorshift) so compression leaves a few hundred kB.
+    let mut x: u32 = 0x9e3779b9 ^ seed as u32;
+    for _ in 0..300_000 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        h.push(x as u8);
+    }
+    h
+}
+
+fn version_header(version: &str) -> String {
+    let p: Vec<&str> = version.split('.').collect();
+    format!("#define CUDNN_MAJOR {}\n#define CUDNN_MINOR {}\n#define CUDNN_PATCHLEVEL {}\n", p[0], p[1], p[2])
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    hex::encode(Sha256::digest(b))
+}
+
+/// `cudnn-linux-x86_64-<v>_cuda<N>-archive.tar.xz` with `lib/libcudnn.so.<major>`,
+/// `include/cudnn_version.h` and `LICENSE`. Returns (file name, bytes).
+fn linux_archive(version: &str, cuda: &str) -> (String, Vec<u8>) {
+    let stem = format!("cudnn-linux-x86_64-{version}_cuda{cuda}-archive");
+    let major = version.split('.').next().unwrap();
+    let mut tar = tar::Builder::new(Vec::new());
+    let mut add = |path: &str, data: &[u8]| {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_mtime(1_700_000_000);
+        h.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(&mut h, format!("{stem}/{path}"), data).unwrap();
+    };
+    // Distinct bytes per release and CUDA major (identical content would be one store entry).
+    let seed = version.bytes().chain(cuda.bytes()).fold(0u8, |a, b| a.wrapping_mul(31).wrapping_add(b));
+    add(&format!("lib/libcudnn.so.{major}"), &elf_so(seed));
+    add("include/cudnn_version.h", version_header(version).as_bytes());
+    add("LICENSE", b"test license\n");
+    let tar = tar.into_inner().unwrap();
+    let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
+    xz.write_all(&tar).unwrap();
+    (format!("{stem}.tar.xz"), xz.finish().unwrap())
+}
+
+/// `nvidia_cudnn_cu<N>-<v>-py3-none-manylinux2014_x86_64.whl` with a valid RECORD.
+fn linux_wheel(version: &str, cuda: u64) -> (String, Vec<u8>) {
+    let dist = format!("nvidia_cudnn_cu{cuda}-{version}.dist-info");
+    let major = version.split('.').next().unwrap();
+    let files: Vec<(String, Vec<u8>)> = vec![
+        (format!("nvidia/cudnn/lib/libcudnn.so.{major}"), elf_so(7)),
+        ("nvidia/cudnn/include/cudnn_version.h".into(), version_header(version).into_bytes()),
+        (format!("{dist}/METADATA"), format!("Metadata-Version: 2.1\nName: nvidia-cudnn-cu{cuda}\nVersion: {version}\n").into_bytes()),
+        (format!("{dist}/WHEEL"), b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-manylinux2014_x86_64\n".to_vec()),
+    ];
+    let mut record = String::new();
+    for (p, d) in &files {
+        let h = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(d));
+        record.push_str(&format!("{p},sha256={h},{}\n", d.len()));
+    }
+    record.push_str(&format!("{dist}/RECORD,,\n"));
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (p, d) in files.iter().chain(std::iter::once(&(format!("{dist}/RECORD"), record.into_bytes()))) {
+        zip.start_file(p.as_str(), opts).unwrap();
+        zip.write_all(d).unwrap();
+    }
+    let bytes = zip.finish().unwrap().into_inner();
+    (format!("nvidia_cudnn_cu{cuda}-{version}-py3-none-manylinux2014_x86_64.whl"), bytes)
+}
+
+fn artifact(rel: &str, bytes: &[u8]) -> Value {
+    json!({"relative_path": rel, "sha256": sha256_hex(bytes), "md5": "00", "size": bytes.len().to_string()})
+}
+
+/// Serves NVIDIA-style manifests of all three shapes under `/redist/`:
+/// - `redistrib_8.5.0.96.json`: 8.5-era flat, cuda11 in the archive name;
+/// - `redistrib_8.9.4.25.json`: 8.9-era, flat, one file for CUDA 12 only; and
+///   `redistrib_8.9.4.json`: the same release, nested, with CUDA 11 and 12;
+/// - `redistrib_9.5.0.json`: 9.x nested `platform -> {cuda11, cuda12}`.
+fn serve_nvidia(s: &Server) {
+    let put = |version: &str, cuda: &str| -> Value {
+        let (name, bytes) = linux_archive(version, cuda);
+        let rel = format!("cudnn/linux-x86_64/{name}");
+        let a = artifact(&rel, &bytes);
+        s.ok(&format!("/redist/{rel}"), bytes);
+        a
+    };
+    let a85 = put("8.5.0.96", "11");
+    let a89_11 = put("8.9.4.25", "11");
+    let a89_12 = put("8.9.4.25", "12");
+    let a95_11 = put("9.5.0.50", "11");
+    let a95_12 = put("9.5.0.50", "12");
+    let win = json!({"relative_path": "cudnn/windows-x86_64/cudnn-windows-x86_64-9.5.0.50_cuda12-archive.zip", "sha256": "2c7cf19fa6ffd923e4f12472b6e7bd33144bda7e9553cc54a491afa8f4d4df38", "md5": "0", "size": "549722031"});
+    let m85 = json!({"release_date": "2022-08-04", "cudnn": {"name": "NVIDIA CUDA Deep Neural Network library", "license": "cudnn", "version": "8.5.0.96", "linux-x86_64": a85}});
+    let m8925 = json!({"release_date": "2023-08-09", "release_label": "8.9.4.25", "release_product": "cudnn-v8-9-cuda-12",
+        "cudnn": {"name": "x", "license": "cudnn", "license_path": "cudnn/LICENSE.txt", "version": "8.9.4.25", "linux-x86_64": a89_12.clone()}});
+    let m894 = json!({"release_date": "2024-03-15", "release_label": "8.9.4", "release_product": "cudnn",
+        "cudnn": {"name": "x", "version": "8.9.4.25", "cuda_variant": ["11", "12"], "linux-x86_64": {"cuda11": a89_11, "cuda12": a89_12}}});
+    let m95 = json!({"release_date": "2024-10-07", "release_label": "9.5.0", "release_product": "cudnn",
+        "cudnn": {"name": "x", "version": "9.5.0.50", "linux-x86_64": {"cuda11": a95_11, "cuda12": a95_12}, "cuda_variant": ["11", "12"], "windows-x86_64": {"cuda12": win}},
+        "cudnn_samples": {"name": "s", "version": "9.5.0.50", "source": {"relative_path": "cudnn_samples/source/x.tar.xz", "sha256": "f326d2b8225765b5ad5fe7419f55a72d2d6985a26bd025f2f9ac2d9fc9b7ee3a", "md5": "0", "size": "1"}}});
+    s.ok("/redist/redistrib_8.5.0.96.json", m85.to_string());
+    s.ok("/redist/redistrib_8.9.4.25.json", m8925.to_string());
+    s.ok("/redist/redistrib_8.9.4.json", m894.to_string());
+    s.ok("/redist/redistrib_9.5.0.json", m95.to_string());
+}
+
+/// What a PyPI JSON API says about one wheel.
+fn pypi_file(s: &Server, name: &str, bytes: &[u8]) -> Value {
+    json!({"filename": name, "url": format!("{}/files/{name}", s.base), "digests": {"sha256": sha256_hex(bytes), "md5": "0"}, "size": bytes.len(), "packagetype": "bdist_wheel", "yanked": false})
+}
+
+/// Serves `nvidia-cudnn-cu12` 9.5.0.50 (a linux wheel, plus a listed-only Windows wheel)
+/// and 9.1.0.70 (listed only) under `/pypi/`; the wheel itself under `/files/`. Returns the
+/// wheel's (file name, bytes). `tweak` edits the wheel's JSON entry (to lie about it).
+fn serve_pypi(s: &Server, tweak: impl FnOnce(&mut Value)) -> (String, Vec<u8>) {
+    let (name, bytes) = linux_wheel("9.5.0.50", 12);
+    let mut f = pypi_file(s, &name, &bytes);
+    tweak(&mut f);
+    let win = json!({"filename": "nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl", "url": format!("{}/files/w.whl", s.base), "digests": {"sha256": "11".repeat(32)}, "size": 557000000});
+    let doc = json!({"info": {"name": "nvidia-cudnn-cu12", "version": "9.5.0.50"}, "urls": [f.clone(), win.clone()]});
+    s.ok("/pypi/nvidia-cudnn-cu12/9.5.0.50/json", doc.to_string());
+    let old = json!({"filename": "nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl", "url": format!("{}/files/old.whl", s.base), "digests": {"sha256": "22".repeat(32)}, "size": 1});
+    let project =
+        json!({"info": {"name": "nvidia-cudnn-cu12"}, "releases": {"9.5.0.50": [f, win], "9.1.0.70": [old], "9.5.1.17": [], "8.9.4.25": [{"filename": "x"}]}});
+    s.ok("/pypi/nvidia-cudnn-cu12/json", project.to_string());
+    s.ok(&format!("/files/{name}"), bytes.clone());
+    (name, bytes)
+}
+
+// ---------------------------------------------------------------------------------------
+// Running cuenv.
+
+struct Env {
+    home: TempDir,
+    server: Server,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env { home: tempfile::Builder::new().prefix("cuenv-fetch-").tempdir().unwrap(), server: Server::start() }
+    }
+
+    /// `cuenv` with an isolated home, no proxy, one retry, the local server as index and mirror.
+    fn cuenv(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cuenv"));
+        for k in
+            ["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "CUENV_OFFLINE", "CUENV_HTTP_TIMEOUT"]
+        {
+            c.env_remove(k);
+        }
+        c.env("CUENV_HOME", self.home.path())
+            .env("CUENV_HTTP_RETRIES", "1")
+            .env("CUENV_PYPI_INDEX", &self.server.base)
+            .env("CUENV_NVIDIA_MIRROR", format!("{}/redist/", self.server.base))
+            .env("CUENV_LOCK_TIMEOUT", "30");
+        c
+    }
+
+    fn fetch(&self, args: &[&str]) -> std::process::Output {
+        self.cuenv().args(["store", "fetch"]).args(args).args(["--platform", "linux-x86_64"]).output().unwrap()
+    }
+
+    fn entries(&self) -> Vec<Value> {
+        let out = self.cuenv().args(["store", "list", "--json"]).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().unwrap().clone()
+    }
+
+    /// Asserts that no download or import left anything behind.
+    fn assert_no_leftovers(&self) {
+        for d in [self.home.path().join("store/.tmp"), self.home.path().join("store/.downloads")] {
+            let left: Vec<_> = std::fs::read_dir(&d).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+            assert!(left.is_empty(), "left in {}: {left:?}", d.display());
+        }
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn assert_fails(out: &std::process::Output, code: i32, stderr_has: &[&str]) {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "stdout: {}\nstderr: {err}", text(&out.stdout));
+    for s in stderr_has {
+        assert!(err.contains(s), "stderr lacks {s:?}:\n{err}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// PyPI.
+
+#[test]
+fn pypi_fetch_imports_then_second_run_downloads_nothing() {
+    let env = Env::new();
+    let (name, bytes) = serve_pypi(&env.server, |_| {});
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("added cudnn-9.5.0.50-cuda12-linux-x86_64-"), "{stdout}");
+    assert!(stdout.contains(&format!("from {}/files/{name} (sha256 {})", env.server.base, sha256_hex(&bytes))), "{stdout}");
+    assert!(text(&out.stderr).contains(&format!("downloading {}/files/{name}", env.server.base)));
+    let entries = env.entries();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["version"], "9.5.0.50");
+    assert_eq!(entries[0]["cuda_major"], 12);
+    assert_eq!(entries[0]["source"], name.as_str());
+    env.assert_no_leftovers();
+    assert_eq!(env.server.hits(&format!("/files/{name}")), 1);
+
+    let again = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(text(&again.stdout).starts_with("already in store: cudnn-9.5.0.50-cuda12-linux-x86_64-"), "{}", text(&again.stdout));
+    assert!(text(&again.stdout).contains("nothing downloaded"));
+    assert_eq!(env.server.hits(&format!("/files/{name}")), 1, "the second run must not download");
+}
+
+#[test]
+fn pypi_fetch_json_reports_source() {
+    let env = Env::new();
+    let (name, bytes) = serve_pypi(&env.server, |_| {});
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], "9.5.0.50");
+    assert_eq!(v["cuda_major"], 12);
+    assert_eq!(v["platform"], "linux-x86_64");
+    assert_eq!(v["url"], format!("{}/files/{name}", env.server.base));
+    assert_eq!(v["sha256"], sha256_hex(&bytes));
+    assert_eq!(v["size"], bytes.len());
+    assert_eq!(v["downloaded"], true);
+    assert_eq!(v["existed"], false);
+    assert_eq!(v["source"], "pypi");
+    assert!(Path::new(v["path"].as_str().unwrap()).join("entry.toml").is_file());
+}
+
+#[test]
+fn pypi_project_document_is_enough() {
+    // Some mirrors serve only <index>/pypi/<project>/json, with URLs relative to it.
+    let env = Env::new();
+    let (name, _) = serve_pypi(&env.server, |_| {});
+    env.server.route("/pypi/nvidia-cudnn-cu12/9.5.0.50/json", Route::Status(404));
+    let Some(Route::Ok(doc)) = env.server.routes.lock().unwrap().get("/pypi/nvidia-cudnn-cu12/json").cloned() else { panic!() };
+    env.server.ok("/pypi/nvidia-cudnn-cu12/json", text(&doc).replace(&format!("{}/files/", env.server.base), "../../files/"));
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("added cudnn-9.5.0.50-cuda12-"), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains(&format!("from {}/files/{name} ", env.server.base)), "{}", text(&out.stdout));
+}
+
+#[test]
+fn pypi_three_part_version_picks_the_build() {
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    let out = env.fetch(&["cudnn@9.5.0", "--cuda", "12"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("added cudnn-9.5.0.50-cuda12-"), "{}", text(&out.stdout));
+}
+
+#[test]
+fn pypi_unknown_version_lists_nearby_versions() {
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    let out = env.fetch(&["cudnn@9.5.0.49", "--cuda", "12"]);
+    assert_fails(
+        &out,
+        2,
+        &[&format!("error: `nvidia-cudnn-cu12` has no version 9.5.0.49 on {}; nearby versions: 9.5.0.50", env.server.base), "hint: pick one of: 9.5.0.50"],
+    );
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "13"]);
+    assert_fails(&out, 2, &[&format!("error: no project `nvidia-cudnn-cu13` on the index {}", env.server.base)]);
+}
+
+#[test]
+fn pypi_no_wheel_for_platform() {
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    let out = env.cuenv().args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-sbsa"]).output().unwrap();
+    assert_fails(
+        &out,
+        2,
+        &[
+            "error: `nvidia-cudnn-cu12` 9.5.0.50 has no wheel for linux-sbsa; its wheels: nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl, nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl",
+        ],
+    );
+}
+
+#[test]
+fn sha256_mismatch_imports_nothing() {
+    let env = Env::new();
+    let (name, bytes) = serve_pypi(&env.server, |f| f["digests"]["sha256"] = json!("ab".repeat(32)));
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert_fails(
+        &out,
+        2,
+        &[
+            &format!("error: {}/files/{name}: SHA-256 is {}, but {} was expected", env.server.base, sha256_hex(&bytes), "ab".repeat(32)),
+            "hint: the server sent other bytes than the manifest or index publishes",
+        ],
+    );
+    assert!(env.entries().is_empty());
+    env.assert_no_leftovers();
+}
+
+#[test]
+fn size_mismatch_imports_nothing() {
+    let env = Env::new();
+    let (name, bytes) = serve_pypi(&env.server, |f| f["size"] = json!(f["size"].as_u64().unwrap() + 1));
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert_fails(&out, 2, &[&format!("error: {}/files/{name}: got {} bytes, but {} were expected", env.server.base, bytes.len(), bytes.len() + 1)]);
+    assert!(env.entries().is_empty());
+    env.assert_no_leftovers();
+}
+
+#[test]
+fn missing_file_is_404() {
+    let env = Env::new();
+    let (name, _) = serve_pypi(&env.server, |_| {});
+    env.server.route(&format!("/files/{name}"), Route::Status(404));
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert_fails(&out, 1, &[&format!("error: GET {}/files/{name}: not found (HTTP 404)", env.server.base)]);
+    // 404 is final: no retry.
+    assert_eq!(env.server.hits(&format!("/files/{name}")), 1);
+    env.assert_no_leftovers();
+}
+
+#[test]
+fn dropped_connection_mid_file_leaves_nothing() {
+    let env = Env::new();
+    let (name, bytes) = serve_pypi(&env.server, |_| {});
+    env.server.route(&format!("/files/{name}"), Route::Drop { body: Arc::new(bytes.clone()), after: 100_000 });
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert_fails(
+        &out,
+        1,
+        &[
+            &format!("error: download of {}/files/{name} broke off after 100000 bytes of {} (tried 2 times)", env.server.base, bytes.len()),
+            "hint: check the network",
+        ],
+    );
+    assert_eq!(env.server.hits(&format!("/files/{name}")), 2, "one retry");
+    assert!(env.entries().is_empty());
+    env.assert_no_leftovers();
+}
+
+#[test]
+fn server_errors_are_retried() {
+    let env = Env::new();
+    let (name, bytes) = serve_pypi(&env.server, |_| {});
+    env.server.route(&format!("/files/{name}"), Route::FailFirst { fails: Arc::new(AtomicUsize::new(2)), status: 503, body: Arc::new(bytes) });
+    let out =
+        env.cuenv().env("CUENV_HTTP_RETRIES", "3").args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(env.server.hits(&format!("/files/{name}")), 3);
+
+    // Retries spent: the last status is reported.
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    env.server.route("/pypi/nvidia-cudnn-cu12/9.5.0.50/json", Route::Status(502));
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert_fails(&out, 1, &[&format!("error: GET {}/pypi/nvidia-cudnn-cu12/9.5.0.50/json: HTTP 502 (tried 2 times)", env.server.base)]);
+}
+
+#[test]
+fn offline_names_what_is_missing_and_touches_no_network() {
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    let expected = format!(
+        "error: offline: cannot get cuDNN 9.5.0.50 for CUDA 12 (linux-x86_64) from PyPI; that needs {}/pypi/nvidia-cudnn-cu12/9.5.0.50/json",
+        env.server.base
+    );
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12", "--offline"]);
+    assert_fails(&out, 1, &[&expected, "hint: drop --offline (or unset CUENV_OFFLINE)"]);
+    let out = env.cuenv().env("CUENV_OFFLINE", "1").args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).output().unwrap();
+    assert_fails(&out, 1, &[&expected]);
+    let out = env
+        .cuenv()
+        .env("CUENV_OFFLINE", "1")
+        .args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--from", "nvidia", "--platform", "linux-x86_64"])
+        .output()
+        .unwrap();
+    assert_fails(
+        &out,
+        1,
+        &[&format!(
+            "error: offline: cannot get cuDNN 9.5.0.50 for CUDA 12 (linux-x86_64) from NVIDIA; that needs {}/redist/redistrib_9.5.0.50.json",
+            env.server.base
+        )],
+    );
+    assert!(env.server.log().is_empty(), "offline touched the network: {:?}", env.server.log());
+    // CUENV_OFFLINE=0 means online.
+    let out = env.cuenv().env("CUENV_OFFLINE", "0").args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn proxy_variables_are_honoured() {
+    let env = Env::new();
+    // The index's host does not exist: only a proxy can reach it.
+    let (name, _) = serve_pypi(&env.server, |_| {});
+    let doc = env.server.routes.lock().unwrap().get("/pypi/nvidia-cudnn-cu12/9.5.0.50/json").cloned();
+    let Some(Route::Ok(body)) = doc else { panic!() };
+    let rewritten = text(&body).replace(&env.server.base, "http://files.cuenv.invalid");
+    env.server.ok("/pypi/nvidia-cudnn-cu12/9.5.0.50/json", rewritten);
+    let out = env
+        .cuenv()
+        .env("HTTP_PROXY", &env.server.base)
+        .env("CUENV_PYPI_INDEX", "http://pypi.cuenv.invalid")
+        .args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = env.server.log();
+    assert!(log.contains(&"CONNECT pypi.cuenv.invalid:80".to_string()), "{log:?}");
+    assert!(log.contains(&"CONNECT files.cuenv.invalid:80".to_string()), "{log:?}");
+    assert!(log.iter().any(|l| l.ends_with(&format!("/files/{name}"))), "{log:?}");
+
+    // NO_PROXY: a dead proxy is bypassed for 127.0.0.1.
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    let dead = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let out = env
+        .cuenv()
+        .env("HTTP_PROXY", &dead_url)
+        .env("NO_PROXY", "127.0.0.1")
+        .args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Without NO_PROXY the dead proxy is used, and fails.
+    let out =
+        env.cuenv().env("HTTP_PROXY", &dead_url).args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).output().unwrap();
+    assert_fails(&out, 1, &[&format!("error: cannot reach {}/pypi/nvidia-cudnn-cu12/9.5.0.50/json (tried 2 times)", env.server.base)]);
+}
+
+// ---------------------------------------------------------------------------------------
+// NVIDIA.
+
+#[test]
+fn nvidia_all_three_manifest_shapes() {
+    let env = Env::new();
+    serve_nvidia(&env.server);
+    for (what, cuda) in [("cudnn@8.5.0.96", "11"), ("cudnn@8.9.4.25", "12"), ("cudnn@8.9.4.25", "11"), ("cudnn@9.5.0.50", "12")] {
+        let out = env.fetch(&[what, "--cuda", cuda, "--from", "nvidia"]);
+        assert!(out.status.success(), "{what} cuda {cuda}: {}", text(&out.stderr));
+        let v = &what[6..];
+        assert!(text(&out.stdout).starts_with(&format!("added cudnn-{v}-cuda{cuda}-linux-x86_64-")), "{}", text(&out.stdout));
+        assert!(text(&out.stdout).contains(&format!("cudnn-linux-x86_64-{v}_cuda{cuda}-archive.tar.xz")), "{}", text(&out.stdout));
+    }
+    let got: Vec<(String, u64)> = env.entries().iter().map(|e| (e["version"].as_str().unwrap().to_string(), e["cuda_major"].as_u64().unwrap())).collect();
+    assert_eq!(got.len(), 4, "{got:?}");
+    for want in [("8.5.0.96", 11), ("8.9.4.25", 11), ("8.9.4.25", 12), ("9.5.0.50", 12)] {
+        assert!(got.contains(&(want.0.to_string(), want.1)), "{want:?} missing from {got:?}");
+    }
+    // 8.9.4.25 for CUDA 12 came from the one-major 4-part file; for CUDA 11 from the 3-part file.
+    assert_eq!(env.server.hits("/redist/redistrib_8.9.4.json"), 1);
+    assert_eq!(env.server.hits("/redist/redistrib_8.9.4.25.json"), 2);
+    env.assert_no_leftovers();
+}
+
+#[test]
+fn nvidia_three_part_version() {
+    let env = Env::new();
+    serve_nvidia(&env.server);
+    let out = env.fetch(&["cudnn@9.5.0", "--cuda", "11", "--from", "nvidia"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("added cudnn-9.5.0.50-cuda11-linux-x86_64-"), "{}", text(&out.stdout));
+}
+
+#[test]
+fn nvidia_lists_what_the_manifest_offers() {
+    let env = Env::new();
+    serve_nvidia(&env.server);
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "13", "--from", "nvidia"]);
+    assert_fails(
+        &out,
+        2,
+        &[&format!(
+            "error: cuDNN 9.5.0.50 has no archive for linux-x86_64 and CUDA 13 at {}/redist/; offered: linux-x86_64/cuda11, linux-x86_64/cuda12, windows-x86_64/cuda12",
+            env.server.base
+        )],
+    );
+    let out = env.fetch(&["cudnn@9.99.0", "--cuda", "12", "--from", "nvidia"]);
+    assert_fails(&out, 2, &[&format!("error: no NVIDIA redist manifest for cuDNN 9.99.0 under {}/redist/ (tried redistrib_9.99.0.json)", env.server.base)]);
+    let out = env.fetch(&["cudnn@9.5.0.49", "--cuda", "12", "--from", "nvidia"]);
+    assert_fails(&out, 2, &[&format!("error: {}/redist/redistrib_9.5.0.json describes cuDNN 9.5.0.50, not 9.5.0.49", env.server.base)]);
+}
+
+#[test]
+fn nvidia_sha256_mismatch_and_drop() {
+    let env = Env::new();
+    serve_nvidia(&env.server);
+    let rel = "/redist/cudnn/linux-x86_64/cudnn-linux-x86_64-9.5.0.50_cuda12-archive.tar.xz";
+    let Some(Route::Ok(good)) = env.server.routes.lock().unwrap().get(rel).cloned() else { panic!() };
+    let mut bad = (*good).clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    env.server.ok(rel, bad.clone());
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12", "--from", "nvidia"]);
+    assert_fails(&out, 2, &[&format!("error: {}{rel}: SHA-256 is {}, but {} was expected", env.server.base, sha256_hex(&bad), sha256_hex(&good))]);
+    env.server.route(rel, Route::Drop { body: good.clone(), after: good.len() / 2 });
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12", "--from", "nvidia"]);
+    assert_fails(&out, 1, &[&format!("broke off after {} bytes of {}", good.len() / 2, good.len())]);
+    assert!(env.entries().is_empty());
+    env.assert_no_leftovers();
+}
+
+#[test]
+fn bad_arguments() {
+    let env = Env::new();
+    let out = env.fetch(&["cuda@12.6", "--cuda", "12"]);
+    assert_fails(&out, 2, &["only cuDNN can be fetched for now (`cudnn@VERSION`), not `cuda`"]);
+    let out = env.fetch(&["cudnn@9.x", "--cuda", "12"]);
+    assert_fails(&out, 2, &["`9.x` is not a version"]);
+    let out = env.cuenv().args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--from", "conda"]).output().unwrap();
+    assert_fails(&out, 2, &["unknown source `conda` (expected `nvidia` or `pypi`)"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// apply with `from` sources: cuDNN and the CUDA runtime from the (local) PyPI.
+
+/// A runtime-style wheel `nvidia_<pkg>_cu12-<version>` holding `nvidia/<pkg>/lib/<lib>`.
+fn runtime_wheel(project: &str, pkg: &str, version: &str, lib: &str, seed: u8) -> (String, Vec<u8>) {
+    let name = format!("{}-{version}-py3-none-manylinux2014_x86_64.whl", project.replace('-', "_"));
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file(format!("nvidia/{pkg}/lib/{lib}"), opts).unwrap();
+    zip.write_all(&elf_so(seed)).unwrap();
+    zip.start_file(format!("nvidia/{pkg}/__init__.py"), opts).unwrap();
+    (name, zip.finish().unwrap().into_inner())
+}
+
+/// Serves the three CUDA 12 runtime wheels (cudart 12.6.77, cuBLAS 12.6.4.1, NVRTC 12.6.85)
+/// as project documents only (like the mirror this was first run against).
+fn serve_runtime(s: &Server) {
+    for (project, pkg, version, lib, seed) in [
+        ("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "libcudart.so.12", 1),
+        ("nvidia-cublas-cu12", "cublas", "12.6.4.1", "libcublas.so.12", 2),
+        ("nvidia-cuda-nvrtc-cu12", "cuda_nvrtc", "12.6.85", "libnvrtc.so.12", 3),
+    ] {
+        let (name, bytes) = runtime_wheel(project, pkg, version, lib, seed);
+        let f = pypi_file(s, &name, &bytes);
+        let older = json!({"filename": format!("{}-12.4.0-py3-none-manylinux2014_x86_64.whl", project.replace('-', "_")), "url": format!("{}/files/nope.whl", s.base), "digests": {"sha256": "33".repeat(32)}, "size": 1});
+        s.ok(&format!("/pypi/{project}/json"), json!({"info": {"name": project}, "releases": {version: [f], "12.4.0": [older]}}).to_string());
+        s.ok(&format!("/files/{name}"), bytes);
+    }
+}
+
+#[test]
+fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
+    let env = Env::new();
+    let (wheel, _) = serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("lab.toml");
+    std::fs::write(&lab, "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n").unwrap();
+    let lab_s = lab.to_str().unwrap();
+
+    // plan names what would be fetched and fetches nothing.
+    let out = env.cuenv().args(["plan", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    assert!(plan.contains("+ fetch CUDA runtime 12.6") && plan.contains("+ fetch cuDNN 9.5.0.50 from PyPI"), "{plan}");
+    assert_eq!(env.server.hits(&format!("/files/{wheel}")), 0);
+
+    // apply fetches, imports, assembles the runtime root and pins the download.
+    let out = env.cuenv().args(["apply", "--no-check", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains("+ CUDA runtime 12.6 from PyPI") && said.contains("+ cuDNN 9.5.0.50 for CUDA 12 from"), "{said}");
+    let view = env.home.path().join("profiles/torch");
+    assert!(view.join("cuda-lib/libcudart.so.12").exists() && view.join("cuda-lib/libcublas.so.12").exists() && view.join("cuda-lib/libnvrtc.so.12").exists());
+    assert!(view.join("cuda/version.json").exists());
+    assert!(view.join("cudnn-lib/libcudnn.so.9").exists());
+    let lock = std::fs::read_to_string(dir.path().join("lab.lock")).unwrap();
+    assert!(lock.contains("toolkit-root = \"${CUENV_HOME}/toolkits/cuda-12.6.77-linux-x86_64-"), "{lock}");
+    let (_, wheel_bytes) = linux_wheel("9.5.0.50", 12);
+    assert!(lock.contains(&format!("cudnn-sha256 = \"{}\"", sha256_hex(&wheel_bytes))), "{lock}");
+    let (_, rt) = runtime_wheel("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "libcudart.so.12", 1);
+    assert!(lock.contains(&format!("\"nvidia-cuda-runtime-cu12==12.6.77 sha256:{}\"", sha256_hex(&rt))), "{lock}");
+    assert!(lock.contains("nvidia-cublas-cu12==12.6.4.1 sha256:") && lock.contains("nvidia-cuda-nvrtc-cu12==12.6.85 sha256:"), "{lock}");
+    assert_eq!(env.server.hits(&format!("/files/{wheel}")), 1);
+
+    // Everything cached: a second apply downloads nothing and changes nothing.
+    let out = env.cuenv().args(["apply", "--no-check", lab_s]).output().unwrap();
+    assert!(text(&out.stdout).contains("no changes"), "{}", text(&out.stdout));
+    assert_eq!(env.server.hits(&format!("/files/{wheel}")), 1);
+
+    // Another machine (a fresh home) with the same lock, `--locked`: the same bytes again.
+    let other = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = other.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("lab.lock")).unwrap(), lock, "the lock is unchanged");
+
+    // A newer cuBLAS 12.6 on the index does not move a locked runtime: the pins win.
+    let (name, bytes) = runtime_wheel("nvidia-cublas-cu12", "cublas", "12.6.9.9", "libcublas.so.12", 9);
+    let f = pypi_file(&env.server, &name, &bytes);
+    let (old_name, old_bytes) = runtime_wheel("nvidia-cublas-cu12", "cublas", "12.6.4.1", "libcublas.so.12", 2);
+    let old = pypi_file(&env.server, &old_name, &old_bytes);
+    env.server
+        .ok("/pypi/nvidia-cublas-cu12/json", json!({"info": {"name": "nvidia-cublas-cu12"}, "releases": {"12.6.9.9": [f], "12.6.4.1": [old]}}).to_string());
+    env.server.ok(&format!("/files/{name}"), bytes);
+    let fourth = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = fourth.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(env.server.hits(&format!("/files/{name}")), 0, "the pinned cuBLAS 12.6.4.1 was used");
+
+    // The index now serves other bytes for 9.5.0.50: a third home refuses them.
+    let (name, mut bytes) = linux_wheel("9.5.0.50", 12);
+    bytes.extend_from_slice(b"trailing junk changes the digest");
+    let f = pypi_file(&env.server, &name, &bytes);
+    env.server.ok("/pypi/nvidia-cudnn-cu12/9.5.0.50/json", json!({"info": {"version": "9.5.0.50"}, "urls": [f]}).to_string());
+    env.server.ok(&format!("/files/{name}"), bytes);
+    let third = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = third.cuenv().args(["apply", "--no-check", lab_s]).output().unwrap();
+    assert_fails(&out, 2, &["lab.lock pins", "hint:"]);
+    assert!(!third.home.path().join("generations").exists());
+    third.assert_no_leftovers();
+}
+
+// ---------------------------------------------------------------------------------------
+// `cuenv lock --platform`: another platform's section of lab.lock, filled from Linux.
+
+/// A Windows runtime-style wheel `nvidia_<pkg>_cu12-<version>-py3-none-win_amd64.whl`
+/// holding `nvidia/<pkg>/bin/<dll>` (a PE32+ DLL built at test time).
+fn windows_runtime_wheel(project: &str, pkg: &str, version: &str, dll: &str) -> (String, Vec<u8>) {
+    let name = format!("{}-{version}-py3-none-win_amd64.whl", project.replace('-', "_"));
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file(format!("nvidia/{pkg}/bin/{dll}"), opts).unwrap();
+    zip.write_all(&support::pe_dll(support::PeArch::Amd64, None, dll)).unwrap();
+    zip.start_file(format!("nvidia/{pkg}/__init__.py"), opts).unwrap();
+    (name, zip.finish().unwrap().into_inner())
+}
+
+/// Adds the win_amd64 wheels of cuDNN 9.5.0.50 and of the three CUDA 12 runtime projects to
+/// what [`serve_pypi`] and [`serve_runtime`] serve. Returns the SHA-256 of the cuDNN wheel and
+/// of the cudart wheel.
+fn serve_windows_wheels(s: &Server) -> (String, String) {
+    let json_at = |path: &str| -> Value {
+        let Some(Route::Ok(doc)) = s.routes.lock().unwrap().get(path).cloned() else { panic!("{path} is not served") };
+        serde_json::from_slice(&doc).unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let r = support::Release { version: [9, 5, 0, 50], cuda: 12 };
+    let path = support::wheel(dir.path(), &r, support::WheelOs::Windows);
+    let (name, bytes) = (path.file_name().unwrap().to_str().unwrap().to_string(), std::fs::read(&path).unwrap());
+    let f = pypi_file(s, &name, &bytes);
+    s.ok(&format!("/files/{name}"), bytes.clone());
+    let mut version_doc = json_at("/pypi/nvidia-cudnn-cu12/9.5.0.50/json");
+    version_doc["urls"][1] = f.clone();
+    s.ok("/pypi/nvidia-cudnn-cu12/9.5.0.50/json", version_doc.to_string());
+    let mut project_doc = json_at("/pypi/nvidia-cudnn-cu12/json");
+    project_doc["releases"]["9.5.0.50"][1] = f;
+    s.ok("/pypi/nvidia-cudnn-cu12/json", project_doc.to_string());
+    let mut cudart = String::new();
+    for (project, pkg, version, dll) in [
+        ("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "cudart64_12.dll"),
+        ("nvidia-cublas-cu12", "cublas", "12.6.4.1", "cublas64_12.dll"),
+        ("nvidia-cuda-nvrtc-cu12", "cuda_nvrtc", "12.6.85", "nvrtc64_120_0.dll"),
+    ] {
+        let (wname, wbytes) = windows_runtime_wheel(project, pkg, version, dll);
+        if cudart.is_empty() {
+            cudart = sha256_hex(&wbytes);
+        }
+        let mut doc = json_at(&format!("/pypi/{project}/json"));
+        doc["releases"][version].as_array_mut().unwrap().push(pypi_file(s, &wname, &wbytes));
+        s.ok(&format!("/pypi/{project}/json"), doc.to_string());
+        s.ok(&format!("/files/{wname}"), wbytes);
+    }
+    (sha256_hex(&bytes), cudart)
+}
+
+/// This host's platform name and the other one's (Linux <-> Windows).
+fn host_and_other() -> (&'static str, &'static str) {
+    if cfg!(windows) { ("windows-x86_64", "linux-x86_64") } else { ("linux-x86_64", "windows-x86_64") }
+}
+
+/// A lab whose one profile takes cuDNN 9.5.0.50 and the CUDA 12.6 runtime from PyPI.
+fn pypi_lab(dir: &Path) -> std::path::PathBuf {
+    let lab = dir.join("lab.toml");
+    std::fs::write(&lab, "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n").unwrap();
+    lab
+}
+
+#[test]
+fn lock_fills_another_platforms_section_and_keeps_this_ones() {
+    let env = Env::new();
+    let (_, linux_cudnn) = serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    let (windows_cudnn_sha, windows_cudart_sha) = serve_windows_wheels(&env.server);
+    let linux_cudart_sha = sha256_hex(&runtime_wheel("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "libcudart.so.12", 1).1);
+    let (host, other) = host_and_other();
+    let (other_cudnn_sha, other_cudart_sha) =
+        if cfg!(windows) { (sha256_hex(&linux_cudnn), linux_cudart_sha) } else { (windows_cudnn_sha, windows_cudart_sha) };
+    let dir = tempfile::tempdir().unwrap();
+    let lab = pypi_lab(dir.path());
+    let lab_s = lab.to_str().unwrap();
+    let lock_path = dir.path().join("lab.lock");
+
+    // This host's section first (`lock` without --platform).
+    let out = env.cuenv().args(["lock", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let host_only = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(host_only.contains(&format!("[platforms.{host}.profiles.torch]")) && !host_only.contains(other), "{host_only}");
+
+    // `lock --platform <other>` fetches the other platform's wheels and adds its section.
+    let out = env.cuenv().args(["lock", lab_s, "--platform", other]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains("+ CUDA runtime 12.6 from PyPI") && said.contains("+ cuDNN 9.5.0.50 for CUDA 12 from"), "{said}");
+    assert!(said.contains(&format!("{other}: 1 profile locked, written to")), "{said}");
+    let both = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(both.starts_with(&host_only), "this host's section is kept byte for byte:\n{both}");
+    let added = &both[host_only.len()..];
+    assert!(added.contains(&format!("[platforms.{other}.profiles.torch]")), "{added}");
+    assert!(added.contains(&format!("toolkit-root = \"${{CUENV_HOME}}/toolkits/cuda-12.6.77-{other}-")), "{added}");
+    assert!(added.contains(&format!("cudnn-name = \"cudnn-9.5.0.50-cuda12-{other}-")), "{added}");
+    assert!(added.contains(&format!("cudnn-sha256 = \"{other_cudnn_sha}\"")), "{added}");
+    assert!(added.contains(&format!("\"nvidia-cuda-runtime-cu12==12.6.77 sha256:{other_cudart_sha}\"")), "{added}");
+
+    // Locking both again changes nothing.
+    let out = env.cuenv().args(["lock", lab_s, "--platform", other, "--platform", host]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&format!("{other}: 1 profile locked, unchanged in")), "{}", text(&out.stdout));
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both);
+
+    // Another machine: `lock --locked` for the other platform gets exactly the pinned bytes.
+    let fresh = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = fresh.cuenv().args(["lock", "--locked", lab_s, "--platform", other]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both);
+    // A missing section is drift for --locked, said before anything is fetched.
+    let out = fresh.cuenv().args(["lock", "--locked", lab_s, "--platform", "linux-sbsa"]).output().unwrap();
+    assert_fails(
+        &out,
+        2,
+        &[
+            "does not match",
+            "for linux-sbsa",
+            "the lock file has no linux-sbsa section",
+            &format!("hint: run `cuenv lock {lab_s} --platform linux-sbsa` to write it"),
+        ],
+    );
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), both, "nothing written");
+
+    // A profile on an installed toolkit cannot be locked for another platform.
+    let tk = dir.path().join("lab2.toml");
+    std::fs::write(&tk, "[profiles.torch]\ncuda = \"12\"\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n").unwrap();
+    let out = env.cuenv().args(["lock", tk.to_str().unwrap(), "--platform", other]).output().unwrap();
+    let msg = format!("which only a {other} machine can see");
+    let hint = format!("hint: run `cuenv lock` on a {other} machine");
+    assert_fails(&out, 2, &["lab2.toml:2:8", &msg, &hint]);
+    assert!(!dir.path().join("lab2.lock").exists());
+}
+
+/// `apply` rewrites only its host's section; `gc` keeps the store entries other sections name.
+#[test]
+fn apply_keeps_other_platforms_sections_and_gc_their_entries() {
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    serve_windows_wheels(&env.server);
+    let (_, other) = host_and_other();
+    let dir = tempfile::tempdir().unwrap();
+    let lab = pypi_lab(dir.path());
+    let lab_s = lab.to_str().unwrap();
+    let out = env.cuenv().args(["lock", lab_s, "--platform", other]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let other_only = std::fs::read_to_string(dir.path().join("lab.lock")).unwrap();
+    let out = env.cuenv().args(["apply", "--no-check", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let both = std::fs::read_to_string(dir.path().join("lab.lock")).unwrap();
+    assert!(both.starts_with(&other_only) && both.len() > other_only.len(), "{both}");
+    let out = env.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = env.cuenv().args(["gc"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stdout).contains("deleted store entry"), "{}", text(&out.stdout));
+    assert_eq!(env.entries().len(), 2, "this host's entry and the other platform's");
+    assert_eq!(std::fs::read_to_string(dir.path().join("lab.lock")).unwrap(), both);
+}

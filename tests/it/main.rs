@@ -1,0 +1,24 @@
+//! cuenv's integration tests, one binary (as uv does: `crates/uv/tests/it/main.rs`): each former
+//! `tests/<name>.rs` is the module `<name>` here, and `support` (the isolated home and the fixture
+//! builders) is compiled once for all of them.
+//!
+//! Select by module path: `cargo test --test it store::` runs the store tests,
+//! `cargo test --test it real_wheels:: -- --ignored` one real-input file (see scripts/real-input.sh).
+
+mod support;
+
+mod apply;
+mod check_real;
+mod check_stub;
+mod doctor;
+mod fetch_local;
+mod fetch_real;
+mod real_apply;
+mod real_sources;
+mod real_wheels;
+mod real_windows;
+mod shim_cmd;
+mod shim_posix;
+mod store;
+mod windows_paths;
+mod wine_smoke;
