@@ -242,7 +242,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             let expected = Expected {
                 entry_dir: v.entry_dir.clone(),
                 version: v.cudnn_version.parse().unwrap_or_else(|_| Version::new(&[major])),
-                cuda_major: v.cuda_major,
+                cuda_major: Some(v.cuda_major),
             };
             let c = check::classify(&o, &expected);
             // A shadowed dispatcher drags its sub-libraries along: "mixed" then says nothing new.
@@ -267,7 +267,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             let expected = Expected {
                 entry_dir: d.parent().map(Path::to_path_buf).unwrap_or_default(),
                 version: l.version.as_deref().and_then(|v| v.parse().ok()).unwrap_or_else(|| Version::new(&[major])),
-                cuda_major: l.built_for_cuda.as_deref().and_then(|c| c.split('.').next()?.parse().ok()).unwrap_or(0),
+                cuda_major: l.built_for_cuda.as_deref().and_then(|c| c.split('.').next()?.parse().ok()),
             };
             let c = check::classify(&o, &expected);
             // Against its own folder, "shadowed" and "version mismatch" say nothing new (a
@@ -280,7 +280,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
                 });
             }
         } else if o.report.is_none() {
-            let c = check::classify(&o, &Expected { entry_dir: PathBuf::new(), version: Version::new(&[major]), cuda_major: 0 });
+            let c = check::classify(&o, &Expected { entry_dir: PathBuf::new(), version: Version::new(&[major]), cuda_major: None });
             for r in c.reasons.iter().filter(|r| r.kind.is_failure()) {
                 findings.push(Finding {
                     severity: Severity::Problem,
@@ -293,7 +293,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             // load of cuDNN in this shell fails. A missing dependency (zlibwapi.dll for cuDNN
             // 8 on Windows, a CUDA runtime) is told apart from an unusable file.
             let file = dir.path.join(libname::dispatcher_name(major, Os::HOST));
-            let c = check::classify(&o, &Expected { entry_dir: dir.path.clone(), version: Version::new(&[major]), cuda_major: 0 });
+            let c = check::classify(&o, &Expected { entry_dir: dir.path.clone(), version: Version::new(&[major]), cuda_major: None });
             let missing = c.reasons.iter().find(|r| r.kind == ReasonKind::MissingLibrary);
             let (message, hint) = match missing {
                 Some(r) => (format!("cuDNN {major} from {}: {r}", file.display()), hint_for(r.kind, major, &search_var)),

@@ -101,8 +101,8 @@ pub struct ViewRecord {
     /// The conda env prefix the shims are written into, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conda_env: Option<PathBuf>,
-    /// What to check: `conv`, `load` or `none`.
-    pub check: String,
+    /// What to check.
+    pub check: crate::profile::Check,
     /// `true` when the view holds a copy of the entry instead of a link.
     #[serde(default)]
     pub copied: bool,

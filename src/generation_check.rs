@@ -16,14 +16,15 @@ use crate::binfmt::Platform;
 use crate::check::{self, CheckResult, CheckStatus, Expected};
 use crate::generation::{self, Manifest, ViewRecord};
 use crate::layout::Layout;
+use crate::profile::Check;
 
 /// One profile's check.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProfileCheck {
     /// Profile name.
     pub profile: String,
-    /// What was asked: `conv` or `load`.
-    pub check: String,
+    /// What was asked (`conv` or `load`).
+    pub check: Check,
     /// The verdict, reasons and the probe's report.
     pub result: CheckResult,
     /// Wall time of the probe process in milliseconds.
@@ -65,23 +66,23 @@ pub fn profile_env(layout: &Layout, view: &ViewRecord, base: &[(OsString, OsStri
 /// with `check = "none"`. Calls `on_result` after each profile.
 pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_result: &mut dyn FnMut(&ProfileCheck)) -> Vec<ProfileCheck> {
     let mut out = Vec::new();
-    for view in m.profiles.iter().filter(|v| v.check != "none" && (only.is_empty() || only.contains(&v.name))) {
+    for view in m.profiles.iter().filter(|v| v.check != Check::None && (only.is_empty() || only.contains(&v.name))) {
         let major = view.cudnn_version.split('.').next().and_then(|s| s.parse().ok()).unwrap_or(0);
         let expected = Expected {
             // The entry as the profile sees it: the store entry, or the view's copy.
             entry_dir: if view.copied { layout.profiles_dir().join(&view.name).join("cudnn") } else { view.entry_dir.clone() },
             version: view.cudnn_version.parse().unwrap_or_else(|_| crate::version::Version::new(&[0])),
-            cuda_major: view.cuda_major,
+            cuda_major: Some(view.cuda_major),
         };
         let pc = match profile_env(layout, view, &opts.base_env) {
             Ok(env) => {
-                let outcome = check::run_probe(&opts.exe, &env, major, view.check == "conv", opts.timeout);
+                let outcome = check::run_probe(&opts.exe, &env, major, view.check == Check::Conv, opts.timeout);
                 let elapsed_ms = outcome.elapsed_ms;
-                ProfileCheck { profile: view.name.clone(), check: view.check.clone(), result: check::classify(&outcome, &expected), elapsed_ms }
+                ProfileCheck { profile: view.name.clone(), check: view.check, result: check::classify(&outcome, &expected), elapsed_ms }
             }
             Err(e) => ProfileCheck {
                 profile: view.name.clone(),
-                check: view.check.clone(),
+                check: view.check,
                 result: CheckResult {
                     status: CheckStatus::Fail,
                     reasons: vec![check::Reason { kind: check::ReasonKind::LoaderError, message: e.to_string() }],

@@ -258,7 +258,7 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desire
             cudnn_lib,
             cuda_lib: runtime_dir(t, platform),
             conda_env: conda_env.clone(),
-            check: format!("{:?}", r.check).to_lowercase(),
+            check: r.check,
             copied: file.settings.link_mode == LinkMode::Copy,
         };
         if let Some(env) = &conda_env {

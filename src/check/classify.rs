@@ -98,15 +98,10 @@ impl Classifier<'_> {
             if !rt.load.loaded {
                 self.load_failure(&rt.load, "the CUDA runtime");
             } else if let Some(v) = rt.runtime_version {
-                if self.expected.cuda_major != 0 && (v / 1000) as u64 != self.expected.cuda_major {
+                if let Some(want) = self.expected.cuda_major.filter(|want| (v / 1000) as u64 != *want) {
                     self.fail(
                         ReasonKind::WrongCudaMajor,
-                        format!(
-                            "the CUDA runtime {} is version {}, but the profile is for CUDA {}",
-                            rt.load.name,
-                            cuda_version(v as u64),
-                            self.expected.cuda_major
-                        ),
+                        format!("the CUDA runtime {} is version {}, but the profile is for CUDA {}", rt.load.name, cuda_version(v as u64), want),
                     );
                 } else {
                     self.notes.push(format!("CUDA runtime {} (version {})", rt.load.name, cuda_version(v as u64)));
@@ -367,14 +362,14 @@ impl Classifier<'_> {
         }
         if v.cudart_version == 0 {
             self.notes.push("cudnnGetCudartVersion is not exported; the CUDA major of this cuDNN build is not checked".into());
-        } else if self.expected.cuda_major != 0 && v.cudart_version / 1000 != self.expected.cuda_major {
+        } else if let Some(want) = self.expected.cuda_major.filter(|want| v.cudart_version / 1000 != *want) {
             self.fail(
                 ReasonKind::WrongCudaMajor,
                 format!(
                     "this cuDNN was built for CUDA {} (cudnnGetCudartVersion() = {}), but the profile is for CUDA {}",
                     cuda_version(v.cudart_version),
                     v.cudart_version,
-                    self.expected.cuda_major
+                    want
                 ),
             );
         } else {
@@ -558,7 +553,7 @@ mod tests {
         let mut r = report(&f);
         r.cudnn.as_mut().unwrap().cudart_version = 11080;
         r.cudart.as_mut().unwrap().runtime_version = Some(11080);
-        let unknown = Expected { cuda_major: 0, ..expected(&f) };
+        let unknown = Expected { cuda_major: None, ..expected(&f) };
         let c = classify(&outcome(Some(r), ok_end(), vec![f.entry.join("lib")]), &unknown);
         assert!(!c.has(ReasonKind::WrongCudaMajor), "{:?}", c.reasons);
     }

@@ -96,7 +96,7 @@ pub(super) fn outcome(report: Option<Report>, end: ProbeEnd, search: Vec<PathBuf
 }
 
 pub(super) fn expected(f: &Fx) -> Expected {
-    Expected { entry_dir: f.entry.clone(), version: "9.5.0.50".parse().unwrap(), cuda_major: 12 }
+    Expected { entry_dir: f.entry.clone(), version: "9.5.0.50".parse().unwrap(), cuda_major: Some(12) }
 }
 
 pub(super) fn ok_end() -> ProbeEnd {

@@ -47,9 +47,9 @@ pub struct Expected {
     pub entry_dir: PathBuf,
     /// The entry's cuDNN version (3 or 4 parts).
     pub version: Version,
-    /// The profile's CUDA major; 0 when unknown (`cuenv doctor` without a profile): the CUDA
+    /// The profile's CUDA major; `None` when unknown (`cuenv doctor` without a profile): the CUDA
     /// major is then not checked.
-    pub cuda_major: u64,
+    pub cuda_major: Option<u64>,
 }
 
 /// A profile's check status.

@@ -29,7 +29,7 @@ mod parser;
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use crate::diagnostic::{Located, Span};
 use crate::error::{Diagnose, ExitCode};
@@ -175,8 +175,9 @@ pub enum LinkMode {
     Copy,
 }
 
-/// What `apply` checks after building a profile's view (`check = ...`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+/// What `apply` checks after building a profile's view (`check = ...`); saved with the
+/// same words (`conv`, `load`, `none`) in manifests and check results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Check {
     /// Load cuDNN and run a small convolution (the default).

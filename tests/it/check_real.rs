@@ -140,7 +140,7 @@ fn env_with(ld: &[&Path]) -> Vec<(OsString, OsString)> {
 }
 
 fn expected(e: &Entry) -> Expected {
-    Expected { entry_dir: e.dir.clone(), version: e.version.clone(), cuda_major: e.cuda }
+    Expected { entry_dir: e.dir.clone(), version: e.version.clone(), cuda_major: Some(e.cuda) }
 }
 
 fn show(o: &ProbeOutcome, c: &CheckResult) -> String {

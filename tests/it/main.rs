@@ -13,6 +13,7 @@ mod check_stub;
 mod doctor;
 mod fetch_local;
 mod fetch_real;
+mod home_format;
 mod real_apply;
 mod real_sources;
 mod real_wheels;
