@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::version::Version;
 
 /// The platform a cuDNN build targets, named like NVIDIA's redist manifests and archive
-/// names (`windows-x86_64`, `linux-x86_64`, `linux-sbsa`; field notes §2).
+/// names (`windows-x86_64`, `linux-x86_64`, `linux-sbsa`; docs/facts.md §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum Platform {
@@ -100,7 +100,7 @@ pub struct BinaryInfo {
     pub describe: String,
     /// Windows only: `FileVersion` from the fixed part of the VERSIONINFO resource
     /// (`VS_FIXEDFILEINFO.dwFileVersionMS/LS`), e.g. `8.9.4.25`. `None` when the DLL has
-    /// no VERSIONINFO (cuDNN 9's `cudnn_graph64_9.dll` has none; field notes §7b).
+    /// no VERSIONINFO (cuDNN 9's `cudnn_graph64_9.dll` has none; docs/facts.md §7b).
     pub file_version: Option<Version>,
 }
 

@@ -8,13 +8,13 @@
 //!    attributed to their origin: a cuenv store entry, a toolkit root (copied by hand), a pip
 //!    wheel, PyTorch's bundled copy, a conda env, or some other folder.
 //! 2. **Search path**: every folder of the loader's variable (`LD_LIBRARY_PATH` on Linux,
-//!    `PATH` on Windows; field notes §5) that holds a cuDNN dispatcher, in search order:
+//!    `PATH` on Windows; docs/facts.md §5) that holds a cuDNN dispatcher, in search order:
 //!    the first of each major wins, later ones are shadowed.
 //! 3. **Toolkit roots** (as `cuenv toolkits` finds them): cuDNN copied in by hand, and the
 //!    oddities [`crate::toolkit::inspect_root`] reports.
 //! 4. **Framework copies** in the active conda env (`CONDA_PREFIX`): PyTorch's `torch/lib`,
 //!    the `nvidia-cudnn-cu*` wheel, conda's own `cudnn` package: frameworks load these
-//!    ahead of the search path (field notes §5).
+//!    ahead of the search path (docs/facts.md §5).
 //! 5. **The active profile** (`CUENV_PROFILE`, set by cuenv's shims): judged exactly like
 //!    `cuenv check` judges it ([`crate::check::classify`]), so a shadowed profile is named with
 //!    the folder that won and why.

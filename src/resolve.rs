@@ -5,7 +5,7 @@
 //! - Pure: the caller probes toolkit roots and lists the store; nothing here touches disk.
 //! - Among matches the newest version wins (ties: the first candidate given).
 //! - A store entry is chosen only if its CUDA major equals the chosen toolkit's major and its
-//!   platform is the host's: a cuda12 cuDNN needs a CUDA 12 runtime (field notes §4).
+//!   platform is the host's: a cuda12 cuDNN needs a CUDA 12 runtime (docs/facts.md §4).
 //! - A lock is honoured ([`honour`]): a locked choice is kept while it still exists among the
 //!   candidates and still satisfies the profile's requirements; anything else is re-resolved
 //!   and reported as a change (which `--locked` turns into a failure).

@@ -3,7 +3,7 @@
 //! A cuDNN release is named by up to four dot-separated parts, `major.minor.patch.build`
 //! (e.g. `9.5.0.50`). The fourth part (the build) is only known from a wheel's name or
 //! METADATA, an official archive's name, or a Windows DLL's VERSIONINFO; the header
-//! `include/cudnn_version.h` carries only the first three (field notes §2, §7b).
+//! `include/cudnn_version.h` carries only the first three (docs/facts.md §2, §7b).
 //!
 //! Why not the `semver` crate: semver versions have exactly three parts, so it cannot
 //! parse `9.5.0.50`; and its requirement syntax reads a bare `8.9` as `^8.9` (any 8.x from

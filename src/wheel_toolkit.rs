@@ -2,7 +2,7 @@
 //! from PyPI instead of an installed toolkit (`cuda = { version = "12.6", from = "pypi" }`).
 //!
 //! cuDNN needs, at run time, the CUDA runtime (`cudart`), cuBLAS/cuBLASLt and NVRTC of its
-//! CUDA major (field notes §2). Those ship as the wheels `nvidia-cuda-runtime-cu<N>`,
+//! CUDA major (docs/facts.md §2). Those ship as the wheels `nvidia-cuda-runtime-cu<N>`,
 //! `nvidia-cublas-cu<N>` and `nvidia-cuda-nvrtc-cu<N>` (`nvidia/<pkg>/lib/*.so*` on Linux,
 //! `nvidia/<pkg>/bin/*.dll` on Windows). Their libraries are gathered into one folder of a
 //! root laid out like an installed toolkit, with a `version.json`, so `cuenv toolkits`

@@ -14,7 +14,7 @@
 //! - `fail` wins over `no-gpu`, which wins over `pass`: a profile whose cuDNN is shadowed
 //!   fails on a machine without a GPU too.
 //!
-//! Facts relied on (field notes §2, §5, §7): cuDNN aborts the process when a sub-library is
+//! Facts relied on (docs/facts.md §2, §5, §7): cuDNN aborts the process when a sub-library is
 //! missing ("Could not load library libcudnn_ops_infer.so.8", "Unable to load any of
 //! {libcudnn_graph.so.9, ...}", "Could not locate cudnn_graph64_9.dll"); without a GPU the
 //! version calls work and `cudnnCreate` returns `CUDNN_STATUS_NOT_INITIALIZED`;

@@ -167,7 +167,7 @@ impl std::str::FromStr for Source {
     }
 }
 
-/// NVIDIA's redist folder for cuDNN (field notes §3).
+/// NVIDIA's redist folder for cuDNN (docs/facts.md §3).
 pub const DEFAULT_NVIDIA_MIRROR: &str = "https://developer.download.nvidia.com/compute/cudnn/redist/";
 /// The public PyPI.
 pub const DEFAULT_PYPI_INDEX: &str = "https://pypi.org";

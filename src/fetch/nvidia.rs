@@ -1,5 +1,5 @@
 //! Finding an official cuDNN archive through NVIDIA's redist manifests,
-//! `<base>/redistrib_<version>.json` (field notes §3).
+//! `<base>/redistrib_<version>.json` (docs/facts.md §3).
 //!
 //! A manifest holds products (`cudnn`, `cudnn_samples`, `cudnn_jit`, ...); only `cudnn` is
 //! read. Its platform keys (`linux-x86_64`, `windows-x86_64`, ...) map either straight to an

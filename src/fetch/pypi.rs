@@ -3,7 +3,7 @@
 //!
 //! The cuDNN project is `nvidia-cudnn-cu<CUDA major>`; the CUDA runtime pieces cuDNN loads
 //! are `nvidia-cuda-runtime-cu<N>`, `nvidia-cublas-cu<N>` and `nvidia-cuda-nvrtc-cu<N>`
-//! (field notes §2). Platform tags: `win_amd64` (windows-x86_64), `manylinux*_x86_64`
+//! (docs/facts.md §2). Platform tags: `win_amd64` (windows-x86_64), `manylinux*_x86_64`
 //! (linux-x86_64), `manylinux*_aarch64` (linux-sbsa). When the per-version document is
 //! missing (some mirrors and proxies serve only `GET <index>/pypi/<project>/json`), the
 //! project document's `releases[<version>]` is used: it lists the same files. The parsing

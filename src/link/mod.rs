@@ -2,9 +2,9 @@
 //! point at generations.
 //!
 //! Windows uses NTFS directory junctions (no privilege needed; local NTFS/ReFS only; the
-//! target is stored absolute), Linux uses symlinks (field notes §6). After creating any
+//! target is stored absolute), Linux uses symlinks (docs/facts.md §6). After creating any
 //! link, [`create`] reads it back and checks that it exists and points where intended:
-//! Wine reports symlink creation as successful without creating anything (field notes §7).
+//! Wine reports symlink creation as successful without creating anything (docs/facts.md §7).
 //!
 //! [`retarget`] switches an existing link to a new target in one step, which is what makes
 //! a generation switch atomic: a `rename(2)` of a fresh symlink over the old one on Unix,
@@ -58,7 +58,7 @@ pub enum LinkError {
     #[error("the {kind} at {} was reported created but {found}", link.display())]
     NotCreated { link: PathBuf, kind: &'static str, found: String },
     /// A junction to or on a network share: NTFS junctions only work between local volumes
-    /// (field notes §6), so this is refused before anything is created.
+    /// (docs/facts.md §6), so this is refused before anything is created.
     #[error("cannot create a junction at {}: {} is on a network share ({share}), and junctions work only between local NTFS/ReFS volumes", link.display(), remote.display())]
     NetworkShare { link: PathBuf, remote: PathBuf, share: String },
     /// This kind of link does not exist on this platform.
@@ -174,7 +174,7 @@ pub fn remove(link: &Path) -> io::Result<()> {
     }
 }
 
-/// Junctions cannot point to a network share, nor live on one (field notes §6): refuse
+/// Junctions cannot point to a network share, nor live on one (docs/facts.md §6): refuse
 /// before anything is created, with a hint that says so (instead of the OS's
 /// "Incorrect function" after the link folder was made).
 fn refuse_network_junction(kind: LinkKind, target: &Path, link: &Path) -> Result<(), LinkError> {

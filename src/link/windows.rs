@@ -3,7 +3,7 @@
 //! Creation uses the `junction` crate. Retargeting an existing junction is one
 //! `FSCTL_SET_REPARSE_POINT` call on the open junction with a new mount-point buffer: a
 //! reparse point with the same tag is replaced in place, so the path never disappears
-//! (a folder cannot be renamed over an existing one on Windows; field notes §6).
+//! (a folder cannot be renamed over an existing one on Windows; docs/facts.md §6).
 
 use std::io;
 use std::os::windows::ffi::OsStrExt;

@@ -3,7 +3,7 @@
 //!
 //! `cuenv __probe --major N [--conv] --json` runs [`run`] in a fresh process whose environment
 //! is exactly a profile's activation. Loading native code can abort the process (cuDNN kills
-//! the process when a sub-library is missing: field notes §7), so this code never runs inside
+//! the process when a sub-library is missing: docs/facts.md §7), so this code never runs inside
 //! the cuenv that asks; the parent (`cuenv check`) treats a crash as a finding. The report
 //! types live here, with the side that writes them: `check` depends on `probe`, never the
 //! reverse.
@@ -11,7 +11,7 @@
 //! Invariants:
 //! - cuDNN, the CUDA runtime and the driver are loaded **by name** through the OS loader
 //!   (`libcudnn.so.<N>` / `cudnn64_<N>.dll`), never by full path: the point is to see which
-//!   file the loader picks from the environment (field notes §5).
+//!   file the loader picks from the environment (docs/facts.md §5).
 //! - Libraries are never unloaded (cuDNN's unload paths are not part of what is checked).
 //! - Before each step that calls native code, one line `cuenv-probe: step <what>` goes to
 //!   stderr, so a parent that sees the process die knows where ([`STEP_PREFIX`]).

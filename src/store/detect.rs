@@ -1,7 +1,7 @@
 //! Recognizing a cuDNN release inside an extracted tree: where its root is, which CUDA
 //! variant to keep, its version, CUDA major, platform, library set and layout.
 //!
-//! Facts used (field notes §2, §7b):
+//! Facts used (docs/facts.md §2, §7b):
 //! - The dispatcher is `cudnn64_<major>.dll` (Windows) or `libcudnn.so.<major>` (Linux),
 //!   as [`crate::libname`] reads names; it sits in `bin`, `bin/x64` (Windows, 9.18+), `lib`, `lib64` (legacy) or, in NVIDIA's
 //!   Windows installer tree, `bin/<cuda major.minor>/[x64]`.

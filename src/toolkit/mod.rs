@@ -1,7 +1,7 @@
 //! CUDA toolkit roots: where they are, which CUDA version each one is, whether its CUDA
 //! runtime library is there, and which cuDNN (if any) was copied into it by hand.
 //!
-//! Facts this module relies on (CUDA installer layout; field notes §1, §2, §5):
+//! Facts this module relies on (CUDA installer layout; docs/facts.md §1, §2, §5):
 //! - A toolkit root holds `version.json` (CUDA 11.1 and later:
 //!   `{"cuda": {"name": "CUDA SDK", "version": "12.6.2"}, ...}`) or `version.txt` (older:
 //!   `CUDA Version 10.2.89`).

@@ -229,7 +229,7 @@ fn a_sub_library_linked_in_from_another_release_is_mixed() {
     let sh = c.reasons.iter().find(|x| x.kind == ReasonKind::Shadowed).unwrap();
     assert!(sh.message.starts_with("libcudnn_ops_infer.so.8 came from"), "{sh}");
     assert!(sh.message.contains(&format!("{} (which links libcudnn_ops_infer.so.8 to it)", fw.display())), "{sh}");
-    // The version comes from the sub-library that got loaded (field notes §7).
+    // The version comes from the sub-library that got loaded (docs/facts.md §7).
     assert!(c.reasons.iter().any(|x| x.kind == ReasonKind::VersionMismatch && x.message.contains("8904")), "{}", show(&o, &c));
     eprintln!("{}", c.messages().join("\n"));
 }

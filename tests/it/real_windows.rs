@@ -7,7 +7,7 @@
 //! Checks, per wheel: the 4-part version (the wheel name / METADATA, and independently the
 //! dispatcher DLL's VERSIONINFO read back from the stored file), CUDA major, platform
 //! `windows-x86_64`, the exact library set in `bin\`, the DLLs that carry no VERSIONINFO
-//! (field notes §7b), and a clean `store verify`.
+//! (docs/facts.md §7b), and a clean `store verify`.
 #![cfg(windows)]
 
 use std::path::{Path, PathBuf};
@@ -66,7 +66,7 @@ fn import(w: &WinWheel) {
             assert_eq!(fv.as_deref(), Some(w.version), "VERSIONINFO of {lib}");
         }
         if w.no_versioninfo.contains(lib) {
-            assert_eq!(fv, None, "{lib} has no VERSIONINFO (field notes §7b)");
+            assert_eq!(fv, None, "{lib} has no VERSIONINFO (docs/facts.md §7b)");
         }
     }
 
@@ -74,7 +74,7 @@ fn import(w: &WinWheel) {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
 
     // The check's child process loads the real dispatcher by name with the entry's bin on
-    // PATH, and reports cuDNN's own version (field notes §7: 90500 / 8904 under Wine).
+    // PATH, and reports cuDNN's own version (docs/facts.md §7: 90500 / 8904 under Wine).
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().filter(|(k, _)| !k.eq_ignore_ascii_case("PATH")).collect();
     let path = std::env::join_paths(std::iter::once(dir.join("bin")).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).unwrap();
     env.push(("PATH".into(), path));

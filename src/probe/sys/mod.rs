@@ -2,7 +2,7 @@
 //! loader, and list the files mapped into this process.
 //!
 //! - `load(name) -> Result<Library, LoadError>`: Linux `dlopen` (the text of `dlerror`);
-//!   Windows `LoadLibraryExW(name, 0, 0)`, the standard search order (field notes §5), with
+//!   Windows `LoadLibraryExW(name, 0, 0)`, the standard search order (docs/facts.md §5), with
 //!   `GetLastError` kept as the code (126, 127, 193).
 //! - `loaded_module_paths() -> Vec<PathBuf>`: Linux `/proc/self/maps` (paths as the kernel
 //!   resolved them: symlinks followed); Windows `EnumProcessModules` + `GetModuleFileNameW`.

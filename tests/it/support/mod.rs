@@ -440,7 +440,7 @@ pub struct Release {
     pub cuda: u64,
 }
 
-/// The Windows DLLs of cuDNN 9 (field notes §2); the first is the dispatcher.
+/// The Windows DLLs of cuDNN 9 (docs/facts.md §2); the first is the dispatcher.
 pub const DLLS_9: [&str; 8] = [
     "cudnn64_9.dll",
     "cudnn_adv64_9.dll",
@@ -530,7 +530,7 @@ impl Release {
 
     /// The `bin` files of a Windows build: every DLL as PE32+ AMD64. The dispatcher and the
     /// sub-libraries carry VERSIONINFO, except `cudnn_graph64_9.dll` and
-    /// `cudnn_heuristic64_9.dll`, which have none in the real 9.5.0.50 (field notes §7b).
+    /// `cudnn_heuristic64_9.dll`, which have none in the real 9.5.0.50 (docs/facts.md §7b).
     pub fn windows_dlls(&self) -> Vec<(String, Vec<u8>)> {
         self.dlls()
             .into_iter()
@@ -1016,7 +1016,7 @@ pub fn wheel_payload(r: &Release, os: WheelOs) -> Tree {
             }
         }
         WheelOs::Linux => {
-            // The real Linux wheels hold only `.so.N` names and no symlinks (field notes §7b).
+            // The real Linux wheels hold only `.so.N` names and no symlinks (docs/facts.md §7b).
             for so in r.sonames() {
                 t.file(format!("nvidia/cudnn/lib/{so}"), elf_so(&so));
             }
