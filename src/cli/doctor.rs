@@ -29,7 +29,7 @@ pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCo
 fn render(d: &Diagnosis) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    // Field notes §5: the loaders' search orders.
+    // docs/facts.md §5: the loaders' search orders.
     let order = if cfg!(windows) {
         "the loader searches the application folder, System32, the Windows folder and the current folder before PATH"
     } else {
