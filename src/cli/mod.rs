@@ -2,6 +2,7 @@
 //! The only module that writes to stdout/stderr.
 
 mod apply;
+mod args;
 mod check;
 pub mod diagnostics;
 mod doctor;
@@ -14,192 +15,12 @@ mod status;
 mod store;
 mod toolkits;
 
-use std::path::PathBuf;
-
-use clap::{Parser, Subcommand};
+use clap::Parser;
 
 use crate::error::{ExitCode, Hinted};
 use crate::layout::Layout;
+pub use args::{Cli, Command};
 use diagnostics::Report;
-
-/// cuenv: declarative, reversible cuDNN environments per CUDA toolkit.
-#[derive(Debug, Parser)]
-#[command(name = "cuenv", version, about, long_about = None, propagate_version = true)]
-pub struct Cli {
-    /// The cuenv home (store, generations, profiles). Default: %LOCALAPPDATA%\cuenv on
-    /// Windows, $XDG_DATA_HOME/cuenv or ~/.local/share/cuenv elsewhere.
-    #[arg(long, global = true, env = "CUENV_HOME", value_name = "DIR")]
-    pub home: Option<PathBuf>,
-
-    /// Print no progress bars or notes on stderr.
-    #[arg(long, short, global = true)]
-    pub quiet: bool,
-
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Manage the content-addressed store of cuDNN releases.
-    #[command(subcommand)]
-    Store(store::StoreCommand),
-    /// List CUDA toolkit roots: their version, runtime, and any cuDNN copied in by hand.
-    ///
-    /// Searched: %ProgramFiles%\NVIDIA GPU Computing Toolkit\CUDA\v*, CUDA_PATH and
-    /// CUDA_PATH_V{major}_{minor} (Windows); /usr/local/cuda-*, /usr/local/cuda, /opt/cuda,
-    /// CUDA_HOME, CUDA_PATH (Linux); plus CUENV_TOOLKIT_PATHS everywhere.
-    Toolkits {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Show what `apply` would change, as +/-/~ lines; touches nothing.
-    Plan {
-        /// The profile file (e.g. lab.toml).
-        file: PathBuf,
-        /// Fail if lab.lock would change.
-        #[arg(long)]
-        locked: bool,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Build a new generation from a profile file and make it current.
-    #[command(
-        after_long_help = "Examples:\n  cuenv apply lab.toml\n  cuenv apply --dry-run lab.toml\n  cuenv apply --locked lab.toml   # CI: fail instead of changing lab.lock"
-    )]
-    Apply {
-        /// The profile file (e.g. lab.toml).
-        file: PathBuf,
-        /// Only show what would change (same as `cuenv plan`).
-        #[arg(long)]
-        dry_run: bool,
-        /// Fail instead of changing lab.lock.
-        #[arg(long)]
-        locked: bool,
-        /// Skip the check of each profile after building the generation.
-        #[arg(long)]
-        no_check: bool,
-        /// Treat a profile that finds no GPU as failed (default: a warning).
-        #[arg(long)]
-        require_gpu: bool,
-        /// Seconds each profile's check may take.
-        #[arg(long, default_value_t = 120, value_name = "SECS")]
-        timeout: u64,
-        /// Never use the network: fail if a `from` source is not in the store yet.
-        #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
-        offline: bool,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Resolve a profile file and write lab.lock without building a generation; with
-    /// --platform, for other platforms too (their `from` sources are fetched and verified).
-    #[command(
-        after_long_help = "Examples:\n  cuenv lock lab.toml\n  cuenv lock lab.toml --platform linux-x86_64 --platform windows-x86_64\n  cuenv lock --locked lab.toml --platform windows-x86_64   # CI: the pinned bytes are still served"
-    )]
-    Lock {
-        /// The profile file (e.g. lab.toml).
-        file: PathBuf,
-        /// A platform to lock for (repeatable; default: this host's): windows-x86_64,
-        /// linux-x86_64, linux-sbsa, linux-aarch64, linux-ppc64le. Only profiles whose CUDA
-        /// runtime comes from PyPI can be locked for another platform.
-        #[arg(long, value_name = "PLATFORM")]
-        platform: Vec<crate::binfmt::Platform>,
-        /// Fail instead of changing lab.lock. What the store lacks is still fetched, and must
-        /// be exactly the pinned bytes; what it already holds was verified when imported.
-        #[arg(long)]
-        locked: bool,
-        /// Never use the network: fail if a `from` source is not in the store yet.
-        #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
-        offline: bool,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Prove each profile in a fresh process: which cuDNN the loader picks, its versions,
-    /// and (with a GPU) a real convolution. Exit 4 when a profile fails.
-    Check {
-        /// Profiles to check (default: all of the current generation).
-        profiles: Vec<String>,
-        /// Seconds each profile's check may take.
-        #[arg(long, default_value_t = 120, value_name = "SECS")]
-        timeout: u64,
-        /// Treat a profile that finds no GPU as failed.
-        #[arg(long)]
-        require_gpu: bool,
-        /// Print the full report as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Explain which cuDNN this shell's environment actually loads, and why: the loader's
-    /// pick for each major (from a fresh child process, like a framework), the folders on
-    /// LD_LIBRARY_PATH / PATH that hold cuDNN (the first wins), cuDNN copied by hand into
-    /// toolkit roots, and the active profile's check. Exit 4 when something is wrong.
-    Doctor {
-        /// cuDNN majors to probe (repeatable; default: 9 and 8; the active profile's is
-        /// always probed).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=99))]
-        major: Vec<u64>,
-        /// Seconds each probe may take.
-        #[arg(long, default_value_t = 60, value_name = "SECS")]
-        timeout: u64,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Make a profile the active one (`<home>/active`).
-    Use {
-        /// The profile name (`--none` clears the active profile instead).
-        #[arg(required_unless_present = "none")]
-        profile: Option<String>,
-        /// Clear the active profile.
-        #[arg(long, conflicts_with = "profile")]
-        none: bool,
-    },
-    /// Make the previous (or given) generation current again.
-    Rollback {
-        /// The generation to go back to.
-        #[arg(long, value_name = "N")]
-        to: Option<u64>,
-    },
-    /// List generations (* marks the current one).
-    Generations {
-        /// Print JSON (with the switch history).
-        #[arg(long)]
-        json: bool,
-    },
-    /// The current generation, the active profile, and the health of every link and shim.
-    Status {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Delete old generations and store entries nothing kept refers to.
-    Gc {
-        /// How many newest generations to keep (the current and previous are always kept).
-        #[arg(long, default_value_t = 3)]
-        keep: usize,
-        /// Only say what would be deleted.
-        #[arg(long)]
-        dry_run: bool,
-    },
-    /// Print a profile's activation for a shell (for CI, Docker, eval), or the one-time setup.
-    Env {
-        /// The profile (default: the active one).
-        profile: Option<String>,
-        /// The shell to print for.
-        #[arg(long, value_parser = ["cmd", "powershell", "bash", "zsh", "sh", "fish"], default_value = if cfg!(windows) { "cmd" } else { "bash" })]
-        shell: String,
-        /// Print the activation through `<home>/active`, to add to a shell's startup file once.
-        #[arg(long, conflicts_with = "profile")]
-        setup: bool,
-    },
-    /// Internal: the child process of `cuenv check` (loads cuDNN, prints a JSON report).
-    #[command(hide = true, name = "__probe")]
-    Probe(probe::ProbeArgs),
-}
 
 /// What every command gets: the layout and output settings.
 pub struct Ctx {
