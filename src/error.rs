@@ -67,3 +67,41 @@ impl Diagnose for Hinted {
         self.code
     }
 }
+
+/// An I/O failure said with what cuenv was doing and where: `cannot <doing> <path>`, the
+/// operating system's error as the cause, and a hint chosen by the kind of failure (a full
+/// disk, a read-only file system, missing permissions, ...). For the I/O steps that have no
+/// error type of their own.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {doing} {}", path.display())]
+pub struct IoError {
+    /// What cuenv was doing, as a verb phrase (`write`, `remove the link`, ...).
+    pub doing: String,
+    /// The file or folder it was doing it to.
+    pub path: std::path::PathBuf,
+    /// The operating system's error.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl IoError {
+    /// `cannot <doing> <path>`, caused by `source`.
+    pub fn new(doing: impl Into<String>, path: impl Into<std::path::PathBuf>, source: std::io::Error) -> IoError {
+        IoError { doing: doing.into(), path: path.into(), source }
+    }
+}
+
+impl Diagnose for IoError {
+    fn hint(&self) -> Option<String> {
+        use std::io::ErrorKind as K;
+        let at = self.path.display();
+        Some(match self.source.kind() {
+            K::StorageFull | K::QuotaExceeded => format!("free some space on the volume that holds {at}, then run the command again"),
+            K::ReadOnlyFilesystem => format!("{at} is on a read-only file system: make it writable, or use a cuenv home elsewhere (--home DIR)"),
+            K::PermissionDenied => format!("check the permissions of {at} (and of the folders above it)"),
+            K::NotFound => format!("{at} or a folder above it does not exist; check the path"),
+            K::BrokenPipe => "the reader of cuenv's output went away; run the command again without a closed pipe".into(),
+            _ => "fix what the cause above says, then run the command again".into(),
+        })
+    }
+}

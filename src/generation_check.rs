@@ -99,10 +99,11 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
 }
 
 /// Writes the results of generation `n`'s checks.
-pub fn save(layout: &Layout, n: u64, results: &[ProfileCheck]) -> std::io::Result<()> {
+pub fn save(layout: &Layout, n: u64, results: &[ProfileCheck]) -> Result<(), crate::error::IoError> {
     let file = CheckFile { time: generation::now(), profiles: results.to_vec() };
-    let path = generation::dir(layout, n).join("check.json");
+    let path = layout.check_results(n);
     crate::fsutil::write_atomic(&path, serde_json::to_string_pretty(&file).expect("serializable").as_bytes())
+        .map_err(|e| crate::error::IoError::new("save the check results to", path, e))
 }
 
 /// The saved results of generation `n`'s last check, if any.

@@ -109,7 +109,7 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
         Some(check) => {
             let m = generation::read(layout, n)?;
             let results = generation_check::run(layout, &m, &[], check, &mut |pc| reporter.checked(pc));
-            generation_check::save(layout, n, &results)?;
+            generation_check::save(layout, n, &results).map_err(|e| Error::At { message: e.to_string(), source: e.source })?;
             results
         }
         None => Vec::new(),

@@ -48,14 +48,6 @@ impl Report {
     }
 }
 
-/// An I/O error that reaches the CLI as is (writing to stdout, removing a link) says what the
-/// operating system said; there is no hint to give.
-impl Diagnose for std::io::Error {}
-
-/// Serializing a report for `--json` cannot fail for cuenv's own types; if it ever does,
-/// there is no hint to give.
-impl Diagnose for serde_json::Error {}
-
 #[cfg(test)]
 mod tests {
     use super::*;

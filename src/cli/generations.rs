@@ -18,7 +18,7 @@ pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
     let _lock = lock_and_recover(ctx)?;
     let active = ctx.layout.active_link();
     let Some(name) = name else {
-        link::remove(&active)?;
+        link::remove(&active).map_err(|e| crate::error::IoError::new("remove the link", &active, e))?;
         println!("no profile is active");
         return Ok(ExitCode::Success);
     };

@@ -29,9 +29,8 @@ pub struct ProbeArgs {
 /// Runs the probe and prints its report: one JSON line with `--json`, pretty JSON otherwise.
 pub fn run(args: &ProbeArgs) -> Result<ExitCode, Report> {
     let report = probe::run(&ProbeRequest { major: args.major, cuda_major: args.cuda, conv: args.conv });
-    let text = if args.json { serde_json::to_string(&report)? } else { serde_json::to_string_pretty(&report)? };
+    let text = if args.json { serde_json::to_string(&report) } else { serde_json::to_string_pretty(&report) }.expect("a probe report serializes");
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")?;
-    out.flush()?;
+    writeln!(out, "{text}").and_then(|()| out.flush()).map_err(|e| crate::error::IoError::new("write the probe report to", "stdout", e))?;
     Ok(ExitCode::Success)
 }
