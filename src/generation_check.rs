@@ -100,13 +100,13 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
 /// Writes the results of generation `n`'s checks.
 pub fn save(layout: &Layout, n: u64, results: &[ProfileCheck]) -> std::io::Result<()> {
     let file = CheckFile { time: generation::now(), profiles: results.to_vec() };
-    let path = generation::dir(layout, n).join("check.json");
+    let path = layout.check_results(n);
     crate::fsutil::write_atomic(&path, serde_json::to_string_pretty(&file).expect("serializable").as_bytes())
 }
 
 /// The saved results of generation `n`'s last check, if any.
 pub fn load(layout: &Layout, n: u64) -> Option<CheckFile> {
-    let text = std::fs::read_to_string(generation::dir(layout, n).join("check.json")).ok()?;
+    let text = std::fs::read_to_string(layout.check_results(n)).ok()?;
     serde_json::from_str(&text).ok()
 }
 
