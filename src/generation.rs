@@ -223,14 +223,9 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
     move |source| Error::Io { path: path.into(), source }
 }
 
-/// The folder of generation `n`.
-pub fn dir(layout: &Layout, n: u64) -> PathBuf {
-    layout.generations_dir().join(n.to_string())
-}
-
 /// Reads generation `n`'s manifest.
 pub fn read(layout: &Layout, n: u64) -> Result<Manifest, Error> {
-    let path = dir(layout, n).join("manifest.toml");
+    let path = layout.manifest(n);
     let text = match fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Error::NoSuchGeneration(n)),
@@ -281,12 +276,12 @@ pub struct HistoryRecord {
 
 /// All history records, oldest first. Unreadable lines are skipped.
 pub fn history(layout: &Layout) -> Vec<HistoryRecord> {
-    fs::read_to_string(layout.home().join("history.jsonl")).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    fs::read_to_string(layout.history()).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
 fn append_history(layout: &Layout, rec: &HistoryRecord) -> Result<(), Error> {
     use std::io::Write;
-    let path = layout.home().join("history.jsonl");
+    let path = layout.history();
     let mut f = fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path))?;
     writeln!(f, "{}", serde_json::to_string(rec).expect("serializable")).map_err(io_err(&path))?;
     f.sync_all().map_err(io_err(&path))
@@ -298,10 +293,6 @@ struct Journal {
     op: SwitchOp,
     from: Option<u64>,
     to: u64,
-}
-
-fn journal_path(layout: &Layout) -> PathBuf {
-    layout.home().join("journal.toml")
 }
 
 /// Test hook: `CUENV_TEST_ABORT_AT=<step>` aborts the process at that step of a switch,
@@ -349,7 +340,7 @@ fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(),
     let want = shims_of(layout, to)?;
     let had = shims_of(layout, from)?;
     for s in &want {
-        let stored = dir(layout, to.expect("shims imply a generation")).join("shims").join(&s.stored);
+        let stored = layout.generation_dir(to.expect("shims imply a generation")).join("shims").join(&s.stored);
         let bytes = fs::read(&stored).map_err(io_err(&stored))?;
         if fs::read(&s.path).ok().as_deref() == Some(&bytes[..]) {
             continue;
@@ -378,13 +369,13 @@ fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(),
 pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
     let from = current(layout);
     let journal = Journal { op, from, to };
-    let jpath = journal_path(layout);
+    let jpath = layout.journal();
     fsutil::write_atomic(&jpath, toml::to_string(&journal).expect("serializable").as_bytes()).map_err(io_err(&jpath))?;
     fault_point("journal");
     sync_shims(layout, from, Some(to))?;
     fault_point("shims");
-    let views = dir(layout, to).join("views");
-    link::set(LinkKind::native(), &layout.profiles_dir(), &views, &layout.home().join(".profiles.new"))?;
+    let views = layout.generation_dir(to).join("views");
+    link::set(LinkKind::native(), &layout.profiles_dir(), &views, &layout.profiles_staging())?;
     fsutil::sync_dir(layout.home());
     fault_point("commit");
     append_history(layout, &HistoryRecord { time: now(), op, from, to })?;
@@ -405,7 +396,7 @@ pub fn clear(layout: &Layout, op: SwitchOp) -> Result<(), Error> {
 /// Finishes or undoes a switch interrupted by a crash. Returns a sentence saying what it
 /// did, or `None` when there was nothing to do. Needs the writer lock.
 pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {
-    let jpath = journal_path(layout);
+    let jpath = layout.journal();
     let Ok(text) = fs::read_to_string(&jpath) else { return Ok(None) };
     let Ok(j) = toml::from_str::<Journal>(&text) else {
         fs::remove_file(&jpath).map_err(io_err(&jpath))?;

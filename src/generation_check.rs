@@ -108,7 +108,7 @@ pub fn save(layout: &Layout, n: u64, results: &[ProfileCheck]) -> Result<(), cra
 
 /// The saved results of generation `n`'s last check, if any.
 pub fn load(layout: &Layout, n: u64) -> Option<CheckFile> {
-    let text = std::fs::read_to_string(generation::dir(layout, n).join("check.json")).ok()?;
+    let text = std::fs::read_to_string(layout.check_results(n)).ok()?;
     serde_json::from_str(&text).ok()
 }
 

@@ -19,6 +19,13 @@ use std::path::{Path, PathBuf};
 /// read (or migrate) the older ones.
 pub const HOME_FORMAT: u32 = 1;
 
+/// The name of a generation's manifest inside its folder (also inside its staging folder,
+/// before it is published): see [`Layout::manifest`].
+pub const MANIFEST_FILE: &str = "manifest.toml";
+
+/// The prefix of a generation's staging folder's name: see [`Layout::generation_staging`].
+pub const GENERATION_STAGING_PREFIX: &str = ".tmp-";
+
 /// A home cuenv cannot use as it is.
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
@@ -164,12 +171,12 @@ impl Layout {
     /// `<home>/generations/.tmp-<n>`: where generation `n` is built before one rename
     /// publishes it.
     pub fn generation_staging(&self, n: u64) -> PathBuf {
-        self.generations_dir().join(format!(".tmp-{n}"))
+        self.generations_dir().join(format!("{GENERATION_STAGING_PREFIX}{n}"))
     }
 
     /// `<home>/generations/<n>/manifest.toml`: what generation `n` holds.
     pub fn manifest(&self, n: u64) -> PathBuf {
-        self.generation_dir(n).join("manifest.toml")
+        self.generation_dir(n).join(MANIFEST_FILE)
     }
 
     /// `<home>/generations/<n>/check.json`: the last check results of generation `n`.

@@ -101,7 +101,7 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
     let active_state = active_profile(layout);
     let active = active_state.as_ref().map(|(n, _)| n.clone());
     let active_dangling = active_state.as_ref().is_some_and(|(_, ok)| !ok);
-    let interrupted_switch = layout.home().join("journal.toml").exists();
+    let interrupted_switch = layout.journal().exists();
     let mut profiles = Vec::new();
     if let Some(n) = cur {
         let m = generation::read(layout, n)?;

@@ -25,7 +25,7 @@ pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
     let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
     generation::read(&ctx.layout, cur)?.profile(name)?;
     let target = apply::stable_home(&ctx.layout).join("profiles").join(name);
-    link::set(LinkKind::native(), &active, &target, &ctx.layout.home().join(".active.new"))?;
+    link::set(LinkKind::native(), &active, &target, &ctx.layout.active_staging())?;
     println!("active profile: {name} ({} -> {})", active.display(), target.display());
     Ok(ExitCode::Success)
 }

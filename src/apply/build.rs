@@ -1,0 +1,126 @@
+//! Stage 5, build: writes generation N+1 from the [`Desired`] content (views, shims,
+//! manifest), staged as `generations/.tmp-<N>` ([`Layout::generation_staging`]) and
+//! published with one rename. Not yet current: the switch ([`crate::generation::switch`])
+//! does that.
+//!
+//! cuenv never writes inside a toolkit root or a store entry: views only link to them
+//! (`link-mode = "copy"` copies the entry into the view).
+
+use std::fs;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::IoError;
+use crate::fsutil;
+use crate::generation::{self, Manifest};
+use crate::layout::{GENERATION_STAGING_PREFIX, Layout, MANIFEST_FILE};
+use crate::link::{self, LinkKind};
+use crate::view::VIEW_LINKS;
+
+use super::Error;
+use super::desire::{Desired, link_kind};
+use super::plan::view_target;
+
+/// Builds generation N+1 from `desired` and publishes it (not yet current). On any error
+/// nothing is left behind (the staging folder is removed).
+pub fn build(layout: &Layout, desired: &Desired) -> Result<u64, Error> {
+    let gens = layout.generations_dir();
+    fs::create_dir_all(&gens).map_err(|e| IoError::new("create", &gens, e))?;
+    for e in fs::read_dir(&gens).map_err(|e| IoError::new("read", &gens, e))?.flatten() {
+        if e.file_name().to_string_lossy().starts_with(GENERATION_STAGING_PREFIX) {
+            remove_generation_tree(&e.path())?;
+        }
+    }
+    let n = generation::list(layout).last().copied().unwrap_or(0) + 1;
+    let tmp = layout.generation_staging(n);
+    let dest = layout.generation_dir(n);
+    let result = build_into(&tmp, &dest, n, desired);
+    if let Err(e) = result {
+        let _ = remove_generation_tree(&tmp);
+        return Err(e);
+    }
+    fsutil::rename_with_retry(&tmp, &dest).map_err(|e| IoError::new("publish", &dest, e))?;
+    fsutil::sync_dir(&gens);
+    Ok(n)
+}
+
+fn build_into(tmp: &Path, dest: &Path, n: u64, desired: &Desired) -> Result<(), Error> {
+    fs::create_dir(tmp).map_err(|e| IoError::new("create", tmp, e))?;
+    let kind = link_kind(desired.file.settings.link_mode);
+    for v in &desired.views {
+        let view = tmp.join("views").join(&v.name);
+        fs::create_dir_all(&view).map_err(|e| IoError::new("create", &view, e))?;
+        for name in VIEW_LINKS {
+            let at = view.join(name);
+            match kind {
+                Some(k) => link::create(k, &view_target(v, name), &at)?,
+                None if name == "cudnn" => copy_tree(&v.entry_dir, &at)?,
+                // Links store absolute targets: point at the copy's place once published.
+                None if name == "cudnn-lib" => {
+                    let published = dest.join("views").join(&v.name).join("cudnn");
+                    link::create(LinkKind::native(), &crate::store::extract::native(&published, &v.cudnn_lib), &at)?
+                }
+                None => link::create(LinkKind::native(), &view_target(v, name), &at)?,
+            }
+        }
+    }
+    let shim_dir = tmp.join("shims");
+    fs::create_dir_all(&shim_dir).map_err(|e| IoError::new("create", &shim_dir, e))?;
+    for (rec, text) in &desired.shims {
+        let at = shim_dir.join(&rec.stored);
+        fs::write(&at, text).map_err(|e| IoError::new("write", &at, e))?;
+    }
+    let manifest = Manifest {
+        number: n,
+        created: generation::now(),
+        source: std::path::absolute(&desired.file.path).unwrap_or_else(|_| desired.file.path.clone()),
+        source_sha256: hex::encode(Sha256::digest(desired.file.source.as_bytes())),
+        link_mode: desired.link_mode,
+        profiles: desired.views.clone(),
+        shims: desired.shims.iter().map(|(r, _)| r.clone()).collect(),
+    };
+    let path = tmp.join(MANIFEST_FILE);
+    fsutil::write_atomic(&path, toml::to_string(&manifest)?.as_bytes()).map_err(|e| IoError::new("write", &path, e))?;
+    fsutil::make_tree_readonly(&shim_dir).map_err(|e| IoError::new("make read-only", &shim_dir, e))?;
+    Ok(())
+}
+
+/// Copies a store entry (files, folders, symlinks) for `link-mode = "copy"`.
+fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
+    for e in walkdir::WalkDir::new(from) {
+        let e = e?;
+        let rel = e.path().strip_prefix(from).expect("under root");
+        let dest = to.join(rel);
+        if e.file_type().is_dir() {
+            fs::create_dir_all(&dest).map_err(|e| IoError::new("create", &dest, e))?;
+        } else if e.file_type().is_symlink() {
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(fs::read_link(e.path()).map_err(|err| IoError::new("read the link", e.path(), err))?, &dest)
+                .map_err(|err| IoError::new("create the link", &dest, err))?;
+            #[cfg(not(unix))]
+            fs::copy(e.path(), &dest).map_err(|err| IoError::new(format!("copy {} to", e.path().display()), &dest, err))?;
+        } else {
+            fs::copy(e.path(), &dest).map_err(|err| IoError::new(format!("copy {} to", e.path().display()), &dest, err))?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes a generation folder: links are removed as links (never followed), copies and
+/// files normally.
+pub fn remove_generation_tree(dir: &Path) -> Result<(), Error> {
+    fsutil::make_tree_writable(dir).ok();
+    let views = dir.join("views");
+    if let Ok(rd) = fs::read_dir(&views) {
+        for v in rd.flatten() {
+            for name in VIEW_LINKS {
+                let p = v.path().join(name);
+                if link::is_link(&p) {
+                    link::remove(&p).map_err(|e| IoError::new("remove the link", &p, e))?;
+                }
+            }
+        }
+    }
+    fs::remove_dir_all(dir).map_err(|e| IoError::new("delete", dir, e).into())
+}

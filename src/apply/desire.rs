@@ -1,0 +1,238 @@
+//! Stage 3, resolve: from the parsed profile file to the [`Desired`] generation content.
+//!
+//! Two steps. Gathering ([`gather`], the only I/O here) lists the store, finds the toolkit
+//! roots ([`crate::candidates`]) and reads `platform`'s section of `lab.lock`; then
+//! [`crate::resolve::honour`] (pure: file + lock + candidates -> choices) picks each
+//! profile's toolkit and store entry, keeping a locked choice while it still satisfies the
+//! file ([`resolve_locked`]). [`desire`] turns those choices into the views and conda shims
+//! a generation will hold (finding each profile's conda env on disk).
+//!
+//! Below plan, build and record; calls nothing of theirs.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::binfmt::Platform;
+use crate::generation::{ShimRecord, ViewMode, ViewRecord};
+use crate::layout::Layout;
+use crate::link::LinkKind;
+use crate::lockfile;
+use crate::profile::{LinkMode, ProfileFile};
+use crate::resolve::{Candidates, CudnnCandidate, Resolved, ToolkitCandidate};
+use crate::shim::{self, Shell};
+use crate::store::Store;
+use crate::store::entry::EntryMeta;
+use crate::toolkit;
+use crate::view::{activation, stable_home};
+
+use super::error::{Error, LockedDrift};
+use super::home_token::from_home_token;
+
+/// What a profile file asks for, resolved.
+#[derive(Debug)]
+pub struct Desired {
+    /// The parsed profile file.
+    pub file: ProfileFile,
+    /// The resolution (for `lab.lock`).
+    pub resolved: Resolved,
+    /// How it differs from `lab.lock` (`+`/`-`/`~` lines; empty when the lock already says it).
+    pub lock_changes: Vec<String>,
+    /// The views to build.
+    pub views: Vec<ViewRecord>,
+    /// The shims to write, with their bytes (as [`shim::encode`] makes them).
+    pub shims: Vec<(ShimRecord, Vec<u8>)>,
+    /// `symlink`, `junction` or `copy`.
+    pub link_mode: ViewMode,
+}
+
+/// The link kind for a profile file's `link-mode` on this platform (`None`: copy).
+pub fn link_kind(mode: LinkMode) -> Option<LinkKind> {
+    match mode {
+        LinkMode::Auto => Some(LinkKind::native()),
+        LinkMode::Junction => Some(LinkKind::Junction),
+        LinkMode::Symlink => Some(LinkKind::Symlink),
+        LinkMode::Copy => None,
+    }
+}
+
+fn mode_name(mode: LinkMode) -> ViewMode {
+    match link_kind(mode) {
+        Some(LinkKind::Junction) => ViewMode::Junction,
+        Some(LinkKind::Symlink) => ViewMode::Symlink,
+        None => ViewMode::Copy,
+    }
+}
+
+/// A profile file resolved for one platform, preferring the choices of that platform's
+/// section of `lab.lock`.
+#[derive(Debug)]
+pub struct Locking {
+    /// Every profile of the file, resolved.
+    pub resolved: Resolved,
+    /// How that differs from the lock (`+`/`-`/`~` lines; empty when the lock already says it).
+    pub changes: Vec<String>,
+    /// The toolkit candidates, with what `cuenv toolkits` knows of each.
+    toolkits: Vec<(ToolkitCandidate, toolkit::Toolkit)>,
+    /// The store entries.
+    entries: Vec<(PathBuf, EntryMeta)>,
+}
+
+/// What resolution runs against, read from disk (the only I/O of this stage): the store's
+/// entries, the toolkit roots ([`crate::candidates`]) and `platform`'s section of `lab.lock`.
+struct Gathered {
+    /// The store entries.
+    entries: Vec<(PathBuf, EntryMeta)>,
+    /// The toolkit candidates, with what `cuenv toolkits` knows of each.
+    toolkits: Vec<(ToolkitCandidate, toolkit::Toolkit)>,
+    /// `platform`'s section of `lab.lock` (`None`: no lock file).
+    lock: Option<lockfile::LockFile>,
+}
+
+/// Gathers what [`resolve_locked`] resolves against: lists the store, finds the toolkit
+/// roots, reads `lab.lock`.
+fn gather(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Gathered, Error> {
+    let entries = Store::new(layout).entries();
+    let toolkits = crate::candidates::toolkit_candidates(layout, file, platform)?;
+    let lock = lockfile::read(&lockfile::lock_path(&file.path), platform)?;
+    Ok(Gathered { entries, toolkits, lock })
+}
+
+/// Resolves `file` for `platform` against the store, the toolkit roots and `platform`'s
+/// section of `lab.lock`. `locked`: fail with [`LockedDrift`] instead of changing the lock.
+///
+/// Gathering (`gather`) is the only I/O; the choice itself is [`crate::resolve::honour`]
+/// (pure: file + lock + candidates -> choices).
+///
+/// Errors: profile errors (file, line, column; exit code 2), lock file errors, [`LockedDrift`].
+pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, locked: bool) -> Result<Locking, Error> {
+    let Gathered { entries, toolkits, mut lock } = gather(layout, file, platform)?;
+    let cudnn: Vec<CudnnCandidate> = entries
+        .iter()
+        .map(|(_, m)| CudnnCandidate { id: m.id.clone(), name: m.name.clone(), version: m.version.clone(), cuda_major: m.cuda_major, platform: m.platform })
+        .collect();
+    let tk: Vec<ToolkitCandidate> = toolkits.iter().map(|t| t.0.clone()).collect();
+    let candidates = Candidates { toolkits: &tk, store: &cudnn, platform };
+    // Roots inside the cuenv home are written home-relative, so a lock travels between machines.
+    if let Some(l) = lock.as_mut() {
+        for p in &mut l.profiles {
+            if let Some(root) = from_home_token(&p.toolkit_root, &stable_home(layout)) {
+                p.toolkit_root = root;
+            }
+        }
+    }
+    let honoured = crate::resolve::honour(lock.as_ref(), file, &candidates)?;
+    if locked {
+        if let Some(drift) = missing_section(lock.as_ref(), file, platform) {
+            return Err(drift.into());
+        }
+        if !honoured.changes.is_empty() {
+            let mut msg = format!("{} does not match {} for {platform}:", lockfile::lock_path(&file.path).display(), file.path.display());
+            for c in &honoured.changes {
+                msg.push_str(&format!("\n  {c}"));
+            }
+            return Err(LockedDrift::new(msg, &file.path, platform, false).into());
+        }
+    }
+    Ok(Locking { resolved: honoured.resolved, changes: honoured.changes, toolkits, entries })
+}
+
+/// The folder holding a toolkit's CUDA runtime library.
+fn runtime_dir(t: &toolkit::Toolkit, platform: Platform) -> PathBuf {
+    match t.runtime.as_ref().and_then(|r| r.parent()) {
+        Some(p) => p.to_path_buf(),
+        None => t.root.join(if platform.is_windows() { "bin" } else { "lib64" }),
+    }
+}
+
+/// Resolves `file` into the desired generation content for this host. `locked`: fail
+/// instead of changing `lab.lock`. Errors carry the file, line and column (profile errors)
+/// and exit code 2.
+pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desired, Error> {
+    let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
+    let Locking { resolved, changes, toolkits, entries } = resolve_locked(layout, &file, platform, locked)?;
+    let base_dir = file.path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let home_dir = dirs::home_dir();
+    let mut views = Vec::new();
+    let mut shims = Vec::new();
+    for r in &resolved.profiles {
+        let (entry_dir, meta) = entries.iter().find(|(_, m)| m.id == r.cudnn_id).cloned().ok_or(Error::Vanished("resolved entry vanished from the store"))?;
+        let t = &toolkits.iter().find(|(c, _)| c.root == r.toolkit_root).ok_or(Error::Vanished("resolved toolkit vanished"))?.1;
+        let cudnn_lib = if platform.is_windows() { meta.layout.bin.clone() } else { meta.layout.lib.clone() }.unwrap_or_else(|| "lib".into());
+        let profile = file.profile(&r.name).expect("resolved from this file");
+        let conda_env = match &profile.conda_env {
+            None => None,
+            Some(env) => Some(crate::conda::resolve(&env.value, &base_dir, &|k| std::env::var_os(k), home_dir.as_deref()).map_err(|nf| {
+                let hint = if nf.known.is_empty() {
+                    format!("create it with `conda create -n {}`, or give the env's folder as a path", env.value)
+                } else {
+                    format!("envs found: {}", nf.known.join(", "))
+                };
+                file.error_at(
+                    env.span.clone(),
+                    format!(
+                        "conda env `{}` does not exist (looked in {})",
+                        env.value,
+                        nf.searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+                    ),
+                    Some(hint),
+                )
+            })?),
+        };
+        let view = ViewRecord {
+            name: r.name.clone(),
+            toolkit_root: r.toolkit_root.clone(),
+            toolkit_version: r.toolkit_version.to_string(),
+            cudnn_id: r.cudnn_id.clone(),
+            cudnn_name: r.cudnn_name.clone(),
+            cudnn_version: r.cudnn_version.to_string(),
+            cuda_major: meta.cuda_major,
+            entry_dir: entry_dir.clone(),
+            cudnn_lib,
+            cuda_lib: runtime_dir(t, platform),
+            conda_env: conda_env.clone(),
+            check: r.check,
+            copied: file.settings.link_mode == LinkMode::Copy,
+        };
+        if let Some(env) = &conda_env {
+            let act = activation(layout, &view.name, platform);
+            // Windows: `C:\...` paths cannot go into the `:`-separated lists of the POSIX and
+            // fish shims (every Windows path holds a `:`), so only cmd and PowerShell shims are
+            // written there; before, any profile with a conda env failed to apply on Windows.
+            let shells: &[Shell] = if platform.is_windows() { &[Shell::Cmd, Shell::PowerShell] } else { &Shell::ALL };
+            for &shell in shells {
+                shim::validate(shell, &act).map_err(|e| {
+                    file.error_at(
+                        profile.name_span.clone(),
+                        format!("cannot write the {} shims of profile `{}`: {e}", shell.extension(), view.name),
+                        Some("move the cuenv home (--home or CUENV_HOME) to a path without that character".into()),
+                    )
+                })?;
+                for (dir, text) in [("activate.d", shim::render_activate(shell, &act)), ("deactivate.d", shim::render_deactivate(shell, &act))] {
+                    let path = env.join("etc").join("conda").join(dir).join(shim::file_name(&view.name, shell));
+                    let bytes = shim::encode(shell, &text);
+                    let sha = hex::encode(Sha256::digest(&bytes));
+                    shims.push((ShimRecord { path, profile: view.name.clone(), stored: String::new(), sha256: sha }, bytes));
+                }
+            }
+        }
+        views.push(view);
+    }
+    for (i, (rec, _)) in shims.iter_mut().enumerate() {
+        rec.stored = format!("{i}-{}", rec.path.file_name().unwrap_or_default().to_string_lossy());
+    }
+    Ok(Desired { link_mode: mode_name(file.settings.link_mode), file, resolved, lock_changes: changes, views, shims })
+}
+
+/// For `--locked`: the drift when `lock` (`platform`'s section of `file`'s lock; `None`: no
+/// lock file) holds nothing to verify against: no file, or no section for `platform` while
+/// `file` has profiles. `None` when the section is there.
+pub fn missing_section(lock: Option<&lockfile::LockFile>, file: &ProfileFile, platform: Platform) -> Option<LockedDrift> {
+    let why = match lock {
+        None => "the lock file does not exist".to_string(),
+        Some(l) if l.profiles.is_empty() && !file.profiles.is_empty() => format!("the lock file has no {platform} section"),
+        Some(_) => return None,
+    };
+    let message = format!("{} does not match {} for {platform}:\n  {why}", lockfile::lock_path(&file.path).display(), file.path.display());
+    Some(LockedDrift::new(message, &file.path, platform, true))
+}

@@ -1,0 +1,128 @@
+//! The errors of `apply`, `plan` and `lock`: [`Error`] wraps the error of the stage that
+//! failed (each carries its own hint and exit code), and [`LockedDrift`] is `--locked`
+//! meeting a lock that would change. A leaf of the pipeline: every stage returns these.
+
+use std::path::Path;
+
+use crate::binfmt::Platform;
+use crate::error::{Diagnose, ExitCode};
+use crate::{generation, link, lockfile};
+
+/// Why `apply`, `plan` or `lock` failed: the error of the step that failed (with its hint
+/// and exit code), or an I/O error while building a generation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The profile file is invalid, or names what cannot be had (with its line and column).
+    #[error(transparent)]
+    Profile(#[from] crate::profile::Error),
+    /// `lab.lock` cannot be read or written.
+    #[error(transparent)]
+    Lockfile(#[from] lockfile::Error),
+    /// `--locked`, and the lock would change.
+    #[error(transparent)]
+    Drift(#[from] LockedDrift),
+    /// Fetching a `from` source failed.
+    #[error(transparent)]
+    Sources(#[from] crate::sources::Error),
+    /// Reading, switching or recording a generation failed.
+    #[error(transparent)]
+    Generation(#[from] generation::Error),
+    /// A view's link could not be made.
+    #[error(transparent)]
+    Link(#[from] link::LinkError),
+    /// The store could not remove an entry (`gc`).
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    /// The writer lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] crate::writer_lock::LockError),
+    /// An I/O step failed (what cuenv was doing, where, and a hint by the kind of failure).
+    #[error(transparent)]
+    Io(#[from] crate::error::IoError),
+    /// Walking a store entry to copy it failed.
+    #[error(transparent)]
+    Walk(#[from] walkdir::Error),
+    /// A manifest could not be written as TOML.
+    #[error(transparent)]
+    Manifest(#[from] toml::ser::Error),
+    /// cuDNN has no build for this machine.
+    #[error("cuDNN is not built for this platform")]
+    UnsupportedPlatform,
+    /// What resolution chose is gone (another process changed the store meanwhile).
+    #[error("{0}")]
+    Vanished(&'static str),
+}
+
+impl Diagnose for Error {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Error::Profile(e) => e.hint(),
+            Error::Lockfile(e) => e.hint(),
+            Error::Drift(e) => e.hint(),
+            Error::Sources(e) => e.hint(),
+            Error::Generation(e) => e.hint(),
+            Error::Link(e) => e.hint(),
+            Error::Store(e) => e.hint(),
+            Error::Lock(e) => e.hint(),
+            Error::Io(e) => e.hint(),
+            Error::Walk(e) => Some(match e.path() {
+                Some(p) => format!("cuenv could not read {} while copying a store entry; `cuenv store verify` checks the store", p.display()),
+                None => "cuenv could not read a store entry while copying it; `cuenv store verify` checks the store".into(),
+            }),
+            Error::Manifest(_) => Some("this is a bug in cuenv: please report it with the profile file".into()),
+            Error::UnsupportedPlatform => Some("cuDNN exists for windows-x86_64, linux-x86_64, linux-sbsa, linux-aarch64 and linux-ppc64le only".into()),
+            Error::Vanished(_) => Some("another process changed the store while apply ran; run `cuenv apply` again".into()),
+        }
+    }
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            Error::Profile(e) => e.exit_code(),
+            Error::Lockfile(e) => e.exit_code(),
+            Error::Drift(e) => e.exit_code(),
+            Error::Sources(e) => e.exit_code(),
+            Error::Generation(e) => e.exit_code(),
+            Error::Link(e) => e.exit_code(),
+            Error::Store(e) => e.exit_code(),
+            Error::Lock(e) => e.exit_code(),
+            Error::Io(e) => e.exit_code(),
+            Error::Walk(_) | Error::Manifest(_) | Error::UnsupportedPlatform | Error::Vanished(_) => ExitCode::Failure,
+        }
+    }
+}
+
+/// `--locked` and the lock file disagree.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct LockedDrift {
+    /// The lock, the profile file, the platform, and each difference on its own line.
+    pub message: String,
+    /// What to do: the exact command that updates the lock.
+    pub hint: String,
+}
+
+impl LockedDrift {
+    /// The drift of `platform`'s section of `file`'s lock: `message`, and a hint naming the
+    /// command that rewrites that section (`cuenv apply` on this host, `cuenv lock` otherwise).
+    pub fn new(message: String, file: &Path, platform: Platform, missing: bool) -> LockedDrift {
+        let update = if Platform::host() == Some(platform) {
+            format!("cuenv apply {}", file.display())
+        } else {
+            format!("cuenv lock {} --platform {platform}", file.display())
+        };
+        let hint = if missing {
+            format!("run `{update}` to write it")
+        } else {
+            format!("run `{update}` (without --locked) to update the lock file, or restore the store entries and toolkits it names")
+        };
+        LockedDrift { message, hint }
+    }
+}
+
+impl Diagnose for LockedDrift {
+    fn hint(&self) -> Option<String> {
+        Some(self.hint.clone())
+    }
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::Invalid
+    }
+}

@@ -1,0 +1,74 @@
+//! `gc`: which generations and store entries to delete ([`gc_plan`]), and deleting them
+//! ([`gc`]). Generations are kept by [`generation::gc_keep`]; a store entry is kept while a
+//! kept generation's manifest, or any platform's section of a kept generation's lock file,
+//! names it. Not part of the apply pipeline; deletes generations the way the build stage
+//! does ([`remove_generation_tree`]).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use crate::generation;
+use crate::layout::Layout;
+use crate::lockfile;
+use crate::writer_lock::WriterLock;
+
+use super::Error;
+use super::build::remove_generation_tree;
+
+/// What `gc` deletes.
+#[derive(Debug, Default)]
+pub struct GcPlan {
+    /// How many generations are kept.
+    pub kept: usize,
+    /// The generations to delete (ascending).
+    pub generations: Vec<u64>,
+    /// The store entries to delete: folder and name.
+    pub entries: Vec<(PathBuf, String)>,
+}
+
+/// Which generations and store entries `gc` deletes: generations by [`generation::gc_keep`];
+/// store entries that no kept generation uses and that no platform's section of a kept
+/// generation's lock file names (`cuenv lock --platform`).
+pub fn gc_plan(layout: &Layout, keep: usize) -> GcPlan {
+    let all = generation::list(layout);
+    let (kept, doomed) = generation::gc_keep(&all, generation::current(layout), generation::previous(layout), keep);
+    let mut needed = BTreeSet::new();
+    for n in &kept {
+        if let Ok(m) = generation::read(layout, *n) {
+            needed.extend(m.profiles.iter().map(|p| p.cudnn_id.clone()));
+            for (_, section) in lockfile::read_all(&lockfile::lock_path(&m.source)).unwrap_or_default() {
+                needed.extend(section.profiles.iter().map(|p| p.cudnn_id.clone()));
+            }
+        }
+    }
+    let store = crate::store::Store::new(layout);
+    let entries = store.entries().into_iter().filter(|(_, m)| !needed.contains(&m.id)).map(|(d, m)| (d, m.name)).collect();
+    GcPlan { kept: kept.len(), generations: doomed, entries }
+}
+
+/// One thing `gc` deleted.
+pub enum Deleted<'a> {
+    /// A generation.
+    Generation(u64),
+    /// A store entry, by name.
+    Entry(&'a str),
+}
+
+/// Deletes what `plan` names, generations first; `done` hears of each deletion as it happens.
+pub fn gc(layout: &Layout, lock: &WriterLock, plan: &GcPlan, done: &mut dyn FnMut(Deleted)) -> Result<(), Error> {
+    for n in &plan.generations {
+        remove_generation_tree(&layout.generation_dir(*n))?;
+        done(Deleted::Generation(*n));
+    }
+    let store = crate::store::Store::new(layout);
+    for (dir, name) in &plan.entries {
+        store.remove(lock, dir)?;
+        done(Deleted::Entry(name));
+    }
+    Ok(())
+}
+
+/// Store entry ids referenced by any generation.
+pub fn referenced_entries(layout: &Layout) -> BTreeSet<String> {
+    generation::list(layout).into_iter().filter_map(|n| generation::read(layout, n).ok()).flat_map(|m| m.profiles.into_iter().map(|p| p.cudnn_id)).collect()
+}

@@ -1,0 +1,96 @@
+//! Stage 4, plan: what would change from the current generation to the [`Desired`] one,
+//! as `+` / `-` / `~` lines ([`crate::change`]). Reads the current generation's manifest;
+//! writes nothing.
+
+use std::path::PathBuf;
+
+use crate::change::{Change, Kind, Subject};
+use crate::generation::{self, ViewRecord};
+use crate::layout::Layout;
+use crate::view::VIEW_LINKS;
+
+use super::desire::Desired;
+
+/// The change from the current generation to `desired` (see [`crate::change`]); empty when
+/// nothing would change. When a profile changes, every link of the new views follows.
+pub fn plan(layout: &Layout, desired: &Desired) -> Vec<Change> {
+    let cur = generation::current(layout).and_then(|n| generation::read(layout, n).ok());
+    let (empty_views, empty_shims) = (Vec::new(), Vec::new());
+    let (cur_views, cur_shims) = cur.as_ref().map(|m| (&m.profiles, &m.shims)).unwrap_or((&empty_views, &empty_shims));
+    let mut out = Vec::new();
+    for v in &desired.views {
+        match cur_views.iter().find(|c| c.name == v.name) {
+            None => out.push(Change::new(
+                Kind::Add,
+                Subject::Profile,
+                &v.name,
+                Some(format!("cuDNN {} ({}) on CUDA {} ({})", v.cudnn_version, v.cudnn_name, v.toolkit_version, v.toolkit_root.display())),
+            )),
+            Some(c) if c != v => {
+                let mut what = Vec::new();
+                if c.cudnn_id != v.cudnn_id {
+                    what.push(format!("cuDNN {} -> {} ({})", c.cudnn_version, v.cudnn_version, v.cudnn_name));
+                }
+                if c.toolkit_root != v.toolkit_root {
+                    what.push(format!("toolkit {} -> {}", c.toolkit_root.display(), v.toolkit_root.display()));
+                }
+                if c.conda_env != v.conda_env {
+                    what.push(format!("conda env {} -> {}", opt_path(&c.conda_env), opt_path(&v.conda_env)));
+                }
+                if what.is_empty() {
+                    what.push("settings changed".into());
+                }
+                out.push(Change::new(Kind::Change, Subject::Profile, &v.name, Some(what.join(", "))));
+            }
+            Some(_) => {}
+        }
+    }
+    for c in cur_views.iter().filter(|c| !desired.views.iter().any(|v| v.name == c.name)) {
+        out.push(Change::new(Kind::Remove, Subject::Profile, &c.name, None));
+    }
+    if let Some(m) = cur.as_ref().filter(|m| m.link_mode != desired.link_mode) {
+        out.push(Change::new(Kind::Change, Subject::LinkMode, "", Some(format!("{} -> {}", m.link_mode, desired.link_mode))));
+    }
+    let profiles_changed = !out.is_empty();
+    for (s, _) in &desired.shims {
+        let path = s.path.display().to_string();
+        match cur_shims.iter().find(|c| c.path == s.path) {
+            None => out.push(Change::new(Kind::Add, Subject::Shim, path, None)),
+            Some(c) if c.sha256 != s.sha256 => out.push(Change::new(Kind::Change, Subject::Shim, path, None)),
+            _ => {}
+        }
+    }
+    for c in cur_shims.iter().filter(|c| !desired.shims.iter().any(|(s, _)| s.path == c.path)) {
+        out.push(Change::new(Kind::Remove, Subject::Shim, c.path.display().to_string(), None));
+    }
+    if profiles_changed {
+        for v in &desired.views {
+            for name in VIEW_LINKS {
+                out.push(Change::new(Kind::Link, Subject::Link, format!("profiles/{}/{}", v.name, name), Some(view_target(v, name).display().to_string())));
+            }
+        }
+    }
+    out
+}
+
+fn opt_path(p: &Option<PathBuf>) -> String {
+    p.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(none)".into())
+}
+
+pub(super) fn view_target(v: &ViewRecord, name: &str) -> PathBuf {
+    match name {
+        "cuda" => v.toolkit_root.clone(),
+        "cudnn" => v.entry_dir.clone(),
+        "cudnn-lib" => crate::store::extract::native(&v.entry_dir, &v.cudnn_lib),
+        _ => v.cuda_lib.clone(),
+    }
+}
+
+/// True when `desired` equals what the current generation already has.
+pub fn unchanged(layout: &Layout, desired: &Desired) -> bool {
+    let Some(cur) = generation::current(layout).and_then(|n| generation::read(layout, n).ok()) else { return false };
+    cur.profiles == desired.views
+        && cur.link_mode == desired.link_mode
+        && cur.shims.len() == desired.shims.len()
+        && cur.shims.iter().zip(&desired.shims).all(|(a, (b, _))| a.path == b.path && a.sha256 == b.sha256)
+}

@@ -1,0 +1,64 @@
+//! Stage 8, record: writes `lab.lock` (the platform's section, with its pins) once a
+//! generation is current, or when the current one already matches the file.
+//!
+//! Calls only the stages below it: the [`Desired`] of the resolve stage and
+//! [`super::home_token`].
+
+use crate::binfmt::Platform;
+use crate::layout::Layout;
+use crate::lockfile;
+use crate::profile::ProfileFile;
+use crate::resolve::Resolved;
+use crate::store::Store;
+use crate::view::stable_home;
+
+use super::Error;
+use super::desire::Desired;
+use super::home_token::to_home_token;
+
+/// Writes this host's section of `lab.lock` for `desired`; see [`write_lock_section`].
+pub fn write_lock(layout: &Layout, desired: &Desired) -> Result<bool, Error> {
+    let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
+    write_lock_section(layout, &desired.file, platform, &desired.resolved)
+}
+
+/// Writes `platform`'s section of `lab.lock` for `resolved`: toolkit roots inside the cuenv
+/// home written relative to [`super::HOME_TOKEN`], and for each profile with a `from` source the
+/// SHA-256 of the file its entry came from (and the URL, for a URL source), and the runtime
+/// wheels of a `cuda = { from = "pypi" }` root. Returns whether the file changed.
+pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platform, resolved: &Resolved) -> Result<bool, Error> {
+    let path = lockfile::lock_path(&file.path);
+    let home = stable_home(layout);
+    let mut portable = resolved.clone();
+    for p in &mut portable.profiles {
+        if let Some(t) = to_home_token(&p.toolkit_root, &home) {
+            p.toolkit_root = t;
+        }
+    }
+    let entries = Store::new(layout).entries();
+    let runtimes = crate::wheel_toolkit::list(layout);
+    let mut pins = lockfile::Pins::new();
+    for r in &resolved.profiles {
+        let Some(profile) = file.profile(&r.name) else { continue };
+        let mut pin = lockfile::Pin { sha256: None, url: None, cuda_wheels: Vec::new() };
+        if let Some(from) = &profile.cudnn.from
+            && let Some((_, meta)) = entries.iter().find(|(_, m)| m.id == r.cudnn_id)
+        {
+            pin.sha256 = meta.source.sha256.clone();
+            pin.url = match &from.value {
+                crate::profile::Source::Location(l) if crate::sources::is_url(l) => Some(l.clone()),
+                _ => None,
+            };
+        }
+        if profile.cuda.from.is_some()
+            && let Some((_, m)) = runtimes.iter().find(|(root, _)| crate::paths::same_path(root, &r.toolkit_root))
+        {
+            pin.cuda_wheels = m.wheels.iter().map(|w| (w.project.clone(), w.version.clone(), w.sha256.clone())).collect();
+        }
+        if pin.sha256.is_some() || !pin.cuda_wheels.is_empty() {
+            pins.insert(r.name.clone(), pin);
+        }
+    }
+    // One atomic write: the choices and their pins never land apart.
+    Ok(lockfile::write(&path, platform, &portable, &pins)?)
+}
