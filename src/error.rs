@@ -93,15 +93,23 @@ impl IoError {
 
 impl Diagnose for IoError {
     fn hint(&self) -> Option<String> {
+        Some(io_hint(&self.path, &self.source))
+    }
+}
+
+/// What to do about an I/O failure at `path`, by the kind of failure (a full disk, a
+/// read-only file system, missing permissions, a missing folder, a closed pipe).
+pub fn io_hint(path: &std::path::Path, err: &std::io::Error) -> String {
+    {
         use std::io::ErrorKind as K;
-        let at = self.path.display();
-        Some(match self.source.kind() {
+        let at = path.display();
+        match err.kind() {
             K::StorageFull | K::QuotaExceeded => format!("free some space on the volume that holds {at}, then run the command again"),
             K::ReadOnlyFilesystem => format!("{at} is on a read-only file system: make it writable, or use a cuenv home elsewhere (--home DIR)"),
             K::PermissionDenied => format!("check the permissions of {at} (and of the folders above it)"),
             K::NotFound => format!("{at} or a folder above it does not exist; check the path"),
             K::BrokenPipe => "the reader of cuenv's output went away; run the command again without a closed pipe".into(),
             _ => "fix what the cause above says, then run the command again".into(),
-        })
+        }
     }
 }

@@ -143,7 +143,9 @@ impl Diagnose for Error {
             Error::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 Some("check the path, or create the file (see profiles/lab.toml for an example)".into())
             }
-            Error::Read { .. } | Error::Several(_) => None,
+            Error::Read { path, source } => Some(crate::error::io_hint(path, source)),
+            // Each diagnostic carries its own hint, rendered in the message.
+            Error::Several(_) => None,
             Error::Syntax(l) | Error::Invalid(l) => l.hint.clone(),
         }
     }

@@ -35,7 +35,7 @@ impl Diagnose for Error {
                 path.display(),
                 super::MARKER
             )),
-            Error::Io { .. } => None,
+            Error::Io { path, source, .. } => Some(crate::error::io_hint(path, source)),
         }
     }
     fn exit_code(&self) -> ExitCode {
