@@ -279,11 +279,26 @@ pub fn history(layout: &Layout) -> Vec<HistoryRecord> {
     fs::read_to_string(layout.history()).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
+/// Appends one record as one `write` of the whole line (record and newline together), so a
+/// kill leaves either the whole line or a prefix of it, never a record whose newline comes
+/// with the next one. A last line left unterminated by such a kill is ended first, so the
+/// next record starts a line of its own (the cut line alone is lost; [`history`] skips it).
 fn append_history(layout: &Layout, rec: &HistoryRecord) -> Result<(), Error> {
-    use std::io::Write;
+    use std::io::{Read, Seek, SeekFrom, Write};
     let path = layout.history();
-    let mut f = fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path))?;
-    writeln!(f, "{}", serde_json::to_string(rec).expect("serializable")).map_err(io_err(&path))?;
+    let mut f = fs::OpenOptions::new().create(true).read(true).append(true).open(&path).map_err(io_err(&path))?;
+    let len = f.metadata().map_err(io_err(&path))?.len();
+    let mut line = String::new();
+    if len > 0 {
+        let mut last = [0u8; 1];
+        f.seek(SeekFrom::Start(len - 1)).and_then(|_| f.read_exact(&mut last)).map_err(io_err(&path))?;
+        if last[0] != b'\n' {
+            line.push('\n');
+        }
+    }
+    line.push_str(&serde_json::to_string(rec).expect("serializable"));
+    line.push('\n');
+    f.write_all(line.as_bytes()).map_err(io_err(&path))?;
     f.sync_all().map_err(io_err(&path))
 }
 

@@ -643,3 +643,28 @@ fn doctor_judges_the_active_profile_like_check() {
     // A shadowed dispatcher's sub-libraries are not reported again as "mixed".
     assert!(!out.contains("mixed sub-library"), "{out}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Transactions (issue 10)
+// ---------------------------------------------------------------------------------------
+
+/// Issue 10, case 3: a kill between a history record and its newline (the old code wrote
+/// them with two `write`s) left an unterminated last line, and the next switch glued its
+/// record to it: both records were lost. The next append now ends the cut line first.
+#[test]
+fn a_history_line_cut_by_a_kill_loses_no_other_record() {
+    let lab = Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    let history = lab.ctx.home.join("history.jsonl");
+    let mut text = fs::read_to_string(&history).unwrap();
+    // A whole record whose newline never reached the disk.
+    text.push_str(r#"{"time":"2026-11-30T00:00:00Z","op":"rollback","from":1,"to":1}"#);
+    fs::write(&history, &text).unwrap();
+    let f2 = lab.lab(&format!("[profiles.tf]\ncuda = \"11.8\"\ncudnn = \"8.8\"\nconda-env = '{}'\n", lab.env_b.display()));
+    lab.ok(&["apply", "--no-check", f2.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_str(&lab.ok(&["generations", "--json"])).unwrap();
+    let ops: Vec<(&str, u64)> = v["history"].as_array().unwrap().iter().map(|h| (h["op"].as_str().unwrap(), h["to"].as_u64().unwrap())).collect();
+    assert_eq!(ops, [("apply", 1), ("rollback", 1), ("apply", 2)], "{}", fs::read_to_string(&history).unwrap());
+    assert!(fs::read_to_string(&history).unwrap().ends_with("}\n"));
+}
