@@ -59,6 +59,9 @@ fn run(cli: Cli) -> Result<ExitCode, Report> {
             Layout::default_home().ok_or_else(|| Hinted::new("cannot find a home folder for cuenv", "pass --home DIR or set CUENV_HOME", ExitCode::Failure))?
         }
     };
+    // The home is made absolute once, here: every link cuenv makes stores an absolute target,
+    // and a relative one would dangle as soon as it is seen from another folder.
+    let home = std::path::absolute(&home).map_err(|e| crate::error::IoError::new("find the absolute path of the home", &home, e))?;
     let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet };
     // A home written by a newer cuenv is refused before anything reads or writes it.
     ctx.layout.check_format()?;

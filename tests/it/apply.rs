@@ -668,3 +668,30 @@ fn a_history_line_cut_by_a_kill_loses_no_other_record() {
     assert_eq!(ops, [("apply", 1), ("rollback", 1), ("apply", 2)], "{}", fs::read_to_string(&history).unwrap());
     assert!(fs::read_to_string(&history).unwrap().ends_with("}\n"));
 }
+
+/// Issue 10, case 7: a relative `--home` / `CUENV_HOME` made relative links that all
+/// dangled while `apply` said it succeeded. The home is made absolute once, at start.
+#[test]
+fn a_relative_home_makes_working_absolute_links() {
+    let lab = Lab::new();
+    let file = lab.three();
+    let parent = lab.ctx.home.parent().unwrap();
+    for (how, n) in [("--home", 1u64), ("CUENV_HOME", 2)] {
+        let mut c = assert_cmd::Command::new(env!("CARGO_BIN_EXE_cuenv"));
+        c.current_dir(&lab.ctx.work).env_remove("CUENV_HOME").arg("--quiet");
+        if how == "--home" {
+            c.args(["--home", "../home"]);
+        } else {
+            c.env("CUENV_HOME", "../home");
+        }
+        let f = if n == 1 { file.clone() } else { lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n") };
+        let out = c.args(["apply", "--no-check", f.to_str().unwrap()]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{how}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(parent.join("home"), lab.ctx.home);
+        let target = fs::read_link(lab.profiles()).unwrap();
+        assert!(target.is_absolute(), "{how}: {}", target.display());
+        assert_eq!(lab.current(), n);
+        let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
+        assert_eq!(s["healthy"], true, "{how}: {s}");
+    }
+}
