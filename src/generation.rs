@@ -370,7 +370,9 @@ fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(),
         }
         fsutil::write_atomic(&s.path, &bytes).map_err(io_err(&s.path))?;
     }
-    for s in had.iter().filter(|h| !want.iter().any(|w| crate::paths::same_path(&w.path, &h.path))) {
+    // Never delete what the new set writes, however its path is spelled (an env named
+    // through a symlink is the same env).
+    for s in had.iter().filter(|h| !want.iter().any(|w| crate::paths::same_place(&w.path, &h.path))) {
         match fs::read_to_string(&s.path) {
             Ok(text) if crate::shim::is_ours(&text) => fs::remove_file(&s.path).map_err(io_err(&s.path))?,
             _ => {}

@@ -98,6 +98,26 @@ pub fn same_path(a: &Path, b: &Path) -> bool {
     key(a) == key(b)
 }
 
+/// Whether `a` and `b` name the same file, by identity rather than spelling: equal by
+/// [`same_path`], or equal once the folders holding them are resolved (symlinks, junctions,
+/// `subst` drives, 8.3 names, case on Windows: what `canonicalize` resolves). The files
+/// themselves need not exist; their folders must, for the second test. Use it wherever cuenv
+/// decides "same or different" about files it writes or deletes.
+pub fn same_place(a: &Path, b: &Path) -> bool {
+    if same_path(a, b) {
+        return true;
+    }
+    let resolved = |p: &Path| -> Option<PathBuf> {
+        let name = p.file_name()?;
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        Some(canonicalize(parent).ok()?.join(name))
+    };
+    match (resolved(a), resolved(b)) {
+        (Some(x), Some(y)) => same_path(&x, &y),
+        _ => false,
+    }
+}
+
 /// Whether `p` is `dir` or lies inside it, compared by [`key`] and whole components
 /// (`/a/bc` is not inside `/a/b`). No I/O.
 pub fn is_under(p: &Path, dir: &Path) -> bool {
@@ -144,6 +164,22 @@ pub fn nt_path(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn same_place_sees_through_a_linked_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (real, other) = (tmp.path().join("env"), tmp.path().join("other"));
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        std::os::unix::fs::symlink(&real, tmp.path().join("link")).unwrap();
+        // The file need not exist; its folder must.
+        assert!(same_place(&real.join("a.sh"), &tmp.path().join("link/a.sh")));
+        assert!(same_place(&real.join("a.sh"), &real.join("a.sh/")));
+        assert!(!same_place(&real.join("a.sh"), &other.join("a.sh")));
+        assert!(!same_place(&real.join("a.sh"), &tmp.path().join("link/b.sh")));
+        assert!(!same_place(&tmp.path().join("missing/a.sh"), &other.join("a.sh")));
+    }
 
     #[test]
     fn verbatim_prefix_is_stripped_only_where_the_path_stays_absolute() {

@@ -695,3 +695,27 @@ fn a_relative_home_makes_working_absolute_links() {
         assert_eq!(s["healthy"], true, "{how}: {s}");
     }
 }
+
+/// Issue 10, case 7: a conda env named through a symlink is the same env. The old code
+/// judged the "new" shims (through the link) identical and skipped them, then deleted the
+/// "old" ones, which were the same files: every shim of the env was gone.
+#[cfg(unix)]
+#[test]
+fn an_env_named_through_a_symlink_keeps_its_shims() {
+    let lab = Lab::new();
+    let tf = |env: &Path| lab.lab(&format!("[profiles.tf]\ncuda = \"11.8\"\ncudnn = \"8.8\"\nconda-env = '{}'\n", env.display()));
+    lab.ok(&["apply", "--no-check", tf(&lab.env_b).to_str().unwrap()]);
+    let link = lab.ctx.path("tf-link");
+    std::os::unix::fs::symlink(&lab.env_b, &link).unwrap();
+    lab.ok(&["apply", "--no-check", tf(&link).to_str().unwrap()]);
+    assert_eq!(lab.current(), 2);
+    for d in ["activate.d", "deactivate.d"] {
+        let shim = lab.env_b.join("etc/conda").join(d).join("cuenv-tf.sh");
+        assert!(shim.exists(), "{} was deleted", shim.display());
+    }
+    let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
+    assert_eq!(s["healthy"], true, "{s}");
+    // And back: the same files again, spelled the first way.
+    lab.ok(&["rollback"]);
+    assert!(lab.env_b.join("etc/conda/activate.d/cuenv-tf.sh").exists());
+}
