@@ -157,6 +157,10 @@ pub enum Error {
     ForeignShim { path: PathBuf },
     #[error(transparent)]
     Link(#[from] link::LinkError),
+    #[error("generation {number} is incomplete: {} is missing (a deletion or a build of it was interrupted)", missing.display())]
+    Incomplete { number: u64, missing: PathBuf },
+    #[error(transparent)]
+    Fs(#[from] crate::error::IoError),
 }
 
 impl crate::error::Diagnose for Error {
@@ -169,11 +173,14 @@ impl crate::error::Diagnose for Error {
             Error::BadManifest { .. } => Some("the generation folder was edited or damaged; apply the profile file again".into()),
             Error::Link(e) => e.hint(),
             Error::Io { .. } => Some("check permissions of the cuenv home and of the conda env".into()),
+            Error::Incomplete { .. } => Some("`cuenv gc` deletes it; `cuenv generations` lists the others to switch to".into()),
+            Error::Fs(e) => e.hint(),
         }
     }
     fn exit_code(&self) -> crate::error::ExitCode {
         match self {
             Error::NoSuchGeneration(_) | Error::ForeignShim { .. } => crate::error::ExitCode::Invalid,
+            Error::Incomplete { .. } => crate::error::ExitCode::Damaged,
             _ => crate::error::ExitCode::Failure,
         }
     }
@@ -381,9 +388,80 @@ fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(),
     Ok(())
 }
 
+/// Generation `n`'s manifest, after checking that the generation is whole: every view the
+/// manifest names has all of its links (or, in copy mode, its copied entry). A generation
+/// whose deletion or build was cut short is never switched to.
+///
+/// Errors: [`Error::NoSuchGeneration`], [`Error::BadManifest`], [`Error::Incomplete`].
+pub fn read_complete(layout: &Layout, n: u64) -> Result<Manifest, Error> {
+    let m = read(layout, n)?;
+    let views = layout.generation_dir(n).join("views");
+    for p in &m.profiles {
+        for name in crate::view::VIEW_LINKS {
+            let at = views.join(&p.name).join(name);
+            let whole = if p.copied && name == "cudnn" { at.is_dir() } else { link::read(&at).is_ok() };
+            if !whole {
+                return Err(Error::Incomplete { number: n, missing: at });
+            }
+        }
+    }
+    Ok(m)
+}
+
+/// Deletes a generation folder: links are removed as links (never followed), copies and
+/// files normally.
+pub fn remove_tree(dir: &Path) -> Result<(), Error> {
+    use crate::error::IoError;
+    fsutil::make_tree_writable(dir).ok();
+    if let Ok(rd) = fs::read_dir(dir.join("views")) {
+        for v in rd.flatten() {
+            for name in crate::view::VIEW_LINKS {
+                let p = v.path().join(name);
+                if link::is_link(&p) {
+                    link::remove(&p).map_err(|e| IoError::new("remove the link", &p, e))?;
+                }
+            }
+        }
+    }
+    fs::remove_dir_all(dir).map_err(|e| IoError::new("delete", dir, e).into())
+}
+
+/// Deletes generation `n` as one step for every reader: one rename moves it to
+/// `generations/.trash-<n>`, then it is deleted there. A kill leaves either the whole
+/// generation or a trash folder, which the next writer removes ([`clean_leftovers`]).
+/// The current generation is never deleted (the caller's keep rules ensure it).
+pub fn delete(layout: &Layout, n: u64) -> Result<(), Error> {
+    use crate::error::IoError;
+    let (dir, trash) = (layout.generation_dir(n), layout.generation_trash(n));
+    if trash.exists() {
+        remove_tree(&trash)?;
+    }
+    fsutil::rename_with_retry(&dir, &trash).map_err(|e| IoError::new("move aside", &dir, e))?;
+    fsutil::sync_dir(&layout.generations_dir());
+    remove_tree(&trash)
+}
+
+/// Removes what an interrupted build (`generations/.tmp-<n>`) or deletion
+/// (`generations/.trash-<n>`) left behind. Needs the writer lock (no live cuenv owns them
+/// then). Returns how many folders it removed.
+pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
+    use crate::layout::{GENERATION_STAGING_PREFIX, GENERATION_TRASH_PREFIX};
+    let mut removed = 0;
+    for e in fs::read_dir(layout.generations_dir()).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with(GENERATION_STAGING_PREFIX) || name.starts_with(GENERATION_TRASH_PREFIX) {
+            remove_tree(&e.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Switches from the current generation to `to` (see the module docs for the steps and
-/// the commit point). `op` is recorded in the history.
+/// the commit point). `op` is recorded in the history. `to` must be whole
+/// ([`read_complete`]); nothing is touched when it is not.
 pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
+    read_complete(layout, to)?;
     let from = current(layout);
     let journal = Journal { op, from, to };
     let jpath = layout.journal();

@@ -26,6 +26,9 @@ pub const MANIFEST_FILE: &str = "manifest.toml";
 /// The prefix of a generation's staging folder's name: see [`Layout::generation_staging`].
 pub const GENERATION_STAGING_PREFIX: &str = ".tmp-";
 
+/// The prefix of a generation folder being deleted: see [`Layout::generation_trash`].
+pub const GENERATION_TRASH_PREFIX: &str = ".trash-";
+
 /// A home cuenv cannot use as it is.
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
@@ -172,6 +175,12 @@ impl Layout {
     /// publishes it.
     pub fn generation_staging(&self, n: u64) -> PathBuf {
         self.generations_dir().join(format!("{GENERATION_STAGING_PREFIX}{n}"))
+    }
+
+    /// `<home>/generations/.trash-<n>`: where generation `n` goes, in one rename, when it is
+    /// deleted; the deletion then happens there, out of sight of every reader.
+    pub fn generation_trash(&self, n: u64) -> PathBuf {
+        self.generations_dir().join(format!("{GENERATION_TRASH_PREFIX}{n}"))
     }
 
     /// `<home>/generations/<n>/manifest.toml`: what generation `n` holds.

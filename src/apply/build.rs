@@ -107,20 +107,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// Deletes a generation folder: links are removed as links (never followed), copies and
-/// files normally.
+/// Deletes a generation folder (see [`generation::remove_tree`]).
 pub fn remove_generation_tree(dir: &Path) -> Result<(), Error> {
-    fsutil::make_tree_writable(dir).ok();
-    let views = dir.join("views");
-    if let Ok(rd) = fs::read_dir(&views) {
-        for v in rd.flatten() {
-            for name in VIEW_LINKS {
-                let p = v.path().join(name);
-                if link::is_link(&p) {
-                    link::remove(&p).map_err(|e| IoError::new("remove the link", &p, e))?;
-                }
-            }
-        }
-    }
-    fs::remove_dir_all(dir).map_err(|e| IoError::new("delete", dir, e).into())
+    Ok(generation::remove_tree(dir)?)
 }

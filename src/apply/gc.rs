@@ -1,8 +1,8 @@
 //! `gc`: which generations and store entries to delete ([`gc_plan`]), and deleting them
 //! ([`gc`]). Generations are kept by [`generation::gc_keep`]; a store entry is kept while a
 //! kept generation's manifest, or any platform's section of a kept generation's lock file,
-//! names it. Not part of the apply pipeline; deletes generations the way the build stage
-//! does ([`remove_generation_tree`]).
+//! names it. Not part of the apply pipeline; a generation disappears in one rename
+//! ([`generation::delete`]).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -13,7 +13,6 @@ use crate::lockfile;
 use crate::writer_lock::WriterLock;
 
 use super::Error;
-use super::build::remove_generation_tree;
 
 /// What `gc` deletes.
 #[derive(Debug, Default)]
@@ -57,7 +56,7 @@ pub enum Deleted<'a> {
 /// Deletes what `plan` names, generations first; `done` hears of each deletion as it happens.
 pub fn gc(layout: &Layout, lock: &WriterLock, plan: &GcPlan, done: &mut dyn FnMut(Deleted)) -> Result<(), Error> {
     for n in &plan.generations {
-        remove_generation_tree(&layout.generation_dir(*n))?;
+        generation::delete(layout, *n)?;
         done(Deleted::Generation(*n));
     }
     let store = crate::store::Store::new(layout);

@@ -106,6 +106,8 @@ pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::writer_lock::WriterLock, Rep
     if let Some(said) = crate::generation::recover(&ctx.layout)? {
         ctx.note(&format!("note: {said}"));
     }
+    // What an interrupted build or deletion left (no live cuenv owns it under the lock).
+    crate::generation::clean_leftovers(&ctx.layout)?;
     Ok(lock)
 }
 

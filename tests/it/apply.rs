@@ -719,3 +719,34 @@ fn an_env_named_through_a_symlink_keeps_its_shims() {
     lab.ok(&["rollback"]);
     assert!(lab.env_b.join("etc/conda/activate.d/cuenv-tf.sh").exists());
 }
+
+/// Issue 10, case 2: `gc` deleted a generation in steps, so a kill left a manifest without
+/// some view links, and `rollback --to N` then made that half-deleted generation current.
+/// A generation now disappears in one rename, nothing switches to an incomplete one, and
+/// the next writer removes what an interrupted deletion left.
+#[test]
+fn a_half_deleted_generation_is_never_switched_to() {
+    let lab = Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    let f2 = lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n");
+    lab.ok(&["apply", "--no-check", f2.to_str().unwrap()]);
+    // What a kill in the middle of the old, step-by-step deletion left: generation 1's
+    // manifest with some of its view links gone.
+    let gen1 = lab.ctx.home.join("generations/1");
+    let cut = gen1.join("views/torch2/cudnn-lib");
+    cuenv::link::remove(&cut).unwrap();
+    let (code, out, err) = lab.run(&["rollback", "--to", "1"]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(err.contains("generation 1 is incomplete") && err.contains("cudnn-lib") && err.contains("hint: `cuenv gc`"), "{err}");
+    assert_eq!(lab.current(), 2, "the current generation stays");
+    let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
+    assert_eq!(s["healthy"], true, "{s}");
+    // A deletion interrupted after its rename leaves only a trash folder, removed by the next writer.
+    let trash = lab.ctx.home.join("generations/.trash-1");
+    fs::rename(&gen1, &trash).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&lab.ok(&["generations", "--json"])).unwrap();
+    assert_eq!(v["generations"].as_array().unwrap().len(), 1, "a trash folder is no generation: {v}");
+    lab.ok(&["use", "legacy"]);
+    assert!(!trash.exists(), "the next writer removes the leftover");
+}
