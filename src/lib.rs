@@ -35,6 +35,7 @@ pub mod probe;
 pub mod profile;
 pub mod progress;
 pub mod resolve;
+pub mod settings;
 pub mod shim;
 pub mod sources;
 pub mod status;

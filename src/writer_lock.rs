@@ -2,7 +2,7 @@
 //! `apply`, `use`, `rollback`, `gc`) across processes.
 //!
 //! It is an OS file lock on `<home>/cuenv.lock` (std `File::try_lock`), polled every
-//! 100 ms until `CUENV_LOCK_TIMEOUT` seconds (default 300) pass. The OS releases it when
+//! 100 ms until `CUENV_LOCK_TIMEOUT` seconds (default 300; a malformed value is an error) pass. The OS releases it when
 //! the process dies, so a crashed cuenv never leaves a stale lock.
 
 use std::fs::{self, File, TryLockError};
@@ -19,6 +19,9 @@ pub enum LockError {
     /// Another process kept the lock for the whole timeout.
     #[error("another cuenv (pid {pid}) has held {path} for over {secs} s")]
     Timeout { path: PathBuf, pid: String, secs: u64 },
+    /// `CUENV_LOCK_TIMEOUT` is malformed.
+    #[error(transparent)]
+    Setting(#[from] crate::settings::SettingError),
     /// The lock file could not be created or locked.
     #[error("cannot lock {path}")]
     Io {
@@ -33,6 +36,13 @@ impl Diagnose for LockError {
         match self {
             LockError::Timeout { .. } => Some("wait for the other cuenv to finish, or raise CUENV_LOCK_TIMEOUT (seconds)".into()),
             LockError::Io { .. } => Some("check that the cuenv home is writable (--home or CUENV_HOME)".into()),
+            LockError::Setting(e) => e.hint(),
+        }
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        match self {
+            LockError::Setting(e) => e.exit_code(),
+            _ => crate::error::ExitCode::Failure,
         }
     }
 }
@@ -47,11 +57,11 @@ impl WriterLock {
     /// Takes the lock, printing one "waiting for another cuenv (pid N)" line on stderr
     /// through `on_wait` if it has to wait. Creates the home folder if needed.
     pub fn acquire(layout: &Layout, on_wait: &mut dyn FnMut(&str)) -> Result<WriterLock, LockError> {
+        let secs = crate::settings::LOCK_TIMEOUT.get()?;
         let path = layout.lock_file();
         let io = |source| LockError::Io { path: path.clone(), source };
         fs::create_dir_all(layout.home()).map_err(io)?;
         let mut file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
-        let secs = std::env::var("CUENV_LOCK_TIMEOUT").ok().and_then(|s| s.parse().ok()).unwrap_or(300u64);
         let start = Instant::now();
         let mut told = false;
         loop {

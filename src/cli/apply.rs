@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::diagnostics::Report;
-use super::{Ctx, lock_and_recover, print_json_sorted, warn_dangling_active};
+use super::{Ctx, lock_and_recover, warn_dangling_active};
 use crate::apply::{self, Outcome};
 use crate::binfmt::Platform;
 use crate::change::{self, Change};
@@ -37,12 +37,12 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
         Err(e) if !fetches.is_empty() => {
             // What is still to be fetched cannot be resolved yet: show the fetches.
             if json {
-                print_json_sorted(&PlanPending { changes: [], fetch: &fetches, unresolved: e.to_string() });
+                ctx.print_json_sorted(&PlanPending { changes: [], fetch: &fetches, unresolved: e.to_string() });
             } else {
                 for c in &fetches {
-                    println!("{c}");
+                    writeln!(ctx.out(), "{c}");
                 }
-                println!("(the views are planned once these are fetched; `cuenv apply` fetches them)");
+                writeln!(ctx.out(), "(the views are planned once these are fetched; `cuenv apply` fetches them)");
             }
             return Ok(ExitCode::Success);
         }
@@ -51,12 +51,12 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
     let mut changes = fetches;
     changes.extend(apply::plan(&ctx.layout, &desired));
     if json {
-        print_json_sorted(&PlanJson { changes: &changes, lock_changes: &desired.lock_changes, resolved: &desired.resolved });
+        ctx.print_json_sorted(&PlanJson { changes: &changes, lock_changes: &desired.lock_changes, resolved: &desired.resolved });
     } else if changes.is_empty() {
-        println!("no changes: generation {} already matches {}", generation::current(&ctx.layout).unwrap_or(0), file.display());
+        writeln!(ctx.out(), "no changes: generation {} already matches {}", generation::current(&ctx.layout).unwrap_or(0), file.display());
     } else {
         for l in change::render(&changes) {
-            println!("{l}");
+            writeln!(ctx.out(), "{l}");
         }
     }
     Ok(ExitCode::Success)
@@ -86,7 +86,7 @@ impl apply::Reporter for Printer<'_> {
     fn fetched(&mut self, lines: &[String]) {
         if !self.json {
             for l in lines {
-                println!("{l}");
+                writeln!(self.ctx.out(), "{l}");
             }
         }
     }
@@ -96,7 +96,7 @@ impl apply::Reporter for Printer<'_> {
     fn built(&mut self, changes: &[Change]) {
         if !self.json {
             for c in apply::headline_changes(changes) {
-                println!("{c}");
+                writeln!(self.ctx.out(), "{c}");
             }
         }
     }
@@ -138,20 +138,21 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report
     match apply::run(&ctx.layout, &lock, file, &run_opts, progress.as_ref(), &mut Printer { ctx, json: opts.json })? {
         Outcome::Unchanged { generation: n } => {
             if opts.json {
-                print_json_sorted(&Unchanged { changed: false, generation: n });
+                ctx.print_json_sorted(&Unchanged { changed: false, generation: n });
             } else {
-                println!("no changes: generation {n} already matches {}", file.display());
+                writeln!(ctx.out(), "no changes: generation {n} already matches {}", file.display());
             }
             Ok(ExitCode::Success)
         }
         Outcome::Reverted { generation: n, current, checks, failed } => {
             let kept = current.map(|p| format!("generation {p} stays current")).unwrap_or_else(|| "no generation is current".into());
             if opts.json {
-                print_json_sorted(&Reverted { changed: false, checks: &checks, current, generation: n, reverted: true });
+                ctx.print_json_sorted(&Reverted { changed: false, checks: &checks, current, generation: n, reverted: true });
             } else {
                 let names = failed.iter().map(|p| format!("profile {p}")).collect::<Vec<_>>().join(", ");
-                eprintln!("error: the check failed for {names}; generation {n} was built but {kept}");
-                eprintln!(
+                writeln!(ctx.err(), "error: the check failed for {names}; generation {n} was built but {kept}");
+                writeln!(
+                    ctx.err(),
                     "hint: fix what the reasons above say (or set `check = \"none\"` for that profile), then apply again; `cuenv check` re-runs the checks"
                 );
             }
@@ -160,10 +161,10 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report
         Outcome::Applied { generation: n, changes, checks, lock_changed, profiles: k } => {
             warn_dangling_active(ctx);
             if opts.json {
-                print_json_sorted(&Applied { changed: true, changes: change::render(&changes), checks: &checks, generation: n });
+                ctx.print_json_sorted(&Applied { changed: true, changes: change::render(&changes), checks: &checks, generation: n });
             } else {
                 let lock_said = if lock_changed { "written to" } else { "unchanged:" };
-                println!("generation {n} is current ({k} profile{}); lock {lock_said} {}", if k == 1 { "" } else { "s" }, lock_path.display());
+                writeln!(ctx.out(), "generation {n} is current ({k} profile{}); lock {lock_said} {}", if k == 1 { "" } else { "s" }, lock_path.display());
             }
             Ok(ExitCode::Success)
         }
@@ -234,16 +235,16 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> Result<ExitCode, Report> 
         let changed = if opts.locked { false } else { apply::write_lock_section(&ctx.layout, &parsed, platform, &locking.resolved)? };
         if !opts.json {
             for l in fetched.iter().chain(&locking.changes) {
-                println!("{l}");
+                writeln!(ctx.out(), "{l}");
             }
             let said = if changed { "written to" } else { "unchanged in" };
             let k = locking.resolved.profiles.len();
-            println!("{platform}: {k} profile{} locked, {said} {}", if k == 1 { "" } else { "s" }, lock_path.display());
+            writeln!(ctx.out(), "{platform}: {k} profile{} locked, {said} {}", if k == 1 { "" } else { "s" }, lock_path.display());
         }
         report.push(LockedPlatform { changed, changes: locking.changes, fetched, platform, resolved: locking.resolved });
     }
     if opts.json {
-        print_json_sorted(&LockJson { lock: lock_path, platforms: report });
+        ctx.print_json_sorted(&LockJson { lock: lock_path, platforms: report });
     }
     Ok(ExitCode::Success)
 }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::diagnostics::Report;
-use super::{Ctx, lock_and_recover, print_json_sorted};
+use super::{Ctx, lock_and_recover};
 use crate::apply::NoGeneration;
 use crate::check::CheckStatus;
 use crate::error::ExitCode;
@@ -27,12 +27,12 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
     if json {
         return;
     }
-    println!("check {}", generation_check::summary(pc));
+    writeln!(ctx.out(), "check {}", generation_check::summary(pc));
     for r in &pc.result.reasons {
-        println!("    {r}");
+        writeln!(ctx.out(), "    {r}");
     }
     if pc.result.status == CheckStatus::NoGpu && !ctx.quiet {
-        eprintln!("warning: profile {}: no GPU here, so only loading and versions were checked (--require-gpu makes this an error)", pc.profile);
+        writeln!(ctx.err(), "warning: profile {}: no GPU here, so only loading and versions were checked (--require-gpu makes this an error)", pc.profile);
     }
 }
 
@@ -55,7 +55,7 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
         generation_check::save(&ctx.layout, n, &results)?;
     }
     if json {
-        print_json_sorted(&CheckJson { generation: n, profiles: &results });
+        ctx.print_json_sorted(&CheckJson { generation: n, profiles: &results });
     }
     Ok(if generation_check::acceptable(&results, require_gpu) { ExitCode::Success } else { ExitCode::CheckFailed })
 }

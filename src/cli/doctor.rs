@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use super::Ctx;
 use super::diagnostics::Report;
-use super::{Ctx, print_json};
 use crate::doctor::{self, Diagnosis, Inputs, Severity};
 use crate::error::ExitCode;
 use crate::toolkit::{self, ProcessEnv};
@@ -18,9 +18,9 @@ pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCo
     let env: Vec<_> = std::env::vars_os().collect();
     let d = doctor::examine(&inputs, &env);
     if json {
-        print_json(&d);
+        ctx.print_json(&d);
     } else {
-        print!("{}", render(&d));
+        write!(ctx.out(), "{}", render(&d));
     }
     Ok(if d.has_problems() { ExitCode::CheckFailed } else { ExitCode::Success })
 }

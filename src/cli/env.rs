@@ -26,6 +26,6 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Resul
         view::activation(&ctx.layout, &name, platform)
     };
     shim::validate(shell, &act).map_err(|e| Hinted::message(format!("cannot render the activation for this shell: {e}")))?;
-    print!("{}", shim::render_activate(shell, &act));
+    write!(ctx.out(), "{}", shim::render_activate(shell, &act));
     Ok(ExitCode::Success)
 }

@@ -4,7 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::diagnostics::Report;
-use super::{Ctx, print_json, reporter};
+use super::{Ctx, reporter};
 use crate::binfmt::Platform;
 use crate::error::ExitCode;
 use crate::fetch::{self, Client, Endpoints, FetchRequest, Source};
@@ -98,7 +98,7 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
     let (added, from) = fetch::import_artifact(&ctx.layout, &lock, &client, &artifact, Some(req.cuda_major), progress.as_ref())?;
     let m = &added.meta;
     if args.json {
-        print_json(&Row {
+        ctx.print_json(&Row {
             id: &m.id,
             name: &m.name,
             version: m.version.to_string(),
@@ -110,11 +110,12 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
             source: req.from,
         });
     } else if !from.downloaded {
-        println!("already in store: {} (imported from the same bytes, sha256 {}); nothing downloaded", m.name, from.sha256);
+        writeln!(ctx.out(), "already in store: {} (imported from the same bytes, sha256 {}); nothing downloaded", m.name, from.sha256);
     } else if added.existed {
-        println!("already in store: {} (same content as {})", m.name, from.url);
+        writeln!(ctx.out(), "already in store: {} (same content as {})", m.name, from.url);
     } else {
-        println!(
+        writeln!(
+            ctx.out(),
             "added {} (cuDNN {} for CUDA {}, {}, {} libraries, {})\n  from {} (sha256 {})",
             m.name,
             m.version,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::diagnostics::Report;
-use super::{Ctx, lock_and_recover, print_json_sorted, warn_dangling_active};
+use super::{Ctx, lock_and_recover, warn_dangling_active};
 use crate::apply::{self, Deleted, NoGeneration};
 use crate::error::ExitCode;
 use crate::generation;
@@ -19,14 +19,14 @@ pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
     let active = ctx.layout.active_link();
     let Some(name) = name else {
         link::remove(&active).map_err(|e| crate::error::IoError::new("remove the link", &active, e))?;
-        println!("no profile is active");
+        writeln!(ctx.out(), "no profile is active");
         return Ok(ExitCode::Success);
     };
     let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
     generation::read(&ctx.layout, cur)?.profile(name)?;
     let target = apply::stable_home(&ctx.layout).join("profiles").join(name);
     link::set(LinkKind::native(), &active, &target, &ctx.layout.active_staging())?;
-    println!("active profile: {name} ({} -> {})", active.display(), target.display());
+    writeln!(ctx.out(), "active profile: {name} ({} -> {})", active.display(), target.display());
     Ok(ExitCode::Success)
 }
 
@@ -36,7 +36,7 @@ pub fn rollback(ctx: &Ctx, to: Option<u64>) -> Result<ExitCode, Report> {
     let r = apply::rollback(&ctx.layout, to, &mut |m| ctx.note(m))?;
     let (cur, target) = (r.from, r.to.target);
     if !r.switched {
-        println!("generation {cur} is already current");
+        writeln!(ctx.out(), "generation {cur} is already current");
         return Ok(ExitCode::Success);
     }
     let verb = if target < cur { "rolled back" } else { "switched forward" };
@@ -45,7 +45,7 @@ pub fn rollback(ctx: &Ctx, to: Option<u64>) -> Result<ExitCode, Report> {
         [n] => format!("; skipped {n}, whose check failed"),
         ns => format!("; skipped {}, whose checks failed", ns.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
     };
-    println!("{verb}: generation {target} is current (was {cur}{skipped})");
+    writeln!(ctx.out(), "{verb}: generation {target} is current (was {cur}{skipped})");
     warn_dangling_active(ctx);
     Ok(ExitCode::Success)
 }
@@ -90,14 +90,14 @@ pub fn generations(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
         })
         .collect();
     if json {
-        print_json_sorted(&GenerationsJson { generations: rows, history: generation::history(&ctx.layout) });
+        ctx.print_json_sorted(&GenerationsJson { generations: rows, history: generation::history(&ctx.layout) });
         return Ok(ExitCode::Success);
     }
     if rows.is_empty() {
-        println!("no generations yet: run `cuenv apply <lab.toml>`");
+        writeln!(ctx.out(), "no generations yet: run `cuenv apply <lab.toml>`");
     }
     for r in &rows {
-        println!("{} {:>3}  {}  {}  {}", if r.current { "*" } else { " " }, r.number, r.created, r.source.display(), r.profiles.join(", "));
+        writeln!(ctx.out(), "{} {:>3}  {}  {}  {}", if r.current { "*" } else { " " }, r.number, r.created, r.source.display(), r.profiles.join(", "));
     }
     Ok(ExitCode::Success)
 }
@@ -108,8 +108,8 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
     let plan = apply::gc_plan(&ctx.layout, keep);
     let verb = if dry_run { "would delete" } else { "deleted" };
     let say = |d: Deleted| match d {
-        Deleted::Generation(n) => println!("{verb} generation {n}"),
-        Deleted::Entry(name) => println!("{verb} store entry {name}"),
+        Deleted::Generation(n) => writeln!(ctx.out(), "{verb} generation {n}"),
+        Deleted::Entry(name) => writeln!(ctx.out(), "{verb} store entry {name}"),
     };
     if dry_run {
         plan.generations.iter().for_each(|n| say(Deleted::Generation(*n)));
@@ -118,7 +118,7 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
         apply::gc(&ctx.layout, &lock, &plan, &mut |d| say(d))?;
     }
     if plan.generations.is_empty() && plan.entries.is_empty() {
-        println!("nothing to delete ({} generation{} kept)", plan.kept, if plan.kept == 1 { "" } else { "s" });
+        writeln!(ctx.out(), "nothing to delete ({} generation{} kept)", plan.kept, if plan.kept == 1 { "" } else { "s" });
     }
     Ok(ExitCode::Success)
 }

@@ -1,5 +1,6 @@
 //! The command-line layer: argument parsing (clap), printing, and exit codes.
-//! The only module that writes to stdout/stderr.
+//! The only module that writes to stdout/stderr, through [`output`]: a command's output
+//! never panics nor stops it half-way; a stdout failure is reported after the command ran.
 
 mod apply;
 mod args;
@@ -9,6 +10,7 @@ mod doctor;
 mod env;
 mod fetch;
 mod generations;
+mod output;
 mod probe;
 mod reporter;
 mod status;
@@ -16,40 +18,83 @@ mod store;
 mod toolkits;
 
 use clap::Parser;
+use std::io;
 
 use crate::error::{ExitCode, Hinted};
 use crate::layout::Layout;
 pub use args::{Cli, Command};
 use diagnostics::Report;
+pub use output::{BROKEN_PIPE, ErrOut, Out};
 
 /// What every command gets: the layout and output settings.
 pub struct Ctx {
     pub layout: Layout,
     pub quiet: bool,
+    out: Out,
 }
 
 impl Ctx {
+    /// stdout, for a command's results: `writeln!(ctx.out(), ...)` (never panics).
+    pub fn out(&self) -> &Out {
+        &self.out
+    }
+
+    /// stderr, for warnings and errors: `writeln!(ctx.err(), ...)` (never panics).
+    pub fn err(&self) -> ErrOut {
+        ErrOut
+    }
+
+    /// Prints `value` as pretty JSON on stdout.
+    pub(crate) fn print_json(&self, value: &impl serde::Serialize) {
+        writeln!(self.out(), "{}", serde_json::to_string_pretty(value).expect("serializable"));
+    }
+
+    /// Prints `value` as pretty JSON on stdout with every object's keys sorted, as the
+    /// `serde_json::json!` objects these commands printed before (keep their output stable).
+    pub(crate) fn print_json_sorted(&self, value: &impl serde::Serialize) {
+        self.print_json(&serde_json::to_value(value).expect("serializable"));
+    }
+
     /// A note on stderr, unless `--quiet`.
     pub fn note(&self, msg: &str) {
         if !self.quiet {
-            eprintln!("{msg}");
+            writeln!(self.err(), "{msg}");
         }
     }
 }
 
-/// Parses the arguments, runs the command, renders any error; returns the exit code.
+/// Parses the arguments, runs the command, renders any error, then reports a failure to
+/// write stdout (after the command's work is done; a closed pipe quietly, with exit
+/// [`BROKEN_PIPE`]); returns the exit code. An error of the command keeps its exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    match run(cli) {
+    let out = Out::default();
+    let result = run(cli, out.clone());
+    let failed = out.finish();
+    let code = match result {
         Ok(code) => code as i32,
         Err(err) => {
-            eprint!("{}", err.render());
+            write!(ErrOut, "{}", err.render());
             err.exit_code() as i32
         }
+    };
+    let Some(e) = failed else { return code };
+    // A closed pipe is not worth a message: the reader chose to stop reading.
+    let broken_pipe = e.kind() == io::ErrorKind::BrokenPipe;
+    let err = Report::from(output::StdoutError(e));
+    if !broken_pipe {
+        write!(ErrOut, "{}", err.render());
+    }
+    match code {
+        0 if broken_pipe => BROKEN_PIPE,
+        0 => err.exit_code() as i32,
+        _ => code,
     }
 }
 
-fn run(cli: Cli) -> Result<ExitCode, Report> {
+fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
+    // A malformed CUENV_* setting stops every command before it reads or writes anything.
+    crate::settings::check_all()?;
     if let Command::Probe(args) = &cli.command {
         return probe::run(args); // needs no home
     }
@@ -62,7 +107,7 @@ fn run(cli: Cli) -> Result<ExitCode, Report> {
     // The home is made absolute once, here: every link cuenv makes stores an absolute target,
     // and a relative one would dangle as soon as it is seen from another folder.
     let home = std::path::absolute(&home).map_err(|e| crate::error::IoError::new("find the absolute path of the home", &home, e))?;
-    let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet };
+    let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet, out };
     // A home written by a newer cuenv is refused before anything reads or writes it.
     ctx.layout.check_format()?;
     match cli.command {
@@ -89,17 +134,6 @@ fn run(cli: Cli) -> Result<ExitCode, Report> {
     }
 }
 
-/// Prints `value` as pretty JSON on stdout.
-pub(crate) fn print_json(value: &impl serde::Serialize) {
-    println!("{}", serde_json::to_string_pretty(value).expect("serializable"));
-}
-
-/// Prints `value` as pretty JSON on stdout with every object's keys sorted, as the
-/// `serde_json::json!` objects these commands printed before (keep their output stable).
-pub(crate) fn print_json_sorted(value: &impl serde::Serialize) {
-    print_json(&serde_json::to_value(value).expect("serializable"));
-}
-
 /// Takes the writer lock and finishes or undoes an interrupted switch.
 pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::writer_lock::WriterLock, Report> {
     let lock = writer_lock(ctx)?;
@@ -123,7 +157,8 @@ pub fn writer_lock(ctx: &Ctx) -> Result<crate::writer_lock::WriterLock, Report> 
 pub fn warn_dangling_active(ctx: &Ctx) {
     if let Some((name, false)) = crate::status::active_profile(&ctx.layout) {
         // A warning, shown even with --quiet.
-        eprintln!(
+        writeln!(
+            ctx.err(),
             "warning: the active profile `{name}` is not in the current generation, so {} points nowhere; run `cuenv use <profile>` or `cuenv use --none`",
             ctx.layout.active_link().display()
         );

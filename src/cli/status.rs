@@ -1,7 +1,7 @@
 //! `cuenv status`: renders [`crate::status::Status`].
 
+use super::Ctx;
 use super::diagnostics::Report;
-use super::{Ctx, print_json_sorted};
 use crate::error::ExitCode;
 use crate::generation_check;
 use crate::status;
@@ -10,35 +10,36 @@ use crate::status;
 pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
     let s = status::status(&ctx.layout)?;
     if json {
-        print_json_sorted(&s);
+        ctx.print_json_sorted(&s);
     } else {
         match s.generation {
-            None => println!("no generation yet: run `cuenv apply <lab.toml>`"),
-            Some(n) => println!("generation {n} is current; active profile: {}", s.active.as_deref().unwrap_or("(none)")),
+            None => writeln!(ctx.out(), "no generation yet: run `cuenv apply <lab.toml>`"),
+            Some(n) => writeln!(ctx.out(), "generation {n} is current; active profile: {}", s.active.as_deref().unwrap_or("(none)")),
         }
         if s.active_dangling {
-            println!(
+            writeln!(
+                ctx.out(),
                 "DANGLING  {} (the current generation has no profile `{}`): run `cuenv use <profile>` or `cuenv use --none`",
                 ctx.layout.active_link().display(),
                 s.active.as_deref().unwrap_or("")
             );
         }
         if s.interrupted_switch {
-            println!("an interrupted switch is pending; the next apply, use, rollback or gc finishes it");
+            writeln!(ctx.out(), "an interrupted switch is pending; the next apply, use, rollback or gc finishes it");
         }
         for p in &s.profiles {
-            println!("{}{}: cuDNN {} on CUDA {}", if p.active { "* " } else { "  " }, p.name, p.cudnn, p.toolkit);
+            writeln!(ctx.out(), "{}{}: cuDNN {} on CUDA {}", if p.active { "* " } else { "  " }, p.name, p.cudnn, p.toolkit);
             match &p.check {
                 Some(c) => {
-                    println!("    check     {}", generation_check::summary(c));
+                    writeln!(ctx.out(), "    check     {}", generation_check::summary(c));
                     for r in &c.result.reasons {
-                        println!("              {r}");
+                        writeln!(ctx.out(), "              {r}");
                     }
                 }
-                None => println!("    check     not run (`cuenv check`)"),
+                None => writeln!(ctx.out(), "    check     not run (`cuenv check`)"),
             }
             for h in p.links.iter().chain(&p.shims) {
-                println!("    {:<9} {}", if h.ok() { "ok" } else { h.state.as_str() }, h.path.display());
+                writeln!(ctx.out(), "    {:<9} {}", if h.ok() { "ok" } else { h.state.as_str() }, h.path.display());
             }
         }
     }

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use serde::Serialize;
 
 use super::diagnostics::Report;
-use super::{Ctx, print_json, reporter};
+use super::{Ctx, reporter};
 use crate::error::ExitCode;
 use crate::fsutil::human_size;
 use crate::store::{AddOptions, Store};
@@ -103,9 +103,10 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                 let a = store.add(&lock, path, &opts, progress.as_ref())?;
                 if !json {
                     if a.existed {
-                        println!("already in store: {} (from {})", a.meta.name, path.display());
+                        writeln!(ctx.out(), "already in store: {} (from {})", a.meta.name, path.display());
                     } else {
-                        println!(
+                        writeln!(
+                            ctx.out(),
                             "added {} (cuDNN {} for CUDA {}, {}, {} libraries, {})",
                             a.meta.name,
                             a.meta.version,
@@ -120,7 +121,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
             }
             if json {
                 let rows: Vec<_> = added.iter().map(|a| row(&a.meta, &a.dir, Some(a.existed))).collect();
-                print_json(&rows);
+                ctx.print_json(&rows);
             }
             Ok(ExitCode::Success)
         }
@@ -128,14 +129,15 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
             let all = store.list();
             if json {
                 let rows: Vec<_> = all.iter().filter_map(|(d, m)| m.as_ref().ok().map(|m| row(m, d, None))).collect();
-                print_json(&rows);
+                ctx.print_json(&rows);
             } else if all.is_empty() {
-                println!("the store at {} is empty; add a release with `cuenv store add <archive>`", ctx.layout.store_dir().display());
+                writeln!(ctx.out(), "the store at {} is empty; add a release with `cuenv store add <archive>`", ctx.layout.store_dir().display());
             } else {
-                println!("{:<58} {:<10} {:>4} {:<15} {:>10}  SOURCE", "ENTRY", "CUDNN", "CUDA", "PLATFORM", "SIZE");
+                writeln!(ctx.out(), "{:<58} {:<10} {:>4} {:<15} {:>10}  SOURCE", "ENTRY", "CUDNN", "CUDA", "PLATFORM", "SIZE");
                 for (dir, m) in &all {
                     match m {
-                        Ok(m) => println!(
+                        Ok(m) => writeln!(
+                            ctx.out(),
                             "{:<58} {:<10} {:>4} {:<15} {:>10}  {}",
                             m.name,
                             m.version.to_string(),
@@ -144,7 +146,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                             human_size(m.content_size()),
                             m.source.name
                         ),
-                        Err(e) => println!("{:<58} unreadable: {e}", dir.file_name().unwrap_or_default().to_string_lossy()),
+                        Err(e) => writeln!(ctx.out(), "{:<58} unreadable: {e}", dir.file_name().unwrap_or_default().to_string_lossy()),
                     }
                 }
             }
@@ -180,32 +182,32 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
             }
             let bad = reports.iter().filter(|r| !r.ok).count();
             if json {
-                print_json(&reports);
+                ctx.print_json(&reports);
             } else {
                 for r in &reports {
                     if r.ok {
-                        println!("ok       {}", r.entry);
+                        writeln!(ctx.out(), "ok       {}", r.entry);
                         continue;
                     }
-                    println!("DAMAGED  {}", r.entry);
+                    writeln!(ctx.out(), "DAMAGED  {}", r.entry);
                     if let Some(e) = &r.error {
-                        println!("  {e}");
+                        writeln!(ctx.out(), "  {e}");
                     }
                     for (what, list) in [("modified", &r.damage.modified), ("missing", &r.damage.missing), ("extra", &r.damage.extra)] {
                         for p in list {
-                            println!("  {what}: {p}");
+                            writeln!(ctx.out(), "  {what}: {p}");
                         }
                     }
                 }
                 if reports.is_empty() {
-                    println!("the store is empty; nothing to verify");
+                    writeln!(ctx.out(), "the store is empty; nothing to verify");
                 } else {
-                    println!("{} entries checked, {} damaged", reports.len(), bad);
+                    writeln!(ctx.out(), "{} entries checked, {} damaged", reports.len(), bad);
                 }
             }
             if bad > 0 {
                 if !json {
-                    eprintln!("hint: remove a damaged entry with `cuenv store remove <entry>` and add its archive again");
+                    writeln!(ctx.err(), "hint: remove a damaged entry with `cuenv store remove <entry>` and add its archive again");
                 }
                 return Ok(ExitCode::Damaged);
             }
@@ -222,7 +224,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                 return Err(crate::store::Error::InUse { name: meta.name.clone(), generation: n }.into());
             }
             store.remove(&lock, &dir)?;
-            println!("removed {}", meta.name);
+            writeln!(ctx.out(), "removed {}", meta.name);
             Ok(ExitCode::Success)
         }
     }

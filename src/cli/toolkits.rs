@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
+use super::Ctx;
 use super::diagnostics::Report;
-use super::{Ctx, print_json};
 use crate::error::ExitCode;
 use crate::toolkit::{self, Discovery, PATHS_VAR, ProcessEnv, Toolkit};
 
@@ -18,9 +18,9 @@ pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
         }
     }
     if json {
-        print_json(&found);
+        ctx.print_json(&found);
     } else {
-        print!("{}", render_discovery(&found));
+        write!(ctx.out(), "{}", render_discovery(&found));
     }
     Ok(ExitCode::Success)
 }

@@ -7,8 +7,8 @@
 //!   the Windows certificate store; on Linux the system bundle, or `SSL_CERT_FILE` /
 //!   `SSL_CERT_DIR`), so a lab's TLS-intercepting proxy CA works as it does for curl and pip.
 //! - Timeouts: DNS, connect, waiting for the response head, and each read of the body:
-//!   `CUENV_HTTP_TIMEOUT` seconds each (default 30). There is no limit on a whole download.
-//! - Retries: `CUENV_HTTP_RETRIES` (default 3) more attempts, after 0.5 s, 1 s, 2 s..., on
+//!   `CUENV_HTTP_TIMEOUT` seconds each (default 30, at least 1). There is no limit on a whole download.
+//! - Retries: `CUENV_HTTP_RETRIES` (default 3, at most 10) more attempts, after 0.5 s, 1 s, 2 s..., on
 //!   connection errors, a body that breaks off, and HTTP 5xx / 408 / 429. Never on other 4xx,
 //!   on TLS errors (an untrusted certificate stays untrusted), nor on a size or sha256
 //!   mismatch (the server's answer is deterministic).
@@ -66,10 +66,12 @@ const BUF: usize = 1 << 20;
 
 impl Client {
     /// A client; `offline` refuses all network access. Reads `CUENV_HTTP_TIMEOUT` and
-    /// `CUENV_HTTP_RETRIES` (see the module docs) and the proxy variables.
+    /// `CUENV_HTTP_RETRIES` (see the module docs) and the proxy variables. A malformed
+    /// value means the default here: the CLI refuses it before any command runs
+    /// ([`crate::settings::check_all`]).
     pub fn new(offline: bool) -> Client {
-        let num = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u64>().ok());
-        let timeout = Some(Duration::from_secs(num("CUENV_HTTP_TIMEOUT").unwrap_or(30).max(1)));
+        use crate::settings::{HTTP_RETRIES, HTTP_TIMEOUT};
+        let timeout = Some(Duration::from_secs(HTTP_TIMEOUT.get().unwrap_or(HTTP_TIMEOUT.default)));
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_resolve(timeout)
@@ -79,7 +81,7 @@ impl Client {
             .user_agent(format!("cuenv/{}", env!("CARGO_PKG_VERSION")))
             .tls_config(ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::PlatformVerifier).build())
             .build();
-        Client { agent: config.into(), offline, retries: num("CUENV_HTTP_RETRIES").unwrap_or(3).min(10) as u32, backoff: Duration::from_millis(500) }
+        Client { agent: config.into(), offline, retries: HTTP_RETRIES.get().unwrap_or(HTTP_RETRIES.default) as u32, backoff: Duration::from_millis(500) }
     }
 
     /// True when the network must not be used.

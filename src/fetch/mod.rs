@@ -184,14 +184,12 @@ pub struct Endpoints {
 }
 
 impl Endpoints {
-    /// From `CUENV_PYPI_INDEX`, `CUENV_NVIDIA_MIRROR` and `CUENV_OFFLINE` (`1`, `true`, `yes`).
+    /// From `CUENV_PYPI_INDEX`, `CUENV_NVIDIA_MIRROR` and `CUENV_OFFLINE` (read by
+    /// [`crate::settings::offline`]; a malformed value means off here: the CLI refuses it
+    /// before any command runs).
     pub fn from_env() -> Endpoints {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        Endpoints {
-            pypi_index: var("CUENV_PYPI_INDEX"),
-            nvidia_mirror: var("CUENV_NVIDIA_MIRROR"),
-            offline: var("CUENV_OFFLINE").is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")),
-        }
+        Endpoints { pypi_index: var("CUENV_PYPI_INDEX"), nvidia_mirror: var("CUENV_NVIDIA_MIRROR"), offline: crate::settings::offline().unwrap_or(false) }
     }
 
     /// The PyPI index in use, without a trailing `/`.

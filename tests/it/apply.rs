@@ -8,8 +8,8 @@ use crate::support::*;
 
 /// A home with three store entries (9.5.0.50 cu12, 8.9.4.25 cu12, 8.8.0.121 cu11), two
 /// toolkit roots (12.6, 11.8) and two conda env prefixes.
-struct Lab {
-    ctx: TestContext,
+pub(crate) struct Lab {
+    pub(crate) ctx: TestContext,
     tk12: PathBuf,
     tk11: PathBuf,
     env_a: PathBuf,
@@ -51,7 +51,7 @@ fn native_links_work(dir: &Path) -> bool {
 }
 
 impl Lab {
-    fn new() -> Lab {
+    pub(crate) fn new() -> Lab {
         let ctx = TestContext::new();
         for r in [Release::V9, Release::V8, Release::V8_CU11] {
             let a = host_archive(&ctx.work, &r);
@@ -68,14 +68,14 @@ impl Lab {
     }
 
     /// Writes `lab.toml` (toolkits table + the given profile text) and returns its path.
-    fn lab(&self, profiles: &str) -> PathBuf {
+    pub(crate) fn lab(&self, profiles: &str) -> PathBuf {
         let text = format!("# lab file\n[toolkits]\n\"12.6\" = '{}'\n\"11.8\" = '{}'\n\n{profiles}", self.tk12.display(), self.tk11.display());
         let p = self.ctx.path("lab.toml");
         fs::write(&p, text).unwrap();
         p
     }
 
-    fn three(&self) -> PathBuf {
+    pub(crate) fn three(&self) -> PathBuf {
         self.lab(&format!(
             "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\nconda-env = '{}'\n\n[profiles.tf]\ncuda = \"11.8\"\ncudnn = \"8.8\"\nconda-env = '{}'\n\n[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n",
             self.env_a.display(),
@@ -83,12 +83,12 @@ impl Lab {
         ))
     }
 
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
+    pub(crate) fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = self.ctx.cmd().args(args).output().unwrap();
         (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let (code, out, err) = self.run(args);
         assert_eq!(code, 0, "cuenv {args:?} failed:\n{out}\n{err}");
         out
@@ -98,7 +98,7 @@ impl Lab {
         self.ctx.home.join("profiles")
     }
 
-    fn current(&self) -> u64 {
+    pub(crate) fn current(&self) -> u64 {
         let t = fs::read_link(self.profiles()).unwrap();
         t.parent().unwrap().file_name().unwrap().to_str().unwrap().parse().unwrap()
     }

@@ -14,6 +14,7 @@ mod doctor;
 mod fetch_local;
 mod fetch_real;
 mod home_format;
+mod output;
 mod real_apply;
 mod real_sources;
 mod real_wheels;
