@@ -77,6 +77,7 @@ fn a_link_at_the_top_of_the_store_is_no_entry() {
     fs::write(&lab, format!("[toolkits]\n\"12.6\" = '{}'\n\n[profiles.torch]\ncuda = \"12\"\ncudnn = \"9.5\"\n", tk.display())).unwrap();
     let out = ctx.cmd().args(["apply", "--no-check"]).arg(&lab).output().unwrap();
     assert_ne!(out.status.code(), Some(0), "apply used the planted link:\n{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("nothing in the store matches"), "{}", text(&out.stderr));
     assert!(!ctx.home.join("generations/1").exists());
     assert!(fs::symlink_metadata(&link).is_ok(), "cuenv deletes nothing it does not own");
 }
