@@ -41,6 +41,8 @@ pub fn gc_plan(layout: &Layout, keep: usize) -> GcPlan {
         }
     }
     let store = crate::store::Store::new(layout);
+    // Entries added by hand (`store add`, `store fetch`) stay until `store remove`.
+    needed.extend(store.hand_added_ids());
     let entries = store.entries().into_iter().filter(|(_, m)| !needed.contains(&m.id)).map(|(d, m)| (d, m.name)).collect();
     GcPlan { kept: kept.len(), generations: doomed, entries }
 }

@@ -88,6 +88,7 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
         endpoints: Endpoints { pypi_index: Some(args.pypi_index), nvidia_mirror: Some(args.nvidia_mirror), offline: args.offline },
     };
     let lock = super::writer_lock(ctx)?;
+    crate::store::Store::new(&ctx.layout).clean_leftovers(&lock)?;
     let client = Client::new(req.endpoints.offline);
     let artifact = fetch::resolve_cudnn(&client, &req)?;
     if fetch::find_by_source_sha256(&ctx.layout, &artifact.sha256).is_none() {
@@ -95,7 +96,7 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
         ctx.note(&format!("downloading {}{size}", artifact.url));
     }
     let progress = reporter::for_stderr(ctx.quiet);
-    let (added, from) = fetch::import_artifact(&ctx.layout, &lock, &client, &artifact, Some(req.cuda_major), progress.as_ref())?;
+    let (added, from) = fetch::import_artifact_by_hand(&ctx.layout, &lock, &client, &artifact, Some(req.cuda_major), progress.as_ref())?;
     let m = &added.meta;
     if args.json {
         ctx.print_json(&Row {

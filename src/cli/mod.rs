@@ -142,6 +142,7 @@ pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::writer_lock::WriterLock, Rep
     }
     // What an interrupted build or deletion left (no live cuenv owns it under the lock).
     crate::generation::clean_leftovers(&ctx.layout)?;
+    crate::store::Store::new(&ctx.layout).clean_leftovers(&lock)?;
     Ok(lock)
 }
 

@@ -9,6 +9,9 @@ use crate::status;
 /// `cuenv status`. Exit 3 when a link or shim is damaged or `active` dangles.
 pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
     let s = status::status(&ctx.layout)?;
+    if let Some(note) = crate::store::Store::new(&ctx.layout).leftover_note() {
+        ctx.note(&note);
+    }
     if json {
         ctx.print_json_sorted(&s);
     } else {

@@ -96,11 +96,12 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                 .into());
             }
             let lock = super::writer_lock(ctx)?;
+            store.clean_leftovers(&lock)?;
             let opts = AddOptions { sha256, cuda, source_url: None };
             let mut added = Vec::new();
             for path in &paths {
                 let progress = reporter::for_stderr(ctx.quiet);
-                let a = store.add(&lock, path, &opts, progress.as_ref())?;
+                let a = store.add_by_hand(&lock, path, &opts, progress.as_ref())?;
                 if !json {
                     if a.existed {
                         writeln!(ctx.out(), "already in store: {} (from {})", a.meta.name, path.display());
@@ -155,9 +156,14 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                     ctx.note(&format!("warning: {e}; run `cuenv store verify`"));
                 }
             }
+            if let Some(note) = store.leftover_note() {
+                ctx.note(&note);
+            }
             Ok(ExitCode::Success)
         }
         StoreCommand::Verify { ids, json } => {
+            // Links at the top of the store are no entries: named (all entries checked) as damage.
+            let links = if ids.is_empty() { store.top_level_links() } else { Vec::new() };
             let targets: Vec<PathBuf> = if ids.is_empty() {
                 store.list().into_iter().map(|(d, _)| d).collect()
             } else {
@@ -180,6 +186,12 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                     Err(e) => reports.push(Report { entry, ok: false, damage: Default::default(), error: Some(e.to_string()) }),
                 }
             }
+            for (link, target) in &links {
+                let entry = link.file_name().unwrap_or_default().to_string_lossy().into_owned();
+                let to = target.as_ref().map(|t| format!(" (to {})", t.display())).unwrap_or_default();
+                let error = format!("a link at the top of the store{to}, not an entry: cuenv never uses it");
+                reports.push(Report { entry, ok: false, damage: Default::default(), error: Some(error) });
+            }
             let bad = reports.iter().filter(|r| !r.ok).count();
             if json {
                 ctx.print_json(&reports);
@@ -198,6 +210,9 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                             writeln!(ctx.out(), "  {what}: {p}");
                         }
                     }
+                    if let Some(why) = &r.damage.identity {
+                        writeln!(ctx.out(), "  {why}");
+                    }
                 }
                 if reports.is_empty() {
                     writeln!(ctx.out(), "the store is empty; nothing to verify");
@@ -207,7 +222,18 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
             }
             if bad > 0 {
                 if !json {
-                    writeln!(ctx.err(), "hint: remove a damaged entry with `cuenv store remove <entry>` and add its archive again");
+                    if bad > links.len() {
+                        writeln!(ctx.err(), "hint: remove a damaged entry with `cuenv store remove <entry>` and add its archive again");
+                    }
+                    if !links.is_empty() {
+                        let paths: Vec<String> = links.iter().map(|(l, _)| l.display().to_string()).collect();
+                        writeln!(
+                            ctx.err(),
+                            "hint: delete {} (store entries are real folders, made by `cuenv store add`): {}",
+                            if links.len() == 1 { "the link" } else { "the links" },
+                            paths.join(", ")
+                        );
+                    }
                 }
                 return Ok(ExitCode::Damaged);
             }
@@ -216,6 +242,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
         StoreCommand::Fetch(args) => super::fetch::run(ctx, args),
         StoreCommand::Remove { id } => {
             let lock = super::writer_lock(ctx)?;
+            store.clean_leftovers(&lock)?;
             let (dir, meta) = store.find(&id)?;
             if let Some(n) = crate::generation::list(&ctx.layout)
                 .into_iter()

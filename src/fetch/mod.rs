@@ -318,7 +318,8 @@ pub fn find_by_source_sha256(layout: &Layout, sha256: &str) -> Option<(PathBuf, 
 }
 
 /// Imports a known artifact (for example one pinned in `lab.lock`): returns the entry
-/// already imported from these bytes, or downloads, verifies and adds it.
+/// already imported from these bytes, or downloads, verifies and adds it. For `apply`: the
+/// entry is not recorded as added by hand (`store fetch` uses [`import_artifact_by_hand`]).
 ///
 /// Works offline when the store already holds it.
 pub fn import_artifact(
@@ -329,14 +330,43 @@ pub fn import_artifact(
     cuda: Option<u64>,
     progress: &dyn Progress,
 ) -> Result<(Added, FetchedFrom), Error> {
+    import_artifact_as(layout, lock, client, artifact, cuda, false, progress)
+}
+
+/// [`import_artifact`] for `store fetch`: the entry, new or already present, is recorded as
+/// added by hand (a gc root until `store remove`, see `Store::hand_added_ids`).
+pub fn import_artifact_by_hand(
+    layout: &Layout,
+    lock: &WriterLock,
+    client: &Client,
+    artifact: &Artifact,
+    cuda: Option<u64>,
+    progress: &dyn Progress,
+) -> Result<(Added, FetchedFrom), Error> {
+    import_artifact_as(layout, lock, client, artifact, cuda, true, progress)
+}
+
+fn import_artifact_as(
+    layout: &Layout,
+    lock: &WriterLock,
+    client: &Client,
+    artifact: &Artifact,
+    cuda: Option<u64>,
+    by_hand: bool,
+    progress: &dyn Progress,
+) -> Result<(Added, FetchedFrom), Error> {
     if let Some((dir, meta)) = find_by_source_sha256(layout, &artifact.sha256) {
+        if by_hand {
+            Store::new(layout).record_hand_added(lock, &meta.id, &meta.name)?;
+        }
         let size = artifact.size.or(meta.source.size).unwrap_or(0);
         let from = FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256.clone(), size, downloaded: false };
         return Ok((Added { meta, dir, existed: true }, from));
     }
     let download = download(layout, lock, client, artifact, progress)?;
     let opts = AddOptions { sha256: Some(download.sha256.clone()), cuda, source_url: Some(download.url.clone()) };
-    let added = Store::new(layout).add(lock, download.path(), &opts, progress)?;
+    let store = Store::new(layout);
+    let added = if by_hand { store.add_by_hand(lock, download.path(), &opts, progress)? } else { store.add(lock, download.path(), &opts, progress)? };
     let from = FetchedFrom { url: download.url.clone(), sha256: download.sha256.clone(), size: download.size, downloaded: true };
     drop(download);
     Ok((added, from))

@@ -10,12 +10,20 @@
 //!   (same volume), extracted and hashed in one pass, synced, and published with one
 //!   rename — the commit point. Staging left by a crash is deleted by the next writer.
 //! - Entries are immutable: files and sub-folders are read-only once published.
+//! - Only real folders at the top of `<home>/store` are entries; links there are never
+//!   listed or resolved, and `store verify` reports them ([`Store::top_level_links`]).
+//! - An entry is what its folder name and `entry.toml` say: [`Store::verify`] recomputes the
+//!   content id from the records it checked.
+//! - Entries added by hand are gc roots until `store remove` ([`Store::hand_added_ids`],
+//!   `roots`); leftovers of interrupted commands are deleted by the next writer (`leftovers`).
 //! - Writers hold the [`WriterLock`]; readers (`list`, `verify`) need none.
 
 pub mod detect;
 pub mod entry;
 pub mod extract;
+mod leftovers;
 pub mod member;
+mod roots;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -30,6 +38,7 @@ use crate::writer_lock::WriterLock;
 
 use entry::{ENTRY_FILE, EntryMeta, FileKind};
 use extract::{Item, SourceKind};
+pub use roots::ROOTS_FILE;
 
 /// Errors of the store. Each names the archive, member or path involved.
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +100,8 @@ pub enum Error {
     InUse { name: String, generation: u64 },
     #[error("store entry {} is unreadable: {detail}", path.display())]
     BadEntry { path: PathBuf, detail: String },
+    #[error("the record of hand-added store entries {} is unreadable: {detail}", path.display())]
+    BadRoots { path: PathBuf, detail: String },
 }
 
 impl Diagnose for Error {
@@ -139,6 +150,9 @@ impl Diagnose for Error {
             Ambiguous { .. } => "give more characters of the id, or the full name".into(),
             InUse { .. } => "apply a profile file that no longer uses it, then `cuenv gc` removes generations and entries nothing refers to".into(),
             BadEntry { .. } => "run `cuenv store verify`; remove the entry with `cuenv store remove` and add it again".into(),
+            BadRoots { path, .. } => {
+                format!("fix {} or delete it: without it cuenv treats every store entry as added by hand (gc keeps them all)", path.display())
+            }
         })
     }
 
@@ -147,7 +161,7 @@ impl Diagnose for Error {
         match self {
             // A path that does not exist is the user's input; other read errors are not.
             Read { source, .. } if source.kind() == io::ErrorKind::NotFound => ExitCode::Invalid,
-            Read { .. } | Write { .. } | BadEntry { .. } => ExitCode::Failure,
+            Read { .. } | Write { .. } | BadEntry { .. } | BadRoots { .. } => ExitCode::Failure,
             _ => ExitCode::Invalid,
         }
     }
@@ -184,12 +198,16 @@ pub struct Damage {
     pub missing: Vec<String>,
     /// Items present but not listed.
     pub extra: Vec<String>,
+    /// The entry's identity does not hold: its records hash to another content id than
+    /// `entry.toml` states, or the folder name disagrees with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
 }
 
 impl Damage {
     /// True when nothing is wrong.
     pub fn is_clean(&self) -> bool {
-        self.modified.is_empty() && self.missing.is_empty() && self.extra.is_empty()
+        self.modified.is_empty() && self.missing.is_empty() && self.extra.is_empty() && self.identity.is_none()
     }
 }
 
@@ -217,9 +235,22 @@ impl<'a> Store<'a> {
 
     /// Imports the release at `input` (archive, wheel or folder) into the store.
     ///
-    /// Returns the entry, new or already present. Errors: see [`Error`]; on any error the
-    /// store is unchanged (the staging folder is deleted).
+    /// Returns the entry, new or already present. The entry is not recorded as added by hand:
+    /// this is `apply` importing a profile's source (gc collects it once no kept generation
+    /// names it); `store add` uses [`Store::add_by_hand`]. Errors: see [`Error`]; on any error
+    /// the store is unchanged (the staging folder is deleted).
     pub fn add(&self, lock: &WriterLock, input: &Path, opts: &AddOptions, progress: &dyn Progress) -> Result<Added, Error> {
+        self.add_as(lock, input, opts, false, progress)
+    }
+
+    /// [`Store::add`] for `store add` / `store fetch`: the entry (new or already present) is
+    /// recorded as added by hand, a gc root until `store remove` (see [`Store::hand_added_ids`]).
+    /// A new entry is recorded before its commit rename.
+    pub fn add_by_hand(&self, lock: &WriterLock, input: &Path, opts: &AddOptions, progress: &dyn Progress) -> Result<Added, Error> {
+        self.add_as(lock, input, opts, true, progress)
+    }
+
+    fn add_as(&self, lock: &WriterLock, input: &Path, opts: &AddOptions, by_hand: bool, progress: &dyn Progress) -> Result<Added, Error> {
         let expected = match &opts.sha256 {
             Some(s) if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => Some(s.to_ascii_lowercase()),
             Some(s) => return Err(Error::BadSha256Arg(s.clone())),
@@ -234,19 +265,22 @@ impl<'a> Store<'a> {
         fs::create_dir_all(&staging_root).map_err(|source| Error::Write { path: staging_root.clone(), source })?;
         let staging =
             tempfile::Builder::new().prefix("import-").tempdir_in(&staging_root).map_err(|source| Error::Write { path: staging_root.clone(), source })?;
-        let result = self.add_staged(staging.path(), input, kind, expected, opts, progress);
+        let result = self.add_staged(lock, staging.path(), input, kind, expected, opts, by_hand, progress);
         // Read-only files inside would make TempDir's own cleanup fail on some systems.
         let _ = fsutil::remove_tree(staging.path());
         result
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn add_staged(
         &self,
+        lock: &WriterLock,
         staging: &Path,
         input: &Path,
         kind: SourceKind,
         expected: Option<String>,
         opts: &AddOptions,
+        by_hand: bool,
         progress: &dyn Progress,
     ) -> Result<Added, Error> {
         let raw = staging.join("raw");
@@ -293,6 +327,9 @@ impl<'a> Store<'a> {
         let files = entry::records(&found.keep);
         let id = entry::content_id(&files);
         if let Some((dir, meta)) = self.find_id(&id) {
+            if by_hand {
+                self.record_hand_added(lock, &meta.id, &meta.name)?;
+            }
             return Ok(Added { meta, dir, existed: true });
         }
         let name = entry::entry_name(&found.version, found.cuda_major, found.platform, &id);
@@ -316,6 +353,12 @@ impl<'a> Store<'a> {
         fsutil::make_tree_readonly(&entry_dir).map_err(|source| Error::Write { path: entry_dir.clone(), source })?;
         fsutil::sync_dir(&entry_dir);
         let dest = self.layout.store_dir().join(&name);
+        // Before the commit point: a published hand-added entry is always a root.
+        if by_hand {
+            self.record_hand_added(lock, &meta.id, &meta.name)?;
+        } else {
+            self.ensure_roots(lock)?;
+        }
         // The commit point: one rename makes the complete entry visible.
         fsutil::rename_with_retry(&entry_dir, &dest).map_err(|source| Error::Write { path: dest.clone(), source })?;
         fsutil::sync_dir(&self.layout.store_dir());
@@ -323,17 +366,31 @@ impl<'a> Store<'a> {
     }
 
     /// Every entry folder with its metadata (or why it cannot be read), sorted by name.
+    ///
+    /// Only real folders count: a link (symlink, junction) at the top of the store is never
+    /// an entry, whatever it points at ([`Store::top_level_links`] names them for `verify`).
     pub fn list(&self) -> Vec<(PathBuf, Result<EntryMeta, String>)> {
         let mut out = Vec::new();
         let Ok(rd) = fs::read_dir(self.layout.store_dir()) else { return out };
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') || !e.path().is_dir() {
+            // `DirEntry::file_type` does not follow links: a link to a folder is no folder.
+            if name.starts_with('.') || !e.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
             out.push((e.path(), EntryMeta::read(&e.path())));
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Links (symlinks, junctions) at the top of the store, with their targets when readable,
+    /// sorted. The store holds only real folders: each of these was planted from outside.
+    pub fn top_level_links(&self) -> Vec<(PathBuf, Option<PathBuf>)> {
+        let Ok(rd) = fs::read_dir(self.layout.store_dir()) else { return Vec::new() };
+        let mut out: Vec<(PathBuf, Option<PathBuf>)> =
+            rd.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_symlink())).map(|e| (e.path(), fs::read_link(e.path()).ok())).collect();
+        out.sort();
         out
     }
 
@@ -363,7 +420,9 @@ impl<'a> Store<'a> {
         }
     }
 
-    /// Re-hashes every file of the entry at `dir` against its `entry.toml`.
+    /// Re-hashes every file of the entry at `dir` against its `entry.toml`, then recomputes
+    /// the content id from those records ([`entry::content_id`]) and compares it with the id
+    /// `entry.toml` states and the folder name shows ([`Damage::identity`]).
     ///
     /// Errors: [`Error::BadEntry`] when `entry.toml` cannot be read.
     pub fn verify(&self, dir: &Path) -> Result<Damage, Error> {
@@ -403,11 +462,13 @@ impl<'a> Store<'a> {
             }
         }
         damage.missing = expected.keys().map(|k| k.to_string()).collect();
+        damage.identity = identity_damage(dir, &meta);
         Ok(damage)
     }
 
     /// Deletes the entry at `dir`: it is first renamed into staging (so it vanishes at
     /// once, as a whole), then deleted.
+    /// Ends the entry's life as a gc root (its id leaves the record of hand-added entries).
     pub fn remove(&self, lock: &WriterLock, dir: &Path) -> Result<(), Error> {
         self.clean_staging(lock)?;
         let staging_root = self.layout.staging_dir();
@@ -415,7 +476,28 @@ impl<'a> Store<'a> {
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let trash = staging_root.join(format!("remove-{name}"));
         fsutil::rename_with_retry(dir, &trash).map_err(|source| Error::Write { path: dir.into(), source })?;
+        // After the commit point: the id has no folder now, so pruning drops it.
+        self.prune_roots(lock)?;
         fsutil::remove_tree(&trash).map_err(|source| Error::Write { path: trash.clone(), source })
+    }
+}
+
+/// Whether the entry at `dir` is what it claims: its records hash to the id `entry.toml`
+/// states, and the folder is named as `entry.toml` says, ending in that id's first 12 hex.
+fn identity_damage(dir: &Path, meta: &EntryMeta) -> Option<String> {
+    let id = entry::content_id(&meta.files);
+    let short = |s: &str| s.get(..12).unwrap_or(s).to_string();
+    let folder = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if id != meta.id {
+        Some(format!(
+            "content id: the files listed in {ENTRY_FILE} hash to {}..., but {ENTRY_FILE} states {}... (the listing was edited)",
+            short(&id),
+            short(&meta.id)
+        ))
+    } else if folder != meta.name || !folder.ends_with(&format!("-{}", short(&id))) {
+        Some(format!("content id {}... does not match the folder name {folder} ({ENTRY_FILE} names {})", short(&id), meta.name))
+    } else {
+        None
     }
 }
 

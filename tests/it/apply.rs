@@ -18,7 +18,7 @@ pub(crate) struct Lab {
 
 /// A fake toolkit root for this host: `lib64/libcudart.so.N` (Linux) or
 /// `bin\cudart64_N.dll` (Windows; `cudart64_110.dll` for 11.x).
-fn toolkit(dir: &Path, version: &str, major: u32) -> PathBuf {
+pub(crate) fn toolkit(dir: &Path, version: &str, major: u32) -> PathBuf {
     let root = dir.join(format!("cuda-{version}"));
     fs::create_dir_all(root.join("lib64")).unwrap();
     fs::create_dir_all(root.join("bin")).unwrap();
@@ -35,7 +35,7 @@ fn toolkit(dir: &Path, version: &str, major: u32) -> PathBuf {
 
 /// A release archive for this host: the official Linux `.tar.xz`, or the Windows `.zip`
 /// (the store refuses to apply another platform's cuDNN).
-fn host_archive(dir: &Path, r: &Release) -> PathBuf {
+pub(crate) fn host_archive(dir: &Path, r: &Release) -> PathBuf {
     if cfg!(windows) { windows_zip(dir, r, BinDir::Bin) } else { linux_tar_xz(dir, r) }
 }
 

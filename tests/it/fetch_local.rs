@@ -927,3 +927,35 @@ fn apply_keeps_other_platforms_sections_and_gc_their_entries() {
     assert_eq!(env.entries().len(), 2, "this host's entry and the other platform's");
     assert_eq!(std::fs::read_to_string(dir.path().join("lab.lock")).unwrap(), both);
 }
+
+/// Issue 10, case 9: `store fetch` records its entry as added by hand (a gc root until
+/// `store remove`); an entry `apply` fetched for a profile is no root, until `store fetch`
+/// asks for the same bytes by hand.
+#[test]
+fn store_fetch_records_a_root_and_apply_fetches_none() {
+    let roots = |env: &Env| {
+        let layout = cuenv::layout::Layout::new(env.home.path());
+        cuenv::store::Store::new(&layout).hand_added_ids()
+    };
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let id = env.entries()[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(roots(&env), [id].into_iter().collect());
+
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    let dir = tempfile::tempdir().unwrap();
+    let lab = pypi_lab(dir.path());
+    let out = env.cuenv().args(["apply", "--no-check", lab.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entries = env.entries();
+    assert_eq!(entries.len(), 1);
+    assert!(roots(&env).is_empty(), "apply's import is no root: {:?}", roots(&env));
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("already in store: "), "{}", text(&out.stdout));
+    assert_eq!(roots(&env), [entries[0]["id"].as_str().unwrap().to_string()].into_iter().collect());
+}

@@ -22,5 +22,6 @@ mod real_windows;
 mod shim_cmd;
 mod shim_posix;
 mod store;
+mod store_tx;
 mod windows_paths;
 mod wine_smoke;

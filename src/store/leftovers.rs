@@ -1,0 +1,69 @@
+//! What an interrupted store command leaves: `<home>/store/.tmp/import-*` (a killed import),
+//! `.tmp/remove-*` (a killed remove), `.downloads/download-*` (a killed download) and
+//! `.cuenv-tmp*` files of an atomic write at the top of the store.
+//!
+//! Invariants:
+//! - Only a holder of the [`WriterLock`] deletes them: a live writer owns its staging. Under
+//!   the lock, everything there belongs to a dead process, except this process's own
+//!   `download-<pid>-*` folders (several downloads of one command).
+//! - Readers only measure them ([`Store::leftover_bytes`]) to say how much space is reclaimable.
+
+use std::fs;
+use std::path::PathBuf;
+
+use super::{Error, Store};
+use crate::fsutil;
+use crate::writer_lock::WriterLock;
+
+impl Store<'_> {
+    /// Every leftover path: children of `.tmp` and `.downloads` (but this process's own
+    /// downloads), and `.cuenv-tmp*` at the top of the store.
+    fn leftovers(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let children = |dir: PathBuf| fs::read_dir(dir).map(|rd| rd.flatten().collect::<Vec<_>>()).unwrap_or_default();
+        out.extend(children(self.layout.staging_dir()).into_iter().map(|e| e.path()));
+        let mine = format!("download-{}-", std::process::id());
+        out.extend(children(self.layout.downloads_dir()).into_iter().filter(|e| !e.file_name().to_string_lossy().starts_with(&mine)).map(|e| e.path()));
+        out.extend(
+            children(self.layout.store_dir())
+                .into_iter()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(".cuenv-tmp") && e.file_type().is_ok_and(|t| t.is_file()))
+                .map(|e| e.path()),
+        );
+        out
+    }
+
+    /// Bytes held by leftovers of interrupted commands (see the module docs). Needs no lock;
+    /// unreadable parts count as 0.
+    pub fn leftover_bytes(&self) -> u64 {
+        self.leftovers().iter().map(|p| tree_size(p)).sum()
+    }
+
+    /// For read-only commands: `N MiB of leftovers ...; the next ... removes them`, or `None`
+    /// when there are none.
+    pub fn leftover_note(&self) -> Option<String> {
+        match self.leftover_bytes() {
+            0 if self.leftovers().is_empty() => None,
+            n => Some(format!("{} of leftovers from an interrupted command; the next `cuenv gc` or store command removes them", fsutil::human_size(n))),
+        }
+    }
+
+    /// Deletes the leftovers of interrupted commands (see the module docs); returns the bytes
+    /// freed. Call it right after taking the writer lock.
+    ///
+    /// Errors: [`Error::Write`] naming the leftover that could not be deleted.
+    pub fn clean_leftovers(&self, _lock: &WriterLock) -> Result<u64, Error> {
+        let mut freed = 0;
+        for p in self.leftovers() {
+            let n = tree_size(&p);
+            fsutil::remove_tree(&p).map_err(|source| Error::Write { path: p.clone(), source })?;
+            freed += n;
+        }
+        Ok(freed)
+    }
+}
+
+/// Total size of the files under `p` (links not followed).
+fn tree_size(p: &std::path::Path) -> u64 {
+    walkdir::WalkDir::new(p).into_iter().flatten().filter(|e| e.file_type().is_file()).filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()
+}
