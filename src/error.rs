@@ -22,27 +22,26 @@ pub enum ExitCode {
     CheckFailed = 4,
 }
 
-/// What an error knows beyond its message.
+/// What an error knows beyond its message. Both methods are required (no defaults): every
+/// error type says what to do next and which class of failure it is, so an error without a
+/// diagnosis does not compile.
 pub trait Diagnose: std::error::Error {
-    /// One line telling the person what to do next, if there is something to do.
-    fn hint(&self) -> Option<String> {
-        None
-    }
+    /// One line telling the person what to do next. `None` only where the message itself
+    /// already carries the hints (several located diagnostics, each with its own).
+    fn hint(&self) -> Option<String>;
     /// The failure class of this error.
-    fn exit_code(&self) -> ExitCode {
-        ExitCode::Failure
-    }
+    fn exit_code(&self) -> ExitCode;
 }
 
-/// An error that is only a message, an optional hint and an exit code (e.g. "no generation
-/// yet"); modules with more to say use their own typed errors instead.
+/// An error that is only a message, a hint and an exit code (e.g. "no generation yet");
+/// modules with more to say use their own typed errors instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct Hinted {
     /// What is wrong.
     pub message: String,
-    /// What to do next, if anything.
-    pub hint: Option<String>,
+    /// What to do next.
+    pub hint: String,
     /// The failure class.
     pub code: ExitCode,
 }
@@ -50,18 +49,23 @@ pub struct Hinted {
 impl Hinted {
     /// A message with a hint.
     pub fn new(message: impl Into<String>, hint: impl Into<String>, code: ExitCode) -> Hinted {
-        Hinted { message: message.into(), hint: Some(hint.into()), code }
+        Hinted { message: message.into(), hint: hint.into(), code }
     }
 
-    /// A message without a hint (exit code [`ExitCode::Failure`]).
-    pub fn message(message: impl Into<String>) -> Hinted {
-        Hinted { message: message.into(), hint: None, code: ExitCode::Failure }
+    /// The error for a machine cuDNN has no build for: `message`, and a hint listing the
+    /// platforms cuDNN is built for, then `what_to_do`.
+    pub fn unsupported_platform(message: &str, what_to_do: &str) -> Hinted {
+        Hinted::new(
+            message,
+            format!("cuDNN exists for windows-x86_64, linux-x86_64, linux-sbsa, linux-aarch64 and linux-ppc64le; {what_to_do}"),
+            ExitCode::Failure,
+        )
     }
 }
 
 impl Diagnose for Hinted {
     fn hint(&self) -> Option<String> {
-        self.hint.clone()
+        Some(self.hint.clone())
     }
     fn exit_code(&self) -> ExitCode {
         self.code
@@ -94,6 +98,9 @@ impl IoError {
 impl Diagnose for IoError {
     fn hint(&self) -> Option<String> {
         Some(io_hint(&self.path, &self.source))
+    }
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::Failure
     }
 }
 

@@ -30,7 +30,7 @@ struct PlanJson<'a> {
 /// `cuenv plan FILE` / `cuenv apply --dry-run FILE`.
 pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode, Report> {
     let parsed = profile::load(file)?;
-    let host = Platform::host().ok_or_else(|| Hinted::message("cuDNN is not built for this platform"))?;
+    let host = Platform::host().ok_or_else(|| Hinted::unsupported_platform("cuDNN is not built for this platform", "run cuenv on one of those"))?;
     let fetches = sources::pending(&ctx.layout, &parsed, host)?;
     let desired = match apply::desire(&ctx.layout, parsed, locked) {
         Ok(d) => d,
@@ -205,7 +205,9 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> Result<ExitCode, Report> 
     let parsed = profile::load(file)?;
     let lock_path = lockfile::lock_path(file);
     let platforms = if opts.platforms.is_empty() {
-        vec![Platform::host().ok_or_else(|| Hinted::message("cuDNN is not built for this platform: name one with --platform"))?]
+        vec![Platform::host().ok_or_else(|| {
+            Hinted::unsupported_platform("cuDNN is not built for this platform: name one with --platform", "lock for one of those with --platform")
+        })?]
     } else {
         let mut ps = opts.platforms.clone();
         ps.sort_by_key(|p| p.as_str());

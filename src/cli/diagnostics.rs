@@ -58,9 +58,12 @@ mod tests {
         let r = Report::from(Hinted::new("no generation yet", "run `cuenv apply <lab.toml>` first", ExitCode::Invalid));
         assert_eq!(r.render(), "error: no generation yet\nhint: run `cuenv apply <lab.toml>` first\n");
         assert_eq!(r.exit_code(), ExitCode::Invalid);
-        let plain = Report::from(Hinted::message("cuDNN is not built for this platform"));
-        assert_eq!(plain.render(), "error: cuDNN is not built for this platform\n");
-        assert_eq!(plain.exit_code(), ExitCode::Failure);
+        let platform = Report::from(Hinted::unsupported_platform("cuDNN is not built for this platform", "run cuenv on one of those"));
+        assert_eq!(
+            platform.render(),
+            "error: cuDNN is not built for this platform\nhint: cuDNN exists for windows-x86_64, linux-x86_64, linux-sbsa, linux-aarch64 and linux-ppc64le; run cuenv on one of those\n"
+        );
+        assert_eq!(platform.exit_code(), ExitCode::Failure);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::{generation, status, view};
 /// Prints the activation of `profile` (default: the active one), or with `setup` the one
 /// through `<home>/active` ([`view::setup_activation`]).
 pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Result<ExitCode, Report> {
-    let platform = Platform::host().ok_or_else(|| Hinted::message("cuDNN is not built for this platform"))?;
+    let platform = Platform::host().ok_or_else(|| Hinted::unsupported_platform("cuDNN is not built for this platform", "run cuenv on one of those"))?;
     let act = if setup {
         view::setup_activation(&ctx.layout, platform)
     } else {
@@ -25,7 +25,7 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Resul
         generation::read(&ctx.layout, cur)?.profile(&name)?;
         view::activation(&ctx.layout, &name, platform)
     };
-    shim::validate(shell, &act).map_err(|e| Hinted::message(format!("cannot render the activation for this shell: {e}")))?;
+    shim::validate(shell, &act).map_err(|e| Hinted::new(format!("cannot render the activation for this shell: {e}"), e.hint(), ExitCode::Failure))?;
     write!(ctx.out(), "{}", shim::render_activate(shell, &act));
     Ok(ExitCode::Success)
 }

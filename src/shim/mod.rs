@@ -144,9 +144,25 @@ pub enum Invalid {
     /// A path is empty, not valid Unicode, or holds a line break or NUL.
     #[error("path {0:?} cannot be written into a shim (empty, not Unicode, or a line break)")]
     Path(PathBuf),
+    /// A path holds `"`, which cmd.exe's `set "NAME=value"` cannot carry.
+    #[error("path {0:?} contains '\"', which a cmd.exe shim cannot carry")]
+    Quote(PathBuf),
     /// A path to prepend holds the list separator of the shell.
     #[error("path {path:?} contains {sep:?}, the separator of PATH-like lists in this shell")]
     Separator { path: PathBuf, sep: char },
+}
+
+impl Invalid {
+    /// What to do about it.
+    pub fn hint(&self) -> String {
+        match self {
+            Invalid::Profile(_) => "rename the profile in the profile file (letters, digits, '_', '.', '-'), then apply again".into(),
+            Invalid::Name(_) => "this is a bug in cuenv: please report it with the command you ran".into(),
+            Invalid::Path(_) => "use a cuenv home and toolkit roots whose paths are valid Unicode without line breaks (--home DIR)".into(),
+            Invalid::Quote(_) => "use a cuenv home whose path has no '\"' (--home DIR or CUENV_HOME)".into(),
+            Invalid::Separator { sep, .. } => format!("use a cuenv home and toolkit roots whose paths have no {sep:?} (--home DIR or CUENV_HOME)"),
+        }
+    }
 }
 
 /// Checks that `a` renders faithfully for `shell`; [`render_activate`] assumes it (it renders
@@ -171,7 +187,7 @@ pub fn validate(shell: Shell, a: &Activation) -> Result<(), Invalid> {
         // `set "NAME=value"` cannot carry a `"` (no Windows path holds one).
         let all = a.path_prepend.iter().chain(&a.ld_library_path_prepend).chain(a.set.iter().map(|(_, p)| p));
         if let Some(p) = all.into_iter().find(|p| shim_path(p).contains('"')) {
-            return Err(Invalid::Path(p.clone()));
+            return Err(Invalid::Quote(p.clone()));
         }
     }
     let sep = shell.list_separator();

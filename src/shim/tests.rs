@@ -165,7 +165,10 @@ fn validate_rejects_what_cannot_be_rendered() {
     assert!(matches!(validate(Shell::Fish, &a), Err(Invalid::Path(_))));
     let mut a = ascii_win_activation();
     a.set.push(("X".into(), PathBuf::from("a\"b")));
-    assert!(matches!(validate(Shell::Cmd, &a), Err(Invalid::Path(_))));
+    let e = validate(Shell::Cmd, &a).unwrap_err();
+    assert!(matches!(e, Invalid::Quote(_)), "{e}");
+    // The message names the real reason (it said "empty, not Unicode, or a line break").
+    assert!(e.to_string().contains("which a cmd.exe shim cannot carry") && e.hint().contains("--home"), "{e}");
     let mut a = unix_activation();
     a.set.push(("X".into(), PathBuf::from("a\"b")));
     validate(Shell::Posix, &a).unwrap();
