@@ -23,6 +23,7 @@ fn current(lab: &Lab) -> Option<u64> {
 }
 
 /// Asserts that `out` is not a panic: no exit 101, no "panicked" on stderr.
+#[cfg(unix)]
 fn assert_no_panic(args: &[&str], out: &Output) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(101), "cuenv {args:?} panicked:\n{err}");
