@@ -115,6 +115,7 @@ pub fn io_hint(path: &std::path::Path, err: &std::io::Error) -> String {
             K::ReadOnlyFilesystem => format!("{at} is on a read-only file system: make it writable, or use a cuenv home elsewhere (--home DIR)"),
             K::PermissionDenied => format!("check the permissions of {at} (and of the folders above it)"),
             K::NotFound => format!("{at} or a folder above it does not exist; check the path"),
+            K::NotADirectory => format!("a part of {at} is a file, not a folder; check the path"),
             K::BrokenPipe => "the reader of cuenv's output went away; run the command again without a closed pipe".into(),
             _ => "fix what the cause above says, then run the command again".into(),
         }

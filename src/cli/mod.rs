@@ -107,6 +107,14 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
     // The home is made absolute once, here: every link cuenv makes stores an absolute target,
     // and a relative one would dangle as soon as it is seen from another folder.
     let home = std::path::absolute(&home).map_err(|e| crate::error::IoError::new("find the absolute path of the home", &home, e))?;
+    if home.exists() && !home.is_dir() {
+        return Err(Hinted::new(
+            format!("the cuenv home {} is a file, not a folder", home.display()),
+            "pass --home DIR (or set CUENV_HOME) naming a folder; cuenv creates it if it does not exist",
+            ExitCode::Invalid,
+        )
+        .into());
+    }
     let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet, out };
     // A home written by a newer cuenv is refused before anything reads or writes it.
     ctx.layout.check_format()?;

@@ -88,3 +88,17 @@ fn a_writer_records_the_format_and_a_newer_home_is_refused() {
     let after: Vec<_> = walkdir::WalkDir::new(&ctx.home).into_iter().map(|e| e.unwrap().path().to_path_buf()).collect();
     assert_eq!(before, after);
 }
+
+#[test]
+fn a_home_that_is_a_file_is_named_as_such() {
+    let ctx = TestContext::new();
+    let file = ctx.path("not-a-folder");
+    fs::write(&file, "x").unwrap();
+    for args in [&["status"][..], &["store", "list"], &["gc"]] {
+        let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_cuenv")).env_remove("CUENV_HOME").arg("--home").arg(&file).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("is a file, not a folder") && err.contains("hint: pass --home DIR"), "{err}");
+    }
+    assert_eq!(fs::read_to_string(&file).unwrap(), "x");
+}
