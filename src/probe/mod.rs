@@ -254,7 +254,7 @@ pub struct ProbeRequest {
 pub fn module_kind(file_name: &str) -> Option<ModuleKind> {
     let n = file_name.to_ascii_lowercase();
     let n = n.strip_prefix("lib").unwrap_or(&n);
-    if n.starts_with("cudnn") {
+    if crate::libname::parse(file_name).is_some() {
         Some(ModuleKind::Cudnn)
     } else if n.starts_with("cublaslt") {
         Some(ModuleKind::CublasLt)

@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::env::nonempty;
@@ -138,7 +137,7 @@ pub fn discover_from(candidates: Vec<Candidate>) -> Discovery {
         })
     };
     for c in candidates {
-        let canonical = match fs::canonicalize(&c.path) {
+        let canonical = match crate::paths::canonicalize(&c.path) {
             Ok(p) => p,
             Err(_) => {
                 // Report with inspect_root's precise reason (missing, unreadable, ...).
@@ -191,8 +190,9 @@ pub fn discover_from(candidates: Vec<Candidate>) -> Discovery {
     out
 }
 
+/// Two roots are one when their canonical paths compare equal ([`crate::paths::key`]).
 fn dedup_key(canonical: &Path) -> OsString {
-    if cfg!(windows) { OsString::from(canonical.to_string_lossy().to_lowercase()) } else { canonical.as_os_str().to_os_string() }
+    OsString::from(crate::paths::key(canonical))
 }
 
 pub(super) fn display_root(canonical: PathBuf) -> PathBuf {

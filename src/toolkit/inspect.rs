@@ -27,7 +27,7 @@ pub fn inspect_root(path: &Path) -> Result<Toolkit, Error> {
     if !meta.is_dir() {
         return Err(Error::NotAFolder { path: path.to_path_buf() });
     }
-    let canonical = fs::canonicalize(path).map_err(io_err)?;
+    let canonical = crate::paths::canonicalize(path).map_err(io_err)?;
     fs::read_dir(&canonical).map_err(io_err)?;
     let root = display_root(canonical);
 
