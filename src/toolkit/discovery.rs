@@ -201,6 +201,7 @@ pub(super) fn display_root(canonical: PathBuf) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
     use tempfile::TempDir;
 
     use super::*;
