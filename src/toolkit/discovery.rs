@@ -201,7 +201,6 @@ pub(super) fn display_root(canonical: PathBuf) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use std::fs;
     use tempfile::TempDir;
 
     use super::*;
@@ -216,7 +215,7 @@ mod tests {
         std::os::unix::fs::symlink("cuda-12.6", sys.path().join("usr/local/cuda")).unwrap();
         let old = sys.path().join("usr/local/cuda-11.8");
         linux_toolkit(&old, "11.8.0");
-        fs::create_dir_all(sys.path().join("usr/local/cuda-notes")).unwrap(); // not a toolkit: silently skipped
+        std::fs::create_dir_all(sys.path().join("usr/local/cuda-notes")).unwrap(); // not a toolkit: silently skipped
         let env = FakeEnv::new().with_fixed_root(sys.path()).set("CUDA_HOME", sys.path().join("usr/local/cuda"));
         let d = discover_all(&env);
         assert_eq!(d.toolkits.len(), 2, "{d:?}");
