@@ -106,6 +106,25 @@ pub fn save(layout: &Layout, n: u64, results: &[ProfileCheck]) -> Result<(), cra
         .map_err(|e| crate::error::IoError::new("save the check results to", path, e))
 }
 
+/// Runs the checks of generation `n` (manifest `m`; only the profiles in `only`, or all when
+/// it is empty) and saves the results when every profile was checked: the results of a
+/// partial check never replace those of the whole generation, which `status`,
+/// `generations` and `rollback` read.
+pub fn run_and_record(
+    layout: &Layout,
+    n: u64,
+    m: &Manifest,
+    only: &[String],
+    opts: &Options,
+    on_each: &mut dyn FnMut(&ProfileCheck),
+) -> Result<Vec<ProfileCheck>, crate::error::IoError> {
+    let results = run(layout, m, only, opts, on_each);
+    if only.is_empty() {
+        save(layout, n, &results)?;
+    }
+    Ok(results)
+}
+
 /// The saved results of generation `n`'s last check, if any.
 pub fn load(layout: &Layout, n: u64) -> Option<CheckFile> {
     let text = std::fs::read_to_string(layout.check_results(n)).ok()?;

@@ -12,6 +12,7 @@
 //! [`error::Diagnose`] (a hint and an exit code).
 
 pub mod activate;
+pub mod active;
 pub mod apply;
 pub mod binfmt;
 pub mod candidates;

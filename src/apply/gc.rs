@@ -73,3 +73,18 @@ pub fn gc(layout: &Layout, lock: &WriterLock, plan: &GcPlan, done: &mut dyn FnMu
 pub fn referenced_entries(layout: &Layout) -> BTreeSet<String> {
     generation::list(layout).into_iter().filter_map(|n| generation::read(layout, n).ok()).flat_map(|m| m.profiles.into_iter().map(|p| p.cudnn_id)).collect()
 }
+
+/// `cuenv store remove ID`: deletes the store entry `id` names (a name, or an id prefix of at
+/// least 4 hex digits), unless a generation still uses it (`store::Error::InUse`, naming the
+/// first such generation: deleting it would leave that generation's views dangling). Returns
+/// what was removed. The entry stops being a hand-added gc root with it.
+pub fn remove_entry(layout: &Layout, lock: &WriterLock, id: &str) -> Result<crate::store::entry::EntryMeta, Error> {
+    let store = crate::store::Store::new(layout);
+    let (dir, meta) = store.find(id)?;
+    if let Some(n) = generation::list(layout).into_iter().find(|n| generation::read(layout, *n).is_ok_and(|m| m.profiles.iter().any(|p| p.cudnn_id == meta.id)))
+    {
+        return Err(crate::store::Error::InUse { name: meta.name.clone(), generation: n }.into());
+    }
+    store.remove(lock, &dir)?;
+    Ok(meta)
+}

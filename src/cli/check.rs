@@ -50,10 +50,7 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
     for p in profiles {
         m.profile(p)?;
     }
-    let results = generation_check::run(&ctx.layout, &m, profiles, &options(timeout), &mut |pc| print_check(ctx, pc, json));
-    if profiles.is_empty() {
-        generation_check::save(&ctx.layout, n, &results)?;
-    }
+    let results = generation_check::run_and_record(&ctx.layout, n, &m, profiles, &options(timeout), &mut |pc| print_check(ctx, pc, json))?;
     if json {
         ctx.print_json_sorted(&CheckJson { generation: n, profiles: &results });
     }

@@ -7,26 +7,22 @@ use serde::Serialize;
 
 use super::diagnostics::Report;
 use super::{Ctx, lock_and_recover, warn_dangling_active};
-use crate::apply::{self, Deleted, NoGeneration};
+use crate::active;
+use crate::apply::{self, Deleted};
 use crate::error::ExitCode;
 use crate::generation;
 use crate::generation_check;
-use crate::link::{self, LinkKind};
 
 /// `cuenv use PROFILE` / `cuenv use --none`.
 pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
     let _lock = lock_and_recover(ctx)?;
-    let active = ctx.layout.active_link();
     let Some(name) = name else {
-        link::remove(&active).map_err(|e| crate::error::IoError::new("remove the link", &active, e))?;
+        active::clear(&ctx.layout)?;
         writeln!(ctx.out(), "no profile is active");
         return Ok(ExitCode::Success);
     };
-    let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
-    generation::read(&ctx.layout, cur)?.profile(name)?;
-    let target = apply::stable_home(&ctx.layout).join("profiles").join(name);
-    link::set(LinkKind::native(), &active, &target, &ctx.layout.active_staging())?;
-    writeln!(ctx.out(), "active profile: {name} ({} -> {})", active.display(), target.display());
+    let (link, target) = active::set(&ctx.layout, name)?;
+    writeln!(ctx.out(), "active profile: {name} ({} -> {})", link.display(), target.display());
     Ok(ExitCode::Success)
 }
 

@@ -243,14 +243,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
         StoreCommand::Remove { id } => {
             let lock = super::writer_lock(ctx)?;
             store.clean_leftovers(&lock)?;
-            let (dir, meta) = store.find(&id)?;
-            if let Some(n) = crate::generation::list(&ctx.layout)
-                .into_iter()
-                .find(|n| crate::generation::read(&ctx.layout, *n).is_ok_and(|m| m.profiles.iter().any(|p| p.cudnn_id == meta.id)))
-            {
-                return Err(crate::store::Error::InUse { name: meta.name.clone(), generation: n }.into());
-            }
-            store.remove(&lock, &dir)?;
+            let meta = crate::apply::remove_entry(&ctx.layout, &lock, &id)?;
             writeln!(ctx.out(), "removed {}", meta.name);
             Ok(ExitCode::Success)
         }
