@@ -11,14 +11,14 @@ use crate::profile::{self, ProfileFile};
 use crate::resolve::ToolkitCandidate;
 use crate::toolkit::{self, ProcessEnv};
 
-/// Toolkit candidates for `platform`: the CUDA runtime roots under `<home>/toolkits` built
+/// Toolkit candidates for `platform`: the wheel toolkit roots (CUDA toolkit roots built from wheels) under `<home>/toolkits` built
 /// for it, plus [`installed_toolkits`] when `platform` is the host's (the roots of another
 /// platform's machine cannot be seen from here).
 ///
 /// Errors: those of [`installed_toolkits`].
 pub fn toolkit_candidates(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Vec<(ToolkitCandidate, toolkit::Toolkit)>, profile::Error> {
     let mut out = Vec::new();
-    // CUDA runtime roots assembled from PyPI wheels are candidates too.
+    // wheel toolkit roots (CUDA toolkit roots built from wheels) assembled from PyPI wheels are candidates too.
     for (root, meta) in crate::wheel_toolkit::list(layout) {
         if meta.platform != platform {
             continue;

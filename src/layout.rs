@@ -118,11 +118,11 @@ impl Layout {
     }
 
     /// `<home>/cuenv.lock`: the file whose OS lock serializes writers across processes.
-    pub fn lock_file(&self) -> PathBuf {
+    pub fn writer_lock_file(&self) -> PathBuf {
         self.home.join("cuenv.lock")
     }
 
-    /// `<home>/toolkits`: CUDA runtime roots assembled from PyPI wheels
+    /// `<home>/toolkits`: wheel toolkit roots (CUDA toolkit roots built from wheels) assembled from PyPI wheels
     /// (`cuda = { version = "12.6", from = "pypi" }`), one folder each, named by content.
     pub fn toolkits_dir(&self) -> PathBuf {
         self.home.join("toolkits")

@@ -1,5 +1,5 @@
 //! Getting what profiles name with `from`: cuDNN releases from NVIDIA's redist server, PyPI,
-//! a URL or a local path, and CUDA runtime roots from PyPI wheels ([`crate::wheel_toolkit`]).
+//! a URL or a local path, and wheel toolkit roots (CUDA toolkit roots built from wheels) from PyPI wheels ([`crate::wheel_toolkit`]).
 //!
 //! Runs in `apply` before resolution, under the writer lock: after it, the store and
 //! `<home>/toolkits` hold what the profiles need, and resolution proceeds as for anything
@@ -55,7 +55,7 @@ struct Cx<'a> {
     progress: &'a dyn Progress,
 }
 
-/// The CUDA major a profile's cuDNN must be built for, getting its runtime root first when
+/// The CUDA major a profile's cuDNN must be built for, getting its wheel toolkit root first when
 /// `cuda` has `from = "pypi"`. `None` when no toolkit matches (resolution reports that).
 fn cuda_major(
     cx: &Cx,
@@ -302,7 +302,7 @@ pub enum Error {
     /// A `from` the profile file cannot serve (with its line and column).
     #[error(transparent)]
     Profile(#[from] profile::Error),
-    /// Building a CUDA runtime root from PyPI wheels failed.
+    /// Building a wheel toolkit root from PyPI wheels failed.
     #[error(transparent)]
     Runtime(#[from] crate::wheel_toolkit::Error),
     /// Finding or downloading a cuDNN release failed.

@@ -1,4 +1,4 @@
-//! CUDA runtime roots assembled from PyPI wheels, for profiles that take their CUDA side
+//! wheel toolkit roots (CUDA toolkit roots built from wheels) assembled from PyPI wheels, for profiles that take their CUDA side
 //! from PyPI instead of an installed toolkit (`cuda = { version = "12.6", from = "pypi" }`).
 //!
 //! cuDNN needs, at run time, the CUDA runtime (`cudart`), cuBLAS/cuBLASLt and NVRTC of its
@@ -33,7 +33,7 @@ use crate::progress::Progress;
 use crate::version::Version;
 use crate::writer_lock::WriterLock;
 
-/// One wheel a runtime root was made from.
+/// One wheel a wheel toolkit root was made from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct WheelRecord {
     pub project: String,
@@ -42,7 +42,7 @@ pub struct WheelRecord {
     pub sha256: String,
 }
 
-/// `runtime.toml` of a runtime root.
+/// `runtime.toml` of a wheel toolkit root.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RuntimeMeta {
     /// The CUDA runtime version (the `nvidia-cuda-runtime-cu<N>` wheel's version).
@@ -53,7 +53,7 @@ pub struct RuntimeMeta {
     pub wheels: Vec<WheelRecord>,
 }
 
-/// Errors assembling a runtime root.
+/// Errors assembling a wheel toolkit root.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
@@ -101,12 +101,12 @@ fn write_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
     move |source| Error::Write { path: path.into(), source }
 }
 
-/// The library folder of a runtime root for `platform`.
+/// The library folder of a wheel toolkit root for `platform`.
 pub fn lib_dir_name(platform: Platform) -> &'static str {
     if platform.is_windows() { "bin" } else { "lib" }
 }
 
-/// Every runtime root under `<home>/toolkits` with its metadata, sorted by version.
+/// Every wheel toolkit root under `<home>/toolkits` with its metadata, sorted by version.
 pub fn list(layout: &Layout) -> Vec<(PathBuf, RuntimeMeta)> {
     let mut out: Vec<(PathBuf, RuntimeMeta)> = fs::read_dir(layout.toolkits_dir())
         .into_iter()
@@ -122,12 +122,12 @@ pub fn list(layout: &Layout) -> Vec<(PathBuf, RuntimeMeta)> {
     out
 }
 
-/// The newest runtime root for `platform` whose version starts with `prefix`.
+/// The newest wheel toolkit root for `platform` whose version starts with `prefix`.
 pub fn find(layout: &Layout, prefix: &Version, platform: Platform) -> Option<PathBuf> {
     list(layout).into_iter().rev().find(|(_, m)| m.platform == platform && m.version.starts_with(prefix)).map(|(p, _)| p)
 }
 
-/// Returns the runtime root for CUDA `prefix` (e.g. `12.6`) on `platform`, assembling it from
+/// Returns the wheel toolkit root for CUDA `prefix` (e.g. `12.6`) on `platform`, assembling it from
 /// PyPI wheels when the home has none. The second value is true when it was just made.
 ///
 /// The runtime wheel must match `prefix`; cuBLAS and NVRTC take the newest release of the
@@ -157,7 +157,7 @@ pub fn ensure(
     assemble(layout, prefix, platform, downloads)
 }
 
-/// Returns the runtime root made of exactly the `pinned` wheels (from `lab.lock`), fetching
+/// Returns the wheel toolkit root made of exactly the `pinned` wheels (from `lab.lock`), fetching
 /// each at its pinned version and refusing bytes whose SHA-256 differs from the pin.
 pub fn ensure_pinned(
     layout: &Layout,
@@ -187,7 +187,7 @@ pub fn ensure_pinned(
     assemble(layout, &prefix, platform, downloads)
 }
 
-/// Gathers the libraries of `downloads` into a new runtime root (or finds the identical one).
+/// Gathers the libraries of `downloads` into a new wheel toolkit root (or finds the identical one).
 fn assemble(layout: &Layout, prefix: &Version, platform: Platform, downloads: Vec<(String, fetch::Download)>) -> Result<(PathBuf, bool), Error> {
     let root = layout.toolkits_dir();
     fs::create_dir_all(&root).map_err(write_err(&root))?;

@@ -58,7 +58,7 @@ impl WriterLock {
     /// through `on_wait` if it has to wait. Creates the home folder if needed.
     pub fn acquire(layout: &Layout, on_wait: &mut dyn FnMut(&str)) -> Result<WriterLock, LockError> {
         let secs = crate::settings::LOCK_TIMEOUT.get()?;
-        let path = layout.lock_file();
+        let path = layout.writer_lock_file();
         let io = |source| LockError::Io { path: path.clone(), source };
         fs::create_dir_all(layout.home()).map_err(io)?;
         let mut file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;

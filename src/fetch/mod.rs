@@ -1,4 +1,4 @@
-//! Fetching cuDNN releases (and, later, CUDA runtime wheels) from NVIDIA's redist server or
+//! Fetching cuDNN releases (and the CUDA runtime wheels `wheel_toolkit` builds toolkit roots from) from NVIDIA's redist server or
 //! a PyPI index, verified, into the store.
 //!
 //! Data flow:
