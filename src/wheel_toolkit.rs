@@ -1,4 +1,4 @@
-//! wheel toolkit roots (CUDA toolkit roots built from wheels) assembled from PyPI wheels, for profiles that take their CUDA side
+//! Wheel toolkit roots: CUDA toolkit roots assembled from PyPI wheels, for profiles that take their CUDA side
 //! from PyPI instead of an installed toolkit (`cuda = { version = "12.6", from = "pypi" }`).
 //!
 //! cuDNN needs, at run time, the CUDA runtime (`cudart`), cuBLAS/cuBLASLt and NVRTC of its

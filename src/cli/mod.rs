@@ -1,5 +1,5 @@
 //! The command-line layer: argument parsing (clap), printing, and exit codes.
-//! The only module that writes to stdout/stderr, through [`output`]: a command's output
+//! The only module that writes to stdout/stderr, through `cli::output` ([`Out`], [`ErrOut`]): a command's output
 //! never panics nor stops it half-way; a stdout failure is reported after the command ran.
 
 mod apply;
