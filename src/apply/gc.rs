@@ -23,6 +23,30 @@ pub struct GcPlan {
     pub generations: Vec<u64>,
     /// The store entries to delete: folder and name.
     pub entries: Vec<(PathBuf, String)>,
+    /// Bytes each doomed generation holds on disk (links counted as links, not followed).
+    pub generation_bytes: std::collections::BTreeMap<u64, u64>,
+    /// Bytes each doomed store entry holds, by name.
+    pub entry_bytes: std::collections::BTreeMap<String, u64>,
+}
+
+impl GcPlan {
+    /// The bytes generation `n` holds (0 when unknown).
+    pub fn bytes_of_generation(&self, n: u64) -> u64 {
+        self.generation_bytes.get(&n).copied().unwrap_or(0)
+    }
+    /// The bytes store entry `name` holds (0 when unknown).
+    pub fn bytes_of_entry(&self, name: &str) -> u64 {
+        self.entry_bytes.get(name).copied().unwrap_or(0)
+    }
+    /// Everything `gc` would free, in bytes.
+    pub fn total_bytes(&self) -> u64 {
+        self.generation_bytes.values().chain(self.entry_bytes.values()).sum()
+    }
+}
+
+/// Bytes under `dir` (files and links as they are; links are not followed).
+fn tree_bytes(dir: &std::path::Path) -> u64 {
+    walkdir::WalkDir::new(dir).into_iter().flatten().filter_map(|e| e.metadata().ok()).filter(|m| !m.is_dir()).map(|m| m.len()).sum()
 }
 
 /// Which generations and store entries `gc` deletes: generations by [`generation::gc_keep`];
@@ -43,8 +67,10 @@ pub fn gc_plan(layout: &Layout, keep: usize) -> GcPlan {
     let store = crate::store::Store::new(layout);
     // Entries added by hand (`store add`, `store fetch`) stay until `store remove`.
     needed.extend(store.hand_added_ids());
-    let entries = store.entries().into_iter().filter(|(_, m)| !needed.contains(&m.id)).map(|(d, m)| (d, m.name)).collect();
-    GcPlan { kept: kept.len(), generations: doomed, entries }
+    let entries: Vec<(PathBuf, String)> = store.entries().into_iter().filter(|(_, m)| !needed.contains(&m.id)).map(|(d, m)| (d, m.name)).collect();
+    let generation_bytes = doomed.iter().map(|n| (*n, tree_bytes(&layout.generation_dir(*n)))).collect();
+    let entry_bytes = entries.iter().map(|(dir, name)| (name.clone(), tree_bytes(dir))).collect();
+    GcPlan { kept: kept.len(), generations: doomed, entries, generation_bytes, entry_bytes }
 }
 
 /// One thing `gc` deleted.

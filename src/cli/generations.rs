@@ -103,9 +103,10 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
     let lock = lock_and_recover(ctx)?;
     let plan = apply::gc_plan(&ctx.layout, keep);
     let verb = if dry_run { "would delete" } else { "deleted" };
+    let size = |b: u64| crate::fsutil::human_size(b);
     let say = |d: Deleted| match d {
-        Deleted::Generation(n) => writeln!(ctx.out(), "{verb} generation {n}"),
-        Deleted::Entry(name) => writeln!(ctx.out(), "{verb} store entry {name}"),
+        Deleted::Generation(n) => writeln!(ctx.out(), "{verb} generation {n} ({})", size(plan.bytes_of_generation(n))),
+        Deleted::Entry(name) => writeln!(ctx.out(), "{verb} store entry {name} ({})", size(plan.bytes_of_entry(name))),
     };
     if dry_run {
         plan.generations.iter().for_each(|n| say(Deleted::Generation(*n)));
@@ -115,6 +116,8 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
     }
     if plan.generations.is_empty() && plan.entries.is_empty() {
         writeln!(ctx.out(), "nothing to delete ({} generation{} kept)", plan.kept, if plan.kept == 1 { "" } else { "s" });
+    } else {
+        writeln!(ctx.out(), "{} {}", if dry_run { "would free" } else { "freed" }, size(plan.total_bytes()));
     }
     Ok(ExitCode::Success)
 }

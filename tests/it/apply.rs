@@ -750,3 +750,27 @@ fn a_half_deleted_generation_is_never_switched_to() {
     lab.ok(&["use", "legacy"]);
     assert!(!trash.exists(), "the next writer removes the leftover");
 }
+
+/// Issue 10, case 9: `gc --dry-run` lists what would go, with sizes, and changes nothing.
+#[test]
+fn gc_dry_run_lists_what_would_go_with_sizes() {
+    let lab = Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    for p in ["legacy", "tf"] {
+        let f = lab.lab(&format!(
+            "[profiles.{p}]\ncuda = \"{}\"\ncudnn = \"{}\"\n",
+            if p == "tf" { "11.8" } else { "12" },
+            if p == "tf" { "8.8" } else { "8.9.4" }
+        ));
+        lab.ok(&["apply", "--no-check", f.to_str().unwrap()]);
+    }
+    let dry = lab.ok(&["gc", "--keep", "1", "--dry-run"]);
+    let line = dry.lines().find(|l| l.starts_with("would delete generation 1 (")).unwrap_or_else(|| panic!("{dry}"));
+    assert!(line.ends_with("B)"), "{line}");
+    assert!(dry.lines().last().unwrap().starts_with("would free "), "{dry}");
+    assert!(lab.ctx.home.join("generations/1").exists(), "a dry run deletes nothing");
+    let done = lab.ok(&["gc", "--keep", "1"]);
+    assert!(done.contains("deleted generation 1 (") && done.lines().last().unwrap().starts_with("freed "), "{done}");
+    assert!(!lab.ctx.home.join("generations/1").exists());
+}
