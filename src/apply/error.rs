@@ -21,6 +21,9 @@ pub enum Error {
     /// `--locked`, and the lock would change.
     #[error(transparent)]
     Drift(#[from] LockedDrift),
+    /// Another profile file would remove the current lab's profiles (no `--replace`).
+    #[error(transparent)]
+    Replacing(#[from] super::plan::Replacing),
     /// Fetching a `from` source failed.
     #[error(transparent)]
     Sources(#[from] crate::sources::Error),
@@ -59,6 +62,7 @@ impl Diagnose for Error {
             Error::Profile(e) => e.hint(),
             Error::Lockfile(e) => e.hint(),
             Error::Drift(e) => e.hint(),
+            Error::Replacing(e) => e.hint(),
             Error::Sources(e) => e.hint(),
             Error::Generation(e) => e.hint(),
             Error::Link(e) => e.hint(),
@@ -79,6 +83,7 @@ impl Diagnose for Error {
             Error::Profile(e) => e.exit_code(),
             Error::Lockfile(e) => e.exit_code(),
             Error::Drift(e) => e.exit_code(),
+            Error::Replacing(e) => e.exit_code(),
             Error::Sources(e) => e.exit_code(),
             Error::Generation(e) => e.exit_code(),
             Error::Link(e) => e.exit_code(),

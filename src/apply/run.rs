@@ -30,6 +30,8 @@ pub struct Options {
     pub require_gpu: bool,
     /// Never touch the network (fetching what the store lacks fails).
     pub offline: bool,
+    /// Another profile file may replace the one that built the current generation.
+    pub replace: bool,
 }
 
 /// What [`run`] tells its caller while it works.
@@ -96,7 +98,12 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
         }
         return Ok(Outcome::Unchanged { generation: generation::current(layout).unwrap_or(0) });
     }
-    // 4. Plan.
+    // 4. Plan. Another lab's file may not silently remove that lab's profiles.
+    if !opts.replace
+        && let Some(r) = plan::replacing(layout, &desired)
+    {
+        return Err(r.into());
+    }
     let changes = plan::plan(layout, &desired);
     if cfg!(windows) {
         warn_cmd_line_limit(layout, &desired, reporter);

@@ -74,6 +74,8 @@ pub struct ApplyOpts {
     pub timeout: u64,
     /// Never touch the network (fetching what the store lacks fails).
     pub offline: bool,
+    /// Another profile file may replace the current generation's (`--replace`).
+    pub replace: bool,
 }
 
 /// Prints what [`apply::run`] reports as it goes (nothing on stdout with `--json`).
@@ -132,7 +134,7 @@ struct Applied<'a> {
 pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report> {
     let lock = lock_and_recover(ctx)?;
     let check = opts.check.then(|| super::check::options(opts.timeout));
-    let run_opts = apply::Options { locked: opts.locked, check, require_gpu: opts.require_gpu, offline: opts.offline };
+    let run_opts = apply::Options { locked: opts.locked, check, require_gpu: opts.require_gpu, offline: opts.offline, replace: opts.replace };
     let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
     let lock_path = lockfile::lock_path(file);
     match apply::run(&ctx.layout, &lock, file, &run_opts, progress.as_ref(), &mut Printer { ctx, json: opts.json })? {

@@ -73,6 +73,10 @@ pub enum Command {
         /// Never use the network: fail if a `from` source is not in the store yet.
         #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
         offline: bool,
+        /// Let this profile file replace the one that built the current generation, removing
+        /// the profiles (and conda shims) only that one declared.
+        #[arg(long)]
+        replace: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,

@@ -774,3 +774,34 @@ fn gc_dry_run_lists_what_would_go_with_sizes() {
     assert!(done.contains("deleted generation 1 (") && done.lines().last().unwrap().starts_with("freed "), "{done}");
     assert!(!lab.ctx.home.join("generations/1").exists());
 }
+
+/// Issue 10, case 9: applying another profile file than the one that built the current
+/// generation silently removed that lab's profiles and conda shims. It now names what
+/// would go and needs `--replace`.
+#[test]
+fn another_lab_file_needs_replace_to_remove_profiles() {
+    let lab = Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    let other_dir = lab.ctx.path("other-lab");
+    fs::create_dir_all(&other_dir).unwrap();
+    let other = other_dir.join("lab.toml");
+    fs::copy(lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n"), &other).unwrap();
+    lab.three(); // lab.toml says the three profiles again
+    let shim = lab.env_a.join("etc/conda/activate.d/cuenv-torch2.sh");
+    let (code, out, err) = lab.run(&["apply", "--no-check", other.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("applying it would remove profiles torch2, tf") && err.contains("hint: to replace that lab with this one, run `cuenv apply --replace"),
+        "{err}"
+    );
+    assert_eq!(lab.current(), 1, "nothing changed");
+    assert_eq!(shim.exists(), cfg!(unix));
+    // The same file again (even spelled another way) is no replacement.
+    let spelled = lab.ctx.work.join(".").join("lab.toml");
+    lab.ok(&["apply", "--no-check", spelled.to_str().unwrap()]);
+    // --replace does it.
+    let out = lab.ok(&["apply", "--no-check", "--replace", other.to_str().unwrap()]);
+    assert!(out.contains("generation 2 is current (1 profile)"), "{out}");
+    assert!(!shim.exists());
+}
