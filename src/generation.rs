@@ -228,10 +228,6 @@ impl Manifest {
     }
 }
 
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
-    io_at("write", path)
-}
-
 /// An [`Error::Io`] saying what cuenv was `doing` (a verb phrase: `write the shim`) at `path`.
 fn io_at<'a>(doing: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
     move |source| Error::Io { doing, path: path.into(), source }
@@ -300,20 +296,20 @@ pub fn history(layout: &Layout) -> Vec<HistoryRecord> {
 fn append_history(layout: &Layout, rec: &HistoryRecord) -> Result<(), Error> {
     use std::io::{Read, Seek, SeekFrom, Write};
     let path = layout.history();
-    let mut f = fs::OpenOptions::new().create(true).read(true).append(true).open(&path).map_err(io_err(&path))?;
-    let len = f.metadata().map_err(io_err(&path))?.len();
+    let mut f = fs::OpenOptions::new().create(true).read(true).append(true).open(&path).map_err(io_at("open the history", &path))?;
+    let len = f.metadata().map_err(io_at("read the history", &path))?.len();
     let mut line = String::new();
     if len > 0 {
         let mut last = [0u8; 1];
-        f.seek(SeekFrom::Start(len - 1)).and_then(|_| f.read_exact(&mut last)).map_err(io_err(&path))?;
+        f.seek(SeekFrom::Start(len - 1)).and_then(|_| f.read_exact(&mut last)).map_err(io_at("read the history", &path))?;
         if last[0] != b'\n' {
             line.push('\n');
         }
     }
     line.push_str(&serde_json::to_string(rec).expect("serializable"));
     line.push('\n');
-    f.write_all(line.as_bytes()).map_err(io_err(&path))?;
-    f.sync_all().map_err(io_err(&path))
+    f.write_all(line.as_bytes()).map_err(io_at("append to the history", &path))?;
+    f.sync_all().map_err(io_at("append to the history", &path))
 }
 
 /// The switch in progress, written before the first effect and deleted after the last.
@@ -542,7 +538,7 @@ pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
     let from = current(layout);
     let journal = Journal { op, from, to };
     let jpath = layout.journal();
-    fsutil::write_atomic(&jpath, toml::to_string(&journal).expect("serializable").as_bytes()).map_err(io_err(&jpath))?;
+    fsutil::write_atomic(&jpath, toml::to_string(&journal).expect("serializable").as_bytes()).map_err(io_at("write the journal", &jpath))?;
     fault_point("journal");
     sync_shims(layout, from, Some(to))?;
     fault_point("shims");
@@ -552,7 +548,7 @@ pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
     fault_point("commit");
     append_history(layout, &HistoryRecord { time: now(), op, from, to })?;
     fault_point("history");
-    fs::remove_file(&jpath).map_err(io_err(&jpath))
+    fs::remove_file(&jpath).map_err(io_at("remove the journal", &jpath))
 }
 
 /// Makes no generation current: removes the current generation's shims and the `profiles`
@@ -561,7 +557,7 @@ pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
 pub fn clear(layout: &Layout, op: SwitchOp) -> Result<(), Error> {
     let Some(cur) = current(layout) else { return Ok(()) };
     sync_shims(layout, Some(cur), None)?;
-    link::remove(&layout.profiles_dir()).map_err(io_err(&layout.profiles_dir()))?;
+    link::remove(&layout.profiles_dir()).map_err(io_at("remove the link", &layout.profiles_dir()))?;
     append_history(layout, &HistoryRecord { time: now(), op, from: Some(cur), to: 0 })
 }
 
@@ -571,7 +567,7 @@ pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {
     let jpath = layout.journal();
     let Ok(text) = fs::read_to_string(&jpath) else { return Ok(None) };
     let Ok(j) = toml::from_str::<Journal>(&text) else {
-        fs::remove_file(&jpath).map_err(io_err(&jpath))?;
+        fs::remove_file(&jpath).map_err(io_at("remove the journal", &jpath))?;
         return Ok(Some("removed an unreadable journal".into()));
     };
     let cur = current(layout);
@@ -590,7 +586,7 @@ pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {
             j.from.map(|n| n.to_string()).unwrap_or_else(|| "none".into())
         )
     };
-    fs::remove_file(&jpath).map_err(io_err(&jpath))?;
+    fs::remove_file(&jpath).map_err(io_at("remove the journal", &jpath))?;
     Ok(Some(said))
 }
 
