@@ -143,8 +143,10 @@ pub struct Manifest {
 /// Errors while reading or switching generations.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot write {}", path.display())]
+    /// An I/O step failed: `cannot <doing> <path>`.
+    #[error("cannot {doing} {}", path.display())]
     Io {
+        doing: &'static str,
         path: PathBuf,
         #[source]
         source: io::Error,
@@ -172,7 +174,7 @@ impl crate::error::Diagnose for Error {
             Error::NoSuchGeneration(_) => Some("run `cuenv generations` to see the generations that exist".into()),
             Error::BadManifest { .. } => Some("the generation folder was edited or damaged; apply the profile file again".into()),
             Error::Link(e) => e.hint(),
-            Error::Io { .. } => Some("check permissions of the cuenv home and of the conda env".into()),
+            Error::Io { path, source, .. } => Some(crate::error::io_hint(path, source)),
             Error::Incomplete { .. } => Some("`cuenv gc` deletes it; `cuenv generations` lists the others to switch to".into()),
             Error::Fs(e) => e.hint(),
         }
@@ -226,8 +228,9 @@ impl Manifest {
     }
 }
 
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
-    move |source| Error::Io { path: path.into(), source }
+/// An [`Error::Io`] saying what cuenv was `doing` (a verb phrase: `write the shim`) at `path`.
+fn io_at<'a>(doing: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
+    move |source| Error::Io { doing, path: path.into(), source }
 }
 
 /// Reads generation `n`'s manifest.
@@ -293,20 +296,20 @@ pub fn history(layout: &Layout) -> Vec<HistoryRecord> {
 fn append_history(layout: &Layout, rec: &HistoryRecord) -> Result<(), Error> {
     use std::io::{Read, Seek, SeekFrom, Write};
     let path = layout.history();
-    let mut f = fs::OpenOptions::new().create(true).read(true).append(true).open(&path).map_err(io_err(&path))?;
-    let len = f.metadata().map_err(io_err(&path))?.len();
+    let mut f = fs::OpenOptions::new().create(true).read(true).append(true).open(&path).map_err(io_at("open the history", &path))?;
+    let len = f.metadata().map_err(io_at("read the history", &path))?.len();
     let mut line = String::new();
     if len > 0 {
         let mut last = [0u8; 1];
-        f.seek(SeekFrom::Start(len - 1)).and_then(|_| f.read_exact(&mut last)).map_err(io_err(&path))?;
+        f.seek(SeekFrom::Start(len - 1)).and_then(|_| f.read_exact(&mut last)).map_err(io_at("read the history", &path))?;
         if last[0] != b'\n' {
             line.push('\n');
         }
     }
     line.push_str(&serde_json::to_string(rec).expect("serializable"));
     line.push('\n');
-    f.write_all(line.as_bytes()).map_err(io_err(&path))?;
-    f.sync_all().map_err(io_err(&path))
+    f.write_all(line.as_bytes()).map_err(io_at("append to the history", &path))?;
+    f.sync_all().map_err(io_at("append to the history", &path))
 }
 
 /// The switch in progress, written before the first effect and deleted after the last.
@@ -358,34 +361,104 @@ pub fn preflight_shims(shims: &[ShimRecord]) -> Result<(), Error> {
 /// Makes the conda shims on disk equal to generation `to`'s set, given that `from`'s set
 /// may be there: writes `to`'s shims (atomically, only where the content differs) and
 /// deletes `from`'s shims that `to` lacks (only files that carry cuenv's marker).
+///
+/// All or nothing: every file it writes or deletes is first recorded with its old bytes
+/// ([`ShimUndo`]); when a step fails (a full disk, a read-only `deactivate.d`), what it did
+/// so far is undone before the error returns, so the env holds `from`'s shims again, never
+/// a mix of two generations. (Should the undo itself fail, the journal left by the switch
+/// makes the next writing command put `from`'s set back: [`recover`].)
 fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(), Error> {
     let want = shims_of(layout, to)?;
     let had = shims_of(layout, from)?;
+    let mut tx = ShimUndo::default();
     for s in &want {
         let stored = layout.generation_dir(to.expect("shims imply a generation")).join("shims").join(&s.stored);
-        let bytes = fs::read(&stored).map_err(io_err(&stored))?;
-        if fs::read(&s.path).ok().as_deref() == Some(&bytes[..]) {
-            continue;
-        }
-        if let Ok(existing) = fs::read_to_string(&s.path)
-            && !crate::shim::is_ours(&existing)
-        {
-            return Err(Error::ForeignShim { path: s.path.clone() });
-        }
+        let bytes = fs::read(&stored).map_err(io_at("read the stored shim", &stored))?;
+        let old = match fs::read(&s.path) {
+            Ok(old) if old == bytes => continue,
+            Ok(old) if !crate::shim::is_ours(&String::from_utf8_lossy(&old)) => return Err(Error::ForeignShim { path: s.path.clone() }),
+            Ok(old) => Some(old),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_at("read the shim", &s.path)(e)),
+        };
         if let Some(parent) = s.path.parent() {
-            fs::create_dir_all(parent).map_err(io_err(parent))?;
+            tx.create_dir_all(parent)?;
         }
-        fsutil::write_atomic(&s.path, &bytes).map_err(io_err(&s.path))?;
+        tx.wrote(&s.path, old);
+        fsutil::write_atomic(&s.path, &bytes).map_err(io_at("write the shim", &s.path))?;
     }
     // Never delete what the new set writes, however its path is spelled (an env named
     // through a symlink is the same env).
     for s in had.iter().filter(|h| !want.iter().any(|w| crate::paths::same_place(&w.path, &h.path))) {
-        match fs::read_to_string(&s.path) {
-            Ok(text) if crate::shim::is_ours(&text) => fs::remove_file(&s.path).map_err(io_err(&s.path))?,
+        match fs::read(&s.path) {
+            Ok(old) if crate::shim::is_ours(&String::from_utf8_lossy(&old)) => {
+                tx.wrote(&s.path, Some(old));
+                fs::remove_file(&s.path).map_err(io_at("delete the shim", &s.path))?;
+            }
             _ => {}
         }
     }
+    tx.commit();
     Ok(())
+}
+
+/// The undo log of one [`sync_shims`]: each shim path it touched with the bytes it held
+/// before (`None`: there was no file), and the folders it created. Dropped without
+/// [`ShimUndo::commit`] (an error, a panic), it puts every old file back and removes the
+/// new ones and the folders it made, newest first: rustup's `dist::component::Transaction`
+/// in small.
+#[derive(Default)]
+struct ShimUndo {
+    files: Vec<(PathBuf, Option<Vec<u8>>)>,
+    dirs: Vec<PathBuf>,
+    committed: bool,
+}
+
+impl ShimUndo {
+    /// Records that `path` is about to be written or deleted; `old` is what it holds now.
+    fn wrote(&mut self, path: &Path, old: Option<Vec<u8>>) {
+        self.files.push((path.to_path_buf(), old));
+    }
+
+    /// `fs::create_dir_all`, remembering the folders that did not exist.
+    fn create_dir_all(&mut self, dir: &Path) -> Result<(), Error> {
+        let missing: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(Path::to_path_buf).collect();
+        fs::create_dir_all(dir).map_err(io_at("create the folder", dir))?;
+        // Outermost first, so the undo (newest first) removes the deepest first.
+        self.dirs.extend(missing.into_iter().rev());
+        Ok(())
+    }
+
+    /// The sync is complete: keep what it did.
+    fn commit(mut self) {
+        self.committed = true;
+    }
+}
+
+impl Drop for ShimUndo {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        for (path, old) in self.files.drain(..).rev() {
+            match old {
+                // Atomically if the disk allows; else in place (replacing the file frees
+                // its space first).
+                Some(bytes) => {
+                    if fsutil::write_atomic(&path, &bytes).is_err() {
+                        let _ = fs::write(&path, &bytes);
+                    }
+                }
+                None => {
+                    let _ = fs::remove_file(&path);
+                }
+            }
+        }
+        for dir in self.dirs.drain(..).rev() {
+            // Only while empty: never anything another program put there meanwhile.
+            let _ = fs::remove_dir(&dir);
+        }
+    }
 }
 
 /// Generation `n`'s manifest, after checking that the generation is whole: every view the
@@ -465,7 +538,7 @@ pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
     let from = current(layout);
     let journal = Journal { op, from, to };
     let jpath = layout.journal();
-    fsutil::write_atomic(&jpath, toml::to_string(&journal).expect("serializable").as_bytes()).map_err(io_err(&jpath))?;
+    fsutil::write_atomic(&jpath, toml::to_string(&journal).expect("serializable").as_bytes()).map_err(io_at("write the journal", &jpath))?;
     fault_point("journal");
     sync_shims(layout, from, Some(to))?;
     fault_point("shims");
@@ -475,7 +548,7 @@ pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
     fault_point("commit");
     append_history(layout, &HistoryRecord { time: now(), op, from, to })?;
     fault_point("history");
-    fs::remove_file(&jpath).map_err(io_err(&jpath))
+    fs::remove_file(&jpath).map_err(io_at("remove the journal", &jpath))
 }
 
 /// Makes no generation current: removes the current generation's shims and the `profiles`
@@ -484,7 +557,7 @@ pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
 pub fn clear(layout: &Layout, op: SwitchOp) -> Result<(), Error> {
     let Some(cur) = current(layout) else { return Ok(()) };
     sync_shims(layout, Some(cur), None)?;
-    link::remove(&layout.profiles_dir()).map_err(io_err(&layout.profiles_dir()))?;
+    link::remove(&layout.profiles_dir()).map_err(io_at("remove the link", &layout.profiles_dir()))?;
     append_history(layout, &HistoryRecord { time: now(), op, from: Some(cur), to: 0 })
 }
 
@@ -494,7 +567,7 @@ pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {
     let jpath = layout.journal();
     let Ok(text) = fs::read_to_string(&jpath) else { return Ok(None) };
     let Ok(j) = toml::from_str::<Journal>(&text) else {
-        fs::remove_file(&jpath).map_err(io_err(&jpath))?;
+        fs::remove_file(&jpath).map_err(io_at("remove the journal", &jpath))?;
         return Ok(Some("removed an unreadable journal".into()));
     };
     let cur = current(layout);
@@ -513,7 +586,7 @@ pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {
             j.from.map(|n| n.to_string()).unwrap_or_else(|| "none".into())
         )
     };
-    fs::remove_file(&jpath).map_err(io_err(&jpath))?;
+    fs::remove_file(&jpath).map_err(io_at("remove the journal", &jpath))?;
     Ok(Some(said))
 }
 

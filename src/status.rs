@@ -1,6 +1,11 @@
 //! The state of the home for `cuenv status`: the current generation, the active profile,
 //! an interrupted switch, and the health of every view link and conda shim (a shim is `ok`
 //! only while its bytes hash to what the manifest recorded). Reads only.
+//!
+//! A shim is `stray` when it carries cuenv's marker but is not the current generation's: a
+//! `cuenv-*` file in `etc/conda/{activate,deactivate}.d` of one of the current generation's
+//! conda envs that the manifest does not name, or a file it names that holds another
+//! generation's bytes (what a sync cut short leaves). A stray shim makes the home unhealthy.
 
 use std::path::PathBuf;
 
@@ -14,7 +19,7 @@ use crate::shim;
 use crate::view::VIEW_LINKS;
 
 /// One link's or shim's state: `ok -> <target>`, `ok (copy)`, `ok`, `missing`, `dangling`,
-/// `foreign`, `modified`.
+/// `foreign`, `modified`, `stray`.
 #[derive(Debug, Serialize)]
 pub struct Health {
     /// The link or shim.
@@ -45,7 +50,7 @@ pub struct ProfileStatus {
     pub check: Option<generation_check::ProfileCheck>,
     /// The view's links.
     pub links: Vec<Health>,
-    /// The profile's conda shims.
+    /// The profile's conda shims, then the stray cuenv shims in its conda env (`stray`).
     pub shims: Vec<Health>,
 }
 
@@ -79,9 +84,43 @@ pub fn shim_state(bytes: Option<&[u8]>, sha256: &str) -> &'static str {
     match bytes {
         None => "missing",
         Some(b) if !shim::is_ours(&String::from_utf8_lossy(b)) => "foreign",
-        Some(b) if hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b)) != sha256 => "modified",
+        Some(b) if self::sha256(b) != sha256 => "modified",
         Some(_) => "ok",
     }
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes))
+}
+
+/// The SHA-256 of every shim of the other generations that differs from all of `m`'s.
+fn other_shim_hashes(layout: &Layout, m: &generation::Manifest) -> std::collections::HashSet<String> {
+    generation::list(layout)
+        .into_iter()
+        .filter(|n| *n != m.number)
+        .filter_map(|n| generation::read(layout, n).ok())
+        .flat_map(|g| g.shims.into_iter().map(|s| s.sha256))
+        .filter(|sha| !m.shims.iter().any(|s| &s.sha256 == sha))
+        .collect()
+}
+
+/// The `cuenv-*` files with cuenv's marker in `env`'s `etc/conda/{activate,deactivate}.d`
+/// that `ours` (the current generation's shims) does not name, sorted.
+pub fn stray_shims(env: &std::path::Path, ours: &[generation::ShimRecord]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for d in ["activate.d", "deactivate.d"] {
+        for e in std::fs::read_dir(env.join("etc").join("conda").join(d)).into_iter().flatten().flatten() {
+            let path = e.path();
+            if !e.file_name().to_string_lossy().starts_with("cuenv-") || ours.iter().any(|s| crate::paths::same_place(&s.path, &path)) {
+                continue;
+            }
+            if std::fs::read(&path).is_ok_and(|b| shim::is_ours(&String::from_utf8_lossy(&b))) {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 fn link_state(at: &std::path::Path, copied: bool) -> String {
@@ -95,6 +134,9 @@ fn link_state(at: &std::path::Path, copied: bool) -> String {
     }
 }
 
+/// The state of a cuenv shim that is not the current generation's.
+pub const STRAY: &str = "stray";
+
 /// Reads the state of `layout`'s home.
 pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
     let cur = generation::current(layout);
@@ -106,6 +148,8 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
     if let Some(n) = cur {
         let m = generation::read(layout, n)?;
         let checks = generation_check::load(layout, n);
+        let other_generations = other_shim_hashes(layout, &m);
+        let mut scanned: Vec<PathBuf> = Vec::new();
         for p in &m.profiles {
             let view = layout.profiles_dir().join(&p.name);
             let links = VIEW_LINKS
@@ -116,12 +160,26 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
                     Health { path: at, state }
                 })
                 .collect();
-            let shims = m
+            let mut shims: Vec<Health> = m
                 .shims
                 .iter()
                 .filter(|s| s.profile == p.name)
-                .map(|s| Health { path: s.path.clone(), state: shim_state(std::fs::read(&s.path).ok().as_deref(), &s.sha256).into() })
+                .map(|s| {
+                    let bytes = std::fs::read(&s.path).ok();
+                    let state = match shim_state(bytes.as_deref(), &s.sha256) {
+                        "modified" if bytes.as_deref().is_some_and(|b| other_generations.contains(&sha256(b))) => STRAY,
+                        state => state,
+                    };
+                    Health { path: s.path.clone(), state: state.into() }
+                })
                 .collect();
+            // The env's stray shims go with the first profile that names the env.
+            if let Some(env) = &p.conda_env
+                && !scanned.iter().any(|e| crate::paths::same_place(e, env))
+            {
+                scanned.push(env.clone());
+                shims.extend(stray_shims(env, &m.shims).into_iter().map(|path| Health { path, state: STRAY.into() }));
+            }
             profiles.push(ProfileStatus {
                 name: p.name.clone(),
                 active: active.as_deref() == Some(&p.name),

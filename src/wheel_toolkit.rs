@@ -81,7 +81,7 @@ impl crate::error::Diagnose for Error {
         match self {
             Error::Fetch(e) => e.hint(),
             Error::Wheel { .. } | Error::Empty { .. } => Some("the index served an unexpected wheel; check `pypi-index` / CUENV_PYPI_INDEX".into()),
-            Error::Write { .. } => Some("check free space and permissions of the cuenv home".into()),
+            Error::Write { path, source } => Some(crate::error::io_hint(path, source)),
             Error::PinMismatch { .. } => Some(
                 "the index serves a different file for this version: check `pypi-index` / CUENV_PYPI_INDEX, or delete `cuda-wheels` from lab.lock to accept it"
                     .into(),

@@ -35,7 +35,7 @@ impl Diagnose for LockError {
     fn hint(&self) -> Option<String> {
         match self {
             LockError::Timeout { .. } => Some("wait for the other cuenv to finish, or raise CUENV_LOCK_TIMEOUT (seconds)".into()),
-            LockError::Io { .. } => Some("check that the cuenv home is writable (--home or CUENV_HOME)".into()),
+            LockError::Io { path, source } => Some(crate::error::io_hint(path, source)),
             LockError::Setting(e) => e.hint(),
         }
     }

@@ -69,9 +69,12 @@ mod tests {
     #[test]
     fn a_typed_error_renders_its_cause_chain_and_hint() {
         let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
-        let e = crate::generation::Error::Io { path: "/h/generations/3".into(), source: io };
+        let e = crate::generation::Error::Io { doing: "write", path: "/h/generations/3".into(), source: io };
         let r = Report::from(e);
-        assert_eq!(r.render(), "error: cannot write /h/generations/3\n  caused by: denied\nhint: check permissions of the cuenv home and of the conda env\n");
+        assert_eq!(
+            r.render(),
+            "error: cannot write /h/generations/3\n  caused by: denied\nhint: check the permissions of /h/generations/3 (and of the folders above it)\n"
+        );
         assert_eq!(r.exit_code(), ExitCode::Failure);
         let unknown = crate::generation::UnknownProfile { name: "tarin".into(), generation: 2, known: vec!["train".into()] };
         let r = Report::from(unknown);

@@ -6,7 +6,7 @@ use crate::error::ExitCode;
 use crate::generation_check;
 use crate::status;
 
-/// `cuenv status`. Exit 3 when a link or shim is damaged or `active` dangles.
+/// `cuenv status`. Exit 3 when a link or shim is damaged or stray, or `active` dangles.
 pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
     let s = status::status(&ctx.layout)?;
     if let Some(note) = crate::store::Store::new(&ctx.layout).leftover_note() {
@@ -46,5 +46,31 @@ pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
             }
         }
     }
+    stray_hint(ctx, &s);
     Ok(if s.healthy { ExitCode::Success } else { ExitCode::Damaged })
+}
+
+/// Stray shims (cuenv's, not the current generation's) run when their conda env activates:
+/// a `hint:` on stderr says how to be rid of each.
+fn stray_hint(ctx: &Ctx, s: &status::Status) {
+    let Some(n) = s.generation else { return };
+    let stray: Vec<&std::path::Path> = s.profiles.iter().flat_map(|p| &p.shims).filter(|h| h.state == status::STRAY).map(|h| h.path.as_path()).collect();
+    if stray.is_empty() {
+        return;
+    }
+    let listed: Vec<std::path::PathBuf> = crate::generation::read(&ctx.layout, n).map(|m| m.shims.into_iter().map(|s| s.path).collect()).unwrap_or_default();
+    let (own, unlisted): (Vec<&std::path::Path>, Vec<&std::path::Path>) = stray.into_iter().partition(|p| listed.iter().any(|l| l == p));
+    let join = |v: &[&std::path::Path]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    let mut what = Vec::new();
+    if !unlisted.is_empty() {
+        what.push(format!("delete {}", join(&unlisted)));
+    }
+    if !own.is_empty() {
+        what.push(format!("`cuenv rollback` then `cuenv rollback --to {n}` rewrites {}", join(&own)));
+    }
+    writeln!(
+        ctx.err(),
+        "hint: stray shims are cuenv's but not generation {n}'s (a sync was cut short) and run when the conda env activates: {}",
+        what.join("; ")
+    );
 }

@@ -114,7 +114,7 @@ impl Diagnose for Error {
             NoManifest { .. } => "check the version (NVIDIA publishes redistrib_<version>.json for cuDNN 8.3 and later), or the mirror (CUENV_NVIDIA_MIRROR)".into(),
             NoArtifact { .. } => "pick a CUDA major and platform the release is built for (--cuda, --platform)".into(),
             ManifestVersion { .. } => "the manifest's name and content disagree; check the mirror".into(),
-            Write { .. } => "check free space and permissions of the cuenv home (--home or CUENV_HOME)".into(),
+            Write { path, source } => crate::error::io_hint(path, source),
             Store(e) => return e.hint(),
         })
     }

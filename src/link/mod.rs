@@ -83,7 +83,7 @@ impl Diagnose for LinkError {
                 "keep the cuenv home (CUENV_HOME), its store and the CUDA toolkit roots on a local NTFS drive, e.g. %LOCALAPPDATA%\\cuenv (a mapped network drive is a network share too)".into()
             }
             LinkError::Unsupported { .. } => "use `link-mode = \"auto\"`, which picks junctions on Windows and symlinks elsewhere".into(),
-            LinkError::Io { .. } => "check permissions of the cuenv home".into(),
+            LinkError::Io { link, source } => crate::error::io_hint(link, source),
         })
     }
     fn exit_code(&self) -> ExitCode {

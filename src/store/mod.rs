@@ -109,7 +109,7 @@ impl Diagnose for Error {
         use Error::*;
         Some(match self {
             Read { .. } => "check the path and its permissions".into(),
-            Write { .. } => "check free space and permissions of the cuenv home (--home or CUENV_HOME)".into(),
+            Write { path, source } => crate::error::io_hint(path, source),
             UnknownInput { .. } => {
                 "pass an official cuDNN .zip / .tar.xz, a legacy cuda/ .zip / .tgz, an nvidia-cudnn-cu* wheel, or an extracted folder".into()
             }

@@ -12,8 +12,8 @@ pub(crate) struct Lab {
     pub(crate) ctx: TestContext,
     tk12: PathBuf,
     tk11: PathBuf,
-    env_a: PathBuf,
-    env_b: PathBuf,
+    pub(crate) env_a: PathBuf,
+    pub(crate) env_b: PathBuf,
 }
 
 /// A fake toolkit root for this host: `lib64/libcudart.so.N` (Linux) or

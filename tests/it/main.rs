@@ -11,6 +11,7 @@ mod apply;
 mod check_real;
 mod check_stub;
 mod doctor;
+mod faults;
 mod fetch_local;
 mod fetch_real;
 mod home_format;
