@@ -8,7 +8,7 @@
 //! generations/<N>/check.json           check results, written after the checks ran
 //! profiles  -> generations/<N>/views   the stable path: one link for all profiles
 //! active    -> profiles/<profile>      the active profile (`cuenv use`)
-//! journal.toml                         present only while a switch is in progress
+//! journal.toml                         present only while a switch (or an apply's transaction) is in progress
 //! history.jsonl                        one line per switch (apply, rollback)
 //! ```
 //!
