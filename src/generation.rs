@@ -394,6 +394,23 @@ pub fn fault_point(step: &str) {
 #[cfg(not(debug_assertions))]
 pub fn fault_point(_step: &str) {}
 
+/// Test hook beside [`fault_point`]: `CUENV_TEST_FAIL_AT=<step>` makes that step fail with an
+/// I/O error instead of killing the process, to prove that an error is undone in process.
+/// Steps (apply): `write-lock`, `save-checks`. Debug builds only.
+#[cfg(debug_assertions)]
+pub fn fault_error(step: &str) -> io::Result<()> {
+    match std::env::var("CUENV_TEST_FAIL_AT") {
+        Ok(s) if s == step => Err(io::Error::other(format!("failure injected at {step} (CUENV_TEST_FAIL_AT)"))),
+        _ => Ok(()),
+    }
+}
+
+/// Release builds: no injected failures.
+#[cfg(not(debug_assertions))]
+pub fn fault_error(_step: &str) -> io::Result<()> {
+    Ok(())
+}
+
 /// The shims of generation `n` (none for `None`).
 fn shims_of(layout: &Layout, n: Option<u64>) -> Result<Vec<ShimRecord>, Error> {
     match n {

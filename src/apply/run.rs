@@ -150,6 +150,10 @@ fn transaction(layout: &Layout, tx: &generation::ApplyTx, n: u64, desired: &Desi
         None => Ok(()),
     };
     // 8. Record the lock (put back if the transaction is undone).
+    if !opts.locked {
+        generation::fault_error("write-lock")
+            .map_err(|e| crate::error::IoError::new("write the lock file", crate::lockfile::lock_path(&desired.file.path), e))?;
+    }
     let lock_changed = !opts.locked && record::write_lock(layout, desired)?;
     generation::fault_point("lock");
     interrupted()?;
@@ -219,6 +223,7 @@ fn check(
     if let Err(panic) = worker.join() {
         std::panic::resume_unwind(panic);
     }
+    generation::fault_error("save-checks").map_err(|e| crate::error::IoError::new("save the check results to", layout.check_results(n), e))?;
     generation_check::save(layout, n, &results)?;
     Ok(results)
 }

@@ -85,6 +85,25 @@ fn a_kill_before_the_verdict_undoes_the_apply() {
     }
 }
 
+/// An error after the switch (saving the check results, writing lab.lock) is undone before
+/// `apply` returns: the previous generation is current, with its shims and its lock.
+#[test]
+fn an_error_inside_the_transaction_is_undone_before_returning() {
+    for (step, pass) in [("save-checks", true), ("save-checks", false), ("write-lock", true)] {
+        let what = format!("{step} (verdict {})", if pass { "pass" } else { "fail" });
+        let lab = Lab::new();
+        let file = lab.three();
+        lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+        let lock_before = fs::read_to_string(lab.ctx.path("lab.lock")).unwrap();
+        let f2 = lab.lab(&second(&lab, pass));
+        let out = lab.ctx.cmd().args(["apply", "--timeout", "30", f2.to_str().unwrap()]).env("CUENV_TEST_FAIL_AT", step).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+        assert!(err.contains("failure injected") && err.contains("hint:"), "{what}: {err}");
+        assert_old_generation_is_back(&lab, &what, &lock_before, &f2);
+    }
+}
+
 /// The first generation fails its check and is killed while reverting: the next writer
 /// ends with no generation current and no shims.
 #[test]
