@@ -8,7 +8,7 @@
 //! generations/<N>/check.json           check results, written after the checks ran
 //! profiles  -> generations/<N>/views   the stable path: one link for all profiles
 //! active    -> profiles/<profile>      the active profile (`cuenv use`)
-//! journal.toml                         present only while a switch is in progress
+//! journal.toml                         present only while a switch (or an apply's transaction) is in progress
 //! history.jsonl                        one line per switch (apply, rollback)
 //! ```
 //!
@@ -20,6 +20,13 @@
 //! the old or the new generation. A crash leaves the journal behind; [`recover`] (run by
 //! every writing command under the lock) then finishes the switch if `profiles` already
 //! points at the new generation, and otherwise puts the old generation's shims back.
+//!
+//! **Apply transaction.** `apply` with checks commits later: its journal ([`ApplyTx`],
+//! phase `checking`, with the lock file's old text) stays from before the switch until the
+//! checks gave their verdict and `lab.lock` is written. Until then, any failure, signal or
+//! kill ends with the previous generation current (none for a first generation), its shims,
+//! the history saying `revert` and the old lock file: [`ApplyTx::revert`] in process,
+//! [`recover`] after a kill.
 
 use std::fs;
 use std::io;
@@ -318,14 +325,69 @@ struct Journal {
     op: SwitchOp,
     from: Option<u64>,
     to: u64,
+    /// `checking`: an apply whose verdict is still pending ([`ApplyTx`]); [`recover`] undoes
+    /// it wherever it stopped. Absent: a plain switch, finished or undone by the commit point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    phase: Option<Phase>,
+    /// The lock file an apply rewrites, as it was before: put back when the apply is undone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lock: Option<LockBackup>,
+}
+
+/// Where an apply's transaction stands, as its journal records it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Phase {
+    /// Switched (or switching) to the new generation; its checks have not given a verdict.
+    Checking,
+}
+
+/// A lock file as it was before an apply rewrote it (`before`: `None` when there was none).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LockBackup {
+    /// The lock file (`lab.lock` next to the profile file).
+    pub path: PathBuf,
+    /// Its text before the apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+}
+
+impl LockBackup {
+    /// Puts the lock file back as it was (deletes it when there was none); nothing is
+    /// written when it already is.
+    fn restore(&self) -> Result<(), Error> {
+        use crate::error::IoError;
+        let now = fs::read_to_string(&self.path).ok();
+        if now == self.before {
+            return Ok(());
+        }
+        match &self.before {
+            Some(text) => fsutil::write_atomic(&self.path, text.as_bytes()).map_err(|e| IoError::new("put back the lock file", &self.path, e))?,
+            None => match fs::remove_file(&self.path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(IoError::new("remove the lock file written by the undone apply", &self.path, e).into());
+                }
+                _ => {}
+            },
+        }
+        Ok(())
+    }
+}
+
+fn write_journal(layout: &Layout, journal: &Journal) -> Result<(), Error> {
+    let jpath = layout.journal();
+    fsutil::write_atomic(&jpath, toml::to_string(journal).expect("serializable").as_bytes()).map_err(io_at("write the journal", &jpath))
 }
 
 /// Test hook: `CUENV_TEST_ABORT_AT=<step>` aborts the process at that step of a switch,
-/// to prove that [`recover`] finishes or undoes it. Steps: `journal`, `shims`, `commit`,
-/// `history`. Only in debug builds (what `cargo test` builds, on Linux and for Wine):
-/// a release binary has no fault points and reads no such variable.
+/// to prove that [`recover`] finishes or undoes it. Steps of a switch: `journal`, `shims`,
+/// `commit`, `history`; of an apply's transaction also `lock` (lab.lock written),
+/// `check-start`, `check-saved`, `verdict` (in [`crate::apply`]) and, undoing it,
+/// `revert-shims`, `revert-commit`, `revert-history`. Only in debug builds (what
+/// `cargo test` builds, on Linux and for Wine): a release binary has no fault points and
+/// reads no such variable.
 #[cfg(debug_assertions)]
-fn fault_point(step: &str) {
+pub fn fault_point(step: &str) {
     if std::env::var("CUENV_TEST_ABORT_AT").is_ok_and(|s| s == step) {
         std::process::abort();
     }
@@ -333,7 +395,24 @@ fn fault_point(step: &str) {
 
 /// Release builds: no fault points.
 #[cfg(not(debug_assertions))]
-fn fault_point(_step: &str) {}
+pub fn fault_point(_step: &str) {}
+
+/// Test hook beside [`fault_point`]: `CUENV_TEST_FAIL_AT=<step>` makes that step fail with an
+/// I/O error instead of killing the process, to prove that an error is undone in process.
+/// Steps (apply): `write-lock`, `save-checks`. Debug builds only.
+#[cfg(debug_assertions)]
+pub fn fault_error(step: &str) -> io::Result<()> {
+    match std::env::var("CUENV_TEST_FAIL_AT") {
+        Ok(s) if s == step => Err(io::Error::other(format!("failure injected at {step} (CUENV_TEST_FAIL_AT)"))),
+        _ => Ok(()),
+    }
+}
+
+/// Release builds: no injected failures.
+#[cfg(not(debug_assertions))]
+pub fn fault_error(_step: &str) -> io::Result<()> {
+    Ok(())
+}
 
 /// The shims of generation `n` (none for `None`).
 fn shims_of(layout: &Layout, n: Option<u64>) -> Result<Vec<ShimRecord>, Error> {
@@ -536,10 +615,15 @@ pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
 pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
     read_complete(layout, to)?;
     let from = current(layout);
-    let journal = Journal { op, from, to };
-    let jpath = layout.journal();
-    fsutil::write_atomic(&jpath, toml::to_string(&journal).expect("serializable").as_bytes()).map_err(io_at("write the journal", &jpath))?;
+    write_journal(layout, &Journal { op, from, to, phase: None, lock: None })?;
     fault_point("journal");
+    switch_steps(layout, from, to, op)?;
+    remove_journal(layout)
+}
+
+/// The effects of a switch from `from` to `to`, under a journal already written: the shims,
+/// the `profiles` link (the commit point), the history.
+fn switch_steps(layout: &Layout, from: Option<u64>, to: u64, op: SwitchOp) -> Result<(), Error> {
     sync_shims(layout, from, Some(to))?;
     fault_point("shims");
     let views = layout.generation_dir(to).join("views");
@@ -548,17 +632,90 @@ pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
     fault_point("commit");
     append_history(layout, &HistoryRecord { time: now(), op, from, to })?;
     fault_point("history");
-    fs::remove_file(&jpath).map_err(io_at("remove the journal", &jpath))
+    Ok(())
 }
 
-/// Makes no generation current: removes the current generation's shims and the `profiles`
-/// link. Used when the very first generation fails its check (there is no previous one to
-/// go back to). Recorded in the history as `op` to generation 0.
-pub fn clear(layout: &Layout, op: SwitchOp) -> Result<(), Error> {
-    let Some(cur) = current(layout) else { return Ok(()) };
-    sync_shims(layout, Some(cur), None)?;
-    link::remove(&layout.profiles_dir()).map_err(io_at("remove the link", &layout.profiles_dir()))?;
-    append_history(layout, &HistoryRecord { time: now(), op, from: Some(cur), to: 0 })
+fn remove_journal(layout: &Layout) -> Result<(), Error> {
+    let jpath = layout.journal();
+    fs::remove_file(&jpath).map_err(io_at("remove the journal", &jpath))?;
+    fsutil::sync_dir(layout.home());
+    Ok(())
+}
+
+/// An apply's transaction: from [`begin_apply`] to [`ApplyTx::commit`] or
+/// [`ApplyTx::revert`] its journal is on disk, so a kill anywhere in between is undone by
+/// the next writer's [`recover`] when the apply checks its generation (the verdict was not
+/// reached), and finished or undone at the commit point like any switch with `--no-check`.
+/// The caller writes the lock file inside the transaction: undoing it puts the old one back.
+#[derive(Debug)]
+#[must_use = "an apply transaction ends with commit or revert"]
+pub struct ApplyTx {
+    from: Option<u64>,
+    to: u64,
+    lock: Option<LockBackup>,
+}
+
+/// Starts applying generation `to` (which must be whole): writes the journal (`op = apply`,
+/// `from`, `to`, the phase `checking` when `checked`, and the `lock` file's old text).
+/// Nothing else is touched yet.
+pub fn begin_apply(layout: &Layout, to: u64, checked: bool, lock: Option<LockBackup>) -> Result<ApplyTx, Error> {
+    read_complete(layout, to)?;
+    let from = current(layout);
+    let phase = checked.then_some(Phase::Checking);
+    write_journal(layout, &Journal { op: SwitchOp::Apply, from, to, phase, lock: lock.clone() })?;
+    fault_point("journal");
+    Ok(ApplyTx { from, to, lock })
+}
+
+impl ApplyTx {
+    /// The generation current before the apply (`None`: none was).
+    pub fn from(&self) -> Option<u64> {
+        self.from
+    }
+
+    /// Makes the new generation current (shims, the `profiles` link, the history); the
+    /// journal stays until [`ApplyTx::commit`] or [`ApplyTx::revert`].
+    pub fn switch(&self, layout: &Layout) -> Result<(), Error> {
+        switch_steps(layout, self.from, self.to, SwitchOp::Apply)
+    }
+
+    /// The verdict let the new generation stay: ends the transaction (deletes the journal).
+    pub fn commit(self, layout: &Layout) -> Result<(), Error> {
+        remove_journal(layout)
+    }
+
+    /// Undoes the apply wherever it stands: the previous generation (or none) is current
+    /// again with its shims, the history says `revert` if it had said `apply`, and the lock
+    /// file is as it was. Then deletes the journal. A kill in here is finished by [`recover`].
+    pub fn revert(self, layout: &Layout) -> Result<(), Error> {
+        undo_apply(layout, self.from, self.to, self.lock.as_ref())?;
+        remove_journal(layout)
+    }
+}
+
+/// Undoes an apply from `from` to `to` (idempotent: each step checks what is already done).
+fn undo_apply(layout: &Layout, from: Option<u64>, to: u64, lock: Option<&LockBackup>) -> Result<(), Error> {
+    sync_shims(layout, Some(to), from)?;
+    fault_point("revert-shims");
+    if current(layout) != from {
+        match from {
+            Some(f) => {
+                let views = layout.generation_dir(f).join("views");
+                link::set(LinkKind::native(), &layout.profiles_dir(), &views, &layout.profiles_staging())?;
+            }
+            None => link::remove(&layout.profiles_dir()).map_err(io_at("remove the link", &layout.profiles_dir()))?,
+        }
+        fsutil::sync_dir(layout.home());
+    }
+    fault_point("revert-commit");
+    if history(layout).last().is_some_and(|h| h.op == SwitchOp::Apply && h.from == from && h.to == to) {
+        append_history(layout, &HistoryRecord { time: now(), op: SwitchOp::Revert, from: Some(to), to: from.unwrap_or(0) })?;
+    }
+    fault_point("revert-history");
+    if let Some(lock) = lock {
+        lock.restore()?;
+    }
+    Ok(())
 }
 
 /// Finishes or undoes a switch interrupted by a crash. Returns a sentence saying what it
@@ -571,7 +728,12 @@ pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {
         return Ok(Some("removed an unreadable journal".into()));
     };
     let cur = current(layout);
-    let said = if cur == Some(j.to) {
+    let stays = |from: Option<u64>| from.map(|n| n.to_string()).unwrap_or_else(|| "none".into());
+    let said = if j.op == SwitchOp::Apply && j.phase == Some(Phase::Checking) {
+        // An apply that did not reach its verdict failed: undo it wherever it stopped.
+        undo_apply(layout, j.from, j.to, j.lock.as_ref())?;
+        format!("undid an interrupted apply to generation {} (generation {} stays current)", j.to, stays(j.from))
+    } else if cur == Some(j.to) {
         sync_shims(layout, j.from, Some(j.to))?;
         if !history(layout).last().is_some_and(|h| h.to == j.to && h.from == j.from) {
             append_history(layout, &HistoryRecord { time: now(), op: j.op, from: j.from, to: j.to })?;
@@ -579,12 +741,10 @@ pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {
         format!("finished an interrupted {} to generation {}", j.op, j.to)
     } else {
         sync_shims(layout, Some(j.to), j.from)?;
-        format!(
-            "undid an interrupted {} to generation {} (generation {} stays current)",
-            j.op,
-            j.to,
-            j.from.map(|n| n.to_string()).unwrap_or_else(|| "none".into())
-        )
+        if let Some(lock) = &j.lock {
+            lock.restore()?;
+        }
+        format!("undid an interrupted {} to generation {} (generation {} stays current)", j.op, j.to, stays(j.from))
     };
     fs::remove_file(&jpath).map_err(io_at("remove the journal", &jpath))?;
     Ok(Some(said))

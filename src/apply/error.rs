@@ -54,6 +54,22 @@ pub enum Error {
     /// What resolution chose is gone (another process changed the store meanwhile).
     #[error("{0}")]
     Vanished(&'static str),
+    /// `lab.lock` must change but is read-only (found before anything was built).
+    #[error("the lock file {} is read-only, and this apply must change it", path.display())]
+    LockReadOnly {
+        /// The lock file.
+        path: std::path::PathBuf,
+    },
+    /// SIGINT or SIGTERM came during the transaction: it was undone.
+    #[error("interrupted by {}: generation {built} was built but {}", super::interrupt::name(*signal), current.map(|c| format!("generation {c} stays current")).unwrap_or_else(|| "no generation is current".into()))]
+    Interrupted {
+        /// The signal.
+        signal: i32,
+        /// The generation built.
+        built: u64,
+        /// The generation current again.
+        current: Option<u64>,
+    },
 }
 
 impl Diagnose for Error {
@@ -76,6 +92,11 @@ impl Diagnose for Error {
             Error::Manifest(_) => Some("this is a bug in cuenv: please report it with the profile file".into()),
             Error::UnsupportedPlatform => Some("cuDNN exists for windows-x86_64, linux-x86_64, linux-sbsa, linux-aarch64 and linux-ppc64le only".into()),
             Error::Vanished(_) => Some("another process changed the store while apply ran; run `cuenv apply` again".into()),
+            Error::LockReadOnly { path } => Some(format!(
+                "nothing was built or switched; make it writable (`chmod u+w {}`) and apply again, or apply with --locked to keep it as it is",
+                path.display()
+            )),
+            Error::Interrupted { .. } => Some("run `cuenv apply` again to apply the profile file".into()),
         }
     }
     fn exit_code(&self) -> ExitCode {
@@ -90,7 +111,8 @@ impl Diagnose for Error {
             Error::Store(e) => e.exit_code(),
             Error::Lock(e) => e.exit_code(),
             Error::Io(e) => e.exit_code(),
-            Error::Walk(_) | Error::Manifest(_) | Error::UnsupportedPlatform | Error::Vanished(_) => ExitCode::Failure,
+            Error::Walk(_) | Error::Manifest(_) | Error::UnsupportedPlatform | Error::Vanished(_) | Error::Interrupted { .. } => ExitCode::Failure,
+            Error::LockReadOnly { .. } => ExitCode::Invalid,
         }
     }
 }

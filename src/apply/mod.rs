@@ -11,10 +11,16 @@
 //!                                                              -> Desired (views + shims)
 //! 4 plan     plan::plan                    Desired vs. current generation -> changes
 //! 5 build    build::build                  Desired -> generations/<N>/ (staged, one rename)
-//! 6 switch   crate::generation::switch     profiles -> generations/<N>/views (commit point)
-//! 7 check    crate::generation_check::run  probe each profile; on failure switch back
-//! 8 record   record::write_lock            lab.lock (this platform's section + pins)
+//!   record   record::preflight_lock        before building: lab.lock can take the change
+//! 6 switch   crate::generation::ApplyTx    journal, lab.lock, profiles -> generations/<N>/views
+//! 7 check    crate::generation_check::run  probe each profile; verdict: commit, or revert
+//! 8 record   record::write_lock            lab.lock (this platform's section + pins), written
+//!                                          inside the transaction (a revert puts the old back)
 //! ```
+//!
+//! Stages 6 to 8 are one journaled transaction ([`crate::generation::ApplyTx`]): until the
+//! verdict it can be undone, in process (a failed check, an error, SIGINT/SIGTERM, see
+//! [`interrupt`]) or by the next writer after a kill.
 //!
 //! `plan` (the command) runs 1, 3 and 4 without fetching; `lock` runs 1, 2, 3 and 8 for
 //! each platform asked for. `error` and `home_token` are leaves every stage may use.
@@ -28,6 +34,7 @@ mod desire;
 mod error;
 mod gc;
 mod home_token;
+pub mod interrupt;
 mod plan;
 mod record;
 mod rollback;
@@ -40,6 +47,6 @@ pub use error::{Error, LockedDrift};
 pub use gc::{Deleted, GcPlan, gc, gc_plan, referenced_entries, remove_entry};
 pub use home_token::{HOME_TOKEN, from_home_token, to_home_token};
 pub use plan::{plan, unchanged};
-pub use record::{write_lock, write_lock_section};
+pub use record::{preflight_lock, write_lock, write_lock_section};
 pub use rollback::{NoGeneration, Rollback, RollbackError, check_failed, rollback};
 pub use run::{Options, Outcome, Reporter, headline_changes, run};

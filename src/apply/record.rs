@@ -1,5 +1,7 @@
-//! Stage 8, record: writes `lab.lock` (the platform's section, with its pins) once a
-//! generation is current, or when the current one already matches the file.
+//! Stage 8, record: writes `lab.lock` (the platform's section, with its pins) inside the
+//! apply's transaction, or when the current generation already matches the file; and
+//! tries beforehand that it can ([`preflight_lock`]), so a lock that cannot be written
+//! stops `apply` before anything is built.
 //!
 //! Calls only the stages below it: the [`Desired`] of the resolve stage and
 //! [`super::home_token`].
@@ -27,6 +29,43 @@ pub fn write_lock(layout: &Layout, desired: &Desired) -> Result<bool, Error> {
 /// SHA-256 of the file its entry came from (and the URL, for a URL source), and the runtime
 /// wheels of a `cuda = { from = "pypi" }` root. Returns whether the file changed.
 pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platform, resolved: &Resolved) -> Result<bool, Error> {
+    let (path, portable, pins) = lock_section(layout, file, resolved);
+    // One atomic write: the choices and their pins never land apart.
+    Ok(lockfile::write(&path, platform, &portable, &pins)?)
+}
+
+/// Tries, before anything is built or switched, that `lab.lock` can take `desired` (this
+/// host's section): when it must change, it may not be read-only and its folder must take
+/// a new file (the atomic write's temporary). Returns the lock file as it is now: what an
+/// undone apply puts back.
+///
+/// Errors: [`Error::LockReadOnly`]; an [`crate::error::IoError`] naming the lock file.
+pub fn preflight_lock(layout: &Layout, desired: &Desired) -> Result<crate::generation::LockBackup, Error> {
+    use crate::error::IoError;
+    let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
+    let (path, portable, pins) = lock_section(layout, &desired.file, &desired.resolved);
+    let before = match std::fs::read_to_string(&path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(IoError::new("read the lock file", &path, e).into()),
+    };
+    let after = lockfile::with_pins(&lockfile::LockFile::render_updated(before.as_deref(), platform, &portable), platform, &pins);
+    if before.as_deref() != Some(after.as_str()) {
+        if before.is_some() && std::fs::metadata(&path).is_ok_and(|m| m.permissions().readonly()) {
+            return Err(Error::LockReadOnly { path });
+        }
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        tempfile::Builder::new()
+            .prefix(".cuenv-tmp")
+            .tempfile_in(dir)
+            .map_err(|e| IoError::new("write the lock file (its folder takes no new file)", &path, e))?;
+    }
+    Ok(crate::generation::LockBackup { path, before })
+}
+
+/// The lock file of `file`, and `resolved` as its section says it: toolkit roots in the home
+/// written relative to [`super::HOME_TOKEN`], with the pins of the `from` sources.
+fn lock_section(layout: &Layout, file: &ProfileFile, resolved: &Resolved) -> (std::path::PathBuf, Resolved, lockfile::Pins) {
     let path = lockfile::lock_path(&file.path);
     let home = stable_home(layout);
     let mut portable = resolved.clone();
@@ -59,6 +98,5 @@ pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platfor
             pins.insert(r.name.clone(), pin);
         }
     }
-    // One atomic write: the choices and their pins never land apart.
-    Ok(lockfile::write(&path, platform, &portable, &pins)?)
+    (path, portable, pins)
 }

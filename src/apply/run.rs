@@ -1,7 +1,9 @@
 //! The apply pipeline, one call per stage in order (see the picture in [`super`]):
-//! parse -> fetch what is missing -> resolve -> plan -> build -> switch -> check (switch
-//! back if a profile fails) -> record. Each stage is a module below this one; none of them
-//! calls a later stage.
+//! parse -> fetch what is missing -> resolve -> plan -> (can lab.lock be written?) -> build
+//! -> [journal -> record lab.lock -> switch -> check -> verdict] -> commit, or revert when a
+//! profile fails, on any error and on SIGINT/SIGTERM. The bracket is one transaction
+//! ([`generation::ApplyTx`]): a kill inside it is undone by the next writer. Each stage is
+//! a module below this one; none of them calls a later stage.
 //!
 //! Nothing here prints: progress and per-profile check results go to a [`Reporter`], and
 //! [`run`] returns a typed [`Outcome`] for the CLI to render.
@@ -9,10 +11,10 @@
 use std::path::Path;
 
 use super::desire::{self, Desired};
-use super::{Error, build, plan, record};
+use super::{Error, build, interrupt, plan, record};
 use crate::binfmt::Platform;
 use crate::change::{Change, Kind};
-use crate::generation::{self, SwitchOp};
+use crate::generation;
 use crate::generation_check::{self, ProfileCheck};
 use crate::layout::Layout;
 use crate::profile::{self, ProfileFile};
@@ -94,6 +96,7 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
         // 8. Record only. --locked: the lock already says all this; it is never rewritten
         // (not even to migrate its format).
         if !opts.locked {
+            record::preflight_lock(layout, &desired)?;
             record::write_lock(layout, &desired)?;
         }
         return Ok(Outcome::Unchanged { generation: generation::current(layout).unwrap_or(0) });
@@ -109,23 +112,73 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
         warn_cmd_line_limit(layout, &desired, reporter);
     }
     generation::preflight_shims(&desired.shims.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>())?;
-    let previous = generation::current(layout);
+    // Everything that can fail is tried before anything is built: lab.lock can take the change.
+    let lock_backup = if opts.locked { None } else { Some(record::preflight_lock(layout, &desired)?) };
     // 5. Build generation N (not yet current).
     let n = build::build(layout, &desired)?;
     reporter.built(&changes);
+    // 6-8. One transaction under the journal: lab.lock, switch, check, verdict. SIGINT and
+    // SIGTERM only set a flag from here on, which the transaction polls.
+    let _signals = interrupt::catch();
+    let tx = generation::begin_apply(layout, n, opts.check.is_some(), lock_backup)?;
+    match transaction(layout, &tx, n, &desired, opts, reporter) {
+        Ok(Verdict::Pass { checks, lock_changed }) => {
+            tx.commit(layout)?;
+            Ok(Outcome::Applied { generation: n, changes, checks, lock_changed, profiles: desired.views.len() })
+        }
+        Ok(Verdict::Fail { checks, failed }) => {
+            let current = tx.from();
+            tx.revert(layout)?;
+            Ok(Outcome::Reverted { generation: n, current, checks, failed })
+        }
+        Err(e) => {
+            // Undo before returning; if the undo fails too, the journal stays and the next
+            // writer finishes it. The first error is the one to report.
+            let _ = tx.revert(layout);
+            Err(e)
+        }
+    }
+}
+
+/// How a transaction's checks ended.
+enum Verdict {
+    /// The new generation stays current.
+    Pass { checks: Vec<ProfileCheck>, lock_changed: bool },
+    /// A profile failed: the previous generation is to be current again.
+    Fail { checks: Vec<ProfileCheck>, failed: Vec<String> },
+}
+
+/// Stages 6 to 8 inside the apply transaction `tx` (its journal is written): writes
+/// `lab.lock`, switches to generation `n`, checks it and gives the verdict. Any error, or
+/// a caught signal, is returned for the caller to revert.
+fn transaction(layout: &Layout, tx: &generation::ApplyTx, n: u64, desired: &Desired, opts: &Options, reporter: &mut dyn Reporter) -> Result<Verdict, Error> {
+    let interrupted = || match interrupt::caught() {
+        Some(signal) => Err(Error::Interrupted { signal, built: n, current: tx.from() }),
+        None => Ok(()),
+    };
+    // 8. Record the lock (put back if the transaction is undone).
+    if !opts.locked {
+        generation::fault_error("write-lock")
+            .map_err(|e| crate::error::IoError::new("write the lock file", crate::lockfile::lock_path(&desired.file.path), e))?;
+    }
+    let lock_changed = !opts.locked && record::write_lock(layout, desired)?;
+    generation::fault_point("lock");
+    interrupted()?;
     // 6. Switch. The check runs through the stable paths, so the new generation is
     // switched in first.
-    generation::switch(layout, n, SwitchOp::Apply)?;
-    // 7. Check; if a profile fails, switch the previous generation back.
-    let checks = check(layout, n, opts, reporter)?;
+    tx.switch(layout)?;
+    interrupted()?;
+    generation::fault_point("check-start");
+    // 7. Check.
+    let checks = check(layout, n, opts, reporter, &interrupted)?;
+    generation::fault_point("check-saved");
+    interrupted()?;
     if !generation_check::acceptable(&checks, opts.require_gpu) {
-        switch_back(layout, previous)?;
         let failed = checks.iter().filter(|c| !generation_check::acceptable(std::slice::from_ref(c), opts.require_gpu)).map(|c| c.profile.clone()).collect();
-        return Ok(Outcome::Reverted { generation: n, current: previous, checks, failed });
+        return Ok(Verdict::Fail { checks, failed });
     }
-    // 8. Record the lock.
-    let lock_changed = !opts.locked && record::write_lock(layout, &desired)?;
-    Ok(Outcome::Applied { generation: n, changes, checks, lock_changed, profiles: desired.views.len() })
+    generation::fault_point("verdict");
+    Ok(Verdict::Pass { checks, lock_changed })
 }
 
 /// Stage 2: fetches what `file`'s `from` sources name and the store lacks, for this host,
@@ -138,22 +191,48 @@ fn fetch_missing(layout: &Layout, lock: &WriterLock, file: &ProfileFile, offline
 }
 
 /// Stage 7: runs the checks of generation `n` (now current) and saves their results; no
-/// checks with `--no-check`.
-fn check(layout: &Layout, n: u64, opts: &Options, reporter: &mut dyn Reporter) -> Result<Vec<ProfileCheck>, Error> {
+/// checks with `--no-check`. The checks run on a worker thread while this one reports
+/// their results and polls `interrupted` (a signal stops the children and returns at once).
+fn check(
+    layout: &Layout,
+    n: u64,
+    opts: &Options,
+    reporter: &mut dyn Reporter,
+    interrupted: &dyn Fn() -> Result<(), Error>,
+) -> Result<Vec<ProfileCheck>, Error> {
+    use std::sync::mpsc::{RecvTimeoutError, channel};
     let Some(check) = &opts.check else { return Ok(Vec::new()) };
     let m = generation::read(layout, n)?;
-    let results = generation_check::run(layout, &m, &[], check, &mut |pc| reporter.checked(pc));
+    let (tx, rx) = channel();
+    let worker = {
+        let (layout, check) = (layout.clone(), check.clone());
+        std::thread::spawn(move || {
+            generation_check::run(&layout, &m, &[], &check, &mut |pc| {
+                let _ = tx.send(pc.clone());
+            });
+        })
+    };
+    let mut results = Vec::new();
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(20)) {
+            Ok(pc) => {
+                reporter.checked(&pc);
+                results.push(pc);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if let Err(e) = interrupted() {
+            interrupt::stop_children();
+            return Err(e);
+        }
+    }
+    if let Err(panic) = worker.join() {
+        std::panic::resume_unwind(panic);
+    }
+    generation::fault_error("save-checks").map_err(|e| crate::error::IoError::new("save the check results to", layout.check_results(n), e))?;
     generation_check::save(layout, n, &results)?;
     Ok(results)
-}
-
-/// After a failed check: makes `previous` current again (none: no generation is current).
-fn switch_back(layout: &Layout, previous: Option<u64>) -> Result<(), Error> {
-    match previous {
-        Some(p) => generation::switch(layout, p, SwitchOp::Revert)?,
-        None => generation::clear(layout, SwitchOp::Revert)?,
-    }
-    Ok(())
 }
 
 /// Windows: the `.bat` shim refuses to activate past cmd.exe's line limit; say so now.

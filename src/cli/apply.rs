@@ -137,7 +137,16 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report
     let run_opts = apply::Options { locked: opts.locked, check, require_gpu: opts.require_gpu, offline: opts.offline, replace: opts.replace };
     let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
     let lock_path = lockfile::lock_path(file);
-    match apply::run(&ctx.layout, &lock, file, &run_opts, progress.as_ref(), &mut Printer { ctx, json: opts.json })? {
+    let outcome = match apply::run(&ctx.layout, &lock, file, &run_opts, progress.as_ref(), &mut Printer { ctx, json: opts.json }) {
+        // SIGINT/SIGTERM: the transaction was undone; say so, then end by that signal.
+        Err(e @ apply::Error::Interrupted { signal, .. }) => {
+            write!(ctx.err(), "{}", Report::from(e).render());
+            drop(lock);
+            apply::interrupt::reraise(signal)
+        }
+        r => r?,
+    };
+    match outcome {
         Outcome::Unchanged { generation: n } => {
             if opts.json {
                 ctx.print_json_sorted(&Unchanged { changed: false, generation: n });

@@ -10,8 +10,8 @@ use crate::support::*;
 /// toolkit roots (12.6, 11.8) and two conda env prefixes.
 pub(crate) struct Lab {
     pub(crate) ctx: TestContext,
-    tk12: PathBuf,
-    tk11: PathBuf,
+    pub(crate) tk12: PathBuf,
+    pub(crate) tk11: PathBuf,
     pub(crate) env_a: PathBuf,
     pub(crate) env_b: PathBuf,
 }
@@ -94,7 +94,7 @@ impl Lab {
         out
     }
 
-    fn profiles(&self) -> PathBuf {
+    pub(crate) fn profiles(&self) -> PathBuf {
         self.ctx.home.join("profiles")
     }
 

@@ -8,6 +8,7 @@
 mod support;
 
 mod apply;
+mod apply_tx;
 mod check_real;
 mod check_stub;
 mod doctor;

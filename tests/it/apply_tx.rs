@@ -1,0 +1,273 @@
+//! The apply transaction (issue 10, cases 1 and 5): switch -> check -> verdict -> lock ->
+//! (revert) is one journaled transaction. A kill anywhere before the verdict, a signal
+//! during the check, or a lock that cannot be written leaves the previous generation
+//! current, with its shims and its lock.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::apply::Lab;
+
+/// Generation 2's profile file: torch2 loses its conda env (so its shim goes away).
+fn second(lab: &Lab, check_none: bool) -> String {
+    let check = if check_none { "check = \"none\"\n" } else { "" };
+    format!(
+        "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\n{check}\n[profiles.tf]\ncuda = \"11.8\"\ncudnn = \"8.8\"\nconda-env = '{}'\n{check}",
+        lab.env_b.display()
+    )
+}
+
+/// `cuenv gc --dry-run` without `--quiet` (so the recovery's note shows): exit code, stderr.
+fn recover_loudly(lab: &Lab) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cuenv"))
+        .env_remove("CUENV_HOME")
+        .arg("--home")
+        .arg(&lab.ctx.home)
+        .args(["gc", "--dry-run"])
+        .output()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn torch_shim(lab: &Lab) -> PathBuf {
+    lab.env_a.join("etc/conda/activate.d/cuenv-torch2.sh")
+}
+
+/// What a kill or a signal must leave: generation 1 current, with its shims, its lock, no
+/// journal, a healthy status, and an apply of the second file that rebuilds.
+fn assert_old_generation_is_back(lab: &Lab, what: &str, lock_before: &str, f2: &Path) {
+    assert!(!lab.ctx.home.join("journal.toml").exists(), "{what}: journal not cleared");
+    assert_eq!(lab.current(), 1, "{what}: the unchecked generation stayed current");
+    assert!(torch_shim(lab).exists(), "{what}: generation 1's shim is missing");
+    assert!(lab.env_b.join("etc/conda/activate.d/cuenv-tf.sh").exists(), "{what}: generation 1's tf shim is missing");
+    assert_eq!(fs::read_to_string(lab.ctx.path("lab.lock")).unwrap(), lock_before, "{what}: lab.lock not restored");
+    let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
+    assert_eq!(s["healthy"], true, "{what}: {s}");
+    let out = lab.ok(&["apply", "--no-check", f2.to_str().unwrap()]);
+    assert!(!out.contains("no changes"), "{what}: a second apply said {out}");
+    assert!(lab.current() > 2, "{what}: {out}");
+}
+
+/// Aborts `apply` (checks on) at each step of its transaction; the next writer undoes the
+/// apply, which never reached its verdict.
+#[test]
+fn a_kill_before_the_verdict_undoes_the_apply() {
+    // (step, the second file's profiles skip the check, i.e. the verdict passes)
+    let steps = [
+        ("journal", false),
+        ("lock", true),
+        ("shims", false),
+        ("commit", false),
+        ("history", false),
+        ("check-start", false),
+        ("check-saved", false),
+        ("revert-shims", false),
+        ("revert-commit", false),
+        ("revert-history", false),
+        ("check-start", true),
+        ("check-saved", true),
+        ("verdict", true),
+    ];
+    for (step, pass) in steps {
+        let what = format!("{step} (verdict {})", if pass { "pass" } else { "fail" });
+        let lab = Lab::new();
+        let file = lab.three();
+        lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+        let lock_before = fs::read_to_string(lab.ctx.path("lab.lock")).unwrap();
+        let f2 = lab.lab(&second(&lab, pass));
+        let out = lab.ctx.cmd().args(["apply", "--timeout", "30", f2.to_str().unwrap()]).env("CUENV_TEST_ABORT_AT", step).output().unwrap();
+        assert!(!out.status.success(), "{what}: the abort hook did not fire: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(lab.ctx.home.join("journal.toml").exists(), "{what}: no journal left by the crash");
+        let (code, err) = recover_loudly(&lab);
+        assert_eq!(code, 0, "{what}: {err}");
+        assert!(err.contains("undid an interrupted apply to generation 2"), "{what}: {err}");
+        assert_old_generation_is_back(&lab, &what, &lock_before, &f2);
+    }
+}
+
+/// An error after the switch (saving the check results, writing lab.lock) is undone before
+/// `apply` returns: the previous generation is current, with its shims and its lock.
+#[test]
+fn an_error_inside_the_transaction_is_undone_before_returning() {
+    for (step, pass) in [("save-checks", true), ("save-checks", false), ("write-lock", true)] {
+        let what = format!("{step} (verdict {})", if pass { "pass" } else { "fail" });
+        let lab = Lab::new();
+        let file = lab.three();
+        lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+        let lock_before = fs::read_to_string(lab.ctx.path("lab.lock")).unwrap();
+        let f2 = lab.lab(&second(&lab, pass));
+        let out = lab.ctx.cmd().args(["apply", "--timeout", "30", f2.to_str().unwrap()]).env("CUENV_TEST_FAIL_AT", step).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+        assert!(err.contains("failure injected") && err.contains("hint:"), "{what}: {err}");
+        assert_old_generation_is_back(&lab, &what, &lock_before, &f2);
+    }
+}
+
+/// The first generation fails its check and is killed while reverting: the next writer
+/// ends with no generation current and no shims.
+#[test]
+fn a_first_generation_killed_mid_revert_is_cleared() {
+    for step in ["check-saved", "revert-shims", "revert-commit", "revert-history"] {
+        let lab = Lab::new();
+        let file = lab.three();
+        let out = lab.ctx.cmd().args(["apply", "--timeout", "30", file.to_str().unwrap()]).env("CUENV_TEST_ABORT_AT", step).output().unwrap();
+        assert!(!out.status.success(), "{step}: the abort hook did not fire");
+        assert!(lab.ctx.home.join("journal.toml").exists(), "{step}: no journal left by the crash");
+        let (code, err) = recover_loudly(&lab);
+        assert_eq!(code, 0, "{step}: {err}");
+        assert!(err.contains("undid an interrupted apply to generation 1 (generation none stays current)"), "{step}: {err}");
+        assert!(!lab.ctx.home.join("journal.toml").exists(), "{step}");
+        assert!(fs::symlink_metadata(lab.profiles()).is_err(), "{step}: a generation is current");
+        assert!(!torch_shim(&lab).exists(), "{step}: shims left");
+        assert!(!lab.env_b.join("etc/conda/activate.d/cuenv-tf.sh").exists(), "{step}: shims left");
+        assert!(!lab.ctx.path("lab.lock").exists(), "{step}: a lock for no generation");
+        let hist: serde_json::Value = serde_json::from_str(&lab.ok(&["generations", "--json"])).unwrap();
+        let last = hist["history"].as_array().unwrap().last().cloned();
+        assert!(last.as_ref().is_none_or(|h| h["to"] == 0), "{step}: {hist}");
+    }
+}
+
+/// SIGTERM and SIGINT while the check runs (a conda activation script that sleeps) revert
+/// before cuenv exits, and the exit status reports the signal.
+#[cfg(unix)]
+#[test]
+fn a_signal_during_the_check_reverts_before_exiting() {
+    use std::os::unix::process::ExitStatusExt as _;
+    use std::time::{Duration, Instant};
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let lab = Lab::new();
+        let file = lab.three();
+        lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+        let lock_before = fs::read_to_string(lab.ctx.path("lab.lock")).unwrap();
+        // tf keeps its env: its activation (run by the check) sleeps.
+        let slow = lab.env_b.join("etc/conda/activate.d/00-slow.sh");
+        fs::write(&slow, "sleep 20\n").unwrap();
+        let f2 = lab.lab(&second(&lab, false));
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_cuenv"))
+            .env_remove("CUENV_HOME")
+            .args(["--home", lab.ctx.home.to_str().unwrap(), "--quiet", "apply", "--timeout", "60", f2.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Generation 2 is current while its check runs.
+        let t = Instant::now();
+        while fs::read_link(lab.profiles()).map(|p| !p.to_string_lossy().contains("/2/")).unwrap_or(true) {
+            assert!(t.elapsed() < Duration::from_secs(30), "generation 2 never became current");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: sending a signal to the child we spawned.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+        let out = child.wait_with_output().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(15), "cuenv did not stop at the signal ({:?})", t.elapsed());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.signal() == Some(sig) || out.status.code() == Some(128 + sig), "signal {sig}: {:?}\n{err}", out.status);
+        assert!(err.contains("generation 1 stays current"), "signal {sig}: {err}");
+        fs::remove_file(&slow).unwrap();
+        assert_old_generation_is_back(&lab, &format!("signal {sig}"), &lock_before, &f2);
+    }
+}
+
+/// A read-only bind mount of `dir`, undone on drop (root only; `None` with the reason).
+#[cfg(target_os = "linux")]
+struct ReadOnlyMount(PathBuf);
+
+#[cfg(target_os = "linux")]
+impl ReadOnlyMount {
+    fn new(dir: &Path) -> Result<ReadOnlyMount, String> {
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new("mount").args(args).output().map_err(|e| format!("cannot run mount: {e}"))?;
+            if out.status.success() { Ok(()) } else { Err(format!("mount {args:?}: {}", String::from_utf8_lossy(&out.stderr).trim())) }
+        };
+        let d = dir.to_str().unwrap();
+        run(&["--bind", d, d])?;
+        let m = ReadOnlyMount(dir.to_path_buf());
+        run(&["-o", "remount,bind,ro", d, d])?;
+        if fs::write(dir.join(".probe"), "x").is_ok() {
+            let _ = fs::remove_file(dir.join(".probe"));
+            return Err("the read-only mount still takes writes".into());
+        }
+        Ok(m)
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for ReadOnlyMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A lab whose `lab.toml` lives in its own folder `labdir` (so that folder alone can be
+/// made read-only), with generation 1 applied and the file changed for a generation 2.
+#[cfg(unix)]
+fn lab_in_own_folder() -> (Lab, PathBuf, String) {
+    let lab = Lab::new();
+    let text = fs::read_to_string(lab.three()).unwrap();
+    let dir = lab.ctx.path("labdir");
+    fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("lab.toml");
+    fs::write(&file, &text).unwrap();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    let lock = fs::read_to_string(dir.join("lab.lock")).unwrap();
+    let f2 = fs::read_to_string(lab.lab(&second(&lab, false))).unwrap();
+    fs::write(&file, f2).unwrap();
+    (lab, file, lock)
+}
+
+#[cfg(unix)]
+fn generation_count(lab: &Lab) -> usize {
+    fs::read_dir(lab.ctx.home.join("generations")).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().parse::<u64>().is_ok()).count()
+}
+
+/// `lab.lock`'s folder is read-only: apply fails before building, naming the folder.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unwritable_lock_folder_fails_before_the_switch() {
+    let (lab, file, lock_before) = lab_in_own_folder();
+    let dir = file.parent().unwrap().to_path_buf();
+    let _mount = match ReadOnlyMount::new(&dir) {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!("skipped: cannot make {} read-only: {why}", dir.display());
+            return;
+        }
+    };
+    for args in [&["apply", "--no-check"][..], &["apply", "--timeout", "30"][..]] {
+        let mut a = args.to_vec();
+        a.push(file.to_str().unwrap());
+        let (code, out, err) = lab.run(&a);
+        assert_ne!(code, 0, "{out}\n{err}");
+        assert!(err.contains(&dir.join("lab.lock").display().to_string()) || err.contains(&dir.display().to_string()), "{err}");
+        assert!(err.contains("hint:"), "{err}");
+        assert_eq!(lab.current(), 1, "{err}");
+        assert_eq!(generation_count(&lab), 1, "built a generation that cannot be recorded: {err}");
+        assert!(torch_shim(&lab).exists());
+        assert_eq!(fs::read_to_string(dir.join("lab.lock")).unwrap(), lock_before);
+    }
+}
+
+/// A read-only `lab.lock` that must change is an error naming it (not silently replaced),
+/// before anything is built.
+#[cfg(unix)]
+#[test]
+fn a_read_only_lock_that_must_change_is_an_error() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (lab, file, lock_before) = lab_in_own_folder();
+    let lock = file.parent().unwrap().join("lab.lock");
+    fs::set_permissions(&lock, fs::Permissions::from_mode(0o444)).unwrap();
+    let (code, out, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert_ne!(code, 0, "{out}\n{err}");
+    assert!(err.contains(&lock.display().to_string()) && err.contains("read-only"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert_eq!(lab.current(), 1);
+    assert_eq!(generation_count(&lab), 1, "{err}");
+    assert_eq!(fs::read_to_string(&lock).unwrap(), lock_before);
+    assert_eq!(fs::metadata(&lock).unwrap().permissions().mode() & 0o777, 0o444, "lab.lock was replaced");
+    // Once writable again, apply goes ahead.
+    fs::set_permissions(&lock, fs::Permissions::from_mode(0o644)).unwrap();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert_eq!(lab.current(), 2);
+}
