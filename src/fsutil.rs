@@ -30,11 +30,14 @@ fn is_transient(e: &io::Error) -> bool {
     cfg!(windows) && (e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(32))
 }
 
+/// The name prefix of [`write_atomic`]'s temporary files (what a kill can leave behind).
+pub const ATOMIC_TMP_PREFIX: &str = ".cuenv-tmp";
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder, `sync_all`,
 /// then a rename over `path`. Readers see the old content or the new, never a mix.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".cuenv-tmp").tempfile_in(dir)?;
+    let mut tmp = tempfile::Builder::new().prefix(ATOMIC_TMP_PREFIX).tempfile_in(dir)?;
     // tempfile creates 0600 files: keep the replaced file's permissions, else 0644 (umask applies
     // to neither, so be explicit).
     #[cfg(unix)]
@@ -51,6 +54,29 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     std::mem::forget(tmp_path);
     sync_dir(dir);
     Ok(())
+}
+
+/// Removes the temporary files [`write_atomic`] left in `dir` when a kill cut it short
+/// (`.cuenv-tmp*` files), those last modified at least `min_age` ago: a folder other cuenv
+/// homes also write into (a lab folder, a conda env) may hold another live cuenv's file, so
+/// there only old ones go; in cuenv's own home, under the writer lock, every one does
+/// (`Duration::ZERO`). Returns how many it removed; a missing folder has none.
+pub fn remove_atomic_leftovers(dir: &Path, min_age: std::time::Duration) -> io::Result<usize> {
+    let Ok(rd) = fs::read_dir(dir) else { return Ok(0) };
+    let mut removed = 0;
+    for e in rd.flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().starts_with(ATOMIC_TMP_PREFIX) {
+            continue;
+        }
+        let Ok(meta) = e.metadata() else { continue };
+        let age = meta.modified().ok().and_then(|m| m.elapsed().ok()).unwrap_or_default();
+        if meta.is_file() && age >= min_age {
+            fs::remove_file(e.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 /// Flushes a folder's entries to disk where the platform supports it (Unix). Best effort.

@@ -593,17 +593,41 @@ pub fn delete(layout: &Layout, n: u64) -> Result<(), Error> {
     remove_tree(&trash)
 }
 
-/// Removes what an interrupted build (`generations/.tmp-<n>`) or deletion
-/// (`generations/.trash-<n>`) left behind. Needs the writer lock (no live cuenv owns them
-/// then). Returns how many folders it removed.
+/// Removes what an interrupted build (`generations/.tmp-<n>`), deletion
+/// (`generations/.trash-<n>`), atomic write (`.cuenv-tmp*` in the home, and, once a minute
+/// old, in the current generation's conda env shim folders and lab folder) or link
+/// replacement (`.profiles.new`, `.active.new`) left behind. Needs the writer lock (no live
+/// cuenv owns them then). Returns how many it removed.
 pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
     use crate::layout::{GENERATION_STAGING_PREFIX, GENERATION_TRASH_PREFIX};
+    use std::time::Duration;
     let mut removed = 0;
     for e in fs::read_dir(layout.generations_dir()).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if name.starts_with(GENERATION_STAGING_PREFIX) || name.starts_with(GENERATION_TRASH_PREFIX) {
             remove_tree(&e.path())?;
             removed += 1;
+        }
+    }
+    // The home's own: half-written files and the staging links of a switch or a `use`
+    // (a switch in progress was finished or undone by `recover` before this runs).
+    let home = layout.home();
+    removed += fsutil::remove_atomic_leftovers(home, Duration::ZERO).map_err(io_at("clean up", home))?;
+    for staging in [layout.profiles_staging(), layout.active_staging()] {
+        if link::is_link(&staging) {
+            link::remove(&staging).map_err(io_at("remove the link", &staging))?;
+            removed += 1;
+        }
+    }
+    // Folders other homes may write too (the conda envs' shim folders, the lab folder):
+    // only files no live cuenv is still writing.
+    if let Some(m) = current(layout).and_then(|n| read(layout, n).ok()) {
+        let mut dirs: Vec<PathBuf> = m.shims.iter().filter_map(|s| s.path.parent().map(Path::to_path_buf)).collect();
+        dirs.extend(m.source.parent().map(Path::to_path_buf));
+        dirs.sort();
+        dirs.dedup();
+        for d in dirs {
+            removed += fsutil::remove_atomic_leftovers(&d, Duration::from_secs(60)).map_err(io_at("clean up", &d))?;
         }
     }
     Ok(removed)

@@ -805,3 +805,36 @@ fn another_lab_file_needs_replace_to_remove_profiles() {
     assert!(out.contains("generation 2 is current (1 profile)"), "{out}");
     assert!(!shim.exists());
 }
+
+/// Issue 10, case 8: what a kill leaves (half-written `.cuenv-tmp*` files in the home, a
+/// conda env and the lab folder; `.profiles.new` / `.active.new` staging links) is removed
+/// by the next writer; in folders other cuenv homes also write to, only files a minute old.
+#[cfg(unix)]
+#[test]
+fn the_next_writer_removes_what_a_kill_left() {
+    let lab = Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    let old = |p: &Path| {
+        fs::write(p, "half").unwrap();
+        let f = fs::File::options().write(true).open(p).unwrap();
+        f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(300)).unwrap();
+    };
+    let home_tmp = lab.ctx.home.join(".cuenv-tmpAbC123");
+    fs::write(&home_tmp, "half").unwrap();
+    let env_dir = lab.env_a.join("etc/conda/activate.d");
+    let (env_old, env_fresh) = (env_dir.join(".cuenv-tmpOld111"), env_dir.join(".cuenv-tmpNew222"));
+    old(&env_old);
+    fs::write(&env_fresh, "another cuenv is writing this").unwrap();
+    let lab_tmp = lab.ctx.work.join(".cuenv-tmpLck333");
+    old(&lab_tmp);
+    let staging = lab.ctx.home.join(".profiles.new");
+    std::os::unix::fs::symlink(lab.ctx.home.join("generations/1/views"), &staging).unwrap();
+    lab.ok(&["use", "legacy"]);
+    for gone in [&home_tmp, &env_old, &lab_tmp, &staging] {
+        assert!(fs::symlink_metadata(gone).is_err(), "{} survived", gone.display());
+    }
+    assert!(env_fresh.exists(), "a fresh file may belong to a live cuenv of another home");
+    let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
+    assert_eq!(s["healthy"], true, "{s}");
+}
