@@ -156,3 +156,42 @@ fn set_readonly(path: &Path, readonly: bool) -> io::Result<()> {
 pub fn human_size(bytes: u64) -> String {
     indicatif::BinaryBytes(bytes).to_string()
 }
+
+/// Test hook: `CUENV_TEST_ABORT_AT=<step>` aborts the process at that step, to prove that
+/// the next writer finishes or undoes what was cut short (the kill matrix in
+/// `tests/it/kill_matrix.rs` and `tests/it/apply_tx.rs`). Steps of a switch (`generation`):
+/// `journal`, `shims`, `commit`, `history`; of an apply's transaction also `lock`
+/// (lab.lock written), `check-start`, `check-saved`, `verdict` and, undoing it,
+/// `revert-shims`, `revert-commit`, `revert-history`; of replacing a link (`link`):
+/// `link-staged`; of deleting a generation: `gc-trashed`, `gc-links`; of `store add`:
+/// `store-staged`, `store-rooted`, `store-published`; of `store remove`: `store-trashed`,
+/// `store-pruned`. Only in debug builds (what
+/// `cargo test` builds, on Linux and for Wine): a release binary has no fault points and
+/// reads no such variable.
+#[cfg(debug_assertions)]
+pub fn fault_point(step: &str) {
+    if std::env::var("CUENV_TEST_ABORT_AT").is_ok_and(|s| s == step) {
+        std::process::abort();
+    }
+}
+
+/// Release builds: no fault points.
+#[cfg(not(debug_assertions))]
+pub fn fault_point(_step: &str) {}
+
+/// Test hook beside [`fault_point`]: `CUENV_TEST_FAIL_AT=<step>` makes that step fail with an
+/// I/O error instead of killing the process, to prove that an error is undone in process.
+/// Steps (apply): `write-lock`, `save-checks`. Debug builds only.
+#[cfg(debug_assertions)]
+pub fn fault_error(step: &str) -> io::Result<()> {
+    match std::env::var("CUENV_TEST_FAIL_AT") {
+        Ok(s) if s == step => Err(io::Error::other(format!("failure injected at {step} (CUENV_TEST_FAIL_AT)"))),
+        _ => Ok(()),
+    }
+}
+
+/// Release builds: no injected failures.
+#[cfg(not(debug_assertions))]
+pub fn fault_error(_step: &str) -> io::Result<()> {
+    Ok(())
+}

@@ -379,40 +379,7 @@ fn write_journal(layout: &Layout, journal: &Journal) -> Result<(), Error> {
     fsutil::write_atomic(&jpath, toml::to_string(journal).expect("serializable").as_bytes()).map_err(io_at("write the journal", &jpath))
 }
 
-/// Test hook: `CUENV_TEST_ABORT_AT=<step>` aborts the process at that step of a switch,
-/// to prove that [`recover`] finishes or undoes it. Steps of a switch: `journal`, `shims`,
-/// `commit`, `history`; of an apply's transaction also `lock` (lab.lock written),
-/// `check-start`, `check-saved`, `verdict` (in [`crate::apply`]) and, undoing it,
-/// `revert-shims`, `revert-commit`, `revert-history`. Only in debug builds (what
-/// `cargo test` builds, on Linux and for Wine): a release binary has no fault points and
-/// reads no such variable.
-#[cfg(debug_assertions)]
-pub fn fault_point(step: &str) {
-    if std::env::var("CUENV_TEST_ABORT_AT").is_ok_and(|s| s == step) {
-        std::process::abort();
-    }
-}
-
-/// Release builds: no fault points.
-#[cfg(not(debug_assertions))]
-pub fn fault_point(_step: &str) {}
-
-/// Test hook beside [`fault_point`]: `CUENV_TEST_FAIL_AT=<step>` makes that step fail with an
-/// I/O error instead of killing the process, to prove that an error is undone in process.
-/// Steps (apply): `write-lock`, `save-checks`. Debug builds only.
-#[cfg(debug_assertions)]
-pub fn fault_error(step: &str) -> io::Result<()> {
-    match std::env::var("CUENV_TEST_FAIL_AT") {
-        Ok(s) if s == step => Err(io::Error::other(format!("failure injected at {step} (CUENV_TEST_FAIL_AT)"))),
-        _ => Ok(()),
-    }
-}
-
-/// Release builds: no injected failures.
-#[cfg(not(debug_assertions))]
-pub fn fault_error(_step: &str) -> io::Result<()> {
-    Ok(())
-}
+pub use crate::fsutil::{fault_error, fault_point};
 
 /// The shims of generation `n` (none for `None`).
 fn shims_of(layout: &Layout, n: Option<u64>) -> Result<Vec<ShimRecord>, Error> {
@@ -575,6 +542,7 @@ pub fn remove_tree(dir: &Path) -> Result<(), Error> {
             }
         }
     }
+    fault_point("gc-links");
     fs::remove_dir_all(dir).map_err(|e| IoError::new("delete", dir, e).into())
 }
 
@@ -590,6 +558,7 @@ pub fn delete(layout: &Layout, n: u64) -> Result<(), Error> {
     }
     fsutil::rename_with_retry(&dir, &trash).map_err(|e| IoError::new("move aside", &dir, e))?;
     fsutil::sync_dir(&layout.generations_dir());
+    fault_point("gc-trashed");
     remove_tree(&trash)
 }
 

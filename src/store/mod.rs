@@ -353,15 +353,18 @@ impl<'a> Store<'a> {
         fsutil::make_tree_readonly(&entry_dir).map_err(|source| Error::Write { path: entry_dir.clone(), source })?;
         fsutil::sync_dir(&entry_dir);
         let dest = self.layout.store_dir().join(&name);
+        fsutil::fault_point("store-staged");
         // Before the commit point: a published hand-added entry is always a root.
         if by_hand {
             self.record_hand_added(lock, &meta.id, &meta.name)?;
         } else {
             self.ensure_roots(lock)?;
         }
+        fsutil::fault_point("store-rooted");
         // The commit point: one rename makes the complete entry visible.
         fsutil::rename_with_retry(&entry_dir, &dest).map_err(|source| Error::Write { path: dest.clone(), source })?;
         fsutil::sync_dir(&self.layout.store_dir());
+        fsutil::fault_point("store-published");
         Ok(Added { meta, dir: dest, existed: false })
     }
 
@@ -476,8 +479,10 @@ impl<'a> Store<'a> {
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let trash = staging_root.join(format!("remove-{name}"));
         fsutil::rename_with_retry(dir, &trash).map_err(|source| Error::Write { path: dir.into(), source })?;
+        fsutil::fault_point("store-trashed");
         // After the commit point: the id has no folder now, so pruning drops it.
         self.prune_roots(lock)?;
+        fsutil::fault_point("store-pruned");
         fsutil::remove_tree(&trash).map_err(|source| Error::Write { path: trash.clone(), source })
     }
 }

@@ -16,6 +16,7 @@ mod faults;
 mod fetch_local;
 mod fetch_real;
 mod home_format;
+mod kill_matrix;
 mod output;
 mod real_apply;
 mod real_sources;
