@@ -6,12 +6,12 @@ use serde::Serialize;
 
 use super::diagnostics::Report;
 use super::{Ctx, lock_and_recover, warn_dangling_active};
-use crate::apply::{self, Outcome};
+use crate::apply::{self, Outcome, Preview};
 use crate::binfmt::Platform;
 use crate::change::{self, Change};
 use crate::error::{ExitCode, Hinted};
 use crate::generation_check::ProfileCheck;
-use crate::{generation, lockfile, profile, sources};
+use crate::{generation, lockfile};
 
 #[derive(Serialize)]
 struct PlanPending<'a> {
@@ -29,15 +29,10 @@ struct PlanJson<'a> {
 
 /// `cuenv plan FILE` / `cuenv apply --dry-run FILE`.
 pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode, Report> {
-    let parsed = profile::load(file)?;
-    let host = Platform::host().ok_or_else(|| Hinted::unsupported_platform("cuDNN is not built for this platform", "run cuenv on one of those"))?;
-    let fetches = sources::pending(&ctx.layout, &parsed, host)?;
-    let desired = match apply::desire(&ctx.layout, parsed, locked) {
-        Ok(d) => d,
-        Err(e) if !fetches.is_empty() => {
-            // What is still to be fetched cannot be resolved yet: show the fetches.
+    let (changes, desired) = match apply::preview(&ctx.layout, file, locked)? {
+        Preview::Pending { fetches, unresolved } => {
             if json {
-                ctx.print_json_sorted(&PlanPending { changes: [], fetch: &fetches, unresolved: e.to_string() });
+                ctx.print_json_sorted(&PlanPending { changes: [], fetch: &fetches, unresolved });
             } else {
                 for c in &fetches {
                     writeln!(ctx.out(), "{c}");
@@ -46,10 +41,8 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
             }
             return Ok(ExitCode::Success);
         }
-        Err(e) => return Err(e.into()),
+        Preview::Ready { changes, desired } => (changes, desired),
     };
-    let mut changes = fetches;
-    changes.extend(apply::plan(&ctx.layout, &desired));
     if json {
         ctx.print_json_sorted(&PlanJson { changes: &changes, lock_changes: &desired.lock_changes, resolved: &desired.resolved });
     } else if changes.is_empty() {
@@ -194,18 +187,9 @@ pub struct LockOpts {
 }
 
 #[derive(Serialize)]
-struct LockedPlatform {
-    changed: bool,
-    changes: Vec<String>,
-    fetched: Vec<String>,
-    platform: Platform,
-    resolved: crate::resolve::Resolved,
-}
-
-#[derive(Serialize)]
 struct LockJson {
     lock: PathBuf,
-    platforms: Vec<LockedPlatform>,
+    platforms: Vec<apply::PlatformLock>,
 }
 
 /// `cuenv lock FILE [--platform P]...`: resolves the profile file for each platform,
@@ -213,51 +197,27 @@ struct LockJson {
 /// match), and writes those platforms' sections of lab.lock. Builds no generation.
 pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> Result<ExitCode, Report> {
     let lock = lock_and_recover(ctx)?;
-    let parsed = profile::load(file)?;
-    let lock_path = lockfile::lock_path(file);
     let platforms = if opts.platforms.is_empty() {
         vec![Platform::host().ok_or_else(|| {
             Hinted::unsupported_platform("cuDNN is not built for this platform: name one with --platform", "lock for one of those with --platform")
         })?]
     } else {
-        let mut ps = opts.platforms.clone();
-        ps.sort_by_key(|p| p.as_str());
-        ps.dedup();
-        ps
+        opts.platforms.clone()
     };
-    if opts.locked {
-        // Nothing to verify against: say so before fetching anything, for every platform.
-        for &platform in &platforms {
-            if let Some(drift) = apply::missing_section(lockfile::read(&lock_path, platform)?.as_ref(), &parsed, platform) {
-                return Err(drift.into());
-            }
-        }
-    }
-    let endpoints = sources::endpoints(&parsed, opts.offline);
     let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
-    // Every platform is fetched and resolved before any section is written: a failure
-    // leaves lab.lock as it was.
-    let mut done = Vec::new();
-    for &platform in &platforms {
-        let fetched = sources::ensure(&ctx.layout, &lock, &parsed, platform, &lockfile::read_pins(&lock_path, platform), &endpoints, progress.as_ref())?;
-        let locking = apply::resolve_locked(&ctx.layout, &parsed, platform, opts.locked)?;
-        done.push((platform, fetched, locking));
-    }
-    let mut report = Vec::new();
-    for (platform, fetched, locking) in done {
-        let changed = if opts.locked { false } else { apply::write_lock_section(&ctx.layout, &parsed, platform, &locking.resolved)? };
-        if !opts.json {
-            for l in fetched.iter().chain(&locking.changes) {
-                writeln!(ctx.out(), "{l}");
-            }
-            let said = if changed { "written to" } else { "unchanged in" };
-            let k = locking.resolved.profiles.len();
-            writeln!(ctx.out(), "{platform}: {k} profile{} locked, {said} {}", if k == 1 { "" } else { "s" }, lock_path.display());
-        }
-        report.push(LockedPlatform { changed, changes: locking.changes, fetched, platform, resolved: locking.resolved });
-    }
+    let lock_path = lockfile::lock_path(file);
+    let report = apply::lock(&ctx.layout, &lock, file, &platforms, opts.locked, opts.offline, progress.as_ref())?;
     if opts.json {
         ctx.print_json_sorted(&LockJson { lock: lock_path, platforms: report });
+        return Ok(ExitCode::Success);
+    }
+    for p in &report {
+        for l in p.fetched.iter().chain(&p.changes) {
+            writeln!(ctx.out(), "{l}");
+        }
+        let said = if p.changed { "written to" } else { "unchanged in" };
+        let k = p.resolved.profiles.len();
+        writeln!(ctx.out(), "{}: {k} profile{} locked, {said} {}", p.platform, if k == 1 { "" } else { "s" }, lock_path.display());
     }
     Ok(ExitCode::Success)
 }

@@ -1,0 +1,48 @@
+//! `cuenv plan` (and `apply --dry-run`): stages 1–4 of the pipeline without effects. What a
+//! `from` source still has to fetch is listed first; when resolution needs those fetches,
+//! the preview stops there and says so instead of failing.
+
+use std::path::Path;
+
+use super::Error;
+use super::desire::{self, Desired};
+use crate::binfmt::Platform;
+use crate::change::Change;
+use crate::layout::Layout;
+use crate::{profile, sources};
+
+/// What `plan` shows.
+#[derive(Debug)]
+pub enum Preview {
+    /// Resolution needs what is still to be fetched: the fetches, and why it cannot resolve yet.
+    Pending {
+        /// One `+ fetch` change per source to fetch.
+        fetches: Vec<Change>,
+        /// The resolution error the fetches would cure.
+        unresolved: String,
+    },
+    /// The fetches (if any) and the changes to the views and shims.
+    Ready {
+        /// Fetches first, then the plan ([`super::plan::plan`]).
+        changes: Vec<Change>,
+        /// The resolution behind them.
+        desired: Box<Desired>,
+    },
+}
+
+/// Previews applying `file` on this host; touches nothing. `locked`: fail with
+/// [`super::LockedDrift`] where `lab.lock` would change.
+pub fn preview(layout: &Layout, file: &Path, locked: bool) -> Result<Preview, Error> {
+    let parsed = profile::load(file)?;
+    let host = Platform::host().ok_or(Error::UnsupportedPlatform)?;
+    let fetches = sources::pending(layout, &parsed, host)?;
+    let desired = match desire::desire(layout, parsed, locked) {
+        Ok(d) => d,
+        // What is still to be fetched cannot be resolved yet: show the fetches.
+        Err(e) if !fetches.is_empty() => return Ok(Preview::Pending { fetches, unresolved: e.to_string() }),
+        Err(e) => return Err(e),
+    };
+    let mut changes = fetches;
+    changes.extend(super::plan::plan(layout, &desired));
+    Ok(Preview::Ready { changes, desired: Box::new(desired) })
+}
