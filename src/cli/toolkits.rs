@@ -107,17 +107,11 @@ mod tests {
 
     use super::*;
     use crate::toolkit::fixtures::*;
-    use crate::toolkit::{discover_all, inspect_root};
 
     #[test]
     fn table() {
         let tmp = TempDir::new().unwrap();
-        linux_toolkit(tmp.path(), "12.6.2");
-        write(&tmp.path().join("lib64/libcudnn.so.8.9.4"), "fake");
-        write(&tmp.path().join("lib64/libcudnn.so.8"), "fake");
-        write(&tmp.path().join("lib64/libcudnn_ops_infer.so.8"), "fake");
-        let mut t = inspect_root(tmp.path()).unwrap();
-        t.found_by.push(PATHS_VAR.into());
+        let t = toolkit_with_hand_copied_cudnn8(tmp.path());
         let mut bare = t.clone();
         bare.version = None;
         bare.runtime = None;
@@ -142,13 +136,8 @@ mod tests {
 
     #[test]
     fn discovery_notes_skipped_named_roots() {
-        let a = TempDir::new().unwrap();
-        let b = TempDir::new().unwrap();
-        linux_toolkit(a.path(), "12.6.2");
-        linux_toolkit(b.path(), "11.8.0");
-        let missing = a.path().join("missing");
-        let paths = std::env::join_paths([a.path(), b.path(), missing.as_path(), a.path()]).unwrap();
-        let d = discover_all(&FakeEnv::new().set(PATHS_VAR, paths));
+        let (a, b) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+        let d = two_roots_by_paths_var(a.path(), b.path());
         let text = render_discovery(&d);
         assert!(text.contains("note: CUENV_TOOLKIT_PATHS names"), "{text}");
     }

@@ -242,18 +242,13 @@ mod tests {
 
     #[test]
     fn toolkit_paths_variable_with_two_roots() {
-        let a = TempDir::new().unwrap();
-        let b = TempDir::new().unwrap();
-        linux_toolkit(a.path(), "12.6.2");
-        linux_toolkit(b.path(), "11.8.0");
-        let missing = a.path().join("missing");
-        let paths = std::env::join_paths([a.path(), b.path(), missing.as_path(), a.path()]).unwrap();
-        let d = discover_all(&FakeEnv::new().set(PATHS_VAR, paths));
+        let (a, b) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+        let d = two_roots_by_paths_var(a.path(), b.path());
         let versions: Vec<String> = d.toolkits.iter().map(|t| t.version.as_ref().unwrap().to_string()).collect();
         assert_eq!(versions, ["11.8.0", "12.6.2"]);
         assert!(d.toolkits.iter().all(|t| t.found_by == [PATHS_VAR]));
         assert_eq!(d.skipped.len(), 1);
-        assert_eq!(d.skipped[0].path, missing);
+        assert_eq!(d.skipped[0].path, a.path().join("missing"));
         assert!(d.skipped[0].reason.contains("does not exist"), "{:?}", d.skipped);
         // Unset / empty variable: nothing.
         assert!(discover(&FakeEnv::new().set(PATHS_VAR, "")).is_empty());

@@ -81,3 +81,25 @@ pub(crate) fn canon(p: &Path) -> PathBuf {
 fn same_var_name(a: &str, b: &str) -> bool {
     if cfg!(windows) { a.eq_ignore_ascii_case(b) } else { a == b }
 }
+
+/// A Linux toolkit root 12.6.2 in `dir` with cuDNN 8.9.4 copied in by hand (dispatcher,
+/// its soname link name, one sub-library), found through `CUENV_TOOLKIT_PATHS`.
+pub(crate) fn toolkit_with_hand_copied_cudnn8(dir: &Path) -> super::Toolkit {
+    linux_toolkit(dir, "12.6.2");
+    write(&dir.join("lib64/libcudnn.so.8.9.4"), "fake");
+    write(&dir.join("lib64/libcudnn.so.8"), "fake");
+    write(&dir.join("lib64/libcudnn_ops_infer.so.8"), "fake");
+    let mut t = super::inspect_root(dir).unwrap();
+    t.found_by.push(super::PATHS_VAR.into());
+    t
+}
+
+/// Two toolkit roots (12.6.2 in `a`, 11.8.0 in `b`) named by `CUENV_TOOLKIT_PATHS` together
+/// with a missing folder and `a` a second time; returns what discovery finds.
+pub(crate) fn two_roots_by_paths_var(a: &Path, b: &Path) -> super::Discovery {
+    linux_toolkit(a, "12.6.2");
+    linux_toolkit(b, "11.8.0");
+    let missing = a.join("missing");
+    let paths = std::env::join_paths([a, b, missing.as_path(), a]).unwrap();
+    super::discover_all(&FakeEnv::new().set(super::PATHS_VAR, paths))
+}

@@ -206,12 +206,7 @@ mod tests {
     #[test]
     fn toolkit_json() {
         let tmp = TempDir::new().unwrap();
-        linux_toolkit(tmp.path(), "12.6.2");
-        write(&tmp.path().join("lib64/libcudnn.so.8.9.4"), "fake");
-        write(&tmp.path().join("lib64/libcudnn.so.8"), "fake");
-        write(&tmp.path().join("lib64/libcudnn_ops_infer.so.8"), "fake");
-        let mut t = inspect_root(tmp.path()).unwrap();
-        t.found_by.push(PATHS_VAR.into());
+        let t = toolkit_with_hand_copied_cudnn8(tmp.path());
         let json = serde_json::to_value(&t).unwrap();
         assert_eq!(json["version"], "12.6.2");
         assert_eq!(json["version_source"], "version.json");
