@@ -80,9 +80,14 @@ fn a_closed_pipe_ends_quietly_after_the_switch() {
     let lab = Lab::new();
     let file = lab.three();
     let args = ["apply", "--no-check", file.to_str().unwrap()];
-    let mut child = cuenv(&lab, &args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    drop(child.stdout.take()); // the read end closes before the child writes anything
-    let out = child.wait_with_output().unwrap();
+    // A pipe whose read end is closed before the child starts: its first write fails (EPIPE),
+    // whatever the timing.
+    let closed_pipe = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        Stdio::from(writer)
+    };
+    let out = cuenv(&lab, &args).stdout(closed_pipe()).stderr(Stdio::piped()).output().unwrap();
     assert_no_panic(&args, &out);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(141), "an exit code, not death by a signal ({:?}):\n{err}", out.status);
@@ -91,9 +96,7 @@ fn a_closed_pipe_ends_quietly_after_the_switch() {
     let (code, out, err) = lab.run(&["status"]);
     assert_eq!(code, 0, "{out}\n{err}");
     // A read-only command on a closed pipe ends the same way.
-    let mut child = cuenv(&lab, &["status"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
+    let out = cuenv(&lab, &["status"]).stdout(closed_pipe()).stderr(Stdio::piped()).output().unwrap();
     assert_eq!(out.status.code(), Some(141), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
