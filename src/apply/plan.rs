@@ -97,7 +97,7 @@ pub fn unchanged(layout: &Layout, desired: &Desired) -> bool {
 
 /// Applying another profile file than the one that built the current generation would
 /// remove profiles (and their conda shims) that the other file declared: `apply` refuses
-/// that unless told `--replace` (see [`replacing`]).
+/// that unless told `--replace` (see `replacing`).
 #[derive(Debug, thiserror::Error)]
 #[error(
     "generation {generation} was built from {}, not from {}: applying it would remove {} {} (and their conda shims)",
