@@ -162,6 +162,8 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
             Ok(ExitCode::Success)
         }
         StoreCommand::Verify { ids, json } => {
+            // Names on disk may come from outside (a planted file): printed escaped.
+            use crate::store::member::escape;
             // Links at the top of the store are no entries: named (all entries checked) as damage.
             let links = if ids.is_empty() { store.top_level_links() } else { Vec::new() };
             let targets: Vec<PathBuf> = if ids.is_empty() {
@@ -198,20 +200,20 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
             } else {
                 for r in &reports {
                     if r.ok {
-                        writeln!(ctx.out(), "ok       {}", r.entry);
+                        writeln!(ctx.out(), "ok       {}", escape(&r.entry));
                         continue;
                     }
-                    writeln!(ctx.out(), "DAMAGED  {}", r.entry);
+                    writeln!(ctx.out(), "DAMAGED  {}", escape(&r.entry));
                     if let Some(e) = &r.error {
-                        writeln!(ctx.out(), "  {e}");
+                        writeln!(ctx.out(), "  {}", escape(e));
                     }
                     for (what, list) in [("modified", &r.damage.modified), ("missing", &r.damage.missing), ("extra", &r.damage.extra)] {
                         for p in list {
-                            writeln!(ctx.out(), "  {what}: {p}");
+                            writeln!(ctx.out(), "  {what}: {}", escape(p));
                         }
                     }
                     if let Some(why) = &r.damage.identity {
-                        writeln!(ctx.out(), "  {why}");
+                        writeln!(ctx.out(), "  {}", escape(why));
                     }
                 }
                 if reports.is_empty() {
@@ -226,7 +228,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                         writeln!(ctx.err(), "hint: remove a damaged entry with `cuenv store remove <entry>` and add its archive again");
                     }
                     if !links.is_empty() {
-                        let paths: Vec<String> = links.iter().map(|(l, _)| l.display().to_string()).collect();
+                        let paths: Vec<String> = links.iter().map(|(l, _)| escape(&l.display().to_string())).collect();
                         writeln!(
                             ctx.err(),
                             "hint: delete {} (store entries are real folders, made by `cuenv store add`): {}",

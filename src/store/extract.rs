@@ -10,6 +10,12 @@
 //!   whatever the member size (the 9.5.0.50 Windows wheel holds a 415 MB DLL).
 //! - A member never yields more bytes than its header declares (zip bombs and lying
 //!   headers stop at the declared size), and zip members are CRC-checked by the `zip` crate.
+//! - The whole expansion is bounded ([`expansion_bound`]): a zip's declared sizes are summed
+//!   before anything is written, and no two zip entries may share data (one member listed
+//!   300 times); a tar member is refused at its header when its declared size would cross
+//!   the bound, so a bomb is never written out.
+//! - The input must be a regular file or a folder: it is opened non-blocking and checked, so
+//!   a FIFO or device is refused instead of blocking forever.
 //! - Zip members are independent, so they are inflated by several threads, each with its
 //!   own file handle; the source file's SHA-256 is computed by one more thread meanwhile.
 
@@ -33,6 +39,25 @@ const BUF: usize = 1 << 20;
 const MAX_RATIO: u64 = 200;
 /// ... once it is larger than this many bytes (tiny files compress arbitrarily well).
 const RATIO_FLOOR: u64 = 4 << 20;
+/// All members together may expand to at most this many times the input file's size
+/// (real NVIDIA archives and wheels expand 1.5-3x: the 720 MB 8.9.4 wheel gives 1.16 GB) ...
+pub const MAX_TOTAL_RATIO: u64 = 20;
+/// ... or to this many bytes, whichever is more (small archives) ...
+pub const TOTAL_RATIO_FLOOR: u64 = 64 << 20;
+/// ... and never to more than this many bytes (a whole release is under 3 GB).
+pub const MAX_TOTAL: u64 = 16 << 30;
+
+/// The most bytes the members of an input of `input_size` bytes may expand to:
+/// `min(MAX_TOTAL, max(TOTAL_RATIO_FLOOR, MAX_TOTAL_RATIO * input_size))`. Debug builds read a
+/// lower cap from `CUENV_TEST_MAX_EXPANSION` (bytes), so tests need not write gigabytes.
+pub fn expansion_bound(input_size: u64) -> u64 {
+    let mut cap = MAX_TOTAL;
+    #[cfg(debug_assertions)]
+    if let Some(v) = std::env::var("CUENV_TEST_MAX_EXPANSION").ok().and_then(|v| v.parse().ok()) {
+        cap = v;
+    }
+    input_size.saturating_mul(MAX_TOTAL_RATIO).max(TOTAL_RATIO_FLOOR).min(cap)
+}
 
 /// What kind of input a path holds, detected from its content (magic bytes), not its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -81,8 +106,11 @@ pub fn detect_kind(path: &Path) -> Result<SourceKind, Error> {
     if meta.is_dir() {
         return Ok(SourceKind::Folder);
     }
+    if !meta.is_file() {
+        return Err(special_file(path, &meta));
+    }
     let mut magic = [0u8; 6];
-    let mut f = File::open(path).map_err(|source| Error::Read { path: path.into(), source })?;
+    let mut f = open(path)?;
     let n = read_full(&mut f, &mut magic).map_err(|source| Error::Read { path: path.into(), source })?;
     let magic = &magic[..n];
     if magic.starts_with(b"PK\x03\x04") || magic.starts_with(b"PK\x05\x06") {
@@ -108,14 +136,42 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
+/// A zip is a wheel when its name ends in `.whl` or it holds a top-level `*.dist-info/`
+/// folder; a wheel must then have a valid RECORD (checked after extraction), so removing
+/// RECORD never turns a wheel into an unchecked plain zip.
 fn is_wheel(path: &Path) -> Result<bool, Error> {
-    let f = File::open(path).map_err(|source| Error::Read { path: path.into(), source })?;
-    let Ok(zip) = zip::ZipArchive::new(f) else { return Ok(false) };
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("whl")) {
+        return Ok(true);
+    }
+    let Ok(zip) = zip::ZipArchive::new(open(path)?) else { return Ok(false) };
     Ok(zip.file_names_raw().any(|n| {
         let n = String::from_utf8_lossy(n);
-        let mut parts = n.split('/');
-        matches!((parts.next(), parts.next(), parts.next()), (Some(d), Some("RECORD"), None) if d.ends_with(".dist-info"))
+        let mut parts = n.split(['/', '\\']);
+        matches!((parts.next(), parts.next()), (Some(d), Some(_)) if d.ends_with(".dist-info"))
     }))
+}
+
+/// The refusal of an input that is neither a regular file nor a folder.
+fn special_file(path: &Path, meta: &fs::Metadata) -> Error {
+    #[allow(unused_mut)]
+    let mut what = "a special file";
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        let t = meta.file_type();
+        what = if t.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_block_device() || t.is_char_device() {
+            "a device"
+        } else {
+            what
+        };
+    }
+    #[cfg(not(unix))]
+    let _ = meta;
+    Error::UnknownInput { path: path.into(), why: format!("it is {what}, not a file or folder") }
 }
 
 /// Extracts `source` (of `kind`) into the empty folder `raw`, reporting bytes to `progress`.
@@ -138,8 +194,21 @@ pub fn extract(source: &Path, kind: SourceKind, raw: &Path, progress: &dyn Progr
     }
 }
 
+/// Opens the regular file `path` for reading. On Unix it is opened non-blocking (a FIFO
+/// swapped in after [`detect_kind`] cannot block the open) and refused unless it is a
+/// regular file.
 fn open(path: &Path) -> Result<File, Error> {
-    File::open(path).map_err(|source| Error::Read { path: path.into(), source })
+    let read_err = |source| Error::Read { path: path.into(), source };
+    let mut opts = fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut opts, libc::O_NONBLOCK);
+    let f = opts.open(path).map_err(read_err)?;
+    let meta = f.metadata().map_err(read_err)?;
+    if !meta.is_file() {
+        return Err(special_file(path, &meta));
+    }
+    Ok(f)
 }
 
 /// Joins a normalized `/`-separated relative path onto `base` with native separators.
@@ -227,11 +296,17 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
     let mut paths = PathIndex::default();
     let mut files = Vec::new();
     let mut symlinks = Vec::new();
+    // (local header offset, end of data, index, name) of every entry, to find shared data.
+    let mut spans = Vec::with_capacity(zip.len());
     for index in 0..zip.len() {
         let f = zip.by_index_raw(index).map_err(|e| corrupt(source, e))?;
-        let name = String::from_utf8_lossy(f.name_raw()).into_owned();
+        let name = member::name_from_bytes(f.name_raw())
+            .map_err(|r| Error::BadMember { archive: source.into(), member: member::escape_bytes(f.name_raw()), rule: r.0 })?
+            .to_string();
         let bad = |rule: String| Error::BadMember { archive: source.into(), member: name.clone(), rule };
         let Some(path) = admit(source, &mut case, &name)? else { continue };
+        let start = f.header_start();
+        spans.push((start, f.data_start().unwrap_or(start).saturating_add(f.compressed_size()), index, name.clone()));
         let kind = if f.is_dir() {
             Kind::Dir
         } else if f.is_symlink() {
@@ -260,6 +335,25 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
             files.push(ZipMember { index, name, path, size });
         }
     }
+    // No two entries may share bytes: 300 entries naming one member's data would extract it
+    // 300 times from one copy.
+    spans.sort();
+    for w in spans.windows(2) {
+        let ((_, end, _, first), (start, _, _, second)) = (&w[0], &w[1]);
+        if start < end {
+            return Err(Error::BadMember {
+                archive: source.into(),
+                member: second.clone(),
+                rule: format!("its data overlaps that of `{first}` (two central-directory entries share one stored member); refusing a likely zip bomb"),
+            });
+        }
+    }
+    let input_size = fs::metadata(source).map_err(|e| Error::Read { path: source.into(), source: e })?.len();
+    let declared = files.iter().fold(0u64, |t, m| t.saturating_add(m.size));
+    let bound = expansion_bound(input_size);
+    if declared > bound {
+        return Err(Error::Expansion { archive: source.into(), member: None, total: declared, packed: input_size, bound });
+    }
     // Every parent folder of every member exists before the workers start.
     for m in &files {
         add_parents(&mut items, &m.path);
@@ -272,8 +366,7 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
             fs::create_dir_all(native(raw, path)).map_err(write_err(raw))?;
         }
     }
-    let total: u64 = files.iter().map(|m| m.size).sum();
-    progress.start("extracting", total);
+    progress.start("extracting", declared);
     let results = Mutex::new(Vec::with_capacity(files.len()));
     let failed = AtomicBool::new(false);
     let first_error: Mutex<Option<Error>> = Mutex::new(None);
@@ -384,15 +477,39 @@ fn finish_symlinks(source: &Path, raw: &Path, index: &PathIndex, items: &mut BTr
         }
         resolved.push(r);
     }
-    for ((path, target), resolved) in symlinks.iter().zip(resolved) {
-        // Where a chain of links ends (what Windows copies).
-        let mut end = resolved;
-        for _ in 0..8 {
-            match targets.get(end.as_str()).map(|t| member::resolve_symlink(&end, t)) {
-                Some(Ok(next)) => end = next,
-                _ => break,
+    // Where each chain of links ends (what Windows copies); a chain that comes back to a link
+    // it passed, or goes on past MAX_LINK_HOPS, is a loop.
+    let mut ends = Vec::with_capacity(symlinks.len());
+    let mut folder_links = Vec::new();
+    for ((path, _), first) in symlinks.iter().zip(&resolved) {
+        let bad = |rule: String| Error::BadMember { archive: source.into(), member: path.clone(), rule };
+        let mut chain = vec![path.as_str()];
+        let mut end = first.clone();
+        while let Some((&key, &t)) = targets.get_key_value(end.as_str()) {
+            let looped = chain.contains(&key);
+            chain.push(key);
+            if looped || chain.len() > member::MAX_LINK_HOPS {
+                let shown = if chain.len() > 6 { format!("{} -> ... -> {}", chain[..3].join(" -> "), chain[chain.len() - 1]) } else { chain.join(" -> ") };
+                let what = if looped { "a symlink loop".to_string() } else { format!("a chain of more than {} symlinks", member::MAX_LINK_HOPS) };
+                return Err(bad(format!("it starts {what} ({shown}); nothing can open it")));
             }
+            end = member::resolve_symlink(key, t).map_err(|r| bad(r.0))?;
         }
+        if end.is_empty() || index.get(&end) == Some(Kind::Dir) {
+            folder_links.push((path.clone(), end.clone()));
+        }
+        ends.push(end);
+    }
+    if let Some(cycle) = member::folder_link_cycle(&folder_links) {
+        let to: std::collections::HashMap<&str, &str> = folder_links.iter().map(|(l, t)| (l.as_str(), t.as_str())).collect();
+        let steps: Vec<String> = cycle.iter().map(|l| format!("`{l}` -> `{}`", if to[l.as_str()].is_empty() { "." } else { to[l.as_str()] })).collect();
+        return Err(Error::BadMember {
+            archive: source.into(),
+            member: cycle[0].clone(),
+            rule: format!("it leads into a folder that holds it again ({}): a path through it never ends", steps.join(", ")),
+        });
+    }
+    for ((path, target), end) in symlinks.iter().zip(ends) {
         make_symlink(raw, path, target, &end)?;
     }
     for (path, target) in symlinks {
@@ -462,9 +579,13 @@ fn extract_tar(
         let mut buf = vec![0u8; BUF];
         let mut unpacked = 0u64;
         let mut last_packed = 0u64;
+        let bound = expansion_bound(total);
         for entry in entries {
             let mut entry = entry.map_err(|e| tar_error(source, e))?;
-            let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+            let raw_name = entry.path_bytes().into_owned();
+            let name = member::name_from_bytes(&raw_name)
+                .map_err(|r| Error::BadMember { archive: source.into(), member: member::escape_bytes(&raw_name), rule: r.0 })?
+                .to_string();
             let bad = |rule: String| Error::BadMember { archive: source.into(), member: name.clone(), rule };
             let Some(path) = admit(source, &mut case, &name)? else { continue };
             let ty = entry.header().entry_type();
@@ -478,6 +599,14 @@ fn extract_tar(
                 index.claim(&path, kind).map_err(|r| bad(r.0))?;
             }
             let declared = entry.header().size().map_err(|e| bad(format!("unreadable size ({e})")))?;
+            // Files and hard links (copies) are bounded at their header, before any byte is
+            // written: the bound is known from the input's size.
+            if matches!(ty, tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::Link) {
+                let size = if ty == tar::EntryType::Link { link_size(&entry, &items) } else { declared };
+                if unpacked.saturating_add(size) > bound {
+                    return Err(Error::Expansion { archive: source.into(), member: Some(name), total: unpacked.saturating_add(size), packed: total, bound });
+                }
+            }
             // Parents first (tar archives need not list folders).
             add_parents(&mut items, &path);
             fs::create_dir_all(native(raw, &path).parent().expect("under raw")).map_err(write_err(raw))?;
@@ -503,25 +632,27 @@ fn extract_tar(
                     let packed = count.load(Ordering::Relaxed);
                     progress.advance(packed - last_packed);
                     last_packed = packed;
-                    if unpacked > (1 << 30) && unpacked / packed.max(1) > MAX_RATIO {
-                        return Err(Error::Bomb { archive: source.into(), member: name, size: unpacked, packed, max_ratio: MAX_RATIO });
-                    }
                     items.insert(path, Item::File { size: n, sha256: sha });
                 }
                 tar::EntryType::Symlink => {
-                    let target =
-                        entry.link_name_bytes().map(|b| String::from_utf8_lossy(&b).into_owned()).ok_or_else(|| bad("a symlink without a target".into()))?;
+                    let raw_target = entry.link_name_bytes().ok_or_else(|| bad("a symlink without a target".into()))?;
+                    let target = member::name_from_bytes(&raw_target)
+                        .map_err(|r| bad(format!("the symlink target `{}`: {}", member::escape_bytes(&raw_target), r.0)))?
+                        .to_string();
                     member::resolve_symlink(&path, &target).map_err(|r| bad(r.0))?;
                     symlinks.push((path, target));
                 }
                 tar::EntryType::Link => {
-                    let target =
-                        entry.link_name_bytes().map(|b| String::from_utf8_lossy(&b).into_owned()).ok_or_else(|| bad("a hard link without a target".into()))?;
+                    let raw_target = entry.link_name_bytes().ok_or_else(|| bad("a hard link without a target".into()))?;
+                    let target = member::name_from_bytes(&raw_target)
+                        .map_err(|r| bad(format!("the hard link target `{}`: {}", member::escape_bytes(&raw_target), r.0)))?
+                        .to_string();
                     let target = member::normalize(&target).map_err(|r| bad(format!("hard link target: {}", r.0)))?;
                     let Some(Item::File { size, sha256 }) = items.get(&target).cloned() else {
                         return Err(bad(format!("a hard link to `{target}`, which is not an earlier file in the archive")));
                     };
                     fs::copy(native(raw, &target), native(raw, &path)).map_err(write_err(raw))?;
+                    unpacked += size;
                     items.insert(path, Item::File { size, sha256 });
                 }
                 tar::EntryType::XGlobalHeader | tar::EntryType::XHeader | tar::EntryType::GNULongName | tar::EntryType::GNULongLink => {}
@@ -535,6 +666,15 @@ fn extract_tar(
     progress.finish();
     let size = count.load(Ordering::Relaxed);
     Ok(Extracted { items, source_sha256: Some(hex::encode(hashing.hasher.finalize())), source_size: Some(size) })
+}
+
+/// The size of the earlier file a tar hard link copies (0 when it names none: refused later).
+fn link_size<R: Read>(entry: &tar::Entry<R>, items: &BTreeMap<String, Item>) -> u64 {
+    let target = entry.link_name_bytes().and_then(|b| std::str::from_utf8(&b).ok().and_then(|t| member::normalize(t).ok()));
+    match target.and_then(|t| items.get(&t)) {
+        Some(Item::File { size, .. }) => *size,
+        _ => 0,
+    }
 }
 
 fn tar_error(archive: &Path, e: io::Error) -> Error {
@@ -571,7 +711,9 @@ fn copy_folder(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
     for e in walkdir::WalkDir::new(source).min_depth(1).sort_by_file_name() {
         let e = e.map_err(read_err)?;
         let rel = e.path().strip_prefix(source).expect("walkdir stays under its root");
-        let name = rel.to_string_lossy().into_owned();
+        let name = member::name_from_bytes(rel.as_os_str().as_encoded_bytes())
+            .map_err(|r| Error::BadMember { archive: source.into(), member: member::escape_bytes(rel.as_os_str().as_encoded_bytes()), rule: r.0 })?
+            .to_string();
         let bad = |rule: String| Error::BadMember { archive: source.into(), member: name.clone(), rule };
         let path = member::normalize(&name).map_err(|r| bad(r.0))?;
         if let Some(prev) = case.insert(&path) {
@@ -592,7 +734,9 @@ fn copy_folder(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
             items.insert(path, Item::Dir);
         } else if ft.is_symlink() {
             let target = fs::read_link(e.path()).map_err(|source| Error::Read { path: e.path().into(), source })?;
-            let target = target.to_string_lossy().into_owned();
+            let target = member::name_from_bytes(target.as_os_str().as_encoded_bytes())
+                .map_err(|r| bad(format!("the symlink target `{}`: {}", member::escape_bytes(target.as_os_str().as_encoded_bytes()), r.0)))?
+                .to_string();
             member::resolve_symlink(&path, &target).map_err(|r| bad(r.0))?;
             links.push((path, target));
         } else if ft.is_file() {

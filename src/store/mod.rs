@@ -55,27 +55,31 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    #[error("{} is not a cuDNN release: {why}", path.display())]
+    #[error("{} is not a cuDNN release: {why}", esc_path(path))]
     UnknownInput { path: PathBuf, why: String },
-    #[error("{}: member `{member}` refused: {rule}", archive.display())]
+    #[error("{}: member `{}` refused: {}", esc_path(archive), member::shown(member), member::escape(rule))]
     BadMember { archive: PathBuf, member: String, rule: String },
-    #[error("{}: members `{first}` and `{second}` differ only by case; they would collide on Windows", archive.display())]
+    #[error("{}: members `{}` and `{}` differ only by case; they would collide on Windows", esc_path(archive), member::shown(first), member::shown(second))]
     CaseCollision { archive: PathBuf, first: String, second: String },
-    #[error("{}: member `{member}` holds {actual} bytes but its header declares {declared}", archive.display())]
+    #[error("{}: member `{}` holds {actual} bytes but its header declares {declared}", esc_path(archive), member::shown(member))]
     SizeMismatch { archive: PathBuf, member: String, declared: u64, actual: u64 },
-    #[error("{}: member `{member}` would expand {packed} bytes to {size} (over {max_ratio}:1); refusing a likely zip bomb", archive.display())]
+    #[error("{}: member `{}` would expand {packed} bytes to {size} (over {max_ratio}:1); refusing a likely zip bomb", esc_path(archive), member::shown(member))]
     Bomb { archive: PathBuf, member: String, size: u64, packed: u64, max_ratio: u64 },
-    #[error("{}: member `{member}` fails its CRC-32 check (the archive is damaged)", archive.display())]
+    /// The members together would expand past [`extract::expansion_bound`] (`member`: the tar
+    /// member that crossed it; none for a zip, whose total is known up front).
+    #[error("{}: {} expand the archive's {packed} bytes to {total}, over the bound of {bound} for it ({}x its size, at least {} MiB, at most {} GiB); refusing a likely bomb", esc_path(archive), match member { Some(m) => format!("the members up to `{}` would", member::shown(m)), None => "its members would".into() }, extract::MAX_TOTAL_RATIO, extract::TOTAL_RATIO_FLOOR >> 20, extract::MAX_TOTAL >> 30)]
+    Expansion { archive: PathBuf, member: Option<String>, total: u64, packed: u64, bound: u64 },
+    #[error("{}: member `{}` fails its CRC-32 check (the archive is damaged)", esc_path(archive), member::shown(member))]
     BadCrc { archive: PathBuf, member: String },
-    #[error("{} is damaged: {detail}", archive.display())]
+    #[error("{} is damaged: {}", esc_path(archive), member::escape(detail))]
     Corrupt { archive: PathBuf, detail: String },
     #[error("{}: SHA-256 is {actual}, but {expected} was expected", path.display())]
     Sha256Mismatch { path: PathBuf, expected: String, actual: String },
-    #[error("{}: `{member}` does not match the wheel's RECORD: {why}", archive.display())]
+    #[error("{}: `{}` does not match the wheel's RECORD: {}", esc_path(archive), member::shown(member), member::escape(why))]
     Record { archive: PathBuf, member: String, why: String },
     #[error("no cuDNN found in {}: no cudnn64_<N>.dll or libcudnn.so.<N> inside", path.display())]
     NoCudnn { path: PathBuf },
-    #[error("{} holds several cuDNN releases (in {})", path.display(), roots.join(", "))]
+    #[error("{} holds several cuDNN releases (in {})", esc_path(path), member::escape(&roots.join(", ")))]
     SeveralReleases { path: PathBuf, roots: Vec<String> },
     #[error("{}: cannot tell which CUDA major this cuDNN is built for{}", path.display(), if variants.is_empty() { String::new() } else { format!(" (it holds CUDA variants {})", variants.join(", ")) })]
     CudaUnknown { path: PathBuf, variants: Vec<String> },
@@ -86,7 +90,7 @@ pub enum Error {
     /// `claims`: two (version, where it was read) pairs that disagree (boxed: keeps `Error` small).
     #[error("{}: the version is ambiguous: {} says {}, but {} says {}", path.display(), claims[0].1, claims[0].0, claims[1].1, claims[1].0)]
     VersionConflict { path: PathBuf, claims: Box<[(String, String); 2]> },
-    #[error("{}: library `{member}` is not usable: {detail}", path.display())]
+    #[error("{}: library `{}` is not usable: {}", esc_path(path), member::shown(member), member::escape(detail))]
     BadLibrary { path: PathBuf, member: String, detail: String },
     #[error("`--sha256` was given for {}, which is a folder", path.display())]
     Sha256OnFolder { path: PathBuf },
@@ -104,6 +108,11 @@ pub enum Error {
     BadRoots { path: PathBuf, detail: String },
 }
 
+/// A path for an error message, with control characters escaped ([`member::escape`]).
+fn esc_path(p: &Path) -> String {
+    member::escape(&p.display().to_string())
+}
+
 impl Diagnose for Error {
     fn hint(&self) -> Option<String> {
         use Error::*;
@@ -113,7 +122,9 @@ impl Diagnose for Error {
             UnknownInput { .. } => {
                 "pass an official cuDNN .zip / .tar.xz, a legacy cuda/ .zip / .tgz, an nvidia-cudnn-cu* wheel, or an extracted folder".into()
             }
-            BadMember { .. } | CaseCollision { .. } | Bomb { .. } => "this archive is unsafe to extract; download it again from NVIDIA or PyPI".into(),
+            BadMember { .. } | CaseCollision { .. } | Bomb { .. } | Expansion { .. } => {
+                "this archive is unsafe to extract; download it again from NVIDIA or PyPI".into()
+            }
             SizeMismatch { .. } | BadCrc { .. } | Corrupt { .. } | Record { .. } => "the file is damaged or incomplete; download it again".into(),
             Sha256Mismatch { .. } => "the file is not the one you expected: download it again, or check the --sha256 value against NVIDIA's manifest".into(),
             NoCudnn { .. } => "point at an archive or folder that contains cuDNN's bin/ or lib/ (e.g. site-packages/nvidia/cudnn)".into(),
@@ -546,9 +557,20 @@ fn verify_record(archive: &Path, raw: &Path, items: &BTreeMap<String, Item>) -> 
             matches!((it.next(), it.next(), it.next()), (Some(d), Some("RECORD"), None) if d.ends_with(".dist-info"))
         })
         .cloned()
-        .ok_or_else(|| Error::Record { archive: archive.into(), member: "*.dist-info/RECORD".into(), why: "the wheel has no RECORD".into() })?;
-    let text = fs::read_to_string(extract::native(raw, &record_path)).map_err(|source| Error::Read { path: archive.into(), source })?;
+        .ok_or_else(|| Error::Record {
+            archive: archive.into(),
+            member: "*.dist-info/RECORD".into(),
+            why: "the wheel has no RECORD, so nothing vouches for its files' hashes".into(),
+        })?;
     let rec = |member: &str, why: String| Error::Record { archive: archive.into(), member: member.into(), why };
+    let bytes = fs::read(extract::native(raw, &record_path)).map_err(|source| Error::Read { path: archive.into(), source })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        let col = at - bytes[..at].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1) + 1;
+        rec(&record_path, format!("RECORD is not UTF-8 text (byte 0x{:02x} at line {line}, column {col}), so its paths cannot be checked", bytes[at]))
+    })?;
     let mut listed = BTreeMap::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let mut parts = line.rsplitn(3, ',');

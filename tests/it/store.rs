@@ -806,6 +806,39 @@ refusals! {
         hostile::zip_with_member(&ctx.work, &format!("{}/entry.toml", Release::V9.windows_archive_stem()))
     };
 
+    // ---- control characters, encodings and overlong names (issue 11); names are shown escaped
+    refuses_a_zip_member_with_an_escape_sequence(ctx, zip) {
+        hostile::zip_with_member(&ctx.work, &format!("{}/bin/\x1b]0;pwned\x07\x1b[2Jevil.dll", Release::V9.windows_archive_stem()))
+    };
+    refuses_a_tar_member_with_a_newline(ctx, tar) {
+        hostile::tar_with_member(&ctx.work, &format!("{}/lib/libevil.so\nerror: fake", Release::V9.linux_archive_stem()))
+    };
+    refuses_a_zip_member_with_a_c1_control(ctx, zip) {
+        hostile::zip_with_member(&ctx.work, &format!("{}/bin/\u{9b}31mred.dll", Release::V9.windows_archive_stem()))
+    };
+    refuses_a_zip_member_with_del(ctx, zip) { hostile::zip_with_member(&ctx.work, &format!("{}/bin/evil\u{7f}.dll", Release::V9.windows_archive_stem())) };
+    refuses_a_symlink_target_with_control_characters(ctx, path) {
+        hostile::archive_with_symlink(&ctx.work, "lib/libcudnn_evil.so", "libcudnn.so.9\x1b[2J", false).0
+    };
+    refuses_a_zip_member_name_that_is_not_utf8(ctx, path) { hostile::zip_with_raw_member(&ctx.work, b"evil\xff\xfe.dll") };
+    refuses_a_tar_member_name_that_is_not_utf8(ctx, path) { hostile::tar_with_raw_member(&ctx.work, b"libevil\xc3.so") };
+    #[cfg(unix)]
+    refuses_a_folder_member_name_that_is_not_utf8(ctx, folder) {
+        use std::os::unix::ffi::OsStrExt as _;
+        let folder = site_packages(&ctx.work, &Release::V9, WheelOs::Linux);
+        fs::write(folder.join("lib").join(std::ffi::OsStr::from_bytes(b"libevil\xff.so")), "evil").unwrap();
+        folder
+    };
+    refuses_a_member_name_component_over_255_bytes(ctx, zip) {
+        hostile::zip_with_member(&ctx.work, &format!("{}/bin/{}.dll", Release::V9.windows_archive_stem(), "a".repeat(300)))
+    };
+    refuses_a_member_path_of_5000_characters(ctx, zip) {
+        hostile::zip_with_member(&ctx.work, &format!("{}/{}x.dll", Release::V9.windows_archive_stem(), format!("{}/", "d".repeat(99)).repeat(50)))
+    };
+    refuses_a_member_3000_folders_deep(ctx, zip) {
+        hostile::zip_with_member(&ctx.work, &format!("{}/{}x.dll", Release::V9.windows_archive_stem(), "a/".repeat(3000)))
+    };
+
     // ---- links and special members
     /// lib/evil -> ../../etc/passwd stays inside the archive but leaves the release root,
     /// which is all the entry keeps.
@@ -843,6 +876,27 @@ refusals! {
         hostile::tar_with_special(&ctx.work, "lib/libhard.so", tar::EntryType::Link, Some("cudnn-linux-x86_64-9.5.0.50_cuda12-archive/lib/nothing")).0
     };
     refuses_tar_fifo_members(ctx, path) { hostile::tar_with_special(&ctx.work, "lib/fifo", tar::EntryType::Fifo, None).0 };
+    refuses_a_symlink_loop(ctx, path) {
+        let (stem, mut t) = hostile::linux_archive(&Release::V9);
+        t.symlink(format!("{stem}/lib/libloop_a.so"), "libloop_b.so");
+        t.symlink(format!("{stem}/lib/libloop_b.so"), "libloop_a.so");
+        let path = ctx.path(&format!("{stem}.tar.xz"));
+        t.write_tar_xz(&path);
+        path
+    };
+    refuses_a_symlink_to_itself(ctx, path) { hostile::archive_with_symlink(&ctx.work, "lib/libself.so", "libself.so", true).0 };
+    /// `lib/up -> .` makes `lib/up/up/up/...` endless for anything that follows links.
+    refuses_a_symlink_to_its_own_folder(ctx, path) { hostile::archive_with_symlink(&ctx.work, "lib/up", ".", false).0 };
+    /// `lib/x/l1 -> ../y` and `lib/y/l2 -> ../x`: `lib/x/l1/l2/l1/l2/...` never ends.
+    refuses_a_cycle_of_folder_symlinks(ctx, path) {
+        let (stem, mut t) = hostile::linux_archive(&Release::V9);
+        t.file(format!("{stem}/lib/x/a.txt"), "a");
+        t.symlink(format!("{stem}/lib/x/l1"), "../y");
+        t.symlink(format!("{stem}/lib/y/l2"), "../x");
+        let path = ctx.path(&format!("{stem}.tar.xz"));
+        t.write_tar_xz(&path);
+        path
+    };
     refuses_a_dangling_symlink(ctx, path) { hostile::archive_with_symlink(&ctx.work, "lib/libcudnn_gone.so", "libcudnn_gone.so.9", false).0 };
     /// Without members under it, such a link would still leave the entry once published.
     refuses_a_symlink_through_a_symlink(ctx, path) {
@@ -881,6 +935,17 @@ refusals! {
         assert!(fs::metadata(&path).unwrap().len() < 1 << 20);
         path
     };
+    /// 64 members of 4 MiB - 1 each: every one under the per-member bound, together 256 MiB
+    /// from about 300 KB. Refused from the central directory, before anything is written.
+    refuses_a_zip_whose_members_together_expand_too_far(ctx, path) {
+        let (path, _) = hostile::zip_of_many_small_bombs(&ctx.work, 64, (4 << 20) - 1);
+        assert!(fs::metadata(&path).unwrap().len() < 1 << 20);
+        path
+    };
+    /// 300 central-directory entries pointing at one member's data (4 MiB - 1 bytes).
+    refuses_a_zip_whose_entries_share_one_member(ctx, path) { hostile::zip_with_aliased_member(&ctx.work, 300, (4 << 20) - 1).0 };
+    /// Two entries sharing one small member: no bound on sizes is near, the overlap alone refuses.
+    refuses_a_zip_whose_entries_overlap(ctx, path) { hostile::zip_with_aliased_member(&ctx.work, 1, 100).0 };
     refuses_a_truncated_zip(ctx, zip) {
         let zip = windows_zip(&ctx.work, &Release::V9, BinDir::Bin);
         hostile::truncate(&zip, 1, 2);
@@ -932,6 +997,27 @@ refusals! {
         let r = Release::V9;
         let mut t = wheel_tree(&r, WheelOs::Linux);
         t.remove("nvidia/cudnn/lib/libcudnn_heuristic.so.9");
+        let path = ctx.path(&r.wheel_name("manylinux2014_x86_64"));
+        t.write_zip(&path);
+        path
+    };
+
+    /// A wheel must carry a RECORD: without one nothing checks its files' hashes.
+    refuses_a_wheel_without_record(ctx, path) {
+        let r = Release::V9;
+        let mut t = wheel_tree(&r, WheelOs::Linux);
+        t.remove(&format!("{}/RECORD", dist_info(&r)));
+        let path = ctx.path(&r.wheel_name("manylinux2014_x86_64"));
+        t.write_zip(&path);
+        path
+    };
+    refuses_a_wheel_whose_record_is_not_utf8(ctx, path) {
+        let r = Release::V9;
+        let mut t = wheel_tree(&r, WheelOs::Linux);
+        let di = dist_info(&r);
+        let mut record = record_text(&t, &di).into_bytes();
+        record.splice(0..0, b"nvidia/caf\xe9.py,,\n".iter().copied());
+        t.replace(&format!("{di}/RECORD"), record);
         let path = ctx.path(&r.wheel_name("manylinux2014_x86_64"));
         t.write_zip(&path);
         path
@@ -1056,4 +1142,45 @@ fn refuses_writing_through_a_chain_of_symlinks() {
     // Then the same checks as every refusal above, and its stderr snapshot.
     let err = ctx.check_refused(&path, &out);
     assert_stderr_snapshot!(ctx, "refuses_writing_through_a_chain_of_symlinks", err);
+}
+
+/// A tar stream is bounded as it is read: with the cap lowered to 8 MiB (a debug-build test
+/// hook), three 4 MiB members are refused at the third one's header, before its data is
+/// written.
+#[test]
+fn refuses_a_tar_xz_bomb_while_streaming() {
+    let ctx = TestContext::new();
+    let path = hostile::tar_xz_bomb(&ctx.work, 3, 4 << 20);
+    let out = ctx.cmd().env("CUENV_TEST_MAX_EXPANSION", (8u64 << 20).to_string()).args(["store", "add"]).arg(&path).output().unwrap();
+    let err = ctx.check_refused(&path, &out);
+    assert_stderr_snapshot!(ctx, "refuses_a_tar_xz_bomb_while_streaming", err);
+}
+
+/// A FIFO (or socket, device) as the input is refused before it is opened: opening a FIFO
+/// with no writer would block forever while holding the writer lock.
+#[cfg(unix)]
+#[test]
+fn refuses_a_fifo_as_the_input() {
+    let ctx = TestContext::new();
+    let path = ctx.path("cudnn-linux-x86_64-9.5.0.50_cuda12-archive.tar.xz");
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let out = ctx.cmd().args(["store", "add"]).arg(&path).timeout(std::time::Duration::from_secs(20)).output().unwrap();
+    let err = ctx.check_refused(&path, &out);
+    assert_stderr_snapshot!(ctx, "refuses_a_fifo_as_the_input", err);
+}
+
+/// Names that come from outside are printed escaped: a file planted in an entry with an
+/// escape sequence in its name shows in `store verify` as `\u{1b}`, never as the raw byte.
+#[test]
+fn verify_prints_planted_names_escaped() {
+    let ctx = TestContext::new();
+    ctx.add_ok(&windows_zip(&ctx.work, &Release::V9, BinDir::Bin), &[]);
+    let dir = ctx.only_entry();
+    with_writable_dir(&dir.join("bin"), || fs::write(dir.join("bin").join("evil\x1b[2J\x07.dll"), "x").unwrap());
+    let out = ctx.cmd().args(["store", "verify"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("  extra: bin/evil\\u{1b}[2J\\u{7}.dll\n"), "{text}");
+    assert!(!out.stdout.iter().any(|b| *b == 0x1b || *b == 0x07), "raw control bytes printed: {text:?}");
 }

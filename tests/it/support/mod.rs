@@ -743,6 +743,9 @@ pub struct ZipMember {
     pub method: Method,
     /// Overrides the uncompressed size written in both headers (for lying-header tests).
     pub declared_size: Option<u32>,
+    /// Writes no local header or data: the central record points at the local header of
+    /// the (earlier) member of this name, with its sizes and CRC (overlapping entries).
+    pub alias_of: Option<String>,
 }
 
 /// A minimal zip writer (no zip64), writing names and sizes exactly as told.
@@ -775,7 +778,7 @@ impl ZipBuilder {
     /// Adds a member (files deflated; folders get a trailing `/`).
     pub fn add(&mut self, name: &str, node: Node) -> &mut ZipMember {
         let name = if node == Node::Dir && !name.ends_with('/') { format!("{name}/") } else { name.to_string() };
-        self.members.push(ZipMember { name, node, method: Method::Deflated, declared_size: None });
+        self.members.push(ZipMember { name, node, method: Method::Deflated, declared_size: None, alias_of: None });
         self.members.last_mut().unwrap()
     }
 
@@ -795,45 +798,54 @@ impl ZipBuilder {
         let mut out: Vec<u8> = Vec::new();
         let mut central: Vec<u8> = Vec::new();
         let mut data_offsets = Vec::new();
+        // (name -> local header offset, CRC, packed length, declared size, method id) for aliases.
+        let mut locals: std::collections::HashMap<&str, (u32, u32, u32, u32, u16)> = std::collections::HashMap::new();
+        // The last deflated content, reused when the next member holds the same bytes.
+        let mut last: Option<(&[u8], Vec<u8>, u32)> = None;
         for m in &self.members {
             let (raw, mode): (&[u8], u32) = match &m.node {
                 Node::File(d) => (d, 0o100644),
                 Node::Dir => (&[], 0o040755),
                 Node::Symlink(t) => (t.as_bytes(), 0o120777),
             };
-            let mut crc = flate2::Crc::new();
-            crc.update(raw);
-            let method = if m.node == Node::Dir { Method::Stored } else { m.method };
-            let packed = match method {
-                Method::Stored => raw.to_vec(),
-                Method::Deflated => {
-                    let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
-                    e.write_all(raw).unwrap();
-                    e.finish().unwrap()
-                }
-            };
-            let method_id: u16 = if method == Method::Stored { 0 } else { 8 };
-            let usize_ = m.declared_size.unwrap_or(raw.len() as u32);
-            let offset = out.len() as u32;
             let name = m.name.as_bytes();
-            // Local file header
-            let fields = |v: &mut Vec<u8>| {
-                v.extend_from_slice(&20u16.to_le_bytes()); // version needed
-                v.extend_from_slice(&0x0800u16.to_le_bytes()); // flags: UTF-8 names
-                v.extend_from_slice(&method_id.to_le_bytes());
-                v.extend_from_slice(&0u16.to_le_bytes()); // time
-                v.extend_from_slice(&0x0021u16.to_le_bytes()); // date 1980-01-01
-                v.extend_from_slice(&crc.sum().to_le_bytes());
-                v.extend_from_slice(&(packed.len() as u32).to_le_bytes());
-                v.extend_from_slice(&usize_.to_le_bytes());
-                v.extend_from_slice(&(name.len() as u16).to_le_bytes());
-                v.extend_from_slice(&0u16.to_le_bytes()); // extra length
+            let method = if m.node == Node::Dir { Method::Stored } else { m.method };
+            let (offset, crc, packed_len, usize_, method_id) = if let Some(of) = &m.alias_of {
+                *locals.get(of.as_str()).unwrap_or_else(|| panic!("alias of {of}, which is not an earlier member"))
+            } else {
+                let (packed, crc) = match &last {
+                    Some((r, p, c)) if *r == raw && method == Method::Deflated => (p.clone(), *c),
+                    _ => {
+                        let mut crc = flate2::Crc::new();
+                        crc.update(raw);
+                        let packed = match method {
+                            Method::Stored => raw.to_vec(),
+                            Method::Deflated => {
+                                let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+                                e.write_all(raw).unwrap();
+                                e.finish().unwrap()
+                            }
+                        };
+                        if method == Method::Deflated {
+                            last = Some((raw, packed.clone(), crc.sum()));
+                        }
+                        (packed, crc.sum())
+                    }
+                };
+                let method_id: u16 = if method == Method::Stored { 0 } else { 8 };
+                let usize_ = m.declared_size.unwrap_or(raw.len() as u32);
+                let offset = out.len() as u32;
+                // Local file header
+                out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+                zip_fields(&mut out, method_id, crc, packed.len() as u32, usize_, name.len() as u16);
+                out.extend_from_slice(name);
+                data_offsets.push((m.name.clone(), out.len() as u64, packed.len() as u64));
+                out.extend_from_slice(&packed);
+                let local = (offset, crc, packed.len() as u32, usize_, method_id);
+                locals.insert(m.name.as_str(), local);
+                local
             };
-            out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
-            fields(&mut out);
-            out.extend_from_slice(name);
-            data_offsets.push((m.name.clone(), out.len() as u64, packed.len() as u64));
-            out.extend_from_slice(&packed);
+            let fields = |v: &mut Vec<u8>| zip_fields(v, method_id, crc, packed_len, usize_, name.len() as u16);
             // Central directory record
             central.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
             central.extend_from_slice(&((3u16 << 8) | 20).to_le_bytes()); // made by Unix
@@ -859,6 +871,21 @@ impl ZipBuilder {
         let len = out.len() as u64;
         (out, ZipLayout { data: data_offsets, len })
     }
+}
+
+/// The header fields shared by a local header and a central record, from "version needed"
+/// to "extra length".
+fn zip_fields(v: &mut Vec<u8>, method_id: u16, crc: u32, packed: u32, size: u32, name_len: u16) {
+    v.extend_from_slice(&20u16.to_le_bytes()); // version needed
+    v.extend_from_slice(&0x0800u16.to_le_bytes()); // flags: UTF-8 names
+    v.extend_from_slice(&method_id.to_le_bytes());
+    v.extend_from_slice(&0u16.to_le_bytes()); // time
+    v.extend_from_slice(&0x0021u16.to_le_bytes()); // date 1980-01-01
+    v.extend_from_slice(&crc.to_le_bytes());
+    v.extend_from_slice(&packed.to_le_bytes());
+    v.extend_from_slice(&size.to_le_bytes());
+    v.extend_from_slice(&name_len.to_le_bytes());
+    v.extend_from_slice(&0u16.to_le_bytes()); // extra length
 }
 
 impl Tree {
@@ -1236,6 +1263,100 @@ pub mod hostile {
         bytes[(offset + len / 2) as usize] ^= 0x01;
         fs::write(&path, bytes).unwrap();
         (path, member)
+    }
+
+    /// A Windows zip plus `count` members `bin/cudnn_pad<i>64_9.dll`, each `size` zero bytes
+    /// deflated: each under the per-member ratio bound (it starts at 4 MiB), together a bomb
+    /// (64 x (4 MiB - 1) is 256 MiB from about 300 KB). Returns (zip, first member).
+    pub fn zip_of_many_small_bombs(dir: &Path, count: usize, size: usize) -> (PathBuf, String) {
+        let (stem, t) = windows_archive(&Release::V9);
+        let mut z = t.zip_builder();
+        let zeros = vec![0u8; size];
+        for i in 0..count {
+            z.add(&format!("{stem}/bin/cudnn_pad{i}64_9.dll"), Node::File(zeros.clone()));
+        }
+        let path = dir.join(format!("{stem}.zip"));
+        z.write(&path);
+        (path, format!("{stem}/bin/cudnn_pad064_9.dll"))
+    }
+
+    /// A Windows zip plus one member `bin/cudnn_one64_9.dll` of `size` zero bytes and
+    /// `aliases` more central-directory entries (other names) all pointing at its local
+    /// header: the data is stored once but would be extracted `aliases + 1` times.
+    /// Returns (zip, the first alias).
+    pub fn zip_with_aliased_member(dir: &Path, aliases: usize, size: usize) -> (PathBuf, String) {
+        let (stem, t) = windows_archive(&Release::V9);
+        let mut z = t.zip_builder();
+        let one = format!("{stem}/bin/cudnn_one64_9.dll");
+        z.add(&one, Node::File(vec![0u8; size]));
+        for i in 0..aliases {
+            z.add(&format!("{stem}/bin/cudnn_alias{i}64_9.dll"), Node::File(Vec::new())).alias_of = Some(one.clone());
+        }
+        let path = dir.join(format!("{stem}.zip"));
+        z.write(&path);
+        (path, format!("{stem}/bin/cudnn_alias064_9.dll"))
+    }
+
+    /// A `.tar.xz` Linux archive plus `count` members `lib/libpad<i>.a` of `size` zero bytes.
+    pub fn tar_xz_bomb(dir: &Path, count: usize, size: usize) -> PathBuf {
+        let (stem, mut t) = linux_archive(&Release::V9);
+        for i in 0..count {
+            t.file(format!("{stem}/lib/libpad{i}.a"), vec![0u8; size]);
+        }
+        let path = dir.join(format!("{stem}.tar.xz"));
+        t.write_tar_xz(&path);
+        path
+    }
+
+    /// A good cuDNN 9 Windows zip plus one member whose name is the raw bytes `name` (which
+    /// need not be UTF-8), under the archive's top folder.
+    pub fn zip_with_raw_member(dir: &Path, name: &[u8]) -> PathBuf {
+        // Written with a placeholder name of the same length, then patched in place (zip
+        // headers carry no checksum of names).
+        let (stem, mut t) = windows_archive(&Release::V9);
+        let marker = "#".repeat(name.len());
+        let member = format!("{stem}/bin/{marker}");
+        t.file(&member, b"evil".to_vec());
+        let path = dir.join(format!("{stem}.zip"));
+        t.write_zip(&path);
+        let mut bytes = fs::read(&path).unwrap();
+        let needle = member.as_bytes();
+        let mut replaced = 0;
+        let mut i = 0;
+        while i + needle.len() <= bytes.len() {
+            if &bytes[i..i + needle.len()] == needle {
+                bytes[i + needle.len() - name.len()..i + needle.len()].copy_from_slice(name);
+                replaced += 1;
+                i += needle.len();
+            } else {
+                i += 1;
+            }
+        }
+        assert_eq!(replaced, 2, "the name is in the local header and the central record");
+        fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// A good cuDNN 9 Linux `.tar.xz` plus one file member whose name is `<top>/lib/` and the
+    /// raw bytes `name` (which need not be UTF-8).
+    pub fn tar_with_raw_member(dir: &Path, name: &[u8]) -> PathBuf {
+        let (stem, t) = linux_archive(&Release::V9);
+        let path = dir.join(format!("{stem}.tar.xz"));
+        let enc = xz2::write::XzEncoder::new(fs::File::create(&path).unwrap(), 1);
+        let enc = t.write_tar_with(enc, |b| {
+            let mut full = format!("{stem}/lib/").into_bytes();
+            full.extend_from_slice(name);
+            let mut h = tar::Header::new_ustar();
+            let u = h.as_ustar_mut().unwrap();
+            u.name[..full.len()].copy_from_slice(&full);
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_mode(0o644);
+            h.set_size(4);
+            h.set_cksum();
+            b.append(&h, &b"evil"[..]).unwrap();
+        });
+        enc.finish().unwrap();
+        path
     }
 
     /// Cuts the file at `path` to `num/den` of its length.
