@@ -564,7 +564,7 @@ pub fn delete(layout: &Layout, n: u64) -> Result<(), Error> {
 
 /// Removes what an interrupted build (`generations/.tmp-<n>`), deletion
 /// (`generations/.trash-<n>`), atomic write (`.cuenv-tmp*` in the home, and, once a minute
-/// old, in the current generation's conda env shim folders and lab folder) or link
+/// old, in the conda env shim folders and lab folders of every generation) or link
 /// replacement (`.profiles.new`, `.active.new`) left behind. Needs the writer lock (no live
 /// cuenv owns them then). Returns how many it removed.
 pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
@@ -590,14 +590,17 @@ pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
     }
     // Folders other homes may write too (the conda envs' shim folders, the lab folder):
     // only files no live cuenv is still writing.
-    if let Some(m) = current(layout).and_then(|n| read(layout, n).ok()) {
-        let mut dirs: Vec<PathBuf> = m.shims.iter().filter_map(|s| s.path.parent().map(Path::to_path_buf)).collect();
+    // Every generation's envs and lab folder: a kill during a rollback can leave a file in an
+    // env the current generation no longer names.
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for m in list(layout).into_iter().filter_map(|n| read(layout, n).ok()) {
+        dirs.extend(m.shims.iter().filter_map(|s| s.path.parent().map(Path::to_path_buf)));
         dirs.extend(m.source.parent().map(Path::to_path_buf));
-        dirs.sort();
-        dirs.dedup();
-        for d in dirs {
-            removed += fsutil::remove_atomic_leftovers(&d, Duration::from_secs(60)).map_err(io_at("clean up", &d))?;
-        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    for d in dirs {
+        removed += fsutil::remove_atomic_leftovers(&d, Duration::from_secs(60)).map_err(io_at("clean up", &d))?;
     }
     Ok(removed)
 }

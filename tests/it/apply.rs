@@ -830,8 +830,17 @@ fn the_next_writer_removes_what_a_kill_left() {
     old(&lab_tmp);
     let staging = lab.ctx.home.join(".profiles.new");
     std::os::unix::fs::symlink(lab.ctx.home.join("generations/1/views"), &staging).unwrap();
+    let active_staging = lab.ctx.home.join(".active.new");
+    std::os::unix::fs::symlink(lab.ctx.home.join("profiles/tf"), &active_staging).unwrap();
+    let gen_staging = lab.ctx.home.join("generations/.tmp-7");
+    fs::create_dir_all(gen_staging.join("views")).unwrap();
+    // An env only an older generation names (generation 2 below drops env_b).
+    let env_b_old = lab.env_b.join("etc/conda/activate.d/.cuenv-tmpOld444");
+    old(&env_b_old);
+    let f2 = lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n");
+    lab.ok(&["apply", "--no-check", "--replace", f2.to_str().unwrap()]);
     lab.ok(&["use", "legacy"]);
-    for gone in [&home_tmp, &env_old, &lab_tmp, &staging] {
+    for gone in [&home_tmp, &env_old, &lab_tmp, &staging, &active_staging, &gen_staging, &env_b_old] {
         assert!(fs::symlink_metadata(gone).is_err(), "{} survived", gone.display());
     }
     assert!(env_fresh.exists(), "a fresh file may belong to a live cuenv of another home");
