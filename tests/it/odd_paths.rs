@@ -146,3 +146,91 @@ fn apply_names_a_non_utf8_home() {
     }
     assert!(fs::symlink_metadata(home.join("profiles")).is_err(), "no generation became current");
 }
+
+/// An exFAT file system mounted through FUSE on a loop device, unmounted on drop: a file
+/// system that cannot hold links (symlink(2) fails with ENOSYS). Needs root, a loop device,
+/// `/dev/fuse` and Debian's `exfatprogs` + `exfat-fuse` (docs: ../shared field notes §9).
+struct ExfatMount {
+    _tmp: tempfile::TempDir,
+    mnt: PathBuf,
+    loop_dev: String,
+}
+
+impl ExfatMount {
+    /// The mount, or why it cannot be made here (the test then skips).
+    fn new() -> Result<ExfatMount, String> {
+        let run = |cmd: &mut Command| -> Result<String, String> {
+            let out = cmd.output().map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
+            if !out.status.success() {
+                return Err(format!("{:?} failed: {}", cmd.get_program(), String::from_utf8_lossy(&out.stderr).trim()));
+            }
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        };
+        if run(Command::new("id").arg("-u"))? != "0" {
+            return Err("not root (losetup and mount need it)".into());
+        }
+        let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let img = tmp.path().join("exfat.img");
+        fs::File::create(&img).and_then(|f| f.set_len(32 << 20)).map_err(|e| e.to_string())?;
+        run(Command::new("mkfs.exfat").arg(&img)).map_err(|e| format!("{e} (apt-get install exfatprogs)"))?;
+        let loop_dev = run(Command::new("losetup").args(["-f", "--show"]).arg(&img))?;
+        let mnt = tmp.path().join("mnt");
+        fs::create_dir(&mnt).map_err(|e| e.to_string())?;
+        if let Err(e) = run(Command::new("mount.exfat-fuse").arg(&loop_dev).arg(&mnt)) {
+            let _ = Command::new("losetup").arg("-d").arg(&loop_dev).output();
+            return Err(format!("{e} (apt-get install exfat-fuse)"));
+        }
+        Ok(ExfatMount { _tmp: tmp, mnt, loop_dev })
+    }
+}
+
+impl Drop for ExfatMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mnt).output();
+        let _ = Command::new("losetup").arg("-d").arg(&self.loop_dev).output();
+    }
+}
+
+/// A cuenv home on exFAT (FUSE): `apply` fails naming the file system and the folder, with
+/// the hint to move the home; with `link-mode = "copy"` the same (`copy` copies only store
+/// entries: the toolkit links and the commit point `<home>/profiles` are links in every mode). Before: "symlinks do not exist on this platform"
+/// with the hint to use `link-mode = "auto"`, which was in use. Skips, saying why, where the
+/// exFAT mount cannot be made.
+#[test]
+fn a_home_on_a_file_system_without_links() {
+    let m = match ExfatMount::new() {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!("SKIP a_home_on_a_file_system_without_links: cannot mount exFAT: {why}");
+            return;
+        }
+    };
+    let ctx = TestContext::new();
+    let home = m.mnt.join("cuenv");
+    // A Linux wheel: it holds no symlinks (docs/facts.md §7b), so the store takes it on exFAT
+    // (extracting the official tar.xz, which holds symlinks, fails there).
+    let archive = wheel(&ctx.work, &Release::V9, WheelOs::Linux);
+    let tk = toolkit(&ctx.work, "12.6.77", 12);
+    let (code, out, err) = cuenv(&home, &[os("store"), os("add"), archive.as_os_str()], &[]);
+    assert_eq!(code, 0, "store add of a wheel on exFAT:\n{out}\n{err}");
+    for mode in ["auto", "copy"] {
+        let lab = ctx.path(&format!("lab-{mode}.toml"));
+        fs::write(
+            &lab,
+            format!("[settings]\nlink-mode = \"{mode}\"\n\n[toolkits]\n\"12.6\" = '{}'\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n", tk.display()),
+        )
+        .unwrap();
+        let (code, out, err) = cuenv(&home, &[os("apply"), os("--no-check"), lab.as_os_str()], &[]);
+        assert_eq!(code, 1, "{mode}:\n{out}\n{err}");
+        let first = err.lines().next().unwrap_or_default();
+        assert!(first.starts_with("error: cannot create a symlink at "), "{mode}: {err}");
+        assert!(
+            first.contains(&format!("the file system of {}", home.display())) && first.ends_with("(FUSE, f_type 0x65735546) cannot hold links"),
+            "{mode}: {err}"
+        );
+        assert!(err.contains("caused by: Function not implemented (os error 38)"), "{mode}: {err}");
+        assert!(err.contains("hint: move the cuenv home (--home or CUENV_HOME) to a folder on a local file system that holds links"), "{mode}: {err}");
+        assert!(!err.contains("link-mode = \"auto\""), "{mode}: {err}");
+        assert!(fs::symlink_metadata(home.join("profiles")).is_err(), "{mode}: no generation became current");
+    }
+}
