@@ -37,19 +37,6 @@ use crate::probe;
 use crate::toolkit::Toolkit;
 use crate::version::Version;
 
-/// A path as JSON: its lossy text (serde's own `Path` serialization fails on a name that is
-/// not UTF-8, which made `doctor --json` panic).
-fn ser_path<S: serde::Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&p.to_string_lossy())
-}
-
-fn ser_opt_path<S: serde::Serializer>(p: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
-    match p {
-        Some(p) => s.serialize_some(&p.to_string_lossy()),
-        None => s.serialize_none(),
-    }
-}
-
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -91,7 +78,7 @@ pub struct Loaded {
     /// The cuDNN major asked for.
     pub major: u64,
     /// The dispatcher file the loader mapped (symlinks resolved), when it loaded.
-    #[serde(serialize_with = "ser_opt_path")]
+    #[serde(serialize_with = "crate::view::ser_lossy_opt")]
     pub dispatcher: Option<PathBuf>,
     /// Where that file comes from, in words (see [`origin`]).
     pub origin: Option<String>,
@@ -112,7 +99,7 @@ pub struct SearchDir {
     pub position: usize,
     /// The folder as written in the variable (in JSON lossy: U+FFFD for bytes that are not
     /// UTF-8, as in the text output).
-    #[serde(serialize_with = "ser_path")]
+    #[serde(serialize_with = "crate::view::ser_lossy")]
     pub path: PathBuf,
     /// The dispatchers in it: (file name, cuDNN major, version when its file tells).
     pub dispatchers: Vec<Dispatcher>,

@@ -94,6 +94,23 @@ pub fn first_non_unicode(path: &Path) -> Option<PathBuf> {
     Some(path.to_path_buf())
 }
 
+/// Serializes a path as its lossy text (U+FFFD for bytes that are not UTF-8), as the text
+/// output shows it: serde's own `Path` serialization fails on such a name, and every
+/// `--json` printer treats a serialization error as a bug (it panicked). For
+/// `#[serde(serialize_with = "crate::view::ser_lossy")]` on paths found on disk or in the
+/// environment.
+pub(crate) fn ser_lossy<S: serde::Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
+}
+
+/// [`ser_lossy`] for an optional path.
+pub(crate) fn ser_lossy_opt<S: serde::Serializer>(p: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    match p {
+        Some(p) => s.serialize_some(&p.to_string_lossy()),
+        None => s.serialize_none(),
+    }
+}
+
 /// `Ok` when `path` is valid Unicode, else a [`NotUnicode`] naming it as `role`.
 pub fn require_unicode(role: PathRole, path: &Path) -> Result<(), NotUnicode> {
     match first_non_unicode(path) {

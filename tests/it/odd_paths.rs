@@ -1,5 +1,6 @@
 //! Paths cuenv cannot take as they are (issue 11, cases 10 and 11): folders whose names are
-//! not UTF-8 (on `LD_LIBRARY_PATH`, above a toolkit root, above the cuenv home), and a cuenv
+//! not UTF-8 (on `LD_LIBRARY_PATH`, above a toolkit root, above the cuenv home, a stray shim's
+//! name; for `doctor`, `toolkits`, `plan`, `apply`, `env --setup`, `status --json`), and a cuenv
 //! home on a file system that cannot hold links (exFAT through FUSE on a loop device).
 //! Never a panic: the path is named (lossy, U+FFFD for the bad bytes) with what to do.
 //! Linux only: non-UTF-8 names and the loop mount are Linux's (the classification of the OS
@@ -147,6 +148,19 @@ fn apply_names_a_non_utf8_home() {
     assert!(fs::symlink_metadata(home.join("profiles")).is_err(), "no generation became current");
 }
 
+/// `env --setup` with a home under a non-UTF-8 folder: the activation would hold the home's
+/// path, so it is refused with exit 2 naming the home and the folder to rename (was exit 1).
+#[test]
+fn env_setup_names_a_non_utf8_home() {
+    let ctx = TestContext::new();
+    let home = ctx.work.join(odd_name()).join("home");
+    let (code, out, err) = cuenv(&home, &[os("env"), os("--setup")], &[]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.starts_with(&format!("error: the cuenv home {} is not valid UTF-8", lossy(&home))), "{err}");
+    assert!(err.contains(&format!("hint: rename the folder {} to a UTF-8 name", lossy(&ctx.work.join(odd_name())))), "{err}");
+}
+
 /// An exFAT file system mounted through FUSE on a loop device, unmounted on drop: a file
 /// system that cannot hold links (symlink(2) fails with ENOSYS). Needs root, a loop device,
 /// `/dev/fuse` and Debian's `exfatprogs` + `exfat-fuse` (docs: ../shared field notes §9).
@@ -233,4 +247,21 @@ fn a_home_on_a_file_system_without_links() {
         assert!(!err.contains("link-mode = \"auto\""), "{mode}: {err}");
         assert!(fs::symlink_metadata(home.join("profiles")).is_err(), "{mode}: no generation became current");
     }
+}
+
+/// A stray cuenv shim whose file name is not UTF-8 in a profile's conda env: `status --json`
+/// used to panic (exit 101) serializing its path; now it lists it lossy.
+#[test]
+fn status_json_with_a_non_utf8_stray_shim() {
+    let lab = crate::apply::Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    let activate = lab.env_a.join("etc/conda/activate.d");
+    let ours = fs::read_dir(&activate).unwrap().flatten().find(|e| e.file_name().to_string_lossy().ends_with(".sh")).unwrap().path();
+    let stray = activate.join(OsStr::from_bytes(b"cuenv-\xff.sh"));
+    fs::copy(&ours, &stray).unwrap();
+    let (code, out, err) = lab.run(&["status", "--json"]);
+    assert_ne!(code, 101, "status panicked:\n{err}");
+    let d: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}\n{err}"));
+    assert!(d.to_string().contains(&serde_json::to_string(&lossy(&stray)).unwrap()), "{d}");
 }
