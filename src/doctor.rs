@@ -78,6 +78,7 @@ pub struct Loaded {
     /// The cuDNN major asked for.
     pub major: u64,
     /// The dispatcher file the loader mapped (symlinks resolved), when it loaded.
+    #[serde(serialize_with = "crate::view::ser_lossy_opt")]
     pub dispatcher: Option<PathBuf>,
     /// Where that file comes from, in words (see [`origin`]).
     pub origin: Option<String>,
@@ -96,7 +97,9 @@ pub struct Loaded {
 pub struct SearchDir {
     /// Its position in the variable, from 1.
     pub position: usize,
-    /// The folder as written in the variable.
+    /// The folder as written in the variable (in JSON lossy: U+FFFD for bytes that are not
+    /// UTF-8, as in the text output).
+    #[serde(serialize_with = "crate::view::ser_lossy")]
     pub path: PathBuf,
     /// The dispatchers in it: (file name, cuDNN major, version when its file tells).
     pub dispatchers: Vec<Dispatcher>,
@@ -168,6 +171,20 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     let mut findings = Vec::new();
 
     let search_path = scan_search_path(&folders);
+    for d in &search_path {
+        if let Some(folder) = crate::view::first_non_unicode(&d.path) {
+            findings.push(Finding {
+                severity: Severity::Warning,
+                message: format!(
+                    "the folder {} on {search_var} (position {}) holds cuDNN, but its path is not valid UTF-8 (the name of {} is not; shown with U+FFFD for its bad bytes): no cuenv profile can use it, and tools that print it may mangle it",
+                    d.path.display(),
+                    d.position,
+                    folder.display()
+                ),
+                hint: Some(format!("rename the folder {} to a UTF-8 name, then update {search_var}", folder.display())),
+            });
+        }
+    }
     for major in search_path.iter().flat_map(|d| d.dispatchers.iter().map(|x| x.major)).collect::<std::collections::BTreeSet<_>>() {
         let holders: Vec<&SearchDir> = search_path.iter().filter(|d| d.dispatchers.iter().any(|x| x.major == major)).collect();
         if holders.len() > 1 {

@@ -22,7 +22,8 @@ use crate::view::VIEW_LINKS;
 /// `foreign`, `modified`, `stray`.
 #[derive(Debug, Serialize)]
 pub struct Health {
-    /// The link or shim.
+    /// The link or shim (lossy in JSON: a stray shim's name may not be UTF-8).
+    #[serde(serialize_with = "crate::view::ser_lossy")]
     pub path: PathBuf,
     /// Its state.
     pub state: String,

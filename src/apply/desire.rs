@@ -24,7 +24,7 @@ use crate::shim::{self, Shell};
 use crate::store::Store;
 use crate::store::entry::EntryMeta;
 use crate::toolkit;
-use crate::view::{activation, stable_home};
+use crate::view::{PathRole, activation, require_unicode, stable_home};
 
 use super::error::{Error, LockedDrift};
 use super::home_token::from_home_token;
@@ -150,6 +150,9 @@ fn runtime_dir(t: &toolkit::Toolkit, platform: Platform) -> PathBuf {
 /// and exit code 2.
 pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desired, Error> {
     let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
+    // Paths written as text into the manifest and shims (issue 11, case 10).
+    require_unicode(PathRole::Home, &stable_home(layout))?;
+    require_unicode(PathRole::ProfileFile, &file.path)?;
     let Locking { resolved, changes, toolkits, entries } = resolve_locked(layout, &file, platform, locked)?;
     let base_dir = file.path.parent().map(Path::to_path_buf).unwrap_or_default();
     let home_dir = dirs::home_dir();
@@ -194,7 +197,12 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desire
             check: r.check,
             copied: file.settings.link_mode == LinkMode::Copy,
         };
+        let profile_name = || view.name.clone();
+        for p in [&view.toolkit_root, &view.cuda_lib] {
+            require_unicode(PathRole::ToolkitRoot { profile: profile_name() }, p)?;
+        }
         if let Some(env) = &conda_env {
+            require_unicode(PathRole::CondaEnv { profile: profile_name() }, env)?;
             let act = activation(layout, &view.name, platform);
             // Windows: `C:\...` paths cannot go into the `:`-separated lists of the POSIX and
             // fish shims (every Windows path holds a `:`), so only cmd and PowerShell shims are

@@ -45,6 +45,9 @@ pub enum Error {
     /// Walking a store entry to copy it failed.
     #[error(transparent)]
     Walk(#[from] walkdir::Error),
+    /// A path that goes into the manifest or a shim is not valid Unicode.
+    #[error(transparent)]
+    NotUnicode(#[from] crate::view::NotUnicode),
     /// A manifest could not be written as TOML.
     #[error(transparent)]
     Manifest(#[from] toml::ser::Error),
@@ -85,6 +88,7 @@ impl Diagnose for Error {
             Error::Store(e) => e.hint(),
             Error::Lock(e) => e.hint(),
             Error::Io(e) => e.hint(),
+            Error::NotUnicode(e) => e.hint(),
             Error::Walk(e) => Some(match e.path() {
                 Some(p) => format!("cuenv could not read {} while copying a store entry; `cuenv store verify` checks the store", p.display()),
                 None => "cuenv could not read a store entry while copying it; `cuenv store verify` checks the store".into(),
@@ -111,6 +115,7 @@ impl Diagnose for Error {
             Error::Store(e) => e.exit_code(),
             Error::Lock(e) => e.exit_code(),
             Error::Io(e) => e.exit_code(),
+            Error::NotUnicode(e) => e.exit_code(),
             Error::Walk(_) | Error::Manifest(_) | Error::UnsupportedPlatform | Error::Vanished(_) | Error::Interrupted { .. } => ExitCode::Failure,
             Error::LockReadOnly { .. } => ExitCode::Invalid,
         }

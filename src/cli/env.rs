@@ -25,6 +25,7 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Resul
         generation::read(&ctx.layout, cur)?.profile(&name)?;
         view::activation(&ctx.layout, &name, platform)
     };
+    view::require_unicode(view::PathRole::Home, &view::stable_home(&ctx.layout))?;
     shim::validate(shell, &act).map_err(|e| Hinted::new(format!("cannot render the activation for this shell: {e}"), e.hint(), ExitCode::Failure))?;
     write!(ctx.out(), "{}", shim::render_activate(shell, &act));
     Ok(ExitCode::Success)

@@ -9,6 +9,11 @@
 //! [`retarget`] switches an existing link to a new target in one step, which is what makes
 //! a generation switch atomic: a `rename(2)` of a fresh symlink over the old one on Unix,
 //! one `FSCTL_SET_REPARSE_POINT` on the open junction on Windows.
+//!
+//! A file system that cannot hold links at all (exFAT, FAT32, some FUSE and network mounts)
+//! is told apart from other refusals by the OS error ([`cannot_hold_links`]) and reported as
+//! [`LinkError::NoLinks`], naming the folder and its file system type where the OS tells it
+//! (Linux: `statfs(2)`'s `f_type`, docs/facts.md §6; Windows: the volume's file system name).
 
 #[cfg(unix)]
 mod unix;
@@ -61,7 +66,25 @@ pub enum LinkError {
     /// (docs/facts.md §6), so this is refused before anything is created.
     #[error("cannot create a junction at {}: {} is on a network share ({share}), and junctions work only between local NTFS/ReFS volumes", link.display(), remote.display())]
     NetworkShare { link: PathBuf, remote: PathBuf, share: String },
-    /// This kind of link does not exist on this platform.
+    /// The file system of `folder` cannot hold links at all (exFAT, FAT32, some FUSE and
+    /// network mounts): no link mode that makes links works there.
+    #[error(
+        "cannot create a {kind} at {}: the file system of {}{} cannot hold links",
+        link.display(),
+        folder.display(),
+        fs_type.as_ref().map(|t| format!(" ({t})")).unwrap_or_default()
+    )]
+    NoLinks {
+        link: PathBuf,
+        kind: &'static str,
+        /// The folder the link was to be made in.
+        folder: PathBuf,
+        /// Its file system type, where the OS tells it (`exFAT`, `FUSE`, `NFS`, ...).
+        fs_type: Option<String>,
+        #[source]
+        source: io::Error,
+    },
+    /// This kind of link does not exist on this platform (a junction off Windows).
     #[error("{kind}s do not exist on this platform")]
     Unsupported { kind: &'static str },
     /// Other I/O.
@@ -76,13 +99,27 @@ pub enum LinkError {
 impl Diagnose for LinkError {
     fn hint(&self) -> Option<String> {
         Some(match self {
-            LinkError::Refused { .. } | LinkError::NotCreated { .. } => {
+            LinkError::Refused { link, source, .. } => match source.raw_os_error() {
+                Some(448) if cfg!(windows) => {
+                    "move the cuenv home (--home or CUENV_HOME) to a local NTFS folder outside the cloud drive, e.g. %LOCALAPPDATA%\\cuenv".into()
+                }
+                Some(1314) if cfg!(windows) => {
+                    "turn on Developer Mode (or run as administrator), or use `link-mode = \"auto\"`: junctions need no privilege".into()
+                }
+                _ => crate::error::io_hint(link, source),
+            },
+            LinkError::NotCreated { .. } => {
                 "this volume does not support links (FAT32/exFAT, a network share, a cloud-drive folder, or Wine): move the cuenv home (--home or CUENV_HOME) to a local NTFS or ext4 folder; when only the store or a toolkit lives on such a volume, set `link-mode = \"copy\"` under [settings] to copy store entries into the views".into()
             }
             LinkError::NetworkShare { .. } => {
                 "keep the cuenv home (CUENV_HOME), its store and the CUDA toolkit roots on a local NTFS drive, e.g. %LOCALAPPDATA%\\cuenv (a mapped network drive is a network share too)".into()
             }
-            LinkError::Unsupported { .. } => "use `link-mode = \"auto\"`, which picks junctions on Windows and symlinks elsewhere".into(),
+            // Not `link-mode = "copy"`: the home's own stable paths (`profiles`, `active`) are
+            // links in every mode.
+            LinkError::NoLinks { .. } => "move the cuenv home (--home or CUENV_HOME) to a folder on a local file system that holds links (ext4, XFS or Btrfs on Linux; NTFS on Windows); every link mode needs links in the home, `copy` too".into(),
+            LinkError::Unsupported { kind } => {
+                format!("`link-mode = \"{kind}\"` cannot work here: use `link-mode = \"auto\"`, which picks junctions on Windows and symlinks elsewhere")
+            }
             LinkError::Io { link, source } => crate::error::io_hint(link, source),
         })
     }
@@ -98,11 +135,45 @@ fn kind_name(kind: LinkKind) -> &'static str {
     }
 }
 
+/// Whether `e`, from a link call, means that the file system cannot hold links at all.
+/// Linux and other Unix: `ENOSYS` (exFAT through FUSE), `EOPNOTSUPP`, and `EPERM`, which
+/// `symlink(2)` returns when "the file system containing linkpath does not support the
+/// creation of symbolic links" (vfat, exFAT). Windows: `ERROR_INVALID_FUNCTION` (1, FAT32 and
+/// exFAT) and `ERROR_NOT_SUPPORTED` (50; what Wine answers, docs/facts.md §7).
+pub fn cannot_hold_links(e: &io::Error) -> bool {
+    let Some(code) = e.raw_os_error() else { return false };
+    #[cfg(unix)]
+    {
+        [libc::ENOSYS, libc::EOPNOTSUPP, libc::ENOTSUP, libc::EPERM].contains(&code)
+    }
+    #[cfg(windows)]
+    {
+        const ERROR_INVALID_FUNCTION: i32 = 1;
+        const ERROR_NOT_SUPPORTED: i32 = 50;
+        [ERROR_INVALID_FUNCTION, ERROR_NOT_SUPPORTED].contains(&code)
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        let _ = code;
+        false
+    }
+}
+
+/// The error for a link call that failed with `source`: [`LinkError::NoLinks`] when the file
+/// system cannot hold links ([`cannot_hold_links`]), else [`LinkError::Refused`] with the
+/// reason in words.
+fn refused(kind: &'static str, link: &Path, source: io::Error) -> LinkError {
+    if cannot_hold_links(&source) {
+        let folder = link.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        let fs_type = sys::fs_type(&folder);
+        return LinkError::NoLinks { link: link.into(), kind, folder, fs_type, source };
+    }
+    LinkError::Refused { link: link.into(), kind, why: explain(&source), source }
+}
+
 /// Puts the failure of a link call into words (the raw OS error stays as the source).
 fn explain(e: &io::Error) -> String {
     match e.raw_os_error() {
-        Some(1) if cfg!(windows) => "the volume does not support junctions (\"Incorrect function\": FAT32 or exFAT)".into(),
-        Some(50) if cfg!(windows) => "the file system does not support junctions (\"The request is not supported\")".into(),
         Some(448) if cfg!(windows) => "a cloud-drive filter (e.g. OneDrive) refuses junctions here".into(),
         Some(1314) if cfg!(windows) => "creating symlinks needs administrator rights or Developer Mode".into(),
         _ => e.to_string(),
@@ -113,17 +184,17 @@ fn explain(e: &io::Error) -> String {
 /// reads it back. On failure nothing is left at `link` (Wine leaves an empty folder behind
 /// a refused junction; it is removed).
 ///
-/// Errors: [`LinkError::Refused`] with the reason in words; [`LinkError::NotCreated`] when
-/// the read-back disagrees; [`LinkError::Unsupported`] for junctions off Windows.
+/// Errors: [`LinkError::NoLinks`] when the file system cannot hold links;
+/// [`LinkError::Refused`] with the reason in words for other refusals;
+/// [`LinkError::NotCreated`] when the read-back disagrees; [`LinkError::Unsupported`] for
+/// junctions off Windows.
 pub fn create(kind: LinkKind, target: &Path, link: &Path) -> Result<(), LinkError> {
     let name = kind_name(kind);
+    refuse_unsupported(kind)?;
     refuse_network_junction(kind, target, link)?;
     if let Err(source) = sys::create(kind, target, link) {
         cleanup_failed(link);
-        if source.kind() == io::ErrorKind::Unsupported {
-            return Err(LinkError::Unsupported { kind: name });
-        }
-        return Err(LinkError::Refused { link: link.into(), kind: name, why: explain(&source), source });
+        return Err(refused(name, link, source));
     }
     match read(link) {
         Ok(found) if same_path(&found, target) => Ok(()),
@@ -142,8 +213,9 @@ pub fn create(kind: LinkKind, target: &Path, link: &Path) -> Result<(), LinkErro
 /// `scratch` is a free path in the same folder (Unix builds the new symlink there first).
 pub fn retarget(kind: LinkKind, link: &Path, target: &Path, scratch: &Path) -> Result<(), LinkError> {
     let name = kind_name(kind);
+    refuse_unsupported(kind)?;
     refuse_network_junction(kind, target, link)?;
-    sys::retarget(kind, link, target, scratch).map_err(|source| LinkError::Refused { link: link.into(), kind: name, why: explain(&source), source })?;
+    sys::retarget(kind, link, target, scratch).map_err(|source| refused(name, link, source))?;
     match read(link) {
         Ok(found) if same_path(&found, target) => Ok(()),
         Ok(found) => Err(LinkError::NotCreated { link: link.into(), kind: name, found: format!("points to {}", found.display()) }),
@@ -172,6 +244,14 @@ pub fn remove(link: &Path) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         other => other,
     }
+}
+
+/// Junctions exist only on Windows.
+fn refuse_unsupported(kind: LinkKind) -> Result<(), LinkError> {
+    if kind == LinkKind::Junction && !cfg!(windows) {
+        return Err(LinkError::Unsupported { kind: kind_name(kind) });
+    }
+    Ok(())
 }
 
 /// Junctions cannot point to a network share, nor live on one (docs/facts.md §6): refuse
@@ -230,7 +310,7 @@ mod tests {
         match create(LinkKind::native(), &a, &link) {
             Ok(()) => {}
             // Under Wine junctions are refused (os error 50): the refusal is the tested path.
-            Err(LinkError::Refused { .. } | LinkError::NotCreated { .. }) if cfg!(windows) => {
+            Err(LinkError::Refused { .. } | LinkError::NoLinks { .. } | LinkError::NotCreated { .. }) if cfg!(windows) => {
                 assert!(!link.exists(), "a refused link leaves nothing behind");
                 return;
             }
@@ -294,5 +374,58 @@ mod tests {
             assert!(matches!(create(LinkKind::Junction, remote, &link), Err(LinkError::Unsupported { .. })));
         }
         assert!(!matches!(create(LinkKind::Symlink, &local, &link), Err(LinkError::NetworkShare { .. })));
+    }
+
+    /// The OS errors that mean "this file system cannot hold links" (issue 11, case 11) are
+    /// one error kind, whatever link mode was asked: before, `ENOSYS` / `EOPNOTSUPP` (Rust's
+    /// `ErrorKind::Unsupported`) read "symlinks do not exist on this platform" with the hint to
+    /// use `link-mode = "auto"`, which was in use.
+    #[test]
+    fn errors_that_mean_no_links_are_classified() {
+        let os = io::Error::from_raw_os_error;
+        #[cfg(unix)]
+        let (no_links, other) = ([libc::ENOSYS, libc::EOPNOTSUPP, libc::ENOTSUP, libc::EPERM], [libc::EACCES, libc::EEXIST, libc::ENOSPC, libc::EROFS]);
+        #[cfg(windows)]
+        let (no_links, other) = ([1, 50], [5, 32, 183, 448, 1314]);
+        for code in no_links {
+            assert!(cannot_hold_links(&os(code)), "os error {code}");
+            let dir = Path::new("home").join("generations");
+            let e = refused("symlink", &dir.join("link"), os(code));
+            let LinkError::NoLinks { folder, .. } = &e else { panic!("os error {code}: {e:?}") };
+            assert_eq!(folder, &dir);
+            let msg = e.to_string();
+            assert!(msg.starts_with(&format!("cannot create a symlink at {}: the file system of {}", dir.join("link").display(), dir.display())), "{msg}");
+            assert!(msg.ends_with("cannot hold links"), "{msg}");
+            let hint = e.hint().unwrap();
+            assert!(hint.starts_with("move the cuenv home") && !hint.contains("link-mode = \"auto\""), "{hint}");
+            assert_eq!(e.exit_code(), ExitCode::Failure);
+        }
+        for code in other {
+            assert!(!cannot_hold_links(&os(code)), "os error {code}");
+            assert!(matches!(refused("symlink", Path::new("l"), os(code)), LinkError::Refused { .. }), "os error {code}");
+        }
+        // An error without an OS code is never one.
+        assert!(!cannot_hold_links(&io::Error::new(io::ErrorKind::Unsupported, "x")));
+        // A junction off Windows stays "does not exist on this platform", with the hint to use `auto`.
+        if !cfg!(windows) {
+            let e = refuse_unsupported(LinkKind::Junction).unwrap_err();
+            assert_eq!(e.to_string(), "junctions do not exist on this platform");
+            assert!(e.hint().unwrap().contains("link-mode = \"auto\""));
+        }
+    }
+
+    /// Linux: the file system type comes from statfs's `f_type` (docs/facts.md §6).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn file_system_types_are_named() {
+        assert_eq!(sys::fs_name(0x2011_BAB0), Some("exFAT"));
+        assert_eq!(sys::fs_name(0x4d44), Some("FAT (msdos/vfat)"));
+        assert_eq!(sys::fs_name(0x6573_5546), Some("FUSE"));
+        assert_eq!(sys::fs_name(0x6969), Some("NFS"));
+        assert_eq!(sys::fs_name(0xFF53_4D42), Some("CIFS/SMB"));
+        assert_eq!(sys::fs_name(0x1234_5678), None);
+        let t = sys::fs_type(Path::new("/")).expect("statfs of /");
+        assert!(t.contains("f_type 0x"), "{t}");
+        assert_eq!(sys::fs_type(Path::new("/no/such/folder")), None);
     }
 }

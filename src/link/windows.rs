@@ -117,3 +117,43 @@ pub fn remote_drive(p: &Path) -> Option<String> {
     let kind = unsafe { GetDriveTypeW(root.as_ptr()) };
     (kind == DRIVE_REMOTE).then(|| format!("{letter}:"))
 }
+
+/// The file system name of the volume holding `folder` (`NTFS`, `FAT32`, `exFAT`, ...), from
+/// `GetVolumePathNameW` and `GetVolumeInformationW`; `None` when Windows does not tell.
+pub fn fs_type(folder: &Path) -> Option<String> {
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn GetVolumePathNameW(file: *const u16, volume: *mut u16, len: u32) -> i32;
+        fn GetVolumeInformationW(
+            root: *const u16,
+            name: *mut u16,
+            name_len: u32,
+            serial: *mut u32,
+            max_component: *mut u32,
+            flags: *mut u32,
+            fs_name: *mut u16,
+            fs_name_len: u32,
+        ) -> i32;
+    }
+    let abs = std::path::absolute(folder).ok()?;
+    let path: Vec<u16> = abs.as_os_str().encode_wide().chain([0]).collect();
+    let mut root = vec![0u16; path.len().max(261) + 1];
+    let mut fs = [0u16; 261];
+    // SAFETY: `path` is NUL-terminated; `root` and `fs` are writable buffers of the lengths
+    // passed; the other out-pointers may be null.
+    let ok = unsafe {
+        GetVolumePathNameW(path.as_ptr(), root.as_mut_ptr(), root.len() as u32) != 0
+            && GetVolumeInformationW(
+                root.as_ptr(),
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                fs.as_mut_ptr(),
+                fs.len() as u32,
+            ) != 0
+    };
+    let len = fs.iter().position(|&c| c == 0).unwrap_or(0);
+    (ok && len > 0).then(|| String::from_utf16_lossy(&fs[..len]))
+}

@@ -32,6 +32,13 @@ pub fn inspect_root(path: &Path) -> Result<Toolkit, Error> {
     let root = display_root(canonical);
 
     let mut problems = Vec::new();
+    // Shown lossy (U+FFFD); a profile cannot use it: its path goes into manifests and shims.
+    if let Some(folder) = crate::view::first_non_unicode(&root) {
+        problems.push(format!(
+            "its path is not valid UTF-8 (the name of the folder {} is not), so no profile can use it: rename that folder to a UTF-8 name",
+            folder.display()
+        ));
+    }
     let (version, version_source, has_version_file) = read_version(&root, &mut problems);
     let runtime = find_runtime(&root);
     if !has_version_file && runtime.is_none() {

@@ -33,9 +33,9 @@ pub(crate) mod fixtures;
 mod inspect;
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::binfmt::Platform;
 use crate::error::{Diagnose, ExitCode};
@@ -63,7 +63,7 @@ const MAX_VERSION_FILE: u64 = 1 << 20;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Toolkit {
     /// The root, canonicalized (symlinks resolved; on Windows without the `\\?\` prefix).
-    #[serde(serialize_with = "ser_path")]
+    #[serde(serialize_with = "crate::view::ser_lossy")]
     pub root: PathBuf,
     /// The CUDA version: the numeric dotted prefix (1 to 4 parts) of the version file's
     /// version. `None` when no version file could be read (see `problems`).
@@ -76,7 +76,7 @@ pub struct Toolkit {
     /// Empty for a root inspected directly with [`inspect_root`].
     pub found_by: Vec<String>,
     /// The CUDA runtime library found (`bin/cudart64_12.dll`, `lib64/libcudart.so.12`, ...).
-    #[serde(serialize_with = "ser_opt_path")]
+    #[serde(serialize_with = "crate::view::ser_lossy_opt")]
     pub runtime: Option<PathBuf>,
     /// The platform the runtime library was built for (from its PE/ELF header).
     pub platform: Option<Platform>,
@@ -98,7 +98,7 @@ pub struct HandCopiedCudnn {
     /// has one, else the header's 3 parts, else the `libcudnn.so.X.Y.Z` file name.
     pub version: Option<Version>,
     /// The dispatcher library: `bin/cudnn64_<N>.dll` or `lib64/libcudnn.so.<N>`.
-    #[serde(serialize_with = "ser_path")]
+    #[serde(serialize_with = "crate::view::ser_lossy")]
     pub dispatcher: PathBuf,
     /// Where `version` came from (see the JSON shape above).
     pub source: String,
@@ -111,7 +111,7 @@ pub struct HandCopiedCudnn {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Skipped {
     /// The path as named.
-    #[serde(serialize_with = "ser_path")]
+    #[serde(serialize_with = "crate::view::ser_lossy")]
     pub path: PathBuf,
     /// The variables that named it.
     pub found_by: Vec<String>,
@@ -126,17 +126,6 @@ pub struct Discovery {
     pub toolkits: Vec<Toolkit>,
     /// Explicitly named roots that are missing or are not toolkits.
     pub skipped: Vec<Skipped>,
-}
-
-fn ser_path<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&p.to_string_lossy())
-}
-
-fn ser_opt_path<S: Serializer>(p: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
-    match p {
-        Some(p) => s.serialize_some(&p.to_string_lossy()),
-        None => s.serialize_none(),
-    }
 }
 
 /// Why a named folder is not a usable toolkit root.

@@ -408,9 +408,9 @@ fn foreign_shim_file_is_never_overwritten() {
     assert!(!lab.env_b.join("etc").exists(), "no shim was written anywhere");
 }
 
-/// A link the volume refuses fails `apply` with the reason in words and the copy-mode hint,
+/// A link the volume refuses fails `apply` with the reason in words and the hint to move the home,
 /// and leaves no generation, staging folder or empty link folder behind. Linux: junctions do
-/// not exist, refused like a FAT32 volume would. Windows: `link-mode = "auto"` (junctions);
+/// not exist (refused before anything is made, with the hint to use `auto`). Windows: `link-mode = "auto"` (junctions);
 /// under Wine the junction is refused (os error 50, as a FAT32 drive refuses with error 1);
 /// on real Windows NTFS it is created, and the apply succeeds.
 #[test]
@@ -425,11 +425,12 @@ fn refused_links_leave_nothing_behind() {
     }
     assert_eq!(code, 1, "{out}\n{err}");
     if cfg!(windows) {
-        // Wine's refusal, in words (the raw OS error stays as the cause), and the same hint a
-        // FAT32 drive gets.
+        // Wine's refusal (os error 50, ERROR_NOT_SUPPORTED) is a file system that cannot hold
+        // links, as a FAT32 drive's (error 1): the raw OS error stays as the cause, and the
+        // hint is to move the home (issue 11, case 11; `copy` needs links in the home too).
         assert!(err.starts_with("error: cannot create a junction at "), "{err}");
-        assert!(err.contains("the file system does not support junctions") && err.contains("os error 50"), "{err}");
-        assert!(err.contains("hint: this volume does not support links") && err.contains("link-mode = \"copy\""), "{err}");
+        assert!(err.contains("cannot hold links") && err.contains("os error 50"), "{err}");
+        assert!(err.contains("hint: move the cuenv home"), "{err}");
     } else {
         assert!(err.contains("junctions do not exist on this platform") && err.contains("hint:"), "{err}");
     }

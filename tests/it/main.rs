@@ -17,6 +17,7 @@ mod fetch_local;
 mod fetch_real;
 mod home_format;
 mod kill_matrix;
+mod odd_paths;
 mod output;
 mod real_apply;
 mod real_sources;
