@@ -1,5 +1,5 @@
 //! The record of store entries added by hand (`cuenv store add`, `cuenv store fetch`): gc
-//! roots until `cuenv store remove` (docs/design.md, "Store"; ../shared/decisions.md rule 1 (c)).
+//! roots until `cuenv store remove` (docs/design.md, "Store": entries added by hand stay until removed).
 //!
 //! The record is `<home>/store/.roots.toml`, a table `[hand_added]` of `"<id>" = "<name>"`.
 //! Entries that `apply` imports for a profile are not in it; gc collects them once no kept

@@ -163,7 +163,7 @@ fn env_setup_names_a_non_utf8_home() {
 
 /// An exFAT file system mounted through FUSE on a loop device, unmounted on drop: a file
 /// system that cannot hold links (symlink(2) fails with ENOSYS). Needs root, a loop device,
-/// `/dev/fuse` and Debian's `exfatprogs` + `exfat-fuse` (docs: ../shared field notes §9).
+/// `/dev/fuse` and Debian's `exfatprogs` + `exfat-fuse` (the mount needs a loop device: `losetup -f --show img`, then `mount.exfat-fuse`).
 struct ExfatMount {
     _tmp: tempfile::TempDir,
     mnt: PathBuf,
