@@ -45,12 +45,12 @@ done
 
 now_ms() { date +%s%N | awk '{printf "%.3f\n", $1 / 1e6}'; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-time_ms() { local s e; s=$(now_ms); "$@" >/dev/null; e=$(now_ms); awk -v s="$s" -v e="$e" 'BEGIN {printf "%.2f\n", e - s}'; }
+time_ms() { local s e; s=$(now_ms); "$@" >/dev/null || { echo "benchmark step failed: $*" >&2; kill $$; }; e=$(now_ms); awk -v s="$s" -v e="$e" 'BEGIN {printf "%.2f\n", e - s}'; }
 
 apply_t=(); use_t=(); copy_t=()
 for i in $(seq "$runs"); do
   v=$([ $((i % 2)) -eq 0 ] && echo a || echo b)   # alternate, so every apply builds a generation
-  apply_t+=("$(time_ms "$cuenv" --quiet apply --no-check "$work/lab-$v.toml")")
+  apply_t+=("$(time_ms "$cuenv" --quiet apply --no-check --replace "$work/lab-$v.toml")")
   use_t+=("$(time_ms "$cuenv" --quiet use "$([ $((i % 2)) -eq 0 ] && echo p2 || echo p3)")")
 done
 entry=$(ls -d "$home"/store/cudnn-9.5.0.50-*)

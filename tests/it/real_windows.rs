@@ -79,7 +79,16 @@ fn import(w: &WinWheel) {
     let path = std::env::join_paths(std::iter::once(dir.join("bin")).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).unwrap();
     env.push(("PATH".into(), path));
     let major: u64 = w.version.split('.').next().unwrap().parse().unwrap();
-    let outcome = cuenv::check::run_probe(Path::new(env!("CARGO_BIN_EXE_cuenv")), &env, major, false, std::time::Duration::from_secs(120));
+    // Wine under load sometimes fails to start a process ("Internal error", os error 1359):
+    // that is Wine's, not cuenv's; try the spawn again (at most twice).
+    let mut outcome = cuenv::check::run_probe(Path::new(env!("CARGO_BIN_EXE_cuenv")), &env, major, false, std::time::Duration::from_secs(120));
+    for _ in 0..2 {
+        if !matches!(&outcome.end, cuenv::check::ProbeEnd::SpawnFailed { error } if error.contains("1359")) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        outcome = cuenv::check::run_probe(Path::new(env!("CARGO_BIN_EXE_cuenv")), &env, major, false, std::time::Duration::from_secs(120));
+    }
     let report = outcome.report.clone().unwrap_or_else(|| panic!("no report: {outcome:?}"));
     let versions = report.cudnn.clone().expect("cudnnGetVersion answered");
     let expected: cuenv::version::Version = w.version.parse().unwrap();
