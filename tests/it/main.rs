@@ -18,6 +18,7 @@ mod fetch_real;
 mod home_format;
 mod kill_matrix;
 mod output;
+mod profile_input;
 mod real_apply;
 mod real_sources;
 mod real_wheels;
