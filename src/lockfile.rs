@@ -210,9 +210,15 @@ pub fn lock_path(profile_path: &Path) -> PathBuf {
     profile_path.with_extension("lock")
 }
 
+/// The lock file's text; `None` when it does not exist. Not UTF-8: [`Error::Invalid`] naming
+/// the encoding or the first bad byte's line and column.
 fn read_text(path: &Path) -> Result<Option<String>, Error> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let hint = "cuenv writes lab.lock as UTF-8: restore it from version control, or delete it and run `cuenv lock`";
+            let text = crate::diagnostic::decode_utf8(&bytes, path, hint).map_err(Error::Invalid)?;
+            Ok(Some(text.strip_prefix('\u{FEFF}').unwrap_or(text).to_string()))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(Error::Read { path: path.to_path_buf(), source }),
     }

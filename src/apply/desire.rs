@@ -56,6 +56,20 @@ pub fn link_kind(mode: LinkMode) -> Option<LinkKind> {
     }
 }
 
+/// A `link-mode` this host cannot make (`junction` off Windows) is an error at the file's
+/// `link-mode` line, before anything is resolved or built. Checked here, not when parsing:
+/// one lab file serves Linux and Windows machines.
+fn check_link_mode(file: &ProfileFile) -> Result<(), crate::profile::Error> {
+    if file.settings.link_mode != LinkMode::Junction || cfg!(windows) {
+        return Ok(());
+    }
+    Err(file.error_at(
+        file.settings.link_mode_span.clone().unwrap_or(0..0),
+        "`link-mode = \"junction\"` cannot be used on this machine: junctions exist only on Windows",
+        Some("use `link-mode = \"auto\"` (junctions on Windows, symbolic links elsewhere) so one lab file serves both".into()),
+    ))
+}
+
 fn mode_name(mode: LinkMode) -> ViewMode {
     match link_kind(mode) {
         Some(LinkKind::Junction) => ViewMode::Junction,
@@ -150,6 +164,7 @@ fn runtime_dir(t: &toolkit::Toolkit, platform: Platform) -> PathBuf {
 /// and exit code 2.
 pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desired, Error> {
     let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
+    check_link_mode(&file)?;
     // Paths written as text into the manifest and shims (issue 11, case 10).
     require_unicode(PathRole::Home, &stable_home(layout))?;
     require_unicode(PathRole::ProfileFile, &file.path)?;

@@ -11,6 +11,11 @@
 //!   the offending text, a separate hint) with exit code [`ExitCode::Invalid`], except an I/O
 //!   failure to read the file.
 //! - Unknown keys are errors (a typo must not silently drop a setting); profiles keep file order.
+//! - The file must be UTF-8 (a leading byte-order mark is dropped, so line-1 columns stay
+//!   right); UTF-16/32 is named as such, other bytes at the first bad byte's line:column.
+//! - Bounded and linear: at most [`MAX_FILE_BYTES`] (10 MiB) and [`MAX_PROFILES`] (10,000
+//!   profiles), each name at most [`MAX_NAME_LEN`] (64) bytes; the cost of parsing and of
+//!   locating every error is linear in the file's size (one [`LineIndex`] per file).
 //!
 //! Schema:
 //! ```toml
@@ -31,11 +36,11 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::diagnostic::{Located, Span};
+pub use crate::diagnostic::{LineIndex, Located, Span};
 use crate::error::{Diagnose, ExitCode};
 pub use crate::suggest::did_you_mean;
 use crate::version::VersionReq;
-pub use parser::{load, parse};
+pub use parser::{MAX_FILE_BYTES, MAX_NAME_LEN, MAX_PROFILES, load, parse, parse_bytes};
 
 /// A value together with the span of the text it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -241,8 +246,8 @@ pub struct Requirement {
 /// One `[profiles.<name>]` table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
-    /// The profile name: `[A-Za-z0-9_.-]+`, not starting or ending with `.`, not a Windows
-    /// reserved device name.
+    /// The profile name: `[A-Za-z0-9_.-]+`, at most [`MAX_NAME_LEN`] bytes, not starting or
+    /// ending with `.`, not a Windows reserved device name.
     pub name: String,
     /// The span of the name in its table header (or dotted key).
     pub name_span: Span,
@@ -281,13 +286,16 @@ pub struct ProfileFile {
     pub toolkits: Vec<ToolkitDecl>,
     /// The profiles in file order.
     pub profiles: Vec<Profile>,
+    /// Where each line of `source` starts, so that [`ProfileFile::error_at`] stays cheap for
+    /// every profile of a large file.
+    lines: LineIndex,
 }
 
 impl ProfileFile {
     /// An [`Error::Invalid`] pointing at `span` of this file, for later steps such as
     /// resolution: `message` is the first line, `hint` what to do next.
     pub fn error_at(&self, span: Span, message: impl Into<String>, hint: Option<String>) -> Error {
-        Error::Invalid(Box::new(Located::new(&self.path, &self.source, span, message, hint)))
+        Error::Invalid(Box::new(Located::indexed(&self.path, &self.source, &self.lines, span, message, hint)))
     }
 
     /// The profile named `name`, if any.

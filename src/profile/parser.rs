@@ -14,24 +14,80 @@ use crate::suggest::did_you_mean;
 // Parsing
 // ---------------------------------------------------------------------------------------------
 
+/// The largest profile file cuenv reads: 10 MiB. A hand-written lab file is a few kilobytes;
+/// the bound keeps a mistaken or hostile file (parsing costs about 100 bytes of memory per
+/// byte of TOML) from taking seconds and gigabytes.
+pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
+
+/// The most profiles one file may hold: 10,000 (each becomes a view folder, shims and a lock
+/// section; a lab with more should split its profiles over several files).
+pub const MAX_PROFILES: usize = 10_000;
+
+/// The longest profile name, in bytes (names are ASCII): 64. The longest file name cuenv
+/// derives from a name is a shim, `cuenv-<name>.fish` (name + 11 bytes), far inside the
+/// 255-byte limit of file names on Linux, macOS and Windows.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// The hint for a profile file that is not UTF-8.
+const SAVE_AS_UTF8: &str = "save the file as UTF-8 (most editors offer the encoding under \"Save As\"; in Notepad, choose \"UTF-8\"): TOML files must be UTF-8";
+
 /// Reads and parses the profile file at `path`.
 ///
 /// Errors: [`Error::Read`] when it cannot be read (exit code Invalid when it does not exist,
-/// Failure otherwise), else those of [`parse`].
+/// Failure otherwise), else those of [`parse_bytes`] (a file over [`MAX_FILE_BYTES`] is
+/// refused after reading just past the bound).
 pub fn load(path: &Path) -> Result<ProfileFile, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_path_buf(), source })?;
-    parse(&text, path)
+    use std::io::Read;
+    let read = |source| Error::Read { path: path.to_path_buf(), source };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path).map_err(read)?.take(MAX_FILE_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(read)?;
+    parse_bytes(&bytes, path)
 }
 
-/// Parses `text`, the content of the profile file `path` (used only in diagnostics).
+/// Parses `bytes`, the content of the profile file `path` (used only in diagnostics).
 ///
-/// Errors: [`Error::Syntax`] for invalid TOML; [`Error::Invalid`] for an unknown key, a value
+/// Errors: [`Error::Syntax`] when the file is over [`MAX_FILE_BYTES`] or not UTF-8 (naming its
+/// encoding when it is UTF-16 or UTF-32, else the line and column of the first bad byte),
+/// else those of [`parse`].
+pub fn parse_bytes(bytes: &[u8], path: &Path) -> Result<ProfileFile, Error> {
+    check_size(bytes, path)?;
+    let text = crate::diagnostic::decode_utf8(bytes, path, SAVE_AS_UTF8).map_err(Error::Syntax)?;
+    parse(text, path)
+}
+
+/// Refuses a file over [`MAX_FILE_BYTES`], at 1:1 (showing its first line).
+fn check_size(bytes: &[u8], path: &Path) -> Result<(), Error> {
+    if bytes.len() <= MAX_FILE_BYTES {
+        return Ok(());
+    }
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    let first = String::from_utf8_lossy(&first[..first.len().min(200)]);
+    Err(Error::Syntax(Box::new(Located::new(
+        path,
+        &first,
+        0..0,
+        format!("the file is over {} MiB: cuenv reads profile files of at most {MAX_FILE_BYTES} bytes", MAX_FILE_BYTES >> 20),
+        Some("a profile file holds a few lines per profile: check that this is the right file, or split its profiles over several files".into()),
+    ))))
+}
+
+/// Parses `text`, the content of the profile file `path` (used only in diagnostics). A
+/// leading byte-order mark is dropped (columns on line 1 count from the first real character).
+///
+/// Cost: linear in the size of `text` (checking every profile, and locating every error
+/// through one [`LineIndex`]).
+///
+/// Errors: [`Error::Syntax`] for invalid TOML or a text over [`MAX_FILE_BYTES`];
+/// [`Error::Invalid`] for an unknown key, a value
 /// of the wrong type or out of its choices, a bad version requirement, a bad or duplicate
-/// profile name, or a profile without `cuda` or `cudnn`. Each of the top level, `[settings]`,
+/// profile name, more than [`MAX_PROFILES`] profiles, or a profile without `cuda` or `cudnn`.
+/// Each of the top level, `[settings]`,
 /// `[toolkits]` and every profile is checked on its own: when more than one is wrong, all
 /// their first errors come back together, in file order, as [`Error::Several`].
 pub fn parse(text: &str, path: &Path) -> Result<ProfileFile, Error> {
-    let cx = Cx { path, src: text };
+    check_size(text.as_bytes(), path)?;
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    let cx = Cx { path, src: text, lines: std::cell::OnceCell::new() };
     let doc = toml_edit::Document::parse(text).map_err(|e| cx.syntax(&e))?;
     let root: &dyn TableLike = doc.as_table();
     let mut errors = Vec::new();
@@ -64,13 +120,16 @@ pub fn parse(text: &str, path: &Path) -> Result<ProfileFile, Error> {
         errors.sort_by_key(|e| e.located().map(|l| l.span.start).unwrap_or(0));
         return Err(Error::combine(errors));
     }
-    Ok(ProfileFile { path: path.to_path_buf(), source: text.to_string(), settings, toolkits, profiles })
+    let lines = cx.lines.into_inner().unwrap_or_else(|| LineIndex::new(text));
+    Ok(ProfileFile { path: path.to_path_buf(), source: text.to_string(), settings, toolkits, profiles, lines })
 }
 
 /// The parsing context: the file's name and text, for building diagnostics.
 struct Cx<'a> {
     path: &'a Path,
     src: &'a str,
+    /// Built at the first error, then shared by all (so locating N errors stays linear).
+    lines: std::cell::OnceCell<LineIndex>,
 }
 
 const PROFILE_KEYS: [&str; 4] = ["cuda", "cudnn", "conda-env", "check"];
@@ -81,14 +140,19 @@ const CHECKS: [(&str, Check); 3] = [("conv", Check::Conv), ("load", Check::Load)
 
 impl Cx<'_> {
     fn invalid(&self, span: Span, message: impl Into<String>, hint: impl Into<String>) -> Error {
-        Error::Invalid(Box::new(Located::new(self.path, self.src, span, message, Some(hint.into()))))
+        Error::Invalid(Box::new(self.located(span, message, Some(hint.into()))))
+    }
+
+    fn located(&self, span: Span, message: impl Into<String>, hint: Option<String>) -> Located {
+        let lines = self.lines.get_or_init(|| LineIndex::new(self.src));
+        Located::indexed(self.path, self.src, lines, span, message, hint)
     }
 
     fn syntax(&self, e: &toml_edit::TomlError) -> Error {
         let span = e.span().unwrap_or(0..0);
         let message = format!("invalid TOML: {}", e.message());
         let hint = "fix the TOML syntax at the marked place (strings need quotes; Windows paths are easiest in 'single quotes')";
-        Error::Syntax(Box::new(Located::new(self.path, self.src, span, message, Some(hint.into()))))
+        Error::Syntax(Box::new(self.located(span, message, Some(hint.into()))))
     }
 
     fn text(&self, span: &Span) -> &str {
@@ -192,14 +256,24 @@ impl Cx<'_> {
     }
 
     /// The profiles of `[profiles]`; each invalid one adds its first error to `errors`.
+    /// More than [`MAX_PROFILES`] is one error, at the first profile past the bound.
     fn profiles(&self, t: &dyn TableLike, errors: &mut Vec<Error>) -> Vec<Profile> {
         let mut out: Vec<Profile> = Vec::new();
-        let mut names: Vec<&str> = Vec::new();
+        if let Some((name, _)) = t.iter().nth(MAX_PROFILES) {
+            errors.push(self.invalid(
+                self.key_span(t, name),
+                format!("too many profiles: this file has {}; cuenv reads at most {MAX_PROFILES} profiles per file", t.len()),
+                "split the profiles over several files (one lab file per group or project)",
+            ));
+            return out;
+        }
+        // Names seen so far, by their lowercase form (a map: a linear pass, not a pairwise one).
+        let mut names: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
         for (name, item) in t.iter() {
             let name_span = self.key_span(t, name);
             let one = || -> Result<Profile, Error> {
                 self.check_profile_name(name, &name_span)?;
-                if let Some(other) = names.iter().find(|n| n.eq_ignore_ascii_case(name)) {
+                if let Some(other) = names.get(&name.to_ascii_lowercase()) {
                     return Err(self.invalid(
                         name_span.clone(),
                         format!("profiles `{other}` and `{name}` differ only in case"),
@@ -219,14 +293,18 @@ impl Cx<'_> {
                 Ok(p) => out.push(p),
                 Err(e) => errors.push(e),
             }
-            names.push(name);
+            names.entry(name.to_ascii_lowercase()).or_insert(name);
         }
         out
     }
 
     fn check_profile_name(&self, name: &str, span: &Span) -> Result<(), Error> {
+        let long;
         let why = if name.is_empty() {
             Some("is empty")
+        } else if name.len() > MAX_NAME_LEN {
+            long = format!("is {} characters long; at most {MAX_NAME_LEN} are allowed", name.chars().count());
+            Some(long.as_str())
         } else if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)) {
             Some("may only hold letters A-Z and a-z, digits, `_`, `.` and `-`")
         } else if name.starts_with('.') || name.ends_with('.') {
@@ -240,7 +318,7 @@ impl Cx<'_> {
             None => Ok(()),
             Some(why) => Err(self.invalid(
                 span.clone(),
-                format!("profile name `{name}` {why}"),
+                format!("profile name `{}` {why}", shorten(name)),
                 "profile names become folder names: use letters, digits, `_`, `.` and `-`, like `torch2` or `tf-2.8`",
             )),
         }
@@ -364,6 +442,11 @@ impl Cx<'_> {
             format!("a SHA-256 digest is 64 hexadecimal digits; this has {} characters", s.value.chars().count()),
         ))
     }
+}
+
+/// `name` for a message: whole up to 40 characters, else its first 32 and `...`.
+fn shorten(name: &str) -> String {
+    if name.chars().count() <= 40 { name.to_string() } else { format!("{}...", name.chars().take(32).collect::<String>()) }
 }
 
 fn source_of(s: &str) -> Source {

@@ -19,6 +19,7 @@ mod home_format;
 mod kill_matrix;
 mod odd_paths;
 mod output;
+mod profile_input;
 mod real_apply;
 mod real_sources;
 mod real_wheels;
