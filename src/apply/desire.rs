@@ -239,12 +239,42 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desire
                 }
             }
         }
+        if platform.is_windows() {
+            let view_dir = stable_home(layout).join("profiles").join(&view.name);
+            let longest_lib = meta.libraries.iter().max_by_key(|n| n.len()).cloned().unwrap_or_default();
+            let mut paths =
+                vec![view_dir.join("cudnn-lib").join(&longest_lib), layout.generation_staging(999_999).join("views").join(&view.name).join("cudnn-lib")];
+            paths.extend(shims.iter().filter(|(r, _)| r.profile == view.name).map(|(r, _)| r.path.clone()));
+            if let Some((path, len)) = over_max_path(&paths) {
+                return Err(file
+                    .error_at(
+                        profile.name_span.clone(),
+                        format!(
+                            "on Windows, profile `{}` needs the path {} ({len} characters), past the {WINDOWS_MAX_PATH} that DLL loading and cmd.exe accept",
+                            view.name,
+                            path.display()
+                        ),
+                        Some("move the cuenv home (--home or CUENV_HOME) or the conda env to a shorter folder, or shorten the profile name".into()),
+                    )
+                    .into());
+            }
+        }
         views.push(view);
     }
     for (i, (rec, _)) in shims.iter_mut().enumerate() {
         rec.stored = format!("{i}-{}", rec.path.file_name().unwrap_or_default().to_string_lossy());
     }
     Ok(Desired { link_mode: mode_name(file.settings.link_mode), file, resolved, lock_changes: changes, views, shims })
+}
+
+/// The longest path Windows loads a DLL from or cmd.exe runs a script at without long-path
+/// support: `MAX_PATH` (260) less the terminating NUL (Microsoft Learn, "Maximum Path Length
+/// Limitation"; docs/facts.md §6).
+pub const WINDOWS_MAX_PATH: usize = 259;
+
+/// The first of `paths` longer than [`WINDOWS_MAX_PATH`] UTF-16 units, with its length.
+fn over_max_path(paths: &[PathBuf]) -> Option<(PathBuf, usize)> {
+    paths.iter().map(|p| (p.clone(), p.to_string_lossy().encode_utf16().count())).find(|(_, n)| *n > WINDOWS_MAX_PATH)
 }
 
 /// For `--locked`: the drift when `lock` (`platform`'s section of `file`'s lock; `None`: no
@@ -258,4 +288,20 @@ pub fn missing_section(lock: Option<&lockfile::LockFile>, file: &ProfileFile, pl
     };
     let message = format!("{} does not match {} for {platform}:\n  {why}", lockfile::lock_path(&file.path).display(), file.path.display());
     Some(LockedDrift::new(message, &file.path, platform, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_past_max_path_is_found_in_utf16_units() {
+        let short = PathBuf::from(r"C:\Users\ana\cuenv\profiles\tf\cudnn-lib\cudnn_engines_precompiled64_9.dll");
+        assert_eq!(over_max_path(std::slice::from_ref(&short)), None);
+        let long = PathBuf::from(format!(r"C:\{}\cudnn64_9.dll", "d".repeat(250)));
+        assert_eq!(over_max_path(&[short.clone(), long.clone()]), Some((long, 267)));
+        // 259 exactly is fine; a non-ASCII character counts as one UTF-16 unit.
+        let edge = PathBuf::from(format!(r"C:\{}", "é".repeat(256)));
+        assert_eq!(over_max_path(&[edge]), None);
+    }
 }
