@@ -849,3 +849,45 @@ fn the_next_writer_removes_what_a_kill_left() {
     let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
     assert_eq!(s["healthy"], true, "{s}");
 }
+
+/// Issue 10, case 3, the other cut: a record cut inside its JSON (the kill came mid-`write`)
+/// is skipped alone; the records around it survive and the next one starts its own line.
+#[test]
+fn a_history_record_cut_mid_json_loses_only_itself() {
+    let lab = Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    let history = lab.ctx.home.join("history.jsonl");
+    let mut text = fs::read_to_string(&history).unwrap();
+    text.push_str(r#"{"time":"2026-11-30T00:00:00Z","op":"roll"#);
+    fs::write(&history, &text).unwrap();
+    let f2 = lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n");
+    lab.ok(&["apply", "--no-check", f2.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_str(&lab.ok(&["generations", "--json"])).unwrap();
+    let ops: Vec<(&str, u64)> = v["history"].as_array().unwrap().iter().map(|h| (h["op"].as_str().unwrap(), h["to"].as_u64().unwrap())).collect();
+    assert_eq!(ops, [("apply", 1), ("apply", 2)], "{}", fs::read_to_string(&history).unwrap());
+    let written = fs::read_to_string(&history).unwrap();
+    assert_eq!(written.lines().count(), 3, "the cut line stays alone: {written}");
+}
+
+/// Issue 10, case 7, with checks on: the check fails (the stub cuDNN exports no API), and the
+/// revert to the generation that named the env by its real path must not delete the shims
+/// that the link-spelled generation "owned" (the same files).
+#[cfg(unix)]
+#[test]
+fn a_revert_through_a_symlinked_env_keeps_its_shims() {
+    let lab = Lab::new();
+    let tf = |env: &Path| lab.lab(&format!("[profiles.tf]\ncuda = \"11.8\"\ncudnn = \"8.8\"\nconda-env = '{}'\n", env.display()));
+    lab.ok(&["apply", "--no-check", tf(&lab.env_b).to_str().unwrap()]);
+    let link = lab.ctx.path("tf-link");
+    std::os::unix::fs::symlink(&lab.env_b, &link).unwrap();
+    let (code, out, err) = lab.run(&["apply", "--timeout", "30", tf(&link).to_str().unwrap()]);
+    assert_eq!(code, 4, "the stub's check fails:\n{out}\n{err}");
+    assert_eq!(lab.current(), 1, "reverted");
+    for d in ["activate.d", "deactivate.d"] {
+        let shim = lab.env_b.join("etc/conda").join(d).join("cuenv-tf.sh");
+        assert!(shim.exists(), "{} was deleted by the revert", shim.display());
+    }
+    let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
+    assert_eq!(s["healthy"], true, "{s}");
+}

@@ -108,7 +108,10 @@ fn an_error_inside_the_transaction_is_undone_before_returning() {
 /// ends with no generation current and no shims.
 #[test]
 fn a_first_generation_killed_mid_revert_is_cleared() {
-    for step in ["check-saved", "revert-shims", "revert-commit", "revert-history"] {
+    // Every kill point of a failing transaction (10), from the journal to the last step of
+    // the revert (`verdict` is on the passing path only).
+    let steps = ["journal", "lock", "shims", "commit", "history", "check-start", "check-saved", "revert-shims", "revert-commit", "revert-history"];
+    for step in steps {
         let lab = Lab::new();
         let file = lab.three();
         let out = lab.ctx.cmd().args(["apply", "--timeout", "30", file.to_str().unwrap()]).env("CUENV_TEST_ABORT_AT", step).output().unwrap();
