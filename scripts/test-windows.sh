@@ -61,6 +61,8 @@ wine_skips=(
   apply_tx::an_error_inside_the_transaction_is_undone_before_returning
   kill_matrix::a_killed_gc_leaves_no_half_deleted_generation
   output::a_malformed_setting_is_an_error
+  # Also applies the longest allowed profile name, which needs junctions.
+  profile_input::a_long_profile_name_is_refused_at_parse_time
 )
 
 # --- prerequisites -----------------------------------------------------------
