@@ -95,11 +95,6 @@ pub fn gc(layout: &Layout, lock: &WriterLock, plan: &GcPlan, done: &mut dyn FnMu
     Ok(())
 }
 
-/// Store entry ids referenced by any generation.
-pub fn referenced_entries(layout: &Layout) -> BTreeSet<String> {
-    generation::list(layout).into_iter().filter_map(|n| generation::read(layout, n).ok()).flat_map(|m| m.profiles.into_iter().map(|p| p.cudnn_id)).collect()
-}
-
 /// `cuenv store remove ID`: deletes the store entry `id` names (a name, or an id prefix of at
 /// least 4 hex digits), unless a generation still uses it (`store::Error::InUse`, naming the
 /// first such generation: deleting it would leave that generation's views dangling). Returns

@@ -46,7 +46,7 @@ pub use crate::view::{VIEW_LINKS, activation, stable_home};
 pub use build::{build, remove_generation_tree};
 pub use desire::{Desired, Locking, desire, link_kind, missing_section, resolve_locked};
 pub use error::{Error, LockedDrift};
-pub use gc::{Deleted, GcPlan, gc, gc_plan, referenced_entries, remove_entry};
+pub use gc::{Deleted, GcPlan, gc, gc_plan, remove_entry};
 pub use home_token::{HOME_TOKEN, from_home_token, to_home_token};
 pub use pin::{PlatformLock, lock};
 pub use plan::{Replacing, plan, unchanged};

@@ -56,7 +56,7 @@ pub fn preflight_lock(layout: &Layout, desired: &Desired) -> Result<crate::gener
         }
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
         tempfile::Builder::new()
-            .prefix(".cuenv-tmp")
+            .prefix(crate::fsutil::ATOMIC_TMP_PREFIX)
             .tempfile_in(dir)
             .map_err(|e| IoError::new("write the lock file (its folder takes no new file)", &path, e))?;
     }

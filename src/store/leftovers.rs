@@ -27,7 +27,7 @@ impl Store<'_> {
         out.extend(
             children(self.layout.store_dir())
                 .into_iter()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(".cuenv-tmp") && e.file_type().is_ok_and(|t| t.is_file()))
+                .filter(|e| e.file_name().to_string_lossy().starts_with(fsutil::ATOMIC_TMP_PREFIX) && e.file_type().is_ok_and(|t| t.is_file()))
                 .map(|e| e.path()),
         );
         out
@@ -42,8 +42,9 @@ impl Store<'_> {
     /// For read-only commands: `N MiB of leftovers ...; the next ... removes them`, or `None`
     /// when there are none.
     pub fn leftover_note(&self) -> Option<String> {
-        match self.leftover_bytes() {
-            0 if self.leftovers().is_empty() => None,
+        let leftovers = self.leftovers();
+        match leftovers.iter().map(|p| tree_size(p)).sum() {
+            0 if leftovers.is_empty() => None,
             n => Some(format!("{} of leftovers from an interrupted command; the next `cuenv gc` or store command removes them", fsutil::human_size(n))),
         }
     }
