@@ -123,6 +123,7 @@ mod tests {
         let base: Env = vec![("PATH".into(), format!("/usr/bin{sep}/a").into())];
         let act = Activation {
             profile: "p".into(),
+            layer: Default::default(),
             path_prepend: vec![PathBuf::from("/a"), PathBuf::from("/b")],
             ld_library_path_prepend: vec![],
             set: vec![("CUDNN_PATH".into(), PathBuf::from("/c"))],

@@ -136,6 +136,7 @@ pub fn activation(layout: &Layout, profile: &str, platform: Platform) -> Activat
     };
     Activation {
         profile: profile.into(),
+        layer: Default::default(),
         path_prepend,
         ld_library_path_prepend: ld,
         set: vec![("CUDA_PATH".into(), view.join("cuda")), ("CUDA_HOME".into(), view.join("cuda")), ("CUDNN_PATH".into(), view.join("cudnn"))],
@@ -155,6 +156,7 @@ pub fn stable_home(layout: &Layout) -> PathBuf {
 /// `CUENV_PROFILE=active` stands for whichever profile is active.
 pub fn setup_activation(layout: &Layout, platform: Platform) -> Activation {
     let mut a = activation(layout, "active", platform);
+    a.layer = crate::shim::Layer::Setup;
     let active = stable_home(layout).join("active");
     let view = stable_home(layout).join("profiles").join("active");
     let fix = |p: PathBuf| p.strip_prefix(&view).map(|r| active.join(r)).unwrap_or(p);

@@ -87,11 +87,35 @@ impl Shell {
     }
 }
 
+/// Which activation layer a script belongs to (docs/design.md, "Activation layers"): each
+/// layer keeps its own state variables, `CUENV_<LAYER>_*`, and never touches another layer's
+/// list entries; the SHIM layer's entries go in front of the SETUP layer's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Layer {
+    /// conda env shims and `cuenv env PROFILE`.
+    #[default]
+    Shim,
+    /// `cuenv env --setup` (through `<home>/active`), the layer below every shim.
+    Setup,
+}
+
+impl Layer {
+    /// The prefix of this layer's state variables: `CUENV_SHIM_` or `CUENV_SETUP_`.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Layer::Shim => "CUENV_SHIM_",
+            Layer::Setup => "CUENV_SETUP_",
+        }
+    }
+}
+
 /// What a profile's activation does.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Activation {
     /// The `CUENV_PROFILE` value (a profile name: `[A-Za-z0-9_.-]+`).
     pub profile: String,
+    /// The layer whose state the scripts keep.
+    pub layer: Layer,
     /// Prepended to `PATH` in this order (cuDNN `bin` first, then the toolkit's `bin`).
     pub path_prepend: Vec<PathBuf>,
     /// Linux: `lib` folders prepended to `LD_LIBRARY_PATH` (empty on Windows).

@@ -11,6 +11,7 @@ pub(crate) const WIN_HOSTILE: &str = r"C:\Program Files (x86)\cu env 100%PATH%&!
 fn win_activation() -> Activation {
     Activation {
         profile: "torch2".into(),
+        layer: Default::default(),
         path_prepend: vec![PathBuf::from(format!(r"{WIN_HOSTILE}\cudnn\bin")), PathBuf::from(r"D:\模型\CUDA\v12.6\bin")],
         ld_library_path_prepend: vec![],
         set: vec![
@@ -24,6 +25,7 @@ fn win_activation() -> Activation {
 fn ascii_win_activation() -> Activation {
     Activation {
         profile: "tf28".into(),
+        layer: Default::default(),
         path_prepend: vec![PathBuf::from(r"C:\cuenv\profiles\tf28\cudnn\bin")],
         ld_library_path_prepend: vec![],
         set: vec![("CUDA_PATH".into(), PathBuf::from(r"C:\Program Files (x86)\CUDA"))],
@@ -35,6 +37,7 @@ const UNIX_HOSTILE: &str = "/tmp/it's a \"dir\" $HOME `id` 100% & ! ^ (x86) \\ z
 fn unix_activation() -> Activation {
     Activation {
         profile: "torch2".into(),
+        layer: Default::default(),
         path_prepend: vec![PathBuf::from(format!("{UNIX_HOSTILE}/cudnn/bin")), PathBuf::from("/opt/模型/cuda/bin")],
         ld_library_path_prepend: vec![PathBuf::from(format!("{UNIX_HOSTILE}/cudnn/lib")), PathBuf::from("/opt/模型/cuda/lib64")],
         set: vec![

@@ -33,6 +33,7 @@ const ASCII_HOSTILE: &str = r"C:\Program Files (x86)\cu env 100% & !bang! ^caret
 fn activation(profile: &str, root: &str) -> Activation {
     Activation {
         profile: profile.into(),
+        layer: Default::default(),
         path_prepend: vec![PathBuf::from(format!(r"{root}\{profile}\cudnn\bin")), PathBuf::from(format!(r"{root}\CUDA\v12.6\bin"))],
         ld_library_path_prepend: vec![],
         set: vec![

@@ -24,6 +24,7 @@ fn have(shell: &str) -> bool {
 fn activation(root: &Path, profile: &str) -> Activation {
     Activation {
         profile: profile.into(),
+        layer: Default::default(),
         path_prepend: vec![root.join(profile).join("cudnn/bin"), root.join("cuda 12.6/bin")],
         ld_library_path_prepend: vec![root.join(profile).join("cudnn/lib"), root.join("cuda 12.6/lib64")],
         set: vec![
