@@ -218,12 +218,21 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desire
         }
         if let Some(env) = &conda_env {
             require_unicode(PathRole::CondaEnv { profile: profile_name() }, env)?;
-            let act = activation(layout, &view.name, platform);
-            // Windows: `C:\...` paths cannot go into the `:`-separated lists of the POSIX and
-            // fish shims (every Windows path holds a `:`), so only cmd and PowerShell shims are
-            // written there; before, any profile with a conda env failed to apply on Windows.
-            let shells: &[Shell] = if platform.is_windows() { &[Shell::Cmd, Shell::PowerShell] } else { &Shell::ALL };
-            for &shell in shells {
+            let mut act = activation(layout, &view.name, platform);
+            if !platform.is_windows() {
+                // conda cannot take a Linux shim's PATH entry back out on a switch (its slice
+                // there is the single `<env>/bin`), and the loader needs only LD_LIBRARY_PATH:
+                // docs/design.md, "Activation layers", 5.
+                act.path_prepend.clear();
+            }
+            // `[settings] shells`, else the platform's shells. Windows: `C:\...` paths cannot go
+            // into the `:`-separated lists of the POSIX, csh and fish shims, so only cmd and
+            // PowerShell shims are written there.
+            let shells: Vec<Shell> = match &file.settings.shells {
+                Some(chosen) => chosen.iter().copied().filter(|s| !platform.is_windows() || matches!(s, Shell::Cmd | Shell::PowerShell)).collect(),
+                None => Shell::defaults(platform.is_windows()).to_vec(),
+            };
+            for &shell in &shells {
                 shim::validate(shell, &act).map_err(|e| {
                     file.error_at(
                         profile.name_span.clone(),

@@ -177,7 +177,7 @@ pub enum Command {
         /// The profile (default: the active one).
         profile: Option<String>,
         /// The shell to print for.
-        #[arg(long, value_parser = ["cmd", "powershell", "bash", "zsh", "sh", "fish"], default_value = if cfg!(windows) { "cmd" } else { "bash" })]
+        #[arg(long, value_parser = ["cmd", "powershell", "bash", "zsh", "sh", "fish", "csh", "tcsh"], default_value = if cfg!(windows) { "cmd" } else { "bash" })]
         shell: String,
         /// Print the activation through `<home>/active`, to add to a shell's startup file once.
         #[arg(long, conflicts_with = "profile")]

@@ -23,7 +23,10 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Resul
         };
         let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
         generation::read(&ctx.layout, cur)?.profile(&name)?;
-        view::activation(&ctx.layout, &name, platform)
+        let mut act = view::activation(&ctx.layout, &name, platform);
+        // PATH gets a folder only where it exists (runtime roots from PyPI have no `bin`).
+        act.path_prepend.retain(|p| p.is_dir());
+        act
     };
     view::require_unicode(view::PathRole::Home, &view::stable_home(&ctx.layout))?;
     shim::validate(shell, &act).map_err(|e| Hinted::new(format!("cannot render the activation for this shell: {e}"), e.hint(), ExitCode::Failure))?;

@@ -219,6 +219,10 @@ pub struct Settings {
     pub nvidia_mirror: Option<String>,
     /// `pypi-index`: the PyPI base URL for `from = "pypi"`.
     pub pypi_index: Option<String>,
+    /// `shells`: the shells whose conda shims `apply` writes (`cmd`, `powershell`, `posix`,
+    /// `fish`, `csh`); `None` (absent) means the platform's own ([`crate::shim::Shell::defaults`]).
+    /// On Windows only cmd and PowerShell are written whatever the list says.
+    pub shells: Option<Vec<crate::shim::Shell>>,
 }
 
 /// One entry of `[toolkits]`: a label and the toolkit root it names.

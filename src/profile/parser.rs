@@ -230,7 +230,7 @@ impl Cx<'_> {
     }
 
     fn settings(&self, t: &dyn TableLike) -> Result<Settings, Error> {
-        self.check_keys(t, &["link-mode", "nvidia-mirror", "pypi-index"], "[settings]")?;
+        self.check_keys(t, &["link-mode", "nvidia-mirror", "pypi-index", "shells"], "[settings]")?;
         let mut s = Settings {
             nvidia_mirror: self.string(t, "nvidia-mirror")?.map(|v| v.value),
             pypi_index: self.string(t, "pypi-index")?.map(|v| v.value),
@@ -240,7 +240,29 @@ impl Cx<'_> {
             s.link_mode = self.one_of("link-mode", &mode, &LINK_MODES)?;
             s.link_mode_span = Some(mode.span);
         }
+        s.shells = self.shells(t)?;
         Ok(s)
+    }
+
+    /// `[settings] shells = ["posix", "fish", ...]`: each a name [`Shell::from_name`] knows.
+    fn shells(&self, t: &dyn TableLike) -> Result<Option<Vec<crate::shim::Shell>>, Error> {
+        let Some(item) = t.get("shells") else { return Ok(None) };
+        let span = item.span().unwrap_or(0..0);
+        let hint = "write `shells = [\"posix\", \"fish\", \"csh\"]` (any of: cmd, powershell, posix, bash, zsh, sh, dash, fish, csh, tcsh)";
+        let Some(arr) = item.as_array() else {
+            return Err(self.invalid(span, "`shells` must be a list of shell names".to_string(), hint.to_string()));
+        };
+        let mut out = Vec::new();
+        for v in arr.iter() {
+            let vspan = v.span().unwrap_or(span.clone());
+            let shell = v.as_str().and_then(crate::shim::Shell::from_name);
+            match shell {
+                Some(s) if !out.contains(&s) => out.push(s),
+                Some(_) => {}
+                None => return Err(self.invalid(vspan.clone(), format!("`{}` is not a shell cuenv writes shims for", self.text(&vspan)), hint.to_string())),
+            }
+        }
+        Ok(Some(out))
     }
 
     fn toolkits(&self, t: &dyn TableLike) -> Result<Vec<ToolkitDecl>, Error> {

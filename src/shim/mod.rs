@@ -34,6 +34,7 @@
 //! rendering fills `{{KEY}}` slots with quoted values in one pass (a value is never re-scanned).
 
 mod file;
+mod posix;
 mod quote;
 
 pub use file::{Error, WriteOutcome, encode, remove, write};
@@ -51,11 +52,19 @@ pub enum Shell {
     Posix,
     /// fish (`.fish`).
     Fish,
+    /// csh and tcsh (`.csh`).
+    Csh,
 }
 
 impl Shell {
     /// Every shell, in the order cuenv writes them.
-    pub const ALL: [Shell; 4] = [Shell::Cmd, Shell::PowerShell, Shell::Posix, Shell::Fish];
+    pub const ALL: [Shell; 5] = [Shell::Cmd, Shell::PowerShell, Shell::Posix, Shell::Fish, Shell::Csh];
+
+    /// The shells whose shims cuenv writes by default for a platform: cmd and PowerShell on
+    /// Windows; POSIX shells, fish and csh elsewhere.
+    pub fn defaults(windows: bool) -> &'static [Shell] {
+        if windows { &[Shell::Cmd, Shell::PowerShell] } else { &[Shell::Posix, Shell::Fish, Shell::Csh] }
+    }
 
     /// The file extension conda looks for (without the dot).
     pub fn extension(self) -> &'static str {
@@ -64,6 +73,7 @@ impl Shell {
             Shell::PowerShell => "ps1",
             Shell::Posix => "sh",
             Shell::Fish => "fish",
+            Shell::Csh => "csh",
         }
     }
 
@@ -71,17 +81,19 @@ impl Shell {
     pub fn list_separator(self) -> char {
         match self {
             Shell::Cmd | Shell::PowerShell => ';',
-            Shell::Posix | Shell::Fish => ':',
+            Shell::Posix | Shell::Fish | Shell::Csh => ':',
         }
     }
 
-    /// The shell for a `--shell` name: `cmd`, `powershell`/`pwsh`, `bash`/`zsh`/`sh`/`dash`, `fish`.
+    /// The shell for a `--shell` name: `cmd`, `powershell`/`pwsh`, `bash`/`zsh`/`sh`/`dash`,
+    /// `fish`, `csh`/`tcsh`.
     pub fn from_name(name: &str) -> Option<Shell> {
         match name.to_ascii_lowercase().as_str() {
             "cmd" | "cmd.exe" | "bat" => Some(Shell::Cmd),
             "powershell" | "pwsh" | "ps1" => Some(Shell::PowerShell),
             "posix" | "sh" | "bash" | "zsh" | "dash" | "ksh" => Some(Shell::Posix),
             "fish" => Some(Shell::Fish),
+            "csh" | "tcsh" => Some(Shell::Csh),
             _ => None,
         }
     }
@@ -125,7 +137,11 @@ pub struct Activation {
 }
 
 /// The first line of every shim, as a comment in that shell's syntax.
-pub const MARKER: &str = "cuenv-shim v1";
+pub const MARKER: &str = "cuenv-shim v2";
+
+/// The marker of the first shim format (snapshot restore), still recognised as cuenv's own so
+/// that `apply` replaces old shims.
+const MARKER_V1: &str = "cuenv-shim v1";
 
 /// cmd.exe's longest command line, in UTF-16 units.
 pub const CMD_LINE_MAX: usize = 8191;
@@ -139,21 +155,32 @@ pub fn file_name(profile: &str, shell: Shell) -> String {
     format!("cuenv-{profile}.{}", shell.extension())
 }
 
-/// The marker line of `shell`'s scripts.
-fn marker_line(shell: Shell) -> String {
-    match shell {
-        Shell::Cmd => format!("@rem {MARKER}"),
-        Shell::PowerShell | Shell::Posix | Shell::Fish => format!("# {MARKER}"),
-    }
-}
-
 /// True when `text` (a file's content) starts with cuenv's marker line in any shell's syntax
 /// (a UTF-8 BOM and a CRLF line end are allowed).
 pub fn is_ours(text: &str) -> bool {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let first = text.split('\n').next().unwrap_or("");
     let first = first.strip_suffix('\r').unwrap_or(first);
-    Shell::ALL.iter().any(|&s| first == marker_line(s))
+    let first = first.strip_prefix("@rem ").or_else(|| first.strip_prefix("# "));
+    first.is_some_and(|m| m == MARKER || m == MARKER_V1)
+}
+
+/// The scalar variables an activation sets, `(name, value)`: its `set` list (the last value of
+/// a repeated name winning), then `CUENV_PROFILE`.
+fn scalars(a: &Activation) -> Vec<(String, String)> {
+    let mut set: Vec<(String, String)> = Vec::new();
+    for (name, value) in &a.set {
+        assert!(valid_set_name(name), "{}", Invalid::Name(name.clone()));
+        set.retain(|(n, _)| n != name);
+        set.push((name.clone(), shim_path(value)));
+    }
+    set.push(("CUENV_PROFILE".to_string(), a.profile.clone()));
+    set
+}
+
+/// A comment-safe rendering of a profile name (it is `[A-Za-z0-9_.-]+` already).
+fn profile_note(profile: &str) -> String {
+    format!("'{profile}'")
 }
 
 /// Why an [`Activation`] cannot be rendered faithfully for a shell.
@@ -290,8 +317,9 @@ fn plan(a: &Activation) -> Plan {
 pub fn render_activate(shell: Shell, a: &Activation) -> String {
     let p = plan(a);
     match shell {
-        Shell::Posix => render_dialect(&POSIX, &p, true),
-        Shell::Fish => render_dialect(&FISH, &p, true),
+        Shell::Posix => posix::render_sh(a, true),
+        Shell::Fish => posix::render_fish(a, true),
+        Shell::Csh => posix::render_csh(a, true),
         Shell::PowerShell => crlf(&render_dialect(&POWERSHELL, &p, true)),
         Shell::Cmd => crlf(&render_cmd_activate(&p)),
     }
@@ -304,8 +332,9 @@ pub fn render_activate(shell: Shell, a: &Activation) -> String {
 pub fn render_deactivate(shell: Shell, a: &Activation) -> String {
     let p = plan(a);
     match shell {
-        Shell::Posix => render_dialect(&POSIX, &p, false),
-        Shell::Fish => render_dialect(&FISH, &p, false),
+        Shell::Posix => posix::render_sh(a, false),
+        Shell::Fish => posix::render_fish(a, false),
+        Shell::Csh => posix::render_csh(a, false),
         Shell::PowerShell => crlf(&render_dialect(&POWERSHELL, &p, false)),
         Shell::Cmd => crlf(&render_cmd_deactivate(&p)),
     }
@@ -323,16 +352,6 @@ fn note(p: &Plan) -> String {
 // ---- POSIX -----------------------------------------------------------------------------------
 
 mod tpl {
-    pub const POSIX_ACTIVATE: &str = include_str!("templates/posix/activate.sh");
-    pub const POSIX_DEACTIVATE: &str = include_str!("templates/posix/deactivate.sh");
-    pub const POSIX_RESTORE: &str = include_str!("templates/posix/restore.sh");
-    pub const POSIX_PREPEND: &str = include_str!("templates/posix/prepend.sh");
-    pub const POSIX_SET: &str = include_str!("templates/posix/set.sh");
-    pub const FISH_ACTIVATE: &str = include_str!("templates/fish/activate.fish");
-    pub const FISH_DEACTIVATE: &str = include_str!("templates/fish/deactivate.fish");
-    pub const FISH_RESTORE: &str = include_str!("templates/fish/restore.fish");
-    pub const FISH_PREPEND: &str = include_str!("templates/fish/prepend.fish");
-    pub const FISH_SET: &str = include_str!("templates/fish/set.fish");
     pub const PS_ACTIVATE: &str = include_str!("templates/powershell/activate.ps1");
     pub const PS_DEACTIVATE: &str = include_str!("templates/powershell/deactivate.ps1");
     pub const PS_RESTORE: &str = include_str!("templates/powershell/restore.ps1");
@@ -393,32 +412,6 @@ struct Dialect {
     dirs_key: &'static str,
     dirs_sep: &'static str,
 }
-
-const POSIX: Dialect = Dialect {
-    activate: tpl::POSIX_ACTIVATE,
-    deactivate: tpl::POSIX_DEACTIVATE,
-    restore: tpl::POSIX_RESTORE,
-    prepend: tpl::POSIX_PREPEND,
-    set: tpl::POSIX_SET,
-    quote: quote::posix,
-    name: str::to_string,
-    names_sep: " ",
-    dirs_key: "VALUE",
-    dirs_sep: ":",
-};
-
-const FISH: Dialect = Dialect {
-    activate: tpl::FISH_ACTIVATE,
-    deactivate: tpl::FISH_DEACTIVATE,
-    restore: tpl::FISH_RESTORE,
-    prepend: tpl::FISH_PREPEND,
-    set: tpl::FISH_SET,
-    quote: quote::fish,
-    name: str::to_string,
-    names_sep: " ",
-    dirs_key: "VALUES",
-    dirs_sep: " ",
-};
 
 const POWERSHELL: Dialect = Dialect {
     activate: tpl::PS_ACTIVATE,

@@ -43,3 +43,21 @@ pub fn cmd(s: &str, bang_line: bool) -> String {
     }
     out
 }
+
+/// csh/tcsh: `'...'`; an embedded `'` becomes `'\''`, `!` becomes `\!` (history substitution
+/// happens even inside single quotes in an interactive csh, and in files it sources), and a
+/// line break becomes `\` + line break (csh ends a quoted word at a bare line break).
+pub fn csh(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 16);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\'' => out.push_str(r"'\''"),
+            '!' => out.push_str(r"\!"),
+            '\n' => out.push_str("\\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}

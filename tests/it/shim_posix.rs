@@ -117,7 +117,7 @@ fn run(shell_bin: &str, shell: Shell, env: &[(String, String)], steps: &[(&str, 
                 // No shell variable of the shim may leak either.
                 match shell {
                     Shell::Posix => {
-                        script.push_str(&format!("if [ -n \"${{__cuenv_n+x}}\" ]; then echo leaked __cuenv_n >&2; exit 9; fi\nenv -0 > '{}'\n", f.display()))
+                        script.push_str(&format!("if [ -n \"${{__cuenv_v+x}}\" ]; then echo leaked __cuenv_v >&2; exit 9; fi\nenv -0 > '{}'\n", f.display()))
                     }
                     Shell::Fish => {
                         script.push_str(&format!("if set -q __cuenv_n; or set -q __cuenv_s; echo leaked >&2; exit 9; end\nenv -0 > '{}'\n", f.display()))
@@ -168,13 +168,13 @@ fn check_shell(shell_bin: &str, shell: Shell) {
     assert_eq!(want("CUDA_HOME"), &format!("{root}/cuda 12.6"));
     assert_eq!(want("CUDNN_PATH"), &format!("{root}/torch2/cudnn"));
     assert_eq!(want("CUENV_PROFILE"), "torch2");
-    assert_eq!(want("CUENV_ACTIVE_PROFILE"), "torch2");
-    assert_eq!(want("CUENV_SAVED_PATH"), &old_path);
-    assert_eq!(want("CUENV_SAVED_CUDA_HOME"), "");
-    assert_eq!(want("CUENV_UNSET_CUDA_PATH"), "1");
-    assert_eq!(want("CUENV_UNSET_LD_LIBRARY_PATH"), "1");
-    assert_eq!(want("CUENV_SAVED_CUDNN_PATH"), &before["CUDNN_PATH"]);
-    assert_eq!(want("CUENV_SAVED_CUENV_PROFILE"), "set-before");
+    assert_eq!(want("CUENV_SHIM_PROFILE"), "torch2");
+    assert_eq!(want("CUENV_SHIM_ADDED_PATH"), &format!("{root}/torch2/cudnn/bin:{root}/cuda 12.6/bin"));
+    assert_eq!(want("CUENV_SHIM_SAVED_CUDA_HOME"), "");
+    assert_eq!(want("CUENV_SHIM_UNSET_CUDA_PATH"), "1");
+    assert_eq!(want("CUENV_SHIM_UNSET_LD_LIBRARY_PATH"), "1");
+    assert_eq!(want("CUENV_SHIM_SAVED_CUDNN_PATH"), &before["CUDNN_PATH"]);
+    assert_eq!(want("CUENV_SHIM_SAVED_CUENV_PROFILE"), "set-before");
     assert_eq!(active["UNRELATED"], "stays");
     // Idempotent: a second activation changes nothing at all.
     assert_eq!(again, active, "{shell_bin}: second activation changed the environment");
@@ -184,8 +184,8 @@ fn check_shell(shell_bin: &str, shell: Shell) {
     assert!(!after.contains_key("CUDA_PATH") && !after.contains_key("LD_LIBRARY_PATH"));
 }
 
-/// Switching profiles: activating tf28 while torch2 is active first restores torch2's saved
-/// state; torch2's deactivate then does nothing; tf28's deactivate returns to the start.
+/// Switching profiles: activating tf28 while torch2 is active first removes torch2's block
+/// (the saved values stay those from before torch2); torch2's deactivate then does nothing; tf28's deactivate returns to the start.
 fn check_switch(shell_bin: &str, shell: Shell) {
     if !have(shell_bin) {
         eprintln!("note: {shell_bin} is not installed; skipping its profile-switch test");
@@ -215,9 +215,9 @@ fn check_switch(shell_bin: &str, shell: Shell) {
     let [before, tf28, after_wrong_deactivate, after] = <[Env; 4]>::try_from(envs.into_iter().map(without_step_vars).collect::<Vec<_>>()).unwrap();
     let root = s.root.display().to_string();
     assert_eq!(tf28["PATH"], format!("{root}/tf28/cudnn/bin:{root}/cuda 12.6/bin:{}", before["PATH"]), "{shell_bin}");
-    assert_eq!(tf28["CUENV_SAVED_PATH"], before["PATH"]);
+    assert_eq!(tf28["CUENV_SHIM_ADDED_PATH"], format!("{root}/tf28/cudnn/bin:{root}/cuda 12.6/bin"));
     assert_eq!(tf28["CUENV_PROFILE"], "tf28");
-    assert_eq!(tf28["CUENV_SAVED_CUENV_PROFILE"], "set-before");
+    assert_eq!(tf28["CUENV_SHIM_SAVED_CUENV_PROFILE"], "set-before");
     assert_eq!(after_wrong_deactivate, tf28, "{shell_bin}: torch2's deactivate acted while tf28 was active");
     assert_eq!(after, before, "{shell_bin}");
 }

@@ -1,2 +1,0 @@
-  {{NAME}}={{VALUE}}${{{NAME}}:+:${{NAME}}}
-  export {{NAME}}

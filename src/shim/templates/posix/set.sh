@@ -1,2 +1,0 @@
-  {{NAME}}={{VALUE}}
-  export {{NAME}}

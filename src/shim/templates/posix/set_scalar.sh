@@ -1,0 +1,2 @@
+{{NAME}}={{VALUE}}
+export {{NAME}}
