@@ -2,7 +2,8 @@
 //!
 //! Names are looked up in conda's envs directories: `CONDA_ENVS_PATH` / `CONDA_ENVS_DIRS`
 //! (path lists), `<root prefix>/envs` for the root prefixes named by `CONDA_ROOT`,
-//! `MAMBA_ROOT_PREFIX`, `CONDA_EXE` (two folders up), then `~/.conda/envs`, and the
+//! `MAMBA_ROOT_PREFIX`, `CONDA_PREFIX` (the root of the env the shell is in), `CONDA_EXE`
+//! (two folders up), `envs_dirs` in `~/.condarc`, then `~/.conda/envs`, and the
 //! paths listed in `~/.conda/environments.txt`. `base` is the root prefix itself.
 //! A prefix is a folder holding `conda-meta/` (created by conda for every env).
 
@@ -39,6 +40,12 @@ pub fn resolve(value: &str, base_dir: &Path, env: &dyn Fn(&str) -> Option<OsStri
             roots.push(PathBuf::from(v));
         }
     }
+    // The root of the env the shell is in, when it is a named env: `<root>/envs/<name>`.
+    if let Some(prefix) = env("CONDA_PREFIX").map(PathBuf::from)
+        && let Some(envs) = prefix.parent().filter(|p| p.file_name().is_some_and(|n| n == "envs"))
+    {
+        roots.extend(envs.parent().map(Path::to_path_buf));
+    }
     if let Some(exe) = env("CONDA_EXE")
         && let Some(root) = Path::new(&exe).parent().and_then(Path::parent)
     {
@@ -54,6 +61,9 @@ pub fn resolve(value: &str, base_dir: &Path, env: &dyn Fn(&str) -> Option<OsStri
         if let Some(v) = env(var) {
             dirs.extend(std::env::split_paths(&v));
         }
+    }
+    if let Some(h) = home {
+        dirs.extend(condarc_envs_dirs(&h.join(".condarc"), h));
     }
     dirs.extend(roots.iter().map(|r| r.join("envs")));
     if let Some(h) = home {
@@ -84,6 +94,41 @@ pub fn resolve(value: &str, base_dir: &Path, env: &dyn Fn(&str) -> Option<OsStri
     Err(NotFound { searched: dirs, known })
 }
 
+/// The `envs_dirs:` list of a `.condarc` file (conda's YAML; only the block-list form
+/// `envs_dirs:` + `  - path` lines and the flow form `envs_dirs: [a, b]` are read, `~` expanded
+/// against `home`). A missing or unreadable file gives nothing.
+fn condarc_envs_dirs(file: &Path, home: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(file) else { return Vec::new() };
+    let unquote = |v: &str| v.trim().trim_matches(|c| c == '"' || c == '\'').to_string();
+    let expand = |v: String| match v.strip_prefix("~/") {
+        Some(rest) => home.join(rest),
+        None => PathBuf::from(v),
+    };
+    let mut out = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(rest) = line.strip_prefix("envs_dirs:") else { continue };
+        let rest = rest.split(" #").next().unwrap_or("").trim();
+        if let Some(flow) = rest.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            out.extend(flow.split(',').map(unquote).filter(|v| !v.is_empty()).map(expand));
+        }
+        while let Some(next) = lines.peek() {
+            let t = next.trim_start();
+            match t.strip_prefix("- ") {
+                Some(item) if next.starts_with(char::is_whitespace) || next.starts_with('-') => {
+                    out.push(expand(unquote(item.split(" #").next().unwrap_or(""))));
+                    lines.next();
+                }
+                _ if t.is_empty() || t.starts_with('#') => {
+                    lines.next();
+                }
+                _ => break,
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +146,28 @@ mod tests {
         assert!(resolve("./envs/tf28", dir.path(), &env, None).is_ok());
         assert!(resolve("./envs/nope", dir.path(), &env, None).is_err());
         assert!(is_path(r"D:\envs\torch2") && !is_path("torch2"));
+    }
+
+    /// Issue 12: a name is found the way conda finds it, also through the root of the env the
+    /// shell is in (`CONDA_PREFIX`) and `envs_dirs` in `~/.condarc`.
+    #[test]
+    fn names_through_conda_prefix_and_condarc() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("miniforge3");
+        std::fs::create_dir_all(root.join("envs/tf28/conda-meta")).unwrap();
+        std::fs::create_dir_all(root.join("envs/torch/conda-meta")).unwrap();
+        let torch = root.join("envs/torch").into_os_string();
+        let env = move |k: &str| (k == "CONDA_PREFIX").then(|| torch.clone());
+        assert_eq!(resolve("tf28", dir.path(), &env, None).unwrap(), root.join("envs/tf28"));
+        let none = |_: &str| None;
+        assert!(resolve("tf28", dir.path(), &none, None).is_err());
+
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join("my envs/jax/conda-meta")).unwrap();
+        std::fs::write(home.join(".condarc"), "channels:\n  - conda-forge\nenvs_dirs:\n  - ~/my envs   # mine\n  - /nowhere\nauto_activate_base: false\n")
+            .unwrap();
+        assert_eq!(resolve("jax", dir.path(), &none, Some(&home)).unwrap(), home.join("my envs/jax"));
+        std::fs::write(home.join(".condarc"), "envs_dirs: ['/nowhere', \"~/my envs\"]\n").unwrap();
+        assert_eq!(resolve("jax", dir.path(), &none, Some(&home)).unwrap(), home.join("my envs/jax"));
     }
 }

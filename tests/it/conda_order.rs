@@ -586,3 +586,49 @@ fn conda_order_tcsh() {
 fn conda_order_xonsh() {
     cells(Sh::Xonsh);
 }
+
+/// pixi's activation engine (py-rattler's `rattler.shell.activate`, from PyPI) runs a conda
+/// env's `activate.d` scripts of its shell: after its bash and fish scripts, the profile's
+/// cuDNN folder is first on `LD_LIBRARY_PATH`. The Python with `rattler` installed is named
+/// by `CUENV_RATTLER_PYTHON` (.ci/run makes one); without it the test is skipped with a note.
+/// rattler writes script paths unquoted (`. /path/x.sh`), so the lab path is plain.
+#[test]
+fn pixi_rattler_runs_the_shims() {
+    let Some(py) = std::env::var_os("CUENV_RATTLER_PYTHON") else {
+        assert!(std::env::var_os("CUENV_REQUIRE_SHELLS").is_none(), "CUENV_RATTLER_PYTHON is required (CUENV_REQUIRE_SHELLS)");
+        eprintln!("note: CUENV_RATTLER_PYTHON is not set; skipping the py-rattler cells");
+        return;
+    };
+    let lab = Lab::new(true, Sh::Xonsh);
+    let prefix = lab.prefix("tf");
+    let a = conda_activation(&lab.root, "tf28");
+    let first = a.ld_library_path_prepend[0].to_str().unwrap().to_string();
+    for (sh, name) in [(Sh::Bash, "bash"), (Sh::Fish, "fish")] {
+        if !have(sh.bin()) {
+            continue;
+        }
+        let code = format!(
+            "import sys\nfrom pathlib import Path\nfrom rattler.shell import activate, ActivationVariables, Shell\n\
+             r = activate(Path(sys.argv[1]), ActivationVariables(None, ['/usr/bin', '/bin']), Shell.{name})\nsys.stdout.write(r.script)\n"
+        );
+        let out = Command::new(&py).arg("-c").arg(&code).arg(&prefix).output().unwrap();
+        assert!(out.status.success(), "rattler: {}", String::from_utf8_lossy(&out.stderr));
+        let script = String::from_utf8(out.stdout).unwrap();
+        assert!(script.contains(&format!("cuenv-tf28.{}", sh.shim().extension())), "{script}");
+        let tmp = tempfile::tempdir().unwrap();
+        let dump = tmp.path().join("env");
+        let file = tmp.path().join("step");
+        std::fs::write(&file, format!("{script}\nenv -0 > '{}'\n", dump.display())).unwrap();
+        let mut cmd = Command::new(sh.bin());
+        if sh == Sh::Fish {
+            cmd.arg("--no-config");
+        }
+        let run = cmd.arg(&file).env_clear().env("PATH", "/usr/bin:/bin").env("HOME", "/nonexistent").output().unwrap();
+        assert!(run.status.success(), "{name}: {}", String::from_utf8_lossy(&run.stderr));
+        let env = parse_env(&std::fs::read(&dump).unwrap());
+        let ld = env.get("LD_LIBRARY_PATH").unwrap_or_else(|| panic!("{name}: no LD_LIBRARY_PATH in {env:#?}"));
+        assert_eq!(ld.split(':').next(), Some(first.as_str()), "{name}");
+        assert_eq!(env.get("CUENV_PROFILE").map(String::as_str), Some("tf28"), "{name}");
+        assert_eq!(env.get("CONDA_PREFIX"), Some(&prefix), "{name}");
+    }
+}
