@@ -217,7 +217,8 @@ fn use_rollback_generations_gc() {
     // Rollback walks back by number; it does not toggle back to 2.
     let (code, _, err) = lab.run(&["rollback"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("no generation older than 1 passed its check") && err.contains("hint: `cuenv generations` lists them"), "{err}");
+    // Generation 1 is the oldest: no older one exists (not "none passed its check").
+    assert!(err.contains("no generation is older than 1; there is nothing to roll back to") && err.contains("hint: `cuenv generations` lists them"), "{err}");
     let said = lab.ok(&["rollback", "--to", "2"]);
     assert!(said.contains("switched forward: generation 2 is current (was 1)"), "{said}");
     assert_eq!(lab.current(), 2);
