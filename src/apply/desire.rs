@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::binfmt::Platform;
 use crate::generation::{ShimRecord, ViewMode, ViewRecord};
 use crate::layout::Layout;
-use crate::link::LinkKind;
+use crate::link::{self, LinkKind};
 use crate::lockfile;
 use crate::profile::{LinkMode, ProfileFile};
 use crate::resolve::{Candidates, CudnnCandidate, Resolved, ToolkitCandidate};
@@ -68,6 +68,41 @@ fn check_link_mode(file: &ProfileFile) -> Result<(), crate::profile::Error> {
         "`link-mode = \"junction\"` cannot be used on this machine: junctions exist only on Windows",
         Some("use `link-mode = \"auto\"` (junctions on Windows, symbolic links elsewhere) so one lab file serves both".into()),
     ))
+}
+
+/// At apply time, before anything is fetched or built: [`check_link_mode`], and for
+/// `link-mode = "symlink"` a test link in the home ([`link::probe`] in
+/// [`Layout::link_probe`]), because a Windows process without administrator rights or
+/// Developer Mode cannot make symlinks (error 1314), and Wine says it made one but did not
+/// (docs/facts.md §7). A refused test link is an error at the file's `link-mode` line (exit 2)
+/// with the reason and what to do; one lab file serves machines that can and machines that
+/// cannot, so this is never checked when parsing. `plan` writes nothing and does not try.
+///
+/// Errors: the profile error at the `link-mode` line; [`link::LinkError::Io`] (exit 1) when
+/// the probe folder cannot be made or removed.
+pub fn check_link_mode_works(layout: &Layout, file: &ProfileFile) -> Result<(), Error> {
+    check_link_mode(file)?;
+    if file.settings.link_mode != LinkMode::Symlink {
+        return Ok(());
+    }
+    match link::probe(LinkKind::Symlink, &layout.link_probe()) {
+        Ok(()) => Ok(()),
+        Err(e @ link::LinkError::Io { .. }) => Err(e.into()),
+        Err(e) => {
+            use crate::error::Diagnose as _;
+            let hint = match &e {
+                link::LinkError::NoLinks { .. } => e.hint(),
+                _ if cfg!(windows) => Some(
+                    "turn on Developer Mode (Settings > System > For developers) or run cuenv as administrator, or use `link-mode = \"auto\"`: junctions need no privilege"
+                        .into(),
+                ),
+                _ => e.hint(),
+            };
+            Err(file
+                .error_at(file.settings.link_mode_span.clone().unwrap_or(0..0), format!("`link-mode = \"symlink\"` cannot be used on this machine: {e}"), hint)
+                .into())
+        }
+    }
 }
 
 fn mode_name(mode: LinkMode) -> ViewMode {

@@ -281,6 +281,53 @@ pub fn remove(link: &Path) -> io::Result<()> {
     }
 }
 
+/// Tries whether this process can make a `kind` link in `dir` (a folder of its own, such as
+/// [`crate::layout::Layout::link_probe`]; created, then removed with all it holds, also when a
+/// kill left it behind): creates `dir/target` and the link `dir/link` to it, checks that the
+/// link really leads to the folder (Wine reports `CreateSymbolicLinkW` as successful but
+/// creates nothing, docs/facts.md §7), then removes both. What a Windows process without
+/// administrator rights or Developer Mode finds out before building anything.
+///
+/// Errors: the [`LinkError`] of the refused link ([`LinkError::Refused`] for error 1314,
+/// [`LinkError::NoLinks`], [`LinkError::NotCreated`], [`LinkError::Unsupported`]), or
+/// [`LinkError::Io`] when `dir` itself cannot be made or emptied. The debug-only test hook
+/// `CUENV_TEST_FAIL_AT=link-probe` ([`crate::fsutil::fault_error`]) refuses the link.
+pub fn probe(kind: LinkKind, dir: &Path) -> Result<(), LinkError> {
+    let (target, link) = (dir.join("target"), dir.join("link"));
+    let io = |at: &Path| {
+        let at = at.to_path_buf();
+        move |source| LinkError::Io { link: at, source }
+    };
+    clear_probe(dir).map_err(io(dir))?;
+    std::fs::create_dir_all(&target).map_err(io(&target))?;
+    let made =
+        crate::fsutil::fault_error("link-probe").map_err(|e| refused(kind_name(kind), &link, e)).and_then(|()| create(kind, &target, &link)).and_then(|()| {
+            // `create` read the link back; that it leads to the folder is the last word.
+            match std::fs::metadata(&link) {
+                Ok(m) if m.is_dir() => Ok(()),
+                _ => Err(LinkError::NotCreated { link: link.clone(), kind: kind_name(kind), found: "it does not lead to its folder".into() }),
+            }
+        });
+    let cleared = clear_probe(dir).map_err(io(dir));
+    made.and(cleared)
+}
+
+/// Removes the probe folder `dir` of [`probe`] and what it holds (the link first, never
+/// what it points to). A missing folder is not an error.
+fn clear_probe(dir: &Path) -> io::Result<()> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        return Ok(());
+    }
+    let link = dir.join("link");
+    if is_link(&link) {
+        remove(&link)?;
+    }
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
 /// Junctions exist only on Windows.
 fn refuse_unsupported(kind: LinkKind) -> Result<(), LinkError> {
     if kind == LinkKind::Junction && !cfg!(windows) {

@@ -105,7 +105,7 @@ impl Lab {
 }
 
 /// Every file under `root` with its content hash, links as their targets.
-fn tree_digest(root: &Path) -> Vec<(String, String)> {
+pub(crate) fn tree_digest(root: &Path) -> Vec<(String, String)> {
     let mut v = Vec::new();
     for e in walkdir::WalkDir::new(root).sort_by_file_name() {
         let e = e.unwrap();
@@ -120,6 +120,12 @@ fn tree_digest(root: &Path) -> Vec<(String, String)> {
         v.push((rel, d));
     }
     v
+}
+
+/// [`tree_digest`] of a cuenv home, less the writer lock file (which holds the pid of the
+/// last process that took the lock): what "the home is byte-identical" compares.
+pub(crate) fn home_digest(home: &Path) -> Vec<(String, String)> {
+    tree_digest(home).into_iter().filter(|(p, _)| p != "cuenv.lock").collect()
 }
 
 fn entry_of(lab: &Lab, version: &str) -> PathBuf {
