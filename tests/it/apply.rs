@@ -52,7 +52,11 @@ fn native_links_work(dir: &Path) -> bool {
 
 impl Lab {
     pub(crate) fn new() -> Lab {
-        let ctx = TestContext::new();
+        Lab::in_context(TestContext::new())
+    }
+
+    /// The lab of [`Lab::new`] in `ctx` (e.g. one with a long home).
+    pub(crate) fn in_context(ctx: TestContext) -> Lab {
         for r in [Release::V9, Release::V8, Release::V8_CU11] {
             let a = host_archive(&ctx.work, &r);
             ctx.add_ok(&a, &[]);

@@ -174,6 +174,37 @@ fn a_long_profile_name_is_refused_at_parse_time() {
     lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
 }
 
+/// Windows: a profile whose DLL path in its view would pass MAX_PATH (259 UTF-16 units) is
+/// refused when planned, at the profile's name, with the hint, before anything is built (the
+/// full-path half of case 9; the check without the binary, on every host, is
+/// `apply::desire::tests::the_windows_path_limit_is_checked_for_windows_only`). The home is
+/// long and the profile name the longest allowed, so that the store's own paths (the home
+/// and about 95 more) still fit while `<home>\profiles\<name>\cudnn-lib\<DLL>` does not.
+/// Needs no link: under Wine too.
+#[cfg(windows)]
+#[test]
+fn a_profile_past_max_path_is_refused_at_its_name() {
+    let lab = Lab::in_context(TestContext::with_home_len(150));
+    let name = "p".repeat(MAX_NAME_LEN);
+    let file = lab.lab(&format!("[profiles.{name}]\ncuda = \"12\"\ncudnn = \"9.5\"\n"));
+    let before = crate::apply::home_digest(&lab.ctx.home);
+    let view = lab.ctx.home.join("profiles").join(&name).join("cudnn-lib");
+    let path = file.to_str().unwrap();
+    for args in [vec!["plan", path], vec!["apply", "--no-check", path]] {
+        let cmd = args[0];
+        let (code, out, err) = lab.run(&args);
+        assert_eq!(code, 2, "{cmd}:\n{out}\n{err}");
+        assert!(err.contains(&format!("lab.toml:6:11: on Windows, profile `{name}` needs the path {}\\", view.display())), "{cmd}: {err}");
+        assert!(err.contains("characters), past the 259 that DLL loading and cmd.exe accept"), "{cmd}: {err}");
+        assert!(
+            err.contains("hint: move the cuenv home (--home or CUENV_HOME) or the conda env to a shorter folder, or shorten the profile name"),
+            "{cmd}: {err}"
+        );
+        assert_eq!(crate::apply::home_digest(&lab.ctx.home), before, "{cmd}: the home is unchanged");
+        assert!(!lab.ctx.path("lab.lock").exists(), "{cmd}: no lock");
+    }
+}
+
 #[cfg(not(windows))]
 #[test]
 fn a_link_mode_this_host_cannot_do_is_an_error_before_anything_is_built() {
