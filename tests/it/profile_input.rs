@@ -270,6 +270,7 @@ fn windows_symlinks_refused_here_are_an_error_at_the_link_mode_line() {
     let before = crate::apply::home_digest(&lab.ctx.home);
     let (code, out, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
     let said = "lab.toml:7:13: `link-mode = \"symlink\"` cannot be used on this machine: ";
+    eprintln!("{err}"); // shown with --nocapture, to read the message
     if symlinks_work(&lab.ctx.work) {
         assert!(!err.contains(said), "this process makes symlinks, yet:\n{out}\n{err}");
         return;
