@@ -70,7 +70,7 @@ fn check_link_mode(file: &ProfileFile) -> Result<(), crate::profile::Error> {
     ))
 }
 
-/// At apply time, before anything is fetched or built: [`check_link_mode`], and for
+/// At apply time, before anything is fetched or built: `check_link_mode`, and for
 /// `link-mode = "symlink"` a test link in the home ([`link::probe`] in
 /// [`Layout::link_probe`]), because a Windows process without administrator rights or
 /// Developer Mode cannot make symlinks (error 1314), and Wine says it made one but did not
