@@ -52,7 +52,11 @@ fn native_links_work(dir: &Path) -> bool {
 
 impl Lab {
     pub(crate) fn new() -> Lab {
-        let ctx = TestContext::new();
+        Lab::in_context(TestContext::new())
+    }
+
+    /// The lab of [`Lab::new`] in `ctx` (e.g. one with a long home).
+    pub(crate) fn in_context(ctx: TestContext) -> Lab {
         for r in [Release::V9, Release::V8, Release::V8_CU11] {
             let a = host_archive(&ctx.work, &r);
             ctx.add_ok(&a, &[]);
@@ -105,7 +109,7 @@ impl Lab {
 }
 
 /// Every file under `root` with its content hash, links as their targets.
-fn tree_digest(root: &Path) -> Vec<(String, String)> {
+pub(crate) fn tree_digest(root: &Path) -> Vec<(String, String)> {
     let mut v = Vec::new();
     for e in walkdir::WalkDir::new(root).sort_by_file_name() {
         let e = e.unwrap();
@@ -120,6 +124,12 @@ fn tree_digest(root: &Path) -> Vec<(String, String)> {
         v.push((rel, d));
     }
     v
+}
+
+/// [`tree_digest`] of a cuenv home, less the writer lock file (which holds the pid of the
+/// last process that took the lock): what "the home is byte-identical" compares.
+pub(crate) fn home_digest(home: &Path) -> Vec<(String, String)> {
+    tree_digest(home).into_iter().filter(|(p, _)| p != "cuenv.lock").collect()
 }
 
 fn entry_of(lab: &Lab, version: &str) -> PathBuf {
@@ -219,7 +229,8 @@ fn use_rollback_generations_gc() {
     // Rollback walks back by number; it does not toggle back to 2.
     let (code, _, err) = lab.run(&["rollback"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("no generation older than 1 passed its check") && err.contains("hint: `cuenv generations` lists them"), "{err}");
+    // Generation 1 is the oldest: no older one exists (not "none passed its check").
+    assert!(err.contains("no generation is older than 1; there is nothing to roll back to") && err.contains("hint: `cuenv generations` lists them"), "{err}");
     let said = lab.ok(&["rollback", "--to", "2"]);
     assert!(said.contains("switched forward: generation 2 is current (was 1)"), "{said}");
     assert_eq!(lab.current(), 2);
