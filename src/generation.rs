@@ -588,6 +588,12 @@ pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
             removed += 1;
         }
     }
+    // The folder of apply's link test, left by a kill during it (under the writer lock, as here).
+    let probe = layout.link_probe();
+    if fs::symlink_metadata(&probe).is_ok() {
+        remove_tree(&probe)?;
+        removed += 1;
+    }
     // Folders other homes may write too (the conda envs' shim folders, the lab folder):
     // only files no live cuenv is still writing.
     // Every generation's envs and lab folder: a kill during a rollback can leave a file in an

@@ -851,7 +851,8 @@ fn another_lab_file_needs_replace_to_remove_profiles() {
 }
 
 /// Issue 10, case 8: what a kill leaves (half-written `.cuenv-tmp*` files in the home, a
-/// conda env and the lab folder; `.profiles.new` / `.active.new` staging links) is removed
+/// conda env and the lab folder; `.profiles.new` / `.active.new` staging links; the
+/// `.link-probe` folder of apply's link test) is removed
 /// by the next writer; in folders other cuenv homes also write to, only files a minute old.
 #[cfg(unix)]
 #[test]
@@ -878,13 +879,17 @@ fn the_next_writer_removes_what_a_kill_left() {
     std::os::unix::fs::symlink(lab.ctx.home.join("profiles/tf"), &active_staging).unwrap();
     let gen_staging = lab.ctx.home.join("generations/.tmp-7");
     fs::create_dir_all(gen_staging.join("views")).unwrap();
+    // apply's link test, killed midway (issue 11).
+    let probe = lab.ctx.home.join(".link-probe");
+    fs::create_dir_all(probe.join("target")).unwrap();
+    std::os::unix::fs::symlink(probe.join("target"), probe.join("link")).unwrap();
     // An env only an older generation names (generation 2 below drops env_b).
     let env_b_old = lab.env_b.join("etc/conda/activate.d/.cuenv-tmpOld444");
     old(&env_b_old);
     let f2 = lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n");
     lab.ok(&["apply", "--no-check", "--replace", f2.to_str().unwrap()]);
     lab.ok(&["use", "legacy"]);
-    for gone in [&home_tmp, &env_old, &lab_tmp, &staging, &active_staging, &gen_staging, &env_b_old] {
+    for gone in [&home_tmp, &env_old, &lab_tmp, &staging, &active_staging, &gen_staging, &env_b_old, &probe] {
         assert!(fs::symlink_metadata(gone).is_err(), "{} survived", gone.display());
     }
     assert!(env_fresh.exists(), "a fresh file may belong to a live cuenv of another home");
