@@ -138,8 +138,8 @@ pub enum Command {
     },
     /// Make a profile the active one (`<home>/active`).
     Use {
-        /// The profile name (`--none` clears the active profile instead).
-        #[arg(required_unless_present = "none")]
+        /// The profile name (default: the one in the nearest `.cuenv-profile`, from the current
+        /// folder upward; `--none` clears the active profile instead).
         profile: Option<String>,
         /// Clear the active profile.
         #[arg(long, conflicts_with = "profile")]
@@ -171,6 +171,19 @@ pub enum Command {
         /// Only say what would be deleted.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// Run a command in a profile's environment, without a shell (exit code, signals and
+    /// stdio are the command's own).
+    Run {
+        /// The profile (default: the nearest `.cuenv-profile`, else the active profile).
+        #[arg(short, long)]
+        profile: Option<String>,
+        /// Refuse to run when the profile failed its last check (default: warn).
+        #[arg(long)]
+        strict: bool,
+        /// The command and its arguments (after `--`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+        command: Vec<std::ffi::OsString>,
     },
     /// Print a profile's activation for a shell (for CI, Docker, eval), or the one-time setup.
     Env {

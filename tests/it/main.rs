@@ -25,6 +25,7 @@ mod real_apply;
 mod real_sources;
 mod real_wheels;
 mod real_windows;
+mod run;
 mod shim_cmd;
 mod shim_posix;
 mod store;
