@@ -143,8 +143,12 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         Command::Generations { json } => generations::generations(&ctx, json),
         Command::Status { json } => status::status(&ctx, json),
         Command::Gc { keep, dry_run } => generations::gc(&ctx, keep, dry_run),
-        Command::Env { profile, shell, setup } => {
+        Command::Env { hook: Some(hook), .. } => env::hook(&ctx, &hook),
+        Command::Env { profile, shell, setup, hook_apply, .. } => {
             let shell = crate::shim::Shell::from_name(&shell).expect("clap allows only known shells");
+            if hook_apply {
+                return Ok(env::hook_apply(&ctx, shell));
+            }
             env::env(&ctx, profile.as_deref(), shell, setup)
         }
         Command::Probe(_) => unreachable!("handled above"),

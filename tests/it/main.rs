@@ -17,6 +17,7 @@ mod faults;
 mod fetch_local;
 mod fetch_real;
 mod home_format;
+mod hook;
 mod kill_matrix;
 mod odd_paths;
 mod output;
