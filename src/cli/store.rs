@@ -113,7 +113,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                             a.meta.version,
                             a.meta.cuda_major,
                             a.meta.platform,
-                            a.meta.libraries.len(),
+                            a.meta.library_count(),
                             human_size(a.meta.content_size())
                         );
                     }
