@@ -11,6 +11,7 @@ mod apply;
 mod apply_tx;
 mod check_real;
 mod check_stub;
+mod cuda13;
 mod doctor;
 mod faults;
 mod fetch_local;
