@@ -144,6 +144,65 @@ pub fn inspect(path: &Path) -> io::Result<BinaryInfo> {
     }
 }
 
+/// The CUDA libraries a library names with their CUDA major, read without loading it: the
+/// names in its ELF `.dynstr` (its `DT_NEEDED` entries) and read-only data (`.rodata`,
+/// `.lrodata`: the names it passes to `dlopen`), or its PE import names and `.rdata` strings.
+/// cuDNN loads cuBLAS/cuBLASLt and NVRTC of its CUDA major by name
+/// (`libcublasLt.so.13`, `cublasLt64_13.dll`, `nvrtc64_130_0.dll`; docs/facts.md §10).
+///
+/// Returns `(CUDA major, name as written)` for every match of `lib{cublas,cublasLt,cudart,nvrtc}.so.<N>`
+/// and `{cublas,cublasLt,cudart,nvrtc}64_<N>[_0].dll` (any case), in file order without
+/// repeats; a 3-digit Windows number is major and minor (`cudart64_110.dll`,
+/// `nvrtc64_130_0.dll`). Names built at run time (`libnvrtc.so.%d`) give nothing. Sections
+/// over 256 MiB are skipped (real ones are a few MiB; kernels live in `.nv_fatbin`).
+///
+/// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
+pub fn referenced_cuda_libraries(path: &Path) -> io::Result<Vec<(u64, String)>> {
+    use object::{Object as _, ObjectSection as _};
+    const SECTIONS: [&str; 5] = [".dynstr", ".rodata", ".lrodata", ".rdata", ".idata"];
+    const MAX_SECTION: u64 = 256 << 20;
+    let cache = ReadCache::new(File::open(path)?);
+    let file = object::File::parse(&cache).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a PE or ELF file: {e}")))?;
+    let mut out: Vec<(u64, String)> = Vec::new();
+    for section in file.sections() {
+        let Ok(name) = section.name() else { continue };
+        if !SECTIONS.contains(&name) || section.size() > MAX_SECTION {
+            continue;
+        }
+        let Ok(data) = section.data() else { continue };
+        for found in cuda_library_names(data) {
+            if !out.contains(&found) {
+                out.push(found);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The CUDA library names with a major in `bytes` (see [`referenced_cuda_libraries`]).
+pub fn cuda_library_names(bytes: &[u8]) -> Vec<(u64, String)> {
+    use std::sync::LazyLock;
+    static NAMES: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+        regex::bytes::Regex::new(r"(?-u)lib(?:cublasLt|cublas|cudart|nvrtc)\.so\.(\d{1,3})|(?i:(?:cublaslt|cublas|cudart|nvrtc)64_(\d{1,3})(?:_0)?\.dll)")
+            .unwrap()
+    });
+    let mut out = Vec::new();
+    for c in NAMES.captures_iter(bytes) {
+        let (digits, windows) = match (c.get(1), c.get(2)) {
+            (Some(d), _) => (d.as_bytes(), false),
+            (None, Some(d)) => (d.as_bytes(), true),
+            _ => continue,
+        };
+        let Some(n) = std::str::from_utf8(digits).ok().and_then(|d| d.parse::<u64>().ok()) else { continue };
+        let major = if windows && digits.len() == 3 { n / 10 } else { n };
+        let name = String::from_utf8_lossy(&c[0]).into_owned();
+        if major > 0 && !out.contains(&(major, name.clone())) {
+            out.push((major, name));
+        }
+    }
+    out
+}
+
 /// `RT_VERSION`, the resource type of VERSIONINFO.
 const RT_VERSION: u16 = 16;
 /// `VS_FIXEDFILEINFO.dwSignature`.
@@ -255,6 +314,19 @@ mod tests {
         blob.extend_from_slice(&((4u32 << 16) | 25).to_le_bytes());
         assert_eq!(parse_fixed_file_version(&blob).unwrap().to_string(), "8.9.4.25");
         assert_eq!(parse_fixed_file_version(&[0; 16]), None);
+    }
+
+    #[test]
+    fn cuda_library_names_in_bytes() {
+        // As in the real cuDNN 9.14 for CUDA 13 (docs/facts.md §10): literal names, and a
+        // pattern filled in at run time, which says nothing.
+        let linux = b"\0libcublasLt.so.13\0libnvrtc.so.%d\0libnvrtc.so\0libcuda.so.1\0xmma/first_layerlibnvrtc.so.13\0";
+        assert_eq!(cuda_library_names(linux), [(13, "libcublasLt.so.13".to_string()), (13, "libnvrtc.so.13".to_string())]);
+        let windows = b"cublasLt64_13.dll\0nvrtc64_130_0.dll\0nvrtc64_%d_0.dll\0nvcudart_hybrid64.dll\0CUDART64_110.DLL\0cublas64_12.dll";
+        let majors: Vec<u64> = cuda_library_names(windows).into_iter().map(|(m, _)| m).collect();
+        assert_eq!(majors, [13, 13, 11, 12]);
+        assert_eq!(cuda_library_names(b"libcudart.so.11.0 libcudart.so.11.0"), [(11, "libcudart.so.11".to_string())]);
+        assert!(cuda_library_names(b"libcudnn.so.9 libcuda.so.1 cudnn64_9.dll libcublas.so libcublas.so.x").is_empty());
     }
 
     /// One VS_VERSIONINFO-style block: key, value (text when `text`), children.

@@ -93,3 +93,97 @@ fn cuda13_windows_runtime_versioninfo_string_table() {
     let (rows, _) = toolkits(&ctx, &[&root], &ctx.work);
     assert_eq!(rows, [("v13.0".to_string(), Value::from("13.0.96"), Value::from("runtime VERSIONINFO"))]);
 }
+
+/// Issue 15, 2: the CUDA major a cuDNN is built for, read from the CUDA libraries it names
+/// (without loading them); a `--cuda` they contradict is refused. C stubs built at test time.
+#[cfg(target_os = "linux")]
+mod static_major {
+    use super::*;
+
+    /// A cuDNN 9.14.0 folder of C stubs (`lib/`, `include/`) whose dispatcher reports cudart
+    /// `cudart` and whose `adv` sub-library loads `loads` by name (`None`: names nothing).
+    /// With `needed`, the `ops` sub-library links a stub `libcudart.so.<needed>` (a DT_NEEDED entry).
+    fn linux_cudnn(stubs: &stubs::Stubs, name: &str, cudart: u32, loads: Option<&str>, needed: Option<u64>) -> std::path::PathBuf {
+        let lib = format!("{name}/lib");
+        let cudart_def = format!("CUDNN_CUDART={cudart}");
+        let dir = stubs.build(&lib, "libcudnn.so.9", &["VERSION=91400", &cudart_def]);
+        let loads_def = loads.map(|l| format!("LOADS=\"{l}\""));
+        let mut adv = vec!["GRAPH", "VERSION=91400"];
+        if let Some(d) = &loads_def {
+            adv.push(d);
+        }
+        stubs.build(&lib, "libcudnn_adv.so.9", &adv);
+        stubs.build(&lib, "libcudnn_graph.so.9", &["GRAPH", "VERSION=91400"]);
+        match needed {
+            Some(m) => {
+                let rt = stubs.build(&format!("{name}-rt"), &format!("libcudart.so.{m}"), &["CUDART=13000"]);
+                let l = format!("-L{}", rt.display());
+                let so = format!("-l:libcudart.so.{m}");
+                stubs.build_with(&lib, "libcudnn_ops.so.9", &["GRAPH", "VERSION=91400"], &[&l, "-Wl,--no-as-needed", &so]);
+            }
+            None => {
+                stubs.build(&lib, "libcudnn_ops.so.9", &["GRAPH", "VERSION=91400"]);
+            }
+        }
+        let root = dir.parent().unwrap().to_path_buf();
+        fs::create_dir_all(root.join("include")).unwrap();
+        fs::write(root.join("include/cudnn_version.h"), version_header(9, 14, 0)).unwrap();
+        root
+    }
+
+    #[test]
+    fn a_cuda13_cudnn_added_with_cuda_12_is_refused() {
+        let ctx = TestContext::new();
+        let stubs = stubs::Stubs::new();
+        let cudnn = linux_cudnn(&stubs, "cudnn13", 13000, Some("libcublasLt.so.13"), None);
+        let err = ctx.add_refused(&cudnn, &["--cuda", "12"]);
+        assert!(err.contains("--cuda says CUDA 12, but its libraries are built for CUDA 13: `libcudnn_adv.so.9` loads `libcublasLt.so.13`"), "{err}");
+        assert!(err.contains("hint: pass --cuda 13"), "{err}");
+        // Without --cuda the libraries say it; with --cuda 13 they agree.
+        let row = ctx.add_ok(&cudnn, &[]);
+        assert_eq!(row["cuda_major"], 13, "{row}");
+        let meta = ctx.entry_toml(&ctx.only_entry());
+        assert_eq!(meta["cuda_source"].as_str(), Some("the libraries (`libcudnn_adv.so.9` loads `libcublasLt.so.13`)"));
+        assert_eq!(ctx.add_ok(&cudnn, &["--cuda", "13"])["existed"], true);
+    }
+
+    #[test]
+    fn a_dt_needed_entry_names_the_major_too() {
+        let ctx = TestContext::new();
+        let stubs = stubs::Stubs::new();
+        let cudnn = linux_cudnn(&stubs, "needed", 13000, None, Some(13));
+        let err = ctx.add_refused(&cudnn, &["--cuda", "12"]);
+        assert!(err.contains("built for CUDA 13: `libcudnn_ops.so.9` loads `libcudart.so.13`"), "{err}");
+    }
+
+    #[test]
+    fn libraries_that_name_no_cuda_library_leave_the_major_to_the_user_and_say_so() {
+        let ctx = TestContext::new();
+        let stubs = stubs::Stubs::new();
+        let cudnn = linux_cudnn(&stubs, "silent", 13000, None, None);
+        assert_eq!(ctx.add_ok(&cudnn, &["--cuda", "12"])["cuda_major"], 12);
+        let meta = ctx.entry_toml(&ctx.only_entry());
+        assert_eq!(meta["cuda_source"].as_str(), Some("--cuda (taken from the user: the libraries name no CUDA library by major)"));
+    }
+
+    /// The same on Windows DLLs built with mingw: `cudnn_adv64_9.dll` loads `cublasLt64_13.dll`.
+    #[test]
+    fn a_cuda13_windows_cudnn_added_with_cuda_12_is_refused() {
+        let ctx = TestContext::new();
+        let root = ctx.path("cudnn-win");
+        let bin = root.join("bin");
+        stubs::mingw_dll(&bin, "cudnn64_9.dll", "__declspec(dllexport) unsigned long long cudnnGetCudartVersion(void) { return 13000; }\n", None);
+        stubs::mingw_dll(
+            &bin,
+            "cudnn_adv64_9.dll",
+            "#include <windows.h>\n__declspec(dllexport) void *stub_load(void) { return LoadLibraryA(\"cublasLt64_13.dll\"); }\n",
+            None,
+        );
+        stubs::mingw_dll(&bin, "cudnn_graph64_9.dll", "__declspec(dllexport) int stub_graph(void) { return 91400; }\n", None);
+        fs::create_dir_all(root.join("include")).unwrap();
+        fs::write(root.join("include/cudnn_version.h"), version_header(9, 14, 0)).unwrap();
+        let err = ctx.add_refused(&root, &["--cuda", "12"]);
+        assert!(err.contains("built for CUDA 13: `cudnn_adv64_9.dll` loads `cublasLt64_13.dll`"), "{err}");
+        assert_eq!(ctx.add_ok(&root, &[])["cuda_major"], 13);
+    }
+}

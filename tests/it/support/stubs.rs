@@ -15,6 +15,11 @@ pub const STUB_C: &str = r#"
 #include <unistd.h>
 #include <dlfcn.h>
 
+#ifdef LOADS
+/* Like cuDNN's sub-libraries: loads a CUDA library of its major by name (a string in .rodata). */
+void *stub_load_cuda_library(void) { return dlopen(LOADS, RTLD_LAZY); }
+#endif
+
 #ifdef GRAPH
 /* A stub sub-library: reports its own version. */
 size_t stub_graph_version(void) { return VERSION; }
@@ -46,7 +51,10 @@ size_t cudnnGetVersion(void) {
     return VERSION;
 #endif
 }
-size_t cudnnGetCudartVersion(void) { return 12060; }
+#ifndef CUDNN_CUDART
+#define CUDNN_CUDART 12060
+#endif
+size_t cudnnGetCudartVersion(void) { return CUDNN_CUDART; }
 const char *cudnnGetErrorString(int s) {
     return s == 0 ? "CUDNN_STATUS_SUCCESS" : s == 1001 ? "CUDNN_STATUS_NOT_INITIALIZED" : "CUDNN_STATUS_UNKNOWN";
 }
@@ -79,6 +87,23 @@ impl Stubs {
             .arg(d.join(file))
             .arg(self.tmp.path().join("stub.c"))
             .args(defines.iter().map(|x| format!("-D{x}")))
+            .arg("-ldl")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run the C compiler `{}` (set CC): {e}", self.cc));
+        assert!(out.status.success(), "cc failed: {}", String::from_utf8_lossy(&out.stderr));
+        d
+    }
+
+    /// Builds `<dir>/<file>` like [`Stubs::build`], with extra compiler arguments (`-L`, `-l`).
+    pub fn build_with(&self, dir: &str, file: &str, defines: &[&str], extra: &[&str]) -> PathBuf {
+        let d = self.tmp.path().join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        let out = Command::new(&self.cc)
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(d.join(file))
+            .arg(self.tmp.path().join("stub.c"))
+            .args(defines.iter().map(|x| format!("-D{x}")))
+            .args(extra)
             .arg("-ldl")
             .output()
             .unwrap_or_else(|e| panic!("cannot run the C compiler `{}` (set CC): {e}", self.cc));
