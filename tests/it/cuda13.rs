@@ -94,6 +94,35 @@ fn cuda13_windows_runtime_versioninfo_string_table() {
     assert_eq!(rows, [("v13.0".to_string(), Value::from("13.0.96"), Value::from("runtime VERSIONINFO"))]);
 }
 
+/// Issue 15, 4: every cuDNN layout of CUDA 13 imports as a cuda13 entry: the
+/// `nvidia-cudnn-cu13` wheels (Windows, Linux), the `_cuda13` archives (Linux; Windows with
+/// `bin/x64/`), and NVIDIA's installer tree with a `13.0` variant folder beside `12.9`.
+#[test]
+fn cuda13_cudnn_layouts_import_as_cuda13_entries() {
+    let ctx = TestContext::new();
+    let r = Release { version: [9, 14, 0, 64], cuda: 13 };
+    let cases: Vec<(std::path::PathBuf, Vec<&str>, &str, &str)> = vec![
+        (wheel(&ctx.work, &r, WheelOs::Windows), vec![], "windows-x86_64", "bin"),
+        (wheel(&ctx.work, &r, WheelOs::Linux), vec![], "linux-x86_64", "lib"),
+        (linux_tar_xz(&ctx.work, &r), vec![], "linux-x86_64", "lib"),
+        (windows_zip(&ctx.work, &r, BinDir::BinX64), vec![], "windows-x86_64", "bin/x64"),
+    ];
+    for (path, args, platform, lib) in cases {
+        let row = ctx.add_ok(&path, &args);
+        assert_eq!(row["cuda_major"], 13, "{}: {row}", path.display());
+        assert_eq!(row["platform"], platform, "{row}");
+        assert!(row["name"].as_str().unwrap().starts_with(&format!("cudnn-9.14.0.64-cuda13-{platform}-")), "{row}");
+        let meta = ctx.entry_toml(Path::new(row["path"].as_str().unwrap()));
+        let layout = &meta["layout"];
+        assert_eq!(layout.get("bin").or(layout.get("lib")).and_then(|v| v.as_str()), Some(lib), "{}", path.display());
+    }
+    let root = installer_tree(&ctx.work, &r, &["12.9", "13.0"]);
+    let row = ctx.add_ok(&root, &["--cuda", "13"]);
+    assert_eq!(row["cuda_major"], 13, "{row}");
+    let meta = ctx.entry_toml(Path::new(row["path"].as_str().unwrap()));
+    assert_eq!(meta["layout"]["bin"].as_str(), Some("bin/13.0/x64"));
+}
+
 /// Issue 15, 2: the CUDA major a cuDNN is built for, read from the CUDA libraries it names
 /// (without loading them); a `--cuda` they contradict is refused. C stubs built at test time.
 #[cfg(target_os = "linux")]
