@@ -12,6 +12,7 @@ mod apply_tx;
 mod check_real;
 mod check_stub;
 mod conda_order;
+mod cuda13;
 mod doctor;
 mod faults;
 mod fetch_local;
