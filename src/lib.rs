@@ -23,6 +23,7 @@ pub mod conda;
 pub mod diagnostic;
 pub mod doctor;
 pub mod error;
+pub mod export;
 pub mod fetch;
 pub mod fsutil;
 pub mod generation;

@@ -185,6 +185,22 @@ pub enum Command {
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
         command: Vec<std::ffi::OsString>,
     },
+    /// Export a profile's environment for tools that do not run cuenv: dotenv, direnv, Lmod
+    /// and Environment Modules modulefiles, JSON, conda env_vars.
+    Export {
+        /// The profile (default: the active one).
+        #[arg(required_unless_present = "all")]
+        profile: Option<String>,
+        /// The format.
+        #[arg(long, value_parser = ["dotenv", "envrc", "lmod", "tcl", "json", "conda-env-vars"])]
+        format: String,
+        /// Export every profile of the current generation (needs --out).
+        #[arg(long, requires = "out", conflicts_with = "profile")]
+        all: bool,
+        /// Write files into this folder (modulefiles as `cuenv/<profile>`) instead of printing.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Print a profile's activation for a shell (for CI, Docker, eval), or the one-time setup.
     Env {
         /// The profile (default: the active one).

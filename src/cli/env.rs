@@ -94,3 +94,36 @@ pub fn hook_apply(ctx: &Ctx, shell: Shell) -> ExitCode {
     write!(ctx.out(), "{text}");
     ExitCode::Success
 }
+
+/// `cuenv export [PROFILE | --all] --format F [--out DIR]` ([`crate::export`]).
+pub fn export(ctx: &Ctx, profile: Option<&str>, format: &str, all: bool, out: Option<&std::path::Path>) -> Result<ExitCode, Report> {
+    use crate::export::{self, Format};
+    let platform = Platform::host().ok_or_else(|| Hinted::unsupported_platform("cuDNN is not built for this platform", "run cuenv on one of those"))?;
+    let format = Format::from_name(format).expect("clap allows only known formats");
+    let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
+    let m = generation::read(&ctx.layout, cur)?;
+    let names: Vec<String> = if all {
+        m.profiles.iter().map(|p| p.name.clone()).collect()
+    } else {
+        let name = match profile {
+            Some(p) => p.to_string(),
+            None => status::active_profile(&ctx.layout).map(|(n, _)| n).ok_or_else(|| {
+                Hinted::new("no profile given and none is active", "pass a profile name, or make one active with `cuenv use <profile>`", ExitCode::Invalid)
+            })?,
+        };
+        m.profile(&name)?;
+        vec![name]
+    };
+    let sep = if platform.is_windows() { ';' } else { ':' };
+    for name in &names {
+        let text = export::render(&export::exported(&ctx.layout, name, platform), format, sep);
+        match out {
+            Some(dir) => {
+                let path = export::write(dir, &format.file_name(name), &text)?;
+                writeln!(ctx.out(), "wrote {}", path.display());
+            }
+            None => write!(ctx.out(), "{text}"),
+        }
+    }
+    Ok(ExitCode::Success)
+}

@@ -590,13 +590,13 @@ fn conda_order_xonsh() {
 /// pixi's activation engine (py-rattler's `rattler.shell.activate`, from PyPI) runs a conda
 /// env's `activate.d` scripts of its shell: after its bash and fish scripts, the profile's
 /// cuDNN folder is first on `LD_LIBRARY_PATH`. The Python with `rattler` installed is named
-/// by `CUENV_RATTLER_PYTHON` (.ci/run makes one); without it the test is skipped with a note.
+/// by `CUENV_CLIENTS_PYTHON` (.ci/run makes one); without it the test is skipped with a note.
 /// rattler writes script paths unquoted (`. /path/x.sh`), so the lab path is plain.
 #[test]
 fn pixi_rattler_runs_the_shims() {
-    let Some(py) = std::env::var_os("CUENV_RATTLER_PYTHON") else {
-        assert!(std::env::var_os("CUENV_REQUIRE_SHELLS").is_none(), "CUENV_RATTLER_PYTHON is required (CUENV_REQUIRE_SHELLS)");
-        eprintln!("note: CUENV_RATTLER_PYTHON is not set; skipping the py-rattler cells");
+    let Some(py) = std::env::var_os("CUENV_CLIENTS_PYTHON") else {
+        assert!(std::env::var_os("CUENV_REQUIRE_SHELLS").is_none(), "CUENV_CLIENTS_PYTHON is required (CUENV_REQUIRE_SHELLS)");
+        eprintln!("note: CUENV_CLIENTS_PYTHON is not set; skipping the py-rattler cells");
         return;
     };
     let lab = Lab::new(true, Sh::Xonsh);
