@@ -28,6 +28,7 @@ pub mod fetch;
 pub mod fsutil;
 pub mod generation;
 pub mod generation_check;
+pub mod kernel;
 pub mod layout;
 pub mod libname;
 pub mod link;

@@ -185,6 +185,10 @@ pub enum Command {
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
         command: Vec<std::ffi::OsString>,
     },
+    /// Jupyter kernels bound to a profile (kernelspecs whose `env` goes through the profile's
+    /// stable view).
+    #[command(subcommand)]
+    Kernel(KernelCommand),
     /// Export a profile's environment for tools that do not run cuenv: dotenv, direnv, Lmod
     /// and Environment Modules modulefiles, JSON, conda env_vars.
     Export {
@@ -222,4 +226,33 @@ pub enum Command {
     /// Internal: the child process of `cuenv check` (loads cuDNN, prints a JSON report).
     #[command(hide = true, name = "__probe")]
     Probe(super::probe::ProbeArgs),
+}
+
+/// `cuenv kernel ...`.
+#[derive(clap::Subcommand, Debug)]
+pub enum KernelCommand {
+    /// Write a kernelspec for PROFILE (`kernel.json` with ipykernel's argv and the profile's
+    /// variables).
+    Install {
+        /// The profile.
+        profile: String,
+        /// The Python to start (default: the profile's conda env's, else `python3` on PATH).
+        #[arg(long, value_name = "EXE")]
+        python: Option<PathBuf>,
+        /// The kernel's name (default: `cuenv-<profile>`).
+        #[arg(long)]
+        name: Option<String>,
+        /// Install for this user (the default).
+        #[arg(long, conflicts_with = "prefix")]
+        user: bool,
+        /// Install into `DIR/share/jupyter/kernels` (e.g. a conda env or venv).
+        #[arg(long, value_name = "DIR")]
+        prefix: Option<PathBuf>,
+    },
+    /// List the kernelspecs bound to cuenv profiles, and whether each profile still exists.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }

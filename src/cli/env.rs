@@ -127,3 +127,88 @@ pub fn export(ctx: &Ctx, profile: Option<&str>, format: &str, all: bool, out: Op
     }
     Ok(ExitCode::Success)
 }
+
+/// `cuenv kernel install|list` ([`crate::kernel`]).
+pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Report> {
+    use super::args::KernelCommand;
+    let platform = Platform::host().ok_or_else(|| Hinted::unsupported_platform("cuDNN is not built for this platform", "run cuenv on one of those"))?;
+    match cmd {
+        KernelCommand::Install { profile, python, name, user: _, prefix } => {
+            let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
+            let m = generation::read(&ctx.layout, cur)?;
+            let view = m.profile(&profile)?;
+            let python = match python {
+                Some(p) => std::path::absolute(&p).unwrap_or(p),
+                None => default_python(view.conda_env.as_deref()).ok_or_else(|| {
+                    Hinted::new(
+                        format!("no Python found for profile {profile}'s kernel"),
+                        "pass --python EXE (the interpreter that has ipykernel)",
+                        ExitCode::Invalid,
+                    )
+                })?,
+            };
+            let name = name.unwrap_or_else(|| format!("cuenv-{profile}"));
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)) {
+                return Err(Hinted::new(
+                    format!("kernel name {name:?} is not valid"),
+                    "use letters, digits, '_', '.', '-' (jupyter_client's rule)",
+                    ExitCode::Invalid,
+                )
+                .into());
+            }
+            let dir = match prefix {
+                Some(p) => std::path::absolute(&p).unwrap_or(p).join("share").join("jupyter").join("kernels"),
+                None => crate::kernel::user_dir()
+                    .ok_or_else(|| Hinted::new("cannot find the Jupyter data folder", "set JUPYTER_DATA_DIR or pass --prefix DIR", ExitCode::Failure))?,
+            };
+            let e = crate::export::exported(&ctx.layout, &profile, platform);
+            let sep = if platform.is_windows() { ';' } else { ':' };
+            let spec = crate::kernel::spec(&e, &python, &format!("Python (cuenv: {profile})"), &view::stable_home(&ctx.layout), sep);
+            let text = format!("{}\n", serde_json::to_string_pretty(&spec).expect("serializable"));
+            let path = crate::export::write(&dir.join(&name), "kernel.json", &text)?;
+            writeln!(ctx.out(), "installed kernel {name} for profile {profile}: {}", path.display());
+        }
+        KernelCommand::List { json } => {
+            let found = crate::kernel::list(&crate::kernel::search_dirs());
+            let known: Vec<String> = generation::current(&ctx.layout)
+                .and_then(|n| generation::read(&ctx.layout, n).ok())
+                .map(|m| m.profiles.iter().map(|p| p.name.clone()).collect())
+                .unwrap_or_default();
+            let home = view::stable_home(&ctx.layout).to_string_lossy().into_owned();
+            if json {
+                let rows: Vec<serde_json::Value> = found
+                    .iter()
+                    .map(|f| serde_json::json!({"name": f.name, "path": f.path.to_string_lossy(), "profile": f.profile, "home": f.home, "profile_exists": f.home == home && known.contains(&f.profile)}))
+                    .collect();
+                ctx.print_json_sorted(&serde_json::Value::Array(rows));
+            } else if found.is_empty() {
+                writeln!(ctx.out(), "no kernel is bound to a cuenv profile");
+            } else {
+                for f in &found {
+                    let state = if f.home != home {
+                        " (another cuenv home)"
+                    } else if known.contains(&f.profile) {
+                        ""
+                    } else {
+                        " (no such profile now: reinstall or remove it)"
+                    };
+                    writeln!(ctx.out(), "{}  profile {}{state}  {}", f.name, f.profile, f.path.display());
+                }
+            }
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+/// The Python a profile's kernel starts: the conda env's, else `python3` (then `python`) on PATH.
+fn default_python(conda_env: Option<&std::path::Path>) -> Option<std::path::PathBuf> {
+    if let Some(env) = conda_env {
+        let p = if cfg!(windows) { env.join("python.exe") } else { env.join("bin").join("python") };
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    let names: &[&str] = if cfg!(windows) { &["python.exe", "python3.exe"] } else { &["python3", "python"] };
+    let path = std::env::var_os("PATH")?;
+    names.iter().find_map(|n| std::env::split_paths(&path).map(|d| d.join(n)).find(|p| p.is_file()))
+}

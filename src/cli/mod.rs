@@ -143,6 +143,7 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         Command::Generations { json } => generations::generations(&ctx, json),
         Command::Status { json } => status::status(&ctx, json),
         Command::Gc { keep, dry_run } => generations::gc(&ctx, keep, dry_run),
+        Command::Kernel(k) => env::kernel(&ctx, k),
         Command::Export { profile, format, all, out } => env::export(&ctx, profile.as_deref(), &format, all, out.as_deref()),
         Command::Env { hook: Some(hook), .. } => env::hook(&ctx, &hook),
         Command::Env { profile, shell, setup, hook_apply, .. } => {

@@ -20,6 +20,7 @@ mod fetch_local;
 mod fetch_real;
 mod home_format;
 mod hook;
+mod kernel;
 mod kill_matrix;
 mod odd_paths;
 mod output;

@@ -1,0 +1,76 @@
+//! `cuenv kernel install|list` (issue 19, item 2), checked with the real jupyter_client (PyPI):
+//! its `KernelSpecManager` lists the kernelspec, and its `KernelManager` starts the kernel's
+//! argv (a stand-in `ipykernel_launcher` module that writes its environment: ipykernel itself
+//! is not needed) with the profile's variables in the kernel's environment.
+#![cfg(unix)]
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::apply::Lab;
+
+#[test]
+fn a_kernel_is_listed_and_started_by_jupyter_client_with_the_profile() {
+    let Some(py) = std::env::var_os("CUENV_CLIENTS_PYTHON") else {
+        assert!(std::env::var_os("CUENV_REQUIRE_SHELLS").is_none(), "CUENV_CLIENTS_PYTHON is required");
+        eprintln!("note: CUENV_CLIENTS_PYTHON is not set; skipping the jupyter_client test");
+        return;
+    };
+    let lab = Lab::new();
+    lab.ok(&["apply", "--no-check", lab.three().to_str().unwrap()]);
+    let data = lab.ctx.path("jupyter data");
+    let out = lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).args(["kernel", "install", "legacy", "--python"]).arg(&py).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let spec = data.join("kernels/cuenv-legacy/kernel.json");
+    assert!(spec.exists());
+    // `kernel list` finds it, bound to an existing profile.
+    let list = lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).args(["kernel", "list", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(v[0]["name"], "cuenv-legacy");
+    assert_eq!(v[0]["profile_exists"], true, "{v}");
+
+    // The real client: list the spec, then start its argv.
+    let fake = lab.ctx.path("fake-ipykernel");
+    fs::create_dir_all(&fake).unwrap();
+    fs::write(fake.join("ipykernel_launcher.py"), "import os, json\njson.dump(dict(os.environ), open(os.environ['CUENV_TEST_DUMP'], 'w'))\n").unwrap();
+    let dump = lab.ctx.path("kernel-env.json");
+    let code = r#"
+import json, sys, time, os
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+specs = KernelSpecManager().get_all_specs()
+assert 'cuenv-legacy' in specs, specs
+km = KernelManager(kernel_name='cuenv-legacy')
+km.start_kernel()
+for _ in range(200):
+    if os.path.exists(os.environ['CUENV_TEST_DUMP']) and os.path.getsize(os.environ['CUENV_TEST_DUMP']) > 0:
+        break
+    time.sleep(0.05)
+km.cleanup_resources()
+print(json.dumps(specs['cuenv-legacy']['spec']['env']))
+"#;
+    let out = Command::new(&py)
+        .arg("-c")
+        .arg(code)
+        .env("JUPYTER_DATA_DIR", &data)
+        .env("PYTHONPATH", &fake)
+        .env("CUENV_TEST_DUMP", &dump)
+        .env("LD_LIBRARY_PATH", "/server/lib")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let env: serde_json::Value = serde_json::from_str(&fs::read_to_string(&dump).unwrap()).unwrap();
+    let view = lab.profiles().join("legacy");
+    assert_eq!(env["CUENV_PROFILE"], "legacy");
+    assert_eq!(env["CUDA_HOME"].as_str().map(PathBuf::from), Some(view.join("cuda")));
+    let ld = env["LD_LIBRARY_PATH"].as_str().unwrap();
+    assert_eq!(ld.split(':').next().map(PathBuf::from), Some(view.join("cudnn-lib")), "{ld}");
+
+    // Once the profile is gone from the lab, `list` says so.
+    let f = lab.lab("[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\n");
+    lab.ok(&["apply", "--no-check", "--replace", f.to_str().unwrap()]);
+    let list = lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).args(["kernel", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(text.contains("cuenv-legacy  profile legacy (no such profile now"), "{text}");
+}
