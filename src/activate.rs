@@ -69,12 +69,40 @@ pub fn conda_env(prefix: &Path, base: &[(OsString, OsString)]) -> Result<Env, Ac
     scripts.sort();
     let mut base: Env = base.to_vec();
     set(&mut base, "CONDA_PREFIX", prefix.as_os_str().to_owned());
+    // conda puts the env's own folders first on PATH before it runs the scripts
+    // (`_add_prefix_to_path` / `_get_path_dirs` in conda/activate.py): the Windows shims insert
+    // their block right after `<env>`, and a command run in the profile finds the env's tools.
+    let old_path: Vec<std::path::PathBuf> = find(&base, "PATH").map(|i| std::env::split_paths(&base[i].1).collect()).unwrap_or_default();
+    let new_path = std::env::join_paths(env_path_dirs(prefix).into_iter().chain(old_path)).unwrap_or_default();
+    set(&mut base, "PATH", new_path);
     let err = |detail: String| ActivateError { env: prefix.display().to_string(), detail };
     let out = sys_run(&scripts, &base).map_err(|e| err(e.to_string()))?;
     if !out.status.success() {
         return Err(err(format!("exit status {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim())));
     }
     Ok(parse_env(&out.stdout))
+}
+
+/// conda's `_get_path_dirs`: the folders of a conda env that activation puts on PATH, in order
+/// (Windows: `<env>`, `Library\mingw-w64\bin`, `Library\usr\bin`, `Library\bin`, `Scripts`,
+/// `bin`; elsewhere `<env>/bin`). conda also adds a `Library\<msys2 variant>\bin` that exists.
+pub fn env_path_dirs(prefix: &Path) -> Vec<std::path::PathBuf> {
+    if cfg!(windows) {
+        let mut v = vec![prefix.to_path_buf()];
+        if let Some(variant) = ["ucrt64", "clang64", "mingw64", "clangarm64"].iter().find(|v| prefix.join("Library").join(v).is_dir()) {
+            v.push(prefix.join("Library").join(variant).join("bin"));
+        }
+        v.extend([
+            prefix.join("Library").join("mingw-w64").join("bin"),
+            prefix.join("Library").join("usr").join("bin"),
+            prefix.join("Library").join("bin"),
+            prefix.join("Scripts"),
+            prefix.join("bin"),
+        ]);
+        v
+    } else {
+        vec![prefix.join("bin")]
+    }
 }
 
 #[cfg(not(windows))]

@@ -102,6 +102,10 @@ pub struct BinaryInfo {
     /// (`VS_FIXEDFILEINFO.dwFileVersionMS/LS`), e.g. `8.9.4.25`. `None` when the DLL has
     /// no VERSIONINFO (cuDNN 9's `cudnn_graph64_9.dll` has none; docs/facts.md §7b).
     pub file_version: Option<Version>,
+    /// Windows only: the `(key, value)` strings of the VERSIONINFO's `StringFileInfo` tables,
+    /// in file order (`("ProductName", "NVIDIA CUDA 13.0.96 Runtime")`, ...). Empty when the
+    /// DLL has no VERSIONINFO or its tables cannot be read.
+    pub version_strings: Vec<(String, String)>,
 }
 
 /// Reads the headers of the PE or ELF file at `path`.
@@ -116,9 +120,12 @@ pub fn inspect(path: &Path) -> io::Result<BinaryInfo> {
             let pe = PeFile64::parse(&cache).map_err(|e| bad(&format!("bad PE file: {e}")))?;
             let machine = pe.nt_headers().file_header.machine.get(LE);
             let platform = (machine == object::pe::IMAGE_FILE_MACHINE_AMD64).then_some(Platform::WindowsX86_64);
-            Ok(BinaryInfo { platform, describe: format!("PE32+ machine {machine:#06x}"), file_version: pe_file_version(&pe, &cache) })
+            let blob = pe_version_blob(&pe, &cache);
+            let file_version = blob.and_then(parse_fixed_file_version);
+            let version_strings = blob.map(parse_version_strings).unwrap_or_default();
+            Ok(BinaryInfo { platform, describe: format!("PE32+ machine {machine:#06x}"), file_version, version_strings })
         }
-        FileKind::Pe32 => Ok(BinaryInfo { platform: None, describe: "PE32 (32-bit Windows)".into(), file_version: None }),
+        FileKind::Pe32 => Ok(BinaryInfo { platform: None, describe: "PE32 (32-bit Windows)".into(), file_version: None, version_strings: Vec::new() }),
         FileKind::Elf64 => {
             use object::read::elf::FileHeader as _;
             let header = object::elf::FileHeader64::<object::Endianness>::parse(&cache).map_err(|e| bad(&format!("bad ELF file: {e}")))?;
@@ -130,11 +137,70 @@ pub fn inspect(path: &Path) -> io::Result<BinaryInfo> {
                 object::elf::EM_PPC64 => Some(Platform::LinuxPpc64le),
                 _ => None,
             };
-            Ok(BinaryInfo { platform, describe: format!("ELF64 machine {machine}"), file_version: None })
+            Ok(BinaryInfo { platform, describe: format!("ELF64 machine {machine}"), file_version: None, version_strings: Vec::new() })
         }
-        FileKind::Elf32 => Ok(BinaryInfo { platform: None, describe: "ELF32 (32-bit)".into(), file_version: None }),
+        FileKind::Elf32 => Ok(BinaryInfo { platform: None, describe: "ELF32 (32-bit)".into(), file_version: None, version_strings: Vec::new() }),
         other => Err(bad(&format!("not a shared library ({other:?})"))),
     }
+}
+
+/// The CUDA libraries a library names with their CUDA major, read without loading it: the
+/// names in its ELF `.dynstr` (its `DT_NEEDED` entries) and read-only data (`.rodata`,
+/// `.lrodata`: the names it passes to `dlopen`), or its PE import names and `.rdata` strings.
+/// cuDNN loads cuBLAS/cuBLASLt and NVRTC of its CUDA major by name
+/// (`libcublasLt.so.13`, `cublasLt64_13.dll`, `nvrtc64_130_0.dll`; docs/facts.md §10).
+///
+/// Returns `(CUDA major, name as written)` for every match of `lib{cublas,cublasLt,cudart,nvrtc}.so.<N>`
+/// and `{cublas,cublasLt,cudart,nvrtc}64_<N>[_0].dll` (any case), in file order without
+/// repeats; a 3-digit Windows number is major and minor (`cudart64_110.dll`,
+/// `nvrtc64_130_0.dll`). Names built at run time (`libnvrtc.so.%d`) give nothing. Sections
+/// over 256 MiB are skipped (real ones are a few MiB; kernels live in `.nv_fatbin`).
+///
+/// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
+pub fn referenced_cuda_libraries(path: &Path) -> io::Result<Vec<(u64, String)>> {
+    use object::{Object as _, ObjectSection as _};
+    const SECTIONS: [&str; 5] = [".dynstr", ".rodata", ".lrodata", ".rdata", ".idata"];
+    const MAX_SECTION: u64 = 256 << 20;
+    let cache = ReadCache::new(File::open(path)?);
+    let file = object::File::parse(&cache).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a PE or ELF file: {e}")))?;
+    let mut out: Vec<(u64, String)> = Vec::new();
+    for section in file.sections() {
+        let Ok(name) = section.name() else { continue };
+        if !SECTIONS.contains(&name) || section.size() > MAX_SECTION {
+            continue;
+        }
+        let Ok(data) = section.data() else { continue };
+        for found in cuda_library_names(data) {
+            if !out.contains(&found) {
+                out.push(found);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The CUDA library names with a major in `bytes` (see [`referenced_cuda_libraries`]).
+pub fn cuda_library_names(bytes: &[u8]) -> Vec<(u64, String)> {
+    use std::sync::LazyLock;
+    static NAMES: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+        regex::bytes::Regex::new(r"(?-u)lib(?:cublasLt|cublas|cudart|nvrtc)\.so\.(\d{1,3})|(?i:(?:cublaslt|cublas|cudart|nvrtc)64_(\d{1,3})(?:_0)?\.dll)")
+            .unwrap()
+    });
+    let mut out = Vec::new();
+    for c in NAMES.captures_iter(bytes) {
+        let (digits, windows) = match (c.get(1), c.get(2)) {
+            (Some(d), _) => (d.as_bytes(), false),
+            (None, Some(d)) => (d.as_bytes(), true),
+            _ => continue,
+        };
+        let Some(n) = std::str::from_utf8(digits).ok().and_then(|d| d.parse::<u64>().ok()) else { continue };
+        let major = if windows && digits.len() == 3 { n / 10 } else { n };
+        let name = String::from_utf8_lossy(&c[0]).into_owned();
+        if major > 0 && !out.contains(&(major, name.clone())) {
+            out.push((major, name));
+        }
+    }
+    out
 }
 
 /// `RT_VERSION`, the resource type of VERSIONINFO.
@@ -142,7 +208,8 @@ const RT_VERSION: u16 = 16;
 /// `VS_FIXEDFILEINFO.dwSignature`.
 const FIXED_FILE_INFO_SIGNATURE: [u8; 4] = 0xFEEF04BDu32.to_le_bytes();
 
-fn pe_file_version<'a>(pe: &PeFile64<'a, &'a ReadCache<File>>, data: &'a ReadCache<File>) -> Option<Version> {
+/// The bytes of the first RT_VERSION resource (the VS_VERSIONINFO block), if any.
+fn pe_version_blob<'a>(pe: &PeFile64<'a, &'a ReadCache<File>>, data: &'a ReadCache<File>) -> Option<&'a [u8]> {
     let sections = pe.section_table();
     let dir = pe.data_directories().resource_directory(data, &sections).ok()??;
     let root = dir.root().ok()?;
@@ -158,8 +225,70 @@ fn pe_file_version<'a>(pe: &PeFile64<'a, &'a ReadCache<File>>, data: &'a ReadCac
     let rva = entry.offset_to_data.get(LE);
     let size = entry.size.get(LE) as usize;
     let bytes = sections.pe_data_at(data, rva)?;
-    let blob = &bytes[..size.min(bytes.len())];
-    parse_fixed_file_version(blob)
+    Some(&bytes[..size.min(bytes.len())])
+}
+
+/// Reads the `StringFileInfo` strings of a VS_VERSIONINFO blob: the blocks
+/// `VS_VERSION_INFO` -> `StringFileInfo` -> one table per language (`040904E4`) -> `String`s,
+/// each `{wLength, wValueLength, wType, szKey (UTF-16, NUL-ended), padding to 4 bytes, Value}`
+/// (Microsoft Learn, "VS_VERSIONINFO", "StringFileInfo", "String"). Returns `(key, value)`
+/// pairs in file order; a damaged block ends the walk of its level.
+pub fn parse_version_strings(blob: &[u8]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    walk_version_blocks(blob, 0, blob.len(), 0, &mut out);
+    out
+}
+
+fn u16_at(blob: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(blob.get(at..at + 2)?.try_into().ok()?))
+}
+
+/// Reads a NUL-ended UTF-16LE string at `at`, not past `end`; returns it and the offset after its NUL.
+fn utf16_at(blob: &[u8], mut at: usize, end: usize) -> (String, usize) {
+    let mut units = Vec::new();
+    while at + 2 <= end {
+        let u = u16_at(blob, at).unwrap_or(0);
+        at += 2;
+        if u == 0 {
+            break;
+        }
+        units.push(u);
+    }
+    (String::from_utf16_lossy(&units), at)
+}
+
+fn align4(n: usize) -> usize {
+    n.div_ceil(4) * 4
+}
+
+/// Walks the blocks in `blob[start..end]` at `depth` (0: VS_VERSION_INFO, 1: StringFileInfo /
+/// VarFileInfo, 2: a string table, 3: a string).
+fn walk_version_blocks(blob: &[u8], start: usize, end: usize, depth: u8, out: &mut Vec<(String, String)>) {
+    let mut pos = start;
+    while pos + 6 <= end {
+        let Some(len) = u16_at(blob, pos).map(usize::from).filter(|l| *l >= 6) else { return };
+        let block_end = (pos + len).min(end);
+        let value_len = usize::from(u16_at(blob, pos + 2).unwrap_or(0));
+        let text = u16_at(blob, pos + 4) == Some(1);
+        let (key, after_key) = utf16_at(blob, pos + 6, block_end);
+        let value_at = align4(after_key);
+        match depth {
+            3 => {
+                let (value, _) = utf16_at(blob, value_at, block_end);
+                out.push((key, value.trim_end().to_string()));
+            }
+            0 | 2 => {
+                let value_bytes = if text { value_len * 2 } else { value_len };
+                walk_version_blocks(blob, align4(value_at + value_bytes), block_end, depth + 1, out);
+            }
+            _ if key == "StringFileInfo" => walk_version_blocks(blob, value_at, block_end, depth + 1, out),
+            _ => {}
+        }
+        if depth == 0 {
+            return;
+        }
+        pos = align4(pos + len);
+    }
 }
 
 /// Finds `VS_FIXEDFILEINFO` in a VERSIONINFO blob and returns its file version
@@ -185,5 +314,69 @@ mod tests {
         blob.extend_from_slice(&((4u32 << 16) | 25).to_le_bytes());
         assert_eq!(parse_fixed_file_version(&blob).unwrap().to_string(), "8.9.4.25");
         assert_eq!(parse_fixed_file_version(&[0; 16]), None);
+    }
+
+    #[test]
+    fn cuda_library_names_in_bytes() {
+        // As in the real cuDNN 9.14 for CUDA 13 (docs/facts.md §10): literal names, and a
+        // pattern filled in at run time, which says nothing.
+        let linux = b"\0libcublasLt.so.13\0libnvrtc.so.%d\0libnvrtc.so\0libcuda.so.1\0xmma/first_layerlibnvrtc.so.13\0";
+        assert_eq!(cuda_library_names(linux), [(13, "libcublasLt.so.13".to_string()), (13, "libnvrtc.so.13".to_string())]);
+        let windows = b"cublasLt64_13.dll\0nvrtc64_130_0.dll\0nvrtc64_%d_0.dll\0nvcudart_hybrid64.dll\0CUDART64_110.DLL\0cublas64_12.dll";
+        let majors: Vec<u64> = cuda_library_names(windows).into_iter().map(|(m, _)| m).collect();
+        assert_eq!(majors, [13, 13, 11, 12]);
+        assert_eq!(cuda_library_names(b"libcudart.so.11.0 libcudart.so.11.0"), [(11, "libcudart.so.11".to_string())]);
+        assert!(cuda_library_names(b"libcudnn.so.9 libcuda.so.1 cudnn64_9.dll libcublas.so libcublas.so.x").is_empty());
+    }
+
+    /// One VS_VERSIONINFO-style block: key, value (text when `text`), children.
+    fn block(key: &str, value: &[u8], text: bool, children: &[Vec<u8>]) -> Vec<u8> {
+        let mut b = vec![0u8; 6];
+        for u in key.encode_utf16().chain([0]) {
+            b.extend_from_slice(&u.to_le_bytes());
+        }
+        b.resize(align4(b.len()), 0);
+        b.extend_from_slice(value);
+        b.resize(align4(b.len()), 0);
+        for c in children {
+            b.extend_from_slice(c);
+            b.resize(align4(b.len()), 0);
+        }
+        let value_len = if text { value.len() / 2 } else { value.len() };
+        let total = b.len() as u16;
+        b[0..2].copy_from_slice(&total.to_le_bytes());
+        b[2..4].copy_from_slice(&(value_len as u16).to_le_bytes());
+        b[4..6].copy_from_slice(&u16::from(text).to_le_bytes());
+        b
+    }
+
+    fn utf16z(s: &str) -> Vec<u8> {
+        s.encode_utf16().chain([0]).flat_map(u16::to_le_bytes).collect()
+    }
+
+    #[test]
+    fn version_strings() {
+        // Laid out like the real cudart64_13.dll of nvidia-cuda-runtime 13.0.96 (docs/facts.md §1).
+        let mut fixed = FIXED_FILE_INFO_SIGNATURE.to_vec();
+        fixed.extend_from_slice(&0x0001_0000u32.to_le_bytes());
+        fixed.extend_from_slice(&((6u32 << 16) | 14).to_le_bytes());
+        fixed.extend_from_slice(&((11u32 << 16) | 13000).to_le_bytes());
+        fixed.resize(52, 0);
+        let strings = [
+            ("CompanyName", "NVIDIA Corporation"),
+            ("FileDescription", "NVIDIA CUDA Runtime, Version 13.0.96 "),
+            ("ProductName", "NVIDIA CUDA 13.0.96 Runtime"),
+        ];
+        let table = block("040904E4", &[], true, &strings.map(|(k, v)| block(k, &utf16z(v), true, &[])));
+        let var = block("VarFileInfo", &[], true, &[block("Translation", &[9, 4, 0xe4, 4], false, &[])]);
+        let blob = block("VS_VERSION_INFO", &fixed, false, &[block("StringFileInfo", &[], true, &[table]), var]);
+        assert_eq!(parse_fixed_file_version(&blob).unwrap().to_string(), "6.14.11.13000");
+        let got = parse_version_strings(&blob);
+        let want: Vec<(String, String)> = strings.iter().map(|(k, v)| (k.to_string(), v.trim_end().to_string())).collect();
+        assert_eq!(got, want);
+        // Damaged or empty blobs give nothing and do not panic.
+        assert!(parse_version_strings(&blob[..40]).is_empty());
+        assert!(parse_version_strings(&[]).is_empty());
+        let _ = parse_version_strings(&[0xff; 64]);
     }
 }

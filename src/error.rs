@@ -105,11 +105,15 @@ impl Diagnose for IoError {
 }
 
 /// What to do about an I/O failure at `path`, by the kind of failure (a full disk, a
-/// read-only file system, missing permissions, a missing folder, a closed pipe).
+/// read-only file system, missing permissions, a missing folder, a closed pipe, a name or
+/// path too long).
 pub fn io_hint(path: &std::path::Path, err: &std::io::Error) -> String {
     {
         use std::io::ErrorKind as K;
         let at = path.display();
+        if name_too_long(err) {
+            return "the path named above is longer than this system allows (a name over 255 bytes, or the whole path over its limit): move the cuenv home (--home or CUENV_HOME) or that folder to a shorter path, or shorten the name".into();
+        }
         match err.kind() {
             K::StorageFull | K::QuotaExceeded => format!("free some space on the volume that holds {at}, then run the command again"),
             K::ReadOnlyFilesystem => format!("{at} is on a read-only file system: make it writable, or use a cuenv home elsewhere (--home DIR)"),
@@ -119,5 +123,37 @@ pub fn io_hint(path: &std::path::Path, err: &std::io::Error) -> String {
             K::BrokenPipe => "the reader of cuenv's output went away; run the command again without a closed pipe".into(),
             _ => "fix what the cause above says, then run the command again".into(),
         }
+    }
+}
+
+/// Whether `err` says that a name or a path is too long: `ENAMETOOLONG` (Unix),
+/// `ERROR_FILENAME_EXCED_RANGE` (206, Windows). Not the kind `InvalidFilename` alone, which
+/// Windows also gives for names with characters it refuses.
+fn name_too_long(err: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    let code = libc::ENAMETOOLONG;
+    #[cfg(windows)]
+    let code = 206;
+    #[cfg(not(any(unix, windows)))]
+    let code = -1;
+    err.raw_os_error() == Some(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name or path too long is said as such, not "fix what the cause above says"; a
+    /// Windows name refused for its characters (error 123, also `InvalidFilename`) is not.
+    #[test]
+    fn a_path_too_long_gets_its_own_hint() {
+        let at = std::path::Path::new("home");
+        #[cfg(unix)]
+        let (long, other) = (libc::ENAMETOOLONG, libc::EINVAL);
+        #[cfg(windows)]
+        let (long, other) = (206, 123);
+        let hint = io_hint(at, &std::io::Error::from_raw_os_error(long));
+        assert!(hint.starts_with("the path named above is longer than this system allows"), "{hint}");
+        assert!(!io_hint(at, &std::io::Error::from_raw_os_error(other)).contains("longer than"));
     }
 }

@@ -588,6 +588,12 @@ pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
             removed += 1;
         }
     }
+    // The folder of apply's link test, left by a kill during it (under the writer lock, as here).
+    let probe = layout.link_probe();
+    if fs::symlink_metadata(&probe).is_ok() {
+        remove_tree(&probe)?;
+        removed += 1;
+    }
     // Folders other homes may write too (the conda envs' shim folders, the lab folder):
     // only files no live cuenv is still writing.
     // Every generation's envs and lab folder: a kill during a rollback can leave a file in an
@@ -772,12 +778,18 @@ pub struct RollbackTarget {
     pub target_failed: bool,
 }
 
-/// No generation older than the current one passed its check.
+/// No generation older than the current one passed its check, or none is older at all
+/// (`older` is 0): the message says which.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no generation older than {current} passed its check; there is nothing to roll back to")]
+#[error(
+    "{}; there is nothing to roll back to",
+    if *older == 0 { format!("no generation is older than {current}") } else { format!("no generation older than {current} passed its check") }
+)]
 pub struct NothingToRollBackTo {
     /// The current generation.
     pub current: u64,
+    /// How many generations are older than `current` (every one failed its check).
+    pub older: usize,
 }
 
 impl crate::error::Diagnose for NothingToRollBackTo {
@@ -805,7 +817,7 @@ pub fn rollback_target(all: &[u64], current: u64, to: Option<u64>, failed: &mut 
         }
         skipped.push(n);
     }
-    Err(NothingToRollBackTo { current })
+    Err(NothingToRollBackTo { current, older: skipped.len() })
 }
 
 #[cfg(test)]
@@ -836,8 +848,8 @@ mod policy_tests {
         assert_eq!(asked, [4, 3, 2], "newest first, each once, none after the target");
         // From generation 3 of 5 (after a rollback): the walk continues below 3.
         assert_eq!(rollback_target(&[1, 2, 3, 4, 5], 3, None, &mut |_| false).unwrap().target, 2);
-        assert_eq!(rollback_target(&[1, 2], 1, None, &mut |_| false), Err(NothingToRollBackTo { current: 1 }));
-        assert_eq!(rollback_target(&[1, 2, 3], 3, None, &mut |_| true), Err(NothingToRollBackTo { current: 3 }));
+        assert_eq!(rollback_target(&[1, 2], 1, None, &mut |_| false), Err(NothingToRollBackTo { current: 1, older: 0 }));
+        assert_eq!(rollback_target(&[1, 2, 3], 3, None, &mut |_| true), Err(NothingToRollBackTo { current: 3, older: 2 }));
     }
 
     #[test]
@@ -849,8 +861,11 @@ mod policy_tests {
     #[test]
     fn nothing_to_roll_back_to_says_what_to_do() {
         use crate::error::Diagnose as _;
-        let e = NothingToRollBackTo { current: 4 };
+        let e = NothingToRollBackTo { current: 4, older: 3 };
         assert_eq!(e.to_string(), "no generation older than 4 passed its check; there is nothing to roll back to");
+        // No older generation at all is said as such, not as a failed check.
+        let none = NothingToRollBackTo { current: 1, older: 0 };
+        assert_eq!(none.to_string(), "no generation is older than 1; there is nothing to roll back to");
         assert_eq!(e.exit_code(), crate::error::ExitCode::Invalid);
         assert!(e.hint().unwrap().contains("cuenv rollback --to N"));
     }

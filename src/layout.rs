@@ -122,6 +122,13 @@ impl Layout {
         self.home.join("cuenv.lock")
     }
 
+    /// `<home>/.link-probe`: the folder where `apply` tries a link before building, when the
+    /// profile file asks for a link kind this process may not be allowed to make
+    /// ([`crate::link::probe`]); removed again at once (and by the next probe, after a kill).
+    pub fn link_probe(&self) -> PathBuf {
+        self.home.join(".link-probe")
+    }
+
     /// `<home>/toolkits`: wheel toolkit roots (CUDA toolkit roots built from wheels) assembled from PyPI wheels
     /// (`cuda = { version = "12.6", from = "pypi" }`), one folder each, named by content.
     pub fn toolkits_dir(&self) -> PathBuf {

@@ -35,6 +35,7 @@ pub mod paths;
 pub mod probe;
 pub mod profile;
 pub mod progress;
+pub mod project;
 pub mod resolve;
 pub mod settings;
 pub mod shim;

@@ -109,6 +109,38 @@ pub fn loader_dispatcher_major(file_name: &str, os: Os) -> Option<u64> {
     parse(file_name).filter(|l| l.os == os && l.is_dispatcher() && l.is_loader_name())?.major
 }
 
+/// How many libraries a list of shared-library file names holds: the names of one Linux
+/// symlink chain (`libcudnn.so`, `libcudnn.so.9`, `libcudnn.so.9.14.0`) are one library, as are
+/// names that differ only by case on Windows (`cudnn64_9.dll`, `CUDNN64_9.DLL`). A Linux name
+/// is keyed by what comes before `.so` and the major after it; a bare `lib<x>.so` is counted
+/// only when no `lib<x>.so.<N>` is in the list. Works for any library name, cuDNN's or not.
+pub fn count_libraries<S: AsRef<str>>(file_names: &[S]) -> usize {
+    use std::collections::BTreeSet;
+    let mut versioned: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut bare: BTreeSet<String> = BTreeSet::new();
+    let mut other: BTreeSet<String> = BTreeSet::new();
+    for name in file_names.iter().map(AsRef::as_ref) {
+        match name.find(".so") {
+            Some(i) if !name.to_ascii_lowercase().ends_with(".dll") => {
+                let (base, tail) = (&name[..i], &name[i + ".so".len()..]);
+                match tail.strip_prefix('.').and_then(|t| t.split('.').next()) {
+                    Some(major) => {
+                        versioned.insert((base.to_string(), major.to_string()));
+                    }
+                    None => {
+                        bare.insert(base.to_string());
+                    }
+                }
+            }
+            _ => {
+                other.insert(name.to_ascii_lowercase());
+            }
+        }
+    }
+    let lone_bare = bare.iter().filter(|b| !versioned.iter().any(|(base, _)| base == *b)).count();
+    versioned.len() + lone_bare + other.len()
+}
+
 fn all_digits(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
@@ -247,6 +279,26 @@ mod tests {
             assert!(!is_dispatcher(name), "{name}");
             assert_eq!(dispatcher_major(name), None, "{name}");
         }
+    }
+
+    #[test]
+    fn libraries_are_counted_not_their_names() {
+        // cuDNN 9.14 as a Linux distribution installs it: 8 libraries, 3 names each.
+        let stems = ["", "_adv", "_cnn", "_engines_precompiled", "_engines_runtime_compiled", "_graph", "_heuristic", "_ops"];
+        let mut names = Vec::new();
+        for s in stems {
+            names.extend([format!("libcudnn{s}.so"), format!("libcudnn{s}.so.9"), format!("libcudnn{s}.so.9.14.0")]);
+        }
+        assert_eq!(names.len(), 24);
+        assert_eq!(count_libraries(&names), 8);
+        // Wheels: one name each.
+        assert_eq!(count_libraries(&["libcudnn.so.9", "libcudnn_ops.so.9"]), 2);
+        // Two majors of one library are two libraries; a bare name joins them.
+        assert_eq!(count_libraries(&["libcudnn.so", "libcudnn.so.8", "libcudnn.so.9", "libcudnn.so.9.5.0"]), 2);
+        assert_eq!(count_libraries(&["libcudnn.so"]), 1);
+        // Windows: one name per library; case does not make another.
+        assert_eq!(count_libraries(&["cudnn64_9.dll", "cudnn_ops64_9.dll", "CUDNN64_9.DLL"]), 2);
+        assert_eq!(count_libraries::<&str>(&[]), 0);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! cuDNN needs, at run time, the CUDA runtime (`cudart`), cuBLAS/cuBLASLt and NVRTC of its
 //! CUDA major (docs/facts.md §2). Those ship as the wheels `nvidia-cuda-runtime-cu<N>`,
 //! `nvidia-cublas-cu<N>` and `nvidia-cuda-nvrtc-cu<N>` (`nvidia/<pkg>/lib/*.so*` on Linux,
-//! `nvidia/<pkg>/bin/*.dll` on Windows). Their libraries are gathered into one folder of a
+//! `nvidia/<pkg>/bin/*.dll` on Windows) up to CUDA 12, and for CUDA 13 as the unsuffixed
+//! `nvidia-cuda-runtime`, `nvidia-cublas`, `nvidia-cuda-nvrtc` 13.x, which share one folder
+//! (`nvidia/cu13/lib/*.so*`, `nvidia/cu13/bin/x86_64/*.dll`). Their libraries are gathered into one folder of a
 //! root laid out like an installed toolkit, with a `version.json`, so `cuenv toolkits`
 //! logic (`toolkit::inspect_root`) and views treat it like any toolkit root:
 //!
@@ -45,7 +47,7 @@ pub struct WheelRecord {
 /// `runtime.toml` of a wheel toolkit root.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RuntimeMeta {
-    /// The CUDA runtime version (the `nvidia-cuda-runtime-cu<N>` wheel's version).
+    /// The CUDA runtime version (the `nvidia-cuda-runtime[-cu<N>]` wheel's version).
     pub version: Version,
     /// The platform of the libraries.
     pub platform: Platform,
@@ -232,7 +234,8 @@ fn assemble(layout: &Layout, prefix: &Version, platform: Platform, downloads: Ve
 }
 
 /// Copies the shared libraries of one wheel (`nvidia/<pkg>/lib/*.so*` or
-/// `nvidia/<pkg>/bin/*.dll`) into `dest`; returns (file name, sha256) of each.
+/// `nvidia/<pkg>/bin/*.dll`; CUDA 13 wheels: `nvidia/cu13/lib/*.so*` or
+/// `nvidia/cu13/bin/x86_64/*.dll`) into `dest`; returns (file name, sha256) of each.
 fn extract_libraries(wheel: &Path, dest: &Path, platform: Platform) -> Result<Vec<(String, String)>, Error> {
     let bad = |source| Error::Wheel { path: wheel.into(), source };
     let mut zip = zip::ZipArchive::new(fs::File::open(wheel).map_err(write_err(wheel))?).map_err(bad)?;
@@ -243,9 +246,15 @@ fn extract_libraries(wheel: &Path, dest: &Path, platform: Platform) -> Result<Ve
         let mut m = zip.by_index(i).map_err(bad)?;
         let name = String::from_utf8_lossy(m.name_raw()).into_owned();
         let parts: Vec<&str> = name.split('/').collect();
-        let [first, _pkg, dir, file] = parts.as_slice() else { continue };
+        // `nvidia/<pkg>/<folder>/<file>`, and on Windows also the CUDA 13 wheels'
+        // `nvidia/cu13/bin/x86_64/<file>`.
+        let (first, dir, file) = match parts.as_slice() {
+            [first, _pkg, dir, file] => (*first, *dir, *file),
+            [first, _pkg, dir, "x86_64", file] if platform.is_windows() => (*first, *dir, *file),
+            _ => continue,
+        };
         let wanted = if platform.is_windows() { file.to_ascii_lowercase().ends_with(".dll") } else { file.contains(".so") };
-        if *first != "nvidia" || *dir != folder || !wanted || file.is_empty() || file.contains(['\\', ':']) || *file == ".." {
+        if first != "nvidia" || dir != folder || !wanted || file.is_empty() || file.contains(['\\', ':']) || file == ".." {
             continue;
         }
         let path = dest.join(file);

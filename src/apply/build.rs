@@ -23,11 +23,22 @@ use super::desire::{Desired, link_kind};
 use super::plan::view_target;
 
 /// Builds generation N+1 from `desired` and publishes it (not yet current). On any error
-/// nothing is left behind (the staging folder is removed).
+/// nothing is left behind: the staging folder is removed, and so is `generations/` when this
+/// build made it (the home's first generation).
 pub fn build(layout: &Layout, desired: &Desired) -> Result<u64, Error> {
     let gens = layout.generations_dir();
+    let made_gens = fs::symlink_metadata(&gens).is_err();
     fs::create_dir_all(&gens).map_err(|e| IoError::new("create", &gens, e))?;
-    for e in fs::read_dir(&gens).map_err(|e| IoError::new("read", &gens, e))?.flatten() {
+    build_in(layout, desired, &gens).inspect_err(|_| {
+        if made_gens {
+            // Only when empty: never more than this build made.
+            let _ = fs::remove_dir(&gens);
+        }
+    })
+}
+
+fn build_in(layout: &Layout, desired: &Desired, gens: &Path) -> Result<u64, Error> {
+    for e in fs::read_dir(gens).map_err(|e| IoError::new("read", gens, e))?.flatten() {
         if e.file_name().to_string_lossy().starts_with(GENERATION_STAGING_PREFIX) {
             remove_generation_tree(&e.path())?;
         }
@@ -41,7 +52,7 @@ pub fn build(layout: &Layout, desired: &Desired) -> Result<u64, Error> {
         return Err(e);
     }
     fsutil::rename_with_retry(&tmp, &dest).map_err(|e| IoError::new("publish", &dest, e))?;
-    fsutil::sync_dir(&gens);
+    fsutil::sync_dir(gens);
     Ok(n)
 }
 

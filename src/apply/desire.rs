@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::binfmt::Platform;
 use crate::generation::{ShimRecord, ViewMode, ViewRecord};
 use crate::layout::Layout;
-use crate::link::LinkKind;
+use crate::link::{self, LinkKind};
 use crate::lockfile;
 use crate::profile::{LinkMode, ProfileFile};
 use crate::resolve::{Candidates, CudnnCandidate, Resolved, ToolkitCandidate};
@@ -68,6 +68,41 @@ fn check_link_mode(file: &ProfileFile) -> Result<(), crate::profile::Error> {
         "`link-mode = \"junction\"` cannot be used on this machine: junctions exist only on Windows",
         Some("use `link-mode = \"auto\"` (junctions on Windows, symbolic links elsewhere) so one lab file serves both".into()),
     ))
+}
+
+/// At apply time, before anything is fetched or built: `check_link_mode`, and for
+/// `link-mode = "symlink"` a test link in the home ([`link::probe`] in
+/// [`Layout::link_probe`]), because a Windows process without administrator rights or
+/// Developer Mode cannot make symlinks (error 1314), and Wine says it made one but did not
+/// (docs/facts.md §7). A refused test link is an error at the file's `link-mode` line (exit 2)
+/// with the reason and what to do; one lab file serves machines that can and machines that
+/// cannot, so this is never checked when parsing. `plan` writes nothing and does not try.
+///
+/// Errors: the profile error at the `link-mode` line; [`link::LinkError::Io`] (exit 1) when
+/// the probe folder cannot be made or removed.
+pub fn check_link_mode_works(layout: &Layout, file: &ProfileFile) -> Result<(), Error> {
+    check_link_mode(file)?;
+    if file.settings.link_mode != LinkMode::Symlink {
+        return Ok(());
+    }
+    match link::probe(LinkKind::Symlink, &layout.link_probe()) {
+        Ok(()) => Ok(()),
+        Err(e @ link::LinkError::Io { .. }) => Err(e.into()),
+        Err(e) => {
+            use crate::error::Diagnose as _;
+            let hint = match &e {
+                link::LinkError::NoLinks { .. } => e.hint(),
+                _ if cfg!(windows) => Some(
+                    "turn on Developer Mode (Settings > System > For developers) or run cuenv as administrator, or use `link-mode = \"auto\"`: junctions need no privilege"
+                        .into(),
+                ),
+                _ => e.hint(),
+            };
+            Err(file
+                .error_at(file.settings.link_mode_span.clone().unwrap_or(0..0), format!("`link-mode = \"symlink\"` cannot be used on this machine: {e}"), hint)
+                .into())
+        }
+    }
 }
 
 fn mode_name(mode: LinkMode) -> ViewMode {
@@ -248,32 +283,51 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desire
                 }
             }
         }
-        if platform.is_windows() {
-            let view_dir = stable_home(layout).join("profiles").join(&view.name);
-            let longest_lib = meta.libraries.iter().max_by_key(|n| n.len()).cloned().unwrap_or_default();
-            let mut paths =
-                vec![view_dir.join("cudnn-lib").join(&longest_lib), layout.generation_staging(999_999).join("views").join(&view.name).join("cudnn-lib")];
-            paths.extend(shims.iter().filter(|(r, _)| r.profile == view.name).map(|(r, _)| r.path.clone()));
-            if let Some((path, len)) = over_max_path(&paths) {
-                return Err(file
-                    .error_at(
-                        profile.name_span.clone(),
-                        format!(
-                            "on Windows, profile `{}` needs the path {} ({len} characters), past the {WINDOWS_MAX_PATH} that DLL loading and cmd.exe accept",
-                            view.name,
-                            path.display()
-                        ),
-                        Some("move the cuenv home (--home or CUENV_HOME) or the conda env to a shorter folder, or shorten the profile name".into()),
-                    )
-                    .into());
-            }
-        }
+        let shim_paths: Vec<PathBuf> = shims.iter().filter(|(r, _)| r.profile == view.name).map(|(r, _)| r.path.clone()).collect();
+        check_max_path(platform, layout, &file, profile.name_span.clone(), &view.name, &meta.libraries, &shim_paths)?;
         views.push(view);
     }
     for (i, (rec, _)) in shims.iter_mut().enumerate() {
         rec.stored = format!("{i}-{}", rec.path.file_name().unwrap_or_default().to_string_lossy());
     }
     Ok(Desired { link_mode: mode_name(file.settings.link_mode), file, resolved, lock_changes: changes, views, shims })
+}
+
+/// For a `platform` that has it (Windows), the full-path check of profile `name` (issue 11,
+/// case 9): its longest DLL path in the stable view (`<home>/profiles/<name>/cudnn-lib/<the
+/// longest of libraries>`), its staging view folder, and its conda shims (`shim_paths`) must
+/// each fit [`WINDOWS_MAX_PATH`] UTF-16 units. Pure: a function of the planned paths and the
+/// platform, so it is tested on every host.
+///
+/// Errors: the profile error at the profile's name (`name_span`; exit 2) naming the first path
+/// too long and its length, with the hint to move the home or the env, or shorten the name.
+fn check_max_path(
+    platform: Platform,
+    layout: &Layout,
+    file: &ProfileFile,
+    name_span: std::ops::Range<usize>,
+    name: &str,
+    libraries: &[String],
+    shim_paths: &[PathBuf],
+) -> Result<(), crate::profile::Error> {
+    if !platform.is_windows() {
+        return Ok(());
+    }
+    let view_dir = stable_home(layout).join("profiles").join(name);
+    let longest_lib = libraries.iter().max_by_key(|n| n.len()).cloned().unwrap_or_default();
+    let mut paths = vec![view_dir.join("cudnn-lib").join(&longest_lib), layout.generation_staging(999_999).join("views").join(name).join("cudnn-lib")];
+    paths.extend(shim_paths.iter().cloned());
+    match over_max_path(&paths) {
+        None => Ok(()),
+        Some((path, len)) => Err(file.error_at(
+            name_span,
+            format!(
+                "on Windows, profile `{name}` needs the path {} ({len} characters), past the {WINDOWS_MAX_PATH} that DLL loading and cmd.exe accept",
+                path.display()
+            ),
+            Some("move the cuenv home (--home or CUENV_HOME) or the conda env to a shorter folder, or shorten the profile name".into()),
+        )),
+    }
 }
 
 /// The longest path Windows loads a DLL from or cmd.exe runs a script at without long-path
@@ -312,5 +366,46 @@ mod tests {
         // 259 exactly is fine; a non-ASCII character counts as one UTF-16 unit.
         let edge = PathBuf::from(format!(r"C:\{}", "é".repeat(256)));
         assert_eq!(over_max_path(&[edge]), None);
+    }
+
+    /// The Windows full-path check (issue 11, case 9) is a function of the planned paths and
+    /// the target platform, so it is driven here on every host: a home long enough that the
+    /// profile's DLL path in its view passes 259 characters is refused at the profile's name
+    /// for Windows, and not for Linux, where no such limit applies.
+    #[test]
+    fn the_windows_path_limit_is_checked_for_windows_only() {
+        let text = "[profiles.tf]\ncuda = \"12\"\ncudnn = \"9.5\"\n";
+        let file = crate::profile::parse(text, Path::new("lab.toml")).unwrap();
+        let span = file.profile("tf").unwrap().name_span.clone();
+        let libs = ["cudnn64_9.dll".to_string(), "cudnn_engines_precompiled64_9.dll".to_string()];
+        let root = std::env::temp_dir();
+        // The longest DLL path in the view, `<home>/profiles/tf/cudnn-lib/<the longest library>`,
+        // for a home `<temp>/hhh...` of `h` letters.
+        let home = |h: usize| root.join("h".repeat(h));
+        let dll_of = |h: usize| stable_home(&Layout::new(home(h))).join("profiles").join("tf").join("cudnn-lib").join(&libs[1]);
+        let fits = 259 - (dll_of(1).as_os_str().len() - 1);
+        for (h, refused) in [(fits, false), (fits + 1, true)] {
+            let layout = Layout::new(home(h));
+            let dll = dll_of(h);
+            assert_eq!(dll.as_os_str().len(), if refused { 260 } else { 259 }, "{}", dll.display());
+            assert!(check_max_path(Platform::LinuxX86_64, &layout, &file, span.clone(), "tf", &libs, &[]).is_ok());
+            let got = check_max_path(Platform::WindowsX86_64, &layout, &file, span.clone(), "tf", &libs, &[]);
+            if !refused {
+                assert!(got.is_ok(), "{got:?}");
+                continue;
+            }
+            let e = got.unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.starts_with("lab.toml:1:11: "), "{msg}");
+            assert!(msg.contains(&format!("on Windows, profile `tf` needs the path {} (260 characters), past the 259", dll.display())), "{msg}");
+            use crate::error::Diagnose as _;
+            assert!(e.hint().unwrap().starts_with("move the cuenv home (--home or CUENV_HOME) or the conda env"), "{e:?}");
+            assert_eq!(e.exit_code(), crate::error::ExitCode::Invalid);
+        }
+        // A conda shim path past the limit is refused too, with a short home.
+        let layout = Layout::new(root.join("h"));
+        let shim = root.join("e".repeat(300)).join("cuenv-tf.bat");
+        let e = check_max_path(Platform::WindowsX86_64, &layout, &file, span, "tf", &libs, std::slice::from_ref(&shim)).unwrap_err();
+        assert!(e.to_string().contains(&format!("needs the path {}", shim.display())), "{e}");
     }
 }

@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! 1 parse    crate::profile::load          lab.toml            -> ProfileFile
+//!   links    desire::check_link_mode_works a link-mode this host cannot make: error at its line
 //! 2 fetch    crate::sources::ensure        ProfileFile + pins  -> store entries, toolkit roots
 //! 3 resolve  desire::desire                gather (I/O: store, toolkits, lab.lock), then
 //!              └ crate::resolve::honour    file + lock + candidates -> choices (pure)

@@ -87,6 +87,8 @@ pub enum Outcome {
 pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, progress: &dyn Progress, reporter: &mut dyn Reporter) -> Result<Outcome, Error> {
     // 1. Parse.
     let parsed = profile::load(file)?;
+    // A link mode this host cannot make is an error at its line before anything is fetched.
+    desire::check_link_mode_works(layout, &parsed)?;
     // 2. Fetch what the store and `<home>/toolkits` lack.
     let fetched = fetch_missing(layout, lock, &parsed, opts.offline, progress)?;
     reporter.fetched(&fetched);

@@ -138,8 +138,8 @@ pub enum Command {
     },
     /// Make a profile the active one (`<home>/active`).
     Use {
-        /// The profile name (`--none` clears the active profile instead).
-        #[arg(required_unless_present = "none")]
+        /// The profile name (default: the one in the nearest `.cuenv-profile`, from the current
+        /// folder upward; `--none` clears the active profile instead).
         profile: Option<String>,
         /// Clear the active profile.
         #[arg(long, conflicts_with = "profile")]
@@ -172,6 +172,19 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Run a command in a profile's environment, without a shell (exit code, signals and
+    /// stdio are the command's own).
+    Run {
+        /// The profile (default: the nearest `.cuenv-profile`, else the active profile).
+        #[arg(short, long)]
+        profile: Option<String>,
+        /// Refuse to run when the profile failed its last check (default: warn).
+        #[arg(long)]
+        strict: bool,
+        /// The command and its arguments (after `--`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Print a profile's activation for a shell (for CI, Docker, eval), or the one-time setup.
     Env {
         /// The profile (default: the active one).
@@ -182,6 +195,13 @@ pub enum Command {
         /// Print the activation through `<home>/active`, to add to a shell's startup file once.
         #[arg(long, conflicts_with = "profile")]
         setup: bool,
+        /// Print a directory hook for `~/.bashrc`, `~/.zshrc` or `config.fish` (bash, zsh, fish):
+        /// entering a folder with a `.cuenv-profile` gives this shell that profile.
+        #[arg(long, value_name = "SHELL", value_parser = ["bash", "zsh", "fish"], conflicts_with_all = ["profile", "setup"])]
+        hook: Option<String>,
+        /// Internal: what the hook evaluates on a change of folder.
+        #[arg(long, hide = true, conflicts_with_all = ["profile", "setup"])]
+        hook_apply: bool,
     },
     /// Internal: the child process of `cuenv check` (loads cuDNN, prints a JSON report).
     #[command(hide = true, name = "__probe")]

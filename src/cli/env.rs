@@ -33,3 +33,64 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Resul
     write!(ctx.out(), "{}", shim::render_activate(shell, &act));
     Ok(ExitCode::Success)
 }
+
+/// `cuenv env --hook SHELL`: prints the directory hook ([`shim::render_hook`]).
+pub fn hook(ctx: &Ctx, shell: &str) -> Result<ExitCode, Report> {
+    let exe = std::env::current_exe().map_err(|e| crate::error::IoError::new("find the path of", "cuenv", e))?;
+    let home = view::stable_home(&ctx.layout);
+    let text = shim::render_hook(shell, &exe, &home).expect("clap allows only shells with a hook");
+    write!(ctx.out(), "{text}");
+    Ok(ExitCode::Success)
+}
+
+/// `cuenv env --hook-apply --shell S`, run by the hook when the folder changed: prints the
+/// HOOK-layer activation of the profile the nearest `.cuenv-profile` names, the deactivation
+/// of the hook's profile when there is none (or it names no profile of the current
+/// generation), or nothing when that profile is already in effect. Never fails: the shell
+/// evaluates the output at every change of folder, so problems are one line on stderr.
+pub fn hook_apply(ctx: &Ctx, shell: Shell) -> ExitCode {
+    let current = std::env::var("CUENV_HOOK_PROFILE").ok().filter(|p| !p.is_empty());
+    let platform = Platform::host().unwrap_or(crate::binfmt::Platform::LinuxX86_64);
+    let layered = |name: &str| {
+        let mut a = view::activation(&ctx.layout, name, platform);
+        a.layer = shim::Layer::Hook;
+        a.path_prepend.retain(|p| p.is_dir());
+        a
+    };
+    let wanted = match std::env::current_dir().map(|d| crate::project::find(&d)) {
+        Ok(Ok(Some(pin))) => {
+            let known = generation::current(&ctx.layout).and_then(|n| generation::read(&ctx.layout, n).ok()).is_some_and(|m| m.profile(&pin.profile).is_ok());
+            if known {
+                Some(pin.profile)
+            } else {
+                writeln!(ctx.err(), "cuenv: {} names profile {}, which the current generation does not have", pin.file.display(), pin.profile);
+                None
+            }
+        }
+        Ok(Err(e)) => {
+            writeln!(ctx.err(), "cuenv: {e}");
+            None
+        }
+        _ => None,
+    };
+    let text = match (&wanted, &current) {
+        (Some(w), Some(c)) if w == c => return ExitCode::Success,
+        (Some(w), _) => {
+            let a = layered(w);
+            if shim::validate(shell, &a).is_err() {
+                return ExitCode::Success;
+            }
+            shim::render_activate(shell, &a)
+        }
+        (None, Some(c)) => {
+            let a = layered(c);
+            if shim::validate(shell, &a).is_err() {
+                return ExitCode::Success;
+            }
+            shim::render_deactivate(shell, &a)
+        }
+        (None, None) => return ExitCode::Success,
+    };
+    write!(ctx.out(), "{text}");
+    ExitCode::Success
+}

@@ -122,7 +122,7 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
             m.version,
             m.cuda_major,
             m.platform,
-            m.libraries.len(),
+            m.library_count(),
             human_size(m.content_size()),
             from.url,
             from.sha256

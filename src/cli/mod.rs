@@ -13,6 +13,7 @@ mod generations;
 mod output;
 mod probe;
 mod reporter;
+mod run;
 mod status;
 mod store;
 mod toolkits;
@@ -129,13 +130,25 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         Command::Lock { file, platform, locked, offline, json } => apply::lock(&ctx, &file, apply::LockOpts { platforms: platform, locked, offline, json }),
         Command::Check { profiles: names, timeout, require_gpu, json } => check::check(&ctx, &names, timeout, require_gpu, json),
         Command::Doctor { major, timeout, json } => doctor::run(&ctx, &major, timeout, json),
-        Command::Use { profile, .. } => generations::use_profile(&ctx, profile.as_deref()),
+        Command::Use { profile, none } => {
+            let profile = match (profile, none) {
+                (_, true) => None,
+                (Some(p), false) => Some(p),
+                (None, false) => Some(run::pinned_profile()?),
+            };
+            generations::use_profile(&ctx, profile.as_deref())
+        }
+        Command::Run { profile, strict, command } => run::run(&ctx, profile.as_deref(), strict, &command),
         Command::Rollback { to } => generations::rollback(&ctx, to),
         Command::Generations { json } => generations::generations(&ctx, json),
         Command::Status { json } => status::status(&ctx, json),
         Command::Gc { keep, dry_run } => generations::gc(&ctx, keep, dry_run),
-        Command::Env { profile, shell, setup } => {
+        Command::Env { hook: Some(hook), .. } => env::hook(&ctx, &hook),
+        Command::Env { profile, shell, setup, hook_apply, .. } => {
             let shell = crate::shim::Shell::from_name(&shell).expect("clap allows only known shells");
+            if hook_apply {
+                return Ok(env::hook_apply(&ctx, shell));
+            }
             env::env(&ctx, profile.as_deref(), shell, setup)
         }
         Command::Probe(_) => unreachable!("handled above"),

@@ -113,9 +113,15 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                             a.meta.version,
                             a.meta.cuda_major,
                             a.meta.platform,
-                            a.meta.libraries.len(),
+                            a.meta.library_count(),
                             human_size(a.meta.content_size())
                         );
+                        if a.meta.cuda_source == crate::store::detect::CUDA_FROM_USER {
+                            ctx.note(&format!(
+                                "note: CUDA {} was taken from --cuda: the libraries name no CUDA library by major, so it could not be checked",
+                                a.meta.cuda_major
+                            ));
+                        }
                     }
                 }
                 added.push(a);

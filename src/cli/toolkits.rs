@@ -27,7 +27,9 @@ pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
 
 /// The human output of `cuenv toolkits`: a table with the columns VERSION, ROOT, RUNTIME
 /// (yes/no), CUDNN (the hand-copied cuDNN's version, `?` when unknown, `-` when none) and
-/// FOUND BY, then one `warning:` line per problem. When `toolkits` is empty: a line saying
+/// FOUND BY, then one `warning:` line per problem, then one `note:` line per toolkit whose
+/// version came from elsewhere than a version file (`note: <root>: it has no version.json;
+/// its CUDA version 13.0.96 comes from the runtime file name`). When `toolkits` is empty: a line saying
 /// none were found and a `hint:` line naming [`PATHS_VAR`].
 pub fn render_table(toolkits: &[Toolkit]) -> String {
     let mut out = String::new();
@@ -88,6 +90,13 @@ pub fn render_table(toolkits: &[Toolkit]) -> String {
             let _ = writeln!(out, "warning: {}: {p}", t.root.display());
         }
     }
+    for t in toolkits {
+        if let (Some(v), Some(source)) = (&t.version, &t.version_source)
+            && !matches!(source.as_str(), "version.json" | "version.txt")
+        {
+            let _ = writeln!(out, "note: {}: it has no version.json; its CUDA version {v} comes from the {source}", t.root.display());
+        }
+    }
     out
 }
 
@@ -117,7 +126,7 @@ mod tests {
         bare.runtime = None;
         bare.hand_copied_cudnn = None;
         bare.problems.clear();
-        let text = render_table(&[t.clone(), bare]);
+        let text = render_table(&[t.clone(), bare.clone()]);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("VERSION  ROOT"), "{text}");
         assert!(lines[0].contains("RUNTIME") && lines[0].contains("CUDNN (BY HAND)") && lines[0].ends_with("FOUND BY"));
@@ -128,6 +137,15 @@ mod tests {
         let col = lines[0].find("ROOT").unwrap();
         assert_eq!(&lines[1][col..col + t.root.to_string_lossy().len()], t.root.to_string_lossy());
         assert!(lines[3..].iter().all(|l| l.starts_with("warning: ")), "{text}");
+
+        // A version read from elsewhere than a version file is said so, after the warnings.
+        let mut cuda13 = bare.clone();
+        cuda13.version = Some("13.0.96".parse().unwrap());
+        cuda13.version_source = Some("runtime file name".into());
+        let text = render_table(&[t.clone(), cuda13]);
+        let last = text.lines().last().unwrap();
+        assert_eq!(last, format!("note: {}: it has no version.json; its CUDA version 13.0.96 comes from the runtime file name", t.root.display()), "{text}");
+        assert_eq!(text.lines().filter(|l| l.starts_with("note: ")).count(), 1, "{text}");
 
         let empty = render_table(&[]);
         assert!(empty.starts_with("No CUDA toolkit found"), "{empty}");

@@ -2,8 +2,9 @@
 //! `GET <index>/pypi/<project>/<version>/json`): its URL, `digests.sha256` and `size`.
 //!
 //! The cuDNN project is `nvidia-cudnn-cu<CUDA major>`; the CUDA runtime pieces cuDNN loads
-//! are `nvidia-cuda-runtime-cu<N>`, `nvidia-cublas-cu<N>` and `nvidia-cuda-nvrtc-cu<N>`
-//! (docs/facts.md §2). Platform tags: `win_amd64` (windows-x86_64), `manylinux*_x86_64`
+//! are `nvidia-cuda-runtime-cu<N>`, `nvidia-cublas-cu<N>` and `nvidia-cuda-nvrtc-cu<N>` up to
+//! CUDA 12, and the unsuffixed `nvidia-cuda-runtime`, `nvidia-cublas`, `nvidia-cuda-nvrtc`
+//! 13.x for CUDA 13 (docs/facts.md §2). Platform tags: `win_amd64` (windows-x86_64), `manylinux*_x86_64`
 //! (linux-x86_64), `manylinux*_aarch64` (linux-sbsa). When the per-version document is
 //! missing (some mirrors and proxies serve only `GET <index>/pypi/<project>/json`), the
 //! project document's `releases[<version>]` is used: it lists the same files. The parsing
@@ -21,9 +22,13 @@ pub fn cudnn_project(cuda_major: u64) -> String {
 }
 
 /// The CUDA runtime wheels cuDNN needs at run time, for one CUDA major: the runtime
-/// (`cudart`), cuBLAS/cuBLASLt and NVRTC.
+/// (`cudart`), cuBLAS/cuBLASLt and NVRTC. Up to CUDA 12 the projects carry the major
+/// (`nvidia-cuda-runtime-cu12`); from CUDA 13 on they do not (`nvidia-cuda-runtime` 13.x,
+/// `nvidia-cublas` 13.x, `nvidia-cuda-nvrtc` 13.x), and the `-cu13` names hold only empty
+/// placeholders (0.0.0a0) (docs/facts.md §2).
 pub fn cuda_runtime_projects(cuda_major: u64) -> [String; 3] {
-    [format!("nvidia-cuda-runtime-cu{cuda_major}"), format!("nvidia-cublas-cu{cuda_major}"), format!("nvidia-cuda-nvrtc-cu{cuda_major}")]
+    let suffix = if cuda_major >= 13 { String::new() } else { format!("-cu{cuda_major}") };
+    [format!("nvidia-cuda-runtime{suffix}"), format!("nvidia-cublas{suffix}"), format!("nvidia-cuda-nvrtc{suffix}")]
 }
 
 /// `<index>/pypi/<project>/<version>/json`.
@@ -259,6 +264,10 @@ mod tests {
         assert_eq!(project_url("https://pypi.org", "nvidia-cudnn-cu11"), "https://pypi.org/pypi/nvidia-cudnn-cu11/json");
         assert_eq!(cudnn_project(12), "nvidia-cudnn-cu12");
         assert_eq!(cuda_runtime_projects(12)[2], "nvidia-cuda-nvrtc-cu12");
+        assert_eq!(cuda_runtime_projects(11), ["nvidia-cuda-runtime-cu11", "nvidia-cublas-cu11", "nvidia-cuda-nvrtc-cu11"]);
+        // From CUDA 13 on the projects are unsuffixed (the -cu13 ones are empty placeholders).
+        assert_eq!(cuda_runtime_projects(13), ["nvidia-cuda-runtime", "nvidia-cublas", "nvidia-cuda-nvrtc"]);
+        assert_eq!(cudnn_project(13), "nvidia-cudnn-cu13");
         let doc = "https://pypi.org/pypi/nvidia-cudnn-cu12/json";
         assert_eq!(join_url(doc, "../../packages/packages/36/24/x.whl"), "https://pypi.org/packages/packages/36/24/x.whl");
         assert_eq!(join_url(doc, "/packages/x.whl#sha256=00"), "https://pypi.org/packages/x.whl#sha256=00");

@@ -135,27 +135,45 @@ fn kind_name(kind: LinkKind) -> &'static str {
     }
 }
 
+/// Whose numbering a raw OS error code is in: the host's ([`Os::HOST`]), or another's in
+/// tests, so the Windows mapping is tested on every host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Os {
+    /// `errno` values, as the host's libc numbers them.
+    Unix,
+    /// Windows system error codes (`GetLastError`).
+    Windows,
+}
+
+impl Os {
+    /// The host's numbering.
+    const HOST: Os = if cfg!(windows) { Os::Windows } else { Os::Unix };
+}
+
+/// Windows `ERROR_INVALID_FUNCTION`: what FAT32 and exFAT answer to a junction or symlink.
+const ERROR_INVALID_FUNCTION: i32 = 1;
+/// Windows `ERROR_NOT_SUPPORTED`: what Wine answers to a junction (docs/facts.md §7).
+const ERROR_NOT_SUPPORTED: i32 = 50;
+
 /// Whether `e`, from a link call, means that the file system cannot hold links at all.
 /// Linux and other Unix: `ENOSYS` (exFAT through FUSE), `EOPNOTSUPP`, and `EPERM`, which
 /// `symlink(2)` returns when "the file system containing linkpath does not support the
 /// creation of symbolic links" (vfat, exFAT). Windows: `ERROR_INVALID_FUNCTION` (1, FAT32 and
 /// exFAT) and `ERROR_NOT_SUPPORTED` (50; what Wine answers, docs/facts.md §7).
 pub fn cannot_hold_links(e: &io::Error) -> bool {
-    let Some(code) = e.raw_os_error() else { return false };
-    #[cfg(unix)]
-    {
-        [libc::ENOSYS, libc::EOPNOTSUPP, libc::ENOTSUP, libc::EPERM].contains(&code)
-    }
-    #[cfg(windows)]
-    {
-        const ERROR_INVALID_FUNCTION: i32 = 1;
-        const ERROR_NOT_SUPPORTED: i32 = 50;
-        [ERROR_INVALID_FUNCTION, ERROR_NOT_SUPPORTED].contains(&code)
-    }
-    #[cfg(not(any(unix, windows)))]
-    {
-        let _ = code;
-        false
+    e.raw_os_error().is_some_and(|code| no_links_code(Os::HOST, code))
+}
+
+/// Pure: whether the raw OS error `code`, numbered as `os` numbers them, means that the file
+/// system cannot hold links (see [`cannot_hold_links`]). Unix numbers exist only on a Unix
+/// host (they differ between Unixes): elsewhere `Os::Unix` is never one.
+fn no_links_code(os: Os, code: i32) -> bool {
+    match os {
+        Os::Windows => [ERROR_INVALID_FUNCTION, ERROR_NOT_SUPPORTED].contains(&code),
+        #[cfg(unix)]
+        Os::Unix => [libc::ENOSYS, libc::EOPNOTSUPP, libc::ENOTSUP, libc::EPERM].contains(&code),
+        #[cfg(not(unix))]
+        Os::Unix => false,
     }
 }
 
@@ -163,21 +181,38 @@ pub fn cannot_hold_links(e: &io::Error) -> bool {
 /// system cannot hold links ([`cannot_hold_links`]), else [`LinkError::Refused`] with the
 /// reason in words.
 fn refused(kind: &'static str, link: &Path, source: io::Error) -> LinkError {
-    if cannot_hold_links(&source) {
-        let folder = link.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
-        let fs_type = sys::fs_type(&folder);
-        return LinkError::NoLinks { link: link.into(), kind, folder, fs_type, source };
-    }
-    LinkError::Refused { link: link.into(), kind, why: explain(&source), source }
+    classify(Os::HOST, kind, link, source, &sys::fs_type)
 }
 
-/// Puts the failure of a link call into words (the raw OS error stays as the source).
-fn explain(e: &io::Error) -> String {
-    match e.raw_os_error() {
-        Some(448) if cfg!(windows) => "a cloud-drive filter (e.g. OneDrive) refuses junctions here".into(),
-        Some(1314) if cfg!(windows) => "creating symlinks needs administrator rights or Developer Mode".into(),
+/// Pure but for `fs_type` (the file system name of a folder, asked only for a file system
+/// that cannot hold links): the [`LinkError`] for a link call at `link` that failed with
+/// `source`, whose raw OS error is numbered as `os` numbers them.
+fn classify(os: Os, kind: &'static str, link: &Path, source: io::Error, fs_type: &dyn Fn(&Path) -> Option<String>) -> LinkError {
+    if source.raw_os_error().is_some_and(|code| no_links_code(os, code)) {
+        let folder = link.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        let fs_type = fs_type(&folder);
+        return LinkError::NoLinks { link: link.into(), kind, folder, fs_type, source };
+    }
+    LinkError::Refused { link: link.into(), kind, why: explain(os, &source), source }
+}
+
+/// Puts the failure of a link call into words (the raw OS error, numbered as `os` numbers
+/// them, stays as the source).
+fn explain(os: Os, e: &io::Error) -> String {
+    match (os, e.raw_os_error()) {
+        (Os::Windows, Some(448)) => "a cloud-drive filter (e.g. OneDrive) refuses junctions here".into(),
+        (Os::Windows, Some(1314)) => "creating symlinks needs administrator rights or Developer Mode".into(),
         _ => e.to_string(),
     }
+}
+
+/// The text of a UTF-16 buffer that Windows filled up to a NUL (a file system name from
+/// `GetVolumeInformationW`); `None` when it is empty. Unpaired surrogates become U+FFFD.
+/// Pure, so it is tested on every host.
+#[cfg_attr(not(windows), allow(dead_code))]
+fn utf16_until_nul(buf: &[u16]) -> Option<String> {
+    let len = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
+    (len > 0).then(|| String::from_utf16_lossy(&buf[..len]))
 }
 
 /// Creates a link at `link` (which must not exist) pointing to the folder `target`, then
@@ -241,6 +276,53 @@ pub fn is_link(path: &Path) -> bool {
 /// Removes a link (never what it points to). A missing link is not an error.
 pub fn remove(link: &Path) -> io::Result<()> {
     match sys::remove(link) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+/// Tries whether this process can make a `kind` link in `dir` (a folder of its own, such as
+/// [`crate::layout::Layout::link_probe`]; created, then removed with all it holds, also when a
+/// kill left it behind): creates `dir/target` and the link `dir/link` to it, checks that the
+/// link really leads to the folder (Wine reports `CreateSymbolicLinkW` as successful but
+/// creates nothing, docs/facts.md §7), then removes both. What a Windows process without
+/// administrator rights or Developer Mode finds out before building anything.
+///
+/// Errors: the [`LinkError`] of the refused link ([`LinkError::Refused`] for error 1314,
+/// [`LinkError::NoLinks`], [`LinkError::NotCreated`], [`LinkError::Unsupported`]), or
+/// [`LinkError::Io`] when `dir` itself cannot be made or emptied. The debug-only test hook
+/// `CUENV_TEST_FAIL_AT=link-probe` ([`crate::fsutil::fault_error`]) refuses the link.
+pub fn probe(kind: LinkKind, dir: &Path) -> Result<(), LinkError> {
+    let (target, link) = (dir.join("target"), dir.join("link"));
+    let io = |at: &Path| {
+        let at = at.to_path_buf();
+        move |source| LinkError::Io { link: at, source }
+    };
+    clear_probe(dir).map_err(io(dir))?;
+    std::fs::create_dir_all(&target).map_err(io(&target))?;
+    let made =
+        crate::fsutil::fault_error("link-probe").map_err(|e| refused(kind_name(kind), &link, e)).and_then(|()| create(kind, &target, &link)).and_then(|()| {
+            // `create` read the link back; that it leads to the folder is the last word.
+            match std::fs::metadata(&link) {
+                Ok(m) if m.is_dir() => Ok(()),
+                _ => Err(LinkError::NotCreated { link: link.clone(), kind: kind_name(kind), found: "it does not lead to its folder".into() }),
+            }
+        });
+    let cleared = clear_probe(dir).map_err(io(dir));
+    made.and(cleared)
+}
+
+/// Removes the probe folder `dir` of [`probe`] and what it holds (the link first, never
+/// what it points to). A missing folder is not an error.
+fn clear_probe(dir: &Path) -> io::Result<()> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        return Ok(());
+    }
+    let link = dir.join("link");
+    if is_link(&link) {
+        remove(&link)?;
+    }
+    match std::fs::remove_dir_all(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         other => other,
     }
@@ -412,6 +494,71 @@ mod tests {
             assert_eq!(e.to_string(), "junctions do not exist on this platform");
             assert!(e.hint().unwrap().contains("link-mode = \"auto\""));
         }
+    }
+
+    /// The Windows half of issue 11, case 11, on every host (the Windows API calls themselves
+    /// are only compile-checked here): errors 1 and 50 with the volume's file system name
+    /// make one "cannot hold links" error naming both; other Windows codes are refusals in
+    /// words.
+    #[test]
+    fn windows_errors_map_to_no_links_on_every_host() {
+        let os = io::Error::from_raw_os_error;
+        let folder = Path::new("D:").join("cuenv").join("generations");
+        let link = folder.join(".tmp-2");
+        for code in [ERROR_INVALID_FUNCTION, ERROR_NOT_SUPPORTED] {
+            assert!(no_links_code(Os::Windows, code), "error {code}");
+            let asked = std::cell::RefCell::new(Vec::new());
+            let e = classify(Os::Windows, "junction", &link, os(code), &|p| {
+                asked.borrow_mut().push(p.to_path_buf());
+                Some("FAT32".into())
+            });
+            assert_eq!(asked.into_inner(), std::slice::from_ref(&folder), "the file system of the link's folder is asked, once");
+            let msg = e.to_string();
+            assert_eq!(msg, format!("cannot create a junction at {}: the file system of {} (FAT32) cannot hold links", link.display(), folder.display()));
+            assert!(e.hint().unwrap().starts_with("move the cuenv home"), "{e:?}");
+            assert_eq!(e.exit_code(), ExitCode::Failure);
+            // Without a name from Windows, the folder alone.
+            let e = classify(Os::Windows, "symlink", &link, os(code), &|_| None);
+            assert!(e.to_string().ends_with(&format!("the file system of {} cannot hold links", folder.display())), "{e}");
+        }
+        let never = |_: &Path| -> Option<String> { panic!("the file system is asked only for a file system without links") };
+        for (code, why) in [
+            (448, Some("a cloud-drive filter (e.g. OneDrive) refuses junctions here")),
+            (1314, Some("creating symlinks needs administrator rights or Developer Mode")),
+            (5, None),
+            (32, None),
+            (183, None),
+        ] {
+            assert!(!no_links_code(Os::Windows, code), "error {code}");
+            let e = classify(Os::Windows, "junction", &link, os(code), &never);
+            let LinkError::Refused { why: said, .. } = &e else { panic!("error {code}: {e:?}") };
+            if let Some(why) = why {
+                assert_eq!(said, why);
+            }
+        }
+        // Unix numbers are the host's: a Windows code means nothing there, and vice versa.
+        #[cfg(unix)]
+        {
+            assert!(no_links_code(Os::Unix, libc::EOPNOTSUPP) && !no_links_code(Os::Windows, libc::EOPNOTSUPP));
+            assert!(!no_links_code(Os::Unix, ERROR_NOT_SUPPORTED), "50 is not a link errno");
+        }
+        #[cfg(not(unix))]
+        assert!(!no_links_code(Os::Unix, ERROR_NOT_SUPPORTED));
+    }
+
+    /// The file system name Windows writes into a NUL-padded UTF-16 buffer.
+    #[test]
+    fn file_system_names_are_read_up_to_the_nul() {
+        let buf = |s: &str, len: usize| -> Vec<u16> {
+            let mut v: Vec<u16> = s.encode_utf16().collect();
+            v.resize(len, 0);
+            v
+        };
+        assert_eq!(utf16_until_nul(&buf("NTFS", 261)).as_deref(), Some("NTFS"));
+        assert_eq!(utf16_until_nul(&buf("exFAT", 261)).as_deref(), Some("exFAT"));
+        assert_eq!(utf16_until_nul(&buf("", 261)), None, "Windows said nothing");
+        assert_eq!(utf16_until_nul(&buf("FAT32", 5)).as_deref(), Some("FAT32"), "a full buffer without a NUL");
+        assert_eq!(utf16_until_nul(&[0xD800, u16::from(b'x'), 0]).as_deref(), Some("\u{FFFD}x"), "an unpaired surrogate");
     }
 
     /// Linux: the file system type comes from statfs's `f_type` (docs/facts.md §6).

@@ -154,6 +154,5 @@ pub fn fs_type(folder: &Path) -> Option<String> {
                 fs.len() as u32,
             ) != 0
     };
-    let len = fs.iter().position(|&c| c == 0).unwrap_or(0);
-    (ok && len > 0).then(|| String::from_utf16_lossy(&fs[..len]))
+    if ok { super::utf16_until_nul(&fs) } else { None }
 }

@@ -463,9 +463,11 @@ mod tests {
         if cfg!(windows) {
             assert_eq!(cudart_name(11), "cudart64_110.dll");
             assert_eq!(cudart_name(12), "cudart64_12.dll");
+            assert_eq!(cudart_name(13), "cudart64_13.dll");
         } else {
             assert_eq!(cudart_name(11), "libcudart.so.11.0");
             assert_eq!(cudart_name(12), "libcudart.so.12");
+            assert_eq!(cudart_name(13), "libcudart.so.13");
         }
     }
 

@@ -104,13 +104,16 @@ impl Shell {
 
 /// Which activation layer a script belongs to (docs/design.md, "Activation layers"): each
 /// layer keeps its own state variables, `CUENV_<LAYER>_*`, and never touches another layer's
-/// list entries; the SHIM layer's entries go in front of the SETUP layer's.
+/// list entries; a layer's entries go after those of the layers above it (SHIM, HOOK, SETUP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Layer {
-    /// conda env shims and `cuenv env PROFILE`.
+    /// conda env shims and `cuenv env PROFILE`: the highest layer.
     #[default]
     Shim,
-    /// `cuenv env --setup` (through `<home>/active`), the layer below every shim.
+    /// The directory hook (`cuenv env --hook`): a `.cuenv-profile` project's profile, below the
+    /// conda shims and above the setup layer (../shared/decisions.md 5).
+    Hook,
+    /// `cuenv env --setup` (through `<home>/active`), the layer below every other.
     Setup,
 }
 
@@ -119,7 +122,17 @@ impl Layer {
     pub fn prefix(self) -> &'static str {
         match self {
             Layer::Shim => "CUENV_SHIM_",
+            Layer::Hook => "CUENV_HOOK_",
             Layer::Setup => "CUENV_SETUP_",
+        }
+    }
+
+    /// The layers above this one, highest first: their blocks stay in front of this layer's.
+    pub fn higher(self) -> &'static [Layer] {
+        match self {
+            Layer::Shim => &[],
+            Layer::Hook => &[Layer::Shim],
+            Layer::Setup => &[Layer::Shim, Layer::Hook],
         }
     }
 }
@@ -339,3 +352,16 @@ fn fill(template: &str, vars: &[(&str, &str)]) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The directory hook for `shell` (`cuenv env --hook bash|zsh|fish`): shell code that, when the
+/// current folder changes, evaluates `<exe> --home <home> env --hook-apply --shell S`. `None`
+/// for shells without a hook. `exe` and `home` are absolute paths, quoted here.
+pub fn render_hook(shell_name: &str, exe: &Path, home: &Path) -> Option<String> {
+    let (template, q): (&str, fn(&str) -> String) = match shell_name {
+        "bash" => (include_str!("templates/hook/hook.bash"), quote::posix),
+        "zsh" => (include_str!("templates/hook/hook.zsh"), quote::posix),
+        "fish" => (include_str!("templates/hook/hook.fish"), quote::fish),
+        _ => return None,
+    };
+    Some(fill(template, &[("EXE", &q(&exe.to_string_lossy())), ("HOME", &q(&home.to_string_lossy()))]))
+}

@@ -216,8 +216,8 @@ fn posix_activate_lines() {
     let t = render_activate(Shell::Posix, &unix_activation());
     // The block is one quoted literal, recorded for removal by value.
     let block = r#"'/tmp/it'\''s a "dir" $HOME `id` 100% & ! ^ (x86) \ zoë/données/cudnn/lib:/opt/模型/cuda/lib64'"#;
-    has_line(&t, &format!("LD_LIBRARY_PATH={block}:$LD_LIBRARY_PATH"));
-    has_line(&t, &format!("LD_LIBRARY_PATH={block}"));
+    has_line(&t, &format!("LD_LIBRARY_PATH=$__cuenv_h{block}:$__cuenv_v"));
+    has_line(&t, &format!("LD_LIBRARY_PATH=$__cuenv_h{block}"));
     has_line(&t, &format!("CUENV_SHIM_ADDED_LD_LIBRARY_PATH={block}"));
     has_line(&t, "CUDA_PATH='/opt/模型/cuda'");
     has_line(&t, "CUENV_PROFILE='torch2'");
@@ -235,7 +235,9 @@ fn posix_activate_lines() {
     s.layer = Layer::Setup;
     let t = render_activate(Shell::Posix, &s);
     has_line(&t, "CUENV_SETUP_PROFILE='torch2'");
-    assert!(!t.contains("CUENV_SHIM_"), "{t}");
+    // It reads the higher layers' state (to stay behind their blocks), never writes their blocks.
+    assert!(!t.lines().any(|l| l.trim_start().starts_with("CUENV_SHIM_ADDED_") || l.trim_start().starts_with("CUENV_SHIM_PROFILE")), "{t}");
+    assert!(t.contains("if [ -n \"${CUENV_SHIM_ADDED_LD_LIBRARY_PATH+x}\" ]; then"), "{t}");
 }
 
 #[test]

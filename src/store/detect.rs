@@ -9,8 +9,11 @@
 //!   `bin`, `lib`, `lib64`, `x64` or a `<major>.<minor>` variant folder.
 //! - The full 4-part version only comes from a wheel's METADATA or name, an official
 //!   archive's name, or a Windows DLL's VERSIONINFO; `cudnn_version.h` has 3 parts.
-//! - The CUDA major comes from `_cudaNN` (archive), `cuNN` (wheel), the installer's variant
-//!   folder, or `--cuda`; it is never guessed.
+//! - The CUDA major comes from the CUDA libraries the cuDNN libraries load by name
+//!   (`libcublasLt.so.13`, `cublasLt64_13.dll`; read statically, docs/facts.md §10), `_cudaNN`
+//!   (archive), `cuNN` (wheel), the installer's variant folder, or `--cuda`; it is never
+//!   guessed. A name or `--cuda` that the libraries contradict is refused
+//!   ([`Error::CudaContradicted`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -229,7 +232,23 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
         }
     }
 
-    // 5. CUDA major: all evidence must agree, and there must be some.
+    // 5. CUDA major: the libraries' own word first (the CUDA libraries they load by name, read
+    // without loading them), then all evidence must agree, and there must be some.
+    let lib_rel = rel_to(&root, parent(&dispatcher));
+    let named_by_libraries = cuda_named_by_libraries(raw, &root, &keep, &lib_rel);
+    if let Some((read, library, loads)) = &named_by_libraries {
+        if let Some(claim) = cuda.iter().find(|c| c.0 != *read) {
+            return Err(Error::CudaContradicted {
+                path: source.into(),
+                claim: Box::new(claim.clone()),
+                read: *read,
+                evidence: Box::new((library.clone(), loads.clone())),
+            });
+        }
+        cuda.insert(0, (*read, format!("the libraries (`{library}` loads `{loads}`)")));
+    } else if cuda.len() == 1 && cuda[0].1 == "--cuda" {
+        cuda[0].1 = CUDA_FROM_USER.to_string();
+    }
     let mut distinct: BTreeSet<u64> = cuda.iter().map(|c| c.0).collect();
     if distinct.len() > 1 {
         return Err(Error::CudaConflict { path: source.into(), claims: cuda, detail: String::new() });
@@ -240,7 +259,6 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     let cuda_source = cuda.iter().find(|c| c.0 == cuda_major).map(|c| c.1.clone()).unwrap_or_default();
 
     // 6. Layout.
-    let lib_dir = parent(&dispatcher).to_string();
     let dispatcher_path = native(raw, &resolve_link(items, &dispatcher));
     let info = binfmt::inspect(&dispatcher_path).map_err(|e| Error::BadLibrary { path: source.into(), member: dispatcher.clone(), detail: e.to_string() })?;
     let Some(mut platform) = info.platform else {
@@ -265,7 +283,6 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     if let Some(h) = &header {
         layout.include = Some(parent(h).to_string());
     }
-    let lib_rel = rel_to(&root, &lib_dir);
     if platform.is_windows() {
         layout.bin = Some(lib_rel.clone());
         layout.lib = keep.keys().filter(|p| file_name(p).eq_ignore_ascii_case("cudnn.lib") && in_variant(p)).map(|p| parent(p).to_string()).next();
@@ -328,6 +345,34 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
         });
     }
     Ok(Detected { root, keep, version: best.0, version_source: best.1, cuda_major, cuda_source, platform, libraries, layout })
+}
+
+/// `cuda_source` of an entry whose CUDA major only the user gave (`--cuda`): its libraries
+/// name no CUDA library by major, so nothing could check it (../shared/decisions.md, 2).
+pub const CUDA_FROM_USER: &str = "--cuda (taken from the user: the libraries name no CUDA library by major)";
+
+/// The CUDA major the release's libraries name (`libcudnn_adv.so.9` loads `libcublasLt.so.13`;
+/// [`binfmt::referenced_cuda_libraries`]), read from the files in the library folder `lib_rel`
+/// of the kept items, without loading them. Returns `(major, library, name it loads)` from the
+/// first library (by name) naming one; `None` when none names one, or when they name several
+/// majors (then nothing is claimed).
+fn cuda_named_by_libraries(raw: &Path, root: &str, keep: &BTreeMap<String, Item>, lib_rel: &str) -> Option<(u64, String, String)> {
+    let mut first: Option<(u64, String, String)> = None;
+    let mut majors = BTreeSet::new();
+    for (p, it) in keep {
+        if parent(p) != lib_rel || !matches!(it, Item::File { .. }) || !is_library(file_name(p)) {
+            continue;
+        }
+        let member = if root.is_empty() { p.clone() } else { format!("{root}/{p}") };
+        let Ok(found) = binfmt::referenced_cuda_libraries(&native(raw, &member)) else { continue };
+        for (major, name) in found {
+            majors.insert(major);
+            if first.is_none() {
+                first = Some((major, file_name(p).to_string(), name));
+            }
+        }
+    }
+    if majors.len() > 1 { None } else { first }
 }
 
 /// Follows symlinks inside the tree (at most 8 hops) to the file a path names.

@@ -115,6 +115,12 @@ pub struct EntryMeta {
 }
 
 impl EntryMeta {
+    /// How many libraries `libraries` holds: a Linux symlink chain (`libcudnn.so`,
+    /// `libcudnn.so.9`, `libcudnn.so.9.14.0`) is one library ([`crate::libname::count_libraries`]).
+    pub fn library_count(&self) -> usize {
+        crate::libname::count_libraries(&self.libraries)
+    }
+
     /// Total size of the content's files in bytes.
     pub fn content_size(&self) -> u64 {
         self.files.iter().filter_map(|f| f.size).sum()

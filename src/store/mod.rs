@@ -85,6 +85,11 @@ pub enum Error {
     CudaUnknown { path: PathBuf, variants: Vec<String> },
     #[error("{}: the CUDA major is ambiguous: {}{}", path.display(), claims.iter().map(|(c, w)| format!("{w} says {c}")).collect::<Vec<_>>().join(", "), if detail.is_empty() { String::new() } else { format!("; {detail}") })]
     CudaConflict { path: PathBuf, claims: Vec<(u64, String)>, detail: String },
+    /// `claim` (a CUDA major and where it was read: `--cuda`, the file name, ...) contradicts
+    /// the major `read` the libraries name: `evidence` = (a library, the CUDA library it loads,
+    /// e.g. `libcublasLt.so.13`). Boxed: keeps `Error` small.
+    #[error("{}: {} says CUDA {}, but its libraries are built for CUDA {read}: `{}` loads `{}`", path.display(), claim.1, claim.0, evidence.0, evidence.1)]
+    CudaContradicted { path: PathBuf, claim: Box<(u64, String)>, read: u64, evidence: Box<(String, String)> },
     #[error("{}: cannot tell the cuDNN version (no cudnn_version.h, wheel METADATA, archive name or VERSIONINFO)", path.display())]
     VersionUnknown { path: PathBuf },
     /// `claims`: two (version, where it was read) pairs that disagree (boxed: keeps `Error` small).
@@ -144,6 +149,13 @@ impl Diagnose for Error {
                 }
             }
             CudaConflict { .. } => "pass the --cuda value that matches the archive, or fix the file name".into(),
+            CudaContradicted { claim, read, .. } => {
+                if claim.1 == "--cuda" {
+                    format!("pass --cuda {read} (or leave it out: the libraries say it), or import the cuDNN built for CUDA {}", claim.0)
+                } else {
+                    format!("the name does not match the content: download the CUDA {} build again, or rename the file to say cuda{read}", claim.0)
+                }
+            }
             VersionUnknown { .. } => {
                 "import the archive or wheel as downloaded (its name carries the version), or a folder with include/cudnn_version.h".into()
             }

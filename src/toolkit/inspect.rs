@@ -5,6 +5,9 @@
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use super::discovery::display_root;
 use super::*;
@@ -39,8 +42,13 @@ pub fn inspect_root(path: &Path) -> Result<Toolkit, Error> {
             folder.display()
         ));
     }
-    let (version, version_source, has_version_file) = read_version(&root, &mut problems);
+    let (mut version, mut version_source, has_version_file) = read_version(&root, &mut problems);
     let runtime = find_runtime(&root);
+    if version.is_none()
+        && let Some((v, source)) = fallback_version(&root, &mut problems)
+    {
+        (version, version_source) = (Some(v), Some(source.to_string()));
+    }
     if !has_version_file && runtime.is_none() {
         return Err(Error::NotAToolkit { path: path.to_path_buf(), suggestion: suggest_root(&root) });
     }
@@ -136,6 +144,119 @@ fn read_version(root: &Path, problems: &mut Vec<String>) -> (Option<Version>, Op
         }
     }
     (None, None, exists)
+}
+
+/// Where a toolkit root without a readable version file gets its version, in this order
+/// (docs/facts.md §1; `nvcc` is never run):
+/// 1. [`SOURCE_RUNTIME_NAME`]: the CUDA runtime's full file name
+///    (`targets/x86_64-linux/lib/libcudart.so.13.0.96` -> 13.0.96), or on Windows
+///    [`SOURCE_RUNTIME_VERSIONINFO`]: `cudart64_*.dll`'s VERSIONINFO (`ProductName`
+///    `NVIDIA CUDA 13.0.96 Runtime` -> 13.0.96; else the fixed FileVersion `6.14.11.13000`,
+///    whose last part is `CUDART_VERSION`, -> 13.0);
+/// 2. [`SOURCE_HEADER`]: `#define CUDART_VERSION 13000` in `include/cuda_runtime_api.h` (or
+///    `targets/*/include/`) -> 13.0 (major.minor only);
+/// 3. [`SOURCE_FOLDER`]: the root's folder name, `cuda-13.0` or `v13.0`;
+/// 4. the runtime's name with its major only (`libcudart.so.13`, `cudart64_13.dll`) -> 13.
+///
+/// The first source that gives major.minor wins; a later one that names another major.minor
+/// is reported in `problems`. `None` when no source gives a version.
+fn fallback_version(root: &Path, problems: &mut Vec<String>) -> Option<(Version, &'static str)> {
+    let (runtime, runtime_major) = runtime_version(root);
+    let found: Vec<(Version, &'static str)> =
+        [runtime, header_cuda_version(root).map(|v| (v, SOURCE_HEADER)), folder_version(root).map(|v| (v, SOURCE_FOLDER))].into_iter().flatten().collect();
+    let Some((chosen, source)) = found.first().cloned() else {
+        return runtime_major.map(|m| (Version::new(&[m]), SOURCE_RUNTIME_NAME));
+    };
+    for (other, other_source) in &found[1..] {
+        if other.truncated(2) != chosen.truncated(2) {
+            problems.push(format!("CUDA versions disagree: the {source} says {chosen} but the {other_source} says {other}; {chosen} is used"));
+        }
+    }
+    Some((chosen, source))
+}
+
+/// `version_source` of a version read from the runtime library's file name.
+pub const SOURCE_RUNTIME_NAME: &str = "runtime file name";
+/// `version_source` of a version read from `cudart64_*.dll`'s VERSIONINFO.
+pub const SOURCE_RUNTIME_VERSIONINFO: &str = "runtime VERSIONINFO";
+/// `version_source` of a version read from `CUDART_VERSION` in `cuda_runtime_api.h`.
+pub const SOURCE_HEADER: &str = "include/cuda_runtime_api.h";
+/// `version_source` of a version read from the root's folder name.
+pub const SOURCE_FOLDER: &str = "folder name";
+
+/// The runtime's version with at least major.minor (from a Linux file name or a DLL's
+/// VERSIONINFO), and separately the major a runtime name alone carries.
+fn runtime_version(root: &Path) -> (Option<(Version, &'static str)>, Option<u64>) {
+    let mut best: Option<Version> = None;
+    let mut major = None;
+    for (dir, windows) in library_dirs(root) {
+        for (name, path) in dir_entries(&dir) {
+            if !is_cudart(&name, windows) {
+                continue;
+            }
+            if windows {
+                // cudart64_110.dll (every CUDA 11.x) -> 11; cudart64_13.dll -> 13.
+                let digits = &name[name.find('_').map_or(0, |i| i + 1)..name.len() - ".dll".len()];
+                major = major.or(digits.parse::<u64>().ok().map(|d| if digits.len() >= 3 { d / 10 } else { d }));
+                if let Ok(info) = binfmt::inspect(&path)
+                    && let Some(v) = cudart_versioninfo(&info)
+                {
+                    return (Some((v, SOURCE_RUNTIME_VERSIONINFO)), major);
+                }
+            } else if let Some(v) = name.strip_prefix("libcudart.so.").and_then(numeric_prefix) {
+                major = major.or(Some(v.major()));
+                if v.parts().len() >= 2 && best.as_ref().is_none_or(|b| v.parts().len() > b.parts().len()) {
+                    best = Some(v);
+                }
+            }
+        }
+    }
+    (best.map(|v| (v, SOURCE_RUNTIME_NAME)), major)
+}
+
+/// The CUDA version in a `cudart64_*.dll`'s VERSIONINFO: the version in a `ProductName` or
+/// `FileDescription` that mentions CUDA (`NVIDIA CUDA 13.0.96 Runtime`), else the fixed
+/// FileVersion's last part read as `CUDART_VERSION` (`6.14.11.13000` -> 13.0).
+fn cudart_versioninfo(info: &binfmt::BinaryInfo) -> Option<Version> {
+    static IN_TEXT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(\d+\.\d+(?:\.\d+)*)\b").unwrap());
+    for key in ["ProductName", "FileDescription"] {
+        if let Some((_, value)) = info.version_strings.iter().find(|(k, v)| k == key && v.contains("CUDA"))
+            && let Some(m) = IN_TEXT.captures(value)
+            && let Some(v) = numeric_prefix(&m[1])
+        {
+            return Some(v);
+        }
+    }
+    let fixed = info.file_version.as_ref()?;
+    let encoded = *fixed.parts().get(3)?;
+    (1000..100_000).contains(&encoded).then(|| Version::new(&[encoded / 1000, encoded % 1000 / 10]))
+}
+
+/// `CUDART_VERSION` of `include/cuda_runtime_api.h` (or `targets/*/include/`) as major.minor.
+fn header_cuda_version(root: &Path) -> Option<Version> {
+    static DEFINE: LazyLock<regex::bytes::Regex> =
+        LazyLock::new(|| regex::bytes::Regex::new(r"(?m-u)^[ \t]*#[ \t]*define[ \t]+CUDART_VERSION[ \t]+(\d{4,6})\b").unwrap());
+    let mut candidates = vec![root.join("include")];
+    candidates.extend(dir_entries(&root.join("targets")).into_iter().map(|(_, t)| t.join("include")));
+    candidates.into_iter().find_map(|dir| {
+        let mut bytes = Vec::new();
+        fs::File::open(dir.join("cuda_runtime_api.h")).ok()?.take(MAX_HEADER).read_to_end(&mut bytes).ok()?;
+        let m = DEFINE.captures(&bytes)?;
+        let encoded: u64 = std::str::from_utf8(&m[1]).ok()?.parse().ok()?;
+        Some(Version::new(&[encoded / 1000, encoded % 1000 / 10]))
+    })
+}
+
+/// The largest part of `cuda_runtime_api.h` read (the real one is about 0.6 MiB; the define
+/// is near its top).
+const MAX_HEADER: u64 = 8 << 20;
+
+/// The version in the root's folder name: `cuda-13.0` (Linux packages), `v13.0` (the Windows
+/// installer), `cuda-12.6.2`.
+fn folder_version(root: &Path) -> Option<Version> {
+    static NAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(?:cuda-|[vV])(\d+\.\d+(?:\.\d+)?)$").unwrap());
+    let name = root.file_name()?.to_str()?;
+    numeric_prefix(&NAME.captures(name)?[1])
 }
 
 /// The numeric dotted prefix of `s`, up to 4 parts of at most 9 digits each
@@ -402,9 +523,95 @@ mod tests {
         let tmp = TempDir::new().unwrap();
         write(&tmp.path().join("targets/x86_64-linux/lib/libcudart.so.12.6.77"), "fake");
         let t = inspect_root(tmp.path()).unwrap();
-        assert_eq!(t.version, None);
+        assert_eq!(t.version, Some(v("12.6.77")));
+        assert_eq!(t.version_source.as_deref(), Some(SOURCE_RUNTIME_NAME));
         assert_eq!(t.runtime, Some(canon(tmp.path()).join("targets/x86_64-linux/lib/libcudart.so.12.6.77")));
         assert!(!t.problems.iter().any(|p| p.contains("version")), "{:?}", t.problems);
+    }
+
+    const CUDART_13000: &str = "/* fake */\n#ifndef __CUDA_RUNTIME_API_H__\n#define CUDART_VERSION 13000\n#endif\n";
+
+    /// Issue 15, 1: a CUDA 13.0 root laid out like the real `/usr/local/cuda-13.0` (no
+    /// version.json; the runtime and the headers under `targets/x86_64-linux`, `lib64` and
+    /// `include` links to them) gets its version from each source in turn.
+    #[test]
+    fn cuda13_linux_root_without_version_json() {
+        let tmp = TempDir::new().unwrap();
+        let root = tmp.path().join("cuda-13.0");
+        let target = root.join("targets/x86_64-linux");
+        write(&target.join("lib/libcudart.so.13.0.96"), "fake");
+        write(&target.join("lib/libcudart.so.13"), "fake");
+        write(&target.join("lib/libcudart_static.a"), "fake");
+        write(&target.join("include/cuda_runtime_api.h"), CUDART_13000);
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("targets/x86_64-linux/lib", root.join("lib64")).unwrap();
+            std::os::unix::fs::symlink("targets/x86_64-linux/include", root.join("include")).unwrap();
+        }
+        let version = |root: &Path| {
+            let t = inspect_root(root).unwrap();
+            assert!(t.problems.iter().all(|p| p.contains("header")), "{:?}", t.problems);
+            (t.version.map(|v| v.to_string()), t.version_source)
+        };
+        // 1. The runtime's full file name.
+        assert_eq!(version(&root), (Some("13.0.96".into()), Some(SOURCE_RUNTIME_NAME.into())));
+        // 2. Without it: CUDART_VERSION, major.minor.
+        fs::remove_file(target.join("lib/libcudart.so.13.0.96")).unwrap();
+        assert_eq!(version(&root), (Some("13.0".into()), Some(SOURCE_HEADER.into())));
+        // 3. Without the header: the folder name.
+        fs::remove_file(target.join("include/cuda_runtime_api.h")).unwrap();
+        assert_eq!(version(&root), (Some("13.0".into()), Some(SOURCE_FOLDER.into())));
+        // 4. A folder named otherwise: the major the runtime's name carries.
+        let other = tmp.path().join("toolkit");
+        fs::rename(&root, &other).unwrap();
+        assert_eq!(version(&other), (Some("13".into()), Some(SOURCE_RUNTIME_NAME.into())));
+        // version.json, when there is one, still wins.
+        write(&other.join("version.json"), &version_json("13.0.2"));
+        assert_eq!(version(&other), (Some("13.0.2".into()), Some("version.json".into())));
+    }
+
+    /// The Windows layout of a CUDA 13 root: `bin/x64/cudart64_13.dll`, no version.json. The fake
+    /// DLL has no VERSIONINFO, so the header, then the folder name decide.
+    #[test]
+    fn cuda13_windows_root_without_version_json() {
+        let tmp = TempDir::new().unwrap();
+        let root = tmp.path().join("v13.0");
+        write(&root.join("bin/x64/cudart64_13.dll"), "fake");
+        write(&root.join("include/cuda_runtime_api.h"), &CUDART_13000.replace("13000", "13010"));
+        let t = inspect_root(&root).unwrap();
+        assert_eq!(t.runtime, Some(canon(&root).join("bin/x64/cudart64_13.dll")));
+        assert_eq!((t.version, t.version_source.as_deref()), (Some(v("13.1")), Some(SOURCE_HEADER)));
+        // The folder says 13.0 while the header says 13.1: reported, the header is used.
+        assert!(
+            t.problems.iter().any(|p| p == "CUDA versions disagree: the include/cuda_runtime_api.h says 13.1 but the folder name says 13.0; 13.1 is used"),
+            "{:?}",
+            t.problems
+        );
+        fs::remove_file(root.join("include/cuda_runtime_api.h")).unwrap();
+        let t = inspect_root(&root).unwrap();
+        assert_eq!((t.version, t.version_source.as_deref()), (Some(v("13.0")), Some(SOURCE_FOLDER)));
+        // CUDA 11's runtime name carries 110 for every 11.x: only the major is read from it.
+        let old = tmp.path().join("cuda11");
+        write(&old.join("bin/cudart64_110.dll"), "fake");
+        let t = inspect_root(&old).unwrap();
+        assert_eq!((t.version, t.version_source.as_deref()), (Some(v("11")), Some(SOURCE_RUNTIME_NAME)));
+    }
+
+    #[test]
+    fn cudart_versioninfo_reads_the_product_name_then_the_fixed_version() {
+        let info = |fixed: Option<&str>, strings: &[(&str, &str)]| binfmt::BinaryInfo {
+            platform: Some(Platform::WindowsX86_64),
+            describe: String::new(),
+            file_version: fixed.map(v),
+            version_strings: strings.iter().map(|(k, s)| (k.to_string(), s.to_string())).collect(),
+        };
+        // As in the real cudart64_13.dll of nvidia-cuda-runtime 13.0.96.
+        let real = info(Some("6.14.11.13000"), &[("FileDescription", "NVIDIA CUDA Runtime, Version 13.0.96"), ("ProductName", "NVIDIA CUDA 13.0.96 Runtime")]);
+        assert_eq!(cudart_versioninfo(&real), Some(v("13.0.96")));
+        assert_eq!(cudart_versioninfo(&info(Some("6.14.11.12060"), &[])), Some(v("12.6")));
+        assert_eq!(cudart_versioninfo(&info(Some("6.14.11.12060"), &[("ProductName", "Something 1.2.3")])), Some(v("12.6")));
+        assert_eq!(cudart_versioninfo(&info(Some("1.2.3.4"), &[])), None);
+        assert_eq!(cudart_versioninfo(&info(None, &[])), None);
     }
 
     #[test]

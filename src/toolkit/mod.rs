@@ -4,7 +4,9 @@
 //! Facts this module relies on (CUDA installer layout; docs/facts.md §1, §2, §5):
 //! - A toolkit root holds `version.json` (CUDA 11.1 and later:
 //!   `{"cuda": {"name": "CUDA SDK", "version": "12.6.2"}, ...}`) or `version.txt` (older:
-//!   `CUDA Version 10.2.89`).
+//!   `CUDA Version 10.2.89`). A CUDA 13 root may have neither; its version is then read from
+//!   the runtime's file name or VERSIONINFO, `CUDART_VERSION` in `include/cuda_runtime_api.h`,
+//!   or the folder name, in that order (never by running `nvcc`).
 //! - Its runtime is `bin\cudart64_<N>.dll` on Windows (`cudart64_110.dll` for 11.x,
 //!   `cudart64_12.dll` for 12.x; `bin\x64\` is also accepted, since CUDA 13 era Windows
 //!   packages moved DLLs there — an uncertain fact, so both are looked at), and
@@ -57,7 +59,8 @@ const MAX_VERSION_FILE: u64 = 1 << 20;
 /// One CUDA toolkit root, as `cuenv toolkits` shows it (and `--json` prints it).
 ///
 /// JSON shape: `{"root": "/usr/local/cuda-12.6", "version": "12.6.2" | null,
-/// "version_source": "version.json" | "version.txt" | null, "found_by": ["/usr/local/cuda-*", ...],
+/// "version_source": "version.json" | "version.txt" | "runtime file name" | "runtime VERSIONINFO"
+/// | "include/cuda_runtime_api.h" | "folder name" | null, "found_by": ["/usr/local/cuda-*", ...],
 /// "runtime": "<path>" | null, "platform": "linux-x86_64" | null,
 /// "hand_copied_cudnn": {...} | null, "problems": ["..."]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -66,9 +69,15 @@ pub struct Toolkit {
     #[serde(serialize_with = "crate::view::ser_lossy")]
     pub root: PathBuf,
     /// The CUDA version: the numeric dotted prefix (1 to 4 parts) of the version file's
-    /// version. `None` when no version file could be read (see `problems`).
+    /// version; without a readable version file (CUDA 13 roots may have none), the version the
+    /// root's other files give, in the order `version_source` lists. `None` when nothing
+    /// gives one (see `problems`).
     pub version: Option<Version>,
-    /// `"version.json"` or `"version.txt"`: the file `version` came from.
+    /// Where `version` came from, in the order tried: `"version.json"`, `"version.txt"`, then
+    /// `"runtime file name"` (`libcudart.so.13.0.96`; or only the major, from
+    /// `libcudart.so.13` / `cudart64_13.dll`, when nothing else says more) or
+    /// `"runtime VERSIONINFO"` (`cudart64_*.dll`), `"include/cuda_runtime_api.h"`
+    /// (`CUDART_VERSION`, major.minor) and `"folder name"` (`cuda-13.0`, `v13.0`).
     pub version_source: Option<String>,
     /// How the root was found, in search order: a variable name (`CUDA_PATH`,
     /// `CUDA_PATH_V12_6`, `CUDA_HOME`, `CUENV_TOOLKIT_PATHS`) or a location

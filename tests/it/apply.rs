@@ -52,7 +52,11 @@ fn native_links_work(dir: &Path) -> bool {
 
 impl Lab {
     pub(crate) fn new() -> Lab {
-        let ctx = TestContext::new();
+        Lab::in_context(TestContext::new())
+    }
+
+    /// The lab of [`Lab::new`] in `ctx` (e.g. one with a long home).
+    pub(crate) fn in_context(ctx: TestContext) -> Lab {
         for r in [Release::V9, Release::V8, Release::V8_CU11] {
             let a = host_archive(&ctx.work, &r);
             ctx.add_ok(&a, &[]);
@@ -105,7 +109,7 @@ impl Lab {
 }
 
 /// Every file under `root` with its content hash, links as their targets.
-fn tree_digest(root: &Path) -> Vec<(String, String)> {
+pub(crate) fn tree_digest(root: &Path) -> Vec<(String, String)> {
     let mut v = Vec::new();
     for e in walkdir::WalkDir::new(root).sort_by_file_name() {
         let e = e.unwrap();
@@ -120,6 +124,12 @@ fn tree_digest(root: &Path) -> Vec<(String, String)> {
         v.push((rel, d));
     }
     v
+}
+
+/// [`tree_digest`] of a cuenv home, less the writer lock file (which holds the pid of the
+/// last process that took the lock): what "the home is byte-identical" compares.
+pub(crate) fn home_digest(home: &Path) -> Vec<(String, String)> {
+    tree_digest(home).into_iter().filter(|(p, _)| p != "cuenv.lock").collect()
 }
 
 fn entry_of(lab: &Lab, version: &str) -> PathBuf {
@@ -219,7 +229,8 @@ fn use_rollback_generations_gc() {
     // Rollback walks back by number; it does not toggle back to 2.
     let (code, _, err) = lab.run(&["rollback"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("no generation older than 1 passed its check") && err.contains("hint: `cuenv generations` lists them"), "{err}");
+    // Generation 1 is the oldest: no older one exists (not "none passed its check").
+    assert!(err.contains("no generation is older than 1; there is nothing to roll back to") && err.contains("hint: `cuenv generations` lists them"), "{err}");
     let said = lab.ok(&["rollback", "--to", "2"]);
     assert!(said.contains("switched forward: generation 2 is current (was 1)"), "{said}");
     assert_eq!(lab.current(), 2);
@@ -840,7 +851,8 @@ fn another_lab_file_needs_replace_to_remove_profiles() {
 }
 
 /// Issue 10, case 8: what a kill leaves (half-written `.cuenv-tmp*` files in the home, a
-/// conda env and the lab folder; `.profiles.new` / `.active.new` staging links) is removed
+/// conda env and the lab folder; `.profiles.new` / `.active.new` staging links; the
+/// `.link-probe` folder of apply's link test) is removed
 /// by the next writer; in folders other cuenv homes also write to, only files a minute old.
 #[cfg(unix)]
 #[test]
@@ -867,13 +879,17 @@ fn the_next_writer_removes_what_a_kill_left() {
     std::os::unix::fs::symlink(lab.ctx.home.join("profiles/tf"), &active_staging).unwrap();
     let gen_staging = lab.ctx.home.join("generations/.tmp-7");
     fs::create_dir_all(gen_staging.join("views")).unwrap();
+    // apply's link test, killed midway (issue 11).
+    let probe = lab.ctx.home.join(".link-probe");
+    fs::create_dir_all(probe.join("target")).unwrap();
+    std::os::unix::fs::symlink(probe.join("target"), probe.join("link")).unwrap();
     // An env only an older generation names (generation 2 below drops env_b).
     let env_b_old = lab.env_b.join("etc/conda/activate.d/.cuenv-tmpOld444");
     old(&env_b_old);
     let f2 = lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n");
     lab.ok(&["apply", "--no-check", "--replace", f2.to_str().unwrap()]);
     lab.ok(&["use", "legacy"]);
-    for gone in [&home_tmp, &env_old, &lab_tmp, &staging, &active_staging, &gen_staging, &env_b_old] {
+    for gone in [&home_tmp, &env_old, &lab_tmp, &staging, &active_staging, &gen_staging, &env_b_old, &probe] {
         assert!(fs::symlink_metadata(gone).is_err(), "{} survived", gone.display());
     }
     assert!(env_fresh.exists(), "a fresh file may belong to a live cuenv of another home");

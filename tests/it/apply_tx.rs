@@ -274,3 +274,57 @@ fn a_read_only_lock_that_must_change_is_an_error() {
     lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
     assert_eq!(lab.current(), 2);
 }
+
+/// A link that fails late, in the build step, after other links of the same view were made,
+/// for a real cause and without privileges: a home whose path is so long that the view link
+/// `<home>/generations/.tmp-1/views/<name>/cudnn-lib` passes Linux's `PATH_MAX` (4096 bytes
+/// with the NUL) while `views/<name>/cuda` and `views/<name>/cudnn` still fit: `symlink(2)`
+/// fails with `ENAMETOOLONG` at the third link. Nothing is half-changed: no generation (nor
+/// staging folder, nor an empty `generations/`), the home byte-identical, no lab.lock, exit 1
+/// naming the link. (Only the fixture's setup spells the home through a short symlink, since
+/// the store's own files lie deeper than that view link; `apply` gets the long spelling.)
+#[cfg(target_os = "linux")]
+#[test]
+fn a_link_failing_late_in_the_build_leaves_nothing_behind() {
+    const PATH_MAX: usize = 4096;
+    let name = "p".repeat(cuenv::profile::MAX_NAME_LEN);
+    // `<home>` + `/generations/.tmp-1/views/` + name: the view folder, 10 bytes short of PATH_MAX,
+    // so that `/cuda` (5) and `/cudnn` (6) fit and `/cudnn-lib` (10) does not.
+    let view_len = PATH_MAX - 10;
+    let home_len = view_len - "/generations/.tmp-1/views/".len() - name.len();
+    let mut ctx = crate::support::TestContext::new();
+    let root = ctx.work.parent().unwrap().to_path_buf();
+    let mut deep = root.join("d");
+    while deep.as_os_str().len() < home_len {
+        let left = home_len - deep.as_os_str().len() - 1;
+        deep.push("h".repeat(if left > 200 { 200.min(left - 2) } else { left }));
+    }
+    assert_eq!(deep.as_os_str().len(), home_len);
+    fs::create_dir_all(&deep).unwrap();
+    let short = root.join("h");
+    std::os::unix::fs::symlink(&deep, &short).unwrap();
+    ctx.home = short.clone();
+    let mut lab = Lab::in_context(ctx);
+    let file = lab.lab(&format!("[profiles.{name}]\ncuda = \"12\"\ncudnn = \"9.5\"\n"));
+    let before = crate::apply::home_digest(&short);
+    let work_before: Vec<_> = fs::read_dir(&lab.ctx.work).unwrap().flatten().map(|e| e.file_name()).collect();
+    lab.ctx.home = deep.clone();
+    let (code, out, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
+    lab.ctx.home = short.clone();
+    eprintln!("{err}"); // shown with --nocapture, to read the message
+    let view = deep.join("generations/.tmp-1/views").join(&name);
+    assert_eq!(view.as_os_str().len(), view_len);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.starts_with(&format!("error: cannot create a symlink at {}: File name too long (os error 36)", view.join("cudnn-lib").display())), "{err}");
+    assert!(
+        err.contains(
+            "hint: the path named above is longer than this system allows (a name over 255 bytes, or the whole path over its limit): move the cuenv home"
+        ),
+        "{err}"
+    );
+    let after = crate::apply::home_digest(&short);
+    let changed: Vec<_> = after.iter().filter(|e| !before.contains(e)).chain(before.iter().filter(|e| !after.contains(e))).map(|(p, _)| p).collect();
+    assert!(changed.is_empty(), "the home is byte-identical (no generation, no staging, no empty generations/), but these changed: {changed:?}");
+    let work_after: Vec<_> = fs::read_dir(&lab.ctx.work).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(work_after, work_before, "no lab.lock, no leftovers beside the profile file");
+}

@@ -959,3 +959,131 @@ fn store_fetch_records_a_root_and_apply_fetches_none() {
     assert!(text(&out.stdout).starts_with("already in store: "), "{}", text(&out.stdout));
     assert_eq!(roots(&env), [entries[0]["id"].as_str().unwrap().to_string()].into_iter().collect());
 }
+
+// ---------------------------------------------------------------------------------------
+// CUDA 13 from PyPI (issue 15, 4): the runtime projects are unsuffixed (`nvidia-cuda-runtime`
+// 13.x; the `-cu13` names are empty placeholders) and put their libraries under a shared
+// `nvidia/cu13/`: `lib/*.so.13` on Linux, `bin/x86_64/*.dll` on Windows (next to
+// `lib/x64/*.lib` import libraries), as the real 13.0 wheels do (docs/facts.md §2).
+
+/// A CUDA 13 runtime-style wheel of `project` holding `files` (paths inside the wheel) for
+/// `tag` (`manylinux_2_27_x86_64`, `win_amd64`).
+fn cu13_wheel(project: &str, version: &str, tag: &str, files: &[&str]) -> (String, Vec<u8>) {
+    let name = format!("{}-{version}-py3-none-{tag}.whl", project.replace('-', "_"));
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (i, f) in files.iter().enumerate() {
+        zip.start_file(*f, opts).unwrap();
+        let file = f.rsplit('/').next().unwrap();
+        let bytes = if file.ends_with(".dll") { support::pe_dll(support::PeArch::Amd64, None, file) } else { elf_so(40 + i as u8) };
+        zip.write_all(&bytes).unwrap();
+    }
+    zip.start_file(format!("{}-{version}.dist-info/METADATA", project.replace('-', "_")), opts).unwrap();
+    zip.write_all(format!("Metadata-Version: 2.4\nName: {project}\nVersion: {version}\n").as_bytes()).unwrap();
+    (name, zip.finish().unwrap().into_inner())
+}
+
+/// Serves `nvidia-cudnn-cu13` 9.14.0.64 (Linux and Windows wheels) and the unsuffixed CUDA 13.0
+/// runtime projects, each for both platforms, as project documents.
+fn serve_cuda13(s: &Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let (lname, lbytes) = linux_wheel("9.14.0.64", 13);
+    let wpath = support::wheel(dir.path(), &support::Release { version: [9, 14, 0, 64], cuda: 13 }, support::WheelOs::Windows);
+    let (wname, wbytes) = (wpath.file_name().unwrap().to_str().unwrap().to_string(), std::fs::read(&wpath).unwrap());
+    let files = [pypi_file(s, &lname, &lbytes), pypi_file(s, &wname, &wbytes)];
+    s.ok("/pypi/nvidia-cudnn-cu13/9.14.0.64/json", json!({"info": {"name": "nvidia-cudnn-cu13", "version": "9.14.0.64"}, "urls": files}).to_string());
+    s.ok("/pypi/nvidia-cudnn-cu13/json", json!({"info": {"name": "nvidia-cudnn-cu13"}, "releases": {"9.14.0.64": files}}).to_string());
+    s.ok(&format!("/files/{lname}"), lbytes);
+    s.ok(&format!("/files/{wname}"), wbytes);
+    let linux = "manylinux_2_27_x86_64";
+    for (project, version, lin, win) in [
+        (
+            "nvidia-cuda-runtime",
+            "13.0.96",
+            vec!["nvidia/cu13/lib/libcudart.so.13", "nvidia/cu13/lib/libcudart_static.a"],
+            vec!["nvidia/cu13/bin/x86_64/cudart64_13.dll", "nvidia/cu13/lib/x64/cudart.lib"],
+        ),
+        (
+            "nvidia-cublas",
+            "13.0.2.14",
+            vec!["nvidia/cu13/lib/libcublas.so.13", "nvidia/cu13/lib/libcublasLt.so.13"],
+            vec!["nvidia/cu13/bin/x86_64/cublas64_13.dll", "nvidia/cu13/bin/x86_64/cublasLt64_13.dll"],
+        ),
+        ("nvidia-cuda-nvrtc", "13.0.88", vec!["nvidia/cu13/lib/libnvrtc.so.13"], vec!["nvidia/cu13/bin/x86_64/nvrtc64_130_0.dll"]),
+    ] {
+        let (ln, lb) = cu13_wheel(project, version, linux, &lin);
+        let (wn, wb) = cu13_wheel(project, version, "win_amd64", &win);
+        let files = [pypi_file(s, &ln, &lb), pypi_file(s, &wn, &wb)];
+        s.ok(&format!("/pypi/{project}/json"), json!({"info": {"name": project}, "releases": {version: files}}).to_string());
+        s.ok(&format!("/files/{ln}"), lb);
+        s.ok(&format!("/files/{wn}"), wb);
+    }
+}
+
+#[test]
+fn cuda13_runtime_and_cudnn_from_pypi_for_both_platforms() {
+    let env = Env::new();
+    serve_cuda13(&env.server);
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("lab.toml");
+    std::fs::write(&lab, "[profiles.cu13]\ncuda = { version = \"13.0\", from = \"pypi\" }\ncudnn = { version = \"9.14.0.64\", from = \"pypi\" }\n").unwrap();
+    let out = env.cuenv().args(["lock", lab.to_str().unwrap(), "--platform", "linux-x86_64", "--platform", "windows-x86_64"]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let lock = std::fs::read_to_string(dir.path().join("lab.lock")).unwrap();
+    for platform in ["linux-x86_64", "windows-x86_64"] {
+        assert!(lock.contains(&format!("cudnn-name = \"cudnn-9.14.0.64-cuda13-{platform}-")), "{lock}");
+        assert!(lock.contains(&format!("toolkit-root = \"${{CUENV_HOME}}/toolkits/cuda-13.0.96-{platform}-")), "{lock}");
+    }
+    for pin in ["\"nvidia-cuda-runtime==13.0.96 sha256:", "\"nvidia-cublas==13.0.2.14 sha256:", "\"nvidia-cuda-nvrtc==13.0.88 sha256:"] {
+        assert_eq!(lock.matches(pin).count(), 2, "{pin} once per platform:\n{lock}");
+    }
+    // The runtime roots hold the libraries of the shared nvidia/cu13/ folder, and nothing else.
+    let roots: Vec<std::path::PathBuf> =
+        std::fs::read_dir(env.home.path().join("toolkits")).unwrap().flatten().map(|e| e.path()).filter(|p| p.join("runtime.toml").exists()).collect();
+    let files = |platform: &str, folder: &str| -> Vec<String> {
+        let root = roots.iter().find(|r| r.file_name().unwrap().to_string_lossy().starts_with(&format!("cuda-13.0.96-{platform}-"))).expect(platform);
+        let mut v: Vec<String> = std::fs::read_dir(root.join(folder)).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(files("linux-x86_64", "lib"), ["libcublas.so.13", "libcublasLt.so.13", "libcudart.so.13", "libnvrtc.so.13"]);
+    assert_eq!(files("windows-x86_64", "bin"), ["cublas64_13.dll", "cublasLt64_13.dll", "cudart64_13.dll", "nvrtc64_130_0.dll"]);
+    env.assert_no_leftovers();
+}
+
+/// NVIDIA's 9.11+ manifests offer `cuda12` and `cuda13` variants; a cuda13 Windows archive puts
+/// its DLLs in `bin/x64/` (issue 15, 4).
+#[test]
+fn nvidia_cuda13_variant_for_linux_and_windows_bin_x64() {
+    let env = Env::new();
+    let (lname, lbytes) = linux_archive("9.14.0.64", "13");
+    let (l12name, l12bytes) = linux_archive("9.14.0.64", "12");
+    let dir = tempfile::tempdir().unwrap();
+    let wpath = support::windows_zip(dir.path(), &support::Release { version: [9, 14, 0, 64], cuda: 13 }, support::BinDir::BinX64);
+    let (wname, wbytes) = (wpath.file_name().unwrap().to_str().unwrap().to_string(), std::fs::read(&wpath).unwrap());
+    let put = |platform: &str, name: &str, bytes: Vec<u8>| {
+        let rel = format!("cudnn/{platform}/{name}");
+        let a = artifact(&rel, &bytes);
+        env.server.ok(&format!("/redist/{rel}"), bytes);
+        a
+    };
+    let (l13, l12, w13) = (put("linux-x86_64", &lname, lbytes), put("linux-x86_64", &l12name, l12bytes), put("windows-x86_64", &wname, wbytes));
+    let manifest = json!({"release_date": "2025-10-08", "release_label": "9.14.0", "release_product": "cudnn",
+        "cudnn": {"name": "x", "version": "9.14.0.64", "cuda_variant": ["12", "13"],
+                  "linux-x86_64": {"cuda12": l12, "cuda13": l13}, "windows-x86_64": {"cuda13": w13}}});
+    env.server.ok("/redist/redistrib_9.14.0.json", manifest.to_string());
+    let out = env.fetch(&["cudnn@9.14.0", "--cuda", "13", "--from", "nvidia"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("added cudnn-9.14.0.64-cuda13-linux-x86_64-"), "{}", text(&out.stdout));
+    let out = env.cuenv().args(["store", "fetch", "cudnn@9.14.0.64", "--cuda", "13", "--from", "nvidia", "--platform", "windows-x86_64"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("added cudnn-9.14.0.64-cuda13-windows-x86_64-"), "{}", text(&out.stdout));
+    let win = env.entries().into_iter().find(|e| e["platform"] == "windows-x86_64").unwrap();
+    let meta: toml::Table = std::fs::read_to_string(Path::new(win["path"].as_str().unwrap()).join("entry.toml")).unwrap().parse().unwrap();
+    assert_eq!(meta["layout"]["bin"].as_str(), Some("bin/x64"));
+    assert_eq!(meta["cuda_major"].as_integer(), Some(13));
+    // Asking for a variant the manifest lacks lists the cuda13 ones it has.
+    let out = env.cuenv().args(["store", "fetch", "cudnn@9.14.0.64", "--cuda", "12", "--from", "nvidia", "--platform", "windows-x86_64"]).output().unwrap();
+    assert_fails(&out, 2, &["offered: linux-x86_64/cuda12, linux-x86_64/cuda13, windows-x86_64/cuda13"]);
+    env.assert_no_leftovers();
+}

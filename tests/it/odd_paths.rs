@@ -208,7 +208,9 @@ impl Drop for ExfatMount {
 /// A cuenv home on exFAT (FUSE): `apply` fails naming the file system and the folder, with
 /// the hint to move the home; with `link-mode = "copy"` the same (`copy` copies only store
 /// entries: the toolkit links and the commit point `<home>/profiles` are links in every mode). Before: "symlinks do not exist on this platform"
-/// with the hint to use `link-mode = "auto"`, which was in use. Skips, saying why, where the
+/// with the hint to use `link-mode = "auto"`, which was in use. `link-mode = "symlink"`, which
+/// asks for links by name, is an error at its line found by apply's test link before anything
+/// is built (exit 2; before: exit 1 at the first view link). Skips, saying why, where the
 /// exFAT mount cannot be made.
 #[test]
 fn a_home_on_a_file_system_without_links() {
@@ -247,6 +249,28 @@ fn a_home_on_a_file_system_without_links() {
         assert!(!err.contains("link-mode = \"auto\""), "{mode}: {err}");
         assert!(fs::symlink_metadata(home.join("profiles")).is_err(), "{mode}: no generation became current");
     }
+    // `link-mode = "symlink"` asks for links by name: a mode this home cannot do, found by the
+    // test link before anything is built, is an error at its line (exit 2; decisions.md 3).
+    let lab = ctx.path("lab-symlink.toml");
+    fs::write(
+        &lab,
+        format!("[settings]\nlink-mode = \"symlink\"\n\n[toolkits]\n\"12.6\" = '{}'\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n", tk.display()),
+    )
+    .unwrap();
+    let (code, out, err) = cuenv(&home, &[os("apply"), os("--no-check"), lab.as_os_str()], &[]);
+    assert_eq!(code, 2, "symlink:\n{out}\n{err}");
+    let probe = home.join(".link-probe");
+    assert!(
+        err.contains(&format!(
+            "lab-symlink.toml:2:13: `link-mode = \"symlink\"` cannot be used on this machine: cannot create a symlink at {}: the file system of {} (FUSE, f_type 0x65735546) cannot hold links",
+            probe.join("link").display(),
+            probe.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("hint: move the cuenv home (--home or CUENV_HOME)"), "{err}");
+    assert!(fs::symlink_metadata(&probe).is_err(), "the probe folder is removed");
+    assert!(fs::symlink_metadata(home.join("generations")).is_err() || fs::read_dir(home.join("generations")).unwrap().next().is_none(), "nothing built");
 }
 
 /// A stray cuenv shim whose file name is not UTF-8 in a profile's conda env: `status --json`

@@ -174,6 +174,37 @@ fn a_long_profile_name_is_refused_at_parse_time() {
     lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
 }
 
+/// Windows: a profile whose DLL path in its view would pass MAX_PATH (259 UTF-16 units) is
+/// refused when planned, at the profile's name, with the hint, before anything is built (the
+/// full-path half of case 9; the check without the binary, on every host, is
+/// `apply::desire::tests::the_windows_path_limit_is_checked_for_windows_only`). The home is
+/// long and the profile name the longest allowed, so that the store's own paths (the home
+/// and about 95 more) still fit while `<home>\profiles\<name>\cudnn-lib\<DLL>` does not.
+/// Needs no link: under Wine too.
+#[cfg(windows)]
+#[test]
+fn a_profile_past_max_path_is_refused_at_its_name() {
+    let lab = Lab::in_context(TestContext::with_home_len(150));
+    let name = "p".repeat(MAX_NAME_LEN);
+    let file = lab.lab(&format!("[profiles.{name}]\ncuda = \"12\"\ncudnn = \"9.5\"\n"));
+    let before = crate::apply::home_digest(&lab.ctx.home);
+    let view = lab.ctx.home.join("profiles").join(&name).join("cudnn-lib");
+    let path = file.to_str().unwrap();
+    for args in [vec!["plan", path], vec!["apply", "--no-check", path]] {
+        let cmd = args[0];
+        let (code, out, err) = lab.run(&args);
+        assert_eq!(code, 2, "{cmd}:\n{out}\n{err}");
+        assert!(err.contains(&format!("lab.toml:6:11: on Windows, profile `{name}` needs the path {}\\", view.display())), "{cmd}: {err}");
+        assert!(err.contains("characters), past the 259 that DLL loading and cmd.exe accept"), "{cmd}: {err}");
+        assert!(
+            err.contains("hint: move the cuenv home (--home or CUENV_HOME) or the conda env to a shorter folder, or shorten the profile name"),
+            "{cmd}: {err}"
+        );
+        assert_eq!(crate::apply::home_digest(&lab.ctx.home), before, "{cmd}: the home is unchanged");
+        assert!(!lab.ctx.path("lab.lock").exists(), "{cmd}: no lock");
+    }
+}
+
 #[cfg(not(windows))]
 #[test]
 fn a_link_mode_this_host_cannot_do_is_an_error_before_anything_is_built() {
@@ -187,6 +218,80 @@ fn a_link_mode_this_host_cannot_do_is_an_error_before_anything_is_built() {
     // `plan` says the same.
     let (code, _, err) = lab.run(&["plan", file.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
+}
+
+/// `link-mode = "symlink"` where this process cannot make symlinks (Windows without
+/// administrator rights or Developer Mode, Wine; decisions.md 3) is an error at the file's
+/// `link-mode` line at apply time, found by a test link in the home before anything is
+/// fetched or built. Here on every host through the debug-only hook that refuses the test
+/// link (`CUENV_TEST_FAIL_AT=link-probe`); the real refusals are
+/// `windows_symlinks_refused_here_are_an_error_at_the_link_mode_line` (Wine, Windows) and the
+/// exFAT home of `odd_paths::a_home_on_a_file_system_without_links` (Linux).
+#[test]
+fn a_symlink_mode_this_process_cannot_make_is_an_error_before_anything_is_built() {
+    let lab = Lab::new();
+    let file = lab.lab("[settings]\nlink-mode = \"symlink\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n");
+    let before = crate::apply::home_digest(&lab.ctx.home);
+    let out = lab.ctx.cmd().env("CUENV_TEST_FAIL_AT", "link-probe").args(["apply", "--no-check", file.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let probe = lab.ctx.home.join(".link-probe").join("link");
+    assert!(
+        err.contains(&format!(
+            "lab.toml:7:13: `link-mode = \"symlink\"` cannot be used on this machine: cannot create a symlink at {}: failure injected at link-probe",
+            probe.display()
+        )),
+        "{err}"
+    );
+    assert!(err.lines().any(|l| l.starts_with("hint: ")), "{err}");
+    assert_eq!(crate::apply::home_digest(&lab.ctx.home), before, "the home is unchanged: no generation, no probe folder");
+    assert!(!lab.ctx.path("lab.lock").exists(), "no lock for a refused apply");
+    // `plan` writes nothing, so it tries no link: the same file plans.
+    let out = lab.ctx.cmd().env("CUENV_TEST_FAIL_AT", "link-probe").args(["plan", file.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Where symlinks can be made, the test link passes and leaves nothing behind.
+    if cfg!(unix) {
+        lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+        assert!(fs::symlink_metadata(lab.ctx.home.join(".link-probe")).is_err(), "the probe folder is removed");
+        assert!(fs::symlink_metadata(lab.profiles().join("a").join("cudnn")).unwrap().file_type().is_symlink());
+    }
+}
+
+/// Windows (and Wine): without administrator rights or Developer Mode `CreateSymbolicLinkW`
+/// fails with error 1314; under Wine it reports success and creates nothing (docs/facts.md
+/// §7). Either way `link-mode = "symlink"` is an error at its line before anything is built,
+/// with the hint to turn on Developer Mode or use `auto`. Where this process can make
+/// symlinks, the check passes (what happens next is not this test's business).
+#[cfg(windows)]
+#[test]
+fn windows_symlinks_refused_here_are_an_error_at_the_link_mode_line() {
+    let lab = Lab::new();
+    let file = lab.lab("[settings]\nlink-mode = \"symlink\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n");
+    let before = crate::apply::home_digest(&lab.ctx.home);
+    let (code, out, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
+    let said = "lab.toml:7:13: `link-mode = \"symlink\"` cannot be used on this machine: ";
+    eprintln!("{err}"); // shown with --nocapture, to read the message
+    if symlinks_work(&lab.ctx.work) {
+        assert!(!err.contains(said), "this process makes symlinks, yet:\n{out}\n{err}");
+        return;
+    }
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains(said), "{err}");
+    assert!(err.contains("was reported created but nothing is there") || err.contains("administrator rights or Developer Mode"), "{err}");
+    assert!(err.contains("hint: turn on Developer Mode"), "{err}");
+    assert_eq!(crate::apply::home_digest(&lab.ctx.home), before, "the home is unchanged: no generation, no probe folder");
+    assert!(!lab.ctx.path("lab.lock").exists(), "no lock for a refused apply");
+}
+
+/// Whether this process makes a folder symlink in `dir` that really leads to its folder.
+#[cfg(windows)]
+fn symlinks_work(dir: &Path) -> bool {
+    let (target, link) = (dir.join(".symlink-test-target"), dir.join(".symlink-test-link"));
+    fs::create_dir_all(&target).unwrap();
+    let ok = std::os::windows::fs::symlink_dir(&target, &link).is_ok() && fs::metadata(&link).is_ok_and(|m| m.is_dir());
+    let _ = fs::remove_dir(&link);
+    let _ = fs::remove_dir(&target);
+    ok
 }
 
 // ------------------------------------------------------------------ property: mutations

@@ -259,6 +259,23 @@ fn official_linux_tar_xz_keeps_symlink_chains() {
     assert_eq!(link["target"].as_str(), Some("libcudnn.so.9"));
 }
 
+/// Issue 15, 3: the `added` line counts libraries, not names: the Linux archive's 8 libraries
+/// come as 24 names (`libX.so`, `libX.so.9`, `libX.so.9.5.0`), and the line said 24.
+#[test]
+fn the_added_line_counts_libraries_not_their_alias_names() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let out = ctx.cmd().args(["store", "add"]).arg(linux_tar_xz(&ctx.work, &r)).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line = stdout(&out);
+    assert_eq!(linux_archive_libs(&r).len(), 24);
+    assert!(line.contains("(cuDNN 9.5.0.50 for CUDA 12, linux-x86_64, 8 libraries, "), "{line}");
+    // A Windows archive has one name per library.
+    let out = ctx.cmd().args(["store", "add"]).arg(windows_zip(&ctx.work, &r, BinDir::Bin)).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("windows-x86_64, 8 libraries, "), "{}", stdout(&out));
+}
+
 #[test]
 fn official_linux_sbsa_archive() {
     let ctx = TestContext::new();

@@ -47,6 +47,24 @@ impl TestContext {
         TestContext { tmp, home, work }
     }
 
+    /// Like [`TestContext::new`], with a home whose path is `len` characters long: the
+    /// temporary folder, then folders of `h`s (at most 100 characters each). Panics when the
+    /// temporary folder alone is too long for it.
+    pub fn with_home_len(len: usize) -> Self {
+        let mut ctx = TestContext::new();
+        let mut home = ctx.tmp.path().to_path_buf();
+        while home.as_os_str().len() < len {
+            // A separator and at least one `h`; never leave room for only a separator.
+            let left = len - home.as_os_str().len() - 1;
+            let n = if left > 100 { left.min(100).min(left - 2) } else { left };
+            assert!(n > 0, "{} is too long for a home of {len} characters", ctx.tmp.path().display());
+            home.push("h".repeat(n));
+        }
+        assert_eq!(home.as_os_str().len(), len, "{}", home.display());
+        ctx.home = home;
+        ctx
+    }
+
     /// The cuenv binary with `--home <home> --quiet`, and no `CUENV_HOME` from outside.
     pub fn cmd(&self) -> assert_cmd::Command {
         let mut c = assert_cmd::Command::new(env!("CARGO_BIN_EXE_cuenv"));

@@ -15,6 +15,11 @@ pub const STUB_C: &str = r#"
 #include <unistd.h>
 #include <dlfcn.h>
 
+#ifdef LOADS
+/* Like cuDNN's sub-libraries: loads a CUDA library of its major by name (a string in .rodata). */
+void *stub_load_cuda_library(void) { return dlopen(LOADS, RTLD_LAZY); }
+#endif
+
 #ifdef GRAPH
 /* A stub sub-library: reports its own version. */
 size_t stub_graph_version(void) { return VERSION; }
@@ -46,7 +51,10 @@ size_t cudnnGetVersion(void) {
     return VERSION;
 #endif
 }
-size_t cudnnGetCudartVersion(void) { return 12060; }
+#ifndef CUDNN_CUDART
+#define CUDNN_CUDART 12060
+#endif
+size_t cudnnGetCudartVersion(void) { return CUDNN_CUDART; }
 const char *cudnnGetErrorString(int s) {
     return s == 0 ? "CUDNN_STATUS_SUCCESS" : s == 1001 ? "CUDNN_STATUS_NOT_INITIALIZED" : "CUDNN_STATUS_UNKNOWN";
 }
@@ -86,8 +94,92 @@ impl Stubs {
         d
     }
 
+    /// Builds `<dir>/<file>` like [`Stubs::build`], with extra compiler arguments (`-L`, `-l`).
+    pub fn build_with(&self, dir: &str, file: &str, defines: &[&str], extra: &[&str]) -> PathBuf {
+        let d = self.tmp.path().join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        let out = Command::new(&self.cc)
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(d.join(file))
+            .arg(self.tmp.path().join("stub.c"))
+            .args(defines.iter().map(|x| format!("-D{x}")))
+            .args(extra)
+            .arg("-ldl")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run the C compiler `{}` (set CC): {e}", self.cc));
+        assert!(out.status.success(), "cc failed: {}", String::from_utf8_lossy(&out.stderr));
+        d
+    }
+
     /// A stub CUDA 12 runtime in `<tmp>/cudart`.
     pub fn cudart(&self) -> PathBuf {
         self.build("cudart", "libcudart.so.12", &["CUDART=12060"])
     }
+}
+
+/// Builds `<dir>/<file>`, a Windows DLL, with `x86_64-w64-mingw32-gcc` from the C source
+/// `c_src`, and with `rc` (a resource script, e.g. a VERSIONINFO) compiled by
+/// `x86_64-w64-mingw32-windres` when given. Returns the DLL's path.
+pub fn mingw_dll(dir: &std::path::Path, file: &str, c_src: &str, rc: Option<&str>) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let c = tmp.path().join("dll.c");
+    std::fs::write(&c, c_src).unwrap();
+    let mut objects = vec![c];
+    if let Some(rc) = rc {
+        let rc_path = tmp.path().join("dll.rc");
+        std::fs::write(&rc_path, rc).unwrap();
+        let res = tmp.path().join("dll_res.o");
+        let out = Command::new("x86_64-w64-mingw32-windres")
+            .arg(&rc_path)
+            .arg("-O")
+            .arg("coff")
+            .arg("-o")
+            .arg(&res)
+            .output()
+            .expect("x86_64-w64-mingw32-windres must be installed (Debian gcc-mingw-w64-x86-64 / binutils-mingw-w64)");
+        assert!(out.status.success(), "windres failed: {}", String::from_utf8_lossy(&out.stderr));
+        objects.push(res);
+    }
+    let dll = dir.join(file);
+    let out = Command::new("x86_64-w64-mingw32-gcc")
+        .args(["-shared", "-O0", "-o"])
+        .arg(&dll)
+        .args(&objects)
+        .output()
+        .expect("x86_64-w64-mingw32-gcc must be installed (Debian gcc-mingw-w64-x86-64)");
+    assert!(out.status.success(), "mingw gcc failed: {}", String::from_utf8_lossy(&out.stderr));
+    dll
+}
+
+/// A resource script with a VERSIONINFO laid out like the real `cudart64_13.dll` of
+/// nvidia-cuda-runtime 13.0.96 (FileVersion 6.14.11.13000, ProductName
+/// `NVIDIA CUDA 13.0.96 Runtime`; docs/facts.md §1), for `cuda` = `13.0.96`.
+pub fn cudart_versioninfo_rc(cuda: &str) -> String {
+    let parts: Vec<u32> = cuda.split('.').map(|p| p.parse().unwrap()).collect();
+    let encoded = parts[0] * 1000 + parts[1] * 10;
+    format!(
+        r#"1 VERSIONINFO
+FILEVERSION 6,14,11,{encoded}
+PRODUCTVERSION 6,14,11,{encoded}
+BEGIN
+  BLOCK "StringFileInfo"
+  BEGIN
+    BLOCK "040904E4"
+    BEGIN
+      VALUE "CompanyName", "NVIDIA Corporation"
+      VALUE "FileDescription", "NVIDIA CUDA Runtime, Version {cuda} "
+      VALUE "FileVersion", "6,14,11,{encoded}"
+      VALUE "OriginalFilename", "CUDART64_{}{}_{}.DLL"
+      VALUE "ProductName", "NVIDIA CUDA {cuda} Runtime"
+    END
+  END
+  BLOCK "VarFileInfo"
+  BEGIN
+    VALUE "Translation", 0x409, 1252
+  END
+END
+"#,
+        parts[0], parts[1], parts[2]
+    )
 }

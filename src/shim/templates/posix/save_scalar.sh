@@ -1,9 +1,7 @@
-if [ -z "${{{P}}SAVED_{{NAME}}+x}${{{P}}UNSET_{{NAME}}+x}" ]; then
-  if [ -n "${{{NAME}}+x}" ]; then
-    {{P}}SAVED_{{NAME}}=${{NAME}}
-    export {{P}}SAVED_{{NAME}}
-  else
-    {{P}}UNSET_{{NAME}}=1
-    export {{P}}UNSET_{{NAME}}
-  fi
+if [ -n "${{{NAME}}+x}" ]; then
+  {{P}}SAVED_{{NAME}}=${{NAME}}
+  export {{P}}SAVED_{{NAME}}
+else
+  {{P}}UNSET_{{NAME}}=1
+  export {{P}}UNSET_{{NAME}}
 fi

@@ -5,6 +5,7 @@ if [ -n "${{{P}}ADDED_{{NAME}}+x}" ]; then
   esac
   __cuenv_v="${__cuenv_v#:}"
   __cuenv_v="${__cuenv_v%:}"
+{{TRANSFER}}
   if [ -z "$__cuenv_v" ] && [ -n "${{{P}}UNSET_{{NAME}}+x}" ]; then
     unset {{NAME}}
   else

@@ -1,0 +1,114 @@
+//! `cuenv run [-p PROFILE] -- CMD [ARGS...]`: runs a command in a profile's environment,
+//! without a shell. The environment is the one `check` computes for the profile
+//! ([`generation_check::profile_env`]: the conda env's activation scripts when the profile
+//! names one, else cuenv's own activation on top of this process's environment). On Unix the
+//! command replaces this process (`exec`), so its exit code, signals and stdio are its own; on
+//! Windows it is spawned with the environment block and its exit code is returned.
+
+use std::ffi::OsString;
+
+use super::Ctx;
+use super::diagnostics::Report;
+use crate::apply::NoGeneration;
+use crate::check::CheckStatus;
+use crate::error::{ExitCode, Hinted};
+use crate::{generation, generation_check, project, status};
+
+/// The profile a command without `-p` means: the nearest `.cuenv-profile` from the current
+/// folder upward, else the active profile. `Err` when neither names one.
+pub fn default_profile(ctx: &Ctx) -> Result<String, Report> {
+    let cwd = std::env::current_dir().map_err(|e| crate::error::IoError::new("find the current folder", ".", e))?;
+    if let Some(pin) = project::find(&cwd)? {
+        return Ok(pin.profile);
+    }
+    match status::active_profile(&ctx.layout) {
+        Some((name, _)) => Ok(name),
+        None => Err(Hinted::new(
+            format!("no profile given, no {} in {} or a folder above it, and no active profile", project::FILE_NAME, cwd.display()),
+            format!("pass -p PROFILE, write a profile name into {}, or make one active with `cuenv use <profile>`", project::FILE_NAME),
+            ExitCode::Invalid,
+        )
+        .into()),
+    }
+}
+
+/// The profile `cuenv use` without a name means: the nearest `.cuenv-profile` (a global switch,
+/// as `use` always is).
+pub fn pinned_profile() -> Result<String, Report> {
+    let cwd = std::env::current_dir().map_err(|e| crate::error::IoError::new("find the current folder", ".", e))?;
+    match project::find(&cwd)? {
+        Some(pin) => Ok(pin.profile),
+        None => Err(Hinted::new(
+            format!("no profile given and no {} in {} or a folder above it", project::FILE_NAME, cwd.display()),
+            format!("name the profile (`cuenv use <profile>`), write it into {}, or clear the active one with `cuenv use --none`", project::FILE_NAME),
+            ExitCode::Invalid,
+        )
+        .into()),
+    }
+}
+
+/// Runs `command` in `profile`'s environment. Returns only on failure to start it (Unix) or
+/// with the child's exit code (Windows); see the module docs.
+pub fn run(ctx: &Ctx, profile: Option<&str>, strict: bool, command: &[OsString]) -> Result<ExitCode, Report> {
+    let name = match profile {
+        Some(p) => p.to_string(),
+        None => default_profile(ctx)?,
+    };
+    let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
+    let manifest = generation::read(&ctx.layout, cur)?;
+    let view = manifest.profile(&name)?.clone();
+    // The last check of this generation, if this profile failed it.
+    let failed = generation_check::load(&ctx.layout, cur)
+        .and_then(|f| f.profiles.into_iter().find(|p| p.profile == name))
+        .filter(|p| p.result.status == CheckStatus::Fail);
+    if let Some(pc) = failed {
+        let what = format!("profile {name} failed its last check ({})", generation_check::summary(&pc));
+        if strict {
+            return Err(Hinted::new(what, "fix the profile and run `cuenv check`, or run without --strict", ExitCode::CheckFailed).into());
+        }
+        if !ctx.quiet {
+            writeln!(ctx.err(), "warning: {what}");
+        }
+    }
+    let base: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let env = generation_check::profile_env(&ctx.layout, &view, &base)
+        .map_err(|e| Hinted::new(e.to_string(), "fix or remove the failing activation script of the conda env", ExitCode::Failure))?;
+    let (program, args) = command.split_first().expect("clap requires a command");
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args).env_clear().envs(env);
+    sys::run(ctx, cmd, program)
+}
+
+#[cfg(unix)]
+mod sys {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    pub fn run(ctx: &Ctx, mut cmd: std::process::Command, program: &std::ffi::OsStr) -> Result<ExitCode, Report> {
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        let err = cmd.exec();
+        // Like a shell: 127 when the command is not found, 126 when it cannot be run.
+        let code = if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+        writeln!(ctx.err(), "error: cannot run {}: {err}", program.to_string_lossy());
+        writeln!(ctx.err(), "hint: check the command's name and that it is on the profile's PATH");
+        std::process::exit(code);
+    }
+}
+
+#[cfg(windows)]
+mod sys {
+    use super::*;
+
+    pub fn run(ctx: &Ctx, mut cmd: std::process::Command, program: &std::ffi::OsStr) -> Result<ExitCode, Report> {
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        match cmd.status() {
+            Ok(status) => std::process::exit(status.code().unwrap_or(1)),
+            Err(err) => {
+                let code = if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+                writeln!(ctx.err(), "error: cannot run {}: {err}", program.to_string_lossy());
+                writeln!(ctx.err(), "hint: check the command's name and that it is on the profile's PATH");
+                std::process::exit(code);
+            }
+        }
+    }
+}
