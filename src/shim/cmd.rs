@@ -15,11 +15,12 @@
 //! - **Delayed expansion on**: the same percent-sign edits (Wine's delayed expansion has no
 //!   `!V:a=b!` or `!V:~n,m!`, so this is the form both can run), which read a value safely only
 //!   while it holds no `!`: a list holding one is refused first, with a message and no change.
-//! - **Insert** (SHIM layer): a marker `?cuenv?` (`?` cannot occur in a Windows path) goes after
-//!   every entry equal to `%CONDA_PREFIX%` (ignoring case, as conda compares paths on Windows),
-//!   i.e. inside the slice conda removes on switch and deactivate; without such an entry (or
-//!   in the SETUP layer) it goes first. The marker then becomes the block. A `CONDA_PREFIX`
-//!   holding `=` cannot be searched for; the block then goes first.
+//! - **Insert**: a marker `?cuenv?` (`?` cannot occur in a Windows path) goes after every
+//!   entry equal to `%CONDA_PREFIX%` (SHIM layer: inside the slice conda removes on switch and
+//!   deactivate) or `%CONDA_PREFIX%\bin` (lower layers: right after that slice, so a conda
+//!   env's profile activated later still comes first), ignoring case as conda compares paths
+//!   on Windows; without such an entry it goes first. The marker then becomes the block. A
+//!   `CONDA_PREFIX` holding `=` cannot be searched for; the block then goes first.
 //! - A block path holding `=` (ends a search string), `%` (ends `%V:a=b%`) or `!` (ends
 //!   `!V:a=b!`) is refused by [`super::validate`] ([`super::Invalid::CmdSearch`]).
 //!
@@ -181,7 +182,18 @@ fn bang_checks(dx: Dx) -> String {
 fn where_short(p: &Plan) -> &'static str {
     match p.layer {
         Layer::Shim => "after the entry equal to CONDA_PREFIX, else first.",
-        Layer::Setup => "first (the SETUP layer).",
+        Layer::Hook | Layer::Setup => "after the entry equal to CONDA_PREFIX\\bin, else first.",
+    }
+}
+
+/// Where a layer's block goes (docs/design.md, "Where blocks go"): a SHIM block right after
+/// the conda env's own entry, inside the slice conda removes with the env; a lower layer's
+/// right after the env's `bin`, the slice's last entry, so that conda's switch and deactivate
+/// keep it and the next env's profile still comes first. Without such an entry: first.
+fn anchor(layer: Layer) -> (&'static str, &'static str) {
+    match layer {
+        Layer::Shim => ("CONDA_PREFIX", ""),
+        Layer::Hook | Layer::Setup => ("CONDA_PREFIX\\bin", "\\bin"),
     }
 }
 
@@ -194,10 +206,8 @@ fn body_activate(p: &Plan, dx: Dx) -> String {
     }
     let pre = p.prefix.to_string();
     let save = each(tpl::SAVE_SCALAR, p.scalars.iter().map(|(n, _)| vec![("P", pre.clone()), ("NAME", n.clone()), ("GET", dx.get(n))]));
-    let after = match p.layer {
-        Layer::Setup => "",
-        Layer::Shim => tpl::AFTER_PREFIX,
-    };
+    let (note, suffix) = anchor(p.layer);
+    let after = fill(tpl::AFTER_PREFIX, &[("ANCHOR_NOTE", note), ("ANCHOR_SUFFIX", suffix)]);
     let insert = each(
         tpl::INSERT_LIST,
         p.lists.iter().map(|(n, b)| {
@@ -206,7 +216,7 @@ fn body_activate(p: &Plan, dx: Dx) -> String {
                 ("P", pre.clone()),
                 ("NAME", n.to_string()),
                 ("BLOCK", lit(b, dx)),
-                ("AFTER_PREFIX", after.to_string()),
+                ("AFTER_PREFIX", after.clone()),
                 ("WHERE_SHORT", where_short(p).to_string()),
             ]
         }),
@@ -258,6 +268,7 @@ fn body_deactivate(p: &Plan, dx: Dx) -> String {
 fn layer_name(l: Layer) -> &'static str {
     match l {
         Layer::Shim => "SHIM",
+        Layer::Hook => "HOOK",
         Layer::Setup => "SETUP",
     }
 }
@@ -271,7 +282,7 @@ pub(super) fn render(a: &Activation, activate: bool) -> String {
     let (switch, restore) = if ascii { ("", "") } else { (tpl::CODEPAGE_SWITCH, tpl::CODEPAGE_RESTORE) };
     let where_long = match p.layer {
         Layer::Shim => "it goes right after the entry equal to CONDA_PREFIX (inside the slice conda removes), else first.",
-        Layer::Setup => "it goes first.",
+        Layer::Hook | Layer::Setup => "it goes right after the entry equal to CONDA_PREFIX\\bin (after the slice conda removes), else first.",
     };
     let vars = [
         ("PROFILE_NOTE", note(&p.profile)),

@@ -4,7 +4,8 @@
 //! block is removed by value (`V = sep + value + sep`, the first ordinal match of
 //! `sep + block + sep` becomes `sep`, the value is `V` without its ends; an empty result is
 //! unset, as Windows keeps no empty variables); the SHIM layer inserts its block right after
-//! the first entry equal to `CONDA_PREFIX` (ignoring case) and first without one; scalars are
+//! the first entry equal to `CONDA_PREFIX` (ignoring case), lower layers after the first
+//! entry equal to `CONDA_PREFIX\bin` (after conda's slice), and first without one; scalars are
 //! saved once per layer and put back only where they still hold the profile's value (`-ceq`).
 //! Every value is a single-quoted literal ([`quote::powershell`]); nothing is expanded.
 //!
@@ -36,6 +37,7 @@ pub(super) fn render(a: &Activation, activate: bool) -> String {
     let undo = undo.trim_end_matches('\n');
     let layer = match a.layer {
         Layer::Shim => "SHIM",
+        Layer::Hook => "HOOK",
         Layer::Setup => "SETUP",
     };
     let profile = q(&a.profile);
@@ -48,7 +50,11 @@ pub(super) fn render(a: &Activation, activate: bool) -> String {
             // The block is joined with the host's separator at run time, like the list itself.
             let parts: Vec<String> = dirs.iter().map(|p| q(&shim_path(p))).collect();
             let block = format!("@({}) -join $__cuenv_s", parts.join(", "));
-            let find = if a.layer == Layer::Shim { tpl::FIND_PREFIX } else { "" };
+            // SHIM: after the conda env's own entry (inside the slice conda removes); lower
+            // layers: after the env's `bin`, the slice's last entry (kept by conda, behind the
+            // next env's profile).
+            let anchor = if a.layer == Layer::Shim { "" } else { "\\bin" };
+            let find = fill(tpl::FIND_PREFIX, &[("ANCHOR_SUFFIX", anchor)]);
             insert.push_str(&fill(
                 tpl::INSERT_LIST,
                 &[
@@ -56,7 +62,7 @@ pub(super) fn render(a: &Activation, activate: bool) -> String {
                     ("NAME", &q(name)),
                     ("UNSET_NAME", &q(&format!("{pre}UNSET_{name}"))),
                     ("ADDED_NAME", &q(&format!("{pre}ADDED_{name}"))),
-                    ("FIND_PREFIX", find),
+                    ("FIND_PREFIX", &find),
                 ],
             ));
         }
@@ -64,7 +70,7 @@ pub(super) fn render(a: &Activation, activate: bool) -> String {
         let names = scalars.iter().map(|(n, _)| q(n)).collect::<Vec<_>>().join(", ");
         let where_ = match a.layer {
             Layer::Shim => "it goes right after the entry equal to CONDA_PREFIX (inside the slice conda removes), else first.",
-            Layer::Setup => "it goes first.",
+            Layer::Hook | Layer::Setup => "it goes right after the entry equal to CONDA_PREFIX\\bin (after the slice conda removes), else first.",
         };
         fill(
             tpl::ACTIVATE,

@@ -307,13 +307,16 @@ fn powershell_activate_lines() {
     has_line(&d, "$__cuenv_i = $__cuenv_v.IndexOf($__cuenv_s + $__cuenv_b + $__cuenv_s, [StringComparison]::Ordinal)");
     has_line(&d, "[Environment]::SetEnvironmentVariable('CUENV_SHIM_PROFILE', $null, 'Process')");
 
-    // env --setup: the SETUP layer's own state, its block first (no CONDA_PREFIX lookup).
+    // env --setup: the SETUP layer's own state, its block after the conda env's `bin` (the end
+    // of the slice conda removes), else first.
     let mut s = win_activation();
     s.layer = Layer::Setup;
     let t = render_activate(Shell::PowerShell, &s);
     has_line(&t, "[Environment]::SetEnvironmentVariable('CUENV_SETUP_ADDED_PATH', $__cuenv_b, 'Process')");
+    has_line(&t, r"$__cuenv_c += '\bin'");
     has_line(&t, "$__cuenv_l.Insert($__cuenv_i, $__cuenv_b)");
-    assert!(!t.contains("CONDA_PREFIX") && !t.contains("CUENV_SHIM_"), "{t}");
+    assert!(!t.contains("CUENV_SHIM_"), "{t}");
+    assert!(!render_activate(Shell::PowerShell, &win_activation()).contains(r"$__cuenv_c += '\bin'"));
     assert!(!render_deactivate(Shell::PowerShell, &s).contains("CUENV_SHIM_"));
 }
 
@@ -379,12 +382,14 @@ fn cmd_activate_lines_dx_off_and_on() {
     has_line(&d, r#"@if defined CUDNN_PATH if "!CUDNN_PATH!"=="!__CUENV_T!" if defined CUENV_SHIM_UNSET_CUDNN_PATH set "CUDNN_PATH=""#);
     has_line(&d, r#"@set "CUENV_SHIM_SAVED_CUDNN_PATH=""#);
     has_line(&d, r#"@set "CUENV_SHIM_PROFILE=""#);
-    // env --setup: the SETUP layer, first in PATH, no CONDA_PREFIX.
+    has_line(&t, r#"@if defined __CUENV_C set "__CUENV_B=%CONDA_PREFIX:^=?~?%""#);
+    // env --setup: the SETUP layer, after the conda env's `bin` (the end of conda's slice).
     let mut s = win_activation();
     s.layer = Layer::Setup;
     let t = render_activate(Shell::Cmd, &s);
     has_line(&t, &format!(r#"@set "CUENV_SETUP_ADDED_PATH={block}""#));
-    assert!(!t.contains("CONDA_PREFIX") && !t.contains("CUENV_SHIM_"), "{t}");
+    has_line(&t, r#"@if defined __CUENV_C set "__CUENV_B=%CONDA_PREFIX:^=?~?%\bin""#);
+    assert!(!t.contains("CUENV_SHIM_"), "{t}");
 }
 
 #[test]

@@ -856,6 +856,16 @@ fn scenario(name: &str, dx: bool, steps: &[(CStep, Want)]) -> Result<(), String>
         if a != expected {
             return Err(format!("{name}: step {i} {step:?}, want {want:?}:\n{}", env_diff(&a, &expected)));
         }
+        // Precedence (../shared/decisions.md 5): the profile in effect through the conda env
+        // comes before any other cuenv entry (the setup layer's) in PATH.
+        if let Want::Profile(p) = want {
+            let home_dir = home(&with.root).to_str().unwrap().to_string();
+            let first = a["PATH"].split(';').find(|e| e.starts_with(&home_dir)).map(str::to_string);
+            let own = conda_activation(&with.root, p).path_prepend[0].to_str().unwrap().to_string();
+            if first.as_deref() != Some(own.as_str()) {
+                return Err(format!("{name}: step {i} {step:?}: the first cuenv entry in PATH is {first:?}, not {p}'s {own}"));
+            }
+        }
         if matches!(want, Want::None) {
             before_shim = a.clone();
         }
@@ -951,6 +961,21 @@ fn conda_over_env_setup() {
 
 /// The user's edits while active (a folder prepended to PATH, CUDA_HOME set) are kept after
 /// deactivation: the environment equals conda's alone with the same edits.
+/// `env --setup` run while conda's base env is active (a shell startup file that activates
+/// base first): the setup block goes after base's slice, so a switch keeps it and the next
+/// env's profile comes first; deactivating returns to the setup state.
+#[test]
+fn conda_env_setup_after_base() {
+    cell(
+        "conda: env --setup after base",
+        scenario(
+            "setup-after-base",
+            false,
+            &[(Activate("plain"), Want::None), (Setup, Want::None), (Activate("tf"), P("tf28")), (Deactivate, Want::None), (Deactivate, Want::None)],
+        ),
+    );
+}
+
 #[test]
 fn conda_user_edits_survive() {
     cell(
