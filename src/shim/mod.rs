@@ -33,10 +33,13 @@
 //! The script text lives in `templates/<shell>/*` (real scripts, included with `include_str!`);
 //! rendering fills `{{KEY}}` slots with quoted values in one pass (a value is never re-scanned).
 
+mod cmd;
 mod file;
 mod posix;
+mod powershell;
 mod quote;
 
+pub use cmd::check_cmd_line_limit;
 pub use file::{Error, WriteOutcome, encode, remove, write};
 
 use std::path::{Path, PathBuf};
@@ -159,10 +162,6 @@ const MARKER_V1: &str = "cuenv-shim v1";
 /// cmd.exe's longest command line, in UTF-16 units.
 pub const CMD_LINE_MAX: usize = 8191;
 
-/// Variables a shim may have saved, whatever its profile: restoring another profile's state
-/// covers these (plus the activation's own `set` names).
-const KNOWN: [&str; 6] = ["PATH", "LD_LIBRARY_PATH", "CUDA_PATH", "CUDA_HOME", "CUDNN_PATH", "CUENV_PROFILE"];
-
 /// `cuenv-<profile>.<ext>`: the shim's file name in `activate.d` and `deactivate.d`.
 pub fn file_name(profile: &str, shell: Shell) -> String {
     format!("cuenv-{profile}.{}", shell.extension())
@@ -214,6 +213,11 @@ pub enum Invalid {
     /// A path to prepend holds the list separator of the shell.
     #[error("path {path:?} contains {sep:?}, the separator of PATH-like lists in this shell")]
     Separator { path: PathBuf, sep: char },
+    /// A path to prepend holds a character that a cmd.exe shim cannot search `PATH` for when it
+    /// removes its entries by value: `=` (ends the search string of `%V:a=b%`), `%` (ends
+    /// `%V:a=b%`) or `!` (ends `!V:a=b!` under delayed expansion).
+    #[error("path {path:?} contains {ch:?}, which a cmd.exe shim cannot search PATH for (to remove its entries again)")]
+    CmdSearch { path: PathBuf, ch: char },
 }
 
 impl Invalid {
@@ -225,6 +229,7 @@ impl Invalid {
             Invalid::Path(_) => "use a cuenv home and toolkit roots whose paths are valid Unicode without line breaks (--home DIR)".into(),
             Invalid::Quote(_) => "use a cuenv home whose path has no '\"' (--home DIR or CUENV_HOME)".into(),
             Invalid::Separator { sep, .. } => format!("use a cuenv home and toolkit roots whose paths have no {sep:?} (--home DIR or CUENV_HOME)"),
+            Invalid::CmdSearch { .. } => "use a cuenv home whose path has no '=', '%' or '!' (--home DIR or CUENV_HOME)".into(),
         }
     }
 }
@@ -260,6 +265,13 @@ pub fn validate(shell: Shell, a: &Activation) -> Result<(), Invalid> {
             return Err(Invalid::Separator { path: p.clone(), sep });
         }
     }
+    if shell == Shell::Cmd {
+        for p in a.path_prepend.iter().chain(&a.ld_library_path_prepend) {
+            if let Some(ch) = shim_path(p).chars().find(|c| cmd::SEARCH_UNSAFE.contains(c)) {
+                return Err(Invalid::CmdSearch { path: p.clone(), ch });
+            }
+        }
+    }
     Ok(())
 }
 
@@ -283,44 +295,6 @@ pub fn shim_path(p: &Path) -> String {
     crate::paths::strip_verbatim(&p.to_string_lossy()).into_owned()
 }
 
-/// The activation's plan, independent of the shell.
-struct Plan {
-    profile: String,
-    /// (NAME, folders) for PATH and LD_LIBRARY_PATH, when non-empty.
-    prepend: Vec<(&'static str, Vec<String>)>,
-    /// (NAME, value), the last value of a repeated name winning, then CUENV_PROFILE.
-    set: Vec<(String, String)>,
-    /// Every name the activation changes (saved first).
-    managed: Vec<String>,
-    /// Every name whose saved value any cuenv shim may have left: restored first.
-    restore: Vec<String>,
-}
-
-fn plan(a: &Activation) -> Plan {
-    assert!(valid_profile(&a.profile), "{}", Invalid::Profile(a.profile.clone()));
-    let mut prepend = Vec::new();
-    for (name, dirs) in [("PATH", &a.path_prepend), ("LD_LIBRARY_PATH", &a.ld_library_path_prepend)] {
-        if !dirs.is_empty() {
-            prepend.push((name, dirs.iter().map(|p| shim_path(p)).collect()));
-        }
-    }
-    let mut set: Vec<(String, String)> = Vec::new();
-    for (name, value) in &a.set {
-        assert!(valid_set_name(name), "{}", Invalid::Name(name.clone()));
-        set.retain(|(n, _)| n != name);
-        set.push((name.clone(), shim_path(value)));
-    }
-    set.push(("CUENV_PROFILE".to_string(), a.profile.clone()));
-    let managed: Vec<String> = prepend.iter().map(|(n, _)| n.to_string()).chain(set.iter().map(|(n, _)| n.clone())).collect();
-    let mut restore: Vec<String> = KNOWN.iter().map(|s| s.to_string()).collect();
-    for n in &managed {
-        if !restore.contains(n) {
-            restore.push(n.clone());
-        }
-    }
-    Plan { profile: a.profile.clone(), prepend, set, managed, restore }
-}
-
 /// The activation script for `shell`: source it (POSIX, fish), dot-source it (PowerShell) or
 /// `CALL` it (cmd). Lines end in CRLF for cmd and PowerShell, LF otherwise. Write it with
 /// [`write()`] (or [`encode`]): PowerShell files get a UTF-8 BOM.
@@ -328,13 +302,12 @@ fn plan(a: &Activation) -> Plan {
 /// # Panics
 /// On a profile or variable name that [`validate`] rejects.
 pub fn render_activate(shell: Shell, a: &Activation) -> String {
-    let p = plan(a);
     match shell {
         Shell::Posix => posix::render_sh(a, true),
         Shell::Fish => posix::render_fish(a, true),
         Shell::Csh => posix::render_csh(a, true),
-        Shell::PowerShell => crlf(&render_dialect(&POWERSHELL, &p, true)),
-        Shell::Cmd => crlf(&render_cmd_activate(&p)),
+        Shell::PowerShell => powershell::render(a, true),
+        Shell::Cmd => cmd::render(a, true),
     }
 }
 
@@ -343,45 +316,13 @@ pub fn render_activate(shell: Shell, a: &Activation) -> String {
 /// # Panics
 /// On a profile or variable name that [`validate`] rejects.
 pub fn render_deactivate(shell: Shell, a: &Activation) -> String {
-    let p = plan(a);
     match shell {
         Shell::Posix => posix::render_sh(a, false),
         Shell::Fish => posix::render_fish(a, false),
         Shell::Csh => posix::render_csh(a, false),
-        Shell::PowerShell => crlf(&render_dialect(&POWERSHELL, &p, false)),
-        Shell::Cmd => crlf(&render_cmd_deactivate(&p)),
+        Shell::PowerShell => powershell::render(a, false),
+        Shell::Cmd => cmd::render(a, false),
     }
-}
-
-fn crlf(s: &str) -> String {
-    s.replace('\n', "\r\n")
-}
-
-/// A comment-safe rendering of the profile name (it is `[A-Za-z0-9_.-]+` already).
-fn note(p: &Plan) -> String {
-    format!("'{}'", p.profile)
-}
-
-// ---- POSIX -----------------------------------------------------------------------------------
-
-mod tpl {
-    pub const PS_ACTIVATE: &str = include_str!("templates/powershell/activate.ps1");
-    pub const PS_DEACTIVATE: &str = include_str!("templates/powershell/deactivate.ps1");
-    pub const PS_RESTORE: &str = include_str!("templates/powershell/restore.ps1");
-    pub const PS_PREPEND: &str = include_str!("templates/powershell/prepend.ps1");
-    pub const PS_SET: &str = include_str!("templates/powershell/set.ps1");
-    pub const CMD_ACTIVATE: &str = include_str!("templates/cmd/activate.bat");
-    pub const CMD_ACTIVATE_BODY: &str = include_str!("templates/cmd/activate_body.bat");
-    pub const CMD_DEACTIVATE: &str = include_str!("templates/cmd/deactivate.bat");
-    pub const CMD_DEACTIVATE_BODY: &str = include_str!("templates/cmd/deactivate_body.bat");
-    pub const CMD_CHECK: &str = include_str!("templates/cmd/check.bat");
-    pub const CMD_RESTORE: &str = include_str!("templates/cmd/restore.bat");
-    pub const CMD_SAVE: &str = include_str!("templates/cmd/save.bat");
-    pub const CMD_PREPEND: &str = include_str!("templates/cmd/prepend.bat");
-    pub const CMD_PREPEND_DX: &str = include_str!("templates/cmd/prepend_dx.bat");
-    pub const CMD_SET: &str = include_str!("templates/cmd/set.bat");
-    pub const CMD_CODEPAGE_SWITCH: &str = include_str!("templates/cmd/codepage_switch.bat");
-    pub const CMD_CODEPAGE_RESTORE: &str = include_str!("templates/cmd/codepage_restore.bat");
 }
 
 /// Fills `{{KEY}}` slots (KEY = `[A-Z0-9_]+`) in one left-to-right pass: inserted values are never
@@ -407,198 +348,6 @@ fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// What differs between the POSIX, fish and PowerShell shims, which share one shape (restore,
-/// then save, prepend and set): their templates, how a value is quoted, how a variable name
-/// is written (PowerShell quotes it), and how lists of names and folders are joined.
-struct Dialect {
-    activate: &'static str,
-    deactivate: &'static str,
-    restore: &'static str,
-    prepend: &'static str,
-    set: &'static str,
-    quote: fn(&str) -> String,
-    name: fn(&str) -> String,
-    names_sep: &'static str,
-    /// The prepend template's placeholder for the folders, and their separator.
-    dirs_key: &'static str,
-    dirs_sep: &'static str,
-}
-
-const POWERSHELL: Dialect = Dialect {
-    activate: tpl::PS_ACTIVATE,
-    deactivate: tpl::PS_DEACTIVATE,
-    restore: tpl::PS_RESTORE,
-    prepend: tpl::PS_PREPEND,
-    set: tpl::PS_SET,
-    quote: quote::powershell,
-    name: quote::powershell,
-    names_sep: ", ",
-    dirs_key: "VALUES",
-    dirs_sep: ", ",
-};
-
-/// The activate (or deactivate) script of `p` in dialect `d`.
-fn render_dialect(d: &Dialect, p: &Plan, activate: bool) -> String {
-    let names = |list: &[String]| list.iter().map(|n| (d.name)(n)).collect::<Vec<_>>().join(d.names_sep);
-    let profile = (d.quote)(&p.profile);
-    let restore = fill(d.restore, &[("RESTORE_NAMES", &names(&p.restore))]);
-    let restore = restore.trim_end_matches('\n');
-    if !activate {
-        return fill(d.deactivate, &[("PROFILE", &profile), ("PROFILE_NOTE", &note(p)), ("RESTORE", restore)]);
-    }
-    let mut changes = String::new();
-    for (name, dirs) in &p.prepend {
-        let values: Vec<String> = dirs.iter().map(|x| (d.quote)(x)).collect();
-        changes.push_str(&fill(d.prepend, &[("NAME", &(d.name)(name)), (d.dirs_key, &values.join(d.dirs_sep))]));
-    }
-    for (name, value) in &p.set {
-        changes.push_str(&fill(d.set, &[("NAME", &(d.name)(name)), ("VALUE", &(d.quote)(value))]));
-    }
-    fill(
-        d.activate,
-        &[
-            ("PROFILE", &profile),
-            ("PROFILE_NOTE", &note(p)),
-            ("RESTORE", restore),
-            ("MANAGED", &names(&p.managed)),
-            ("CHANGES", changes.trim_end_matches('\n')),
-        ],
-    )
-}
-
-// ---- cmd ---------------------------------------------------------------------------------------
-
-/// How a cmd body reads variables: with delayed expansion off (`%NAME%`) or on (`!NAME!`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Dx {
-    Off,
-    On,
-}
-
-impl Dx {
-    fn get(self, name: &str) -> String {
-        match self {
-            Dx::Off => format!("%{name}%"),
-            Dx::On => format!("!{name}!"),
-        }
-    }
-}
-
-fn cmd_restores(p: &Plan, dx: Dx) -> String {
-    p.restore.iter().map(|n| fill(tpl::CMD_RESTORE, &[("NAME", n), ("GET_SAVED", &dx.get(&format!("CUENV_SAVED_{n}")))])).collect()
-}
-
-/// The longest old value of a prepend variable that the .bat accepts: every line that expands
-/// the old value (saving it, restoring it, prepending to it, or its first characters in the
-/// length check) must fit [`CMD_LINE_MAX`] once expanded.
-fn cmd_max_old_len(name: &str, dirs: &[String]) -> usize {
-    let units = |s: &str| s.encode_utf16().count();
-    let value = dirs.join(";");
-    let get = Dx::Off.get(name);
-    let get_saved = Dx::Off.get(&format!("CUENV_SAVED_{name}"));
-    let lines = [
-        fill(tpl::CMD_SAVE, &[("NAME", name), ("GET", &get)]),
-        fill(tpl::CMD_RESTORE, &[("NAME", name), ("GET_SAVED", &get_saved)]),
-        fill(tpl::CMD_PREPEND, &[("NAME", name), ("VALUE", &value), ("GET", &get)]),
-    ];
-    let mut max = CMD_LINE_MAX;
-    for text in &lines {
-        for line in text.lines() {
-            for token in [&get, &get_saved] {
-                if line.contains(token.as_str()) {
-                    // `%%` in a literal is one character once expanded.
-                    let fixed = units(&line.replacen(token.as_str(), "", 1).replace("%%", "%"));
-                    max = max.min(CMD_LINE_MAX.saturating_sub(fixed));
-                }
-            }
-        }
-    }
-    // The length check copies up to max+1 characters of the old value into one line.
-    loop {
-        let check = cmd_check(name, max);
-        let longest = check
-            .lines()
-            .filter(|l| l.contains(":~0,"))
-            .map(|l| {
-                let start = l.find('%').unwrap();
-                let end = l.rfind('%').unwrap();
-                units(&l[..start]) + units(&l[end + 1..]) + max + 1
-            })
-            .max()
-            .unwrap_or(0);
-        if longest <= CMD_LINE_MAX {
-            return max;
-        }
-        max -= longest - CMD_LINE_MAX;
-    }
-}
-
-fn cmd_check(name: &str, max: usize) -> String {
-    fill(tpl::CMD_CHECK, &[("NAME", name), ("MAX", &max.to_string()), ("MAX_PLUS_1", &(max + 1).to_string()), ("MAX_PLUS_2", &(max + 2).to_string())])
-}
-
-/// Whether cmd can activate `a` when `PATH` (before activation) is `current_path_len` UTF-16
-/// units long: the .bat refuses (and changes nothing) exactly when this is an error. The error
-/// says by how much the limit is missed, for cuenv to warn at apply time.
-pub fn check_cmd_line_limit(current_path_len: usize, a: &Activation) -> Result<(), String> {
-    if a.path_prepend.is_empty() {
-        return Ok(());
-    }
-    let dirs: Vec<String> = a.path_prepend.iter().map(|p| shim_path(p)).collect();
-    let max = cmd_max_old_len("PATH", &dirs);
-    if current_path_len <= max {
-        Ok(())
-    } else {
-        let added = dirs.join(";").encode_utf16().count() + 1;
-        Err(format!(
-            "PATH is {current_path_len} characters; profile '{}' adds {added}, and cmd.exe handles \
-             lines of at most {CMD_LINE_MAX} characters, so its .bat shim would refuse to activate \
-             (PATH may be at most {max} characters before activation; {} too many)",
-            a.profile,
-            current_path_len - max
-        ))
-    }
-}
-
-fn cmd_activate_body(p: &Plan, dx: Dx) -> String {
-    let mut checks = String::new();
-    for (name, dirs) in &p.prepend {
-        checks.push_str(&cmd_check(name, cmd_max_old_len(name, dirs)));
-    }
-    let saves: String = p.managed.iter().map(|n| fill(tpl::CMD_SAVE, &[("NAME", n), ("GET", &dx.get(n))])).collect();
-    let mut changes = String::new();
-    for (name, dirs) in &p.prepend {
-        let value = dirs.join(";");
-        changes.push_str(&match dx {
-            // The literal inline, next to %NAME% (no delayed expansion: ^ and ! are plain).
-            Dx::Off => fill(tpl::CMD_PREPEND, &[("NAME", name), ("VALUE", &quote::cmd(&value, false)), ("GET", &dx.get(name))]),
-            // The literal on a line of its own, so ^ and ! need escaping only if it holds a !.
-            Dx::On => fill(tpl::CMD_PREPEND_DX, &[("NAME", name), ("VALUE", &quote::cmd(&value, value.contains('!')))]),
-        });
-    }
-    for (name, value) in &p.set {
-        let v = quote::cmd(value, dx == Dx::On && value.contains('!'));
-        changes.push_str(&fill(tpl::CMD_SET, &[("NAME", name), ("VALUE", &v)]));
-    }
-    fill(tpl::CMD_ACTIVATE_BODY, &[("PROFILE", &p.profile), ("CHECKS", &checks), ("RESTORES", &cmd_restores(p, dx)), ("SAVES", &saves), ("CHANGES", &changes)])
-}
-
-fn render_cmd_activate(p: &Plan) -> String {
-    let off = cmd_activate_body(p, Dx::Off);
-    let on = cmd_activate_body(p, Dx::On);
-    let ascii = off.is_ascii() && on.is_ascii();
-    let (switch, restore) = if ascii { ("", "") } else { (tpl::CMD_CODEPAGE_SWITCH, tpl::CMD_CODEPAGE_RESTORE) };
-    fill(
-        tpl::CMD_ACTIVATE,
-        &[("PROFILE_NOTE", &note(p)), ("CODEPAGE_SWITCH", switch), ("CODEPAGE_RESTORE", restore), ("BODY_DX_OFF", &off), ("BODY_DX_ON", &on)],
-    )
-}
-
-fn render_cmd_deactivate(p: &Plan) -> String {
-    let body = |dx: Dx| fill(tpl::CMD_DEACTIVATE_BODY, &[("PROFILE", &p.profile), ("RESTORES", &cmd_restores(p, dx))]);
-    fill(tpl::CMD_DEACTIVATE, &[("PROFILE_NOTE", &note(p)), ("BODY_DX_OFF", &body(Dx::Off)), ("BODY_DX_ON", &body(Dx::On))])
 }
 
 #[cfg(test)]

@@ -8,11 +8,15 @@ use super::*;
 /// Every character the issue lists as hostile, in a Windows path.
 pub(crate) const WIN_HOSTILE: &str = r"C:\Program Files (x86)\cu env 100%PATH%&!x!^'$`(a)\Zoë\données";
 
+/// The same without `%` and `!`, which a cmd shim cannot search `PATH` for
+/// ([`Invalid::CmdSearch`]): what a `PATH` entry may hold.
+pub(crate) const WIN_HOSTILE_LIST: &str = r"C:\Program Files (x86)\cu env &^'$`(a)\Zoë\données";
+
 fn win_activation() -> Activation {
     Activation {
         profile: "torch2".into(),
         layer: Default::default(),
-        path_prepend: vec![PathBuf::from(format!(r"{WIN_HOSTILE}\cudnn\bin")), PathBuf::from(r"D:\模型\CUDA\v12.6\bin")],
+        path_prepend: vec![PathBuf::from(format!(r"{WIN_HOSTILE_LIST}\cudnn\bin")), PathBuf::from(r"D:\模型\CUDA\v12.6\bin")],
         ld_library_path_prepend: vec![],
         set: vec![
             ("CUDA_PATH".into(), PathBuf::from(r"D:\模型\CUDA\v12.6")),
@@ -140,7 +144,7 @@ fn verbatim_prefixes_are_stripped() {
     assert_eq!(shim_path(Path::new(r"\\srv\share")), r"\\srv\share");
     let mut a = ascii_win_activation();
     a.path_prepend = vec![PathBuf::from(r"\\?\C:\cuenv\bin")];
-    assert!(render_activate(Shell::Cmd, &a).contains(r#"set "PATH=C:\cuenv\bin;%PATH%""#));
+    assert!(render_activate(Shell::Cmd, &a).contains(r#"set "CUENV_SHIM_ADDED_PATH=C:\cuenv\bin""#));
 }
 
 #[test]
@@ -179,6 +183,18 @@ fn validate_rejects_what_cannot_be_rendered() {
     let mut a = unix_activation();
     a.set.push(("X".into(), PathBuf::from("a\"b")));
     validate(Shell::Posix, &a).unwrap();
+    // cmd searches PATH for its block: no '=', '%' or '!' in a PATH entry (fine elsewhere).
+    for ch in ['=', '%', '!'] {
+        let mut a = ascii_win_activation();
+        a.path_prepend.push(PathBuf::from(format!(r"C:\a{ch}b\bin")));
+        let e = validate(Shell::Cmd, &a).unwrap_err();
+        assert!(matches!(e, Invalid::CmdSearch { ch: c, .. } if c == ch), "{e}");
+        assert!(e.to_string().contains("cannot search PATH for") && e.hint().contains("--home"), "{e}");
+        validate(Shell::PowerShell, &a).unwrap();
+        let mut a = ascii_win_activation();
+        a.set.push(("X".into(), PathBuf::from(format!(r"C:\a{ch}b"))));
+        validate(Shell::Cmd, &a).unwrap();
+    }
 }
 
 #[test]
@@ -245,46 +261,135 @@ fn powershell_activate_lines() {
     a.set.push(("TEST_Q".into(), PathBuf::from("C:\\it's \u{2019}q\u{2019}")));
     let t = render_activate(Shell::PowerShell, &a);
     assert!(t.contains("\r\n") && !t.replace("\r\n", "").contains('\n'), "CRLF only");
-    has_line(&t, "if ($env:CUENV_ACTIVE_PROFILE -cne 'torch2') {");
+    // activate: the block is one literal list, joined like the list itself and recorded.
+    has_line(&t, r"$__cuenv_b = @('C:\Program Files (x86)\cu env &^''$`(a)\Zoë\données\cudnn\bin', 'D:\模型\CUDA\v12.6\bin') -join $__cuenv_s");
+    has_line(&t, "[Environment]::SetEnvironmentVariable('CUENV_SHIM_ADDED_PATH', $__cuenv_b, 'Process')");
+    has_line(&t, "[Environment]::SetEnvironmentVariable('CUENV_SHIM_UNSET_PATH', '1', 'Process')");
+    // ... right after the entry equal to CONDA_PREFIX (ignoring case), inside conda's slice.
+    has_line(&t, "$__cuenv_c = [Environment]::GetEnvironmentVariable('CONDA_PREFIX', 'Process')");
+    has_line(&t, "if ([string]::Equals($__cuenv_l[$__cuenv_k], $__cuenv_c, [StringComparison]::OrdinalIgnoreCase)) { $__cuenv_i = $__cuenv_k + 1; break }");
+    has_line(&t, "$__cuenv_l.Insert($__cuenv_i, $__cuenv_b)");
+    // switch, stack, reactivate: the layer's current block (any profile's) goes first, by value.
+    has_line(&t, "$__cuenv_b = [Environment]::GetEnvironmentVariable(\"CUENV_SHIM_ADDED_$__cuenv_n\", 'Process')");
+    has_line(&t, "$__cuenv_i = $__cuenv_v.IndexOf($__cuenv_s + $__cuenv_b + $__cuenv_s, [StringComparison]::Ordinal)");
+    has_line(&t, "if ($__cuenv_i -ge 0) { $__cuenv_v = $__cuenv_v.Remove($__cuenv_i, $__cuenv_b.Length + 1) }");
+    // Scalars: saved once per layer (kept while another profile of the layer is in effect).
+    has_line(&t, "foreach ($__cuenv_n in @('CUDA_PATH', 'CUDA_HOME', 'CUDNN_PATH', 'TEST_Q', 'CUENV_PROFILE')) {");
     has_line(
         &t,
-        r"$__cuenv_p = @('C:\Program Files (x86)\cu env 100%PATH%&!x!^''$`(a)\Zoë\données\cudnn\bin', 'D:\模型\CUDA\v12.6\bin') -join [IO.Path]::PathSeparator",
+        "if ($null -eq [Environment]::GetEnvironmentVariable(\"CUENV_SHIM_SAVED_$__cuenv_n\", 'Process') -and $null -eq [Environment]::GetEnvironmentVariable(\"CUENV_SHIM_UNSET_$__cuenv_n\", 'Process')) {",
     );
     has_line(&t, r"[Environment]::SetEnvironmentVariable('CUDA_PATH', 'D:\模型\CUDA\v12.6', 'Process')");
+    has_line(&t, r"[Environment]::SetEnvironmentVariable('CUDNN_PATH', 'C:\Program Files (x86)\cu env 100%PATH%&!x!^''$`(a)\Zoë\données\cudnn', 'Process')");
     has_line(&t, "[Environment]::SetEnvironmentVariable('TEST_Q', 'C:\\it''s \u{2019}\u{2019}q\u{2019}\u{2019}', 'Process')");
+    has_line(&t, "[Environment]::SetEnvironmentVariable('CUENV_SHIM_PROFILE', 'torch2', 'Process')");
+    let pos = |s: &str| t.find(s).unwrap_or_else(|| panic!("{s} not in\n{t}"));
+    assert!(
+        pos("IndexOf(") < pos("CUENV_SHIM_SAVED_$")
+            && pos("CUENV_SHIM_SAVED_$") < pos("$__cuenv_l.Insert")
+            && pos("$__cuenv_l.Insert") < pos("'CUDA_PATH', 'D:")
+    );
     // PowerShell never sees a double-quoted value (where $ and ` would expand).
     for line in t.lines().filter(|l| l.contains("模型") || l.contains("données")) {
         assert!(!line.contains("\"C:") && !line.contains("\"D:"), "{line}");
     }
+    assert!(!t.contains("CUENV_ACTIVE_PROFILE") && !t.contains("CUENV_SAVED_"), "no v1 state");
     assert_eq!(&encode(Shell::PowerShell, &t)[..3], b"\xEF\xBB\xBF");
+
+    // deactivate: only when this profile is in effect; a scalar goes back only where it still
+    // holds the profile's value (a user's edit is kept).
+    let d = render_deactivate(Shell::PowerShell, &a);
+    has_line(&d, "if ([Environment]::GetEnvironmentVariable('CUENV_SHIM_PROFILE', 'Process') -ceq 'torch2') {");
+    has_line(&d, r"if ([Environment]::GetEnvironmentVariable('CUDA_HOME', 'Process') -ceq 'D:\模型\CUDA\v12.6') {");
+    has_line(&d, "$__cuenv_v = [Environment]::GetEnvironmentVariable('CUENV_SHIM_SAVED_CUDA_HOME', 'Process')");
+    has_line(&d, "} elseif ($null -ne [Environment]::GetEnvironmentVariable('CUENV_SHIM_UNSET_CUDA_HOME', 'Process')) {");
+    has_line(&d, "[Environment]::SetEnvironmentVariable('CUENV_SHIM_SAVED_CUDA_HOME', $null, 'Process')");
+    has_line(&d, "$__cuenv_i = $__cuenv_v.IndexOf($__cuenv_s + $__cuenv_b + $__cuenv_s, [StringComparison]::Ordinal)");
+    has_line(&d, "[Environment]::SetEnvironmentVariable('CUENV_SHIM_PROFILE', $null, 'Process')");
+
+    // env --setup: the SETUP layer's own state, its block after the conda env's `bin` (the end
+    // of the slice conda removes), else first.
+    let mut s = win_activation();
+    s.layer = Layer::Setup;
+    let t = render_activate(Shell::PowerShell, &s);
+    has_line(&t, "[Environment]::SetEnvironmentVariable('CUENV_SETUP_ADDED_PATH', $__cuenv_b, 'Process')");
+    has_line(&t, r"$__cuenv_c += '\bin'");
+    has_line(&t, "$__cuenv_l.Insert($__cuenv_i, $__cuenv_b)");
+    assert!(!t.contains("CUENV_SHIM_"), "{t}");
+    assert!(!render_activate(Shell::PowerShell, &win_activation()).contains(r"$__cuenv_c += '\bin'"));
+    assert!(!render_deactivate(Shell::PowerShell, &s).contains("CUENV_SHIM_"));
 }
 
 #[test]
 fn cmd_activate_lines_dx_off_and_on() {
     let t = render_activate(Shell::Cmd, &win_activation());
     assert!(t.contains("\r\n") && !t.replace("\r\n", "").contains('\n'), "CRLF only");
-    // Delayed expansion off: % doubled, ^ and ! literal.
-    has_line(&t, r#"@if defined PATH set "PATH=C:\Program Files (x86)\cu env 100%%PATH%%&!x!^'$`(a)\Zoë\données\cudnn\bin;D:\模型\CUDA\v12.6\bin;%PATH%""#);
-    has_line(&t, r#"@if defined PATH set "CUENV_SAVED_PATH=%PATH%""#);
-    has_line(&t, r#"@if defined CUENV_SAVED_PATH set "PATH=%CUENV_SAVED_PATH%""#);
-    // Delayed expansion on: values read with !NAME!, and ^ ! escaped on lines holding a !.
-    has_line(&t, r#"@set "CUENV_SHIM_T=C:\Program Files (x86)\cu env 100%%PATH%%&^!x^!^^'$`(a)\Zoë\données\cudnn\bin;D:\模型\CUDA\v12.6\bin""#);
-    has_line(&t, r#"@if defined PATH set "PATH=!CUENV_SHIM_T!;!PATH!""#);
-    has_line(&t, r#"@if defined PATH set "CUENV_SAVED_PATH=!PATH!""#);
+    let block = r"C:\Program Files (x86)\cu env &^'$`(a)\Zoë\données\cudnn\bin;D:\模型\CUDA\v12.6\bin";
+    // The layer's current block, whatever its profile, is removed by value first, through CALL
+    // (carets stood in for by ?~? around it), in both bodies.
+    has_line(&t, r#"@if defined CUENV_SHIM_ADDED_PATH set "__CUENV_V=;%PATH%;""#);
+    has_line(&t, r#"@if defined CUENV_SHIM_ADDED_PATH set "__CUENV_V=%__CUENV_V:^=?~?%""#);
+    has_line(&t, r#"@if defined CUENV_SHIM_ADDED_PATH set "__CUENV_B=%CUENV_SHIM_ADDED_PATH:^=?~?%""#);
+    has_line(&t, r#"@if defined CUENV_SHIM_ADDED_PATH set "PATH=%SystemRoot%\System32""#);
+    has_line(&t, r#"@if defined CUENV_SHIM_ADDED_PATH call set "__CUENV_V=%%__CUENV_V:;%__CUENV_B%;=;%%""#);
+    has_line(&t, r#"@if defined CUENV_SHIM_ADDED_PATH set "PATH=%__CUENV_P%""#);
+    has_line(&t, r#"@if defined CUENV_SHIM_ADDED_PATH set "__CUENV_V=%__CUENV_V:?~?=^%""#);
+    has_line(&t, r#"@if defined CUENV_SHIM_ADDED_PATH set "PATH=%__CUENV_V:~1,-1%""#);
+    // With delayed expansion on, a list holding a '!' is refused first (no change).
+    has_line(&t, r#"@if defined PATH set "__CUENV_T=;%PATH:!=?b?%""#);
+    has_line(&t, r#"@if "%__CUENV_T%"=="?" goto cuenv_bang"#);
+    assert!(t.find("goto cuenv_bang").unwrap() < t.find(":cuenv_dx_on").map(|i| t[i..].find("set \"PATH=").unwrap() + i).unwrap());
+    // The block goes after the entry equal to CONDA_PREFIX (a marker first), else first.
+    has_line(&t, r#"@if defined __CUENV_C call set "__CUENV_V=%%__CUENV_V:;%__CUENV_B%;=;%__CUENV_B%;?cuenv?;%%""#);
+    has_line(&t, r#"@if not "%__CUENV_T%"=="?" set "__CUENV_V=;?cuenv?%__CUENV_V%""#);
+    has_line(&t, &format!(r#"@set "__CUENV_V=%__CUENV_V:?cuenv?={block}%""#));
+    assert_eq!(t.matches(&format!(r#"@set "__CUENV_V=%__CUENV_V:?cuenv?={block}%""#)).count(), 2);
+    has_line(&t, &format!(r#"@set "CUENV_SHIM_ADDED_PATH={block}""#));
+    // Scalars: saved once per layer; values quoted for each mode.
+    has_line(
+        &t,
+        r#"@if not defined CUENV_SHIM_SAVED_CUDA_HOME if not defined CUENV_SHIM_UNSET_CUDA_HOME if defined CUDA_HOME set "CUENV_SHIM_SAVED_CUDA_HOME=%CUDA_HOME%""#,
+    );
+    // (An empty variable inherited by cmd counts as unset.)
+    has_line(&t, r#"@if not defined CUENV_SHIM_SAVED_CUDA_HOME set "CUENV_SHIM_UNSET_CUDA_HOME=1""#);
     has_line(&t, r#"@set "CUDA_PATH=D:\模型\CUDA\v12.6""#);
     has_line(&t, r#"@set "CUDNN_PATH=C:\Program Files (x86)\cu env 100%%PATH%%&^!x^!^^'$`(a)\Zoë\données\cudnn""#);
     has_line(&t, r#"@set "CUDNN_PATH=C:\Program Files (x86)\cu env 100%%PATH%%&!x!^'$`(a)\Zoë\données\cudnn""#);
-    has_line(&t, r#"@if "%CUENV_ACTIVE_PROFILE%"=="torch2" goto cuenv_done"#);
-    has_line(&t, r#"@set "CUENV_ACTIVE_PROFILE=torch2""#);
+    has_line(&t, r#"@set "CUENV_SHIM_PROFILE=torch2""#);
+    assert!(!t.contains("CUENV_ACTIVE_PROFILE") && !t.contains("CUENV_SAVED_"), "no v1 state");
     // No SETLOCAL (changes must reach the caller), no ECHO OFF (the caller's echo state stays).
     for line in t.lines().filter(|l| !l.starts_with("@rem")) {
         let lower = line.to_ascii_lowercase();
         assert!(!lower.contains("setlocal") && !lower.contains("echo off"), "{line}");
     }
-    // Every command line is silent.
+    // Every command line is silent; comments hold no % or ! (cmd expands them there too).
     for line in t.lines() {
         assert!(line.starts_with('@') || line.starts_with(':'), "{line}");
+        if line.starts_with("@rem") {
+            assert!(!line.contains('%') && !line.contains('!'), "{line}");
+        }
     }
+    // Deactivation: only when this profile is in effect; scalars compared through a variable.
+    let d = render_deactivate(Shell::Cmd, &win_activation());
+    has_line(&d, r#"@if not "%CUENV_SHIM_PROFILE%"=="torch2" goto cuenv_done"#);
+    has_line(&d, r#"@if not "!CUENV_SHIM_PROFILE!"=="torch2" goto cuenv_done"#);
+    has_line(&d, r#"@if defined CUENV_SHIM_ADDED_PATH call set "__CUENV_V=%%__CUENV_V:;%__CUENV_B%;=;%%""#);
+    has_line(&d, r#"@set "__CUENV_T=C:\Program Files (x86)\cu env 100%%PATH%%&^!x^!^^'$`(a)\Zoë\données\cudnn""#);
+    has_line(
+        &d,
+        r#"@if defined CUDNN_PATH if "%CUDNN_PATH%"=="%__CUENV_T%" if defined CUENV_SHIM_SAVED_CUDNN_PATH set "CUDNN_PATH=%CUENV_SHIM_SAVED_CUDNN_PATH%""#,
+    );
+    has_line(&d, r#"@if defined CUDNN_PATH if "!CUDNN_PATH!"=="!__CUENV_T!" if defined CUENV_SHIM_UNSET_CUDNN_PATH set "CUDNN_PATH=""#);
+    has_line(&d, r#"@set "CUENV_SHIM_SAVED_CUDNN_PATH=""#);
+    has_line(&d, r#"@set "CUENV_SHIM_PROFILE=""#);
+    has_line(&t, r#"@if defined __CUENV_C set "__CUENV_B=%CONDA_PREFIX:^=?~?%""#);
+    // env --setup: the SETUP layer, after the conda env's `bin` (the end of conda's slice).
+    let mut s = win_activation();
+    s.layer = Layer::Setup;
+    let t = render_activate(Shell::Cmd, &s);
+    has_line(&t, &format!(r#"@set "CUENV_SETUP_ADDED_PATH={block}""#));
+    has_line(&t, r#"@if defined __CUENV_C set "__CUENV_B=%CONDA_PREFIX:^=?~?%\bin""#);
+    assert!(!t.contains("CUENV_SHIM_"), "{t}");
 }
 
 #[test]
@@ -292,49 +397,78 @@ fn cmd_codepage_switch_only_with_non_ascii_and_around_it() {
     let ascii = render_activate(Shell::Cmd, &ascii_win_activation());
     assert!(ascii.is_ascii());
     assert!(!ascii.contains("chcp"));
-    let t = render_activate(Shell::Cmd, &win_activation());
-    let lines: Vec<&str> = t.lines().collect();
-    let switch = lines.iter().position(|l| l.contains("chcp.com 65001")).expect("switch");
-    let first_non_ascii = lines.iter().position(|l| !l.is_ascii()).unwrap();
-    let last_non_ascii = lines.iter().rposition(|l| !l.is_ascii()).unwrap();
-    assert!(switch < first_non_ascii);
-    // After the last non-ASCII line, every exit path restores the code page before exiting.
-    let restores: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.contains("chcp.com %CUENV_SHIM_CP%")).map(|(i, _)| i).collect();
-    let exits: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.starts_with("@exit /b")).map(|(i, _)| i).collect();
-    assert_eq!(restores.len(), 2);
-    assert_eq!(exits.len(), 2);
-    for (r, e) in restores.iter().zip(&exits) {
-        assert!(last_non_ascii < *r && r < e);
+    assert!(!render_deactivate(Shell::Cmd, &ascii_win_activation()).contains("chcp"));
+    for (t, n) in [(render_activate(Shell::Cmd, &win_activation()), 3), (render_deactivate(Shell::Cmd, &win_activation()), 1)] {
+        let lines: Vec<&str> = t.lines().collect();
+        let switch = lines.iter().position(|l| l.contains("chcp.com 65001")).expect("switch");
+        let first_non_ascii = lines.iter().position(|l| !l.is_ascii()).unwrap();
+        let last_non_ascii = lines.iter().rposition(|l| !l.is_ascii()).unwrap();
+        assert!(switch < first_non_ascii);
+        // After the last non-ASCII line, every exit path restores the code page before exiting.
+        let restores: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.contains("chcp.com %__CUENV_CP%")).map(|(i, _)| i).collect();
+        let exits: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.starts_with("@exit /b")).map(|(i, _)| i).collect();
+        assert_eq!(restores.len(), n);
+        assert_eq!(exits.len(), n);
+        for (r, e) in restores.iter().zip(&exits) {
+            assert!(last_non_ascii < *r && r < e);
+        }
     }
-    // Deactivation holds no paths: always ASCII, never switches.
-    let d = render_deactivate(Shell::Cmd, &win_activation());
-    assert!(d.is_ascii() && !d.contains("chcp"));
+}
+
+/// The part of a line outside its expansions (from the first `%`/`!` to the last).
+fn fixed_part(line: &str) -> usize {
+    let first = line.find(['%', '!']).unwrap();
+    let last = line.rfind(['%', '!']).unwrap();
+    line[..first].encode_utf16().count() + line[last + 1..].encode_utf16().count()
+}
+
+/// Whether a line's expanded text holds a list value (`PATH`, `LD_LIBRARY_PATH`, the working
+/// copy `__CUENV_V`, or the length check's copy).
+fn expands_a_list(line: &str) -> bool {
+    ["set \"__CUENV_V=", "set \"PATH=%", "set \"PATH=!", "set \"LD_LIBRARY_PATH=%", "set \"LD_LIBRARY_PATH=!", "set \"__CUENV_T=#~%", "set \"__CUENV_T=#~!"]
+        .iter()
+        .any(|t| line.contains(t))
+        && line.contains(['%', '!'])
 }
 
 #[test]
 fn cmd_line_limit_matches_the_bat() {
     let a = ascii_win_activation();
     let dir = r"C:\cuenv\profiles\tf28\cudnn\bin";
-    let max = cmd_max_old_len("PATH", &[dir.to_string()]);
-    // The longest line, `@if defined PATH set "PATH=<dir>;<old>"`, is exactly CMD_LINE_MAX.
-    let line = format!(r#"@if defined PATH set "PATH={dir};{}""#, "x".repeat(max));
-    assert_eq!(line.len(), CMD_LINE_MAX);
+    let max = CMD_LINE_MAX - cmd::FIXED - 11 - dir.len();
     assert!(check_cmd_line_limit(max, &a).is_ok());
     let err = check_cmd_line_limit(max + 1, &a).unwrap_err();
     assert!(err.contains("8191") && err.contains("1 too many"), "{err}");
-    // The .bat copies at most max+1 characters and looks 2 characters from the end.
+    // The .bat refuses at the same length: it copies at most max+1 characters and looks 2
+    // characters from the end, in both bodies.
     let t = render_activate(Shell::Cmd, &a);
-    has_line(&t, &format!(r#"@if defined PATH set "CUENV_SHIM_T=#~%PATH:~0,{}%""#, max + 1));
-    has_line(&t, &format!(r#"@set "CUENV_SHIM_T=%CUENV_SHIM_T:~-{},2%""#, max + 2));
-    // That line, with max+1 characters of PATH, fits too.
-    let copy = format!(r#"@if defined CUENV_SAVED_PATH set "CUENV_SHIM_T=\#~{}""#, "x".repeat(max + 1));
-    assert!(copy.len() <= CMD_LINE_MAX, "{}", copy.len());
+    has_line(&t, &format!(r#"@if defined PATH set "__CUENV_T=#~%PATH:~0,{}%""#, max + 1));
+    has_line(&t, &format!(r#"@set "__CUENV_T=%__CUENV_T:~-{},2%""#, max + 2));
+    assert_eq!(t.matches(&format!(r#"@if defined PATH set "__CUENV_T=#~%PATH:~0,{}%""#, max + 1)).count(), 2);
+    // The check comes before any change.
+    assert!(t.find("goto cuenv_refused").unwrap() < t.find("set \"PATH=").unwrap());
+    // Every line that expands a list value keeps at most cmd::FIXED characters of its own, so
+    // with a value of at most max + block + 11 characters it fits cmd's line (either layer).
+    let mut longest = 0;
+    for layer in [Layer::Shim, Layer::Setup] {
+        for b in [ascii_win_activation(), win_activation()] {
+            let b = Activation { layer, ..b };
+            for text in [render_activate(Shell::Cmd, &b), render_deactivate(Shell::Cmd, &b)] {
+                for line in text.lines().filter(|l| !l.starts_with("@rem") && expands_a_list(l)) {
+                    let f = fixed_part(line);
+                    assert!(f <= cmd::FIXED, "{f} > {}: {line}", cmd::FIXED);
+                    longest = longest.max(f);
+                }
+            }
+        }
+    }
+    assert!(cmd::FIXED - longest < 8, "FIXED is {} but the longest fixed part is {longest}", cmd::FIXED);
     // Non-ASCII counts in UTF-16 units, and no prepend means no limit.
     let b = win_activation();
     assert!(check_cmd_line_limit(100_000, &Activation { path_prepend: vec![], ..b.clone() }).is_ok());
-    let dirs: Vec<String> = b.path_prepend.iter().map(|p| shim_path(p)).collect();
-    let units = dirs.join(";").encode_utf16().count();
-    assert_eq!(cmd_max_old_len("PATH", &dirs), CMD_LINE_MAX - r#"@if defined PATH set "PATH=;""#.len() - units);
+    let units = b.path_prepend.iter().map(|p| shim_path(p)).collect::<Vec<_>>().join(";").encode_utf16().count();
+    let max_b = CMD_LINE_MAX - cmd::FIXED - 11 - units;
+    assert!(check_cmd_line_limit(max_b, &b).is_ok() && check_cmd_line_limit(max_b + 1, &b).is_err());
 }
 
 // ---- snapshots -------------------------------------------------------------------------------

@@ -1,2 +1,2 @@
-@if defined CUENV_SHIM_CP %SystemRoot%\System32\chcp.com %CUENV_SHIM_CP% >nul 2>nul
-@set "CUENV_SHIM_CP="
+@if defined __CUENV_CP %SystemRoot%\System32\chcp.com %__CUENV_CP% >nul 2>nul
+@set "__CUENV_CP="

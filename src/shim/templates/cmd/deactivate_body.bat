@@ -1,2 +1,2 @@
-@if not "%CUENV_ACTIVE_PROFILE%"=="{{PROFILE}}" goto cuenv_done
-{{RESTORES}}@set "CUENV_ACTIVE_PROFILE="
+@if not "{{GET_PROFILE}}"=="{{PROFILE}}" goto cuenv_done
+{{BANG_CHECKS}}{{UNDO_LISTS}}{{RESTORE_SCALARS}}@set "{{P}}PROFILE="

@@ -1,0 +1,6 @@
+@set "__CUENV_V="
+@set "__CUENV_T="
+@set "__CUENV_C="
+@set "__CUENV_N="
+@set "__CUENV_P="
+@set "__CUENV_B="

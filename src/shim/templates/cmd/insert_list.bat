@@ -1,0 +1,10 @@
+@rem Insert the block into {{NAME}} where the marker ?cuenv? ends up: {{WHERE_SHORT}}
+@if not defined {{NAME}} set "{{P}}UNSET_{{NAME}}=1"
+@if not defined {{NAME}} set "{{NAME}}=?cuenv?"
+@set "__CUENV_V=;%{{NAME}}%;"
+{{AFTER_PREFIX}}@set "__CUENV_T=%__CUENV_V:*?cuenv?=?%"
+@set "__CUENV_T=%__CUENV_T:~0,1%"
+@if not "%__CUENV_T%"=="?" set "__CUENV_V=;?cuenv?%__CUENV_V%"
+@set "__CUENV_V=%__CUENV_V:?cuenv?={{BLOCK}}%"
+@set "{{NAME}}=%__CUENV_V:~1,-1%"
+@set "{{P}}ADDED_{{NAME}}={{BLOCK}}"

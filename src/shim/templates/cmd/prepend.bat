@@ -1,2 +1,0 @@
-@if defined {{NAME}} set "{{NAME}}={{VALUE}};{{GET}}"
-@if not defined {{NAME}} set "{{NAME}}={{VALUE}}"

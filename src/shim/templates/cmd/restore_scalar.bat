@@ -1,0 +1,5 @@
+@set "__CUENV_T={{VALUE}}"
+@if defined {{NAME}} if "{{GET}}"=="{{GET_T}}" if defined {{P}}SAVED_{{NAME}} set "{{NAME}}={{GET_SAVED}}"
+@if defined {{NAME}} if "{{GET}}"=="{{GET_T}}" if defined {{P}}UNSET_{{NAME}} set "{{NAME}}="
+@set "{{P}}SAVED_{{NAME}}="
+@set "{{P}}UNSET_{{NAME}}="

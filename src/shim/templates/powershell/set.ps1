@@ -1,1 +1,0 @@
-    [Environment]::SetEnvironmentVariable({{NAME}}, {{VALUE}}, 'Process')

@@ -1,0 +1,1 @@
+[Environment]::SetEnvironmentVariable({{NAME}}, {{VALUE}}, 'Process')
