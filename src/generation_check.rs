@@ -15,6 +15,7 @@ use crate::activate;
 use crate::binfmt::Platform;
 use crate::check::{self, CheckResult, CheckStatus, Expected};
 use crate::generation::{self, Manifest, ViewRecord};
+use crate::gpufit;
 use crate::layout::Layout;
 use crate::profile::Check;
 
@@ -49,6 +50,8 @@ pub struct Options {
     pub base_env: Vec<(OsString, OsString)>,
     /// Per-profile deadline.
     pub timeout: Duration,
+    /// `CUENV_OVERRIDE_DRIVER_CUDA` / `CUENV_OVERRIDE_COMPUTE_CAPABILITY` ([`crate::gpufit`]).
+    pub overrides: crate::gpufit::Overrides,
 }
 
 /// The environment a profile's activation produces from `base`.
@@ -78,7 +81,11 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
             Ok(env) => {
                 let outcome = check::run_probe(&opts.exe, &env, major, view.check == Check::Conv, opts.timeout);
                 let elapsed_ms = outcome.elapsed_ms;
-                ProfileCheck { profile: view.name.clone(), check: view.check, result: check::classify(&outcome, &expected), elapsed_ms }
+                let mut result = check::classify(&outcome, &expected);
+                // Driver and GPU fit: which fact rules the profile out on this machine.
+                let machine = gpufit::Machine::from_report(outcome.report.as_ref(), &opts.overrides);
+                result.add_misfits(&gpufit::judge(&machine, &gpufit::Want::new(expected.version.clone(), &view.toolkit_version, view.cuda_major)));
+                ProfileCheck { profile: view.name.clone(), check: view.check, result, elapsed_ms }
             }
             Err(e) => ProfileCheck {
                 profile: view.name.clone(),

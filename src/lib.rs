@@ -27,6 +27,7 @@ pub mod fetch;
 pub mod fsutil;
 pub mod generation;
 pub mod generation_check;
+pub mod gpufit;
 pub mod layout;
 pub mod libname;
 pub mod link;

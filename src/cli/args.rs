@@ -77,6 +77,10 @@ pub enum Command {
         /// the profiles (and conda shims) only that one declared.
         #[arg(long)]
         replace: bool,
+        /// Apply even a profile this machine's driver or GPU is known not to run
+        /// (CUENV_OVERRIDE_DRIVER_CUDA / CUENV_OVERRIDE_COMPUTE_CAPABILITY stand for another machine's).
+        #[arg(long)]
+        force: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,

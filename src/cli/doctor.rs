@@ -14,7 +14,8 @@ pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCo
     let toolkits = toolkit::discover(&ProcessEnv);
     let exe = crate::generation_check::current_exe();
     let majors: Vec<u64> = if majors.is_empty() { vec![9, 8] } else { majors.to_vec() };
-    let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, timeout: Duration::from_secs(timeout) };
+    let overrides = crate::gpufit::Overrides::from_process()?;
+    let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, timeout: Duration::from_secs(timeout), overrides };
     let env: Vec<_> = std::env::vars_os().collect();
     let d = doctor::examine(&inputs, &env);
     if json {
