@@ -20,6 +20,11 @@
 //!    the folder that won and why.
 //!
 //! Pure except for running the probe children and reading folders; touches nothing.
+//!
+//! [`pid`] answers the same question for a process that is already running
+//! (`cuenv doctor --pid PID`), from what it has mapped.
+
+pub mod pid;
 
 use std::ffi::OsString;
 use std::fmt;

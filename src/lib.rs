@@ -34,6 +34,7 @@ pub mod link;
 pub mod lockfile;
 pub mod paths;
 pub mod probe;
+pub mod procmods;
 pub mod profile;
 pub mod progress;
 pub mod resolve;

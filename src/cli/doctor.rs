@@ -93,3 +93,17 @@ fn render(d: &Diagnosis) -> String {
     let _ = writeln!(s, "\n{problems} problem{}, {warnings} warning{}", if problems == 1 { "" } else { "s" }, if warnings == 1 { "" } else { "s" });
     s
 }
+
+/// `cuenv doctor --pid PID [--profile NAME]`: what the running process has loaded
+/// ([`crate::doctor::pid`]). Exit 4 when it loaded another cuDNN than its profile gives now
+/// (or a mixed set), else 0; 2 when no such process runs.
+pub fn run_pid(ctx: &Ctx, pid: u32, profile: Option<&str>, json: bool) -> Result<ExitCode, Report> {
+    let toolkits = toolkit::discover(&ProcessEnv);
+    let d = crate::doctor::pid::examine_pid(&ctx.layout, &toolkits, pid, profile)?;
+    if json {
+        ctx.print_json(&d);
+    } else {
+        write!(ctx.out(), "{}", crate::doctor::pid::render(&d));
+    }
+    Ok(if d.has_problems() { ExitCode::CheckFailed } else { ExitCode::Success })
+}

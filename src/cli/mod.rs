@@ -128,7 +128,8 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         }
         Command::Lock { file, platform, locked, offline, json } => apply::lock(&ctx, &file, apply::LockOpts { platforms: platform, locked, offline, json }),
         Command::Check { profiles: names, timeout, require_gpu, json } => check::check(&ctx, &names, timeout, require_gpu, json),
-        Command::Doctor { major, timeout, json } => doctor::run(&ctx, &major, timeout, json),
+        Command::Doctor { pid: Some(pid), profile, json, .. } => doctor::run_pid(&ctx, pid, profile.as_deref(), json),
+        Command::Doctor { major, timeout, json, .. } => doctor::run(&ctx, &major, timeout, json),
         Command::Use { profile, .. } => generations::use_profile(&ctx, profile.as_deref()),
         Command::Rollback { to } => generations::rollback(&ctx, to),
         Command::Generations { json } => generations::generations(&ctx, json),

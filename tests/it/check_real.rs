@@ -253,3 +253,30 @@ fn a_dispatcher_without_its_sub_libraries_aborts_the_child_and_names_the_missing
         eprintln!("{version}: {}", c.messages().join("\n"));
     }
 }
+
+/// `cuenv doctor --pid` on a process that really loaded the 9.5 wheel's libraries: the child
+/// loads `libcudnn.so.9` by name from the store entry and calls `cudnnGetVersion`, which makes
+/// the dispatcher load `libcudnn_graph.so.9` itself; both are attributed to the store entry
+/// with its release (issue 13, item 5).
+#[test]
+#[ignore = "needs the real cuDNN wheels (scripts/real-input.sh)"]
+fn doctor_pid_names_the_real_wheels_libraries_in_a_running_process() {
+    let r = real();
+    let e = r.entry("9.5.0.50");
+    let exe = crate::doctor_pid::build_child(&r.scratch);
+    let child = crate::doctor_pid::start(&exe, &["libcudnn.so.9", "call"], &[e.lib.clone(), r.cudart(12).to_path_buf()], "");
+    let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("check-real").join("home");
+    let out = Command::new(cuenv()).arg("--home").arg(&home).args(["doctor", "--pid", &child.id().to_string(), "--json"]).output().unwrap();
+    crate::doctor_pid::stop(child);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let d: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(d["cudnn"], "9.5.0.50", "{d}");
+    let entry = e.dir.file_name().unwrap().to_string_lossy().into_owned();
+    for want in ["libcudnn.so.9", "libcudnn_graph.so.9"] {
+        let m = d["modules"].as_array().unwrap().iter().find(|m| m["name"] == want).unwrap_or_else(|| panic!("{want} not mapped: {d}"));
+        assert_eq!(m["origin"], format!("cuenv store entry {entry}"), "{m}");
+        assert_eq!(m["version"], "9.5.0.50", "{m}");
+    }
+    println!("check_real: doctor --pid on the 9.5 wheel: {} modules", d["modules"].as_array().unwrap().len());
+}

@@ -13,6 +13,7 @@ mod check_real;
 mod check_stub;
 mod conda_order;
 mod doctor;
+mod doctor_pid;
 mod faults;
 mod fetch_local;
 mod fetch_real;
