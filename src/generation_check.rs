@@ -148,13 +148,14 @@ pub fn acceptable(results: &[ProfileCheck], require_gpu: bool) -> bool {
     })
 }
 
-/// One line per profile for people: `torch2: no-gpu (cuDNN 90500, cudart 12060, from <path>)`.
+/// One line per profile for people: `torch2: no-gpu (cuDNN 9.5.0 for CUDA 12.6, 41 ms)`.
 pub fn summary(pc: &ProfileCheck) -> String {
     let r = &pc.result;
     let mut what = Vec::new();
     if let Some(rep) = &r.report {
         if let Some(v) = &rep.cudnn {
-            what.push(format!("cuDNN {}, cudart {}", v.version, v.cudart_version));
+            let cuda = if v.cudart_version > 0 { format!(" for CUDA {}", check::cuda_version(v.cudart_version)) } else { String::new() };
+            what.push(format!("cuDNN {}{cuda}", check::decode_cudnn(v.version)));
         }
         if let Some(c) = conv_ms(rep) {
             what.push(c);
@@ -174,4 +175,28 @@ fn conv_ms(rep: &crate::probe::Report) -> Option<String> {
 /// The path of the current executable, for the probe child.
 pub fn current_exe() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| Path::new("cuenv").to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Check;
+
+    /// Versions print as `9.5.0` and `12.6`, never as cuDNN's integers (issue 13, item 6).
+    #[test]
+    fn the_summary_prints_dotted_versions() {
+        let report: crate::probe::Report = serde_json::from_str(
+            r#"{"schema":1,"os":"linux","major":9,"dispatcher":{"name":"libcudnn.so.9","loaded":true,"error":null},
+            "cudnn":{"version":90500,"cudart_version":12060,"max_device_version":null},"cudart":null,"driver":null,
+            "driver_absent":"x","handle":null,"conv":{"state":"not_requested"},"modules":[],"elapsed_ms":1.0}"#,
+        )
+        .unwrap();
+        let pc = ProfileCheck {
+            profile: "torch2".into(),
+            check: Check::Load,
+            result: CheckResult { status: CheckStatus::NoGpu, reasons: vec![], notes: vec![], report: Some(report) },
+            elapsed_ms: 41,
+        };
+        assert_eq!(summary(&pc), "torch2: no-gpu (cuDNN 9.5.0 for CUDA 12.6, 41 ms)");
+    }
 }
