@@ -316,8 +316,9 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
                 });
             }
             // Driver and GPU fit of the cuDNN loaded here, for the CUDA it was built for.
-            if let (Ok(v), Some(cuda)) = (expected.version.to_string().parse::<Version>(), l.built_for_cuda.as_deref()) {
-                for m in gpufit::judge(&machine, &gpufit::Want::new(v, cuda, expected.cuda_major.unwrap_or(0))) {
+            if let Some(cuda) = l.built_for_cuda.as_deref() {
+                let want = gpufit::Want::new(expected.version.clone(), cuda, expected.cuda_major.unwrap_or(0));
+                for m in gpufit::judge_as(&machine, &want, "it was built for CUDA") {
                     findings.push(Finding {
                         severity: Severity::Problem,
                         message: format!("cuDNN {major} from {}: {}", d.display(), m.message),

@@ -124,9 +124,15 @@ pub fn driver_floor(cuda_major: u64) -> Option<&'static DriverFloor> {
     DRIVER_FLOORS.iter().find(|f| f.cuda_major == cuda_major)
 }
 
-/// A `major.minor` pair (CUDA versions, compute capabilities).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+/// A `major.minor` pair (CUDA versions, compute capabilities); JSON: the string `"12.6"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct MajorMinor(pub u64, pub u64);
+
+impl Serialize for MajorMinor {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
 
 impl fmt::Display for MajorMinor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -334,6 +340,12 @@ fn release_lt(a: &str, b: &str) -> bool {
 
 /// The reasons `want` cannot run on `m`; empty when it fits or nothing is known.
 pub fn judge(m: &Machine, want: &Want) -> Vec<Misfit> {
+    judge_as(m, want, "this profile's runtime is")
+}
+
+/// [`judge`], naming the CUDA side of `want` as `subject` (`"this profile's runtime is"`,
+/// `"it was built for CUDA"`).
+pub fn judge_as(m: &Machine, want: &Want, subject: &str) -> Vec<Misfit> {
     let mut out = Vec::new();
     let windows = cfg!(windows);
     let floor = driver_floor(want.cuda.0);
@@ -350,7 +362,7 @@ pub fn judge(m: &Machine, want: &Want) -> Vec<Misfit> {
             floor.map(|f| format!("update the driver to {}", floor_words(f))).unwrap_or_else(|| format!("update the driver to one for CUDA {}", want.cuda.0));
         out.push(Misfit {
             kind: MisfitKind::DriverTooOld,
-            message: format!("{} supports CUDA <= {d}; this profile's runtime is {}", m.driver_said(), want.cuda_shown()),
+            message: format!("{} supports CUDA <= {d}; {subject} {}", m.driver_said(), want.cuda_shown()),
             hint: format!("{update}, or use a CUDA {} profile", d.0),
         });
         return out;

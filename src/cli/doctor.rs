@@ -50,6 +50,15 @@ fn render(d: &Diagnosis) -> String {
             }
         }
     }
+    let m = &d.machine;
+    if m.driver_cuda.is_some() || !m.gpus.is_empty() {
+        let set = if m.overridden.is_empty() { String::new() } else { format!(" (set by {})", m.overridden.join(", ")) };
+        let cuda = m.driver_cuda.map(|v| format!("supports CUDA <= {v}")).unwrap_or_else(|| "CUDA version unknown".into());
+        let release = m.driver_release.as_deref().map(|r| format!(", release {r}")).unwrap_or_default();
+        let gpus: Vec<String> = m.gpus.iter().map(|g| format!("GPU {} {}: compute capability {}", g.index, g.name, g.compute_capability)).collect();
+        let gpus = if gpus.is_empty() { String::new() } else { format!("; {}", gpus.join("; ")) };
+        let _ = writeln!(s, "NVIDIA driver: {cuda}{release}{gpus}{set}");
+    }
     if d.search_path.is_empty() {
         let _ = writeln!(s, "no folder on {} holds a cuDNN dispatcher", d.search_var);
     } else {
