@@ -20,6 +20,11 @@
 //!    the folder that won and why.
 //!
 //! Pure except for running the probe children and reading folders; touches nothing.
+//!
+//! [`pid`] answers the same question for a process that is already running
+//! (`cuenv doctor --pid PID`), from what it has mapped.
+
+pub mod pid;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -30,6 +35,7 @@ use serde::Serialize;
 
 use crate::check::{self, CheckResult, Expected, ProbeOutcome, ReasonKind};
 use crate::generation;
+use crate::gpufit;
 use crate::layout::Layout;
 use crate::libname::{self, Os};
 use crate::paths;
@@ -136,6 +142,9 @@ pub struct Diagnosis {
     pub follows_active: bool,
     /// The check of the active profile in this environment, when it is in the current generation.
     pub active_check: Option<CheckResult>,
+    /// The driver's CUDA version and release and the GPUs, as the probe saw them (or the
+    /// override variables say).
+    pub machine: gpufit::Machine,
     /// Problems first, then warnings.
     pub findings: Vec<Finding>,
 }
@@ -159,6 +168,8 @@ pub struct Inputs<'a> {
     pub majors: &'a [u64],
     /// Per probe.
     pub timeout: Duration,
+    /// `CUENV_OVERRIDE_DRIVER_CUDA` / `CUENV_OVERRIDE_COMPUTE_CAPABILITY` ([`crate::gpufit`]).
+    pub overrides: gpufit::Overrides,
 }
 
 /// Examines `env` (the caller's complete environment): see the module documentation.
@@ -252,8 +263,12 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
 
     let mut loaded = Vec::new();
     let mut active_check = None;
+    let mut machine = gpufit::Machine::from_report(None, &inp.overrides);
     for major in majors {
         let o = check::run_probe(inp.exe, env, major, false, inp.timeout);
+        if o.report.as_ref().is_some_and(|r| r.driver.is_some()) {
+            machine = gpufit::Machine::from_report(o.report.as_ref(), &inp.overrides);
+        }
         let l = describe_load(&o, inp, conda_prefix.as_deref());
         if let (Some(v), Some(name)) = (active_view.as_ref().filter(|_| active_major == Some(major)), &active_profile) {
             let expected = Expected {
@@ -261,13 +276,17 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
                 version: v.cudnn_version.parse().unwrap_or_else(|_| Version::new(&[major])),
                 cuda_major: Some(v.cuda_major),
             };
-            let c = check::classify(&o, &expected);
+            let mut c = check::classify(&o, &expected);
+            c.add_misfits(&gpufit::judge(&machine, &gpufit::Want::new(expected.version.clone(), &v.toolkit_version, v.cuda_major)));
             // A shadowed dispatcher drags its sub-libraries along: "mixed" then says nothing new.
             let shadowed = c.has(ReasonKind::Shadowed);
             for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !(shadowed && r.kind == ReasonKind::MixedVersions)) {
                 let hint = match r.kind {
                     ReasonKind::Shadowed | ReasonKind::MixedVersions | ReasonKind::LoaderError => {
                         format!("remove the folder that wins from {search_var} (or from the script that adds it), then run `cuenv doctor` again")
+                    }
+                    ReasonKind::DriverTooOld | ReasonKind::UnsupportedGpu => {
+                        format!("the reason says what to do; `cuenv check {name}` gives the same verdict in the profile's own environment")
                     }
                     _ => format!("`cuenv check {name}` runs the same check in the profile's own environment"),
                 };
@@ -295,6 +314,17 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
                     message: format!("cuDNN {major} from {}: {r}", d.display()),
                     hint: Some(hint_for(r.kind, major, &search_var)),
                 });
+            }
+            // Driver and GPU fit of the cuDNN loaded here, for the CUDA it was built for.
+            if let Some(cuda) = l.built_for_cuda.as_deref() {
+                let want = gpufit::Want::new(expected.version.clone(), cuda, expected.cuda_major.unwrap_or(0));
+                for m in gpufit::judge_as(&machine, &want, "it was built for CUDA") {
+                    findings.push(Finding {
+                        severity: Severity::Problem,
+                        message: format!("cuDNN {major} from {}: {}", d.display(), m.message),
+                        hint: Some(m.hint),
+                    });
+                }
             }
         } else if o.report.is_none() {
             let c = check::classify(&o, &Expected { entry_dir: PathBuf::new(), version: Version::new(&[major]), cuda_major: None });
@@ -366,7 +396,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             f.hint = None;
         }
     }
-    Diagnosis { search_var, search_path, loaded, active_profile, follows_active, active_check, findings }
+    Diagnosis { search_var, search_path, loaded, active_profile, follows_active, active_check, machine, findings }
 }
 
 /// What to do about a failed load of cuDNN `major` found without a profile.

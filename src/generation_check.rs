@@ -15,6 +15,7 @@ use crate::activate;
 use crate::binfmt::Platform;
 use crate::check::{self, CheckResult, CheckStatus, Expected};
 use crate::generation::{self, Manifest, ViewRecord};
+use crate::gpufit;
 use crate::layout::Layout;
 use crate::profile::Check;
 
@@ -49,6 +50,8 @@ pub struct Options {
     pub base_env: Vec<(OsString, OsString)>,
     /// Per-profile deadline.
     pub timeout: Duration,
+    /// `CUENV_OVERRIDE_DRIVER_CUDA` / `CUENV_OVERRIDE_COMPUTE_CAPABILITY` ([`crate::gpufit`]).
+    pub overrides: crate::gpufit::Overrides,
 }
 
 /// The environment a profile's activation produces from `base`.
@@ -78,7 +81,11 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
             Ok(env) => {
                 let outcome = check::run_probe(&opts.exe, &env, major, view.check == Check::Conv, opts.timeout);
                 let elapsed_ms = outcome.elapsed_ms;
-                ProfileCheck { profile: view.name.clone(), check: view.check, result: check::classify(&outcome, &expected), elapsed_ms }
+                let mut result = check::classify(&outcome, &expected);
+                // Driver and GPU fit: which fact rules the profile out on this machine.
+                let machine = gpufit::Machine::from_report(outcome.report.as_ref(), &opts.overrides);
+                result.add_misfits(&gpufit::judge(&machine, &gpufit::Want::new(expected.version.clone(), &view.toolkit_version, view.cuda_major)));
+                ProfileCheck { profile: view.name.clone(), check: view.check, result, elapsed_ms }
             }
             Err(e) => ProfileCheck {
                 profile: view.name.clone(),
@@ -141,13 +148,14 @@ pub fn acceptable(results: &[ProfileCheck], require_gpu: bool) -> bool {
     })
 }
 
-/// One line per profile for people: `torch2: no-gpu (cuDNN 90500, cudart 12060, from <path>)`.
+/// One line per profile for people: `torch2: no-gpu (cuDNN 9.5.0 for CUDA 12.6, 41 ms)`.
 pub fn summary(pc: &ProfileCheck) -> String {
     let r = &pc.result;
     let mut what = Vec::new();
     if let Some(rep) = &r.report {
         if let Some(v) = &rep.cudnn {
-            what.push(format!("cuDNN {}, cudart {}", v.version, v.cudart_version));
+            let cuda = if v.cudart_version > 0 { format!(" for CUDA {}", check::cuda_version(v.cudart_version)) } else { String::new() };
+            what.push(format!("cuDNN {}{cuda}", check::decode_cudnn(v.version)));
         }
         if let Some(c) = conv_ms(rep) {
             what.push(c);
@@ -167,4 +175,28 @@ fn conv_ms(rep: &crate::probe::Report) -> Option<String> {
 /// The path of the current executable, for the probe child.
 pub fn current_exe() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| Path::new("cuenv").to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Check;
+
+    /// Versions print as `9.5.0` and `12.6`, never as cuDNN's integers (issue 13, item 6).
+    #[test]
+    fn the_summary_prints_dotted_versions() {
+        let report: crate::probe::Report = serde_json::from_str(
+            r#"{"schema":1,"os":"linux","major":9,"dispatcher":{"name":"libcudnn.so.9","loaded":true,"error":null},
+            "cudnn":{"version":90500,"cudart_version":12060,"max_device_version":null},"cudart":null,"driver":null,
+            "driver_absent":"x","handle":null,"conv":{"state":"not_requested"},"modules":[],"elapsed_ms":1.0}"#,
+        )
+        .unwrap();
+        let pc = ProfileCheck {
+            profile: "torch2".into(),
+            check: Check::Load,
+            result: CheckResult { status: CheckStatus::NoGpu, reasons: vec![], notes: vec![], report: Some(report) },
+            elapsed_ms: 41,
+        };
+        assert_eq!(summary(&pc), "torch2: no-gpu (cuDNN 9.5.0 for CUDA 12.6, 41 ms)");
+    }
 }

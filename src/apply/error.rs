@@ -51,6 +51,9 @@ pub enum Error {
     /// A manifest could not be written as TOML.
     #[error(transparent)]
     Manifest(#[from] toml::ser::Error),
+    /// A profile cannot run on this machine's driver or GPU (no `--force`).
+    #[error(transparent)]
+    GpuFit(#[from] crate::gpufit::Refusal),
     /// cuDNN has no build for this machine.
     #[error("cuDNN is not built for this platform")]
     UnsupportedPlatform,
@@ -89,6 +92,7 @@ impl Diagnose for Error {
             Error::Lock(e) => e.hint(),
             Error::Io(e) => e.hint(),
             Error::NotUnicode(e) => e.hint(),
+            Error::GpuFit(e) => e.hint(),
             Error::Walk(e) => Some(match e.path() {
                 Some(p) => format!("cuenv could not read {} while copying a store entry; `cuenv store verify` checks the store", p.display()),
                 None => "cuenv could not read a store entry while copying it; `cuenv store verify` checks the store".into(),
@@ -116,6 +120,7 @@ impl Diagnose for Error {
             Error::Lock(e) => e.exit_code(),
             Error::Io(e) => e.exit_code(),
             Error::NotUnicode(e) => e.exit_code(),
+            Error::GpuFit(e) => e.exit_code(),
             Error::Walk(_) | Error::Manifest(_) | Error::UnsupportedPlatform | Error::Vanished(_) | Error::Interrupted { .. } => ExitCode::Failure,
             Error::LockReadOnly { .. } => ExitCode::Invalid,
         }

@@ -34,6 +34,8 @@ pub struct Options {
     pub offline: bool,
     /// Another profile file may replace the one that built the current generation.
     pub replace: bool,
+    /// This machine's driver and GPUs ([`crate::gpufit`]); `None` (`--force`): not judged.
+    pub machine: Option<crate::gpufit::Machine>,
 }
 
 /// What [`run`] tells its caller while it works.
@@ -94,6 +96,22 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     reporter.fetched(&fetched);
     // 3. Resolve: file + lock + candidates -> the desired views and shims.
     let desired = desire::desire(layout, parsed, opts.locked)?;
+    // A profile known not to run on this machine's driver or GPU is refused before the plan:
+    // nothing is built, switched or recorded (`--force` skips this).
+    if let Some(m) = &opts.machine {
+        let refused: Vec<(String, Vec<crate::gpufit::Misfit>)> = desired
+            .views
+            .iter()
+            .filter_map(|v| {
+                let want = crate::gpufit::Want::new(v.cudnn_version.parse().ok()?, &v.toolkit_version, v.cuda_major);
+                let why = crate::gpufit::judge(m, &want);
+                (!why.is_empty()).then(|| (v.name.clone(), why))
+            })
+            .collect();
+        if !refused.is_empty() {
+            return Err(crate::gpufit::Refusal { profiles: refused }.into());
+        }
+    }
     if plan::unchanged(layout, &desired) {
         // 8. Record only. --locked: the lock already says all this; it is never rewritten
         // (not even to migrate its format).

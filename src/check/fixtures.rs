@@ -39,6 +39,7 @@ pub(super) fn gpu() -> Driver {
     Driver {
         library: "libcuda.so.1".into(),
         version: Some(13000),
+        release: None,
         init: status(0, "CUDA_SUCCESS"),
         devices: vec![Device { index: 0, name: "NVIDIA H200".into(), compute_capability: [9, 0], total_memory: 150 << 30 }],
     }

@@ -38,7 +38,7 @@ pub use classify::classify;
 pub(crate) use explain::{cuda_version, decode_cudnn};
 pub use explain::{explain_windows_error, missing_libraries};
 pub(crate) use run::env_var;
-pub use run::{ProbeEnd, ProbeOutcome, run_probe, signal_name};
+pub use run::{ProbeEnd, ProbeOutcome, run_driver_probe, run_probe, signal_name};
 
 /// What a profile's check expects to find.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +108,10 @@ pub enum ReasonKind {
     NoDriver,
     /// A driver but no usable device (not a failure: status `no-gpu`).
     NoDevice,
+    /// The driver is too old for the profile's CUDA runtime ([`crate::gpufit`]).
+    DriverTooOld,
+    /// A GPU's compute capability is outside what the profile's cuDNN supports ([`crate::gpufit`]).
+    UnsupportedGpu,
 }
 
 impl ReasonKind {
@@ -153,6 +157,8 @@ impl Reason {
             ReasonKind::BadReport => "no report",
             ReasonKind::NoDriver => "no driver",
             ReasonKind::NoDevice => "no GPU",
+            ReasonKind::DriverTooOld => "driver too old",
+            ReasonKind::UnsupportedGpu => "unsupported GPU",
         }
     }
 }
@@ -179,6 +185,24 @@ impl CheckResult {
     /// Whether some reason is of `kind`.
     pub fn has(&self, kind: ReasonKind) -> bool {
         self.reasons.iter().any(|r| r.kind == kind)
+    }
+
+    /// Adds what rules the profile out on this machine ([`crate::gpufit::judge`]) as the
+    /// first reasons (they explain what the probe saw, e.g. `CUDNN_STATUS_NOT_INITIALIZED`
+    /// under a driver too old for the runtime); any of them makes the status `fail`.
+    pub fn add_misfits(&mut self, misfits: &[crate::gpufit::Misfit]) {
+        if misfits.is_empty() {
+            return;
+        }
+        let front = misfits.iter().map(|m| Reason {
+            kind: match m.kind {
+                crate::gpufit::MisfitKind::DriverTooOld => ReasonKind::DriverTooOld,
+                crate::gpufit::MisfitKind::UnsupportedGpu => ReasonKind::UnsupportedGpu,
+            },
+            message: m.to_string(),
+        });
+        self.reasons.splice(0..0, front);
+        self.status = CheckStatus::Fail;
     }
 }
 

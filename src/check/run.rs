@@ -71,6 +71,16 @@ const TAIL_LINES: usize = 20;
 /// environment: nothing of this process's environment is inherited), captures its output,
 /// kills it at `timeout`, and parses its report.
 pub fn run_probe(cuenv_exe: &Path, env: &[(OsString, OsString)], major: u64, conv: bool, timeout: Duration) -> ProbeOutcome {
+    run_probe_with(cuenv_exe, env, major, if conv { &["--conv"] } else { &[] }, timeout)
+}
+
+/// Runs `cuenv __probe --driver-only --json` with exactly `env`: the driver's CUDA version,
+/// its release (NVML) and the GPUs, without loading cuDNN (what `apply`'s GPU-fit gate reads).
+pub fn run_driver_probe(cuenv_exe: &Path, env: &[(OsString, OsString)], timeout: Duration) -> ProbeOutcome {
+    run_probe_with(cuenv_exe, env, 0, &["--driver-only"], timeout)
+}
+
+fn run_probe_with(cuenv_exe: &Path, env: &[(OsString, OsString)], major: u64, extra: &[&str], timeout: Duration) -> ProbeOutcome {
     let (search_var, search_path, preload) = loader_env(env);
     let mut outcome = ProbeOutcome {
         major,
@@ -85,10 +95,7 @@ pub fn run_probe(cuenv_exe: &Path, env: &[(OsString, OsString)], major: u64, con
         preload,
     };
     let mut cmd = Command::new(cuenv_exe);
-    cmd.arg("__probe").arg("--major").arg(major.to_string());
-    if conv {
-        cmd.arg("--conv");
-    }
+    cmd.arg("__probe").arg("--major").arg(major.to_string()).args(extra);
     cmd.arg("--json").env_clear().envs(env.iter().map(|(k, v)| (k, v))).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let start = Instant::now();
     let mut child = match cmd.spawn() {

@@ -69,6 +69,8 @@ pub struct ApplyOpts {
     pub offline: bool,
     /// Another profile file may replace the current generation's (`--replace`).
     pub replace: bool,
+    /// Apply profiles this machine is known not to run (`--force`).
+    pub force: bool,
 }
 
 /// Prints what [`apply::run`] reports as it goes (nothing on stdout with `--json`).
@@ -126,8 +128,18 @@ struct Applied<'a> {
 /// `cuenv apply FILE`.
 pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report> {
     let lock = lock_and_recover(ctx)?;
-    let check = opts.check.then(|| super::check::options(opts.timeout));
-    let run_opts = apply::Options { locked: opts.locked, check, require_gpu: opts.require_gpu, offline: opts.offline, replace: opts.replace };
+    let check = if opts.check { Some(super::check::options(opts.timeout)?) } else { None };
+    // Driver and GPU fit: what this machine offers, read by a driver-only probe child (plus
+    // the override variables), unless --force.
+    let machine = if opts.force {
+        None
+    } else {
+        let overrides = crate::gpufit::Overrides::from_process()?;
+        let env: Vec<_> = std::env::vars_os().collect();
+        let o = crate::check::run_driver_probe(&crate::generation_check::current_exe(), &env, std::time::Duration::from_secs(opts.timeout.min(30)));
+        Some(crate::gpufit::Machine::from_report(o.report.as_ref(), &overrides))
+    };
+    let run_opts = apply::Options { locked: opts.locked, check, require_gpu: opts.require_gpu, offline: opts.offline, replace: opts.replace, machine };
     let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
     let lock_path = lockfile::lock_path(file);
     let outcome = match apply::run(&ctx.layout, &lock, file, &run_opts, progress.as_ref(), &mut Printer { ctx, json: opts.json }) {

@@ -77,6 +77,10 @@ pub enum Command {
         /// the profiles (and conda shims) only that one declared.
         #[arg(long)]
         replace: bool,
+        /// Apply even a profile this machine's driver or GPU is known not to run
+        /// (CUENV_OVERRIDE_DRIVER_CUDA / CUENV_OVERRIDE_COMPUTE_CAPABILITY stand for another machine's).
+        #[arg(long)]
+        force: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -132,6 +136,14 @@ pub enum Command {
         /// Seconds each probe may take.
         #[arg(long, default_value_t = 60, value_name = "SECS")]
         timeout: u64,
+        /// Instead: which cuDNN / CUDA libraries the running process PID has loaded, and
+        /// whether that is still what its profile gives.
+        #[arg(long, value_name = "PID")]
+        pid: Option<u32>,
+        /// With --pid: the profile the process runs under (default: its CUENV_PROFILE; on
+        /// Windows another process's environment is not read).
+        #[arg(long, value_name = "NAME", requires = "pid")]
+        profile: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,

@@ -12,13 +12,15 @@ use crate::generation;
 use crate::generation_check::{self, ProfileCheck};
 
 /// The check options for this process: this executable as the probe child, this process's
-/// environment, `timeout` seconds per profile.
-pub fn options(timeout: u64) -> generation_check::Options {
-    generation_check::Options {
+/// environment, `timeout` seconds per profile, the GPU-fit override variables. Errors: an
+/// override variable that is not `major.minor` (exit 2).
+pub fn options(timeout: u64) -> Result<generation_check::Options, crate::gpufit::BadOverride> {
+    Ok(generation_check::Options {
         exe: generation_check::current_exe(),
         base_env: std::env::vars_os().collect(),
         timeout: std::time::Duration::from_secs(timeout),
-    }
+        overrides: crate::gpufit::Overrides::from_process()?,
+    })
 }
 
 /// Prints one profile's verdict and reasons (nothing on stdout with `--json`), and warns on
@@ -50,7 +52,7 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
     for p in profiles {
         m.profile(p)?;
     }
-    let results = generation_check::run_and_record(&ctx.layout, n, &m, profiles, &options(timeout), &mut |pc| print_check(ctx, pc, json))?;
+    let results = generation_check::run_and_record(&ctx.layout, n, &m, profiles, &options(timeout)?, &mut |pc| print_check(ctx, pc, json))?;
     if json {
         ctx.print_json_sorted(&CheckJson { generation: n, profiles: &results });
     }

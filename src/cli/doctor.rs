@@ -14,7 +14,8 @@ pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCo
     let toolkits = toolkit::discover(&ProcessEnv);
     let exe = crate::generation_check::current_exe();
     let majors: Vec<u64> = if majors.is_empty() { vec![9, 8] } else { majors.to_vec() };
-    let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, timeout: Duration::from_secs(timeout) };
+    let overrides = crate::gpufit::Overrides::from_process()?;
+    let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, timeout: Duration::from_secs(timeout), overrides };
     let env: Vec<_> = std::env::vars_os().collect();
     let d = doctor::examine(&inputs, &env);
     if json {
@@ -48,6 +49,15 @@ fn render(d: &Diagnosis) -> String {
                 let _ = writeln!(s, "  cuDNN {}: not loadable ({})", l.major, why.lines().next().unwrap_or(why));
             }
         }
+    }
+    let m = &d.machine;
+    if m.driver_cuda.is_some() || !m.gpus.is_empty() {
+        let set = if m.overridden.is_empty() { String::new() } else { format!(" (set by {})", m.overridden.join(", ")) };
+        let cuda = m.driver_cuda.map(|v| format!("supports CUDA <= {v}")).unwrap_or_else(|| "CUDA version unknown".into());
+        let release = m.driver_release.as_deref().map(|r| format!(", release {r}")).unwrap_or_default();
+        let gpus: Vec<String> = m.gpus.iter().map(|g| format!("GPU {} {}: compute capability {}", g.index, g.name, g.compute_capability)).collect();
+        let gpus = if gpus.is_empty() { String::new() } else { format!("; {}", gpus.join("; ")) };
+        let _ = writeln!(s, "NVIDIA driver: {cuda}{release}{gpus}{set}");
     }
     if d.search_path.is_empty() {
         let _ = writeln!(s, "no folder on {} holds a cuDNN dispatcher", d.search_var);
@@ -91,4 +101,18 @@ fn render(d: &Diagnosis) -> String {
     let warnings = d.findings.len() - problems;
     let _ = writeln!(s, "\n{problems} problem{}, {warnings} warning{}", if problems == 1 { "" } else { "s" }, if warnings == 1 { "" } else { "s" });
     s
+}
+
+/// `cuenv doctor --pid PID [--profile NAME]`: what the running process has loaded
+/// ([`crate::doctor::pid`]). Exit 4 when it loaded another cuDNN than its profile gives now
+/// (or a mixed set), else 0; 2 when no such process runs.
+pub fn run_pid(ctx: &Ctx, pid: u32, profile: Option<&str>, json: bool) -> Result<ExitCode, Report> {
+    let toolkits = toolkit::discover(&ProcessEnv);
+    let d = crate::doctor::pid::examine_pid(&ctx.layout, &toolkits, pid, profile)?;
+    if json {
+        ctx.print_json(&d);
+    } else {
+        write!(ctx.out(), "{}", crate::doctor::pid::render(&d));
+    }
+    Ok(if d.has_problems() { ExitCode::CheckFailed } else { ExitCode::Success })
 }

@@ -124,12 +124,13 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         Command::Toolkits { json } => toolkits::run(&ctx, json),
         Command::Plan { file, locked, json } => apply::plan(&ctx, &file, locked, json),
         Command::Apply { file, dry_run: true, locked, json, .. } => apply::plan(&ctx, &file, locked, json),
-        Command::Apply { file, dry_run: false, locked, no_check, require_gpu, timeout, offline, replace, json } => {
-            apply::apply(&ctx, &file, apply::ApplyOpts { locked, json, check: !no_check, require_gpu, timeout, offline, replace })
+        Command::Apply { file, dry_run: false, locked, no_check, require_gpu, timeout, offline, replace, force, json } => {
+            apply::apply(&ctx, &file, apply::ApplyOpts { locked, json, check: !no_check, require_gpu, timeout, offline, replace, force })
         }
         Command::Lock { file, platform, locked, offline, json } => apply::lock(&ctx, &file, apply::LockOpts { platforms: platform, locked, offline, json }),
         Command::Check { profiles: names, timeout, require_gpu, json } => check::check(&ctx, &names, timeout, require_gpu, json),
-        Command::Doctor { major, timeout, json } => doctor::run(&ctx, &major, timeout, json),
+        Command::Doctor { pid: Some(pid), profile, json, .. } => doctor::run_pid(&ctx, pid, profile.as_deref(), json),
+        Command::Doctor { major, timeout, json, .. } => doctor::run(&ctx, &major, timeout, json),
         Command::Use { profile, none } => {
             let profile = match (profile, none) {
                 (_, true) => None,

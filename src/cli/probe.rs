@@ -21,6 +21,9 @@ pub struct ProbeArgs {
     /// Also run the convolution check when a GPU is present.
     #[arg(long)]
     pub conv: bool,
+    /// Probe only the driver and NVML (cuDNN is not loaded; `--major` is ignored).
+    #[arg(long)]
+    pub driver_only: bool,
     /// Print the report as one line of JSON (what `cuenv check` reads).
     #[arg(long)]
     pub json: bool,
@@ -28,7 +31,7 @@ pub struct ProbeArgs {
 
 /// Runs the probe and prints its report: one JSON line with `--json`, pretty JSON otherwise.
 pub fn run(args: &ProbeArgs) -> Result<ExitCode, Report> {
-    let report = probe::run(&ProbeRequest { major: args.major, cuda_major: args.cuda, conv: args.conv });
+    let report = probe::run(&ProbeRequest { major: args.major, cuda_major: args.cuda, conv: args.conv, driver_only: args.driver_only });
     let text = if args.json { serde_json::to_string(&report) } else { serde_json::to_string_pretty(&report) }.expect("a probe report serializes");
     let mut out = std::io::stdout().lock();
     writeln!(out, "{text}").and_then(|()| out.flush()).map_err(|e| crate::error::IoError::new("write the probe report to", "stdout", e))?;

@@ -295,6 +295,30 @@ impl RuntimeApi {
     }
 }
 
+// ---- NVML (nvml.h): the driver release ----
+type FnNvmlInit = unsafe extern "system" fn() -> c_int;
+type FnNvmlDriverVersion = unsafe extern "system" fn(*mut c_char, c_uint) -> c_int;
+
+/// The driver release (`580.65.06`) from NVML's `nvmlSystemGetDriverVersion`, after
+/// `nvmlInit_v2`; `None` when either is missing or fails. NVML is left initialised (the
+/// probe process ends soon after).
+pub fn nvml_driver_release(lib: &Library) -> Option<String> {
+    let init: FnNvmlInit = sym(lib, "nvmlInit_v2")?;
+    let get: FnNvmlDriverVersion = sym(lib, "nvmlSystemGetDriverVersion")?;
+    // SAFETY: `nvmlReturn_t nvmlInit_v2(void)`.
+    if unsafe { init() } != 0 {
+        return None;
+    }
+    // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE is 80.
+    let mut buf = [0 as c_char; 96];
+    // SAFETY: `nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)`.
+    if unsafe { get(buf.as_mut_ptr(), buf.len() as c_uint) } != 0 {
+        return None;
+    }
+    buf[buf.len() - 1] = 0;
+    c_str(buf.as_ptr()).filter(|s| !s.is_empty())
+}
+
 /// The driver API calls.
 pub struct DriverApi {
     init: Option<FnCuInit>,
@@ -334,7 +358,13 @@ impl DriverApi {
 
     /// Driver version, `cuInit`, and every device's name, compute capability and memory.
     pub fn query(&self, library: &str, step: fn(&str)) -> Driver {
-        let mut d = Driver { library: library.to_string(), version: None, init: Status { code: -1, name: "cuInit not exported".into() }, devices: Vec::new() };
+        let mut d = Driver {
+            library: library.to_string(),
+            version: None,
+            release: None,
+            init: Status { code: -1, name: "cuInit not exported".into() },
+            devices: Vec::new(),
+        };
         if let Some(f) = self.driver_get_version {
             step("cuDriverGetVersion");
             let mut v: c_int = 0;

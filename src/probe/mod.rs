@@ -118,6 +118,10 @@ pub struct Driver {
     pub library: String,
     /// `cuDriverGetVersion()`: the newest CUDA the driver supports (13000 = 13.0).
     pub version: Option<i64>,
+    /// The driver release (`580.65.06`) from NVML (`libnvidia-ml.so.1` / `nvml.dll`), when
+    /// it loads and answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<String>,
     /// `cuInit(0)`.
     pub init: Status,
     /// The devices, when `cuInit` succeeded.
@@ -248,6 +252,8 @@ pub struct ProbeRequest {
     pub cuda_major: Option<u64>,
     /// Run the convolution when a device is present.
     pub conv: bool,
+    /// Only the driver (and NVML): cuDNN is not loaded (`apply`'s GPU-fit gate).
+    pub driver_only: bool,
 }
 
 /// The kind of a module from its file name, or `None` when it is none of the tracked ones.
@@ -290,6 +296,11 @@ pub fn driver_name() -> &'static str {
     if cfg!(windows) { "nvcuda.dll" } else { "libcuda.so.1" }
 }
 
+/// NVML's file name on this platform (it tells the driver release).
+pub fn nvml_name() -> &'static str {
+    if cfg!(windows) { "nvml.dll" } else { "libnvidia-ml.so.1" }
+}
+
 fn step(what: &str) {
     eprintln!("{STEP_PREFIX}{what}");
 }
@@ -314,6 +325,13 @@ pub fn run(req: &ProbeRequest) -> Report {
         elapsed_ms: 0.0,
     };
 
+    if req.driver_only {
+        report.dispatcher.name = String::new();
+        let driver_lib = probe_driver(&mut report);
+        std::mem::forget(driver_lib);
+        report.elapsed_ms = start.elapsed().as_secs_f64() * 1000.0;
+        return report;
+    }
     step(&format!("load {}", report.dispatcher.name));
     let cudnn = match sys::load(&report.dispatcher.name) {
         Ok(lib) => {
@@ -401,7 +419,15 @@ fn probe_driver(report: &mut Report) -> Option<libloading::Library> {
         }
     };
     let drv = ffi::DriverApi::new(&lib);
-    report.driver = Some(drv.query(name, step));
+    let mut d = drv.query(name, step);
+    let nvml = nvml_name();
+    step(&format!("load {nvml}"));
+    if let Ok(n) = sys::load(nvml) {
+        step("nvmlSystemGetDriverVersion");
+        d.release = ffi::nvml_driver_release(&n);
+        std::mem::forget(n);
+    }
+    report.driver = Some(d);
     Some(lib)
 }
 

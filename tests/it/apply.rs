@@ -938,3 +938,62 @@ fn a_revert_through_a_symlinked_env_keeps_its_shims() {
     let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
     assert_eq!(s["healthy"], true, "{s}");
 }
+
+/// Driver and GPU fit (issue 13, item 4): under `CUENV_OVERRIDE_DRIVER_CUDA=11.4` a CUDA 12.6
+/// profile is refused by `apply` before anything is written (exit 4, the home byte-identical),
+/// `--force` applies it, and `check` and `doctor` say which fact rules it out. A bad override
+/// value is exit 2 naming the variable.
+#[test]
+fn a_profile_the_driver_cannot_run_is_refused_unless_forced() {
+    let lab = Lab::new();
+    let file = lab.lab("[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\n");
+    let f = file.to_str().unwrap();
+    let before = home_digest(&lab.ctx.home);
+    let run = |args: &[&str], vars: &[(&str, &str)]| {
+        let mut c = lab.ctx.cmd();
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        let out = c.args(args).output().unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let old = [("CUENV_OVERRIDE_DRIVER_CUDA", "11.4")];
+    let (code, out, err) = run(&["apply", "--no-check", f], &old);
+    assert_eq!(code, 4, "{out}\n{err}");
+    let floor = if cfg!(windows) { "527.41" } else { "525.60.13" };
+    assert!(
+        err.contains(&format!(
+            "error: profile torch2 cannot run on this machine: the driver (CUDA version set by CUENV_OVERRIDE_DRIVER_CUDA) supports CUDA <= 11.4; this profile's runtime is 12.6: update the driver to R525 or newer (>= {floor}), or use a CUDA 11 profile"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("hint: nothing was built or switched; `cuenv apply --force` applies it anyway"), "{err}");
+    assert_eq!(home_digest(&lab.ctx.home), before, "a refused apply writes nothing");
+    assert!(!lab.ctx.path("lab.lock").exists());
+
+    let (code, _, err) = run(&["apply", "--no-check", f], &[("CUENV_OVERRIDE_COMPUTE_CAPABILITY", "sm_61")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("CUENV_OVERRIDE_COMPUTE_CAPABILITY=\"sm_61\" is not a version like 11.4"), "{err}");
+
+    // A GPU too new for cuDNN 9.5 (support matrix: 5.0 to 9.0).
+    let (code, _, err) = run(&["apply", "--no-check", f], &[("CUENV_OVERRIDE_COMPUTE_CAPABILITY", "12.0")]);
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("has compute capability 12.0 (set by CUENV_OVERRIDE_COMPUTE_CAPABILITY); cuDNN 9.5.0.50 with CUDA 12.6 supports 5.0 to 9.0"), "{err}");
+
+    let (code, out, err) = run(&["apply", "--no-check", "--force", f], &old);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (code, out, err) = run(&["check", "torch2"], &old);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(out.contains("check torch2: fail"), "{out}");
+    assert!(
+        out.contains("    driver too old: the driver (CUDA version set by CUENV_OVERRIDE_DRIVER_CUDA) supports CUDA <= 11.4; this profile's runtime is 12.6"),
+        "{out}"
+    );
+    if cfg!(target_os = "linux") {
+        let view = lab.profiles().join("torch2");
+        let ld = std::env::join_paths([view.join("cudnn-lib"), view.join("cuda-lib")]).unwrap();
+        let (code, out, _) = run(&["doctor", "--major", "9"], &[old[0], ("CUENV_PROFILE", "torch2"), ("LD_LIBRARY_PATH", ld.to_str().unwrap())]);
+        assert_eq!(code, 4, "{out}");
+        assert!(out.contains("problem: profile `torch2` is active, but in this environment: driver too old: the driver (CUDA version set by CUENV_OVERRIDE_DRIVER_CUDA) supports CUDA <= 11.4"), "{out}");
+    }
+}

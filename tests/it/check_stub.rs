@@ -57,7 +57,7 @@ fn a_stub_reporting_another_version_is_a_version_mismatch() {
     let c = classify(&o, &expected(&entry, "9.5.0.50"));
     assert_eq!(c.status, CheckStatus::Fail);
     let m = c.reasons.iter().find(|x| x.kind == ReasonKind::VersionMismatch).unwrap_or_else(|| panic!("{:?}", c.reasons));
-    assert!(m.message.contains("90100 (9.1.0)") && m.message.contains("90500"), "{m}");
+    assert_eq!(m.message, "cuDNN reports version 9.1.0, but the profile's entry is cuDNN 9.5.0.50", "versions print as 9.1.0, never 90100");
 }
 
 #[test]
@@ -177,7 +177,10 @@ const FAKE_GPU_C: &str = r#"
 #include <string.h>
 
 #ifdef DRIVER
-int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+#ifndef DRIVER_VERSION
+#define DRIVER_VERSION 13000
+#endif
+int cuDriverGetVersion(int *v) { *v = DRIVER_VERSION; return 0; }
 int cuInit(unsigned int flags) {
 #ifdef NO_DEVICE
     (void)flags; return 100; /* CUDA_ERROR_NO_DEVICE */
@@ -188,7 +191,11 @@ int cuInit(unsigned int flags) {
 int cuDeviceGetCount(int *n) { *n = 1; return 0; }
 int cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal == 0 ? 0 : 101; }
 int cuDeviceGetName(char *name, int len, int dev) { (void)dev; strncpy(name, "Stub GPU", len); return 0; }
-int cuDeviceGetAttribute(int *v, int attr, int dev) { (void)dev; *v = attr == 75 ? 9 : attr == 76 ? 0 : -1; return 0; }
+#ifndef CC_MAJOR
+#define CC_MAJOR 9
+#define CC_MINOR 0
+#endif
+int cuDeviceGetAttribute(int *v, int attr, int dev) { (void)dev; *v = attr == 75 ? CC_MAJOR : attr == 76 ? CC_MINOR : -1; return 0; }
 int cuDeviceTotalMem_v2(size_t *b, int dev) { (void)dev; *b = (size_t)1 << 34; return 0; }
 int cuGetErrorName(int e, const char **s) { *s = e == 0 ? "CUDA_SUCCESS" : e == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_UNKNOWN"; return 0; }
 #endif
@@ -213,6 +220,7 @@ size_t cudnnGetMaxDeviceVersion(void) { return 900; }
 const char *cudnnGetErrorString(int s) {
     switch (s) {
     case 0: return "CUDNN_STATUS_SUCCESS";
+    case 1001: return "CUDNN_STATUS_NOT_INITIALIZED";
     case 2000: return "CUDNN_STATUS_BAD_PARAM";
     case 3000: return "CUDNN_STATUS_NOT_SUPPORTED";
     case 3007: return "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH";
@@ -222,6 +230,9 @@ const char *cudnnGetErrorString(int s) {
 int cudnnCreate(void **h) {
 #ifdef ARCH_MISMATCH
     (void)h; return 3007;
+#elif defined(NOT_INITIALIZED)
+    /* What a CUDA 12 build gets from cudaErrorInsufficientDriver under an older driver. */
+    (void)h; return 1001;
 #else
     *h = malloc(1); return 0;
 #endif
@@ -377,4 +388,52 @@ fn a_driver_without_devices_is_no_gpu() {
     assert_eq!(c.status, CheckStatus::NoGpu, "{:?}", c.reasons);
     assert!(c.reasons[0].message.contains("CUDA_ERROR_NO_DEVICE") && c.reasons[0].message.contains("CUDA 13.0"), "{}", c.reasons[0]);
     assert!(matches!(o.report.unwrap().conv, cuenv::probe::Conv::Skipped { .. }));
+}
+
+/// A CUDA 12.6 profile under a driver that supports CUDA 11.4 only: cuDNN says
+/// `CUDNN_STATUS_NOT_INITIALIZED` ("the CUDA driver or device could not be initialized"),
+/// which names no cause; the driver's CUDA version in the probe report does (issue 13, item 4).
+#[test]
+fn a_driver_too_old_for_the_runtime_is_named_as_such() {
+    use cuenv::gpufit::{Machine, Overrides, Want, judge};
+    let s = Stubs::new();
+    let (entry, rt, drv) = s.fake_gpu(&["NOT_INITIALIZED"], &["DRIVER_VERSION=11040"]);
+    let o = run_probe(cuenv(), &env_with(&[&entry, &rt, &drv]), 9, true, T);
+    let mut c = classify(&o, &expected(&entry, "9.5.0.50"));
+    // What the probe alone says: a cuDNN status without a cause.
+    let status = c.reasons.iter().find(|x| x.kind == ReasonKind::CudnnStatus).unwrap_or_else(|| panic!("{:?}", c.reasons));
+    assert!(status.message.contains("CUDNN_STATUS_NOT_INITIALIZED"), "{status}");
+    let m = Machine::from_report(o.report.as_ref(), &Overrides::default());
+    assert_eq!(m.driver_cuda.map(|v| v.to_string()).as_deref(), Some("11.4"));
+    c.add_misfits(&judge(&m, &Want::new("9.5.0.50".parse().unwrap(), "12.6.77", 12)));
+    assert_eq!(c.status, CheckStatus::Fail);
+    assert_eq!(c.reasons[0].kind, ReasonKind::DriverTooOld, "{:?}", c.reasons);
+    let floor = if cfg!(windows) { "527.41" } else { "525.60.13" };
+    assert_eq!(
+        c.reasons[0].to_string(),
+        format!(
+            "driver too old: the driver supports CUDA <= 11.4; this profile's runtime is 12.6: update the driver to R525 or newer (>= {floor}), or use a CUDA 11 profile"
+        )
+    );
+    // A 12.x driver runs the same profile (minor-version compatibility): nothing to add.
+    let (entry, rt, drv) = s.fake_gpu(&[], &["DRIVER_VERSION=12020"]);
+    let o = run_probe(cuenv(), &env_with(&[&entry, &rt, &drv]), 9, true, T);
+    let m = Machine::from_report(o.report.as_ref(), &Overrides::default());
+    assert!(judge(&m, &Want::new("9.5.0.50".parse().unwrap(), "12.6.77", 12)).is_empty(), "{m:?}");
+}
+
+/// The GPU's compute capability as the driver reports it, against cuDNN 9.17's support matrix
+/// (7.5 and newer): a Pascal GPU (6.1) is ruled out by name.
+#[test]
+fn a_gpu_older_than_the_cudnn_supports_is_named() {
+    use cuenv::gpufit::{Machine, Overrides, Want, judge};
+    let s = Stubs::new();
+    let (entry, rt, drv) = s.fake_gpu(&[], &["CC_MAJOR=6", "CC_MINOR=1"]);
+    let o = run_probe(cuenv(), &env_with(&[&entry, &rt, &drv]), 9, false, T);
+    let m = Machine::from_report(o.report.as_ref(), &Overrides::default());
+    assert_eq!(m.gpus[0].compute_capability.to_string(), "6.1");
+    let why = judge(&m, &Want::new("9.17.0.29".parse().unwrap(), "13.0.88", 13));
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert!(why[0].message.starts_with("GPU 0 Stub GPU has compute capability 6.1; cuDNN 9.17.0.29 with CUDA 13.0 supports 7.5 to 12.0"), "{}", why[0]);
+    assert!(judge(&m, &Want::new("9.5.0.50".parse().unwrap(), "12.6.77", 12)).is_empty(), "9.5 supports 6.1");
 }

@@ -195,3 +195,28 @@ fn a_dispatcher_with_a_missing_dependency_is_not_called_unusable() {
     assert!(!out.contains("is not a usable"), "{out}");
     assert!(out.contains("hint: put the folder that holds it on LD_LIBRARY_PATH"), "{out}");
 }
+
+/// Driver fit without a profile (issue 13, item 4): the cuDNN the loader picks was built for
+/// CUDA 12.6; under `CUENV_OVERRIDE_DRIVER_CUDA=11.4` that is a problem naming both versions.
+#[test]
+fn a_loaded_cudnn_built_for_a_newer_cuda_than_the_driver_is_a_problem() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    let a = s.build("a", "libcudnn.so.9", &["VERSION=90500"]);
+    let rt = s.cudart();
+    let (code, out, err) = doctor(home.path(), &[&a, &rt], &[("CUENV_OVERRIDE_DRIVER_CUDA", "11.4"), ("CUENV_OVERRIDE_COMPUTE_CAPABILITY", "8.6")], &[]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(out.contains("NVIDIA driver: supports CUDA <= 11.4; GPU 0 (CUENV_OVERRIDE_COMPUTE_CAPABILITY): compute capability 8.6 (set by CUENV_OVERRIDE_DRIVER_CUDA, CUENV_OVERRIDE_COMPUTE_CAPABILITY)"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "problem: cuDNN 9 from {}: the driver (CUDA version set by CUENV_OVERRIDE_DRIVER_CUDA) supports CUDA <= 11.4; it was built for CUDA 12.6",
+            a.join("libcudnn.so.9").display()
+        )),
+        "{out}"
+    );
+    assert!(out.contains("hint: update the driver to R525 or newer (>= 525.60.13), or use a CUDA 11 profile"), "{out}");
+    let (code, out, _) = doctor(home.path(), &[&a, &rt], &[("CUENV_OVERRIDE_DRIVER_CUDA", "12.0")], &["--json"]);
+    assert_eq!(code, 0, "minor-version compatibility: a 12.0 driver runs a 12.6 build: {out}");
+    let d: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(d["machine"]["driver_cuda"], "12.0");
+}

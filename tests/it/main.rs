@@ -14,6 +14,7 @@ mod check_stub;
 mod conda_order;
 mod cuda13;
 mod doctor;
+mod doctor_pid;
 mod export;
 mod faults;
 mod fetch_local;
