@@ -1,28 +1,32 @@
 //! Activation shims: the small scripts that switch a shell (or a conda env) to a profile.
 //!
 //! For each profile cuenv writes an activate and a deactivate script per shell: cmd (`.bat`),
-//! PowerShell (`.ps1`), POSIX shells (`.sh`: sh, dash, bash, zsh) and fish (`.fish`). conda runs
-//! the one whose extension matches the shell from `etc/conda/activate.d` / `deactivate.d`, and
-//! `cuenv env` prints the same text. This module only renders text ([`render_activate`],
-//! [`render_deactivate`]) and writes or removes files that are cuenv's own ([`write()`],
-//! [`remove`]).
+//! PowerShell (`.ps1`), POSIX shells (`.sh`: sh, dash, bash, zsh; xonsh through conda's
+//! `source-bash`), fish (`.fish`) and csh/tcsh (`.csh`). conda runs the one whose extension
+//! matches the shell from `etc/conda/activate.d` / `deactivate.d`, and `cuenv env` prints the
+//! same text. This module only renders text ([`render_activate`], [`render_deactivate`],
+//! [`render_hook`]) and writes or removes files that are cuenv's own ([`write()`], [`remove`]).
+//! The design, checked against conda's own activation order, is docs/design.md "Activation
+//! layers".
 //!
 //! Invariants, in every shell:
-//! - **First line**: a comment holding [`MARKER`]. cuenv never overwrites or deletes a file
-//!   without it ([`is_ours`]).
-//! - **Saved state**: before changing a variable `NAME`, activation saves it as
-//!   `CUENV_SAVED_NAME=<old value>`, or `CUENV_UNSET_NAME=1` when it was unset. Deactivation puts
-//!   back exactly that (unset stays unset, empty stays empty, `PATH` is the old string byte for
-//!   byte) and removes the saved copies. cmd and PowerShell on Windows keep no empty variables:
+//! - **First line**: a comment holding [`MARKER`] (v1 files are still recognised). cuenv never
+//!   overwrites or deletes a file without it ([`is_ours`]).
+//! - **Layers** ([`Layer`]: SHIM, HOOK, SETUP): each keeps its own state, `CUENV_<L>_*`, and
+//!   at most one profile (`CUENV_<L>_PROFILE`); activation first removes the layer's current
+//!   profile's entries. A layer's entries go behind those of higher layers; while a higher layer
+//!   is in effect, a lower one's scalar values go into the higher layer's saved copy.
+//! - **Remove by value**: a list variable (`PATH`, `LD_LIBRARY_PATH`) gets one block, recorded in
+//!   `CUENV_<L>_ADDED_<NAME>`; deactivation removes that block and nothing else, so entries
+//!   added meanwhile (by conda, the user, another layer) stay byte for byte, and an unset
+//!   variable is unset again (`CUENV_<L>_UNSET_<NAME>`). Scalars are saved once and put back
+//!   only where they still hold the profile's value. A deactivate script does nothing unless its
+//!   profile is the one in effect in its layer. cmd and PowerShell keep no empty variables:
 //!   there an empty variable counts as unset.
-//! - **Idempotent**: `CUENV_ACTIVE_PROFILE` names the profile in effect. Activating the profile
-//!   that is already active changes nothing; activating another one first restores what the
-//!   active one saved (so at most one cuenv profile is in effect and deactivation always returns
-//!   to the state before cuenv). A deactivate script does nothing unless its profile is active.
 //! - **Quoting**: every value is a quoted literal in the shell's own syntax (POSIX `'...'` with
-//!   `'\''`; fish `'...'` with `\'` and `\\`; PowerShell `'...'` with quotes doubled; cmd
-//!   `set "NAME=value"` with `%` doubled), so spaces, `(x86)`, `%`, `&`, `!`, `^`, `'`, `"`,
-//!   `$`, backticks and non-ASCII text survive. Scripts never `eval` a value.
+//!   `'\''`; fish `'...'` with `\'` and `\\`; csh `'...'` with `\!`; PowerShell `'...'` with
+//!   quotes doubled; cmd `set "NAME=value"` with `%` doubled), so spaces, `(x86)`, `%`, `&`,
+//!   `!`, `^`, `'`, `"`, `$`, backticks and non-ASCII text survive. Scripts never `eval` a value.
 //! - **cmd specifics**: no `SETLOCAL` (the caller must see the changes; conda runs the shim with
 //!   `CALL`). The body is emitted twice, for delayed expansion off and on, chosen at run time. A
 //!   shim holding non-ASCII text switches the console code page to UTF-8 (65001) and back, since

@@ -51,11 +51,10 @@ pub const MAX_TOTAL: u64 = 16 << 30;
 /// `min(MAX_TOTAL, max(TOTAL_RATIO_FLOOR, MAX_TOTAL_RATIO * input_size))`. Debug builds read a
 /// lower cap from `CUENV_TEST_MAX_EXPANSION` (bytes), so tests need not write gigabytes.
 pub fn expansion_bound(input_size: u64) -> u64 {
-    let mut cap = MAX_TOTAL;
     #[cfg(debug_assertions)]
-    if let Some(v) = std::env::var("CUENV_TEST_MAX_EXPANSION").ok().and_then(|v| v.parse().ok()) {
-        cap = v;
-    }
+    let cap = std::env::var("CUENV_TEST_MAX_EXPANSION").ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_TOTAL);
+    #[cfg(not(debug_assertions))]
+    let cap = MAX_TOTAL;
     input_size.saturating_mul(MAX_TOTAL_RATIO).max(TOTAL_RATIO_FLOOR).min(cap)
 }
 
