@@ -17,7 +17,8 @@ pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCo
     let overrides = crate::gpufit::Overrides::from_process()?;
     let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, timeout: Duration::from_secs(timeout), overrides };
     let env: Vec<_> = std::env::vars_os().collect();
-    let d = doctor::examine(&inputs, &env);
+    let mut d = doctor::examine(&inputs, &env);
+    d.findings.extend(stale_kernels(ctx));
     if json {
         ctx.print_json(&d);
     } else {
@@ -115,4 +116,32 @@ pub fn run_pid(ctx: &Ctx, pid: u32, profile: Option<&str>, json: bool) -> Result
         write!(ctx.out(), "{}", crate::doctor::pid::render(&d));
     }
     Ok(if d.has_problems() { ExitCode::CheckFailed } else { ExitCode::Success })
+}
+
+/// Jupyter kernelspecs bound to a profile of this home that its current generation no longer
+/// has ([`crate::kernel`]): a notebook started with one gets a view that does not exist.
+fn stale_kernels(ctx: &Ctx) -> Vec<doctor::Finding> {
+    let home = crate::view::stable_home(&ctx.layout).to_string_lossy().into_owned();
+    let known: Vec<String> = crate::generation::current(&ctx.layout)
+        .and_then(|n| crate::generation::read(&ctx.layout, n).ok())
+        .map(|m| m.profiles.iter().map(|p| p.name.clone()).collect())
+        .unwrap_or_default();
+    crate::kernel::list(&crate::kernel::search_dirs())
+        .into_iter()
+        .filter(|k| k.home == home && !known.contains(&k.profile))
+        .map(|k| doctor::Finding {
+            severity: doctor::Severity::Warning,
+            message: format!(
+                "the Jupyter kernel {} ({}) is bound to profile {}, which the current generation does not have",
+                k.name,
+                k.path.display(),
+                k.profile
+            ),
+            hint: Some(format!(
+                "reinstall it for an existing profile (`cuenv kernel install <profile> --name {}`), or delete {}",
+                k.name,
+                k.path.parent().unwrap_or(&k.path).display()
+            )),
+        })
+        .collect()
 }

@@ -73,4 +73,8 @@ print(json.dumps(specs['cuenv-legacy']['spec']['env']))
     let list = lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).args(["kernel", "list"]).output().unwrap();
     let text = String::from_utf8_lossy(&list.stdout);
     assert!(text.contains("cuenv-legacy  profile legacy (no such profile now"), "{text}");
+    // And `doctor` warns about it.
+    let out = lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).args(["doctor"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("the Jupyter kernel cuenv-legacy") && text.contains("bound to profile legacy, which the current generation does not have"), "{text}");
 }
