@@ -227,9 +227,9 @@ pub enum Command {
         /// Print the activation through `<home>/active`, to add to a shell's startup file once.
         #[arg(long, conflicts_with = "profile")]
         setup: bool,
-        /// Print a directory hook for `~/.bashrc`, `~/.zshrc` or `config.fish` (bash, zsh, fish):
+        /// Print a directory hook for `~/.bashrc`, `~/.zshrc`, `config.fish` or `$PROFILE`:
         /// entering a folder with a `.cuenv-profile` gives this shell that profile.
-        #[arg(long, value_name = "SHELL", value_parser = ["bash", "zsh", "fish"], conflicts_with_all = ["profile", "setup"])]
+        #[arg(long, value_name = "SHELL", value_parser = ["bash", "zsh", "fish", "powershell"], conflicts_with_all = ["profile", "setup"])]
         hook: Option<String>,
         /// Internal: what the hook evaluates on a change of folder.
         #[arg(long, hide = true, conflicts_with_all = ["profile", "setup"])]

@@ -357,7 +357,8 @@ fn fill(template: &str, vars: &[(&str, &str)]) -> String {
 #[cfg(test)]
 mod tests;
 
-/// The directory hook for `shell` (`cuenv env --hook bash|zsh|fish`): shell code that, when the
+/// The directory hook for `shell` (`cuenv env --hook bash|zsh|fish|powershell`; PowerShell's is
+/// rendered and unit-tested only: no PowerShell runs on the test machines): shell code that, when the
 /// current folder changes, evaluates `<exe> --home <home> env --hook-apply --shell S`. `None`
 /// for shells without a hook. `exe` and `home` are absolute paths, quoted here.
 pub fn render_hook(shell_name: &str, exe: &Path, home: &Path) -> Option<String> {
@@ -365,6 +366,7 @@ pub fn render_hook(shell_name: &str, exe: &Path, home: &Path) -> Option<String> 
         "bash" => (include_str!("templates/hook/hook.bash"), quote::posix),
         "zsh" => (include_str!("templates/hook/hook.zsh"), quote::posix),
         "fish" => (include_str!("templates/hook/hook.fish"), quote::fish),
+        "powershell" => (include_str!("templates/hook/hook.ps1"), quote::powershell),
         _ => return None,
     };
     Some(fill(template, &[("EXE", &q(&exe.to_string_lossy())), ("HOME", &q(&home.to_string_lossy()))]))

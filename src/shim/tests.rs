@@ -535,3 +535,20 @@ fn other_verbatim_forms_are_kept_whole() {
     assert_eq!(shim_path(Path::new(r"\\?\Volume{abc}\x")), r"\\?\Volume{abc}\x");
     assert_eq!(shim_path(Path::new(r"\\?\UNC\srv\share\x")), r"\\srv\share\x");
 }
+
+#[test]
+fn hooks_render_for_their_shells_with_the_paths_quoted() {
+    let exe = Path::new("/opt/it's cuenv/cuenv");
+    let home = Path::new("/home/zoë/.local/share/cuenv");
+    let bash = render_hook("bash", exe, home).unwrap();
+    has_line(&bash, r#"eval "$('/opt/it'\''s cuenv/cuenv' --home '/home/zoë/.local/share/cuenv' env --hook-apply --shell bash)""#);
+    assert!(render_hook("zsh", exe, home).unwrap().contains("add-zsh-hook chpwd __cuenv_hook"));
+    assert!(render_hook("fish", exe, home).unwrap().contains("function __cuenv_hook --on-variable PWD"));
+    let ps = render_hook("powershell", Path::new(r"C:\Program Files (x86)\cuenv\cuenv.exe"), Path::new(r"C:\Users\Zoë\AppData\Local\cuenv")).unwrap();
+    has_line(
+        &ps,
+        r#"& 'C:\Program Files (x86)\cuenv\cuenv.exe' --home 'C:\Users\Zoë\AppData\Local\cuenv' env --hook-apply --shell powershell | Out-String | Invoke-Expression"#,
+    );
+    assert!(ps.contains("function global:prompt { __cuenv_hook; & $global:__cuenv_prompt }"));
+    assert!(render_hook("tcsh", exe, home).is_none());
+}
