@@ -65,6 +65,22 @@ pub fn profile_env(layout: &Layout, view: &ViewRecord, base: &[(OsString, OsStri
     }
 }
 
+/// The start of the note a check adds for an entry added with `--allow-incomplete`; `check`
+/// prints such notes as warnings.
+pub const INCOMPLETE_NOTE: &str = "incomplete set:";
+
+/// The note for a store entry that lacks sub-libraries (`store add --allow-incomplete`), if it does.
+fn incomplete_note(entry_dir: &std::path::Path) -> Option<String> {
+    let meta = crate::store::entry::EntryMeta::read(entry_dir).ok()?;
+    (!meta.incomplete.is_empty()).then(|| {
+        format!(
+            "{INCOMPLETE_NOTE} the store entry {} was added with --allow-incomplete and lacks {}: the loader takes those from another folder, or cuDNN fails when it needs them",
+            meta.name,
+            meta.incomplete.join(", ")
+        )
+    })
+}
+
 /// Checks the profiles of manifest `m` named in `only` (all when empty), skipping those
 /// with `check = "none"`. Calls `on_result` after each profile.
 pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_result: &mut dyn FnMut(&ProfileCheck)) -> Vec<ProfileCheck> {
@@ -85,6 +101,9 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                 // Driver and GPU fit: which fact rules the profile out on this machine.
                 let machine = gpufit::Machine::from_report(outcome.report.as_ref(), &opts.overrides);
                 result.add_misfits(&gpufit::judge(&machine, &gpufit::Want::new(expected.version.clone(), &view.toolkit_version, view.cuda_major)));
+                if let Some(note) = incomplete_note(&view.entry_dir) {
+                    result.notes.push(note);
+                }
                 ProfileCheck { profile: view.name.clone(), check: view.check, result, elapsed_ms }
             }
             Err(e) => ProfileCheck {

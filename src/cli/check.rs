@@ -33,6 +33,9 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
     for r in &pc.result.reasons {
         writeln!(ctx.out(), "    {r}");
     }
+    for n in pc.result.notes.iter().filter(|n| n.starts_with(generation_check::INCOMPLETE_NOTE)) {
+        writeln!(ctx.err(), "warning: profile {}: {n}", pc.profile);
+    }
     if pc.result.status == CheckStatus::NoGpu && !ctx.quiet {
         writeln!(ctx.err(), "warning: profile {}: no GPU here, so only loading and versions were checked (--require-gpu makes this an error)", pc.profile);
     }

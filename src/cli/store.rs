@@ -28,6 +28,10 @@ pub enum StoreCommand {
         /// CUDA major the build is for; picks the variant in an installer tree.
         #[arg(long, value_name = "MAJOR")]
         cuda: Option<u64>,
+        /// Import a set that lacks some of its sub-libraries (recorded in the entry; check and
+        /// doctor warn).
+        #[arg(long)]
+        allow_incomplete: bool,
         /// Print the entries as JSON.
         #[arg(long)]
         json: bool,
@@ -86,7 +90,7 @@ fn row<'a>(meta: &'a crate::store::entry::EntryMeta, dir: &std::path::Path, exis
 pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
     let store = Store::new(&ctx.layout);
     match cmd {
-        StoreCommand::Add { paths, sha256, cuda, json } => {
+        StoreCommand::Add { paths, sha256, cuda, allow_incomplete, json } => {
             if sha256.is_some() && paths.len() > 1 {
                 return Err(crate::error::Hinted::new(
                     format!("--sha256 applies to one input, but {} were given", paths.len()),
@@ -97,7 +101,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
             }
             let lock = super::writer_lock(ctx)?;
             store.clean_leftovers(&lock)?;
-            let opts = AddOptions { sha256, cuda, source_url: None };
+            let opts = AddOptions { sha256, cuda, source_url: None, allow_incomplete };
             let mut added = Vec::new();
             for path in &paths {
                 let progress = reporter::for_stderr(ctx.quiet);

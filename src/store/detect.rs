@@ -51,6 +51,8 @@ pub struct Hints {
     pub cuda: Option<u64>,
     /// METADATA text of the wheel (inside it, or beside a `site-packages/nvidia/cudnn`).
     pub metadata: Option<(String, String)>,
+    /// `--allow-incomplete`: keep a set that lacks sub-libraries (see [`missing_sublibraries`]).
+    pub allow_incomplete: bool,
 }
 
 /// What was recognized. Paths are relative to the raw tree.
@@ -66,6 +68,8 @@ pub struct Detected {
     /// The CUDA major variant and where it came from.
     pub cuda_major: u64,
     pub cuda_source: String,
+    /// Sub-libraries the release ships that the set lacks (non-empty only when allowed).
+    pub missing: Vec<String>,
     /// The platform, from the dispatcher's PE/ELF header.
     pub platform: Platform,
     /// File names of every shared library in the library folder, sorted.
@@ -344,7 +348,53 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
             ]),
         });
     }
-    Ok(Detected { root, keep, version: best.0, version_source: best.1, cuda_major, cuda_source, platform, libraries, layout })
+    // 9. The whole set: every sub-library the release ships beside the dispatcher.
+    let missing = missing_sublibraries(&best.0, platform, &libraries);
+    if !missing.is_empty() && !hints.allow_incomplete {
+        let since = SUBLIBRARIES.iter().find(|r| r.0 == best.0.major()).map(|r| r.1.to_string()).unwrap_or_default();
+        return Err(Error::Incomplete {
+            path: source.into(),
+            set: Box::new(super::IncompleteSet {
+                version: best.0.to_string(),
+                major: best.0.major(),
+                since,
+                folder: if lib_rel.is_empty() { ".".into() } else { lib_rel.clone() },
+                missing,
+            }),
+        });
+    }
+    Ok(Detected { root, keep, version: best.0, version_source: best.1, cuda_major, cuda_source, platform, libraries, layout, missing })
+}
+
+/// The sub-libraries each cuDNN major ships beside its dispatcher, from the first release of
+/// the row on: `(major, first release, stems)`. A library is `libcudnn_<stem>.so.<major>` on
+/// Linux and `cudnn_<stem>64_<major>.dll` on Windows. Names beyond a row (sub-libraries later
+/// releases add, e.g. `engines_tensor_ir`) are accepted, never required.
+/// Sources: the cuDNN Installation Guide's file lists (8.x, 9.x) and the RECORD files of the
+/// real wheels `nvidia-cudnn-cu12` 8.9.4.25 and 9.5.0.50, `nvidia-cudnn-cu11` 8.8.0.121 and
+/// `nvidia-cudnn-cu13` 9.14.0.64 (docs/facts.md §2).
+pub const SUBLIBRARIES: &[(u64, &str, &[&str])] = &[
+    (8, "8.0.0", &["ops_infer", "ops_train", "cnn_infer", "cnn_train", "adv_infer", "adv_train"]),
+    (9, "9.0.0", &["graph", "engines_precompiled", "engines_runtime_compiled", "heuristic", "ops", "cnn", "adv"]),
+];
+
+/// The sub-libraries a cuDNN `version` for `platform` ships that `libraries` (file names in
+/// the entry's library folder) lacks, as file names, in the table's order; empty for a major
+/// the table does not know.
+pub fn missing_sublibraries(version: &Version, platform: Platform, libraries: &[String]) -> Vec<String> {
+    let major = version.major();
+    let Some((_, _, stems)) = SUBLIBRARIES.iter().find(|r| r.0 == major) else { return Vec::new() };
+    stems
+        .iter()
+        .map(|stem| if platform.is_windows() { format!("cudnn_{stem}64_{major}.dll") } else { format!("libcudnn_{stem}.so.{major}") })
+        .filter(|want| {
+            !libraries.iter().any(
+                |have| {
+                    if platform.is_windows() { have.eq_ignore_ascii_case(want) } else { have == want || have.starts_with(&format!("{want}.")) }
+                },
+            )
+        })
+        .collect()
 }
 
 /// `cuda_source` of an entry whose CUDA major only the user gave (`--cuda`): its libraries

@@ -106,6 +106,10 @@ pub struct EntryMeta {
     pub added: String,
     /// File names of the shared libraries found in the library folder.
     pub libraries: Vec<String>,
+    /// Sub-libraries the release ships that this entry lacks: only set for an entry added with
+    /// `--allow-incomplete` ([`crate::store::detect::missing_sublibraries`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incomplete: Vec<String>,
     /// Where `bin`, `lib` and `include` are inside the entry.
     pub layout: EntryLayout,
     /// The input it was imported from.

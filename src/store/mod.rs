@@ -81,6 +81,8 @@ pub enum Error {
     NoCudnn { path: PathBuf },
     #[error("{} holds several cuDNN releases (in {})", esc_path(path), member::escape(&roots.join(", ")))]
     SeveralReleases { path: PathBuf, roots: Vec<String> },
+    #[error("{}: incomplete cuDNN {} set: the library folder {} lacks {} (cuDNN {}.x ships them beside the dispatcher from {} on; the loader would take them from whatever folder comes next)", path.display(), set.version, set.folder, set.missing.join(", "), set.major, set.since)]
+    Incomplete { path: PathBuf, set: Box<IncompleteSet> },
     #[error("{}: cannot tell which CUDA major this cuDNN is built for{}", path.display(), if variants.is_empty() { String::new() } else { format!(" (it holds CUDA variants {})", variants.join(", ")) })]
     CudaUnknown { path: PathBuf, variants: Vec<String> },
     #[error("{}: the CUDA major is ambiguous: {}{}", path.display(), claims.iter().map(|(c, w)| format!("{w} says {c}")).collect::<Vec<_>>().join(", "), if detail.is_empty() { String::new() } else { format!("; {detail}") })]
@@ -134,6 +136,7 @@ impl Diagnose for Error {
             Sha256Mismatch { .. } => "the file is not the one you expected: download it again, or check the --sha256 value against NVIDIA's manifest".into(),
             NoCudnn { .. } => "point at an archive or folder that contains cuDNN's bin/ or lib/ (e.g. site-packages/nvidia/cudnn)".into(),
             SeveralReleases { .. } => "import one release folder at a time".into(),
+            Incomplete { .. } => "import the whole release (the archive or wheel as NVIDIA ships it), or pass --allow-incomplete to import it anyway (recorded in the entry; check and doctor then warn)".into(),
             CudaUnknown { variants, .. } => {
                 let majors: Vec<String> = variants
                     .iter()
@@ -191,6 +194,21 @@ impl Diagnose for Error {
 }
 
 /// Options of [`Store::add`].
+/// What an incomplete set lacks ([`Error::Incomplete`]).
+#[derive(Debug)]
+pub struct IncompleteSet {
+    /// The release.
+    pub version: String,
+    /// Its major.
+    pub major: u64,
+    /// The first release of the table row ([`detect::SUBLIBRARIES`]).
+    pub since: String,
+    /// The entry's library folder, relative to the release root.
+    pub folder: String,
+    /// The missing sub-libraries' file names.
+    pub missing: Vec<String>,
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct AddOptions {
     /// Expected SHA-256 of the input file (lowercase or uppercase hex).
@@ -199,6 +217,9 @@ pub struct AddOptions {
     pub cuda: Option<u64>,
     /// The URL the input was downloaded from, recorded in `entry.toml`.
     pub source_url: Option<String>,
+    /// Import a set that lacks sub-libraries its major and version ship (recorded in
+    /// `entry.toml` as `incomplete`); without it such a set is refused (../shared/decisions.md 2).
+    pub allow_incomplete: bool,
 }
 
 /// The result of [`Store::add`].
@@ -315,7 +336,7 @@ impl<'a> Store<'a> {
             return Err(Error::Sha256Mismatch { path: input.into(), expected: want.clone(), actual: got.clone() });
         }
         let source_name = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| input.display().to_string());
-        let mut hints = detect::Hints { source_name: source_name.clone(), cuda: opts.cuda, metadata: None };
+        let mut hints = detect::Hints { source_name: source_name.clone(), cuda: opts.cuda, metadata: None, allow_incomplete: opts.allow_incomplete };
         if kind == SourceKind::Wheel {
             verify_record(input, &raw, &extracted.items)?;
             hints.metadata = wheel_metadata(&raw, &extracted.items);
@@ -366,6 +387,7 @@ impl<'a> Store<'a> {
             platform: found.platform,
             added: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             libraries: found.libraries,
+            incomplete: found.missing,
             layout: found.layout,
             source: entry::SourceInfo { name: source_name, kind, size: extracted.source_size, sha256: extracted.source_sha256, url: opts.source_url.clone() },
             files,

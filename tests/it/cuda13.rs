@@ -169,11 +169,11 @@ mod static_major {
         assert!(err.contains("--cuda says CUDA 12, but its libraries are built for CUDA 13: `libcudnn_adv.so.9` loads `libcublasLt.so.13`"), "{err}");
         assert!(err.contains("hint: pass --cuda 13"), "{err}");
         // Without --cuda the libraries say it; with --cuda 13 they agree.
-        let row = ctx.add_ok(&cudnn, &[]);
+        let row = ctx.add_ok(&cudnn, &["--allow-incomplete"]);
         assert_eq!(row["cuda_major"], 13, "{row}");
         let meta = ctx.entry_toml(&ctx.only_entry());
         assert_eq!(meta["cuda_source"].as_str(), Some("the libraries (`libcudnn_adv.so.9` loads `libcublasLt.so.13`)"));
-        assert_eq!(ctx.add_ok(&cudnn, &["--cuda", "13"])["existed"], true);
+        assert_eq!(ctx.add_ok(&cudnn, &["--cuda", "13", "--allow-incomplete"])["existed"], true);
     }
 
     #[test]
@@ -190,7 +190,7 @@ mod static_major {
         let ctx = TestContext::new();
         let stubs = stubs::Stubs::new();
         let cudnn = linux_cudnn(&stubs, "silent", 13000, None, None);
-        assert_eq!(ctx.add_ok(&cudnn, &["--cuda", "12"])["cuda_major"], 12);
+        assert_eq!(ctx.add_ok(&cudnn, &["--cuda", "12", "--allow-incomplete"])["cuda_major"], 12);
         let meta = ctx.entry_toml(&ctx.only_entry());
         assert_eq!(meta["cuda_source"].as_str(), Some("--cuda (taken from the user: the libraries name no CUDA library by major)"));
     }
@@ -213,6 +213,6 @@ mod static_major {
         fs::write(root.join("include/cudnn_version.h"), version_header(9, 14, 0)).unwrap();
         let err = ctx.add_refused(&root, &["--cuda", "12"]);
         assert!(err.contains("built for CUDA 13: `cudnn_adv64_9.dll` loads `cublasLt64_13.dll`"), "{err}");
-        assert_eq!(ctx.add_ok(&root, &[])["cuda_major"], 13);
+        assert_eq!(ctx.add_ok(&root, &["--allow-incomplete"])["cuda_major"], 13);
     }
 }

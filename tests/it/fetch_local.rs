@@ -161,6 +161,16 @@ fn sha256_hex(b: &[u8]) -> String {
     hex::encode(Sha256::digest(b))
 }
 
+/// The sub-libraries of a cuDNN major, as the real releases ship them beside the dispatcher
+/// (`store add` refuses a set without them).
+fn sublibraries(major: &str) -> &'static [&'static str] {
+    if major == "8" {
+        &["ops_infer", "ops_train", "cnn_infer", "cnn_train", "adv_infer", "adv_train"]
+    } else {
+        &["graph", "engines_precompiled", "engines_runtime_compiled", "heuristic", "ops", "cnn", "adv"]
+    }
+}
+
 /// `cudnn-linux-x86_64-<v>_cuda<N>-archive.tar.xz` with `lib/libcudnn.so.<major>`,
 /// `include/cudnn_version.h` and `LICENSE`. Returns (file name, bytes).
 fn linux_archive(version: &str, cuda: &str) -> (String, Vec<u8>) {
@@ -178,6 +188,9 @@ fn linux_archive(version: &str, cuda: &str) -> (String, Vec<u8>) {
     // Distinct bytes per release and CUDA major (identical content would be one store entry).
     let seed = version.bytes().chain(cuda.bytes()).fold(0u8, |a, b| a.wrapping_mul(31).wrapping_add(b));
     add(&format!("lib/libcudnn.so.{major}"), &elf_so(seed));
+    for (i, sub) in sublibraries(major).iter().enumerate() {
+        add(&format!("lib/libcudnn_{sub}.so.{major}"), &elf_so(seed.wrapping_add(1 + i as u8)));
+    }
     add("include/cudnn_version.h", version_header(version).as_bytes());
     add("LICENSE", b"test license\n");
     let tar = tar.into_inner().unwrap();
@@ -190,12 +203,15 @@ fn linux_archive(version: &str, cuda: &str) -> (String, Vec<u8>) {
 fn linux_wheel(version: &str, cuda: u64) -> (String, Vec<u8>) {
     let dist = format!("nvidia_cudnn_cu{cuda}-{version}.dist-info");
     let major = version.split('.').next().unwrap();
-    let files: Vec<(String, Vec<u8>)> = vec![
+    let mut files: Vec<(String, Vec<u8>)> = vec![
         (format!("nvidia/cudnn/lib/libcudnn.so.{major}"), elf_so(7)),
         ("nvidia/cudnn/include/cudnn_version.h".into(), version_header(version).into_bytes()),
         (format!("{dist}/METADATA"), format!("Metadata-Version: 2.1\nName: nvidia-cudnn-cu{cuda}\nVersion: {version}\n").into_bytes()),
         (format!("{dist}/WHEEL"), b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-manylinux2014_x86_64\n".to_vec()),
     ];
+    for (i, sub) in sublibraries(major).iter().enumerate() {
+        files.push((format!("nvidia/cudnn/lib/libcudnn_{sub}.so.{major}"), elf_so(8 + i as u8)));
+    }
     let mut record = String::new();
     for (p, d) in &files {
         let h = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(d));

@@ -1203,3 +1203,46 @@ fn verify_prints_planted_names_escaped() {
     assert!(text.contains("  extra: bin/evil\\u{1b}[2J\\u{7}.dll\n"), "{text}");
     assert!(!out.stdout.iter().any(|b| *b == 0x1b || *b == 0x07), "raw control bytes printed: {text:?}");
 }
+
+/// Issue 13, item 2 (and ../shared/decisions.md 2): a set without the sub-libraries its major
+/// ships (the issue's "9.x folder missing one of its libraries imported silently, 7
+/// libraries") is refused, naming what is missing, unless `--allow-incomplete`, which the
+/// entry records; a library beyond the table (a newer 9.x sub-library) is accepted.
+#[cfg(unix)]
+#[test]
+fn an_incomplete_set_is_refused_unless_allowed_and_recorded() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let mut tree = linux_release_tree(&r);
+    let stem = tree.nodes.iter().find(|(p, _)| p.ends_with("/libcudnn_cnn.so.9")).map(|(p, _)| p.clone()).expect("the fixture has cnn");
+    // The library and its alias names (`libcudnn_cnn.so` -> `libcudnn_cnn.so.9`).
+    tree.nodes.retain(|(p, _)| !p.contains("/libcudnn_cnn.so"));
+    let folder = ctx.path("cudnn-9.5-no-cnn");
+    tree.write_dir(&folder);
+    let err = ctx.add_refused(&folder, &["--cuda", "12"]);
+    assert!(err.contains("incomplete cuDNN 9.5.0") && err.contains("lacks libcudnn_cnn.so.9") && err.contains("--allow-incomplete"), "{err}");
+    assert!(
+        !ctx.store_dir().exists() || std::fs::read_dir(ctx.store_dir()).unwrap().flatten().all(|e| e.file_name().to_string_lossy().starts_with('.')),
+        "nothing was stored"
+    );
+    let row = ctx.add_ok(&folder, &["--cuda", "12", "--allow-incomplete"]);
+    let toml = std::fs::read_to_string(ctx.store_dir().join(row["name"].as_str().unwrap()).join("entry.toml")).unwrap();
+    assert!(toml.contains("incomplete = [\"libcudnn_cnn.so.9\"]"), "{toml}");
+    // `check` of a profile on that entry warns (stderr), naming what is missing.
+    let tk = crate::apply::toolkit(&ctx.work, "12.6.77", 12);
+    let lab = ctx.path("lab.toml");
+    fs::write(&lab, format!("[toolkits]\n\"12.6\" = '{}'\n[profiles.p]\ncuda = \"12\"\ncudnn = \"9.5\"\n", tk.display())).unwrap();
+    let out = ctx.cmd().args(["apply", "--no-check"]).arg(&lab).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = ctx.cmd().arg("check").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning: profile p: incomplete set: the store entry") && err.contains("lacks libcudnn_cnn.so.9"), "{err}");
+
+    // A newer sub-library beyond the table is no reason to refuse.
+    let mut tree = linux_release_tree(&Release { version: [9, 21, 0, 1], cuda: 12 });
+    let lib_dir = stem.rsplit_once('/').unwrap().0.to_string();
+    tree.file(format!("{lib_dir}/libcudnn_engines_tensor_ir.so.9"), elf_so("tensor_ir"));
+    let folder = ctx.path("cudnn-9.21");
+    tree.write_dir(&folder);
+    ctx.add_ok(&folder, &["--cuda", "12"]);
+}
