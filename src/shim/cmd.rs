@@ -29,7 +29,7 @@
 //! and the refusal, with nothing changed, of a `PATH` too long for cmd's 8191-character line
 //! ([`check_cmd_line_limit`]).
 
-use super::{Activation, CMD_LINE_MAX, Layer, fill, profile_note as note, quote, shim_path};
+use super::{Activation, CMD_LINE_MAX, LISTS, Layer, fill, profile_note as note, quote, shim_path};
 
 mod tpl {
     pub const ACTIVATE: &str = include_str!("templates/cmd/activate.bat");
@@ -48,10 +48,6 @@ mod tpl {
     pub const CODEPAGE_SWITCH: &str = include_str!("templates/cmd/codepage_switch.bat");
     pub const CODEPAGE_RESTORE: &str = include_str!("templates/cmd/codepage_restore.bat");
 }
-
-/// The list variables a cmd shim may edit. Undoing covers both, since a stale profile of the
-/// same layer may have edited either.
-const LISTS: [&str; 2] = ["PATH", "LD_LIBRARY_PATH"];
 
 /// The characters a block path cannot hold in a cmd shim: `=` ends the search string of
 /// `%V:a=b%`, `%` ends `%V:a=b%` (delayed expansion off), `!` ends `!V:a=b!` (on).

@@ -156,6 +156,10 @@ pub struct Activation {
     pub set: Vec<(String, PathBuf)>,
 }
 
+/// The list variables a shim may edit. Undoing always covers both, since a stale profile of the
+/// same layer (possibly rendered for another platform's list) may have edited either.
+const LISTS: [&str; 2] = ["PATH", "LD_LIBRARY_PATH"];
+
 /// The first line of every shim, as a comment in that shell's syntax.
 pub const MARKER: &str = "cuenv-shim v2";
 

@@ -8,7 +8,7 @@
 //! `unsetenv` (csh) or `set -gx` / `set -e` (fish) lines, and source those: csh cannot edit a
 //! list variable safely, and one implementation of the list rule is easier to prove than three.
 
-use super::{Activation, fill, profile_note as note, quote, shim_path};
+use super::{Activation, LISTS, fill, profile_note as note, quote, shim_path};
 
 mod tpl {
     pub const ACTIVATE: &str = include_str!("templates/posix/activate.sh");
@@ -29,10 +29,6 @@ mod tpl {
     pub const CSH_WRAPPER: &str = include_str!("templates/csh/wrapper.csh");
     pub const FISH_WRAPPER: &str = include_str!("templates/fish/wrapper.fish");
 }
-
-/// The list variables a POSIX-family shim may edit. Undoing always covers both, since a stale
-/// profile of the same layer may have edited either.
-const LISTS: [&str; 2] = ["PATH", "LD_LIBRARY_PATH"];
 
 /// The shim's plan: (list name, block) and (scalar name, value), `CUENV_PROFILE` last.
 struct Plan {

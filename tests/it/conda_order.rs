@@ -21,13 +21,12 @@
 //! (set by .ci/run, which installs them all).
 #![cfg(unix)]
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cuenv::shim::{Activation, Layer, Shell, file_name, render_activate, render_deactivate};
 
-type Env = BTreeMap<String, String>;
+use crate::support::clients::{self, Env, parse_env0 as parse_env};
 
 /// A folder name holding every character the shims must survive.
 const HOSTILE: &str = "conda it's \"q\" $HOME `id` 100% & ! ^ (x86) \\ Zoë 模型";
@@ -64,12 +63,7 @@ impl Sh {
 }
 
 fn have(bin: &str) -> bool {
-    let found = Command::new("sh").arg("-c").arg(format!("command -v {bin}")).output().is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(std::env::var_os("CUENV_REQUIRE_SHELLS").is_none(), "{bin} is required (CUENV_REQUIRE_SHELLS) but not installed");
-        eprintln!("note: {bin} is not installed; skipping its conda-order cells");
-    }
-    found
+    clients::have_bin(bin)
 }
 
 /// The lab: a conda root with envs `tf` and `torch` (cuenv shims for profiles tf28, torch2)
@@ -355,18 +349,6 @@ fn user_edits(sh: Sh) -> Vec<String> {
             "$CUDA_HOME = '/mine'".into(),
         ],
     }
-}
-
-fn parse_env(bytes: &[u8]) -> Env {
-    String::from_utf8(bytes.to_vec())
-        .expect("env is UTF-8")
-        .split('\0')
-        .filter(|e| !e.is_empty())
-        .map(|e| {
-            let (k, v) = e.split_once('=').unwrap_or((e, ""));
-            (k.to_string(), v.to_string())
-        })
-        .collect()
 }
 
 /// Runs one step in `sh` starting from `env`; returns the environment after it.

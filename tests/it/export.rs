@@ -4,37 +4,13 @@
 //! with a note, unless `CUENV_REQUIRE_SHELLS=1` (.ci/run installs them all).
 #![cfg(unix)]
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::apply::Lab;
 
-type Env = BTreeMap<String, String>;
-
-fn have(what: &str, found: bool) -> bool {
-    if !found {
-        assert!(std::env::var_os("CUENV_REQUIRE_SHELLS").is_none(), "{what} is required (CUENV_REQUIRE_SHELLS) but not installed");
-        eprintln!("note: {what} is not installed; skipping its export test");
-    }
-    found
-}
-
-fn on_path(bin: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {bin}")).output().is_ok_and(|o| o.status.success())
-}
-
-fn parse(bytes: &[u8]) -> Env {
-    String::from_utf8_lossy(bytes)
-        .split('\0')
-        .filter(|e| !e.is_empty())
-        .map(|e| {
-            let (k, v) = e.split_once('=').unwrap_or((e, ""));
-            (k.to_string(), v.to_string())
-        })
-        .collect()
-}
+use crate::support::clients::{Env, have, on_path, parse_env0 as parse};
 
 fn applied() -> Lab {
     let lab = Lab::new();

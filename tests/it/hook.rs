@@ -5,34 +5,22 @@
 //! returns to them on deactivation. `<home>/active` is never touched.
 #![cfg(unix)]
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::apply::Lab;
 
-type Env = BTreeMap<String, String>;
+use crate::support::clients::{self, Env};
 
 fn have(bin: &str) -> bool {
-    let found = Command::new("sh").arg("-c").arg(format!("command -v {bin}")).output().is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(std::env::var_os("CUENV_REQUIRE_SHELLS").is_none(), "{bin} is required (CUENV_REQUIRE_SHELLS) but not installed");
-        eprintln!("note: {bin} is not installed; skipping its hook test");
-    }
-    found
+    clients::have_bin(bin)
 }
 
 fn parse(bytes: &[u8]) -> Env {
-    String::from_utf8_lossy(bytes)
-        .split('\0')
-        .filter(|e| !e.is_empty())
-        .map(|e| {
-            let (k, v) = e.split_once('=').unwrap_or((e, ""));
-            (k.to_string(), v.to_string())
-        })
-        .filter(|(k, _)| !["PWD", "OLDPWD", "_", "SHLVL", "PROMPT_COMMAND"].contains(&k.as_str()))
-        .collect()
+    let mut e = clients::parse_env0(bytes);
+    e.retain(|k, _| !["PWD", "OLDPWD", "_", "SHLVL", "PROMPT_COMMAND"].contains(&k.as_str()));
+    e
 }
 
 fn q(s: &Path) -> String {

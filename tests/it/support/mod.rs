@@ -18,6 +18,7 @@
 #![allow(dead_code)]
 
 #[cfg(target_os = "linux")]
+pub mod clients;
 pub mod stubs;
 
 use std::fs;
