@@ -27,6 +27,14 @@ pub enum Command {
     /// Manage the content-addressed store of cuDNN releases.
     #[command(subcommand)]
     Store(super::store::StoreCommand),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to stdout, e.g.
+    /// `cuenv completions bash > ~/.local/share/bash-completion/completions/cuenv`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print cuenv's man page (roff) to stdout, e.g. `cuenv man > ~/.local/share/man/man1/cuenv.1`.
+    Man,
     /// List CUDA toolkit roots: their version, runtime, and any cuDNN copied in by hand.
     ///
     /// Searched: %ProgramFiles%\NVIDIA GPU Computing Toolkit\CUDA\v*, CUDA_PATH and

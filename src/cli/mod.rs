@@ -99,6 +99,24 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
     if let Command::Probe(args) = &cli.command {
         return probe::run(args); // needs no home
     }
+    // Neither needs a home.
+    match &cli.command {
+        Command::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(*shell, &mut <Cli as clap::CommandFactory>::command(), "cuenv", &mut buf);
+            write!(out, "{}", String::from_utf8_lossy(&buf));
+            return Ok(ExitCode::Success);
+        }
+        Command::Man => {
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+                .render(&mut buf)
+                .map_err(|e| crate::error::IoError::new("render the man page to", "stdout", e))?;
+            write!(out, "{}", String::from_utf8_lossy(&buf));
+            return Ok(ExitCode::Success);
+        }
+        _ => {}
+    }
     let home = match cli.home {
         Some(h) => h,
         None => {
@@ -154,7 +172,7 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
             }
             env::env(&ctx, profile.as_deref(), shell, setup)
         }
-        Command::Probe(_) => unreachable!("handled above"),
+        Command::Probe(_) | Command::Completions { .. } | Command::Man => unreachable!("handled above"),
     }
 }
 

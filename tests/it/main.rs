@@ -11,6 +11,7 @@ mod apply;
 mod apply_tx;
 mod check_real;
 mod check_stub;
+mod completions;
 mod conda_order;
 mod cuda13;
 mod doctor;
