@@ -698,7 +698,8 @@ mod tests {
     #[test]
     fn a_format_2_lock_is_read_and_rewritten_as_format_3() {
         let v3 = LockFile::render_updated(None, LINUX, &resolved());
-        let v2 = v3.replace("\nversion = 3\n", "\nversion = 2\n").replace("[platforms.linux-x86_64.profiles.old]", "# mine\n[platforms.linux-x86_64.profiles.old]");
+        let v2 =
+            v3.replace("\nversion = 3\n", "\nversion = 2\n").replace("[platforms.linux-x86_64.profiles.old]", "# mine\n[platforms.linux-x86_64.profiles.old]");
         assert_eq!(lock_of(&v2), lock_of(&v3));
         let again = LockFile::render_updated(Some(&v2), LINUX, &resolved());
         assert_eq!(again, v3.replace("[platforms.linux-x86_64.profiles.old]", "# mine\n[platforms.linux-x86_64.profiles.old]"));
@@ -713,10 +714,7 @@ mod tests {
         let old = section.profiles.pop().unwrap();
         section.unpinned.push(UnpinnedProfile { name: old.name.clone(), reason: "cuDNN 8 (windows-x86_64): NVIDIA could not be reached".into() });
         let text = LockFile::render_updated(None, WINDOWS, section.clone());
-        assert!(
-            text.ends_with("[platforms.windows-x86_64.profiles.old]\nunpinned = \"cuDNN 8 (windows-x86_64): NVIDIA could not be reached\"\n"),
-            "{text}"
-        );
+        assert!(text.ends_with("[platforms.windows-x86_64.profiles.old]\nunpinned = \"cuDNN 8 (windows-x86_64): NVIDIA could not be reached\"\n"), "{text}");
         let read = parse(&text, Path::new("lab.lock"), WINDOWS).unwrap();
         assert_eq!(read, section);
         assert!(read.profile("old").is_none() && read.unpinned("old").is_some());
@@ -729,7 +727,8 @@ mod tests {
         assert!(!pinned.contains("unpinned"), "{pinned}");
         assert_eq!(parse(&pinned, Path::new("lab.lock"), WINDOWS).unwrap().profiles.len(), 2);
         // And unpinned again: the choice keys go.
-        let pins = Pins::from([("old".to_string(), Pin { sha256: Some("aa".into()), url: None, source: Some(crate::fetch::Source::Nvidia), cuda_wheels: vec![] })]);
+        let pins =
+            Pins::from([("old".to_string(), Pin { sha256: Some("aa".into()), url: None, source: Some(crate::fetch::Source::Nvidia), cuda_wheels: vec![] })]);
         let with = with_pins(&pinned, WINDOWS, &pins);
         assert!(with.contains("cudnn-source = \"nvidia\""), "{with}");
         let again = LockFile::render_updated(Some(&with), WINDOWS, section);

@@ -75,7 +75,14 @@ fn cuda_major(cx: &Cx, file: &ProfileFile, p: &Profile, installed: &[Version], p
 /// Gets the wheel toolkit root of a profile whose `cuda` has `from = "pypi"` (the wheels
 /// `pin` names while they still satisfy `cuda`, else the newest of its version); nothing
 /// for a profile on an installed toolkit.
-fn ensure_runtime(cx: &Cx, file: &ProfileFile, p: &Profile, lines: &mut Vec<String>, pin: Option<&crate::lockfile::Pin>, platform: Platform) -> Result<(), Error> {
+fn ensure_runtime(
+    cx: &Cx,
+    file: &ProfileFile,
+    p: &Profile,
+    lines: &mut Vec<String>,
+    pin: Option<&crate::lockfile::Pin>,
+    platform: Platform,
+) -> Result<(), Error> {
     if p.cuda.from.is_none() {
         return Ok(());
     }
@@ -118,7 +125,11 @@ fn unreachable(e: &fetch::Error) -> bool {
 fn not_offered(e: &fetch::Error) -> bool {
     matches!(
         e,
-        fetch::Error::NoSuchProject { .. } | fetch::Error::NoSuchVersion { .. } | fetch::Error::NoWheel { .. } | fetch::Error::NoManifest { .. } | fetch::Error::NoArtifact { .. }
+        fetch::Error::NoSuchProject { .. }
+            | fetch::Error::NoSuchVersion { .. }
+            | fetch::Error::NoWheel { .. }
+            | fetch::Error::NoManifest { .. }
+            | fetch::Error::NoArtifact { .. }
     )
 }
 
@@ -143,7 +154,11 @@ fn fetch_source(s: &Source) -> Option<fetch::Source> {
 /// next source is tried only when one answers that it has no such file (a source that cannot
 /// be reached stops the search, so that which source serves a platform never depends on a
 /// network failure). Returns the artifact and its source, or every source tried with its error.
-fn find_cudnn(client: &fetch::Client, req: &fetch::FetchRequest, sources: &[fetch::Source]) -> Result<(fetch::Artifact, fetch::Source), Vec<(fetch::Source, fetch::Error)>> {
+fn find_cudnn(
+    client: &fetch::Client,
+    req: &fetch::FetchRequest,
+    sources: &[fetch::Source],
+) -> Result<(fetch::Artifact, fetch::Source), Vec<(fetch::Source, fetch::Error)>> {
     let mut tried = Vec::new();
     for &from in sources {
         match fetch::resolve_cudnn(client, &fetch::FetchRequest { from, ..req.clone() }) {

@@ -381,7 +381,8 @@ pub fn unpinned_drift(lock: Option<&lockfile::LockFile>, file: &ProfileFile, pla
     let first = unpinned.first()?;
     let mut message = format!("{} does not match {} for {platform}:", lockfile::lock_path(&file.path).display(), file.path.display());
     for u in &unpinned {
-        message.push_str(&format!("\n  profile {} is unpinned for {platform} (its sources could not be reached when the lock was written): {}", u.name, u.reason));
+        message
+            .push_str(&format!("\n  profile {} is unpinned for {platform} (its sources could not be reached when the lock was written): {}", u.name, u.reason));
     }
     let hint = format!(
         "the first `cuenv apply {}` without --locked on a {platform} machine pins {} (or run `cuenv lock {} --platform {platform}` where its sources can be reached); commit the lock, then --locked holds",

@@ -124,6 +124,9 @@ pub fn parse(text: &str, path: &Path) -> Result<ProfileFile, Error> {
     Ok(ProfileFile { path: path.to_path_buf(), source: text.to_string(), settings, toolkits, profiles, lines })
 }
 
+/// A `from`: its first source and the ones after it.
+type FirstAndRest = (Option<Spanned<Source>>, Vec<Spanned<Source>>);
+
 /// The parsing context: the file's name and text, for building diagnostics.
 struct Cx<'a> {
     path: &'a Path,
@@ -447,7 +450,7 @@ impl Cx<'_> {
     /// `from = "<source>"`, or a list `from = ["pypi", "nvidia"]` of source names tried in
     /// order (each once, only `"pypi"` and `"nvidia"`: a URL or a path is one file, not a
     /// source to fall back from). Returns the first source and the rest.
-    fn sources(&self, table: &dyn TableLike) -> Result<(Option<Spanned<Source>>, Vec<Spanned<Source>>), Error> {
+    fn sources(&self, table: &dyn TableLike) -> Result<FirstAndRest, Error> {
         let Some(item) = table.get("from") else { return Ok((None, Vec::new())) };
         let Some(list) = item.as_array() else {
             let s = self.string(table, "from")?.expect("the key is present");
