@@ -114,8 +114,8 @@ pub fn lock(
             return Err(super::LockedDrift::new(msg, file, platform, false).into());
         }
         let names: Vec<String> = ensured.unreachable.iter().map(|(n, _)| n.clone()).collect();
-        let mut locking = super::desire::resolve_locked_holding(layout, &parsed, platform, locked, &names)?;
-        locking.changes.extend(new_unpinned);
+        // (A new unpinned profile is reported through `unreachable`, not as a change line.)
+        let locking = super::desire::resolve_locked_holding(layout, &parsed, platform, locked, &names)?;
         done.push((platform, ensured.lines, locking, held, unreachable));
     }
     let mut out = Vec::new();
