@@ -48,6 +48,10 @@ wine_skips=(
   # lock_fills_another_platforms_section_and_keeps_this_ones.)
   fetch_local::apply_keeps_other_platforms_sections_and_gc_their_entries
   fetch_local::store_fetch_records_a_root_and_apply_fetches_none
+  # Issue 16: source lists and unpinned profiles are proven through `apply` on the Linux host
+  # section (junctions under Wine, and the fixture serves only manylinux wheels).
+  fetch_local::a_source_list_falls_through_to_nvidia_and_the_lock_records_who_served
+  fetch_local::lock_allow_unreachable_writes_an_unpinned_profile_that_apply_pins
   # The transaction tests (issue 10) start from a generation that `apply` made, which needs
   # junctions: the switch, its journal and recovery are proven on Linux and on real Windows.
   apply::a_history_line_cut_by_a_kill_loses_no_other_record

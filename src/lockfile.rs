@@ -12,14 +12,14 @@
 //! - Updates go through `toml_edit`: comments, key order and formatting of a hand-edited lock
 //!   survive; a value is rewritten only when it changes; rendering the same resolution twice
 //!   gives the same text.
-//! - This module is the file format only (read, write, migrate format 1). Honouring a lock
+//! - This module is the file format only (read, write, migrate formats 1 and 2). Honouring a lock
 //!   (keeping a locked choice while it still exists among the candidates and still satisfies
 //!   the profile's requirements) is resolution: `resolve::honour`. The format names nothing of
 //!   resolution: a resolution becomes a [`LockFile`] section through `From`, in `resolve`.
 //!
 //! Format (`version` is the format version; keys cuenv does not know are kept and ignored):
 //! ```toml
-//! version = 2
+//! version = 3
 //!
 //! [platforms.linux-x86_64.profiles.tf28]
 //! toolkit-root = '/usr/local/cuda-11.8'
@@ -27,10 +27,17 @@
 //! cudnn-id = "<store entry id>"
 //! cudnn-name = "<store entry name>"
 //! cudnn-version = "8.8.0.121"
+//! cudnn-source = "pypi"     # with `from = [...]`: the source that served this platform
+//!
+//! [platforms.windows-x86_64.profiles.tf28]
+//! unpinned = "<why>"        # `cuenv lock --allow-unreachable`: no source could be reached
 //! ```
-//! Format 1 (written by earlier cuenv) had one section, `[profiles.<name>]`, without a
-//! platform: it is read as the section of the platform its store entry names say it was
-//! written on ([`legacy_platform`]), and rewritten as format 2.
+//! Format 3 added unpinned profiles (a profile whose sources could not be reached when the
+//! lock was written: its table holds only `unpinned`, the reason; the first `apply` on that
+//! platform pins it, `--locked` refuses it) and `cudnn-source`. Format 2 lacks both and is
+//! read as it is. Format 1 (written by earlier cuenv) had one section, `[profiles.<name>]`,
+//! without a platform: it is read as the section of the platform its store entry names say
+//! it was written on ([`legacy_platform`]). Both are rewritten as format 3.
 
 use std::path::{Path, PathBuf};
 
@@ -41,8 +48,8 @@ use crate::diagnostic::{Located, Span};
 use crate::error::{Diagnose, ExitCode};
 use crate::version::Version;
 
-/// The lock format version this cuenv writes (it also reads format 1).
-pub const FORMAT_VERSION: i64 = 2;
+/// The lock format version this cuenv writes (it also reads formats 1 and 2).
+pub const FORMAT_VERSION: i64 = 3;
 
 const HEADER: &str = "# Written by `cuenv apply` and `cuenv lock`: the toolkit root and store entry each profile\n\
 # resolved to, per platform. A locked choice is kept while it still satisfies the profile file;\n\
@@ -107,11 +114,24 @@ pub struct LockedProfile {
     pub cudnn_version: Version,
 }
 
-/// One platform's section of a lock file: the locked profiles in file order.
+/// A profile a section names without a choice (format 3): its sources could not be reached
+/// when `cuenv lock --allow-unreachable` wrote the section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnpinnedProfile {
+    /// The profile name.
+    pub name: String,
+    /// Why it is unpinned (`unpinned = "..."`), as the lock says it.
+    pub reason: String,
+}
+
+/// One platform's section of a lock file: the locked profiles in file order, and the
+/// profiles it names unpinned.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LockFile {
     /// The locked profiles in file order.
     pub profiles: Vec<LockedProfile>,
+    /// The unpinned profiles in file order (written after the locked ones in a new section).
+    pub unpinned: Vec<UnpinnedProfile>,
 }
 
 impl LockFile {
@@ -120,12 +140,23 @@ impl LockFile {
         self.profiles.iter().find(|p| p.name == name)
     }
 
+    /// The unpinned entry for profile `name`, if the section names it unpinned.
+    pub fn unpinned(&self, name: &str) -> Option<&UnpinnedProfile> {
+        self.unpinned.iter().find(|p| p.name == name)
+    }
+
+    /// True when the section names profile `name`, locked or unpinned.
+    fn names(&self, name: &str) -> bool {
+        self.profile(name).is_some() || self.unpinned(name).is_some()
+    }
+
     /// The text of the lock with `platform`'s section set to `resolved` (a section, or anything
     /// that converts into one, such as a resolution), as an update of
     /// `old_text` (the current lock, if any): comments, order and formatting of `old_text`
     /// are kept, values are replaced only where they differ, profiles no longer in the file
-    /// are removed from every section, new ones are appended; other platforms' sections are
-    /// otherwise kept as they are. A format-1 lock's section becomes the section of the
+    /// are removed from every section, new ones are appended (locked ones first, then
+    /// unpinned ones; an unpinned profile's table keeps the reason it already has); other
+    /// platforms' sections are otherwise kept as they are. A format-1 lock's section becomes the section of the
     /// platform it was written on ([`legacy_platform`]). An `old_text` that is not valid TOML
     /// is replaced by a fresh lock.
     pub fn render_updated(old_text: Option<&str>, platform: Platform, resolved: impl Into<LockFile>) -> String {
@@ -134,12 +165,13 @@ impl LockFile {
             .and_then(|t| t.parse::<DocumentMut>().ok())
             .unwrap_or_else(|| format!("{HEADER}version = {FORMAT_VERSION}\n").parse().expect("the header is valid TOML"));
         let legacy = (doc.get("version").and_then(Item::as_integer) == Some(1)).then(|| legacy_platform(doc.as_table()));
+        let keep = |name: &str| resolved.names(name);
         let old_section = legacy.and_then(|lp| Some((lp, doc.remove("profiles").filter(Item::is_table)?)));
         set_value(doc.as_table_mut(), "version", Value::from(FORMAT_VERSION));
         let platforms = implicit_table(doc.as_table_mut(), "platforms");
         for (_, section) in platforms.iter_mut() {
             if let Some(profiles) = section.get_mut("profiles").and_then(Item::as_table_mut) {
-                profiles.retain(|name, _| resolved.profiles.iter().any(|p| p.name == name));
+                profiles.retain(|name, _| keep(name));
             }
         }
         if let Some((lp, old)) = old_section {
@@ -147,18 +179,25 @@ impl LockFile {
             let legacy_profiles = implicit_table(platforms, lp.as_str());
             legacy_profiles.insert("profiles", old);
             if let Some(t) = legacy_profiles.get_mut("profiles").and_then(Item::as_table_mut) {
-                t.retain(|name, _| resolved.profiles.iter().any(|p| p.name == name));
+                t.retain(|name, _| keep(name));
             }
         }
         let section = implicit_table(platforms, platform.as_str());
         let profiles = implicit_table(section, "profiles");
-        profiles.retain(|name, _| resolved.profiles.iter().any(|p| p.name == name));
+        profiles.retain(|name, _| keep(name));
         for p in &resolved.profiles {
             let table = profiles.entry(&p.name).or_insert_with(|| Item::Table(Table::new()));
             if !table.is_table() {
                 *table = Item::Table(Table::new());
             }
             write_profile(table.as_table_mut().expect("made a table above"), p);
+        }
+        for p in &resolved.unpinned {
+            let table = profiles.entry(&p.name).or_insert_with(|| Item::Table(Table::new()));
+            if !table.is_table() {
+                *table = Item::Table(Table::new());
+            }
+            write_unpinned(table.as_table_mut().expect("made a table above"), p);
         }
         doc.to_string()
     }
@@ -175,7 +214,23 @@ fn implicit_table<'a>(t: &'a mut Table, key: &str) -> &'a mut Table {
     item.as_table_mut().expect("made a table above")
 }
 
+/// The keys of a locked profile's table that cuenv writes (an unpinned profile has none).
+const CHOICE_KEYS: [&str; 9] =
+    ["toolkit-root", "toolkit-version", "cudnn-id", "cudnn-name", "cudnn-version", "cudnn-sha256", "cudnn-url", "cudnn-source", "cuda-wheels"];
+
+/// An unpinned profile's table: `unpinned = "<reason>"` (an existing reason is kept) and none
+/// of [`CHOICE_KEYS`].
+fn write_unpinned(t: &mut Table, p: &UnpinnedProfile) {
+    for k in CHOICE_KEYS {
+        t.remove(k);
+    }
+    if t.get("unpinned").and_then(Item::as_str).is_none() {
+        t.insert("unpinned", Item::Value(Value::from(p.reason.as_str())));
+    }
+}
+
 fn write_profile(t: &mut Table, p: &LockedProfile) {
+    t.remove("unpinned");
     set_value(t, "toolkit-root", Value::from(p.toolkit_root.to_string_lossy().as_ref()));
     set_value(t, "toolkit-version", Value::from(p.toolkit_version.to_string()));
     set_value(t, "cudnn-id", Value::from(p.cudnn_id.as_str()));
@@ -315,13 +370,13 @@ impl Cx<'_> {
         Error::Invalid(Box::new(Located::new(self.path, self.src, span, message, Some(hint))))
     }
 
-    /// The format version: 1 or [`FORMAT_VERSION`].
+    /// The format version: 1, 2 or [`FORMAT_VERSION`].
     fn format_version(&self, root: &dyn TableLike) -> Result<i64, Error> {
         let Some(item) = root.get("version") else {
             return Err(self.invalid(0..0, "the lock file has no `version`"));
         };
         match item.as_integer() {
-            Some(v @ (1 | FORMAT_VERSION)) => Ok(v),
+            Some(v @ (1 | 2 | FORMAT_VERSION)) => Ok(v),
             Some(v) if v > FORMAT_VERSION => {
                 Err(self.invalid(item.span().unwrap_or(0..0), format!("the lock file has format version {v}: it was written by a newer cuenv")))
             }
@@ -333,8 +388,17 @@ impl Cx<'_> {
     fn section(&self, t: &dyn TableLike) -> Result<LockFile, Error> {
         let Some(item) = t.get("profiles") else { return Ok(LockFile::default()) };
         let table = item.as_table_like().ok_or_else(|| self.invalid(item.span().unwrap_or(0..0), "`profiles` must be a table"))?;
-        let profiles = table.iter().map(|(name, item)| self.profile(table, name, item)).collect::<Result<_, _>>()?;
-        Ok(LockFile { profiles })
+        let mut out = LockFile::default();
+        for (name, item) in table.iter() {
+            if let Some(reason) = item.get("unpinned") {
+                let span = reason.span().unwrap_or(0..0);
+                let reason = reason.as_str().ok_or_else(|| self.invalid(span, "`unpinned` must be a string"))?;
+                out.unpinned.push(UnpinnedProfile { name: name.to_string(), reason: reason.to_string() });
+            } else {
+                out.profiles.push(self.profile(table, name, item)?);
+            }
+        }
+        Ok(out)
     }
     fn profile(&self, parent: &dyn TableLike, name: &str, item: &Item) -> Result<LockedProfile, Error> {
         let name_span = parent.key(name).and_then(|k| k.span()).unwrap_or(0..0);
@@ -371,6 +435,9 @@ pub type Pins = std::collections::BTreeMap<String, Pin>;
 pub struct Pin {
     pub sha256: Option<String>,
     pub url: Option<String>,
+    /// `cudnn-source`: for a `from = [...]` list, the source that served this platform
+    /// (`pypi` or `nvidia`); a pinned profile is fetched from it alone.
+    pub source: Option<crate::fetch::Source>,
     /// `cuda-wheels`: the runtime wheels of a `cuda = { from = "pypi" }` root, each
     /// `project==version` with its SHA-256 (`project==version sha256:<hex>`).
     pub cuda_wheels: Vec<(String, String, String)>,
@@ -405,7 +472,8 @@ pub fn read_pins(path: &Path, platform: Platform) -> Pins {
             let get = |k: &str| item.get(k).and_then(Item::as_str).map(str::to_string);
             let cuda_wheels: Vec<(String, String, String)> =
                 item.get("cuda-wheels").and_then(Item::as_array).map(|a| a.iter().filter_map(|v| parse_wheel_pin(v.as_str()?)).collect()).unwrap_or_default();
-            let pin = Pin { sha256: get("cudnn-sha256"), url: get("cudnn-url"), cuda_wheels };
+            let source = get("cudnn-source").and_then(|s| s.parse().ok());
+            let pin = Pin { sha256: get("cudnn-sha256"), url: get("cudnn-url"), source, cuda_wheels };
             if pin.sha256.is_some() || !pin.cuda_wheels.is_empty() {
                 out.insert(name.to_string(), pin);
             }
@@ -451,6 +519,12 @@ pub fn with_pins(text: &str, platform: Platform, pins: &Pins) -> String {
                     t.remove("cudnn-url");
                 }
             }
+            match pin.and_then(|p| p.source) {
+                Some(src) => set_value(t, "cudnn-source", Value::from(src.as_str())),
+                None => {
+                    t.remove("cudnn-source");
+                }
+            }
         }
     }
     doc.to_string()
@@ -481,7 +555,7 @@ mod tests {
         let r = resolved();
         let text = LockFile::render_updated(None, LINUX, &r);
         assert!(text.starts_with("# Written by `cuenv apply`"), "{text}");
-        assert!(text.contains("\nversion = 2\n\n[platforms.linux-x86_64.profiles.torch2]\ntoolkit-root = \"/usr/local/cuda-12.6\"\n"), "{text}");
+        assert!(text.contains("\nversion = 3\n\n[platforms.linux-x86_64.profiles.torch2]\ntoolkit-root = \"/usr/local/cuda-12.6\"\n"), "{text}");
         let lock = lock_of(&text);
         let expected: Vec<LockedProfile> = r.profiles.iter().map(LockedProfile::from).collect();
         assert_eq!(lock.profiles, expected);
@@ -509,7 +583,7 @@ mod tests {
         let win = LockFile::render_updated(Some(old), WINDOWS, &resolved_for_windows());
         assert!(win.contains("[platforms.linux-x86_64.profiles.old]") && win.contains("cudnn-id = \"e880\"  # pinned by hand"), "{win}");
         assert_eq!(parse(&win, Path::new("lab.lock"), WINDOWS).unwrap().profiles.len(), 2);
-        assert!(new.starts_with("# my notes\nversion = 2\n\n# the old one first\n[platforms.linux-x86_64.profiles.old]\n"), "{new}");
+        assert!(new.starts_with("# my notes\nversion = 3\n\n# the old one first\n[platforms.linux-x86_64.profiles.old]\n"), "{new}");
         assert!(new.contains("cudnn-id = \"e880\"  # pinned by hand\n"), "{new}");
         assert!(new.contains("note = \"kept\"\n"));
         assert!(!new.contains("profiles.gone"), "{new}");
@@ -548,10 +622,12 @@ mod tests {
         let e = parse(bad_version, Path::new("lab.lock"), LINUX).unwrap_err();
         assert!(e.to_string().starts_with("lab.lock:4:19: `toolkit-version`: `12.x` is not a version"), "{e}");
 
-        let e = parse("version = 3\n", Path::new("lab.lock"), LINUX).unwrap_err();
+        let e = parse("version = 4\n", Path::new("lab.lock"), LINUX).unwrap_err();
         assert!(e.to_string().contains("written by a newer cuenv"));
         let e = parse("version = \"1\"\n", Path::new("lab.lock"), LINUX).unwrap_err();
-        assert!(e.to_string().contains("`version` must be 2"));
+        assert!(e.to_string().contains("`version` must be 3"));
+        let e = parse("version = 3\n[platforms.linux-x86_64.profiles.a]\nunpinned = 1\n", Path::new("lab.lock"), LINUX).unwrap_err();
+        assert!(e.to_string().contains("`unpinned` must be a string"), "{e}");
         let e = parse("version = 2\nplatforms = 1\n", Path::new("lab.lock"), LINUX).unwrap_err();
         assert!(e.to_string().contains("`platforms` must be a table"));
         let e = parse("version = 2\n[platforms]\nlinux-x86_64 = 1\n", Path::new("lab.lock"), LINUX).unwrap_err();
@@ -617,9 +693,51 @@ mod tests {
         assert!(new.contains("[platforms.windows-x86_64.profiles.torch2]"), "{new}");
     }
 
+    /// Issue 16: format 3 bumps the version; a format-2 lock is read as it is and rewritten
+    /// as format 3 with its sections, comments and values kept.
+    #[test]
+    fn a_format_2_lock_is_read_and_rewritten_as_format_3() {
+        let v3 = LockFile::render_updated(None, LINUX, &resolved());
+        let v2 =
+            v3.replace("\nversion = 3\n", "\nversion = 2\n").replace("[platforms.linux-x86_64.profiles.old]", "# mine\n[platforms.linux-x86_64.profiles.old]");
+        assert_eq!(lock_of(&v2), lock_of(&v3));
+        let again = LockFile::render_updated(Some(&v2), LINUX, &resolved());
+        assert_eq!(again, v3.replace("[platforms.linux-x86_64.profiles.old]", "# mine\n[platforms.linux-x86_64.profiles.old]"));
+    }
+
+    /// Issue 16: a profile unpinned for a platform (format 3): its table holds only
+    /// `unpinned`; the reason first written is kept; pinning it later drops `unpinned`.
+    #[test]
+    fn unpinned_profiles_round_trip_and_are_pinned_later() {
+        let r = resolved();
+        let mut section = LockFile::from(&r);
+        let old = section.profiles.pop().unwrap();
+        section.unpinned.push(UnpinnedProfile { name: old.name.clone(), reason: "cuDNN 8 (windows-x86_64): NVIDIA could not be reached".into() });
+        let text = LockFile::render_updated(None, WINDOWS, section.clone());
+        assert!(text.ends_with("[platforms.windows-x86_64.profiles.old]\nunpinned = \"cuDNN 8 (windows-x86_64): NVIDIA could not be reached\"\n"), "{text}");
+        let read = parse(&text, Path::new("lab.lock"), WINDOWS).unwrap();
+        assert_eq!(read, section);
+        assert!(read.profile("old").is_none() && read.unpinned("old").is_some());
+        // Written again with another reason: unchanged.
+        let mut other = section.clone();
+        other.unpinned[0].reason = "something else".into();
+        assert_eq!(LockFile::render_updated(Some(&text), WINDOWS, other), text);
+        // Pinned: the table holds the choice, not `unpinned`.
+        let pinned = LockFile::render_updated(Some(&text), WINDOWS, &resolved_for_windows());
+        assert!(!pinned.contains("unpinned"), "{pinned}");
+        assert_eq!(parse(&pinned, Path::new("lab.lock"), WINDOWS).unwrap().profiles.len(), 2);
+        // And unpinned again: the choice keys go.
+        let pins =
+            Pins::from([("old".to_string(), Pin { sha256: Some("aa".into()), url: None, source: Some(crate::fetch::Source::Nvidia), cuda_wheels: vec![] })]);
+        let with = with_pins(&pinned, WINDOWS, &pins);
+        assert!(with.contains("cudnn-source = \"nvidia\""), "{with}");
+        let again = LockFile::render_updated(Some(&with), WINDOWS, section);
+        assert!(again.ends_with("[platforms.windows-x86_64.profiles.old]\nunpinned = \"cuDNN 8 (windows-x86_64): NVIDIA could not be reached\"\n"), "{again}");
+    }
+
     #[test]
     fn unknown_platforms_are_kept_and_ignored() {
-        let text = "version = 2\n[platforms.beos-m68k]\nnote = 1\n[platforms.beos-m68k.profiles.torch2]\nwhatever = 1\n";
+        let text = "version = 3\n[platforms.beos-m68k]\nnote = 1\n[platforms.beos-m68k.profiles.torch2]\nwhatever = 1\n";
         assert_eq!(parse_all(text, Path::new("lab.lock")).unwrap(), []);
         let new = LockFile::render_updated(Some(text), LINUX, &resolved());
         assert!(new.starts_with(text), "{new}");
@@ -631,6 +749,7 @@ mod tests {
         let pin = |sha: &str| Pin {
             sha256: Some(sha.into()),
             url: None,
+            source: Some(crate::fetch::Source::Pypi),
             cuda_wheels: vec![("nvidia-cuda-runtime-cu12".into(), "12.6.77".into(), format!("{sha}77"))],
         };
         let pins = |sha: &str| std::collections::BTreeMap::from([("torch2".to_string(), pin(sha))]);

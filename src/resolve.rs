@@ -278,7 +278,7 @@ impl From<&ResolvedProfile> for LockedProfile {
 /// A resolution as one platform's lock section (what [`crate::lockfile::write`] records).
 impl From<&Resolved> for LockFile {
     fn from(r: &Resolved) -> LockFile {
-        LockFile { profiles: r.profiles.iter().map(LockedProfile::from).collect() }
+        LockFile { profiles: r.profiles.iter().map(LockedProfile::from).collect(), unpinned: Vec::new() }
     }
 }
 

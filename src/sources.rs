@@ -55,57 +55,144 @@ struct Cx<'a> {
     progress: &'a dyn Progress,
 }
 
-/// The CUDA major a profile's cuDNN must be built for, getting its wheel toolkit root first when
-/// `cuda` has `from = "pypi"`. `None` when no toolkit matches (resolution reports that).
-fn cuda_major(
+/// The CUDA major a profile's cuDNN must be built for, found without fetching anything: the
+/// major of `cuda`'s version when it has `from = "pypi"`, else of the newest installed or
+/// wheel toolkit root that matches it. `None` when no toolkit matches (resolution reports that).
+fn cuda_major(cx: &Cx, file: &ProfileFile, p: &Profile, installed: &[Version], platform: Platform) -> Result<Option<u64>, Error> {
+    if p.cuda.from.is_some() {
+        return Ok(Some(plain_version(file, &p.cuda, "cuda")?.major()));
+    }
+    // Runtime roots are listed afresh: an earlier profile may have just made one.
+    let best = installed
+        .iter()
+        .cloned()
+        .chain(crate::wheel_toolkit::list(cx.layout).into_iter().filter(|(_, m)| m.platform == platform).map(|(_, m)| m.version))
+        .filter(|v| p.cuda.version.matches(v))
+        .max();
+    Ok(best.map(|v| v.major()))
+}
+
+/// Gets the wheel toolkit root of a profile whose `cuda` has `from = "pypi"` (the wheels
+/// `pin` names while they still satisfy `cuda`, else the newest of its version); nothing
+/// for a profile on an installed toolkit.
+fn ensure_runtime(
     cx: &Cx,
     file: &ProfileFile,
     p: &Profile,
     lines: &mut Vec<String>,
     pin: Option<&crate::lockfile::Pin>,
-    installed: &[Version],
     platform: Platform,
-) -> Result<Option<u64>, Error> {
-    match &p.cuda.from {
-        Some(src) if src.value == Source::Pypi => {
-            let v = plain_version(file, &p.cuda, "cuda")?;
-            let pinned: Vec<crate::wheel_toolkit::WheelRecord> = pin
-                .map(|pin| {
-                    pin.cuda_wheels
-                        .iter()
-                        .map(|(project, version, sha256)| crate::wheel_toolkit::WheelRecord {
-                            project: project.clone(),
-                            version: version.clone(),
-                            url: String::new(),
-                            sha256: sha256.clone(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            // A pin is kept while the runtime it names still satisfies `cuda`.
-            let pin_fits = pinned.first().and_then(|w| w.version.parse::<Version>().ok()).is_some_and(|pv| pv.starts_with(&v));
-            let (root, made) = if pin_fits {
-                crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, cx.ep, &pinned, platform, cx.progress)?
-            } else {
-                crate::wheel_toolkit::ensure(cx.layout, cx.lock, cx.ep, &v, platform, cx.progress)?
-            };
-            if made {
-                lines.push(format!("+ CUDA runtime {} from PyPI at {}", v, root.display()));
-            }
-            Ok(Some(v.major()))
-        }
-        Some(_) => unreachable!("profile::parse refuses any other CUDA source"),
-        None => {
-            // Runtime roots are listed afresh: an earlier profile may have just made one.
-            let best = installed
+) -> Result<(), Error> {
+    if p.cuda.from.is_none() {
+        return Ok(());
+    }
+    let v = plain_version(file, &p.cuda, "cuda")?;
+    let pinned: Vec<crate::wheel_toolkit::WheelRecord> = pin
+        .map(|pin| {
+            pin.cuda_wheels
                 .iter()
-                .cloned()
-                .chain(crate::wheel_toolkit::list(cx.layout).into_iter().filter(|(_, m)| m.platform == platform).map(|(_, m)| m.version))
-                .filter(|v| p.cuda.version.matches(v))
-                .max();
-            Ok(best.map(|v| v.major()))
+                .map(|(project, version, sha256)| crate::wheel_toolkit::WheelRecord {
+                    project: project.clone(),
+                    version: version.clone(),
+                    url: String::new(),
+                    sha256: sha256.clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // A pin is kept while the runtime it names still satisfies `cuda`.
+    let pin_fits = pinned.first().and_then(|w| w.version.parse::<Version>().ok()).is_some_and(|pv| pv.starts_with(&v));
+    let (root, made) = if pin_fits {
+        crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, cx.ep, &pinned, platform, cx.progress)?
+    } else {
+        crate::wheel_toolkit::ensure(cx.layout, cx.lock, cx.ep, &v, platform, cx.progress)?
+    };
+    if made {
+        lines.push(format!("+ CUDA runtime {} from PyPI at {}", v, root.display()));
+    }
+    Ok(())
+}
+
+/// True when `e` says a source could not be reached (no answer, offline, a server failing),
+/// as opposed to a source that answered that it has no such file.
+fn unreachable(e: &fetch::Error) -> bool {
+    matches!(e, fetch::Error::Offline { .. } | fetch::Error::Connect { .. } | fetch::Error::Interrupted { .. })
+        || matches!(e, fetch::Error::Status { status, .. } if *status >= 500)
+}
+
+/// True when `e` says a source answered that it has no such file (no such project,
+/// version, wheel for the platform, manifest or archive): the next source of a list is tried.
+fn not_offered(e: &fetch::Error) -> bool {
+    matches!(
+        e,
+        fetch::Error::NoSuchProject { .. }
+            | fetch::Error::NoSuchVersion { .. }
+            | fetch::Error::NoWheel { .. }
+            | fetch::Error::NoManifest { .. }
+            | fetch::Error::NoArtifact { .. }
+    )
+}
+
+/// `PyPI` / `NVIDIA`.
+fn source_label(s: fetch::Source) -> &'static str {
+    match s {
+        fetch::Source::Pypi => "PyPI",
+        fetch::Source::Nvidia => "NVIDIA",
+    }
+}
+
+/// The fetch source of a profile source (`None` for a URL or a path).
+fn fetch_source(s: &Source) -> Option<fetch::Source> {
+    match s {
+        Source::Pypi => Some(fetch::Source::Pypi),
+        Source::Nvidia => Some(fetch::Source::Nvidia),
+        Source::Location(_) => None,
+    }
+}
+
+/// Finds the cuDNN artifact of `req` (its `from` left to set) among `sources`, in order: the
+/// next source is tried only when one answers that it has no such file (a source that cannot
+/// be reached stops the search, so that which source serves a platform never depends on a
+/// network failure). Returns the artifact and its source, or every source tried with its error.
+fn find_cudnn(
+    client: &fetch::Client,
+    req: &fetch::FetchRequest,
+    sources: &[fetch::Source],
+) -> Result<(fetch::Artifact, fetch::Source), Vec<(fetch::Source, fetch::Error)>> {
+    let mut tried = Vec::new();
+    for &from in sources {
+        match fetch::resolve_cudnn(client, &fetch::FetchRequest { from, ..req.clone() }) {
+            Ok(a) => return Ok((a, from)),
+            Err(e) => {
+                let next = not_offered(&e);
+                tried.push((from, e));
+                if !next {
+                    break;
+                }
+            }
         }
     }
+    Err(tried)
+}
+
+/// Why a profile is left unpinned: what was asked, then each source tried and its answer,
+/// e.g. `cuDNN 8.8.0.121 for CUDA 11 (windows-x86_64): PyPI has no windows-x86_64 wheel;
+/// NVIDIA could not be reached`.
+fn unpinned_reason(what: &str, tried: &[(fetch::Source, fetch::Error)]) -> String {
+    let each: Vec<String> = tried
+        .iter()
+        .map(|(s, e)| {
+            let said = match e {
+                fetch::Error::NoWheel { platform, .. } => format!("has no {platform} wheel"),
+                fetch::Error::NoSuchProject { .. } | fetch::Error::NoSuchVersion { .. } => "has no such version".to_string(),
+                fetch::Error::NoManifest { .. } | fetch::Error::NoArtifact { .. } => "has no such archive".to_string(),
+                fetch::Error::Offline { .. } => "was not asked (offline)".to_string(),
+                _ => "could not be reached".to_string(),
+            };
+            format!("{} {said}", source_label(*s))
+        })
+        .collect();
+    format!("{what}: {}", each.join("; "))
 }
 
 /// Checks every cuDNN `from` of `file` before anything is fetched or planned: a location
@@ -147,8 +234,40 @@ pub fn ensure(
     ep: &Endpoints,
     progress: &dyn Progress,
 ) -> Result<Vec<String>, Error> {
+    Ok(ensure_reachable(layout, lock, file, platform, pins, ep, false, progress)?.lines)
+}
+
+/// What [`ensure_reachable`] got.
+#[derive(Debug, Default)]
+pub struct Ensured {
+    /// One `+` line per thing fetched or imported.
+    pub lines: Vec<String>,
+    /// The profiles whose sources could not be reached, each with why (only with
+    /// `allow_unreachable`): nothing of theirs was fetched.
+    pub unreachable: Vec<(String, String)>,
+}
+
+/// [`ensure`]; with `allow_unreachable`, a profile whose cuDNN or CUDA runtime source cannot
+/// be reached (no answer, offline, a server error) is left out and named in
+/// [`Ensured::unreachable`] instead of failing the whole call. Its cuDNN is looked up
+/// before its CUDA runtime is fetched, so a profile left out downloads nothing.
+///
+/// A cuDNN `from` list (`["pypi", "nvidia"]`) is tried in order, the next source only when
+/// one answers that it has no such file; a profile `lab.lock` pins to one source
+/// (`cudnn-source`) is fetched from that source alone.
+#[allow(clippy::too_many_arguments)]
+pub fn ensure_reachable(
+    layout: &Layout,
+    lock: &WriterLock,
+    file: &ProfileFile,
+    platform: Platform,
+    pins: &crate::lockfile::Pins,
+    ep: &Endpoints,
+    allow_unreachable: bool,
+    progress: &dyn Progress,
+) -> Result<Ensured, Error> {
     check(file)?;
-    let mut lines = Vec::new();
+    let mut out = Ensured::default();
     let host = Platform::host() == Some(platform);
     if !host && let Some(p) = file.profiles.iter().find(|p| p.cuda.from.is_none()) {
         return Err(file
@@ -166,11 +285,26 @@ pub fn ensure(
     // (at its line) by resolution, after the fetches.
     let installed: Vec<Version> =
         if host { crate::candidates::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
+    let cx = Cx { layout, lock, ep, progress };
     for p in &file.profiles {
         let pin = pins.get(&p.name);
-        let cx = Cx { layout, lock, ep, progress };
-        let Some(major) = cuda_major(&cx, file, p, &mut lines, pin, &installed, platform)? else { continue };
-        let Some(from) = &p.cudnn.from else { continue };
+        let Some(major) = cuda_major(&cx, file, p, &installed, platform)? else { continue };
+        let runtime = |lines: &mut Vec<String>| -> Result<bool, Error> {
+            match ensure_runtime(&cx, file, p, lines, pin, platform) {
+                Err(Error::Runtime(crate::wheel_toolkit::Error::Fetch(e))) if allow_unreachable && unreachable(&e) => Ok(false),
+                other => other.map(|()| true),
+            }
+        };
+        let runtime_unreachable = |out: &mut Ensured| {
+            let reason = format!("CUDA runtime {} ({platform}): PyPI could not be reached", p.cuda.version);
+            out.unreachable.push((p.name.clone(), reason));
+        };
+        let Some(from) = &p.cudnn.from else {
+            if !runtime(&mut out.lines)? {
+                runtime_unreachable(&mut out);
+            }
+            continue;
+        };
         let store = Store::new(layout);
         let pin_sha = pin.and_then(|pin| pin.sha256.clone());
         let have = match &pin_sha {
@@ -178,22 +312,36 @@ pub fn ensure(
             None => store.entries().into_iter().any(|(_, m)| m.platform == platform && m.cuda_major == major && p.cudnn.version.matches(&m.version)),
         };
         if have {
+            if !runtime(&mut out.lines)? {
+                runtime_unreachable(&mut out);
+            }
             continue;
         }
         let client = fetch::Client::new(ep.offline);
         let (added, from_what) = match &from.value {
             Source::Pypi | Source::Nvidia => {
                 let version = plain_version(file, &p.cudnn, "cudnn")?;
-                let req = fetch::FetchRequest {
-                    version,
-                    cuda_major: major,
-                    from: if from.value == Source::Pypi { fetch::Source::Pypi } else { fetch::Source::Nvidia },
-                    platform,
-                    endpoints: ep.clone(),
+                // The source the lock pins this platform to, alone; else the list in order.
+                let order: Vec<fetch::Source> = match pin.and_then(|pin| pin.source) {
+                    Some(s) => vec![s],
+                    None => p.cudnn.sources().filter_map(|s| fetch_source(&s.value)).collect(),
                 };
-                let artifact = fetch::resolve_cudnn(&client, &req)?;
+                let req = fetch::FetchRequest { version, cuda_major: major, from: order[0], platform, endpoints: ep.clone() };
+                let artifact = match find_cudnn(&client, &req, &order) {
+                    Ok((a, _)) => a,
+                    Err(tried) if allow_unreachable && tried.last().is_some_and(|(_, e)| unreachable(e)) => {
+                        let what = format!("cuDNN {} for CUDA {major} ({platform})", req.version);
+                        out.unreachable.push((p.name.clone(), unpinned_reason(&what, &tried)));
+                        continue;
+                    }
+                    Err(mut tried) => return Err(tried.pop().expect("at least one source is tried").1.into()),
+                };
                 if let Some(pinned) = pin_sha.as_ref().filter(|sha| !sha.eq_ignore_ascii_case(&artifact.sha256)) {
                     return Err(PinMismatch { profile: p.name.clone(), url: artifact.url, pinned: pinned.clone(), served: artifact.sha256 }.into());
+                }
+                if !runtime(&mut out.lines)? {
+                    runtime_unreachable(&mut out);
+                    continue;
                 }
                 let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;
                 (a, f.url)
@@ -208,11 +356,19 @@ pub fn ensure(
                         )
                         .into());
                 };
+                if !runtime(&mut out.lines)? {
+                    runtime_unreachable(&mut out);
+                    continue;
+                }
                 let artifact = fetch::Artifact { url: loc.clone(), file_name: fetch::file_name_of(loc), sha256: sha, size: None, version: String::new() };
                 let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;
                 (a, f.url)
             }
             Source::Location(loc) => {
+                if !runtime(&mut out.lines)? {
+                    runtime_unreachable(&mut out);
+                    continue;
+                }
                 let base = file.path.parent().unwrap_or(Path::new("."));
                 let path = base.join(loc);
                 let sha256 = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin_sha.clone());
@@ -239,10 +395,10 @@ pub fn ensure(
                 .into());
         }
         if !added.existed {
-            lines.push(format!("+ cuDNN {} for CUDA {major} from {from_what}", added.meta.version));
+            out.lines.push(format!("+ cuDNN {} for CUDA {major} from {from_what}", added.meta.version));
         }
     }
-    Ok(lines)
+    Ok(out)
 }
 
 /// What [`ensure`] would fetch for `platform`, without touching the network or the disk:
@@ -261,14 +417,19 @@ pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Resul
                 lines.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(format!("CUDA runtime {} (cudart, cuBLAS, NVRTC) from PyPI", p.cuda.version))));
             }
         }
-        if let Some(from) = &p.cudnn.from {
+        if p.cudnn.from.is_some() {
             let have = entries.iter().any(|(_, m)| m.platform == platform && p.cudnn.version.matches(&m.version));
             if !have {
-                let src = match &from.value {
-                    Source::Pypi => "PyPI".to_string(),
-                    Source::Nvidia => "NVIDIA".to_string(),
-                    Source::Location(l) => l.clone(),
-                };
+                let src = p
+                    .cudnn
+                    .sources()
+                    .map(|s| match &s.value {
+                        Source::Pypi => "PyPI".to_string(),
+                        Source::Nvidia => "NVIDIA".to_string(),
+                        Source::Location(l) => l.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", else ");
                 lines.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(format!("cuDNN {} from {src}", p.cudnn.version))));
             }
         }

@@ -155,7 +155,26 @@ fn gather(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Gat
 ///
 /// Errors: profile errors (file, line, column; exit code 2), lock file errors, [`LockedDrift`].
 pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, locked: bool) -> Result<Locking, Error> {
+    resolve_locked_holding(layout, file, platform, locked, &[])
+}
+
+/// [`resolve_locked`] for every profile of `file` but the `held` ones (profiles `cuenv lock
+/// --allow-unreachable` could not fetch for): those are neither resolved nor compared with
+/// the lock (the caller keeps or unpins their lock entries).
+pub fn resolve_locked_holding(layout: &Layout, file: &ProfileFile, platform: Platform, locked: bool, held: &[String]) -> Result<Locking, Error> {
+    let mut held_file;
+    let file = if held.is_empty() {
+        file
+    } else {
+        held_file = file.clone();
+        held_file.profiles.retain(|p| !held.contains(&p.name));
+        &held_file
+    };
     let Gathered { entries, toolkits, mut lock } = gather(layout, file, platform)?;
+    if let Some(l) = lock.as_mut() {
+        l.profiles.retain(|p| !held.contains(&p.name));
+        l.unpinned.retain(|p| !held.contains(&p.name));
+    }
     let cudnn: Vec<CudnnCandidate> = entries
         .iter()
         .map(|(_, m)| CudnnCandidate { id: m.id.clone(), name: m.name.clone(), version: m.version.clone(), cuda_major: m.cuda_major, platform: m.platform })
@@ -172,7 +191,7 @@ pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, l
     }
     let honoured = crate::resolve::honour(lock.as_ref(), file, &candidates)?;
     if locked {
-        if let Some(drift) = missing_section(lock.as_ref(), file, platform) {
+        if let Some(drift) = missing_section(lock.as_ref(), file, platform).or_else(|| unpinned_drift(lock.as_ref(), file, platform)) {
             return Err(drift.into());
         }
         if !honoured.changes.is_empty() {
@@ -346,11 +365,32 @@ fn over_max_path(paths: &[PathBuf]) -> Option<(PathBuf, usize)> {
 pub fn missing_section(lock: Option<&lockfile::LockFile>, file: &ProfileFile, platform: Platform) -> Option<LockedDrift> {
     let why = match lock {
         None => "the lock file does not exist".to_string(),
-        Some(l) if l.profiles.is_empty() && !file.profiles.is_empty() => format!("the lock file has no {platform} section"),
+        Some(l) if l.profiles.is_empty() && l.unpinned.is_empty() && !file.profiles.is_empty() => format!("the lock file has no {platform} section"),
         Some(_) => return None,
     };
     let message = format!("{} does not match {} for {platform}:\n  {why}", lockfile::lock_path(&file.path).display(), file.path.display());
     Some(LockedDrift::new(message, &file.path, platform, true))
+}
+
+/// For `--locked`: the drift when `lock` (`platform`'s section of `file`'s lock) names
+/// profiles of `file` unpinned (`cuenv lock --allow-unreachable` could not reach their
+/// sources): there is nothing to verify them against. `None` when it names none.
+pub fn unpinned_drift(lock: Option<&lockfile::LockFile>, file: &ProfileFile, platform: Platform) -> Option<LockedDrift> {
+    let lock = lock?;
+    let unpinned: Vec<&lockfile::UnpinnedProfile> = file.profiles.iter().filter_map(|p| lock.unpinned(&p.name)).collect();
+    let first = unpinned.first()?;
+    let mut message = format!("{} does not match {} for {platform}:", lockfile::lock_path(&file.path).display(), file.path.display());
+    for u in &unpinned {
+        message
+            .push_str(&format!("\n  profile {} is unpinned for {platform} (its sources could not be reached when the lock was written): {}", u.name, u.reason));
+    }
+    let hint = format!(
+        "the first `cuenv apply {}` without --locked on a {platform} machine pins {} (or run `cuenv lock {} --platform {platform}` where its sources can be reached); commit the lock, then --locked holds",
+        file.path.display(),
+        if unpinned.len() == 1 { format!("profile {}", first.name) } else { "those profiles".to_string() },
+        file.path.display(),
+    );
+    Some(LockedDrift { message, hint })
 }
 
 #[cfg(test)]

@@ -29,9 +29,34 @@ pub fn write_lock(layout: &Layout, desired: &Desired) -> Result<bool, Error> {
 /// SHA-256 of the file its entry came from (and the URL, for a URL source), and the runtime
 /// wheels of a `cuda = { from = "pypi" }` root. Returns whether the file changed.
 pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platform, resolved: &Resolved) -> Result<bool, Error> {
-    let (path, portable, pins) = lock_section(layout, file, resolved);
+    write_lock_section_held(layout, file, platform, resolved, &Held::default())
+}
+
+/// The profiles of a file that `cuenv lock --allow-unreachable` could not resolve for a
+/// platform (their sources could not be reached): each keeps the section's pin when it has
+/// one, else is written unpinned.
+#[derive(Debug, Default)]
+pub struct Held {
+    /// Profiles the section already pins: their choices and pins, as the lock says them.
+    pub kept: Vec<(lockfile::LockedProfile, Option<lockfile::Pin>)>,
+    /// Profiles written unpinned, with why.
+    pub unpinned: Vec<lockfile::UnpinnedProfile>,
+}
+
+/// [`write_lock_section`] for `resolved` (every profile of `file` but those in `held`) and
+/// the `held` profiles, in one atomic write.
+pub fn write_lock_section_held(layout: &Layout, file: &ProfileFile, platform: Platform, resolved: &Resolved, held: &Held) -> Result<bool, Error> {
+    let (path, portable, mut pins) = lock_section(layout, file, resolved);
+    let mut section = lockfile::LockFile::from(&portable);
+    for (locked, pin) in &held.kept {
+        section.profiles.push(locked.clone());
+        if let Some(pin) = pin {
+            pins.insert(locked.name.clone(), pin.clone());
+        }
+    }
+    section.unpinned.extend(held.unpinned.iter().cloned());
     // One atomic write: the choices and their pins never land apart.
-    Ok(lockfile::write(&path, platform, &portable, &pins)?)
+    Ok(lockfile::write(&path, platform, section, &pins)?)
 }
 
 /// Tries, before anything is built or switched, that `lab.lock` can take `desired` (this
@@ -79,7 +104,7 @@ fn lock_section(layout: &Layout, file: &ProfileFile, resolved: &Resolved) -> (st
     let mut pins = lockfile::Pins::new();
     for r in &resolved.profiles {
         let Some(profile) = file.profile(&r.name) else { continue };
-        let mut pin = lockfile::Pin { sha256: None, url: None, cuda_wheels: Vec::new() };
+        let mut pin = lockfile::Pin { sha256: None, url: None, source: None, cuda_wheels: Vec::new() };
         if let Some(from) = &profile.cudnn.from
             && let Some((_, meta)) = entries.iter().find(|(_, m)| m.id == r.cudnn_id)
         {
@@ -88,6 +113,14 @@ fn lock_section(layout: &Layout, file: &ProfileFile, resolved: &Resolved) -> (st
                 crate::profile::Source::Location(l) if crate::sources::is_url(l) => Some(l.clone()),
                 _ => None,
             };
+            // With a list of sources, the one that served this platform: a wheel came from
+            // PyPI, an archive from NVIDIA.
+            if !profile.cudnn.fallbacks.is_empty() {
+                pin.source = Some(match meta.source.kind {
+                    crate::store::extract::SourceKind::Wheel => crate::fetch::Source::Pypi,
+                    _ => crate::fetch::Source::Nvidia,
+                });
+            }
         }
         if profile.cuda.from.is_some()
             && let Some((_, m)) = runtimes.iter().find(|(root, _)| crate::paths::same_path(root, &r.toolkit_root))

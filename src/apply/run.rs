@@ -91,6 +91,13 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     let parsed = profile::load(file)?;
     // A link mode this host cannot make is an error at its line before anything is fetched.
     desire::check_link_mode_works(layout, &parsed)?;
+    // --locked on a section that names a profile unpinned: said before anything is fetched.
+    if opts.locked
+        && let Some(host) = Platform::host()
+        && let Some(drift) = desire::unpinned_drift(lockfile::read(&lockfile::lock_path(file), host)?.as_ref(), &parsed, host)
+    {
+        return Err(drift.into());
+    }
     // 2. Fetch what the store and `<home>/toolkits` lack.
     let fetched = fetch_missing(layout, lock, &parsed, opts.offline, progress)?;
     reporter.fetched(&fetched);

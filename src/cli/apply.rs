@@ -193,6 +193,8 @@ pub struct LockOpts {
     pub platforms: Vec<Platform>,
     /// Fail instead of changing lab.lock.
     pub locked: bool,
+    /// Keep or unpin a profile whose sources cannot be reached, instead of failing.
+    pub allow_unreachable: bool,
     /// Never use the network.
     pub offline: bool,
     pub json: bool,
@@ -218,7 +220,7 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> Result<ExitCode, Report> 
     };
     let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
     let lock_path = lockfile::lock_path(file);
-    let report = apply::lock(&ctx.layout, &lock, file, &platforms, opts.locked, opts.offline, progress.as_ref())?;
+    let report = apply::lock(&ctx.layout, &lock, file, &platforms, opts.locked, opts.offline, opts.allow_unreachable, progress.as_ref())?;
     if opts.json {
         ctx.print_json_sorted(&LockJson { lock: lock_path, platforms: report });
         return Ok(ExitCode::Success);
@@ -227,9 +229,15 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> Result<ExitCode, Report> 
         for l in p.fetched.iter().chain(&p.changes) {
             writeln!(ctx.out(), "{l}");
         }
+        for u in &p.unreachable {
+            let kept = if u.kept { "its pin is kept" } else { "unpinned" };
+            writeln!(ctx.out(), "? {}: {kept}: {}", u.profile, u.reason);
+        }
         let said = if p.changed { "written to" } else { "unchanged in" };
-        let k = p.resolved.profiles.len();
-        writeln!(ctx.out(), "{}: {k} profile{} locked, {said} {}", p.platform, if k == 1 { "" } else { "s" }, lock_path.display());
+        let k = p.resolved.profiles.len() + p.unreachable.iter().filter(|u| u.kept).count();
+        let unpinned = p.unreachable.iter().filter(|u| !u.kept).count();
+        let unpinned = if unpinned == 0 { String::new() } else { format!(", {unpinned} unpinned") };
+        writeln!(ctx.out(), "{}: {k} profile{} locked{unpinned}, {said} {}", p.platform, if k == 1 { "" } else { "s" }, lock_path.display());
     }
     Ok(ExitCode::Success)
 }

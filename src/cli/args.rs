@@ -96,7 +96,7 @@ pub enum Command {
     /// Resolve a profile file and write lab.lock without building a generation; with
     /// --platform, for other platforms too (their `from` sources are fetched and verified).
     #[command(
-        after_long_help = "Examples:\n  cuenv lock lab.toml\n  cuenv lock lab.toml --platform linux-x86_64 --platform windows-x86_64\n  cuenv lock --locked lab.toml --platform windows-x86_64   # CI: the pinned bytes are still served"
+        after_long_help = "Examples:\n  cuenv lock lab.toml\n  cuenv lock lab.toml --platform linux-x86_64 --platform windows-x86_64\n  cuenv lock --locked lab.toml --platform windows-x86_64   # CI: the pinned bytes are still served\n  cuenv lock lab.toml --platform windows-x86_64 --allow-unreachable   # a source this network cannot reach: unpinned"
     )]
     Lock {
         /// The profile file (e.g. lab.toml).
@@ -110,6 +110,11 @@ pub enum Command {
         /// be exactly the pinned bytes; what it already holds was verified when imported.
         #[arg(long)]
         locked: bool,
+        /// A profile whose sources cannot be reached (no answer, offline) does not fail the
+        /// lock: its section keeps the profile's pin, or names it unpinned; the first
+        /// `apply` on that platform pins it, and `apply --locked` refuses it until then.
+        #[arg(long)]
+        allow_unreachable: bool,
         /// Never use the network: fail if a `from` source is not in the store yet.
         #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
         offline: bool,

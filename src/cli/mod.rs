@@ -145,7 +145,9 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         Command::Apply { file, dry_run: false, locked, no_check, require_gpu, timeout, offline, replace, force, json } => {
             apply::apply(&ctx, &file, apply::ApplyOpts { locked, json, check: !no_check, require_gpu, timeout, offline, replace, force })
         }
-        Command::Lock { file, platform, locked, offline, json } => apply::lock(&ctx, &file, apply::LockOpts { platforms: platform, locked, offline, json }),
+        Command::Lock { file, platform, locked, allow_unreachable, offline, json } => {
+            apply::lock(&ctx, &file, apply::LockOpts { platforms: platform, locked, allow_unreachable, offline, json })
+        }
         Command::Check { profiles: names, timeout, require_gpu, json } => check::check(&ctx, &names, timeout, require_gpu, json),
         Command::Doctor { pid: Some(pid), profile, json, .. } => doctor::run_pid(&ctx, pid, profile.as_deref(), json),
         Command::Doctor { major, timeout, json, .. } => doctor::run(&ctx, &major, timeout, json),

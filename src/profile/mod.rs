@@ -26,6 +26,8 @@
 //! [profiles.tf28]
 //! cuda = "11.2"              # VersionReq on the toolkit version, or { version, from }
 //! cudnn = "8.1"              # VersionReq on a store entry, or { version, from, sha256 }
+//!                            # from: "pypi", "nvidia", a URL or a path; or a list of
+//!                            # "pypi" / "nvidia" tried in order: from = ["pypi", "nvidia"]
 //! conda-env = "tf28"         # optional: a conda env name or a path
 //! check = "conv"             # optional: conv | load | none (default conv)
 //! ```
@@ -196,7 +198,8 @@ pub enum Check {
     None,
 }
 
-/// Where a requirement's files come from (`from = ...`, for a later issue).
+/// Where a requirement's files come from (`from = ...`; a list `from = ["pypi", "nvidia"]`
+/// names several, tried in order: see [`Requirement::sources`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Source {
@@ -241,10 +244,23 @@ pub struct Requirement {
     pub version: VersionReq,
     /// The span of the version string (where errors about it point).
     pub span: Span,
-    /// `from`, when given in the table form.
+    /// `from`, when given in the table form: its first source (for a list
+    /// `from = ["pypi", "nvidia"]`, `"pypi"`).
     pub from: Option<Spanned<Source>>,
+    /// The sources after the first of a list `from = [...]`, in order (empty for a single
+    /// `from = "..."`): tried when the ones before have no file for the platform (see
+    /// `crate::sources`). Only `"pypi"` and `"nvidia"` can be listed, each once.
+    pub fallbacks: Vec<Spanned<Source>>,
     /// `sha256` (64 lowercase hex digits), when given in the table form.
     pub sha256: Option<Spanned<String>>,
+}
+
+impl Requirement {
+    /// Every `from` source in the order they are tried: [`Requirement::from`], then
+    /// [`Requirement::fallbacks`]. Empty without `from`.
+    pub fn sources(&self) -> impl Iterator<Item = &Spanned<Source>> {
+        self.from.iter().chain(&self.fallbacks)
+    }
 }
 
 /// One `[profiles.<name>]` table.
@@ -471,6 +487,41 @@ check = "load"
         let all = e.all_located();
         assert_eq!(all.len(), 3, "the unknown key and both missing requirements: {e}");
         assert_eq!(all.iter().find(|l| l.message.contains("`foo`")).unwrap().hint.as_deref(), Some("expected one of: cuda, cudnn, conda-env, check"));
+    }
+
+    /// Issue 16: `from` is a source or a list of sources tried in order; the single-string
+    /// form keeps working.
+    #[test]
+    fn from_takes_a_list_of_sources_tried_in_order() {
+        let f = ok("[profiles.tf28]\ncuda = { version = \"11.8\", from = [\"pypi\"] }\ncudnn = { version = \"8.8.0.121\", from = [\"pypi\", \"nvidia\"] }\n");
+        let p = &f.profiles[0];
+        let names = |r: &Requirement| r.sources().map(|s| s.value.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&p.cudnn), [Source::Pypi, Source::Nvidia]);
+        assert_eq!(p.cudnn.from.as_ref().unwrap().value, Source::Pypi);
+        assert_eq!(f.text(&p.cudnn.fallbacks[0].span), "\"nvidia\"");
+        assert_eq!(names(&p.cuda), [Source::Pypi]);
+        let f = ok("[profiles.a]\ncuda = \"12\"\ncudnn = { version = \"9\", from = \"nvidia\" }\n");
+        assert_eq!(names(&f.profiles[0].cudnn), [Source::Nvidia]);
+        assert!(f.profiles[0].cudnn.fallbacks.is_empty());
+
+        let e = err("[profiles.a]\ncuda = \"12\"\ncudnn = { version = \"9\", from = [\"pypi\", \"nvidai\"] }\n");
+        let l = e.located().unwrap();
+        assert_eq!(l.message, "a `from` list names only \"pypi\" and \"nvidia\", not `\"nvidai\"`");
+        assert_eq!((l.line, l.column), (3, 42));
+        assert!(e.hint().unwrap().starts_with("did you mean `\"nvidia\"`?"), "{e:?}");
+        let e = err("[profiles.a]\ncuda = \"12\"\ncudnn = { version = \"9\", from = [\"pypi\", \"pypi\"] }\n");
+        assert_eq!(e.located().unwrap().message, "`\"pypi\"` is listed twice in `from`");
+        let e = err("[profiles.a]\ncuda = \"12\"\ncudnn = { version = \"9\", from = [] }\n");
+        assert_eq!(e.located().unwrap().message, "`from = []` names no source");
+        let e = err("[profiles.a]\ncuda = \"12\"\ncudnn = { version = \"9\", from = [1] }\n");
+        assert_eq!(e.located().unwrap().message, "a `from` list holds source names (strings)");
+        let e = err("[profiles.a]\ncuda = \"12\"\ncudnn = { version = \"9\", from = ['D:\\x.zip', \"pypi\"] }\n");
+        assert!(e.hint().unwrap().contains("a URL or a path is one file"), "{e:?}");
+        // The CUDA runtime comes only from PyPI, in a list too.
+        let e = err("[profiles.a]\ncuda = { version = \"12.6\", from = [\"pypi\", \"nvidia\"] }\ncudnn = \"9\"\n");
+        let l = e.located().unwrap();
+        assert_eq!(l.message, "only `from = \"pypi\"` can provide a CUDA runtime");
+        assert_eq!(l.column, 44, "at \"nvidia\"");
     }
 
     #[test]

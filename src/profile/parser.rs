@@ -124,6 +124,9 @@ pub fn parse(text: &str, path: &Path) -> Result<ProfileFile, Error> {
     Ok(ProfileFile { path: path.to_path_buf(), source: text.to_string(), settings, toolkits, profiles, lines })
 }
 
+/// A `from`: its first source and the ones after it.
+type FirstAndRest = (Option<Spanned<Source>>, Vec<Spanned<Source>>);
+
 /// The parsing context: the file's name and text, for building diagnostics.
 struct Cx<'a> {
     path: &'a Path,
@@ -358,8 +361,8 @@ impl Cx<'_> {
         keep(self.check_keys(t, &PROFILE_KEYS, &place));
         let cuda = self.requirement(t, "cuda", &["version", "from"], name, &name_span);
         let cudnn = self.requirement(t, "cudnn", &REQUIREMENT_KEYS, name, &name_span);
-        if let Ok(Requirement { from: Some(src), .. }) = &cuda
-            && src.value != Source::Pypi
+        if let Ok(req) = &cuda
+            && let Some(src) = req.sources().find(|s| s.value != Source::Pypi)
         {
             let guess = match &src.value {
                 Source::Location(l) if did_you_mean(l, &["pypi"]).is_some() => "did you mean `from = \"pypi\"`? ",
@@ -427,7 +430,7 @@ impl Cx<'_> {
         if item.as_str().is_some() || item.as_table_like().is_none() {
             let s = self.string(t, key)?.expect("the key is present");
             let version = self.version_req(key, &s)?;
-            return Ok(Requirement { version, span: s.span, from: None, sha256: None });
+            return Ok(Requirement { version, span: s.span, from: None, fallbacks: Vec::new(), sha256: None });
         }
         let table = item.as_table_like().expect("checked above");
         self.check_keys(table, allowed, &format!("`{key}` of [profiles.{profile}]"))?;
@@ -439,9 +442,46 @@ impl Cx<'_> {
             ));
         };
         let version = self.version_req("version", &v)?;
-        let from = self.string(table, "from")?.map(|s| Spanned { value: source_of(&s.value), span: s.span });
+        let (from, fallbacks) = self.sources(table)?;
         let sha256 = self.string(table, "sha256")?.map(|s| self.sha256(s)).transpose()?;
-        Ok(Requirement { version, span: v.span, from, sha256 })
+        Ok(Requirement { version, span: v.span, from, fallbacks, sha256 })
+    }
+
+    /// `from = "<source>"`, or a list `from = ["pypi", "nvidia"]` of source names tried in
+    /// order (each once, only `"pypi"` and `"nvidia"`: a URL or a path is one file, not a
+    /// source to fall back from). Returns the first source and the rest.
+    fn sources(&self, table: &dyn TableLike) -> Result<FirstAndRest, Error> {
+        let Some(item) = table.get("from") else { return Ok((None, Vec::new())) };
+        let Some(list) = item.as_array() else {
+            let s = self.string(table, "from")?.expect("the key is present");
+            return Ok((Some(Spanned { value: source_of(&s.value), span: s.span }), Vec::new()));
+        };
+        let span = self.value_span(table, "from");
+        let hint = "list the sources to try, in order, like `from = [\"pypi\", \"nvidia\"]`";
+        let mut out: Vec<Spanned<Source>> = Vec::new();
+        for v in list.iter() {
+            let vspan = v.span().unwrap_or_else(|| span.clone());
+            match v.as_str() {
+                Some(name @ ("pypi" | "nvidia")) if out.iter().any(|o| o.value == source_of(name)) => {
+                    return Err(self.invalid(vspan, format!("`\"{name}\"` is listed twice in `from`"), "name each source once"));
+                }
+                Some(name @ ("pypi" | "nvidia")) => out.push(Spanned { value: source_of(name), span: vspan }),
+                Some(other) => {
+                    let guess = did_you_mean(other, &["pypi", "nvidia"]).map(|g| format!("did you mean `\"{g}\"`? ")).unwrap_or_default();
+                    return Err(self.invalid(
+                        vspan,
+                        format!("a `from` list names only \"pypi\" and \"nvidia\", not `\"{other}\"`"),
+                        format!("{guess}a URL or a path is one file: write it alone, `from = \"...\"`"),
+                    ));
+                }
+                None => return Err(self.invalid(vspan, "a `from` list holds source names (strings)", hint)),
+            }
+        }
+        if out.is_empty() {
+            return Err(self.invalid(span, "`from = []` names no source", hint));
+        }
+        let first = out.remove(0);
+        Ok((Some(first), out))
     }
 
     fn version_req(&self, key: &str, s: &Spanned<String>) -> Result<VersionReq, Error> {

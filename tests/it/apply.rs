@@ -382,7 +382,7 @@ fn locked_fails_on_drift_and_changes_nothing() {
     // A format-1 lock (one section, no platform) is honoured by --locked and not rewritten;
     // a plain apply migrates it to format 2, byte for byte what was there.
     let host = if cfg!(windows) { "windows-x86_64" } else { "linux-x86_64" };
-    let v1 = lock_before.replace("version = 2", "version = 1").replace(&format!("[platforms.{host}.profiles."), "[profiles.");
+    let v1 = lock_before.replace("version = 3", "version = 1").replace(&format!("[platforms.{host}.profiles."), "[profiles.");
     fs::write(lab.ctx.path("lab.lock"), &v1).unwrap();
     lab.ok(&["apply", "--no-check", "--locked", file.to_str().unwrap()]);
     assert_eq!(fs::read_to_string(lab.ctx.path("lab.lock")).unwrap(), v1, "--locked never writes the lock");

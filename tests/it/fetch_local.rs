@@ -1103,3 +1103,144 @@ fn nvidia_cuda13_variant_for_linux_and_windows_bin_x64() {
     assert_fails(&out, 2, &["offered: linux-x86_64/cuda12, linux-x86_64/cuda13, windows-x86_64/cuda13"]);
     env.assert_no_leftovers();
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 16: a source list `from = ["pypi", "nvidia"]` tried in order; `lock --allow-unreachable`.
+
+/// A lab of two profiles on the CUDA 12.6 runtime from PyPI whose cuDNN comes from PyPI,
+/// else NVIDIA: `torch` (9.5.0.50, which the local PyPI has a Linux wheel of) and `legacy`
+/// (8.9.4.25, which it lists without a wheel; the local NVIDIA redist has its archive).
+fn fallback_lab(dir: &Path) -> std::path::PathBuf {
+    let lab = dir.join("lab.toml");
+    std::fs::write(
+        &lab,
+        "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = [\"pypi\", \"nvidia\"] }\n\n\
+         [profiles.legacy]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"8.9.4.25\", from = [\"pypi\", \"nvidia\"] }\n",
+    )
+    .unwrap();
+    lab
+}
+
+/// The profile tables of `section` (`[platforms.<section>.profiles.<name>]`) in `lock`, by name.
+fn lock_tables(lock: &str, platform: &str) -> toml::Table {
+    let t: toml::Table = lock.parse().unwrap();
+    t["platforms"][platform]["profiles"].as_table().unwrap().clone()
+}
+
+#[test]
+fn a_source_list_falls_through_to_nvidia_and_the_lock_records_who_served() {
+    let env = Env::new();
+    let (pypi_wheel, _) = serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    serve_nvidia(&env.server);
+    let dir = tempfile::tempdir().unwrap();
+    let lab = fallback_lab(dir.path());
+    let lab_s = lab.to_str().unwrap();
+    let archive = linux_archive("8.9.4.25", "12").0;
+
+    let out = env.cuenv().args(["plan", lab_s]).output().unwrap();
+    assert!(text(&out.stdout).contains("+ fetch cuDNN 8.9.4.25 from PyPI, else NVIDIA"), "{}", text(&out.stdout));
+    let out = env.cuenv().args(["apply", "--no-check", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains(&format!("+ cuDNN 9.5.0.50 for CUDA 12 from {}/files/{pypi_wheel}", env.server.base)), "{said}");
+    assert!(said.contains(&format!("+ cuDNN 8.9.4.25 for CUDA 12 from {}/redist/cudnn/linux-x86_64/{archive}", env.server.base)), "{said}");
+    let lock = std::fs::read_to_string(dir.path().join("lab.lock")).unwrap();
+    assert!(lock.contains("\nversion = 3\n"), "{lock}");
+    let tables = lock_tables(&lock, "linux-x86_64");
+    assert_eq!(tables["torch"]["cudnn-source"].as_str(), Some("pypi"), "{lock}");
+    assert_eq!(tables["legacy"]["cudnn-source"].as_str(), Some("nvidia"), "{lock}");
+    assert_eq!(tables["legacy"]["cudnn-sha256"].as_str(), Some(sha256_hex(&linux_archive("8.9.4.25", "12").1).as_str()));
+
+    // PyPI now has a Linux wheel of 8.9.4.25 too: another machine with this lock still gets
+    // the NVIDIA archive the lock pins (the recorded source alone is asked).
+    let (name, bytes) = linux_wheel("8.9.4.25", 12);
+    let f = pypi_file(&env.server, &name, &bytes);
+    env.server.ok("/pypi/nvidia-cudnn-cu12/8.9.4.25/json", json!({"info": {"version": "8.9.4.25"}, "urls": [f]}).to_string());
+    env.server.ok(&format!("/files/{name}"), bytes);
+    let other = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = other.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(env.server.hits(&format!("/files/{name}")), 0, "the PyPI wheel was not fetched");
+    assert_eq!(env.server.hits(&format!("/redist/cudnn/linux-x86_64/{archive}")), 2);
+    assert_eq!(std::fs::read_to_string(dir.path().join("lab.lock")).unwrap(), lock);
+}
+
+#[test]
+fn lock_allow_unreachable_writes_an_unpinned_profile_that_apply_pins() {
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    serve_nvidia(&env.server);
+    let dir = tempfile::tempdir().unwrap();
+    let lab = fallback_lab(dir.path());
+    let lab_s = lab.to_str().unwrap();
+    let lock_path = dir.path().join("lab.lock");
+    // NVIDIA's server cannot be reached (nothing listens on port 1).
+    let cut = |env: &Env| {
+        let mut c = env.cuenv();
+        c.env("CUENV_NVIDIA_MIRROR", "http://127.0.0.1:1/redist/");
+        c
+    };
+
+    // Without the flag `lock --platform` stays all or nothing.
+    let out = cut(&env).args(["lock", lab_s, "--platform", "linux-x86_64"]).output().unwrap();
+    assert_fails(&out, 1, &["cannot reach http://127.0.0.1:1/redist/redistrib_8.9.4.25.json"]);
+    assert!(!lock_path.exists());
+
+    let out = cut(&env).args(["lock", lab_s, "--platform", "linux-x86_64", "--allow-unreachable"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    let reason = "cuDNN 8.9.4.25 for CUDA 12 (linux-x86_64): PyPI has no linux-x86_64 wheel; NVIDIA could not be reached";
+    assert!(said.contains(&format!("? legacy: unpinned: {reason}\n")), "{said}");
+    assert!(said.contains("linux-x86_64: 1 profile locked, 1 unpinned, written to"), "{said}");
+    let unpinned = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(unpinned.ends_with(&format!("[platforms.linux-x86_64.profiles.legacy]\nunpinned = \"{reason}\"\n")), "{unpinned}");
+    assert!(lock_tables(&unpinned, "linux-x86_64")["torch"].get("cudnn-sha256").is_some());
+
+    // Still unreachable: `--locked --allow-unreachable` holds; `--locked` alone does not.
+    let out = cut(&env).args(["lock", "--locked", "--allow-unreachable", lab_s, "--platform", "linux-x86_64"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), unpinned);
+    let out = cut(&env).args(["lock", "--locked", lab_s, "--platform", "linux-x86_64"]).output().unwrap();
+    assert_fails(&out, 2, &["profile legacy is unpinned for linux-x86_64", reason]);
+
+    // `apply --locked` on that section fails with the explanation, before fetching anything.
+    let fresh = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let before = env.server.log().len();
+    let out = fresh.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
+    assert_fails(
+        &out,
+        2,
+        &[
+            "does not match",
+            "profile legacy is unpinned for linux-x86_64 (its sources could not be reached when the lock was written)",
+            &format!("hint: the first `cuenv apply {lab_s}` without --locked on a linux-x86_64 machine pins profile legacy"),
+        ],
+    );
+    assert_eq!(env.server.log().len(), before, "nothing was fetched");
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), unpinned);
+
+    // NVIDIA reachable again: `lock --locked --allow-unreachable` now has something to pin.
+    let out = env.cuenv().args(["lock", "--locked", "--allow-unreachable", lab_s, "--platform", "linux-x86_64"]).output().unwrap();
+    assert_fails(&out, 2, &["profile legacy is unpinned"]);
+
+    // The first apply on that platform pins it.
+    let out = fresh.cuenv().args(["apply", "--no-check", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let pinned = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(!pinned.contains("unpinned"), "{pinned}");
+    let tables = lock_tables(&pinned, "linux-x86_64");
+    assert_eq!(tables["legacy"]["cudnn-source"].as_str(), Some("nvidia"), "{pinned}");
+    assert!(pinned.starts_with(&unpinned[..unpinned.find("[platforms.linux-x86_64.profiles.legacy]").unwrap()]), "torch's table is kept:\n{pinned}");
+    let out = fresh.cuenv().args(["apply", "--no-check", "--locked", lab_s]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // A pin is never dropped for a source that cannot be reached: another machine keeps it.
+    let third = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = cut(&third).args(["lock", "--allow-unreachable", lab_s, "--platform", "linux-x86_64"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("? legacy: its pin is kept: "), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("linux-x86_64: 2 profiles locked, unchanged in"), "{}", text(&out.stdout));
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), pinned);
+}
