@@ -32,7 +32,9 @@ pub fn resolve(value: &str, base_dir: &Path, env: &dyn Fn(&str) -> Option<OsStri
             (Some(rest), Some(h)) => h.join(rest),
             _ => base_dir.join(value),
         };
-        return if p.is_dir() { Ok(std::path::absolute(&p).unwrap_or(p)) } else { Err(NotFound { searched: vec![p], known: Vec::new() }) };
+        // A folder without `conda-meta/` is not a conda env (conda would not activate it, and
+        // shims written into its `etc/conda` would never run).
+        return if p.join("conda-meta").is_dir() { Ok(std::path::absolute(&p).unwrap_or(p)) } else { Err(NotFound { searched: vec![p], known: Vec::new() }) };
     }
     let mut roots: Vec<PathBuf> = Vec::new();
     for var in ["CONDA_ROOT", "MAMBA_ROOT_PREFIX"] {

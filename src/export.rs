@@ -5,7 +5,10 @@
 //!
 //! Formats (each a text file; shapes below):
 //! - `dotenv`: `NAME=value` lines (VS Code's `python.envFile`, `docker --env-file`). dotenv has
-//!   no portable way to prepend, so list variables hold the profile's folders alone.
+//!   no portable way to prepend, so `LD_LIBRARY_PATH` holds the profile's folders alone and
+//!   `PATH` is left out (replacing it would hide every tool). Values are written bare, as
+//!   `docker --env-file` keeps quotes as part of the value; a value that needs quoting for
+//!   python-dotenv (`'`, `"`, `#`, `$`, or spaces at its ends) is single-quoted.
 //! - `envrc`: direnv's `.envrc` (`path_add VAR DIR` prepends; `export NAME=value`); direnv
 //!   undoes it on leaving the folder.
 //! - `lmod`: a Lua modulefile for Lmod (`prepend_path`, `setenv`, `family("cuenv")` so that
@@ -133,11 +136,14 @@ pub fn render(e: &Exported, f: Format, sep: char) -> String {
     match f {
         Format::Dotenv => {
             let mut out = head("#");
-            for (k, dirs) in &e.prepend {
-                out.push_str(&format!("{k}={}\n", sh_quote(&dirs.join(&sep.to_string()))));
+            let value = |v: &str| {
+                if v.contains(['\'', '"', '#', '$', '\n']) || v.trim() != v { sh_quote(v) } else { v.to_string() }
+            };
+            for (k, dirs) in e.prepend.iter().filter(|(k, _)| !k.eq_ignore_ascii_case("PATH")) {
+                out.push_str(&format!("{k}={}\n", value(&dirs.join(&sep.to_string()))));
             }
             for (k, v) in &e.set {
-                out.push_str(&format!("{k}={}\n", sh_quote(v)));
+                out.push_str(&format!("{k}={}\n", value(v)));
             }
             out
         }

@@ -45,12 +45,19 @@ pub fn search_dirs() -> Vec<PathBuf> {
 }
 
 /// The `kernel.json` of a profile's kernel: the usual ipykernel argv for `python`, the display
-/// name, and the profile's variables in `env` (list variables hold the profile's folders
-/// alone: `${VAR}` of an unset variable would stay literal in the kernel's environment).
+/// name, and the profile's variables in `env`. `PATH` is the profile's folders followed by
+/// `${PATH}` (the server's, which jupyter_client substitutes; PATH is always set); other list
+/// variables hold the profile's folders alone, since `${VAR}` of an unset variable would stay
+/// literal in the kernel's environment.
 pub fn spec(e: &Exported, python: &Path, display_name: &str, home: &Path, sep: char) -> serde_json::Value {
     let mut env = serde_json::Map::new();
     for (k, dirs) in &e.prepend {
-        env.insert(k.clone(), dirs.join(&sep.to_string()).into());
+        let mut v = dirs.join(&sep.to_string());
+        if k.eq_ignore_ascii_case("PATH") {
+            v.push(sep);
+            v.push_str("${PATH}");
+        }
+        env.insert(k.clone(), v.into());
     }
     for (k, v) in &e.set {
         env.insert(k.clone(), v.clone().into());

@@ -175,8 +175,12 @@ pub fn resolve_locked_holding(layout: &Layout, file: &ProfileFile, platform: Pla
         l.profiles.retain(|p| !held.contains(&p.name));
         l.unpinned.retain(|p| !held.contains(&p.name));
     }
-    let cudnn: Vec<CudnnCandidate> = entries
-        .iter()
+    // Complete sets first: among entries of one version, resolution takes the first, and an
+    // entry added with --allow-incomplete must never win over a complete one.
+    let mut ordered: Vec<_> = entries.iter().collect();
+    ordered.sort_by_key(|(_, m)| !m.incomplete.is_empty());
+    let cudnn: Vec<CudnnCandidate> = ordered
+        .into_iter()
         .map(|(_, m)| CudnnCandidate { id: m.id.clone(), name: m.name.clone(), version: m.version.clone(), cuda_major: m.cuda_major, platform: m.platform })
         .collect();
     let tk: Vec<ToolkitCandidate> = toolkits.iter().map(|t| t.0.clone()).collect();
@@ -235,7 +239,9 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desire
         let conda_env = match &profile.conda_env {
             None => None,
             Some(env) => Some(crate::conda::resolve(&env.value, &base_dir, &|k| std::env::var_os(k), home_dir.as_deref()).map_err(|nf| {
-                let hint = if nf.known.is_empty() {
+                let hint = if crate::conda::is_path(&env.value) {
+                    format!("check the path (a conda env is a folder holding `conda-meta/`), or create the env there with `conda create -p {}`", env.value)
+                } else if nf.known.is_empty() {
                     format!("create it with `conda create -n {}`, or give the env's folder as a path", env.value)
                 } else {
                     format!("envs found: {}", nf.known.join(", "))

@@ -59,5 +59,15 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
     if json {
         ctx.print_json_sorted(&CheckJson { generation: n, profiles: &results });
     }
-    Ok(if generation_check::acceptable(&results, require_gpu) { ExitCode::Success } else { ExitCode::CheckFailed })
+    if generation_check::acceptable(&results, require_gpu) {
+        return Ok(ExitCode::Success);
+    }
+    // The verdict, as an error line: a failed check, or (--require-gpu) one that found no GPU.
+    let failed: Vec<&str> =
+        results.iter().filter(|r| !generation_check::acceptable(std::slice::from_ref(*r), require_gpu)).map(|r| r.profile.as_str()).collect();
+    let why = if require_gpu && results.iter().all(|r| r.result.status != CheckStatus::Fail) { " (no GPU found, and --require-gpu asks for one)" } else { "" };
+    if !json {
+        writeln!(ctx.err(), "error: the check failed for {}{why}", failed.join(", "));
+    }
+    Ok(ExitCode::CheckFailed)
 }

@@ -90,7 +90,7 @@ pub fn generations(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
         return Ok(ExitCode::Success);
     }
     if rows.is_empty() {
-        writeln!(ctx.out(), "no generations yet: run `cuenv apply <lab.toml>`");
+        writeln!(ctx.out(), "no generation yet: run `cuenv apply <lab.toml>`");
     }
     for r in &rows {
         writeln!(ctx.out(), "{} {:>3}  {}  {}  {}", if r.current { "*" } else { " " }, r.number, r.created, r.source.display(), r.profiles.join(", "));

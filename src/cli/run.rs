@@ -16,13 +16,13 @@ use crate::{generation, generation_check, project, status};
 
 /// The profile a command without `-p` means: the nearest `.cuenv-profile` from the current
 /// folder upward, else the active profile. `Err` when neither names one.
-pub fn default_profile(ctx: &Ctx) -> Result<String, Report> {
+pub fn default_profile(ctx: &Ctx) -> Result<(String, Option<std::path::PathBuf>), Report> {
     let cwd = std::env::current_dir().map_err(|e| crate::error::IoError::new("find the current folder", ".", e))?;
     if let Some(pin) = project::find(&cwd)? {
-        return Ok(pin.profile);
+        return Ok((pin.profile, Some(pin.file)));
     }
     match status::active_profile(&ctx.layout) {
-        Some((name, _)) => Ok(name),
+        Some((name, _)) => Ok((name, None)),
         None => Err(Hinted::new(
             format!("no profile given, no {} in {} or a folder above it, and no active profile", project::FILE_NAME, cwd.display()),
             format!("pass -p PROFILE, write a profile name into {}, or make one active with `cuenv use <profile>`", project::FILE_NAME),
@@ -50,13 +50,24 @@ pub fn pinned_profile() -> Result<String, Report> {
 /// Runs `command` in `profile`'s environment. Returns only on failure to start it (Unix) or
 /// with the child's exit code (Windows); see the module docs.
 pub fn run(ctx: &Ctx, profile: Option<&str>, strict: bool, command: &[OsString]) -> Result<ExitCode, Report> {
-    let name = match profile {
-        Some(p) => p.to_string(),
+    let (name, pin) = match profile {
+        Some(p) => (p.to_string(), None),
         None => default_profile(ctx)?,
     };
     let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
     let manifest = generation::read(&ctx.layout, cur)?;
-    let view = manifest.profile(&name)?.clone();
+    let view = match (manifest.profile(&name), &pin) {
+        (Ok(v), _) => v.clone(),
+        (Err(e), Some(file)) => {
+            return Err(Hinted::new(
+                format!("{} names profile {name}, but {e}", file.display()),
+                format!("write one of the current generation's profiles into {}, or pass -p PROFILE", file.display()),
+                ExitCode::Invalid,
+            )
+            .into());
+        }
+        (Err(e), None) => return Err(e.into()),
+    };
     // The last check of this generation, if this profile failed it.
     let failed = generation_check::load(&ctx.layout, cur)
         .and_then(|f| f.profiles.into_iter().find(|p| p.profile == name))

@@ -155,7 +155,11 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                             m.cuda_major,
                             m.platform.to_string(),
                             human_size(m.content_size()),
-                            m.source.name
+                            if m.incomplete.is_empty() {
+                                m.source.name.clone()
+                            } else {
+                                format!("{} (incomplete: lacks {})", m.source.name, m.incomplete.join(", "))
+                            }
                         ),
                         Err(e) => writeln!(ctx.out(), "{:<58} unreadable: {e}", dir.file_name().unwrap_or_default().to_string_lossy()),
                     }

@@ -150,6 +150,9 @@ impl Diagnose for Error {
             Error::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 Some("check the path, or create the file (see profiles/lab.toml for an example)".into())
             }
+            Error::Read { path, .. } if path.is_dir() => {
+                Some(format!("give the profile file itself (a TOML file such as {}), not a folder", path.join("lab.toml").display()))
+            }
             Error::Read { path, source } => Some(crate::error::io_hint(path, source)),
             // Each diagnostic carries its own hint, rendered in the message.
             Error::Several(_) => None,
@@ -159,6 +162,7 @@ impl Diagnose for Error {
 
     fn exit_code(&self) -> ExitCode {
         match self {
+            Error::Read { path, .. } if path.is_dir() => ExitCode::Invalid,
             Error::Read { source, .. } if source.kind() != std::io::ErrorKind::NotFound => ExitCode::Failure,
             _ => ExitCode::Invalid,
         }

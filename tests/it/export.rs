@@ -37,6 +37,10 @@ fn dotenv_is_read_by_python_dotenv() {
     };
     let lab = applied();
     let text = lab.ok(&["export", "legacy", "--format", "dotenv"]);
+    // No PATH (dotenv cannot prepend, and replacing PATH hides every tool), and bare values,
+    // which `docker --env-file` takes literally.
+    assert!(!text.lines().any(|l| l.starts_with("PATH=")), "{text}");
+    assert!(text.lines().any(|l| l == format!("CUDA_HOME={}", lab.profiles().join("legacy/cuda").display())), "{text}");
     let f = lab.ctx.path("legacy.env");
     fs::write(&f, text).unwrap();
     let code = "import json, sys\nfrom dotenv import dotenv_values\nprint(json.dumps(dotenv_values(sys.argv[1])))";

@@ -66,6 +66,10 @@ print(json.dumps(specs['cuenv-legacy']['spec']['env']))
     assert_eq!(env["CUDA_HOME"].as_str().map(PathBuf::from), Some(view.join("cuda")));
     let ld = env["LD_LIBRARY_PATH"].as_str().unwrap();
     assert_eq!(ld.split(':').next().map(PathBuf::from), Some(view.join("cudnn-lib")), "{ld}");
+    // PATH keeps the server's folders after the profile's (a kernel without them cannot start
+    // `pip` or a compiler).
+    let path = env["PATH"].as_str().unwrap();
+    assert!(path.ends_with(&format!(":{}", std::env::var("PATH").unwrap())), "{path}");
 
     // Once the profile is gone from the lab, `list` says so.
     let f = lab.lab("[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\n");

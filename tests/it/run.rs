@@ -76,6 +76,12 @@ fn a_cuenv_profile_file_names_the_profile_for_run_and_use() {
     lab.ok(&["use", "legacy"]);
     let out = run_in(&lab, &lab.ctx.work, &["--", "sh", "-c", "printf %s \"$CUENV_PROFILE\""], "");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "legacy");
+    // A pin naming a profile the generation does not have names the pin file.
+    fs::write(project.join(".cuenv-profile"), "missing\n").unwrap();
+    let out = run_in(&lab, &deep, &["--", "true"], "");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(".cuenv-profile names profile missing, but") && err.contains("pass -p PROFILE"), "{err}");
     // A broken pin file is named with its line.
     fs::write(project.join(".cuenv-profile"), "tf 28\n").unwrap();
     let out = run_in(&lab, &deep, &["--", "true"], "");

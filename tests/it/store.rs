@@ -1246,3 +1246,28 @@ fn an_incomplete_set_is_refused_unless_allowed_and_recorded() {
     tree.write_dir(&folder);
     ctx.add_ok(&folder, &["--cuda", "12"]);
 }
+
+/// An entry added with --allow-incomplete never wins over a complete entry of the same version
+/// (the fresh-user trial saw `plan` pick the incomplete one: ties went to the first listed).
+#[cfg(unix)]
+#[test]
+fn a_complete_entry_is_preferred_over_an_incomplete_one_of_the_same_version() {
+    let ctx = TestContext::new();
+    let mut tree = linux_release_tree(&Release::V9);
+    let full = ctx.path("cudnn-9.5-full");
+    tree.write_dir(&full);
+    tree.nodes.retain(|(p, _)| !p.contains("/libcudnn_heuristic.so"));
+    let partial = ctx.path("cudnn-9.5-partial");
+    tree.write_dir(&partial);
+    let incomplete = ctx.add_ok(&partial, &["--cuda", "12", "--allow-incomplete"]);
+    let complete = ctx.add_ok(&full, &["--cuda", "12"]);
+    let list = String::from_utf8(ctx.cmd().args(["store", "list"]).output().unwrap().stdout).unwrap();
+    assert!(list.contains("(incomplete: lacks libcudnn_heuristic.so.9)"), "{list}");
+    let tk = crate::apply::toolkit(&ctx.work, "12.6.77", 12);
+    let lab = ctx.path("lab.toml");
+    fs::write(&lab, format!("[toolkits]\n\"12.6\" = '{}'\n[profiles.p]\ncuda = \"12\"\ncudnn = \"9.5\"\n", tk.display())).unwrap();
+    for _ in 0..2 {
+        let plan = String::from_utf8(ctx.cmd().arg("plan").arg(&lab).output().unwrap().stdout).unwrap();
+        assert!(plan.contains(complete["name"].as_str().unwrap()) && !plan.contains(incomplete["name"].as_str().unwrap()), "{plan}");
+    }
+}
