@@ -124,7 +124,7 @@ impl Layout {
 
     /// `<home>/.link-probe`: the folder where `apply` tries a link before building, when the
     /// profile file asks for a link kind this process may not be allowed to make
-    /// ([`crate::link::probe`]); removed again at once (and by the next probe, after a kill).
+    /// (`link::probe`); removed again at once (and by the next probe, after a kill).
     pub fn link_probe(&self) -> PathBuf {
         self.home.join(".link-probe")
     }

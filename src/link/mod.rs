@@ -282,7 +282,7 @@ pub fn remove(link: &Path) -> io::Result<()> {
 }
 
 /// Tries whether this process can make a `kind` link in `dir` (a folder of its own, such as
-/// [`crate::layout::Layout::link_probe`]; created, then removed with all it holds, also when a
+/// `Layout::link_probe`; created, then removed with all it holds, also when a
 /// kill left it behind): creates `dir/target` and the link `dir/link` to it, checks that the
 /// link really leads to the folder (Wine reports `CreateSymbolicLinkW` as successful but
 /// creates nothing, docs/facts.md §7), then removes both. What a Windows process without

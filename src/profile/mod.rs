@@ -253,7 +253,7 @@ pub struct Requirement {
     pub from: Option<Spanned<Source>>,
     /// The sources after the first of a list `from = [...]`, in order (empty for a single
     /// `from = "..."`): tried when the ones before have no file for the platform (see
-    /// `crate::sources`). Only `"pypi"` and `"nvidia"` can be listed, each once.
+    /// the `sources` module). Only `"pypi"` and `"nvidia"` can be listed, each once.
     pub fallbacks: Vec<Spanned<Source>>,
     /// `sha256` (64 lowercase hex digits), when given in the table form.
     pub sha256: Option<Spanned<String>>,
