@@ -19,6 +19,7 @@ pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCo
     let env: Vec<_> = std::env::vars_os().collect();
     let mut d = doctor::examine(&inputs, &env);
     d.findings.extend(stale_kernels(ctx));
+    d.findings.extend(incomplete_entry(ctx, d.active_profile.as_deref()));
     if json {
         ctx.print_json(&d);
     } else {
@@ -144,4 +145,22 @@ fn stale_kernels(ctx: &Ctx) -> Vec<doctor::Finding> {
             )),
         })
         .collect()
+}
+
+/// The profile in effect in this shell uses a store entry added with `--allow-incomplete`
+/// (../shared/decisions.md 2: check and doctor warn).
+fn incomplete_entry(ctx: &Ctx, profile: Option<&str>) -> Option<doctor::Finding> {
+    let m = crate::generation::current(&ctx.layout).and_then(|n| crate::generation::read(&ctx.layout, n).ok())?;
+    let view = m.profile(profile?).ok()?;
+    let meta = crate::store::entry::EntryMeta::read(&view.entry_dir).ok()?;
+    (!meta.incomplete.is_empty()).then(|| doctor::Finding {
+        severity: doctor::Severity::Warning,
+        message: format!(
+            "profile {} uses the store entry {}, added with --allow-incomplete: it lacks {}, which the loader takes from another folder (or cuDNN fails when it needs them)",
+            view.name,
+            meta.name,
+            meta.incomplete.join(", ")
+        ),
+        hint: Some("add the complete release (`cuenv store add <archive or wheel>`) and apply again: a complete entry of the same version is preferred".into()),
+    })
 }

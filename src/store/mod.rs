@@ -136,7 +136,7 @@ impl Diagnose for Error {
             Sha256Mismatch { .. } => "the file is not the one you expected: download it again, or check the --sha256 value against NVIDIA's manifest".into(),
             NoCudnn { .. } => "point at an archive or folder that contains cuDNN's bin/ or lib/ (e.g. site-packages/nvidia/cudnn)".into(),
             SeveralReleases { .. } => "import one release folder at a time".into(),
-            Incomplete { .. } => "import the whole release (the archive or wheel as NVIDIA ships it), or pass --allow-incomplete to import it anyway (recorded in the entry; `store list` marks it, `check` warns, and a complete entry of the same version is always preferred)".into(),
+            Incomplete { .. } => "import the whole release (the archive or wheel as NVIDIA ships it), or pass --allow-incomplete to import it anyway (recorded in the entry; `store list` marks it, `check` and `doctor` warn, and a complete entry of the same version is always preferred)".into(),
             CudaUnknown { variants, .. } => {
                 let majors: Vec<String> = variants
                     .iter()

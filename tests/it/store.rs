@@ -1237,6 +1237,10 @@ fn an_incomplete_set_is_refused_unless_allowed_and_recorded() {
     let out = ctx.cmd().arg("check").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("warning: profile p: incomplete set: the store entry") && err.contains("lacks libcudnn_cnn.so.9"), "{err}");
+    // `doctor` in a shell where that profile is in effect warns too.
+    let out = ctx.cmd().arg("doctor").env("CUENV_PROFILE", "p").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("profile p uses the store entry") && text.contains("added with --allow-incomplete: it lacks libcudnn_cnn.so.9"), "{text}");
 
     // A newer sub-library beyond the table is no reason to refuse.
     let mut tree = linux_release_tree(&Release { version: [9, 21, 0, 1], cuda: 12 });
