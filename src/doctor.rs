@@ -231,7 +231,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         active_profile = target;
     }
     let active_view = active_profile.as_ref().and_then(|name| {
-        let view = generation::current(inp.layout).and_then(|n| generation::read(inp.layout, n).ok()).and_then(|m| m.profiles.into_iter().find(|p| &p.name == name));
+        let view = generation::current_manifest(inp.layout).and_then(|m| m.profiles.into_iter().find(|p| &p.name == name));
         if view.is_none() {
             let (message, hint) = if follows_active {
                 (

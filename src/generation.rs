@@ -210,7 +210,7 @@ pub struct UnknownProfile {
 impl UnknownProfile {
     /// `name` is not among the profiles of generation `m`.
     pub fn new(name: &str, m: &Manifest) -> UnknownProfile {
-        UnknownProfile { name: name.into(), generation: m.number, known: m.profiles.iter().map(|p| p.name.clone()).collect() }
+        UnknownProfile { name: name.into(), generation: m.number, known: m.profile_names() }
     }
 }
 
@@ -229,6 +229,11 @@ impl crate::error::Diagnose for UnknownProfile {
 }
 
 impl Manifest {
+    /// The names of its profiles, in manifest order.
+    pub fn profile_names(&self) -> Vec<String> {
+        self.profiles.iter().map(|p| p.name.clone()).collect()
+    }
+
     /// The view of profile `name`, or [`UnknownProfile`].
     pub fn profile(&self, name: &str) -> Result<&ViewRecord, UnknownProfile> {
         self.profiles.iter().find(|p| p.name == name).ok_or_else(|| UnknownProfile::new(name, self))
@@ -264,6 +269,12 @@ pub fn current(layout: &Layout) -> Option<u64> {
     let target = link::read(&layout.profiles_dir()).ok()?;
     // .../generations/<N>/views
     target.parent()?.file_name()?.to_str()?.parse().ok()
+}
+
+/// The current generation's manifest, when there is a current generation and its manifest
+/// reads (commands that only inform, like `doctor` or the directory hook, go on without it).
+pub fn current_manifest(layout: &Layout) -> Option<Manifest> {
+    current(layout).and_then(|n| read(layout, n).ok())
 }
 
 /// The generation before the current one, by history (else the highest number below it).

@@ -74,7 +74,19 @@ pub fn environment(pid: u32) -> Result<Option<Vec<(OsString, OsString)>>, ProcEr
 /// the first `/` after the five fixed fields), each once, with its ` (deleted)` mark.
 pub fn parse_maps(maps: &[u8]) -> Vec<Mapped> {
     let mut out: Vec<Mapped> = Vec::new();
-    for line in maps.split(|b| *b == b'\n') {
+    for m in map_lines(maps) {
+        if !out.iter().any(|o| o.path == m.path) {
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// Every line of `/proc/<pid>/maps` text that maps a file, in address order, repeats kept:
+/// `address perms offset dev inode path`, the path starting at the first `/` after the five
+/// fixed fields, with its ` (deleted)` mark split off.
+pub fn map_lines(maps: &[u8]) -> impl Iterator<Item = Mapped> + '_ {
+    maps.split(|b| *b == b'\n').filter_map(|line| {
         let mut fields = 0;
         let mut i = 0;
         while i < line.len() && fields < 5 {
@@ -86,20 +98,14 @@ pub fn parse_maps(maps: &[u8]) -> Vec<Mapped> {
             }
             fields += 1;
         }
-        let mut path = &line[i.min(line.len())..];
+        let path = &line[i.min(line.len())..];
         if !path.starts_with(b"/") {
-            continue;
+            return None;
         }
         let deleted = path.ends_with(b" (deleted)");
-        if deleted {
-            path = &path[..path.len() - b" (deleted)".len()];
-        }
-        let p = bytes_path(path);
-        if !out.iter().any(|m| m.path == p) {
-            out.push(Mapped { path: p, deleted });
-        }
-    }
-    out
+        let path = if deleted { &path[..path.len() - b" (deleted)".len()] } else { path };
+        Some(Mapped { path: bytes_path(path), deleted })
+    })
 }
 
 #[cfg(unix)]

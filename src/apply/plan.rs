@@ -14,7 +14,7 @@ use super::desire::Desired;
 /// The change from the current generation to `desired` (see [`crate::change`]); empty when
 /// nothing would change. When a profile changes, every link of the new views follows.
 pub fn plan(layout: &Layout, desired: &Desired) -> Vec<Change> {
-    let cur = generation::current(layout).and_then(|n| generation::read(layout, n).ok());
+    let cur = generation::current_manifest(layout);
     let (empty_views, empty_shims) = (Vec::new(), Vec::new());
     let (cur_views, cur_shims) = cur.as_ref().map(|m| (&m.profiles, &m.shims)).unwrap_or((&empty_views, &empty_shims));
     let mut out = Vec::new();
@@ -88,7 +88,7 @@ pub(super) fn view_target(v: &ViewRecord, name: &str) -> PathBuf {
 
 /// True when `desired` equals what the current generation already has.
 pub fn unchanged(layout: &Layout, desired: &Desired) -> bool {
-    let Some(cur) = generation::current(layout).and_then(|n| generation::read(layout, n).ok()) else { return false };
+    let Some(cur) = generation::current_manifest(layout) else { return false };
     cur.profiles == desired.views
         && cur.link_mode == desired.link_mode
         && cur.shims.len() == desired.shims.len()

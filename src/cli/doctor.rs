@@ -123,10 +123,7 @@ pub fn run_pid(ctx: &Ctx, pid: u32, profile: Option<&str>, json: bool) -> Result
 /// has ([`crate::kernel`]): a notebook started with one gets a view that does not exist.
 fn stale_kernels(ctx: &Ctx) -> Vec<doctor::Finding> {
     let home = crate::view::stable_home(&ctx.layout).to_string_lossy().into_owned();
-    let known: Vec<String> = crate::generation::current(&ctx.layout)
-        .and_then(|n| crate::generation::read(&ctx.layout, n).ok())
-        .map(|m| m.profiles.iter().map(|p| p.name.clone()).collect())
-        .unwrap_or_default();
+    let known = crate::generation::current_manifest(&ctx.layout).map(|m| m.profile_names()).unwrap_or_default();
     crate::kernel::list(&crate::kernel::search_dirs())
         .into_iter()
         .filter(|k| k.home == home && !known.contains(&k.profile))
@@ -150,7 +147,7 @@ fn stale_kernels(ctx: &Ctx) -> Vec<doctor::Finding> {
 /// The profile in effect in this shell uses a store entry added with `--allow-incomplete`
 /// (../shared/decisions.md 2: check and doctor warn).
 fn incomplete_entry(ctx: &Ctx, profile: Option<&str>) -> Option<doctor::Finding> {
-    let m = crate::generation::current(&ctx.layout).and_then(|n| crate::generation::read(&ctx.layout, n).ok())?;
+    let m = crate::generation::current_manifest(&ctx.layout)?;
     let view = m.profile(profile?).ok()?;
     let meta = crate::store::entry::EntryMeta::read(&view.entry_dir).ok()?;
     (!meta.incomplete.is_empty()).then(|| doctor::Finding {

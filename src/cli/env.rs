@@ -59,7 +59,7 @@ pub fn hook_apply(ctx: &Ctx, shell: Shell) -> ExitCode {
     };
     let wanted = match std::env::current_dir().map(|d| crate::project::find(&d)) {
         Ok(Ok(Some(pin))) => {
-            let known = generation::current(&ctx.layout).and_then(|n| generation::read(&ctx.layout, n).ok()).is_some_and(|m| m.profile(&pin.profile).is_ok());
+            let known = generation::current_manifest(&ctx.layout).is_some_and(|m| m.profile(&pin.profile).is_ok());
             if known {
                 Some(pin.profile)
             } else {
@@ -103,7 +103,7 @@ pub fn export(ctx: &Ctx, profile: Option<&str>, format: &str, all: bool, out: Op
     let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
     let m = generation::read(&ctx.layout, cur)?;
     let names: Vec<String> = if all {
-        m.profiles.iter().map(|p| p.name.clone()).collect()
+        m.profile_names()
     } else {
         let name = match profile {
             Some(p) => p.to_string(),
@@ -170,10 +170,7 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
         }
         KernelCommand::List { json } => {
             let found = crate::kernel::list(&crate::kernel::search_dirs());
-            let known: Vec<String> = generation::current(&ctx.layout)
-                .and_then(|n| generation::read(&ctx.layout, n).ok())
-                .map(|m| m.profiles.iter().map(|p| p.name.clone()).collect())
-                .unwrap_or_default();
+            let known = generation::current_manifest(&ctx.layout).map(|m| m.profile_names()).unwrap_or_default();
             let home = view::stable_home(&ctx.layout).to_string_lossy().into_owned();
             if json {
                 let rows: Vec<serde_json::Value> = found

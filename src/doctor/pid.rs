@@ -181,7 +181,7 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
     }
     let mut profile_now = None;
     if let Some(p) = &name {
-        let view = generation::current(layout).and_then(|n| generation::read(layout, n).ok()).and_then(|m| m.profiles.into_iter().find(|v| &v.name == p));
+        let view = generation::current_manifest(layout).and_then(|m| m.profiles.into_iter().find(|v| &v.name == p));
         match view {
             None => findings.push(Finding {
                 severity: Severity::Warning,

@@ -87,12 +87,7 @@ struct Plan {
 }
 
 fn plan(a: &Activation) -> Plan {
-    let mut lists = Vec::new();
-    for (name, dirs) in [("PATH", &a.path_prepend), ("LD_LIBRARY_PATH", &a.ld_library_path_prepend)] {
-        if !dirs.is_empty() {
-            lists.push((name, dirs.iter().map(|p| shim_path(p)).collect::<Vec<_>>().join(";")));
-        }
-    }
+    let lists = super::list_blocks(a, ";");
     Plan { layer: a.layer, prefix: a.layer.prefix(), profile: a.profile.clone(), lists, scalars: super::scalars(a) }
 }
 
@@ -261,14 +256,6 @@ fn body_deactivate(p: &Plan, dx: Dx) -> String {
     )
 }
 
-fn layer_name(l: Layer) -> &'static str {
-    match l {
-        Layer::Shim => "SHIM",
-        Layer::Hook => "HOOK",
-        Layer::Setup => "SETUP",
-    }
-}
-
 /// The `.bat` script (CRLF line ends): the activation (`activate`) or the deactivation of `a`.
 pub(super) fn render(a: &Activation, activate: bool) -> String {
     let p = plan(a);
@@ -282,7 +269,7 @@ pub(super) fn render(a: &Activation, activate: bool) -> String {
     };
     let vars = [
         ("PROFILE_NOTE", note(&p.profile)),
-        ("LAYER", layer_name(p.layer).to_string()),
+        ("LAYER", p.layer.name().to_string()),
         ("P", p.prefix.to_string()),
         ("WHERE", where_long.to_string()),
         ("CODEPAGE_SWITCH", switch.to_string()),

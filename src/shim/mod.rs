@@ -131,6 +131,15 @@ impl Layer {
         }
     }
 
+    /// The layer's name in script comments: `SHIM`, `HOOK`, `SETUP`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Shim => "SHIM",
+            Layer::Hook => "HOOK",
+            Layer::Setup => "SETUP",
+        }
+    }
+
     /// The layers above this one, highest first: their blocks stay in front of this layer's.
     pub fn higher(self) -> &'static [Layer] {
         match self {
@@ -183,6 +192,16 @@ pub fn is_ours(text: &str) -> bool {
     let first = first.strip_suffix('\r').unwrap_or(first);
     let first = first.strip_prefix("@rem ").or_else(|| first.strip_prefix("# "));
     first.is_some_and(|m| m == MARKER || m == MARKER_V1)
+}
+
+/// The list variables an activation prepends to, `(name, block)`: its folders for `PATH` and
+/// `LD_LIBRARY_PATH` (when it has any) as written into a shim, joined with `sep`.
+fn list_blocks(a: &Activation, sep: &str) -> Vec<(&'static str, String)> {
+    [("PATH", &a.path_prepend), ("LD_LIBRARY_PATH", &a.ld_library_path_prepend)]
+        .into_iter()
+        .filter(|(_, dirs)| !dirs.is_empty())
+        .map(|(name, dirs)| (name, dirs.iter().map(|p| shim_path(p)).collect::<Vec<_>>().join(sep)))
+        .collect()
 }
 
 /// The scalar variables an activation sets, `(name, value)`: its `set` list (the last value of

@@ -8,7 +8,7 @@
 //! `unsetenv` (csh) or `set -gx` / `set -e` (fish) lines, and source those: csh cannot edit a
 //! list variable safely, and one implementation of the list rule is easier to prove than three.
 
-use super::{Activation, LISTS, fill, profile_note as note, quote, shim_path};
+use super::{Activation, LISTS, fill, profile_note as note, quote};
 
 mod tpl {
     pub const ACTIVATE: &str = include_str!("templates/posix/activate.sh");
@@ -39,12 +39,7 @@ struct Plan {
 }
 
 fn plan(a: &Activation) -> Plan {
-    let mut lists = Vec::new();
-    for (name, dirs) in [("PATH", &a.path_prepend), ("LD_LIBRARY_PATH", &a.ld_library_path_prepend)] {
-        if !dirs.is_empty() {
-            lists.push((name, dirs.iter().map(|p| shim_path(p)).collect::<Vec<_>>().join(":")));
-        }
-    }
+    let lists = super::list_blocks(a, ":");
     Plan { prefix: a.layer.prefix(), higher: a.layer.higher(), lists, scalars: super::scalars(a) }
 }
 
@@ -76,7 +71,7 @@ pub(super) fn render_sh(a: &Activation, activate: bool) -> String {
         }),
     );
     let profile = quote::posix(&a.profile);
-    let head = [("P", pre.as_str()), ("PROFILE", profile.as_str()), ("PROFILE_NOTE", &note(&a.profile)), ("LAYER", layer_name(a))];
+    let head = [("P", pre.as_str()), ("PROFILE", profile.as_str()), ("PROFILE_NOTE", &note(&a.profile)), ("LAYER", a.layer.name())];
     if activate {
         let save: Vec<String> = p
             .scalars
@@ -144,14 +139,6 @@ fn chain(a: &Activation, under: &dyn Fn(&str) -> String, base: &str) -> String {
 
 fn indent(text: &str) -> String {
     text.lines().map(|l| if l.is_empty() { String::new() } else { format!("  {l}") }).collect::<Vec<_>>().join("\n")
-}
-
-fn layer_name(a: &Activation) -> &'static str {
-    match a.layer {
-        super::Layer::Shim => "SHIM",
-        super::Layer::Hook => "HOOK",
-        super::Layer::Setup => "SETUP",
-    }
 }
 
 /// Every variable the POSIX program may change: what the csh and fish emitters print.

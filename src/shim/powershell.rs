@@ -35,11 +35,7 @@ pub(super) fn render(a: &Activation, activate: bool) -> String {
     let scalars = super::scalars(a);
     let undo = fill(tpl::UNDO_LISTS, &[("P", pre)]);
     let undo = undo.trim_end_matches('\n');
-    let layer = match a.layer {
-        Layer::Shim => "SHIM",
-        Layer::Hook => "HOOK",
-        Layer::Setup => "SETUP",
-    };
+    let layer = a.layer.name();
     let profile = q(&a.profile);
     let text = if activate {
         let mut insert = String::new();

@@ -1,7 +1,5 @@
 //! Linux (and other Unix) side of the probe's loader access.
 
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 
 use libloading::Library;
@@ -21,30 +19,14 @@ pub fn load(name: &str) -> Result<Library, LoadError> {
     })
 }
 
-/// The files mapped into this process, from `/proc/self/maps`, in address order, deduplicated.
+/// The files mapped into this process, from `/proc/self/maps`, in address order, deduplicated;
+/// files deleted since they were mapped are left out.
 pub fn loaded_module_paths() -> Vec<PathBuf> {
     let Ok(maps) = std::fs::read("/proc/self/maps") else { return Vec::new() };
     let mut out: Vec<PathBuf> = Vec::new();
-    for line in maps.split(|b| *b == b'\n') {
-        // address perms offset dev inode [path]; the path starts at the first '/' after the inode.
-        let mut fields = 0;
-        let mut i = 0;
-        while i < line.len() && fields < 5 {
-            while i < line.len() && line[i] != b' ' {
-                i += 1;
-            }
-            while i < line.len() && line[i] == b' ' {
-                i += 1;
-            }
-            fields += 1;
-        }
-        let path = &line[i.min(line.len())..];
-        if !path.starts_with(b"/") || path.ends_with(b" (deleted)") {
-            continue;
-        }
-        let p = PathBuf::from(OsString::from_vec(path.to_vec()));
-        if !out.contains(&p) {
-            out.push(p);
+    for m in crate::procmods::map_lines(&maps).filter(|m| !m.deleted) {
+        if !out.contains(&m.path) {
+            out.push(m.path);
         }
     }
     out
