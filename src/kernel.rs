@@ -71,6 +71,24 @@ pub fn spec(e: &Exported, python: &Path, display_name: &str, home: &Path, sep: c
     })
 }
 
+/// Whether `python` can import `ipykernel_launcher`, the module the kernelspec's argv runs
+/// (ipykernel's launcher; jupyter_client itself does not ship it). Runs
+/// `python -c "..."` with the caller's environment (so `PYTHONPATH` counts, as it will when
+/// Jupyter starts the kernel). `Ok(false)`: it ran and the module is missing; `Err`: the
+/// interpreter could not be run or ended another way (the error says how).
+pub fn has_ipykernel(python: &Path) -> Result<bool, String> {
+    let out = std::process::Command::new(python)
+        .args(["-c", "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('ipykernel_launcher') else 3)"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    match out.status.code() {
+        Some(0) => Ok(true),
+        Some(3) => Ok(false),
+        _ => Err(format!("{} did not run as a Python interpreter ({})", python.display(), out.status)),
+    }
+}
+
 /// A cuenv kernelspec found on disk.
 #[derive(Debug, Serialize)]
 pub struct Found {

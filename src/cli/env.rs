@@ -138,6 +138,8 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
             let m = generation::read(&ctx.layout, cur)?;
             let view = m.profile(&profile)?;
             let python = match python {
+                // A bare name (`--python python3`) is looked up on PATH, as a shell would.
+                Some(p) if p.components().count() == 1 => on_path(&[p.as_os_str().to_string_lossy().as_ref()]).unwrap_or(p),
                 Some(p) => std::path::absolute(&p).unwrap_or(p),
                 None => default_python(view.conda_env.as_deref()).ok_or_else(|| {
                     Hinted::new(
@@ -167,6 +169,22 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
             let text = format!("{}\n", serde_json::to_string_pretty(&spec).expect("serializable"));
             let path = crate::export::write(&dir.join(&name), "kernel.json", &text)?;
             writeln!(ctx.out(), "installed kernel {name} for profile {profile}: {}", path.display());
+            // The spec is written either way (ipykernel may be installed later); say now what
+            // would make the kernel fail to start rather than leave it to the notebook server.
+            match crate::kernel::has_ipykernel(&python) {
+                Ok(true) => {}
+                Ok(false) => {
+                    writeln!(
+                        ctx.err(),
+                        "warning: {} has no ipykernel: the kernel will not start until you install it (`{} -m pip install ipykernel`) or reinstall with --python EXE",
+                        python.display(),
+                        python.display()
+                    );
+                }
+                Err(why) => {
+                    writeln!(ctx.err(), "warning: {why}: the kernel will not start with it; reinstall with --python EXE (an interpreter that has ipykernel)");
+                }
+            }
         }
         KernelCommand::List { json } => {
             let found = crate::kernel::list(&crate::kernel::search_dirs());
@@ -205,7 +223,18 @@ fn default_python(conda_env: Option<&std::path::Path>) -> Option<std::path::Path
             return Some(p);
         }
     }
-    let names: &[&str] = if cfg!(windows) { &["python.exe", "python3.exe"] } else { &["python3", "python"] };
+    on_path(if cfg!(windows) { &["python.exe", "python3.exe"] } else { &["python3", "python"] })
+}
+
+/// The first of `names` found as a file in a folder of `PATH` (names first, then folders in
+/// order); on Windows a name without an extension is also tried with `.exe`.
+fn on_path(names: &[&str]) -> Option<std::path::PathBuf> {
     let path = std::env::var_os("PATH")?;
-    names.iter().find_map(|n| std::env::split_paths(&path).map(|d| d.join(n)).find(|p| p.is_file()))
+    names.iter().find_map(|n| {
+        let mut tries = vec![n.to_string()];
+        if cfg!(windows) && std::path::Path::new(n).extension().is_none() {
+            tries.push(format!("{n}.exe"));
+        }
+        std::env::split_paths(&path).flat_map(|d| tries.iter().map(move |t| d.join(t))).find(|p| p.is_file())
+    })
 }

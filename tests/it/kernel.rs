@@ -22,6 +22,10 @@ fn a_kernel_is_listed_and_started_by_jupyter_client_with_the_profile() {
     let data = lab.ctx.path("jupyter data");
     let out = lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).args(["kernel", "install", "legacy", "--python"]).arg(&py).output().unwrap();
     assert!(out.status.success(), "{out:?}");
+    // The clients' venv has jupyter_client but not ipykernel: the spec is written, and the
+    // warning says the kernel would not start and how to fix it.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("has no ipykernel: the kernel will not start") && err.contains("-m pip install ipykernel"), "{err}");
     let spec = data.join("kernels/cuenv-legacy/kernel.json");
     assert!(spec.exists());
     // `kernel list` finds it, bound to an existing profile.
@@ -81,4 +85,33 @@ print(json.dumps(specs['cuenv-legacy']['spec']['env']))
     let out = lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).args(["doctor"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("the Jupyter kernel cuenv-legacy") && text.contains("bound to profile legacy, which the current generation does not have"), "{text}");
+}
+
+/// `kernel install` checks the interpreter it names: one that can import
+/// `ipykernel_launcher` (here a stand-in module on `PYTHONPATH`) installs quietly; one that
+/// cannot run at all gets a warning naming it, and the spec is still written.
+#[test]
+fn kernel_install_warns_only_when_the_python_cannot_start_a_kernel() {
+    let lab = Lab::new();
+    lab.ok(&["apply", "--no-check", lab.three().to_str().unwrap()]);
+    let data = lab.ctx.path("jupyter data");
+    let fake = lab.ctx.path("fake-ipykernel");
+    fs::create_dir_all(&fake).unwrap();
+    fs::write(fake.join("ipykernel_launcher.py"), "").unwrap();
+    let out =
+        lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).env("PYTHONPATH", &fake).args(["kernel", "install", "legacy", "--python", "python3"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The bare name was looked up on PATH: the kernel's argv names an absolute interpreter.
+    let spec: serde_json::Value = serde_json::from_str(&fs::read_to_string(data.join("kernels/cuenv-legacy/kernel.json")).unwrap()).unwrap();
+    let argv0 = PathBuf::from(spec["argv"][0].as_str().unwrap());
+    assert!(argv0.is_absolute() && argv0.is_file(), "{argv0:?}");
+
+    let not_python = lab.ctx.path("not-python");
+    fs::write(&not_python, "").unwrap();
+    let out = lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).args(["kernel", "install", "legacy", "--name", "k2", "--python"]).arg(&not_python).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot run") && err.contains("not-python") && err.contains("reinstall with --python EXE"), "{err}");
+    assert!(data.join("kernels/k2/kernel.json").exists());
 }
