@@ -237,7 +237,15 @@ pub fn render(d: &ProcessDiagnosis) -> String {
         }
     }
     if let Some(n) = &d.profile_now {
-        let state = if n.current { "the cuDNN this process loaded" } else { "not what this process loaded" };
+        // A process that has mapped no cuDNN yet (it loads cuDNN on first use) is neither
+        // current nor stale: say that instead of "not what this process loaded".
+        let state = if n.current {
+            "the cuDNN this process loaded"
+        } else if d.cudnn.is_none() {
+            "this process has not loaded cuDNN (yet: a framework loads it on first use)"
+        } else {
+            "not what this process loaded"
+        };
         let _ = writeln!(s, "profile {} now gives cuDNN {} ({}): {state}", n.name, n.cudnn_version, n.entry);
     }
     if d.findings.is_empty() {

@@ -119,6 +119,24 @@ fn a_process_that_loaded_an_older_entry_is_told_to_restart() {
     stop(child);
 }
 
+/// A process under a profile that has not loaded cuDNN (yet) is told so: not "not what this
+/// process loaded", and no problem.
+#[test]
+fn a_process_without_cudnn_mapped_is_not_called_stale() {
+    let lab = Lab::new();
+    lab.ok(&["apply", "--no-check", lab.three().to_str().unwrap()]);
+    let exe = build_child(&lab.ctx.work);
+    // The child loads libm (no cuDNN) and waits.
+    let child = start(&exe, &["libm.so.6"], &[], "legacy");
+    let pid = child.id().to_string();
+    let (code, out, err) = lab.run(&["doctor", "--pid", &pid]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("no cuDNN or CUDA library is mapped into it"), "{out}");
+    assert!(out.contains("profile legacy now gives cuDNN") && out.contains("this process has not loaded cuDNN (yet"), "{out}");
+    assert!(!out.contains("not what this process loaded"), "{out}");
+    stop(child);
+}
+
 #[test]
 fn a_process_that_does_not_exist_is_exit_2() {
     let lab = Lab::new();
