@@ -203,6 +203,83 @@ pub fn cuda_library_names(bytes: &[u8]) -> Vec<(u64, String)> {
     out
 }
 
+/// The dynamic section of an ELF shared library or program: what the loader reads to find
+/// its dependencies (ld.so(8), "Rpath token expansion" and the search order; docs/loader.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ElfDynamic {
+    /// `DT_SONAME`, when set.
+    pub soname: Option<String>,
+    /// `DT_NEEDED` entries, in order.
+    pub needed: Vec<String>,
+    /// `DT_RPATH` entries (the `:`-separated list, unexpanded: `$ORIGIN/../lib`).
+    pub rpath: Vec<String>,
+    /// `DT_RUNPATH` entries, unexpanded; `None` when the file has no `DT_RUNPATH` (then its
+    /// `DT_RPATH` is used; with one, `DT_RPATH` is ignored).
+    pub runpath: Option<Vec<String>>,
+}
+
+/// Reads the dynamic section of the 64-bit ELF file at `path` (headers and the dynamic
+/// section with its string table only). `Ok(None)` when the file is not a 64-bit ELF file.
+///
+/// Errors: I/O errors; `InvalidData` for a damaged ELF file.
+pub fn elf_dynamic(path: &Path) -> io::Result<Option<ElfDynamic>> {
+    use object::read::elf::ElfFile64;
+    let cache = ReadCache::new(File::open(path)?);
+    if !matches!(FileKind::parse(&cache), Ok(FileKind::Elf64)) {
+        return Ok(None);
+    }
+    let bad = |e: object::read::Error| io::Error::new(io::ErrorKind::InvalidData, format!("bad ELF file: {e}"));
+    let file = ElfFile64::<object::Endianness, _>::parse(&cache).map_err(bad)?;
+    let endian = file.endian();
+    let table = file.elf_section_table().dynamic_table(endian, &cache).map_err(bad)?;
+    let mut out = ElfDynamic::default();
+    let split = |s: &[u8]| -> Vec<String> { String::from_utf8_lossy(s).split(':').filter(|p| !p.is_empty()).map(str::to_string).collect() };
+    for d in table.iter() {
+        let Ok(s) = table.string(d) else { continue };
+        match d.tag {
+            object::elf::DT_NEEDED => out.needed.push(String::from_utf8_lossy(s).into_owned()),
+            object::elf::DT_SONAME => out.soname = Some(String::from_utf8_lossy(s).into_owned()),
+            object::elf::DT_RPATH => out.rpath.extend(split(s)),
+            object::elf::DT_RUNPATH => out.runpath.get_or_insert_with(Vec::new).extend(split(s)),
+            _ => {}
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The version a cuDNN library states about itself: the `cudnn_version_<M>_<m>_<p>_<build>_...`
+/// marker NVIDIA embeds in one library of each release (`libcudnn_ops_infer.so.8` /
+/// `cudnn_ops_infer64_8.dll` in 8.x, `libcudnn_graph.so.9` / `cudnn_graph64_9.dll` in 9.x:
+/// `cudnn_version_9_5_0_50_34937467_e0` in the 9.5.0.50 wheels; docs/facts.md §7b), read from
+/// its read-only data (`.rodata`, `.lrodata`, `.rdata`); else, for a DLL, the FileVersion of
+/// its VERSIONINFO. `Ok(None)` when the file tells neither (most sub-libraries: their version
+/// is unknown, which is never a mismatch).
+///
+/// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
+pub fn library_version(path: &Path) -> io::Result<Option<Version>> {
+    use object::{Object as _, ObjectSection as _};
+    use std::sync::LazyLock;
+    static MARKER: LazyLock<regex::bytes::Regex> =
+        LazyLock::new(|| regex::bytes::Regex::new(r"(?-u)cudnn_version_(\d{1,3})_(\d{1,3})_(\d{1,3})_(\d{1,6})_").unwrap());
+    const SECTIONS: [&str; 3] = [".rodata", ".lrodata", ".rdata"];
+    const MAX_SECTION: u64 = 256 << 20;
+    let cache = ReadCache::new(File::open(path)?);
+    let file = object::File::parse(&cache).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a PE or ELF file: {e}")))?;
+    for section in file.sections() {
+        let Ok(name) = section.name() else { continue };
+        if !SECTIONS.contains(&name) || section.size() > MAX_SECTION {
+            continue;
+        }
+        let Ok(data) = section.data() else { continue };
+        if let Some(c) = MARKER.captures(data) {
+            let part = |i: usize| std::str::from_utf8(&c[i]).ok().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
+            return Ok(Some(Version::new(&[part(1), part(2), part(3), part(4)])));
+        }
+    }
+    drop(file);
+    Ok(inspect(path)?.file_version)
+}
+
 /// `RT_VERSION`, the resource type of VERSIONINFO.
 const RT_VERSION: u16 = 16;
 /// `VS_FIXEDFILEINFO.dwSignature`.

@@ -24,6 +24,8 @@
 //! [`pid`] answers the same question for a process that is already running
 //! (`cuenv doctor --pid PID`), from what it has mapped.
 
+pub mod frameworks;
+pub mod loader;
 pub mod pid;
 
 use std::ffi::OsString;
@@ -92,6 +94,11 @@ pub struct Loaded {
     pub version: Option<String>,
     /// `cudnnGetCudartVersion()` as `major.minor`: the CUDA the build is for.
     pub built_for_cuda: Option<String>,
+    /// The module that reported `version` (cuDNN forwards `cudnnGetVersion` to
+    /// `libcudnn_ops_infer.so.8` / `libcudnn_graph.so.9`), when it is not in the
+    /// dispatcher's folder: the version belongs to that file, not to the dispatcher.
+    #[serde(serialize_with = "crate::view::ser_lossy_opt")]
+    pub version_from: Option<PathBuf>,
     /// The loader's error when the dispatcher did not load.
     pub error: Option<String>,
     /// Every cuDNN, cuBLAS, NVRTC, cudart and driver module mapped by the end.
@@ -109,6 +116,21 @@ pub struct SearchDir {
     pub path: PathBuf,
     /// The dispatchers in it: (file name, cuDNN major, version when its file tells).
     pub dispatchers: Vec<Dispatcher>,
+    /// In a folder without a dispatcher: the cuDNN sub-libraries it holds (by the names the
+    /// loader asks for), which a dispatcher elsewhere loads from here when this folder comes
+    /// first (docs/loader.md). Empty in a folder with a dispatcher.
+    pub sub_libraries: Vec<SubLibrary>,
+}
+
+/// A cuDNN sub-library file found in a search folder that holds no dispatcher.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubLibrary {
+    /// `libcudnn_ops_infer.so.8`, `cudnn_graph64_9.dll`.
+    pub file: String,
+    /// Its cuDNN major.
+    pub major: u64,
+    /// The version the file itself tells ([`loader::file_version`]); `None` when unknown.
+    pub version: Option<String>,
 }
 
 /// A cuDNN dispatcher file found in a folder.
@@ -270,6 +292,12 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             machine = gpufit::Machine::from_report(o.report.as_ref(), &inp.overrides);
         }
         let l = describe_load(&o, inp, conda_prefix.as_deref());
+        if let Some(d) = &l.dispatcher {
+            // The sub-libraries the probe did not map (without a GPU it maps few): where the
+            // dispatcher's own loads by name would find them (docs/loader.md).
+            let mapped: Vec<String> = l.modules.iter().filter(|m| m.kind == probe::ModuleKind::Cudnn).map(|m| m.name.clone()).collect();
+            findings.extend(frameworks::probe_set(d, major, &mapped, &folders, &search_var));
+        }
         if let (Some(v), Some(name)) = (active_view.as_ref().filter(|_| active_major == Some(major)), &active_profile) {
             let expected = Expected {
                 entry_dir: v.entry_dir.clone(),
@@ -308,7 +336,14 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             let c = check::classify(&o, &expected);
             // Against its own folder, "shadowed" and "version mismatch" say nothing new (a
             // sub-library from elsewhere is reported as mixed versions).
-            for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed)) {
+            // When the version came from a stray sub-library, so did the CUDA build it
+            // reports: the runtime it asks for is the stray's, not this set's.
+            let stray_cuda = |r: &check::Reason| {
+                l.version_from.is_some()
+                    && (r.kind == ReasonKind::WrongCudaMajor || (r.kind == ReasonKind::MissingLibrary && r.message.contains("the CUDA runtime")))
+            };
+            for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed) && !stray_cuda(r))
+            {
                 findings.push(Finding {
                     severity: Severity::Problem,
                     message: format!("cuDNN {major} from {}: {r}", d.display()),
@@ -359,16 +394,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     }
 
     if let Some(prefix) = &conda_prefix {
-        for (dir, what, d) in framework_copies(prefix) {
-            let v =
-                d.version.as_deref().map(|v| format!("cuDNN {v}")).unwrap_or_else(|| format!("cuDNN {} (its files do not tell the exact version)", d.major));
-            let how = if cfg!(windows) { "from its own folder" } else { "through its RPATH" };
-            findings.push(Finding {
-                severity: Severity::Warning,
-                message: format!("{what} in the conda env {} carries its own {v}: {}", prefix.display(), dir.join(&d.file).display()),
-                hint: Some(format!("a framework loads its own copy first ({how}), whatever {search_var} says: keep it at the profile's cuDNN version, or remove it so the profile's cuDNN is found")),
-            });
-        }
+        findings.extend(frameworks::judge(prefix, &framework_copies(prefix), &folders, &search_var));
     }
 
     for t in inp.toolkits {
@@ -419,7 +445,8 @@ fn hint_for(kind: ReasonKind, major: u64, search_var: &str) -> String {
 }
 
 fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option<&Path>) -> Loaded {
-    let mut l = Loaded { major: o.major, dispatcher: None, origin: None, version: None, built_for_cuda: None, error: None, modules: Vec::new() };
+    let mut l =
+        Loaded { major: o.major, dispatcher: None, origin: None, version: None, version_from: None, built_for_cuda: None, error: None, modules: Vec::new() };
     let Some(r) = &o.report else {
         l.error = Some(match &o.end {
             check::ProbeEnd::Signaled { name, .. } => format!("the probe crashed ({name}) while loading it"),
@@ -443,6 +470,14 @@ fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option<&Path>) ->
     }
     if let Some(v) = &r.cudnn {
         l.version = Some(check::decode_cudnn(v.version));
+        let reporter = if o.major >= 9 { "graph" } else { "ops_infer" };
+        let own = l.dispatcher.as_deref().and_then(Path::parent).map(Path::to_path_buf);
+        l.version_from = r
+            .modules
+            .iter()
+            .find(|m| m.kind == probe::ModuleKind::Cudnn && libname::parse(&m.name).and_then(|x| x.stem).as_deref() == Some(reporter))
+            .map(|m| PathBuf::from(&m.path))
+            .filter(|p| own.as_deref().is_some_and(|own| p.parent().is_some_and(|d| !paths::same_path(d, own))));
         l.built_for_cuda = (v.cudart_version > 0).then(|| check::cuda_version(v.cudart_version));
     }
     l
@@ -507,13 +542,25 @@ fn scan_search_path(folders: &[PathBuf]) -> Vec<SearchDir> {
             })
             .collect();
         if dispatchers.is_empty() {
+            let mut subs: Vec<SubLibrary> = names
+                .iter()
+                .filter_map(|n| {
+                    let l = libname::parse(n).filter(|l| l.os == Os::HOST && !l.is_dispatcher() && l.is_loader_name())?;
+                    Some(SubLibrary { file: n.clone(), major: l.major?, version: loader::file_version(&folder.join(n)).map(|v| v.to_string()) })
+                })
+                .collect();
+            if subs.is_empty() {
+                continue;
+            }
+            subs.sort_by(|a, b| a.file.cmp(&b.file));
+            out.push(SearchDir { position: i + 1, path: folder.clone(), dispatchers, sub_libraries: subs });
             continue;
         }
         dispatchers.sort_by_key(|d| std::cmp::Reverse(d.major));
         for d in &mut dispatchers {
             d.first = seen_majors.insert(d.major);
         }
-        out.push(SearchDir { position: i + 1, path: folder.clone(), dispatchers });
+        out.push(SearchDir { position: i + 1, path: folder.clone(), dispatchers, sub_libraries: Vec::new() });
     }
     out
 }
@@ -523,15 +570,8 @@ fn scan_search_path(folders: &[PathBuf]) -> Vec<SearchDir> {
 /// wheel (`site-packages/nvidia/cudnn`, which Linux PyTorch wheels load through their RPATH),
 /// and the env's own library folder (conda's `cudnn` package). Returns (folder, what, dispatcher).
 pub fn framework_copies(prefix: &Path) -> Vec<(PathBuf, String, Dispatcher)> {
-    let mut site_packages: Vec<PathBuf> = vec![prefix.join("Lib").join("site-packages")];
-    if let Ok(rd) = std::fs::read_dir(prefix.join("lib")) {
-        let mut pythons: Vec<PathBuf> =
-            rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("python")).map(|e| e.path().join("site-packages")).collect();
-        pythons.sort();
-        site_packages.extend(pythons);
-    }
     let mut places: Vec<(PathBuf, String)> = vec![(prefix.join(if cfg!(windows) { "Library/bin" } else { "lib" }), "conda's cudnn package".into())];
-    for sp in site_packages.iter().filter(|p| p.is_dir()) {
+    for sp in site_packages(prefix) {
         places.push((sp.join("torch").join("lib"), "PyTorch".into()));
         places.push((sp.join("nvidia").join("cudnn").join(if cfg!(windows) { "bin" } else { "lib" }), "the pip wheel nvidia-cudnn".into()));
     }
@@ -548,6 +588,20 @@ pub fn framework_copies(prefix: &Path) -> Vec<(PathBuf, String, Dispatcher)> {
         }
     }
     out
+}
+
+/// The `site-packages` folders of the conda env `prefix` that exist: `Lib/site-packages`
+/// (Windows) and `lib/python*/site-packages`, sorted.
+fn site_packages(prefix: &Path) -> Vec<PathBuf> {
+    let mut site_packages: Vec<PathBuf> = vec![prefix.join("Lib").join("site-packages")];
+    if let Ok(rd) = std::fs::read_dir(prefix.join("lib")) {
+        let mut pythons: Vec<PathBuf> =
+            rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("python")).map(|e| e.path().join("site-packages")).collect();
+        pythons.sort();
+        site_packages.extend(pythons);
+    }
+    site_packages.retain(|p| p.is_dir());
+    site_packages
 }
 
 /// The version of the `nvidia-cudnn-cu*` wheel installed in `site_packages`, from its

@@ -43,7 +43,10 @@ fn render(d: &Diagnosis) -> String {
         match (&l.dispatcher, &l.version) {
             (Some(p), v) => {
                 let v = v.as_deref().unwrap_or("unknown version");
-                let cuda = l.built_for_cuda.as_deref().map(|c| format!(", built for CUDA {c}")).unwrap_or_default();
+                let mut cuda = l.built_for_cuda.as_deref().map(|c| format!(", built for CUDA {c}")).unwrap_or_default();
+                if let Some(from) = &l.version_from {
+                    cuda.push_str(&format!(" (reported by {}, not a file of the dispatcher's folder)", from.display()));
+                }
                 let _ = writeln!(s, "  cuDNN {}: {v}{cuda}\n    {}\n    from {}", l.major, p.display(), l.origin.as_deref().unwrap_or("?"));
             }
             (None, _) => {
@@ -72,8 +75,10 @@ fn render(d: &Diagnosis) -> String {
                 .map(|x| {
                     format!("{}{}{}", x.file, x.version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default(), if x.first { "" } else { " [shadowed]" })
                 })
+                .chain(dir.sub_libraries.iter().map(|x| format!("{}{}", x.file, x.version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default())))
                 .collect();
-            let _ = writeln!(s, "  {:>2}. {}: {}", dir.position, dir.path.display(), items.join(", "));
+            let tail = if dir.dispatchers.is_empty() { " [no dispatcher]" } else { "" };
+            let _ = writeln!(s, "  {:>2}. {}: {}{tail}", dir.position, dir.path.display(), items.join(", "));
         }
     }
     let via = if d.follows_active { "<home>/active, through `cuenv env --setup`" } else { "CUENV_PROFILE" };
