@@ -280,6 +280,14 @@ pub fn library_version(path: &Path) -> io::Result<Option<Version>> {
     Ok(inspect(path)?.file_version)
 }
 
+/// Whether two versions read from files name one release: equal on the parts both have,
+/// at least three (`9.5.0` from a file name and `9.5.0.50` from a marker are one release;
+/// a bare major says nothing).
+pub fn same_release(a: &Version, b: &Version) -> bool {
+    let n = a.parts().len().min(b.parts().len()).min(4);
+    n >= 3 && a.parts()[..n] == b.parts()[..n]
+}
+
 /// `RT_VERSION`, the resource type of VERSIONINFO.
 const RT_VERSION: u16 = 16;
 /// `VS_FIXEDFILEINFO.dwSignature`.

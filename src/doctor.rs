@@ -188,6 +188,9 @@ pub struct Inputs<'a> {
     pub toolkits: &'a [Toolkit],
     /// The cuDNN majors to probe.
     pub majors: &'a [u64],
+    /// Whether `majors` were asked for (`--major N`): then a major of which no cuDNN is
+    /// reachable (by name, or as a framework's copy in the conda env) is a problem.
+    pub asked: bool,
     /// Per probe.
     pub timeout: Duration,
     /// `CUENV_OVERRIDE_DRIVER_CUDA` / `CUENV_OVERRIDE_COMPUTE_CAPABILITY` ([`crate::gpufit`]).
@@ -216,6 +219,12 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
                 ),
                 hint: Some(format!("rename the folder {} to a UTF-8 name, then update {search_var}", folder.display())),
             });
+        }
+    }
+    for d in &search_path {
+        let majors: std::collections::BTreeSet<u64> = d.dispatchers.iter().map(|x| x.major).chain(d.sub_libraries.iter().map(|x| x.major)).collect();
+        for major in majors {
+            findings.extend(mixed_releases(&d.path, major, &format!("on {search_var} (position {})", d.position)));
         }
     }
     for major in search_path.iter().flat_map(|d| d.dispatchers.iter().map(|x| x.major)).collect::<std::collections::BTreeSet<_>>() {
@@ -394,7 +403,20 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     }
 
     if let Some(prefix) = &conda_prefix {
-        findings.extend(frameworks::judge(prefix, &framework_copies(prefix), &folders, &search_var));
+        let copies = framework_copies(prefix);
+        let mut judged: Vec<&Path> = Vec::new();
+        for (dir, what, d) in &copies {
+            if !judged.contains(&dir.as_path()) && !search_path.iter().any(|s| paths::same_path(&s.path, dir)) {
+                findings.extend(mixed_releases(dir, d.major, &format!("({what} in the conda env)")));
+                judged.push(dir);
+            }
+        }
+        findings.extend(frameworks::judge(prefix, &copies, &folders, &search_var));
+    }
+
+    findings.extend(installer_layout(&folders, &loaded, &search_var));
+    if inp.asked {
+        findings.extend(unreachable_majors(inp.majors, &loaded, &search_path, conda_prefix.as_deref(), &search_var));
     }
 
     for t in inp.toolkits {
@@ -423,6 +445,144 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         }
     }
     Diagnosis { search_var, search_path, loaded, active_profile, follows_active, active_check, machine, findings }
+}
+
+/// Folders of the search variable that hold no cuDNN library themselves but whose
+/// `<CUDA version>\\`, `<CUDA version>\\x64\\` or `x64\\` child does: the layout of NVIDIA's
+/// exe installer (`CUDNN\\v9.5\\bin\\12.6\\`, newer `bin\\12.9\\x64\\`; docs/facts.md §2). The
+/// loader does not look into subfolders, so say which folder to put on the variable: a problem
+/// when that major did not load by name, else a warning.
+fn installer_layout(folders: &[PathBuf], loaded: &[Loaded], search_var: &str) -> Vec<Finding> {
+    let holds = |dir: &Path| -> Vec<u64> {
+        let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+        let mut m: Vec<u64> = rd.flatten().filter_map(|e| libname::loader_dispatcher_major(&e.file_name().to_string_lossy(), Os::HOST)).collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    };
+    let has_cudnn = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .map(|rd| rd.flatten().any(|e| libname::parse(&e.file_name().to_string_lossy()).is_some_and(|l| l.os == Os::HOST)))
+            .unwrap_or(false)
+    };
+    let cuda_named = |n: &str| {
+        let mut parts = n.split('.');
+        let ok = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+        ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
+    };
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, f) in folders.iter().enumerate() {
+        if f.as_os_str().is_empty() || !seen.insert(f.clone()) || !f.is_dir() || has_cudnn(f) {
+            continue;
+        }
+        let Ok(rd) = std::fs::read_dir(f) else { continue };
+        let mut kids: Vec<PathBuf> = Vec::new();
+        let mut names: Vec<String> = rd.flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        for n in names {
+            if n.eq_ignore_ascii_case("x64") {
+                kids.push(f.join(&n));
+            } else if cuda_named(&n) {
+                kids.push(f.join(&n));
+                kids.push(f.join(&n).join("x64"));
+            }
+        }
+        let found: Vec<(PathBuf, Vec<u64>)> = kids
+            .into_iter()
+            .map(|k| {
+                let m = holds(&k);
+                (k, m)
+            })
+            .filter(|(_, m)| !m.is_empty())
+            .collect();
+        let Some((first, majors)) = found.first() else { continue };
+        let loads = majors.iter().all(|m| loaded.iter().any(|l| l.major == *m && l.dispatcher.is_some()));
+        let names: Vec<String> = majors.iter().map(|m| libname::dispatcher_name(*m, Os::HOST)).collect();
+        let others: Vec<String> = found.iter().skip(1).map(|(k, _)| k.display().to_string()).collect();
+        out.push(Finding {
+            severity: if loads { Severity::Warning } else { Severity::Problem },
+            message: format!(
+                "the folder {} on {search_var} (position {}) holds no cuDNN library, but its subfolder {} holds {} (the layout of NVIDIA's exe installer: one subfolder per CUDA version); the loader does not look into subfolders",
+                f.display(),
+                i + 1,
+                first.display(),
+                names.join(", ")
+            ),
+            hint: Some(if others.is_empty() {
+                format!("put {} on {search_var} instead of {}", first.display(), f.display())
+            } else {
+                format!("put the subfolder for your CUDA version on {search_var} instead of {}: {} (or {})", f.display(), first.display(), others.join(", "))
+            }),
+        });
+    }
+    out
+}
+
+/// `--major N` asked for and no cuDNN N reachable: neither loadable by name nor held by a
+/// search folder (a folder whose copy fails to load is judged already) nor a framework's copy
+/// in the conda env. One problem per such major, naming what is reachable instead.
+fn unreachable_majors(asked: &[u64], loaded: &[Loaded], search_path: &[SearchDir], conda_prefix: Option<&Path>, search_var: &str) -> Vec<Finding> {
+    let copies = conda_prefix.map(framework_copies).unwrap_or_default();
+    let mut reachable: Vec<String> = loaded
+        .iter()
+        .filter_map(|l| Some(format!("cuDNN {} by name ({})", l.version.as_deref().unwrap_or("of unknown version"), l.dispatcher.as_ref()?.display())))
+        .collect();
+    reachable.extend(
+        copies
+            .iter()
+            .map(|(dir, what, d)| format!("cuDNN {} ({what}, {})", d.version.clone().unwrap_or_else(|| format!("{}.x", d.major)), dir.join(&d.file).display())),
+    );
+    let mut out = Vec::new();
+    for &m in asked {
+        let by_name = loaded.iter().any(|l| l.major == m && l.dispatcher.is_some());
+        let on_path = search_path.iter().any(|d| d.dispatchers.iter().any(|x| x.major == m));
+        let framework = copies.iter().any(|(_, _, d)| d.major == m);
+        if by_name || on_path || framework {
+            continue;
+        }
+        let instead = if reachable.is_empty() {
+            format!(
+                "no cuDNN of any major is: no folder on {search_var} holds a dispatcher{}",
+                if conda_prefix.is_some() { " and the conda env holds none" } else { "" }
+            )
+        } else {
+            format!("reachable instead: {}", reachable.join("; "))
+        };
+        out.push(Finding {
+            severity: Severity::Problem,
+            message: format!("cuDNN {m} was asked for (--major {m}), but none is reachable in this environment; {instead}"),
+            hint: Some(format!(
+                "put a folder holding {} on {search_var} (a cuenv profile with cudnn = \"{m}\" does it: `cuenv apply`, then activate it), or ask doctor for the major this environment has",
+                libname::dispatcher_name(m, Os::HOST)
+            )),
+        });
+    }
+    out
+}
+
+/// A problem when the folder `dir` holds cuDNN `major` libraries of two or more releases, as
+/// their files tell ([`loader::folder_versions`]; files of unknown version count for none).
+/// `where_` says where the folder was found (`on LD_LIBRARY_PATH (position 2)`).
+fn mixed_releases(dir: &Path, major: u64, where_: &str) -> Option<Finding> {
+    let found = loader::folder_versions(dir, major);
+    if found.len() < 2 {
+        return None;
+    }
+    let parts: Vec<String> = found.iter().map(|(v, files)| format!("{v}: {}", files.join(", "))).collect();
+    Some(Finding {
+        severity: Severity::Problem,
+        message: format!(
+            "the folder {} {where_} holds cuDNN {major} libraries of {} releases ({}): the dispatcher loads its sub-libraries from there, so one process gets a set from two releases",
+            dir.display(),
+            found.len(),
+            parts.join("; ")
+        ),
+        hint: Some(format!(
+            "keep one release per folder: delete the files of the other release from {} (or reinstall the release that belongs there)",
+            dir.display()
+        )),
+    })
 }
 
 /// What to do about a failed load of cuDNN `major` found without a profile.

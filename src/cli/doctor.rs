@@ -13,9 +13,10 @@ use crate::toolkit::{self, ProcessEnv};
 pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCode, Report> {
     let toolkits = toolkit::discover(&ProcessEnv);
     let exe = crate::generation_check::current_exe();
-    let majors: Vec<u64> = if majors.is_empty() { vec![9, 8] } else { majors.to_vec() };
+    let asked = !majors.is_empty();
+    let majors: Vec<u64> = if asked { majors.to_vec() } else { vec![9, 8] };
     let overrides = crate::gpufit::Overrides::from_process()?;
-    let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, timeout: Duration::from_secs(timeout), overrides };
+    let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, asked, timeout: Duration::from_secs(timeout), overrides };
     let env: Vec<_> = std::env::vars_os().collect();
     let mut d = doctor::examine(&inputs, &env);
     d.findings.extend(stale_kernels(ctx));

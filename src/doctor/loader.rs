@@ -331,39 +331,44 @@ pub fn file_version(path: &Path) -> Option<Version> {
     binfmt::library_version(path).ok().flatten()
 }
 
-/// The release the cuDNN `major` files in folder `dir` belong to, when they tell: the file
-/// versions of its libraries of that major ([`file_version`]), or the version of the
-/// `nvidia_cudnn_cu*` wheel the folder belongs to (`site-packages/nvidia/cudnn/{lib,bin}`).
-/// Returns every distinct version with the first file carrying it (two or more: a folder
-/// holding two releases).
-pub fn folder_versions(dir: &Path, major: u64) -> Vec<(Version, String)> {
-    let mut out: Vec<(Version, String)> = Vec::new();
+/// The releases the cuDNN `major` files in folder `dir` belong to, as far as the files tell
+/// ([`file_version`]): every distinct release with the files carrying it (one name per file:
+/// links to one file count once), in file-name order. Two or more: a folder holding libraries
+/// of two releases. Files whose version is unknown are in none.
+pub fn folder_versions(dir: &Path, major: u64) -> Vec<(Version, Vec<String>)> {
+    let mut out: Vec<(Version, Vec<String>)> = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else { return out };
     let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     names.sort();
+    let mut seen: Vec<PathBuf> = Vec::new();
     for n in names {
         let Some(l) = libname::parse(&n) else { continue };
-        if l.major != Some(major) {
+        if l.major != Some(major) || l.os != Os::HOST {
             continue;
         }
-        if let Some(v) = file_version(&dir.join(&n)) {
-            // A 3-part version from a name and a 4-part one from a marker are one release.
-            let known = out.iter().any(|(w, _)| same_release(w, &v));
-            if !known {
-                out.push((v, n));
-            } else if let Some(slot) = out.iter_mut().find(|(w, _)| same_release(w, &v) && w.parts().len() < v.parts().len()) {
-                slot.0 = v;
+        let real = canon(&dir.join(&n));
+        if seen.contains(&real) {
+            continue;
+        }
+        seen.push(real);
+        let Some(v) = file_version(&dir.join(&n)) else { continue };
+        // A 3-part version from a name and a 4-part one from a marker are one release.
+        match out.iter_mut().find(|(w, _)| same_release(w, &v)) {
+            Some(slot) => {
+                if slot.0.parts().len() < v.parts().len() {
+                    slot.0 = v;
+                }
+                slot.1.push(n);
             }
+            None => out.push((v, vec![n])),
         }
     }
     out
 }
 
-/// Whether two versions name one release: equal on the parts both have (`9.5.0` and
-/// `9.5.0.50`).
+/// Whether two versions name one release ([`binfmt::same_release`]).
 pub fn same_release(a: &Version, b: &Version) -> bool {
-    let n = a.parts().len().min(b.parts().len()).min(4);
-    n >= 3 && a.parts()[..n] == b.parts()[..n]
+    binfmt::same_release(a, b)
 }
 
 #[cfg(test)]
