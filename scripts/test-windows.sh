@@ -110,6 +110,12 @@ if [[ ! -s $elf_dir/libfake.so ]]; then
 fi
 export CUENV_TEST_ELF_SO="$elf_dir/libfake.so"
 
+# The Windows loader tests (tests/it/loader_windows.rs, issue 14) run mingw-built stub DLLs
+# and an oracle program under Wine's loader; there is no compiler under Wine, so build them
+# here (a few seconds) and pass their folder.
+CUENV_TEST_MINGW_FIXTURES="$("$repo/tests/it/support/loader_win/build.sh" "$repo/target/$target/cuenv-test-fixtures/loader-win")"
+export CUENV_TEST_MINGW_FIXTURES
+
 # Same values as .cargo/config.toml, given absolutely so a user or CI config
 # cannot swap in a different runner or linker.
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc

@@ -25,6 +25,7 @@ mod hook;
 mod kernel;
 mod kill_matrix;
 mod loader_linux;
+mod loader_windows;
 mod messages;
 mod odd_paths;
 mod output;
