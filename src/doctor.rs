@@ -402,6 +402,11 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         loaded.push(l);
     }
 
+    if let (Some(prefix), None) = (&conda_prefix, &active_profile)
+        && let Some(f) = shim_not_run(prefix)
+    {
+        findings.push(f);
+    }
     if let Some(prefix) = &conda_prefix {
         let copies = framework_copies(prefix);
         let mut judged: Vec<&Path> = Vec::new();
@@ -517,6 +522,30 @@ fn installer_layout(folders: &[PathBuf], loaded: &[Loaded], search_var: &str) ->
         });
     }
     out
+}
+
+/// The conda env at `prefix` holds cuenv shims (`etc/conda/activate.d/cuenv-<profile>.<ext>`),
+/// but this shell has no `CUENV_PROFILE`: it ran none of them (a shell conda has no script
+/// for, or the env entered without `conda activate`). A warning naming the shims.
+fn shim_not_run(prefix: &Path) -> Option<Finding> {
+    let dir = prefix.join("etc").join("conda").join("activate.d");
+    let mut shims: Vec<String> =
+        std::fs::read_dir(&dir).ok()?.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("cuenv-")).collect();
+    if shims.is_empty() {
+        return None;
+    }
+    shims.sort();
+    Some(Finding {
+        severity: Severity::Warning,
+        message: format!(
+            "the conda env {} has cuenv shims ({}), but this shell ran none of them (CUENV_PROFILE is unset): its cuDNN is whatever the search path gives",
+            prefix.display(),
+            shims.join(", ")
+        ),
+        hint: Some(
+            "activate the env with `conda activate` in a shell conda has a script for (bash/zsh, fish, PowerShell, cmd), or run `cuenv env <profile>` for this shell".into(),
+        ),
+    })
 }
 
 /// `--major N` asked for and no cuDNN N reachable: neither loadable by name nor held by a

@@ -16,6 +16,7 @@ mod conda_order;
 mod cuda13;
 mod doctor;
 mod doctor_pid;
+mod doctor_shells;
 mod export;
 mod faults;
 mod fetch_local;
