@@ -280,6 +280,85 @@ pub fn library_version(path: &Path) -> io::Result<Option<Version>> {
     Ok(inspect(path)?.file_version)
 }
 
+/// Whether the PE or ELF file at `path` is shorter than its own headers say: an image cut
+/// short (an interrupted copy or download), which the loader maps and then faults on (SIGBUS)
+/// or refuses. Returns `Some((bytes the headers need, bytes the file has))` when it is short;
+/// `None` when it is complete or not a 64-bit PE/ELF image whose headers could be read.
+///
+/// What the headers need: ELF64, the end of the section header table and of every program
+/// header's file range (`p_offset + p_filesz`); PE, the end of every section's raw data
+/// (`PointerToRawData + SizeOfRawData`), of the COFF symbol table and of the certificate
+/// table (Microsoft Learn, "PE Format").
+///
+/// Errors: I/O errors.
+pub fn truncated(path: &Path) -> io::Result<Option<(u64, u64)>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = File::open(path)?;
+    let len = f.metadata()?.len();
+    let mut read_at = |at: u64, n: usize| -> Option<Vec<u8>> {
+        let mut b = vec![0u8; n];
+        f.seek(SeekFrom::Start(at)).ok()?;
+        f.read_exact(&mut b).ok()?;
+        Some(b)
+    };
+    let u16_ = |b: &[u8], o: usize| u64::from(u16::from_le_bytes([b[o], b[o + 1]]));
+    let u32_ = |b: &[u8], o: usize| u64::from(u32::from_le_bytes(b[o..o + 4].try_into().unwrap()));
+    let u64_ = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    let Some(head) = read_at(0, 64) else { return Ok(None) };
+    let mut need = 0u64;
+    if head.starts_with(b"\x7fELF") {
+        if head[4] != 2 || head[5] != 1 {
+            return Ok(None); // not ELF64 little-endian: not read here
+        }
+        let (phoff, phentsize, phnum) = (u64_(&head, 0x20), u16_(&head, 0x36), u16_(&head, 0x38));
+        let (shoff, shentsize, shnum) = (u64_(&head, 0x28), u16_(&head, 0x3A), u16_(&head, 0x3C));
+        need = need.max(shoff.saturating_add(shentsize * shnum)).max(phoff.saturating_add(phentsize * phnum));
+        if phentsize >= 40 && phnum > 0 && phoff.saturating_add(phentsize * phnum) <= len {
+            let Some(ph) = read_at(phoff, (phentsize * phnum) as usize) else { return Ok(None) };
+            for i in 0..phnum as usize {
+                let e = &ph[i * phentsize as usize..];
+                need = need.max(u64_(e, 8).saturating_add(u64_(e, 32)));
+            }
+        }
+    } else if head.starts_with(b"MZ") {
+        let pe = u32_(&head, 0x3C);
+        let Some(coff) = read_at(pe, 24) else { return Ok(Some((pe + 24, len))) };
+        if &coff[..4] != b"PE\0\0" {
+            return Ok(None);
+        }
+        let (sections, opt) = (u16_(&coff, 6), u16_(&coff, 20));
+        let table = pe + 24 + opt;
+        need = need.max(table + 40 * sections);
+        // The COFF symbol table (mingw builds keep one) and the certificate table (signed
+        // releases: data directory 4 of a PE32+ optional header holds its file offset).
+        let (symbols, nsym) = (u32_(&coff, 12), u32_(&coff, 16));
+        if symbols > 0 {
+            need = need.max(symbols + 18 * nsym);
+        }
+        if opt >= 152
+            && let Some(o) = read_at(pe + 24, opt as usize)
+            && u16_(&o, 0) == 0x20b
+        {
+            let (at, size) = (u32_(&o, 144), u32_(&o, 148));
+            if at > 0 && size > 0 {
+                need = need.max(at + size);
+            }
+        }
+        if let Some(t) = read_at(table, (40 * sections) as usize) {
+            for i in 0..sections as usize {
+                let e = &t[i * 40..];
+                let (size, ptr) = (u32_(e, 16), u32_(e, 20));
+                if size > 0 {
+                    need = need.max(ptr + size);
+                }
+            }
+        }
+    } else {
+        return Ok(None);
+    }
+    Ok((len < need).then_some((need, len)))
+}
+
 /// Whether two versions read from files name one release: equal on the parts both have,
 /// at least three (`9.5.0` from a file name and `9.5.0.50` from a marker are one release;
 /// a bare major says nothing).

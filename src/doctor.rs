@@ -221,6 +221,9 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             });
         }
     }
+    let damaged = damaged_images(&search_path);
+    let cut_short = damaged.iter().any(|f| f.message.contains(" is cut short: "));
+    findings.extend(damaged);
     for d in &search_path {
         let majors: std::collections::BTreeSet<u64> = d.dispatchers.iter().map(|x| x.major).chain(d.sub_libraries.iter().map(|x| x.major)).collect();
         for major in majors {
@@ -373,11 +376,12 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         } else if o.report.is_none() {
             let c = check::classify(&o, &Expected { entry_dir: PathBuf::new(), version: Version::new(&[major]), cuda_major: None });
             for r in c.reasons.iter().filter(|r| r.kind.is_failure()) {
-                findings.push(Finding {
-                    severity: Severity::Problem,
-                    message: format!("cuDNN {major}: {r}"),
-                    hint: Some(hint_for(r.kind, major, &search_var)),
-                });
+                let hint = if cut_short && r.kind == ReasonKind::Crash {
+                    "a cuDNN library on the search path is cut short (see its problem): copy it again; the crash follows from it".to_string()
+                } else {
+                    hint_for(r.kind, major, &search_var)
+                };
+                findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major}: {r}"), hint: Some(hint) });
             }
         } else if let Some(dir) = search_path.iter().find(|d| d.dispatchers.iter().any(|x| x.major == major && x.first)) {
             // Not loadable although the search path holds a dispatcher of this major: every
@@ -520,6 +524,51 @@ fn installer_layout(folders: &[PathBuf], loaded: &[Loaded], search_var: &str) ->
                 format!("put the subfolder for your CUDA version on {search_var} instead of {}: {} (or {})", f.display(), first.display(), others.join(", "))
             }),
         });
+    }
+    out
+}
+
+/// Every cuDNN library file in the search folders that is not a complete image for this
+/// machine (issue 13, item 3): cut short (its headers say it is longer than it is:
+/// [`crate::binfmt::truncated`]) or built for another machine ([`crate::binfmt::inspect`]).
+/// Files that are no PE/ELF image at all are judged by the load itself.
+fn damaged_images(search_path: &[SearchDir]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for d in search_path {
+        let Ok(rd) = std::fs::read_dir(&d.path) else { continue };
+        let mut names: Vec<String> = rd.flatten().filter(|e| e.path().is_file()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        let mut seen = Vec::new();
+        for n in names.into_iter().filter(|n| libname::parse(n).is_some_and(|l| l.os == Os::HOST)) {
+            let file = d.path.join(&n);
+            let real = paths::canonicalize(&file).unwrap_or_else(|_| file.clone());
+            if seen.contains(&real) {
+                continue;
+            }
+            seen.push(real);
+            if let Ok(Some((need, have))) = crate::binfmt::truncated(&file) {
+                out.push(Finding {
+                    severity: Severity::Problem,
+                    message: format!(
+                        "{} is cut short: its headers need {need} bytes, the file has {have} (an interrupted copy or download); the loader maps it and the process dies (SIGBUS) or refuses it",
+                        file.display()
+                    ),
+                    hint: Some(format!("copy {n} again from its release (or import the release with `cuenv store add` and use a profile)")),
+                });
+            } else if let Ok(info) = crate::binfmt::inspect(&file)
+                && info.platform != crate::binfmt::Platform::host()
+            {
+                out.push(Finding {
+                    severity: Severity::Problem,
+                    message: format!("{} is built for {}, not for this machine: the loader refuses it", file.display(), info.describe),
+                    hint: Some(format!(
+                        "replace it with the {} build, or remove it from {}",
+                        crate::binfmt::Platform::host().map(|p| p.as_str()).unwrap_or("native"),
+                        d.path.display()
+                    )),
+                });
+            }
+        }
     }
     out
 }

@@ -337,3 +337,46 @@ fn real_stray_ops_infer_is_named_as_the_carrier_of_the_version() {
     // The folder scan lists the folder holding only a sub-library, with its version.
     assert!(out.contains(&format!("1. {}: libcudnn_ops_infer.so.8 (8.8.0.121) [no dispatcher]", stray.display())), "{out}");
 }
+
+/// What the real wheels' libraries carry (docs/facts.md §7b): the release marker in
+/// `libcudnn_ops_infer.so.8` / `libcudnn_graph.so.9` / `cudnn_graph64_9.dll`, VERSIONINFO in
+/// the other DLLs (none in `cudnn_graph64_9.dll`), nothing in the Linux dispatchers; and no
+/// real library is taken for a truncated one.
+#[test]
+#[ignore = "needs the real cuDNN wheels (scripts/real-input.sh)"]
+fn real_libraries_versions_and_completeness() {
+    let tmp = tempfile::tempdir().unwrap();
+    /// (wheel, folder in nvidia/cudnn, [(library, the version it carries)]).
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, Option<&'a str>)]);
+    let cases: &[Case] = &[
+        (
+            "nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl",
+            "lib",
+            &[("libcudnn.so.9", None), ("libcudnn_graph.so.9", Some("9.5.0.50")), ("libcudnn_cnn.so.9", None)],
+        ),
+        ("nvidia_cudnn_cu12-8.9.4.25-py3-none-manylinux1_x86_64.whl", "lib", &[("libcudnn.so.8", None), ("libcudnn_ops_infer.so.8", Some("8.9.4.25"))]),
+        ("nvidia_cudnn_cu11-8.8.0.121-py3-none-manylinux1_x86_64.whl", "lib", &[("libcudnn.so.8", None), ("libcudnn_ops_infer.so.8", Some("8.8.0.121"))]),
+        (
+            "nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl",
+            "bin",
+            &[("cudnn64_9.dll", Some("9.5.0.50")), ("cudnn_graph64_9.dll", Some("9.5.0.50")), ("cudnn_cnn64_9.dll", Some("9.5.0.50"))],
+        ),
+        ("nvidia_cudnn_cu12-8.9.4.25-py3-none-win_amd64.whl", "bin", &[("cudnn64_8.dll", Some("8.9.4.25"))]),
+    ];
+    for (wheel, dir, files) in cases {
+        let dest = tmp.path().join(wheel);
+        std::fs::create_dir_all(&dest).unwrap();
+        let mut zip = zip::ZipArchive::new(std::fs::File::open(real_wheel(wheel)).unwrap()).unwrap();
+        for (name, want) in *files {
+            let mut m = zip.by_name(&format!("nvidia/cudnn/{dir}/{name}")).unwrap();
+            let path = dest.join(name);
+            std::io::copy(&mut m, &mut std::fs::File::create(&path).unwrap()).unwrap();
+            let got = cuenv::binfmt::library_version(&path).unwrap().map(|v| v.to_string());
+            assert_eq!(got.as_deref(), *want, "{wheel}: {name}");
+            assert_eq!(cuenv::binfmt::truncated(&path).unwrap(), None, "{wheel}: {name} is complete");
+            let bytes = std::fs::read(&path).unwrap();
+            std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+            assert!(cuenv::binfmt::truncated(&path).unwrap().is_some(), "{wheel}: {name} cut in half");
+        }
+    }
+}

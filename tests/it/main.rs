@@ -38,6 +38,7 @@ mod real_windows;
 mod run;
 mod shim_cmd;
 mod shim_posix;
+mod static_rules;
 mod store;
 mod store_tx;
 mod windows_paths;
