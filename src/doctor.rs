@@ -24,6 +24,7 @@
 //! [`pid`] answers the same question for a process that is already running
 //! (`cuenv doctor --pid PID`), from what it has mapped.
 
+pub mod deps;
 pub mod frameworks;
 pub mod loader;
 pub mod pid;
@@ -309,6 +310,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             // dispatcher's own loads by name would find them (docs/loader.md).
             let mapped: Vec<String> = l.modules.iter().filter(|m| m.kind == probe::ModuleKind::Cudnn).map(|m| m.name.clone()).collect();
             findings.extend(frameworks::probe_set(d, major, &mapped, &folders, &search_var));
+            findings.extend(deps::judge(d, major, l.version.as_deref(), &folders, &search_var));
         }
         if let (Some(v), Some(name)) = (active_view.as_ref().filter(|_| active_major == Some(major)), &active_profile) {
             let expected = Expected {
@@ -424,6 +426,9 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     }
 
     findings.extend(installer_layout(&folders, &loaded, &search_var));
+    if cfg!(target_os = "linux") {
+        findings.extend(deps::wsl_driver(Path::new("/usr/lib/wsl/lib"), &folders));
+    }
     if inp.asked {
         findings.extend(unreachable_majors(inp.majors, &loaded, &search_path, conda_prefix.as_deref(), &search_var));
     }

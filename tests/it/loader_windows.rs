@@ -244,6 +244,25 @@ mod under_windows {
         assert!(out.contains(&format!("hint: put {} on PATH instead of {}", bin.join("12.6").display(), bin.display())), "{out}");
     }
 
+    /// Issue 13, item 3: cuDNN 8.3 to 9.1 load `zlibwapi.dll` by name; none on PATH, or a
+    /// 32-bit one first, is a problem.
+    #[test]
+    fn zlibwapi_for_cudnn_8_is_checked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fix = fixtures(tmp.path());
+        let dir = tmp.path().join("cudnn8");
+        place(&fix, "disp8.dll", &dir, "cudnn64_8.dll");
+        place(&fix, "sub8_894.dll", &dir, "cudnn_ops_infer64_8.dll");
+        let (code, out) = doctor("8", &[&dir], None);
+        assert_eq!(code, 4, "{out}");
+        assert!(out.contains("cuDNN 8.9.4 loads zlibwapi.dll at run time (cuDNN 8.3 to 9.1 do), and no folder on PATH holds it"), "{out}");
+        let z = tmp.path().join("zlib32");
+        std::fs::create_dir_all(&z).unwrap();
+        std::fs::write(z.join("zlibwapi.dll"), crate::support::pe_dll(crate::support::PeArch::I386, None, "zlibwapi")).unwrap();
+        let (_, out) = doctor("8", &[&z, &dir], None);
+        assert!(out.contains("the first zlibwapi.dll on PATH, ") && out.contains("cannot load it (error 193)"), "{out}");
+    }
+
     /// A DLL whose VERSIONINFO differs from its siblings' in one folder on PATH: a problem
     /// naming both releases.
     #[test]

@@ -44,3 +44,32 @@ fn a_truncated_or_foreign_library_is_named() {
     assert_eq!(code, 4, "{out}");
     assert!(out.contains(&format!("problem: {} is built for ELF64 machine 183, not for this machine", other.join("libcudnn_ops.so.9").display())), "{out}");
 }
+
+/// The CUDA libraries cuDNN loads by name at run time (here `libcublasLt.so.12`, named by
+/// `libcudnn_adv.so.9`) must be reachable the way the loader searches from the library naming
+/// them; without a GPU nothing loads them, so the static rule is the only one that tells.
+#[test]
+fn a_missing_cublaslt_is_named_with_the_library_that_needs_it() {
+    let s = Stubs::new();
+    let set = s.build("set", "libcudnn.so.9", &["VERSION=90500"]);
+    s.build("set", "libcudnn_adv.so.9", &["GRAPH", "VERSION=90500", "LOADS=\"libcublasLt.so.12\""]);
+    let rt = s.cudart();
+    let (code, out) = doctor(&[&set, &rt], &["--major", "9"]);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains(&format!(
+            "problem: cuDNN 9 from {} loads libcublasLt.so.12 (named by libcudnn_adv.so.9) at run time, and no folder its loader searches holds it",
+            set.join("libcudnn.so.9").display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("hint: put the lib folder of the CUDA toolkit (or of the nvidia-cublas / nvidia-cuda-nvrtc wheels) of that CUDA major on LD_LIBRARY_PATH"),
+        "{out}"
+    );
+    // With a folder holding it on the search path, nothing is said.
+    let cublas = s.build("cublas", "libcublasLt.so.12", &["GRAPH", "VERSION=1"]);
+    let (code, out) = doctor(&[&set, &rt, &cublas], &["--major", "9"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("libcublasLt.so.12"), "{out}");
+}
