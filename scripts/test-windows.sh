@@ -71,6 +71,9 @@ wine_skips=(
   output::a_malformed_setting_is_an_error
   # Also applies the longest allowed profile name, which needs junctions.
   profile_input::a_long_profile_name_is_refused_at_parse_time
+  # Issue 14: other shells' activation scripts are reported by `check` of a generation that
+  # `apply` made (junctions).
+  doctor_shells::check_reports_other_shells_scripts_and_doctor_a_shell_that_ran_no_shim
 )
 
 # --- prerequisites -----------------------------------------------------------
@@ -109,6 +112,12 @@ if [[ ! -s $elf_dir/libfake.so ]]; then
   mv "$elf_dir/libfake.so.tmp" "$elf_dir/libfake.so"
 fi
 export CUENV_TEST_ELF_SO="$elf_dir/libfake.so"
+
+# The Windows loader tests (tests/it/loader_windows.rs, issue 14) run mingw-built stub DLLs
+# and an oracle program under Wine's loader; there is no compiler under Wine, so build them
+# here (a few seconds) and pass their folder.
+CUENV_TEST_MINGW_FIXTURES="$("$repo/tests/it/support/loader_win/build.sh" "$repo/target/$target/cuenv-test-fixtures/loader-win")"
+export CUENV_TEST_MINGW_FIXTURES
 
 # Same values as .cargo/config.toml, given absolutely so a user or CI config
 # cannot swap in a different runner or linker.

@@ -83,6 +83,36 @@ pub fn conda_env(prefix: &Path, base: &[(OsString, OsString)]) -> Result<Env, Ac
     Ok(parse_env(&out.stdout))
 }
 
+/// The activation scripts of the conda env at `prefix` that the check does not run: those
+/// for another shell conda supports (`.fish`, `.csh`, `.xsh`, `.ps1`, and `.sh` on Windows /
+/// `.bat` elsewhere is skipped as the other platform's; docs/facts.md §6) that are not
+/// cuenv's own shims (`cuenv-*`) and change `PATH` or `LD_LIBRARY_PATH` (their text names the
+/// variable). Returns (script, the variables it names), sorted by file name. A shell of that
+/// kind started in the env runs them after (or instead of) what the check saw.
+pub fn unrun_scripts(prefix: &Path) -> Vec<(std::path::PathBuf, Vec<&'static str>)> {
+    let others: &[&str] = if cfg!(windows) { &["ps1", "sh", "fish", "xsh"] } else { &["fish", "csh", "xsh", "ps1"] };
+    let dir = prefix.join("etc").join("conda").join("activate.d");
+    let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| others.iter().any(|o| e.eq_ignore_ascii_case(o))))
+                .filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("cuenv-")))
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+        .into_iter()
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(&p).ok()?;
+            let words: Vec<&str> = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).collect();
+            let vars: Vec<&'static str> = ["PATH", "LD_LIBRARY_PATH"].into_iter().filter(|v| words.iter().any(|w| w.eq_ignore_ascii_case(v))).collect();
+            (!vars.is_empty()).then_some((p, vars))
+        })
+        .collect()
+}
+
 /// conda's `_get_path_dirs`: the folders of a conda env that activation puts on PATH, in order
 /// (Windows: `<env>`, `Library\mingw-w64\bin`, `Library\usr\bin`, `Library\bin`, `Scripts`,
 /// `bin`; elsewhere `<env>/bin`). conda also adds a `Library\<msys2 variant>\bin` that exists.

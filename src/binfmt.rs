@@ -203,6 +203,170 @@ pub fn cuda_library_names(bytes: &[u8]) -> Vec<(u64, String)> {
     out
 }
 
+/// The dynamic section of an ELF shared library or program: what the loader reads to find
+/// its dependencies (ld.so(8), "Rpath token expansion" and the search order; docs/loader.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ElfDynamic {
+    /// `DT_SONAME`, when set.
+    pub soname: Option<String>,
+    /// `DT_NEEDED` entries, in order.
+    pub needed: Vec<String>,
+    /// `DT_RPATH` entries (the `:`-separated list, unexpanded: `$ORIGIN/../lib`).
+    pub rpath: Vec<String>,
+    /// `DT_RUNPATH` entries, unexpanded; `None` when the file has no `DT_RUNPATH` (then its
+    /// `DT_RPATH` is used; with one, `DT_RPATH` is ignored).
+    pub runpath: Option<Vec<String>>,
+}
+
+/// Reads the dynamic section of the 64-bit ELF file at `path` (headers and the dynamic
+/// section with its string table only). `Ok(None)` when the file is not a 64-bit ELF file.
+///
+/// Errors: I/O errors; `InvalidData` for a damaged ELF file.
+pub fn elf_dynamic(path: &Path) -> io::Result<Option<ElfDynamic>> {
+    use object::read::elf::ElfFile64;
+    let cache = ReadCache::new(File::open(path)?);
+    if !matches!(FileKind::parse(&cache), Ok(FileKind::Elf64)) {
+        return Ok(None);
+    }
+    let bad = |e: object::read::Error| io::Error::new(io::ErrorKind::InvalidData, format!("bad ELF file: {e}"));
+    let file = ElfFile64::<object::Endianness, _>::parse(&cache).map_err(bad)?;
+    let endian = file.endian();
+    let table = file.elf_section_table().dynamic_table(endian, &cache).map_err(bad)?;
+    let mut out = ElfDynamic::default();
+    let split = |s: &[u8]| -> Vec<String> { String::from_utf8_lossy(s).split(':').filter(|p| !p.is_empty()).map(str::to_string).collect() };
+    for d in table.iter() {
+        let Ok(s) = table.string(d) else { continue };
+        match d.tag {
+            object::elf::DT_NEEDED => out.needed.push(String::from_utf8_lossy(s).into_owned()),
+            object::elf::DT_SONAME => out.soname = Some(String::from_utf8_lossy(s).into_owned()),
+            object::elf::DT_RPATH => out.rpath.extend(split(s)),
+            object::elf::DT_RUNPATH => out.runpath.get_or_insert_with(Vec::new).extend(split(s)),
+            _ => {}
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The version a cuDNN library states about itself: the `cudnn_version_<M>_<m>_<p>_<build>_...`
+/// marker NVIDIA embeds in one library of each release (`libcudnn_ops_infer.so.8` /
+/// `cudnn_ops_infer64_8.dll` in 8.x, `libcudnn_graph.so.9` / `cudnn_graph64_9.dll` in 9.x:
+/// `cudnn_version_9_5_0_50_34937467_e0` in the 9.5.0.50 wheels; docs/facts.md §7b), read from
+/// its read-only data (`.rodata`, `.lrodata`, `.rdata`); else, for a DLL, the FileVersion of
+/// its VERSIONINFO. `Ok(None)` when the file tells neither (most sub-libraries: their version
+/// is unknown, which is never a mismatch).
+///
+/// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
+pub fn library_version(path: &Path) -> io::Result<Option<Version>> {
+    use object::{Object as _, ObjectSection as _};
+    use std::sync::LazyLock;
+    static MARKER: LazyLock<regex::bytes::Regex> =
+        LazyLock::new(|| regex::bytes::Regex::new(r"(?-u)cudnn_version_(\d{1,3})_(\d{1,3})_(\d{1,3})_(\d{1,6})_").unwrap());
+    const SECTIONS: [&str; 3] = [".rodata", ".lrodata", ".rdata"];
+    const MAX_SECTION: u64 = 256 << 20;
+    let cache = ReadCache::new(File::open(path)?);
+    let file = object::File::parse(&cache).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a PE or ELF file: {e}")))?;
+    for section in file.sections() {
+        let Ok(name) = section.name() else { continue };
+        if !SECTIONS.contains(&name) || section.size() > MAX_SECTION {
+            continue;
+        }
+        let Ok(data) = section.data() else { continue };
+        if let Some(c) = MARKER.captures(data) {
+            let part = |i: usize| std::str::from_utf8(&c[i]).ok().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
+            return Ok(Some(Version::new(&[part(1), part(2), part(3), part(4)])));
+        }
+    }
+    drop(file);
+    Ok(inspect(path)?.file_version)
+}
+
+/// Whether the PE or ELF file at `path` is shorter than its own headers say: an image cut
+/// short (an interrupted copy or download), which the loader maps and then faults on (SIGBUS)
+/// or refuses. Returns `Some((bytes the headers need, bytes the file has))` when it is short;
+/// `None` when it is complete or not a 64-bit PE/ELF image whose headers could be read.
+///
+/// What the headers need: ELF64, the end of the section header table and of every program
+/// header's file range (`p_offset + p_filesz`); PE, the end of every section's raw data
+/// (`PointerToRawData + SizeOfRawData`), of the COFF symbol table and of the certificate
+/// table (Microsoft Learn, "PE Format").
+///
+/// Errors: I/O errors.
+pub fn truncated(path: &Path) -> io::Result<Option<(u64, u64)>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = File::open(path)?;
+    let len = f.metadata()?.len();
+    let mut read_at = |at: u64, n: usize| -> Option<Vec<u8>> {
+        let mut b = vec![0u8; n];
+        f.seek(SeekFrom::Start(at)).ok()?;
+        f.read_exact(&mut b).ok()?;
+        Some(b)
+    };
+    let u16_ = |b: &[u8], o: usize| u64::from(u16::from_le_bytes([b[o], b[o + 1]]));
+    let u32_ = |b: &[u8], o: usize| u64::from(u32::from_le_bytes(b[o..o + 4].try_into().unwrap()));
+    let u64_ = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    let Some(head) = read_at(0, 64) else { return Ok(None) };
+    let mut need = 0u64;
+    if head.starts_with(b"\x7fELF") {
+        if head[4] != 2 || head[5] != 1 {
+            return Ok(None); // not ELF64 little-endian: not read here
+        }
+        let (phoff, phentsize, phnum) = (u64_(&head, 0x20), u16_(&head, 0x36), u16_(&head, 0x38));
+        let (shoff, shentsize, shnum) = (u64_(&head, 0x28), u16_(&head, 0x3A), u16_(&head, 0x3C));
+        need = need.max(shoff.saturating_add(shentsize * shnum)).max(phoff.saturating_add(phentsize * phnum));
+        if phentsize >= 40 && phnum > 0 && phoff.saturating_add(phentsize * phnum) <= len {
+            let Some(ph) = read_at(phoff, (phentsize * phnum) as usize) else { return Ok(None) };
+            for i in 0..phnum as usize {
+                let e = &ph[i * phentsize as usize..];
+                need = need.max(u64_(e, 8).saturating_add(u64_(e, 32)));
+            }
+        }
+    } else if head.starts_with(b"MZ") {
+        let pe = u32_(&head, 0x3C);
+        let Some(coff) = read_at(pe, 24) else { return Ok(Some((pe + 24, len))) };
+        if &coff[..4] != b"PE\0\0" {
+            return Ok(None);
+        }
+        let (sections, opt) = (u16_(&coff, 6), u16_(&coff, 20));
+        let table = pe + 24 + opt;
+        need = need.max(table + 40 * sections);
+        // The COFF symbol table (mingw builds keep one) and the certificate table (signed
+        // releases: data directory 4 of a PE32+ optional header holds its file offset).
+        let (symbols, nsym) = (u32_(&coff, 12), u32_(&coff, 16));
+        if symbols > 0 {
+            need = need.max(symbols + 18 * nsym);
+        }
+        if opt >= 152
+            && let Some(o) = read_at(pe + 24, opt as usize)
+            && u16_(&o, 0) == 0x20b
+        {
+            let (at, size) = (u32_(&o, 144), u32_(&o, 148));
+            if at > 0 && size > 0 {
+                need = need.max(at + size);
+            }
+        }
+        if let Some(t) = read_at(table, (40 * sections) as usize) {
+            for i in 0..sections as usize {
+                let e = &t[i * 40..];
+                let (size, ptr) = (u32_(e, 16), u32_(e, 20));
+                if size > 0 {
+                    need = need.max(ptr + size);
+                }
+            }
+        }
+    } else {
+        return Ok(None);
+    }
+    Ok((len < need).then_some((need, len)))
+}
+
+/// Whether two versions read from files name one release: equal on the parts both have,
+/// at least three (`9.5.0` from a file name and `9.5.0.50` from a marker are one release;
+/// a bare major says nothing).
+pub fn same_release(a: &Version, b: &Version) -> bool {
+    let n = a.parts().len().min(b.parts().len()).min(4);
+    n >= 3 && a.parts()[..n] == b.parts()[..n]
+}
+
 /// `RT_VERSION`, the resource type of VERSIONINFO.
 const RT_VERSION: u16 = 16;
 /// `VS_FIXEDFILEINFO.dwSignature`.

@@ -24,6 +24,9 @@
 //! [`pid`] answers the same question for a process that is already running
 //! (`cuenv doctor --pid PID`), from what it has mapped.
 
+pub mod deps;
+pub mod frameworks;
+pub mod loader;
 pub mod pid;
 
 use std::ffi::OsString;
@@ -92,6 +95,11 @@ pub struct Loaded {
     pub version: Option<String>,
     /// `cudnnGetCudartVersion()` as `major.minor`: the CUDA the build is for.
     pub built_for_cuda: Option<String>,
+    /// The module that reported `version` (cuDNN forwards `cudnnGetVersion` to
+    /// `libcudnn_ops_infer.so.8` / `libcudnn_graph.so.9`), when it is not in the
+    /// dispatcher's folder: the version belongs to that file, not to the dispatcher.
+    #[serde(serialize_with = "crate::view::ser_lossy_opt")]
+    pub version_from: Option<PathBuf>,
     /// The loader's error when the dispatcher did not load.
     pub error: Option<String>,
     /// Every cuDNN, cuBLAS, NVRTC, cudart and driver module mapped by the end.
@@ -109,6 +117,21 @@ pub struct SearchDir {
     pub path: PathBuf,
     /// The dispatchers in it: (file name, cuDNN major, version when its file tells).
     pub dispatchers: Vec<Dispatcher>,
+    /// In a folder without a dispatcher: the cuDNN sub-libraries it holds (by the names the
+    /// loader asks for), which a dispatcher elsewhere loads from here when this folder comes
+    /// first (docs/loader.md). Empty in a folder with a dispatcher.
+    pub sub_libraries: Vec<SubLibrary>,
+}
+
+/// A cuDNN sub-library file found in a search folder that holds no dispatcher.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubLibrary {
+    /// `libcudnn_ops_infer.so.8`, `cudnn_graph64_9.dll`.
+    pub file: String,
+    /// Its cuDNN major.
+    pub major: u64,
+    /// The version the file itself tells ([`loader::file_version`]); `None` when unknown.
+    pub version: Option<String>,
 }
 
 /// A cuDNN dispatcher file found in a folder.
@@ -166,6 +189,9 @@ pub struct Inputs<'a> {
     pub toolkits: &'a [Toolkit],
     /// The cuDNN majors to probe.
     pub majors: &'a [u64],
+    /// Whether `majors` were asked for (`--major N`): then a major of which no cuDNN is
+    /// reachable (by name, or as a framework's copy in the conda env) is a problem.
+    pub asked: bool,
     /// Per probe.
     pub timeout: Duration,
     /// `CUENV_OVERRIDE_DRIVER_CUDA` / `CUENV_OVERRIDE_COMPUTE_CAPABILITY` ([`crate::gpufit`]).
@@ -194,6 +220,15 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
                 ),
                 hint: Some(format!("rename the folder {} to a UTF-8 name, then update {search_var}", folder.display())),
             });
+        }
+    }
+    let damaged = damaged_images(&search_path);
+    let cut_short = damaged.iter().any(|f| f.message.contains(" is cut short: "));
+    findings.extend(damaged);
+    for d in &search_path {
+        let majors: std::collections::BTreeSet<u64> = d.dispatchers.iter().map(|x| x.major).chain(d.sub_libraries.iter().map(|x| x.major)).collect();
+        for major in majors {
+            findings.extend(mixed_releases(&d.path, major, &format!("on {search_var} (position {})", d.position)));
         }
     }
     for major in search_path.iter().flat_map(|d| d.dispatchers.iter().map(|x| x.major)).collect::<std::collections::BTreeSet<_>>() {
@@ -270,6 +305,13 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             machine = gpufit::Machine::from_report(o.report.as_ref(), &inp.overrides);
         }
         let l = describe_load(&o, inp, conda_prefix.as_deref());
+        if let Some(d) = &l.dispatcher {
+            // The sub-libraries the probe did not map (without a GPU it maps few): where the
+            // dispatcher's own loads by name would find them (docs/loader.md).
+            let mapped: Vec<String> = l.modules.iter().filter(|m| m.kind == probe::ModuleKind::Cudnn).map(|m| m.name.clone()).collect();
+            findings.extend(frameworks::probe_set(d, major, &mapped, &folders, &search_var));
+            findings.extend(deps::judge(d, major, l.version.as_deref(), &folders, &search_var));
+        }
         if let (Some(v), Some(name)) = (active_view.as_ref().filter(|_| active_major == Some(major)), &active_profile) {
             let expected = Expected {
                 entry_dir: v.entry_dir.clone(),
@@ -308,7 +350,14 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             let c = check::classify(&o, &expected);
             // Against its own folder, "shadowed" and "version mismatch" say nothing new (a
             // sub-library from elsewhere is reported as mixed versions).
-            for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed)) {
+            // When the version came from a stray sub-library, so did the CUDA build it
+            // reports: the runtime it asks for is the stray's, not this set's.
+            let stray_cuda = |r: &check::Reason| {
+                l.version_from.is_some()
+                    && (r.kind == ReasonKind::WrongCudaMajor || (r.kind == ReasonKind::MissingLibrary && r.message.contains("the CUDA runtime")))
+            };
+            for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed) && !stray_cuda(r))
+            {
                 findings.push(Finding {
                     severity: Severity::Problem,
                     message: format!("cuDNN {major} from {}: {r}", d.display()),
@@ -329,11 +378,12 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         } else if o.report.is_none() {
             let c = check::classify(&o, &Expected { entry_dir: PathBuf::new(), version: Version::new(&[major]), cuda_major: None });
             for r in c.reasons.iter().filter(|r| r.kind.is_failure()) {
-                findings.push(Finding {
-                    severity: Severity::Problem,
-                    message: format!("cuDNN {major}: {r}"),
-                    hint: Some(hint_for(r.kind, major, &search_var)),
-                });
+                let hint = if cut_short && r.kind == ReasonKind::Crash {
+                    "a cuDNN library on the search path is cut short (see its problem): copy it again; the crash follows from it".to_string()
+                } else {
+                    hint_for(r.kind, major, &search_var)
+                };
+                findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major}: {r}"), hint: Some(hint) });
             }
         } else if let Some(dir) = search_path.iter().find(|d| d.dispatchers.iter().any(|x| x.major == major && x.first)) {
             // Not loadable although the search path holds a dispatcher of this major: every
@@ -358,17 +408,29 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         loaded.push(l);
     }
 
+    if let (Some(prefix), None) = (&conda_prefix, &active_profile)
+        && let Some(f) = shim_not_run(prefix)
+    {
+        findings.push(f);
+    }
     if let Some(prefix) = &conda_prefix {
-        for (dir, what, d) in framework_copies(prefix) {
-            let v =
-                d.version.as_deref().map(|v| format!("cuDNN {v}")).unwrap_or_else(|| format!("cuDNN {} (its files do not tell the exact version)", d.major));
-            let how = if cfg!(windows) { "from its own folder" } else { "through its RPATH" };
-            findings.push(Finding {
-                severity: Severity::Warning,
-                message: format!("{what} in the conda env {} carries its own {v}: {}", prefix.display(), dir.join(&d.file).display()),
-                hint: Some(format!("a framework loads its own copy first ({how}), whatever {search_var} says: keep it at the profile's cuDNN version, or remove it so the profile's cuDNN is found")),
-            });
+        let copies = framework_copies(prefix);
+        let mut judged: Vec<&Path> = Vec::new();
+        for (dir, what, d) in &copies {
+            if !judged.contains(&dir.as_path()) && !search_path.iter().any(|s| paths::same_path(&s.path, dir)) {
+                findings.extend(mixed_releases(dir, d.major, &format!("({what} in the conda env)")));
+                judged.push(dir);
+            }
         }
+        findings.extend(frameworks::judge(prefix, &copies, &folders, &search_var));
+    }
+
+    findings.extend(installer_layout(&folders, &loaded, &search_var));
+    if cfg!(target_os = "linux") {
+        findings.extend(deps::wsl_driver(Path::new("/usr/lib/wsl/lib"), &folders));
+    }
+    if inp.asked {
+        findings.extend(unreachable_majors(inp.majors, &loaded, &search_path, conda_prefix.as_deref(), &search_var));
     }
 
     for t in inp.toolkits {
@@ -399,6 +461,213 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     Diagnosis { search_var, search_path, loaded, active_profile, follows_active, active_check, machine, findings }
 }
 
+/// Folders of the search variable that hold no cuDNN library themselves but whose
+/// `<CUDA version>\\`, `<CUDA version>\\x64\\` or `x64\\` child does: the layout of NVIDIA's
+/// exe installer (`CUDNN\\v9.5\\bin\\12.6\\`, newer `bin\\12.9\\x64\\`; docs/facts.md §2). The
+/// loader does not look into subfolders, so say which folder to put on the variable: a problem
+/// when that major did not load by name, else a warning.
+fn installer_layout(folders: &[PathBuf], loaded: &[Loaded], search_var: &str) -> Vec<Finding> {
+    let holds = |dir: &Path| -> Vec<u64> {
+        let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+        let mut m: Vec<u64> = rd.flatten().filter_map(|e| libname::loader_dispatcher_major(&e.file_name().to_string_lossy(), Os::HOST)).collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    };
+    let has_cudnn = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .map(|rd| rd.flatten().any(|e| libname::parse(&e.file_name().to_string_lossy()).is_some_and(|l| l.os == Os::HOST)))
+            .unwrap_or(false)
+    };
+    let cuda_named = |n: &str| {
+        let mut parts = n.split('.');
+        let ok = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+        ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
+    };
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, f) in folders.iter().enumerate() {
+        if f.as_os_str().is_empty() || !seen.insert(f.clone()) || !f.is_dir() || has_cudnn(f) {
+            continue;
+        }
+        let Ok(rd) = std::fs::read_dir(f) else { continue };
+        let mut kids: Vec<PathBuf> = Vec::new();
+        let mut names: Vec<String> = rd.flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        for n in names {
+            if n.eq_ignore_ascii_case("x64") {
+                kids.push(f.join(&n));
+            } else if cuda_named(&n) {
+                kids.push(f.join(&n));
+                kids.push(f.join(&n).join("x64"));
+            }
+        }
+        let found: Vec<(PathBuf, Vec<u64>)> = kids
+            .into_iter()
+            .map(|k| {
+                let m = holds(&k);
+                (k, m)
+            })
+            .filter(|(_, m)| !m.is_empty())
+            .collect();
+        let Some((first, majors)) = found.first() else { continue };
+        let loads = majors.iter().all(|m| loaded.iter().any(|l| l.major == *m && l.dispatcher.is_some()));
+        let names: Vec<String> = majors.iter().map(|m| libname::dispatcher_name(*m, Os::HOST)).collect();
+        let others: Vec<String> = found.iter().skip(1).map(|(k, _)| k.display().to_string()).collect();
+        out.push(Finding {
+            severity: if loads { Severity::Warning } else { Severity::Problem },
+            message: format!(
+                "the folder {} on {search_var} (position {}) holds no cuDNN library, but its subfolder {} holds {} (the layout of NVIDIA's exe installer: one subfolder per CUDA version); the loader does not look into subfolders",
+                f.display(),
+                i + 1,
+                first.display(),
+                names.join(", ")
+            ),
+            hint: Some(if others.is_empty() {
+                format!("put {} on {search_var} instead of {}", first.display(), f.display())
+            } else {
+                format!("put the subfolder for your CUDA version on {search_var} instead of {}: {} (or {})", f.display(), first.display(), others.join(", "))
+            }),
+        });
+    }
+    out
+}
+
+/// Every cuDNN library file in the search folders that is not a complete image for this
+/// machine (issue 13, item 3): cut short (its headers say it is longer than it is:
+/// [`crate::binfmt::truncated`]) or built for another machine ([`crate::binfmt::inspect`]).
+/// Files that are no PE/ELF image at all are judged by the load itself.
+fn damaged_images(search_path: &[SearchDir]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for d in search_path {
+        let Ok(rd) = std::fs::read_dir(&d.path) else { continue };
+        let mut names: Vec<String> = rd.flatten().filter(|e| e.path().is_file()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        let mut seen = Vec::new();
+        for n in names.into_iter().filter(|n| libname::parse(n).is_some_and(|l| l.os == Os::HOST)) {
+            let file = d.path.join(&n);
+            let real = paths::canonicalize(&file).unwrap_or_else(|_| file.clone());
+            if seen.contains(&real) {
+                continue;
+            }
+            seen.push(real);
+            if let Ok(Some((need, have))) = crate::binfmt::truncated(&file) {
+                out.push(Finding {
+                    severity: Severity::Problem,
+                    message: format!(
+                        "{} is cut short: its headers need {need} bytes, the file has {have} (an interrupted copy or download); the loader maps it and the process dies (SIGBUS) or refuses it",
+                        file.display()
+                    ),
+                    hint: Some(format!("copy {n} again from its release (or import the release with `cuenv store add` and use a profile)")),
+                });
+            } else if let Ok(info) = crate::binfmt::inspect(&file)
+                && info.platform != crate::binfmt::Platform::host()
+            {
+                out.push(Finding {
+                    severity: Severity::Problem,
+                    message: format!("{} is built for {}, not for this machine: the loader refuses it", file.display(), info.describe),
+                    hint: Some(format!(
+                        "replace it with the {} build, or remove it from {}",
+                        crate::binfmt::Platform::host().map(|p| p.as_str()).unwrap_or("native"),
+                        d.path.display()
+                    )),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The conda env at `prefix` holds cuenv shims (`etc/conda/activate.d/cuenv-<profile>.<ext>`),
+/// but this shell has no `CUENV_PROFILE`: it ran none of them (a shell conda has no script
+/// for, or the env entered without `conda activate`). A warning naming the shims.
+fn shim_not_run(prefix: &Path) -> Option<Finding> {
+    let dir = prefix.join("etc").join("conda").join("activate.d");
+    let mut shims: Vec<String> =
+        std::fs::read_dir(&dir).ok()?.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("cuenv-")).collect();
+    if shims.is_empty() {
+        return None;
+    }
+    shims.sort();
+    Some(Finding {
+        severity: Severity::Warning,
+        message: format!(
+            "the conda env {} has cuenv shims ({}), but this shell ran none of them (CUENV_PROFILE is unset): its cuDNN is whatever the search path gives",
+            prefix.display(),
+            shims.join(", ")
+        ),
+        hint: Some(
+            "activate the env with `conda activate` in a shell conda has a script for (bash/zsh, fish, PowerShell, cmd), or run `cuenv env <profile>` for this shell".into(),
+        ),
+    })
+}
+
+/// `--major N` asked for and no cuDNN N reachable: neither loadable by name nor held by a
+/// search folder (a folder whose copy fails to load is judged already) nor a framework's copy
+/// in the conda env. One problem per such major, naming what is reachable instead.
+fn unreachable_majors(asked: &[u64], loaded: &[Loaded], search_path: &[SearchDir], conda_prefix: Option<&Path>, search_var: &str) -> Vec<Finding> {
+    let copies = conda_prefix.map(framework_copies).unwrap_or_default();
+    let mut reachable: Vec<String> = loaded
+        .iter()
+        .filter_map(|l| Some(format!("cuDNN {} by name ({})", l.version.as_deref().unwrap_or("of unknown version"), l.dispatcher.as_ref()?.display())))
+        .collect();
+    reachable.extend(
+        copies
+            .iter()
+            .map(|(dir, what, d)| format!("cuDNN {} ({what}, {})", d.version.clone().unwrap_or_else(|| format!("{}.x", d.major)), dir.join(&d.file).display())),
+    );
+    let mut out = Vec::new();
+    for &m in asked {
+        let by_name = loaded.iter().any(|l| l.major == m && l.dispatcher.is_some());
+        let on_path = search_path.iter().any(|d| d.dispatchers.iter().any(|x| x.major == m));
+        let framework = copies.iter().any(|(_, _, d)| d.major == m);
+        if by_name || on_path || framework {
+            continue;
+        }
+        let instead = if reachable.is_empty() {
+            format!(
+                "no cuDNN of any major is: no folder on {search_var} holds a dispatcher{}",
+                if conda_prefix.is_some() { " and the conda env holds none" } else { "" }
+            )
+        } else {
+            format!("reachable instead: {}", reachable.join("; "))
+        };
+        out.push(Finding {
+            severity: Severity::Problem,
+            message: format!("cuDNN {m} was asked for (--major {m}), but none is reachable in this environment; {instead}"),
+            hint: Some(format!(
+                "put a folder holding {} on {search_var} (a cuenv profile with cudnn = \"{m}\" does it: `cuenv apply`, then activate it), or ask doctor for the major this environment has",
+                libname::dispatcher_name(m, Os::HOST)
+            )),
+        });
+    }
+    out
+}
+
+/// A problem when the folder `dir` holds cuDNN `major` libraries of two or more releases, as
+/// their files tell ([`loader::folder_versions`]; files of unknown version count for none).
+/// `where_` says where the folder was found (`on LD_LIBRARY_PATH (position 2)`).
+fn mixed_releases(dir: &Path, major: u64, where_: &str) -> Option<Finding> {
+    let found = loader::folder_versions(dir, major);
+    if found.len() < 2 {
+        return None;
+    }
+    let parts: Vec<String> = found.iter().map(|(v, files)| format!("{v}: {}", files.join(", "))).collect();
+    Some(Finding {
+        severity: Severity::Problem,
+        message: format!(
+            "the folder {} {where_} holds cuDNN {major} libraries of {} releases ({}): the dispatcher loads its sub-libraries from there, so one process gets a set from two releases",
+            dir.display(),
+            found.len(),
+            parts.join("; ")
+        ),
+        hint: Some(format!(
+            "keep one release per folder: delete the files of the other release from {} (or reinstall the release that belongs there)",
+            dir.display()
+        )),
+    })
+}
+
 /// What to do about a failed load of cuDNN `major` found without a profile.
 fn hint_for(kind: ReasonKind, major: u64, search_var: &str) -> String {
     match kind {
@@ -419,7 +688,8 @@ fn hint_for(kind: ReasonKind, major: u64, search_var: &str) -> String {
 }
 
 fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option<&Path>) -> Loaded {
-    let mut l = Loaded { major: o.major, dispatcher: None, origin: None, version: None, built_for_cuda: None, error: None, modules: Vec::new() };
+    let mut l =
+        Loaded { major: o.major, dispatcher: None, origin: None, version: None, version_from: None, built_for_cuda: None, error: None, modules: Vec::new() };
     let Some(r) = &o.report else {
         l.error = Some(match &o.end {
             check::ProbeEnd::Signaled { name, .. } => format!("the probe crashed ({name}) while loading it"),
@@ -443,6 +713,14 @@ fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option<&Path>) ->
     }
     if let Some(v) = &r.cudnn {
         l.version = Some(check::decode_cudnn(v.version));
+        let reporter = if o.major >= 9 { "graph" } else { "ops_infer" };
+        let own = l.dispatcher.as_deref().and_then(Path::parent).map(Path::to_path_buf);
+        l.version_from = r
+            .modules
+            .iter()
+            .find(|m| m.kind == probe::ModuleKind::Cudnn && libname::parse(&m.name).and_then(|x| x.stem).as_deref() == Some(reporter))
+            .map(|m| PathBuf::from(&m.path))
+            .filter(|p| own.as_deref().is_some_and(|own| p.parent().is_some_and(|d| !paths::same_path(d, own))));
         l.built_for_cuda = (v.cudart_version > 0).then(|| check::cuda_version(v.cudart_version));
     }
     l
@@ -507,13 +785,25 @@ fn scan_search_path(folders: &[PathBuf]) -> Vec<SearchDir> {
             })
             .collect();
         if dispatchers.is_empty() {
+            let mut subs: Vec<SubLibrary> = names
+                .iter()
+                .filter_map(|n| {
+                    let l = libname::parse(n).filter(|l| l.os == Os::HOST && !l.is_dispatcher() && l.is_loader_name())?;
+                    Some(SubLibrary { file: n.clone(), major: l.major?, version: loader::file_version(&folder.join(n)).map(|v| v.to_string()) })
+                })
+                .collect();
+            if subs.is_empty() {
+                continue;
+            }
+            subs.sort_by(|a, b| a.file.cmp(&b.file));
+            out.push(SearchDir { position: i + 1, path: folder.clone(), dispatchers, sub_libraries: subs });
             continue;
         }
         dispatchers.sort_by_key(|d| std::cmp::Reverse(d.major));
         for d in &mut dispatchers {
             d.first = seen_majors.insert(d.major);
         }
-        out.push(SearchDir { position: i + 1, path: folder.clone(), dispatchers });
+        out.push(SearchDir { position: i + 1, path: folder.clone(), dispatchers, sub_libraries: Vec::new() });
     }
     out
 }
@@ -523,15 +813,8 @@ fn scan_search_path(folders: &[PathBuf]) -> Vec<SearchDir> {
 /// wheel (`site-packages/nvidia/cudnn`, which Linux PyTorch wheels load through their RPATH),
 /// and the env's own library folder (conda's `cudnn` package). Returns (folder, what, dispatcher).
 pub fn framework_copies(prefix: &Path) -> Vec<(PathBuf, String, Dispatcher)> {
-    let mut site_packages: Vec<PathBuf> = vec![prefix.join("Lib").join("site-packages")];
-    if let Ok(rd) = std::fs::read_dir(prefix.join("lib")) {
-        let mut pythons: Vec<PathBuf> =
-            rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("python")).map(|e| e.path().join("site-packages")).collect();
-        pythons.sort();
-        site_packages.extend(pythons);
-    }
     let mut places: Vec<(PathBuf, String)> = vec![(prefix.join(if cfg!(windows) { "Library/bin" } else { "lib" }), "conda's cudnn package".into())];
-    for sp in site_packages.iter().filter(|p| p.is_dir()) {
+    for sp in site_packages(prefix) {
         places.push((sp.join("torch").join("lib"), "PyTorch".into()));
         places.push((sp.join("nvidia").join("cudnn").join(if cfg!(windows) { "bin" } else { "lib" }), "the pip wheel nvidia-cudnn".into()));
     }
@@ -548,6 +831,20 @@ pub fn framework_copies(prefix: &Path) -> Vec<(PathBuf, String, Dispatcher)> {
         }
     }
     out
+}
+
+/// The `site-packages` folders of the conda env `prefix` that exist: `Lib/site-packages`
+/// (Windows) and `lib/python*/site-packages`, sorted.
+fn site_packages(prefix: &Path) -> Vec<PathBuf> {
+    let mut site_packages: Vec<PathBuf> = vec![prefix.join("Lib").join("site-packages")];
+    if let Ok(rd) = std::fs::read_dir(prefix.join("lib")) {
+        let mut pythons: Vec<PathBuf> =
+            rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("python")).map(|e| e.path().join("site-packages")).collect();
+        pythons.sort();
+        site_packages.extend(pythons);
+    }
+    site_packages.retain(|p| p.is_dir());
+    site_packages
 }
 
 /// The version of the `nvidia-cudnn-cu*` wheel installed in `site_packages`, from its

@@ -69,6 +69,10 @@ pub fn profile_env(layout: &Layout, view: &ViewRecord, base: &[(OsString, OsStri
 /// prints such notes as warnings.
 pub const INCOMPLETE_NOTE: &str = "incomplete set:";
 
+/// The start of the note a check adds for an activation script of another shell that it did
+/// not run ([`activate::unrun_scripts`]); `check` prints such notes as warnings.
+pub const UNRUN_NOTE: &str = "other shell:";
+
 /// The note for a store entry that lacks sub-libraries (`store add --allow-incomplete`), if it does.
 fn incomplete_note(entry_dir: &std::path::Path) -> Option<String> {
     let meta = crate::store::entry::EntryMeta::read(entry_dir).ok()?;
@@ -103,6 +107,15 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                 result.add_misfits(&gpufit::judge(&machine, &gpufit::Want::new(expected.version.clone(), &view.toolkit_version, view.cuda_major)));
                 if let Some(note) = incomplete_note(&view.entry_dir) {
                     result.notes.push(note);
+                }
+                // Issue 14: scripts of other shells the check did not run.
+                for (script, vars) in view.conda_env.as_deref().map(activate::unrun_scripts).unwrap_or_default() {
+                    result.notes.push(format!(
+                        "{UNRUN_NOTE} {} changes {} and was not run by the check (it ran the {} scripts only): in a shell that runs it, this profile may load another cuDNN than the check saw",
+                        script.display(),
+                        vars.join(" and "),
+                        if cfg!(windows) { ".bat" } else { ".sh" }
+                    ));
                 }
                 ProfileCheck { profile: view.name.clone(), check: view.check, result, elapsed_ms }
             }

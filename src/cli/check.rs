@@ -33,7 +33,7 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
     for r in &pc.result.reasons {
         writeln!(ctx.out(), "    {r}");
     }
-    for n in pc.result.notes.iter().filter(|n| n.starts_with(generation_check::INCOMPLETE_NOTE)) {
+    for n in pc.result.notes.iter().filter(|n| n.starts_with(generation_check::INCOMPLETE_NOTE) || n.starts_with(generation_check::UNRUN_NOTE)) {
         writeln!(ctx.err(), "warning: profile {}: {n}", pc.profile);
     }
     if pc.result.status == CheckStatus::NoGpu && !ctx.quiet {

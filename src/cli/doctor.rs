@@ -13,9 +13,10 @@ use crate::toolkit::{self, ProcessEnv};
 pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCode, Report> {
     let toolkits = toolkit::discover(&ProcessEnv);
     let exe = crate::generation_check::current_exe();
-    let majors: Vec<u64> = if majors.is_empty() { vec![9, 8] } else { majors.to_vec() };
+    let asked = !majors.is_empty();
+    let majors: Vec<u64> = if asked { majors.to_vec() } else { vec![9, 8] };
     let overrides = crate::gpufit::Overrides::from_process()?;
-    let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, timeout: Duration::from_secs(timeout), overrides };
+    let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, asked, timeout: Duration::from_secs(timeout), overrides };
     let env: Vec<_> = std::env::vars_os().collect();
     let mut d = doctor::examine(&inputs, &env);
     d.findings.extend(stale_kernels(ctx));
@@ -43,7 +44,10 @@ fn render(d: &Diagnosis) -> String {
         match (&l.dispatcher, &l.version) {
             (Some(p), v) => {
                 let v = v.as_deref().unwrap_or("unknown version");
-                let cuda = l.built_for_cuda.as_deref().map(|c| format!(", built for CUDA {c}")).unwrap_or_default();
+                let mut cuda = l.built_for_cuda.as_deref().map(|c| format!(", built for CUDA {c}")).unwrap_or_default();
+                if let Some(from) = &l.version_from {
+                    cuda.push_str(&format!(" (reported by {}, not a file of the dispatcher's folder)", from.display()));
+                }
                 let _ = writeln!(s, "  cuDNN {}: {v}{cuda}\n    {}\n    from {}", l.major, p.display(), l.origin.as_deref().unwrap_or("?"));
             }
             (None, _) => {
@@ -72,8 +76,10 @@ fn render(d: &Diagnosis) -> String {
                 .map(|x| {
                     format!("{}{}{}", x.file, x.version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default(), if x.first { "" } else { " [shadowed]" })
                 })
+                .chain(dir.sub_libraries.iter().map(|x| format!("{}{}", x.file, x.version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default())))
                 .collect();
-            let _ = writeln!(s, "  {:>2}. {}: {}", dir.position, dir.path.display(), items.join(", "));
+            let tail = if dir.dispatchers.is_empty() { " [no dispatcher]" } else { "" };
+            let _ = writeln!(s, "  {:>2}. {}: {}{tail}", dir.position, dir.path.display(), items.join(", "));
         }
     }
     let via = if d.follows_active { "<home>/active, through `cuenv env --setup`" } else { "CUENV_PROFILE" };

@@ -296,6 +296,7 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
 
     // 7. Library set and platform agreement.
     let mut libraries = Vec::new();
+    let mut file_versions: Vec<(String, Version)> = Vec::new();
     for (p, it) in &keep {
         if parent(p) != lib_rel || matches!(it, Item::Dir) || !is_library(file_name(p)) {
             continue;
@@ -303,6 +304,15 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
         libraries.push(file_name(p).to_string());
         if let Item::File { .. } = it {
             let member = if root.is_empty() { p.clone() } else { format!("{root}/{p}") };
+            // What the file itself says of its release (decisions.md 2: two releases in one
+            // set are refused): a dotted name (`libcudnn_ops.so.9.5.0`), the embedded
+            // `cudnn_version_*` marker or VERSIONINFO. Unknown is never a mismatch.
+            if let Some(l) = libname::parse(file_name(p)) {
+                let named = l.version.filter(|v| v.matches('.').count() >= 2).and_then(|v| v.parse().ok());
+                if let Some(v) = named.or_else(|| binfmt::library_version(&native(raw, &member)).ok().flatten()) {
+                    file_versions.push((file_name(p).to_string(), v));
+                }
+            }
             if let Ok(other) = binfmt::inspect(&native(raw, &member)) {
                 // Same machine as the dispatcher (before the Jetson renaming above).
                 if other.platform.is_none() || other.platform != info.platform {
@@ -321,6 +331,18 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     if let Some(h) = &header {
         let text = std::fs::read_to_string(native(raw, &if root.is_empty() { h.clone() } else { format!("{root}/{h}") })).unwrap_or_default();
         if let Some(v) = version::parse_cudnn_header(&text) {
+            // A header that disagrees with what the libraries themselves say, when they agree
+            // among themselves, is the stale file (issue 14), not the libraries.
+            if let Some((f, lv)) = file_versions.first()
+                && file_versions.iter().all(|(_, w)| binfmt::same_release(w, lv))
+                && !binfmt::same_release(lv, &v)
+            {
+                return Err(Error::StaleHeader {
+                    path: source.into(),
+                    header: Box::new((h.clone(), v.to_string())),
+                    library: Box::new((f.clone(), lv.to_string())),
+                });
+            }
             versions.push((v, format!("`{h}`")));
         }
     }
@@ -337,6 +359,10 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
                 claims: Box::new([(best.0.to_string(), best.1.clone()), (v.to_string(), from.clone())]),
             });
         }
+    }
+    let odd: Vec<(String, String)> = file_versions.iter().filter(|(_, v)| !binfmt::same_release(v, &best.0)).map(|(f, v)| (f.clone(), v.to_string())).collect();
+    if !odd.is_empty() {
+        return Err(Error::MixedReleases { path: source.into(), release: Box::new((best.0.to_string(), best.1.clone())), odd });
     }
     let dispatcher_major: u64 = libname::dispatcher_major(file_name(&dispatcher)).unwrap_or(0);
     if dispatcher_major != best.0.major() {

@@ -97,6 +97,15 @@ pub enum Error {
     /// `claims`: two (version, where it was read) pairs that disagree (boxed: keeps `Error` small).
     #[error("{}: the version is ambiguous: {} says {}, but {} says {}", path.display(), claims[0].1, claims[0].0, claims[1].1, claims[1].0)]
     VersionConflict { path: PathBuf, claims: Box<[(String, String); 2]> },
+    /// Libraries of two releases in one set (../shared/decisions.md 2): `release` = (the
+    /// release's version, where it was read); `odd` = (library, the version the file itself
+    /// says) for each library of another release.
+    #[error("{}: libraries of two cuDNN releases in one set: {} says {}, but {}", path.display(), release.1, release.0, odd.iter().map(|(f, v)| format!("`{}` is {v}", member::escape(f))).collect::<Vec<_>>().join(", "))]
+    MixedReleases { path: PathBuf, release: Box<(String, String)>, odd: Vec<(String, String)> },
+    /// The release's header disagrees with the version its libraries carry themselves:
+    /// `header` = (file, version it says), `library` = (file, version it carries).
+    #[error("{}: `{}` says cuDNN {}, but the libraries are {} (`{}` carries it): the header is stale", path.display(), header.0, header.1, library.1, member::escape(&library.0))]
+    StaleHeader { path: PathBuf, header: Box<(String, String)>, library: Box<(String, String)> },
     #[error("{}: library `{}` is not usable: {}", esc_path(path), member::shown(member), member::escape(detail))]
     BadLibrary { path: PathBuf, member: String, detail: String },
     #[error("`--sha256` was given for {}, which is a folder", path.display())]
@@ -163,6 +172,8 @@ impl Diagnose for Error {
                 "import the archive or wheel as downloaded (its name carries the version), or a folder with include/cudnn_version.h".into()
             }
             VersionConflict { .. } => "the archive's name and content disagree; download it again from NVIDIA or PyPI".into(),
+            StaleHeader { .. } => "replace the header with the one of the release the libraries come from (the same archive or wheel), or import the release as NVIDIA ships it".into(),
+            MixedReleases { .. } => "a set must come from one release: import the archive or wheel as NVIDIA ships it, or remove the files of the other release from the folder".into(),
             BadLibrary { .. } => "the release mixes libraries of different platforms or is damaged; download it again".into(),
             Sha256OnFolder { .. } => "--sha256 checks an archive's bytes; drop it for folders".into(),
             BadSha256Arg(_) => "copy the sha256 from NVIDIA's redistrib_<version>.json or PyPI".into(),

@@ -382,7 +382,19 @@ fn find_hand_copied(root: &Path, problems: &mut Vec<String>) -> Option<HandCopie
                 })
             })
             .flatten();
-        let (version, source, mut found) = choose_cudnn_version(versioninfo, header.as_ref().map(|(v, s)| (v.clone(), *s)), from_name);
+        // The release's marker, embedded in one sub-library (docs/facts.md §7b): wheel-style
+        // names carry only the major.
+        let from_marker = || {
+            entries.iter().filter(|(n, _)| libname::parse(n).is_some_and(|l| l.major == major && !l.is_dispatcher())).find_map(|(n, p)| {
+                let v = binfmt::library_version(p).ok()??;
+                (v.parts().len() >= 3).then(|| (v, format!("the marker in {n}")))
+            })
+        };
+        let own = versioninfo
+            .map(|v| (v, "VERSIONINFO".to_string()))
+            .or_else(|| from_name.map(|v| (v, "file name".to_string())))
+            .or_else(|| if windows { None } else { from_marker() });
+        let (version, source, mut found) = choose_cudnn_version(own, header.as_ref().map(|(v, s)| (v.clone(), *s)));
         problems.append(&mut found);
         if let (Some(v), Some(m)) = (&version, major)
             && v.major() != m
@@ -410,31 +422,22 @@ fn find_hand_copied(root: &Path, problems: &mut Vec<String>) -> Option<HandCopie
     None
 }
 
-/// Chooses a hand-copied cuDNN's version: the DLL's VERSIONINFO (4 parts, most precise),
-/// else the header (3 parts), else the `libcudnn.so.X.Y.Z` file name. A header that
-/// disagrees with the chosen version is reported. Returns `(version, source, problems)`.
-fn choose_cudnn_version(versioninfo: Option<Version>, header: Option<(Version, &str)>, from_name: Option<Version>) -> (Option<Version>, String, Vec<String>) {
+/// Chooses a hand-copied cuDNN's version: the library's own version when a file tells it
+/// (`own`: the DLL's VERSIONINFO, the `libcudnn.so.X.Y.Z` file name, or the
+/// `cudnn_version_*` marker a sub-library embeds; with where it was read), else the header
+/// (3 parts). A header that disagrees with the library's own version is named as the stale
+/// one (issue 14). Returns `(version, source, problems)`.
+fn choose_cudnn_version(own: Option<(Version, String)>, header: Option<(Version, &str)>) -> (Option<Version>, String, Vec<String>) {
     let mut problems = Vec::new();
-    let (version, source) = if let Some(v) = versioninfo {
-        (Some(v), "VERSIONINFO".to_string())
-    } else if let Some((v, s)) = &header {
-        (Some(v.clone()), s.to_string())
-    } else if let Some(v) = from_name.clone() {
-        (Some(v), "file name".to_string())
-    } else {
-        (None, "unknown".to_string())
+    let (version, source) = match (&own, &header) {
+        (Some((v, s)), _) => (Some(v.clone()), s.clone()),
+        (None, Some((v, s))) => (Some(v.clone()), s.to_string()),
+        (None, None) => (None, "unknown".to_string()),
     };
-    if let (Some(chosen), Some((h, hs))) = (&version, &header) {
-        let (short, long) = if chosen.parts().len() <= h.parts().len() { (chosen, h) } else { (h, chosen) };
-        if !long.starts_with(short) {
-            problems.push(format!("cuDNN versions disagree: {source} says {chosen} but {hs} says {h} (a stale header or a mix of files)"));
-        }
-    }
-    if source.starts_with("include/")
-        && let (Some(chosen), Some(n)) = (&version, &from_name)
-        && !n.starts_with(chosen)
+    if let (Some((chosen, from)), Some((h, hs))) = (&own, &header)
+        && !crate::binfmt::same_release(chosen, h)
     {
-        problems.push(format!("cuDNN versions disagree: {source} says {chosen} but the library file name says {n}"));
+        problems.push(format!("{hs} says cuDNN {h}, but the library's own version is {chosen} ({from}): the header is stale; replace it with the header of the release the libraries come from"));
     }
     (version, source, problems)
 }
@@ -704,17 +707,25 @@ mod tests {
     }
 
     #[test]
-    fn version_choice_prefers_versioninfo_and_reports_disagreement() {
-        let (ver, src, p) = choose_cudnn_version(Some(v("9.5.0.50")), Some((v("9.5.0"), "include/cudnn_version.h")), None);
+    fn version_choice_prefers_the_librarys_own_and_names_a_stale_header() {
+        let vi = |s: &str| Some((v(s), "VERSIONINFO".to_string()));
+        let (ver, src, p) = choose_cudnn_version(vi("9.5.0.50"), Some((v("9.5.0"), "include/cudnn_version.h")));
         assert_eq!((ver, src.as_str(), p.len()), (Some(v("9.5.0.50")), "VERSIONINFO", 0));
-        let (ver, src, p) = choose_cudnn_version(Some(v("9.5.0.50")), Some((v("8.9.4"), "include/cudnn_version.h")), None);
+        let (ver, src, p) = choose_cudnn_version(vi("9.5.0.50"), Some((v("8.9.4"), "include/cudnn_version.h")));
         assert_eq!((ver, src.as_str()), (Some(v("9.5.0.50")), "VERSIONINFO"));
         assert_eq!(p.len(), 1);
-        assert!(p[0].contains("VERSIONINFO says 9.5.0.50 but include/cudnn_version.h says 8.9.4"), "{p:?}");
-        let (ver, src, p) = choose_cudnn_version(None, Some((v("8.9.4"), "include/cudnn_version.h")), Some(v("8.9.7")));
-        assert_eq!((ver, src.as_str()), (Some(v("8.9.4")), "include/cudnn_version.h"));
-        assert!(p[0].contains("file name says 8.9.7"), "{p:?}");
-        let (ver, src, p) = choose_cudnn_version(None, None, None);
+        assert!(
+            p[0].contains("include/cudnn_version.h says cuDNN 8.9.4, but the library's own version is 9.5.0.50 (VERSIONINFO): the header is stale"),
+            "{p:?}"
+        );
+        // Issue 14: the file name is the library's own version; the header used to win here
+        // and the library was blamed.
+        let (ver, src, p) = choose_cudnn_version(Some((v("8.9.7"), "file name".into())), Some((v("8.9.4"), "include/cudnn_version.h")));
+        assert_eq!((ver, src.as_str()), (Some(v("8.9.7")), "file name"));
+        assert!(p[0].contains("says cuDNN 8.9.4, but the library's own version is 8.9.7 (file name): the header is stale"), "{p:?}");
+        let (ver, src, p) = choose_cudnn_version(None, Some((v("8.9.4"), "include/cudnn_version.h")));
+        assert_eq!((ver, src.as_str(), p.len()), (Some(v("8.9.4")), "include/cudnn_version.h", 0));
+        let (ver, src, p) = choose_cudnn_version(None, None);
         assert_eq!((ver, src.as_str(), p.len()), (None, "unknown", 0));
     }
 

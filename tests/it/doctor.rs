@@ -77,7 +77,7 @@ fn a_sub_library_from_another_folder_is_a_problem() {
 }
 
 #[test]
-fn nothing_loadable_is_no_problem_and_hand_copied_cudnn_is_a_warning() {
+fn nothing_loadable_is_a_problem_only_when_asked_and_hand_copied_cudnn_is_a_warning() {
     let home = tempfile::tempdir().unwrap();
     let tk = tempfile::tempdir().unwrap();
     std::fs::write(tk.path().join("version.json"), r#"{"cuda": {"name": "CUDA SDK", "version": "12.6.77"}}"#).unwrap();
@@ -86,8 +86,20 @@ fn nothing_loadable_is_no_problem_and_hand_copied_cudnn_is_a_warning() {
         std::fs::write(tk.path().join("lib64").join(f), "not a library").unwrap();
     }
     let empty = tempfile::tempdir().unwrap();
+    // Issue 14: `--major 9` asked for and no cuDNN 9 reachable is a problem naming what is.
     let (code, out, err) = doctor(home.path(), &[empty.path()], &[("CUENV_TOOLKIT_PATHS", tk.path().to_str().unwrap())], &[]);
-    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(
+        out.contains("problem: cuDNN 9 was asked for (--major 9), but none is reachable in this environment; no cuDNN of any major is: no folder on LD_LIBRARY_PATH holds a dispatcher"),
+        "{out}"
+    );
+    assert!(out.contains("hint: put a folder holding libcudnn.so.9 on LD_LIBRARY_PATH"), "{out}");
+    // Without --major, nothing loadable is no problem (a machine without cuDNN).
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cuenv"));
+    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("CUENV_HOME", home.path());
+    c.env("CUENV_TOOLKIT_PATHS", tk.path()).env("CUDA_HOME", "").env("CUDA_PATH", "").env("LD_LIBRARY_PATH", empty.path());
+    let plain = c.arg("doctor").output().unwrap();
+    assert_eq!(plain.status.code(), Some(0), "{}", String::from_utf8_lossy(&plain.stdout));
     assert!(out.contains("cuDNN 9: not loadable (libcudnn.so.9: cannot open shared object file"), "{out}");
     assert!(out.contains("no folder on LD_LIBRARY_PATH holds a cuDNN dispatcher"), "{out}");
     assert!(out.contains("warning: cuDNN 9.5.0 was copied by hand into the CUDA 12.6.77 root"), "{out}");
@@ -138,7 +150,12 @@ fn framework_copies_in_the_conda_env_are_warnings() {
         )),
         "{out}"
     );
-    assert!(out.contains("hint: a framework loads its own copy first"), "{out}");
+    // Nothing in the env links libcudnn by DT_NEEDED with a search path: the loader model
+    // (docs/loader.md) predicts nothing, so doctor asserts nothing about which copy wins (it
+    // used to say "a framework loads its own copy first ... whatever LD_LIBRARY_PATH says",
+    // which the real loader contradicts: tests/it/loader_linux.rs).
+    assert!(!out.contains("loads its own copy first") && !out.contains("whatever LD_LIBRARY_PATH says"), "{out}");
+    assert!(out.contains("hint: no library in the env's torch/lib names libcudnn.so.9 with a search path leading here"), "{out}");
 }
 
 #[test]
@@ -219,4 +236,118 @@ fn a_loaded_cudnn_built_for_a_newer_cuda_than_the_driver_is_a_problem() {
     assert_eq!(code, 0, "minor-version compatibility: a 12.0 driver runs a 12.6 build: {out}");
     let d: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(d["machine"]["driver_cuda"], "12.0");
+}
+
+/// Issue 14: one folder on LD_LIBRARY_PATH holding libraries of two releases (an 8.8.0
+/// `libcudnn_ops_train.so.8.8.0` among an 8.9.4 set whose `libcudnn_ops_infer.so.8` carries
+/// the 8.9.4.25 marker) is a problem naming both releases and their files; files of unknown
+/// version count for none.
+#[test]
+fn a_folder_holding_two_releases_is_a_problem() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    let set = s.build("set", "libcudnn.so.8", &["VERSION=8904"]);
+    s.build("set", "libcudnn_ops_infer.so.8", &["GRAPH", "VERSION=8904", "MARKER=\"cudnn_version_8_9_4_25_c33150885_e0\""]);
+    s.build("set", "libcudnn_cnn_infer.so.8", &["GRAPH", "VERSION=8904"]);
+    s.build("set", "libcudnn_ops_train.so.8.8.0", &["GRAPH", "VERSION=8800"]);
+    std::os::unix::fs::symlink("libcudnn_ops_train.so.8.8.0", set.join("libcudnn_ops_train.so.8")).unwrap();
+    let rt = s.cudart();
+    let (code, out, err) = doctor(home.path(), &[&set, &rt], &[], &["--major", "8"]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(
+        out.contains(&format!(
+            "problem: the folder {} on LD_LIBRARY_PATH (position 1) holds cuDNN 8 libraries of 2 releases (8.9.4.25: libcudnn_ops_infer.so.8; 8.8.0: libcudnn_ops_train.so.8)",
+            set.display()
+        )),
+        "{out}"
+    );
+    assert!(out.contains("hint: keep one release per folder"), "{out}");
+    // Without the stray file: one release, no problem.
+    std::fs::remove_file(set.join("libcudnn_ops_train.so.8")).unwrap();
+    std::fs::remove_file(set.join("libcudnn_ops_train.so.8.8.0")).unwrap();
+    let (_, out, _) = doctor(home.path(), &[&set, &rt], &[], &["--major", "8"]);
+    assert!(!out.contains("releases") && !out.contains("cuDNN 8 was asked for"), "{out}");
+}
+
+/// Issue 14: `doctor --major 8` where only cuDNN 9 is reachable (PyTorch's torch/lib holds
+/// 9.x) is a problem (exit 4) naming what is reachable instead.
+#[test]
+fn an_asked_major_that_is_not_reachable_names_what_is() {
+    let home = tempfile::tempdir().unwrap();
+    let env = tempfile::tempdir().unwrap();
+    let torch = env.path().join("lib/python3.11/site-packages/torch/lib");
+    std::fs::create_dir_all(&torch).unwrap();
+    std::fs::write(torch.join("libcudnn.so.9"), "x").unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cuenv"));
+    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("CUENV_HOME", home.path());
+    c.env("CUENV_TOOLKIT_PATHS", "").env("CUDA_HOME", "").env("CUDA_PATH", "").env("LD_LIBRARY_PATH", empty.path()).env("CONDA_PREFIX", env.path());
+    let out = c.args(["doctor", "--major", "8"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(
+        text.contains(&format!(
+            "problem: cuDNN 8 was asked for (--major 8), but none is reachable in this environment; reachable instead: cuDNN 9.x (PyTorch, {})",
+            torch.join("libcudnn.so.9").display()
+        )),
+        "{text}"
+    );
+}
+
+/// Issue 14: a search-path folder with no cuDNN of its own whose `<CUDA version>/` (or
+/// `<CUDA version>/x64/`) subfolder holds it (NVIDIA's exe installer: PATH lists
+/// `CUDNN\v9.5\bin`, the DLLs are in `bin\12.6\`) is a problem naming the folder to put on the
+/// search path. The Windows layout itself runs under Wine (tests/it/loader_windows.rs); here
+/// the same rule with Linux names.
+#[test]
+fn the_exe_installer_layout_names_the_folder_to_use() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    s.build("v9.5/bin/12.6", "libcudnn.so.9", &["VERSION=90500"]);
+    s.build("v9.5/bin/11.8/x64", "libcudnn.so.9", &["VERSION=90500", "CUDNN_CUDART=11080"]);
+    let bin = s.tmp.path().join("v9.5/bin");
+    let (code, out, _) = doctor(home.path(), &[&bin], &[], &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains(&format!(
+            "problem: the folder {} on LD_LIBRARY_PATH (position 1) holds no cuDNN library, but its subfolder {} holds libcudnn.so.9 (the layout of NVIDIA's exe installer: one subfolder per CUDA version); the loader does not look into subfolders",
+            bin.display(),
+            bin.join("11.8/x64").display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "hint: put the subfolder for your CUDA version on LD_LIBRARY_PATH instead of {}: {} (or {})",
+            bin.display(),
+            bin.join("11.8/x64").display(),
+            bin.join("12.6").display()
+        )),
+        "{out}"
+    );
+}
+
+/// Issue 14: a stale `cudnn_version.h` beside hand-copied libraries whose own version is known
+/// (here from the `cudnn_version_*` marker in the wheel-style `libcudnn_graph.so.9`, whose name
+/// carries only the major) is named as the stale one; the copy is reported with the library's
+/// version, not the header's.
+#[test]
+fn a_stale_header_is_named_as_stale() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    let tk = s.tmp.path().join("cuda-12.6");
+    std::fs::create_dir_all(tk.join("include")).unwrap();
+    std::fs::write(tk.join("version.json"), r#"{"cuda": {"name": "CUDA SDK", "version": "12.6.77"}}"#).unwrap();
+    std::fs::write(tk.join("include/cudnn_version.h"), "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n").unwrap();
+    s.build("cuda-12.6/lib64", "libcudnn.so.9", &["VERSION=90500"]);
+    s.build("cuda-12.6/lib64", "libcudnn_graph.so.9", &["GRAPH", "VERSION=90500", "MARKER=\"cudnn_version_9_5_0_50_34937467_e0\""]);
+    let empty = tempfile::tempdir().unwrap();
+    let (_, out, _) = doctor(home.path(), &[empty.path()], &[("CUENV_TOOLKIT_PATHS", tk.to_str().unwrap())], &[]);
+    assert!(out.contains("warning: cuDNN 9.5.0.50 was copied by hand into the CUDA 12.6.77 root"), "{out}");
+    assert!(
+        out.contains(
+            "include/cudnn_version.h says cuDNN 9.1.0, but the library's own version is 9.5.0.50 (the marker in libcudnn_graph.so.9): the header is stale"
+        ),
+        "{out}"
+    );
 }

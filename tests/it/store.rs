@@ -1275,3 +1275,62 @@ fn a_complete_entry_is_preferred_over_an_incomplete_one_of_the_same_version() {
         assert!(plan.contains(complete["name"].as_str().unwrap()) && !plan.contains(incomplete["name"].as_str().unwrap()), "{plan}");
     }
 }
+
+/// Issue 14 (and ../shared/decisions.md 2): libraries of two releases in one set are refused
+/// (exit 2, naming the rule and each odd file with the version it carries): a tarball-style
+/// name (`libcudnn_ops.so.9.1.0` among 9.5.0 files) or the `cudnn_version_*` marker NVIDIA
+/// embeds in `libcudnn_graph.so.9` (wheel-style names carry only the major). A library whose
+/// version is unknown is never a mismatch (the fixture's other files carry none).
+#[cfg(target_os = "linux")]
+#[test]
+fn libraries_of_two_releases_in_one_set_are_refused() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let mut tree = linux_release_tree(&r);
+    tree.nodes.retain(|(p, _)| p != "lib/libcudnn_ops.so.9.5.0" && p != "lib/libcudnn_ops.so.9");
+    tree.file("lib/libcudnn_ops.so.9.1.0", elf_so("ops 9.1.0"));
+    tree.symlink("lib/libcudnn_ops.so.9", "libcudnn_ops.so.9.1.0");
+    let folder = ctx.path("cudnn-9.5-with-ops-9.1");
+    tree.write_dir(&folder);
+    let err = ctx.add_refused(&folder, &["--cuda", "12"]);
+    assert!(err.contains("libraries of two cuDNN releases in one set: `include/cudnn_version.h` says 9.5.0, but `libcudnn_ops.so.9.1.0` is 9.1.0"), "{err}");
+    assert!(err.contains("hint: a set must come from one release"), "{err}");
+
+    // The marker inside a wheel-style `libcudnn_graph.so.9`.
+    let s = crate::support::stubs::Stubs::new();
+    let built = s.build("g", "libcudnn_graph.so.9", &["GRAPH", "VERSION=90100", "MARKER=\"cudnn_version_9_1_0_70_1_e0\""]);
+    let mut tree = linux_release_tree(&r);
+    tree.nodes.retain(|(p, _)| p != "lib/libcudnn_graph.so.9.5.0" && p != "lib/libcudnn_graph.so.9");
+    tree.file("lib/libcudnn_graph.so.9", std::fs::read(built.join("libcudnn_graph.so.9")).unwrap());
+    let folder = ctx.path("cudnn-9.5-with-graph-9.1");
+    tree.write_dir(&folder);
+    let err = ctx.add_refused(&folder, &["--cuda", "12"]);
+    assert!(err.contains("`libcudnn_graph.so.9` is 9.1.0.70"), "{err}");
+    // The same graph carrying 9.5.0.50 is one release with the rest.
+    let built = s.build("g95", "libcudnn_graph.so.9", &["GRAPH", "VERSION=90500", "MARKER=\"cudnn_version_9_5_0_50_34937467_e0\""]);
+    let mut tree = linux_release_tree(&r);
+    tree.nodes.retain(|(p, _)| p != "lib/libcudnn_graph.so.9.5.0" && p != "lib/libcudnn_graph.so.9");
+    tree.file("lib/libcudnn_graph.so.9", std::fs::read(built.join("libcudnn_graph.so.9")).unwrap());
+    let folder = ctx.path("cudnn-9.5-with-graph-9.5");
+    tree.write_dir(&folder);
+    ctx.add_ok(&folder, &["--cuda", "12"]);
+}
+
+/// Issue 14: a stale `cudnn_version.h` (9.1.0) beside libraries that carry 9.5.0 in their
+/// names is named as the stale file, not blamed on the libraries.
+#[cfg(unix)]
+#[test]
+fn a_stale_header_is_named_as_stale() {
+    let ctx = TestContext::new();
+    let mut tree = linux_release_tree(&Release::V9);
+    tree.nodes.retain(|(p, _)| p != "include/cudnn_version.h");
+    tree.file("include/cudnn_version.h", Release { version: [9, 1, 0, 70], cuda: 12 }.header());
+    let folder = ctx.path("cudnn-9.5-stale-header");
+    tree.write_dir(&folder);
+    let err = ctx.add_refused(&folder, &["--cuda", "12"]);
+    assert!(
+        err.contains("`include/cudnn_version.h` says cuDNN 9.1.0, but the libraries are 9.5.0 (`libcudnn.so.9.5.0` carries it): the header is stale"),
+        "{err}"
+    );
+    assert!(err.contains("hint: replace the header with the one of the release the libraries come from"), "{err}");
+}

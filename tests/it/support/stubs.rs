@@ -20,6 +20,11 @@ pub const STUB_C: &str = r#"
 void *stub_load_cuda_library(void) { return dlopen(LOADS, RTLD_LAZY); }
 #endif
 
+#ifdef MARKER
+/* The version marker NVIDIA embeds in libcudnn_ops_infer.so.8 / libcudnn_graph.so.9. */
+__attribute__((used)) const char stub_marker[] = MARKER;
+#endif
+
 #ifdef GRAPH
 /* A stub sub-library: reports its own version. */
 size_t stub_graph_version(void) { return VERSION; }
@@ -28,10 +33,16 @@ int cudaRuntimeGetVersion(int *v) { *v = CUDART; return 0; }
 const char *cudaGetErrorName(int e) { return e == 0 ? "cudaSuccess" : "cudaErrorUnknown"; }
 #else
 /* A stub dispatcher. */
+#ifndef SUBLIB
+#define SUBLIB "libcudnn_graph.so.9"
+#endif
+/* Like cuDNN's own loads of its sub-libraries: dlopen by name from inside the dispatcher,
+   so the loader applies the dispatcher's DT_RUNPATH (the loader tests call it). */
+void *stub_dlopen(const char *name) { return dlopen(name, RTLD_NOW); }
 size_t cudnnGetVersion(void) {
 #if defined(MODE_SUB)
     /* Like cuDNN 9: the version comes from a sub-library loaded by name at the first call. */
-    void *h = dlopen("libcudnn_graph.so.9", RTLD_NOW);
+    void *h = dlopen(SUBLIB, RTLD_NOW);
     if (!h) {
         fprintf(stderr, "Unable to load any of {libcudnn_graph.so.9.5.0, libcudnn_graph.so.9.5, libcudnn_graph.so.9, libcudnn_graph.so}\n");
         fprintf(stderr, "Invalid handle. Cannot load symbol cudnnGetVersion\n");

@@ -1,0 +1,310 @@
+//! What the loader model ([`super::loader`], docs/loader.md) predicts for cuDNN copies that
+//! frameworks carry in a conda env, and for the sub-libraries of a dispatcher the probe
+//! loaded: every sentence here about which copy wins is derived from that model.
+//!
+//! - Linux: the libraries in `torch/lib` that name `libcudnn.so.<N>` in `DT_NEEDED` are read
+//!   (`DT_RPATH` / `DT_RUNPATH`), the dispatcher they get is found as ld.so would find it with
+//!   this shell's `LD_LIBRARY_PATH`, and then each sub-library the dispatcher loads by name.
+//! - Windows: cuDNN's dispatcher, however it was loaded, finds its sub-libraries by name
+//!   through the standard search order (PATH), so a copy's own folder counts only where it
+//!   is on PATH first, or where its framework loaded those DLLs itself (PyTorch's
+//!   `import torch` loads every DLL of `torch\lib`: pytorch/pytorch `torch/__init__.py`,
+//!   `_load_dll_libraries`).
+
+use std::path::{Path, PathBuf};
+
+use super::loader::{self, LinuxEnv, Object, SubPick};
+use super::{Dispatcher, Finding, Severity};
+use crate::libname::{self, Os};
+use crate::paths;
+use crate::version::Version;
+
+/// The release of the cuDNN `major` dispatcher at `dispatcher`: its own file's version
+/// ([`loader::file_version`]), else the one release its folder's files tell, else the
+/// `nvidia_cudnn_cu*` wheel's version when the folder is a wheel's.
+pub fn own_release(dispatcher: &Path, major: u64) -> Option<Version> {
+    if let Some(v) = loader::file_version(dispatcher) {
+        return Some(v);
+    }
+    let dir = dispatcher.parent()?;
+    let found = loader::folder_versions(dir, major);
+    if found.len() == 1 {
+        return Some(found[0].0.clone());
+    }
+    if !found.is_empty() {
+        return None;
+    }
+    // site-packages/nvidia/cudnn/{lib,bin} -> site-packages
+    super::wheel_version(dir.ancestors().nth(3)?).and_then(|v| v.parse().ok()).filter(|v: &Version| v.major() == major)
+}
+
+fn shown(v: Option<&str>) -> String {
+    v.map(str::to_string).unwrap_or_else(|| "version unknown".into())
+}
+
+fn canon(p: &Path) -> PathBuf {
+    paths::canonical_shown(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    paths::same_path(&canon(a), &canon(b))
+}
+
+/// Sub-libraries of the set `subs` that the model places outside the dispatcher's folder,
+/// in words (`libcudnn_cnn_infer.so.8 from /x (8.8.0) through LD_LIBRARY_PATH (position 1)`).
+fn away(subs: &[SubPick], search_var: &str, skip: &dyn Fn(&str) -> bool) -> Vec<String> {
+    subs.iter()
+        .filter(|s| !s.own_folder && !skip(&s.stem))
+        .filter_map(|s| {
+            let p = s.pick.as_ref()?;
+            Some(format!(
+                "{} from {} ({}) {}",
+                p.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                canon(p.dir()).display(),
+                shown(s.version.as_deref()),
+                p.via.describe(search_var)
+            ))
+        })
+        .collect()
+}
+
+/// The model's prediction for the sub-libraries of the dispatcher `dispatcher` that a probe
+/// loaded by name with the search folders `folders`, for those the probe did not map itself
+/// (`mapped`: file names of the cuDNN modules it mapped; those are facts and judged
+/// elsewhere). One problem naming every sub-library that would come from another folder.
+pub fn probe_set(dispatcher: &Path, major: u64, mapped: &[String], folders: &[PathBuf], search_var: &str) -> Option<Finding> {
+    let own = dispatcher.parent()?;
+    let release = own_release(dispatcher, major);
+    let subs = if cfg!(windows) {
+        loader::windows_set(own, major, folders)
+    } else {
+        loader::linux_set(dispatcher, major, release.as_ref(), &[], &LinuxEnv::new(folders.to_vec()))
+    };
+    let mapped_stems: Vec<String> = mapped.iter().filter_map(|m| libname::parse(m)?.stem).collect();
+    let list = away(&subs, search_var, &|stem| mapped_stems.iter().any(|m| m == stem));
+    if list.is_empty() {
+        return None;
+    }
+    let rule = if cfg!(windows) {
+        "cuDNN loads its sub-libraries by name through the standard search order, where a module already loaded under that name, then PATH, decide".to_string()
+    } else {
+        let runpath = loader::Object::read(dispatcher).and_then(|o| o.dynamic.runpath).map(|r| format!(" `{}`", r.join(":"))).unwrap_or_default();
+        format!("cuDNN loads its sub-libraries by name, and the loader searches {search_var} before the dispatcher's DT_RUNPATH{runpath}")
+    };
+    Some(Finding {
+        severity: Severity::Problem,
+        message: format!(
+            "cuDNN {major} from {} ({}): {rule}, so it would load {}: a set of libraries from more than one folder",
+            dispatcher.display(),
+            shown(release.map(|v| v.to_string()).as_deref()),
+            list.join("; ")
+        ),
+        hint: Some(format!(
+            "remove the folders holding stray cuDNN {major} libraries from {search_var} (or the script that adds them), or keep every cuDNN {major} library of one release in one folder"
+        )),
+    })
+}
+
+/// The Linux libraries in `torch_lib` that name a cuDNN dispatcher in `DT_NEEDED`, by name,
+/// with the major they name: (object, major). At most 64 files are read (headers only).
+fn consumers(torch_lib: &Path) -> Vec<(Object, u64)> {
+    let Ok(rd) = std::fs::read_dir(torch_lib) else { return Vec::new() };
+    let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().contains(".so"))).collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files.into_iter().take(64) {
+        if f.file_name().is_some_and(|n| libname::parse(&n.to_string_lossy()).is_some()) {
+            continue;
+        }
+        let Some(o) = Object::read(&f) else { continue };
+        let majors: Vec<u64> = o.dynamic.needed.iter().filter_map(|n| libname::loader_dispatcher_major(n, Os::Linux)).collect();
+        for m in majors {
+            if !out.iter().any(|(_, x)| *x == m) {
+                out.push((o.clone(), m));
+            }
+        }
+    }
+    out
+}
+
+/// The linkage of `o` in words: `DT_RUNPATH `$ORIGIN/...`` or `DT_RPATH `...``.
+fn linkage(o: &Object) -> String {
+    match &o.dynamic.runpath {
+        Some(r) => format!("DT_RUNPATH `{}`", r.join(":")),
+        None if !o.dynamic.rpath.is_empty() => format!("DT_RPATH `{}`", o.dynamic.rpath.join(":")),
+        None => "neither DT_RPATH nor DT_RUNPATH".into(),
+    }
+}
+
+/// Findings for the framework copies `copies` ([`super::framework_copies`]) in the conda env
+/// `prefix`, with the loader's search folders `folders` (`LD_LIBRARY_PATH` / `PATH`).
+pub fn judge(prefix: &Path, copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], search_var: &str) -> Vec<Finding> {
+    let mut out = Vec::new();
+    // Sentences the model derives for each copy, by folder: (folder, hint).
+    let mut derived: Vec<(PathBuf, String)> = Vec::new();
+    if cfg!(windows) {
+        windows(copies, folders, search_var, &mut out, &mut derived);
+    } else {
+        linux(prefix, folders, search_var, &mut out, &mut derived);
+    }
+    for (dir, what, d) in copies {
+        let v = d.version.as_deref().map(|v| format!("cuDNN {v}")).unwrap_or_else(|| format!("cuDNN {} (its files do not tell the exact version)", d.major));
+        let hint = derived.iter().find(|(f, _)| same_dir(f, dir)).map(|(_, h)| h.clone()).unwrap_or_else(|| {
+            if cfg!(windows) {
+                format!("cuDNN finds its sub-libraries by name through PATH: keep {} at the profile's cuDNN version, or remove it", dir.display())
+            } else {
+                format!(
+                    "no library in the env's torch/lib names {} with a search path leading here, so which copy a process loads depends on how it loads cuDNN: `cuenv doctor --pid PID` shows what a running process mapped",
+                    libname::dispatcher_name(d.major, Os::Linux)
+                )
+            }
+        });
+        out.push(Finding {
+            severity: Severity::Warning,
+            message: format!("{what} in the conda env {} carries its own {v}: {}", prefix.display(), dir.join(&d.file).display()),
+            hint: Some(hint),
+        });
+    }
+    out
+}
+
+fn linux(prefix: &Path, folders: &[PathBuf], search_var: &str, out: &mut Vec<Finding>, derived: &mut Vec<(PathBuf, String)>) {
+    let env = LinuxEnv::new(folders.to_vec());
+    let alone = LinuxEnv { ld_library_path: Vec::new(), ..env.clone() };
+    for sp in super::site_packages(prefix) {
+        for (consumer, major) in consumers(&sp.join("torch").join("lib")) {
+            let name = libname::dispatcher_name(major, Os::Linux);
+            let who = format!("PyTorch's {}", consumer.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+            let link = linkage(&consumer);
+            let own = loader::find(&name, &consumer, &[], &alone);
+            let Some(got) = loader::find(&name, &consumer, &[], &env) else {
+                out.push(Finding {
+                    severity: Severity::Problem,
+                    message: format!("{who} names {name} (with {link}), but no folder it searches holds it: importing it fails"),
+                    hint: Some(format!(
+                        "install the cuDNN {major} its build expects (the nvidia-cudnn-cu* wheel), or put a folder holding {name} on {search_var}"
+                    )),
+                });
+                continue;
+            };
+            let got_v = own_release(&got.path, major);
+            match &own {
+                Some(own) if !same_dir(own.dir(), got.dir()) => {
+                    let own_v = own_release(&own.path, major);
+                    let same = matches!((&got_v, &own_v), (Some(a), Some(b)) if loader::same_release(a, b));
+                    if !same {
+                        out.push(Finding {
+                            severity: Severity::Problem,
+                            message: format!(
+                                "{who} names {name} with {link}, and the loader searches {search_var} before DT_RUNPATH: it takes {} ({}) {}, not its own {} ({})",
+                                canon(&got.path).display(),
+                                shown(got_v.as_ref().map(|v| v.to_string()).as_deref()),
+                                got.via.describe(search_var),
+                                canon(&own.path).display(),
+                                shown(own_v.as_ref().map(|v| v.to_string()).as_deref())
+                            ),
+                            hint: Some(format!(
+                                "remove {} from {search_var} (or the script that adds it) in this env, or make it hold the same cuDNN release as {}",
+                                canon(got.dir()).display(),
+                                canon(own.dir()).display()
+                            )),
+                        });
+                    }
+                }
+                _ => {
+                    let why = match &got.via {
+                        loader::Via::Rpath { .. } => format!("which the loader searches before {search_var}"),
+                        loader::Via::Runpath { .. } => {
+                            format!(
+                                "since no {search_var} folder holds {name}; one that does, put on {search_var}, would win over it (DT_RUNPATH comes after {search_var})"
+                            )
+                        }
+                        _ => String::new(),
+                    };
+                    derived.push((
+                        got.dir().to_path_buf(),
+                        format!("{who} finds {name} here {} {why}; keep this copy at the profile's cuDNN version", got.via.describe(search_var))
+                            .replace(" ;", ";"),
+                    ));
+                }
+            }
+            // The sub-libraries the dispatcher it gets loads by name.
+            let subs = loader::linux_set(&got.path, major, got_v.as_ref(), &[&consumer], &env);
+            let list = away(&subs, search_var, &|_| false);
+            if !list.is_empty() {
+                let runpath = Object::read(&got.path).and_then(|o| o.dynamic.runpath).map(|r| format!(" `{}`", r.join(":"))).unwrap_or_default();
+                out.push(Finding {
+                    severity: Severity::Problem,
+                    message: format!(
+                        "{who} gets the cuDNN {major} dispatcher {} ({}), which loads its sub-libraries by name, and the loader searches {search_var} before the dispatcher's DT_RUNPATH{runpath}: it would load {}: a set of libraries from more than one folder",
+                        canon(&got.path).display(),
+                        shown(got_v.as_ref().map(|v| v.to_string()).as_deref()),
+                        list.join("; ")
+                    ),
+                    hint: Some(format!(
+                        "remove the folders holding stray cuDNN {major} libraries from {search_var} (or the script that adds them) in this env"
+                    )),
+                });
+            }
+        }
+    }
+}
+
+fn windows(copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], search_var: &str, out: &mut Vec<Finding>, derived: &mut Vec<(PathBuf, String)>) {
+    for (dir, what, d) in copies {
+        let torch = what == "PyTorch";
+        let subs = loader::windows_set(dir, d.major, folders);
+        let list = away(&subs, search_var, &|_| false);
+        let own_v = shown(d.version.as_deref());
+        if !list.is_empty() {
+            let torch_note = if torch {
+                " (`import torch` loads every DLL of torch\\lib itself first, and Windows reuses a loaded module of the same name; any load of cuDNN before or without it gets the set above)"
+            } else {
+                ""
+            };
+            out.push(Finding {
+                severity: Severity::Problem,
+                message: format!(
+                    "{what}'s cuDNN {} dispatcher {} ({own_v}) loads its sub-libraries by name through the standard search order, not from its own folder: it would load {}{torch_note}",
+                    d.major,
+                    dir.join(&d.file).display(),
+                    list.join("; ")
+                ),
+                hint: Some(format!(
+                    "remove the folders holding other cuDNN {} DLLs from PATH, or delete those hand copies; put {} on PATH ahead of them",
+                    d.major,
+                    dir.display()
+                )),
+            });
+            continue;
+        }
+        let unreachable: Vec<String> = subs.iter().filter(|s| s.pick.is_none()).map(|s| libname::sub_library_name(&s.stem, d.major, Os::Windows)).collect();
+        if !unreachable.is_empty() && !torch {
+            out.push(Finding {
+                severity: Severity::Problem,
+                message: format!(
+                    "{what}'s cuDNN {} dispatcher {} ({own_v}) finds its sub-libraries by name through PATH only (folders added with os.add_dll_directory are not searched), and {} is not on PATH: cuDNN aborts with \"Could not locate {}\"",
+                    d.major,
+                    dir.join(&d.file).display(),
+                    dir.display(),
+                    unreachable[0]
+                ),
+                hint: Some(format!("put {} on PATH (a cuenv profile's activation does this for its own cuDNN)", dir.display())),
+            });
+            continue;
+        }
+        let hint = if torch {
+            format!(
+                "`import torch` loads every DLL of {} itself, and Windows reuses a loaded module of the same name: inside PyTorch this copy wins; keep it at the profile's cuDNN version",
+                dir.display()
+            )
+        } else {
+            format!(
+                "{} is on PATH ahead of any other cuDNN {}: its dispatcher finds its own sub-libraries; keep it at the profile's cuDNN version",
+                dir.display(),
+                d.major
+            )
+        };
+        derived.push((dir.clone(), hint));
+    }
+}

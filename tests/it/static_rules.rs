@@ -1,0 +1,75 @@
+//! Issue 13, item 3: static rules that need no GPU, each with a row in docs/loader.md's
+//! table ("Static rules"). Linux stubs built with the C compiler.
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::stubs::Stubs;
+
+/// `cuenv doctor [args]` with only `LD_LIBRARY_PATH` = `ld` set.
+fn doctor(ld: &[&Path], args: &[&str]) -> (i32, String) {
+    let home = tempfile::tempdir().unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cuenv"));
+    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("CUENV_HOME", home.path());
+    c.env("CUENV_TOOLKIT_PATHS", "").env("CUDA_HOME", "").env("CUDA_PATH", "");
+    c.env("LD_LIBRARY_PATH", std::env::join_paths(ld).unwrap());
+    let out = c.arg("doctor").args(args).output().unwrap();
+    (out.status.code().unwrap_or(-1), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+/// A library cut short by an interrupted copy is named as such (it used to be explained as
+/// "libraries from two releases in one process" after the probe died of SIGBUS); a library
+/// built for another machine is named with its machine.
+#[test]
+fn a_truncated_or_foreign_library_is_named() {
+    let s = Stubs::new();
+    let dir = s.build("cut", "libcudnn.so.9", &["VERSION=90500"]);
+    let f = dir.join("libcudnn.so.9");
+    let full = std::fs::read(&f).unwrap();
+    std::fs::write(&f, &full[..full.len() / 2]).unwrap();
+    let rt = s.cudart();
+    let (code, out) = doctor(&[&dir, &rt], &["--major", "9"]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains(&format!("problem: {} is cut short: its headers need {} bytes, the file has {}", f.display(), full.len(), full.len() / 2)), "{out}");
+    assert!(out.contains("hint: copy libcudnn.so.9 again from its release"), "{out}");
+    assert!(!out.contains("libraries from two releases in one process are the usual cause"), "{out}");
+
+    let other = s.tmp.path().join("arm");
+    std::fs::create_dir_all(&other).unwrap();
+    let mut arm = full.clone();
+    arm[18..20].copy_from_slice(&183u16.to_le_bytes()); // EM_AARCH64
+    std::fs::write(other.join("libcudnn_ops.so.9"), arm).unwrap();
+    let (code, out) = doctor(&[&other], &["--major", "9"]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains(&format!("problem: {} is built for ELF64 machine 183, not for this machine", other.join("libcudnn_ops.so.9").display())), "{out}");
+}
+
+/// The CUDA libraries cuDNN loads by name at run time (here `libcublasLt.so.12`, named by
+/// `libcudnn_adv.so.9`) must be reachable the way the loader searches from the library naming
+/// them; without a GPU nothing loads them, so the static rule is the only one that tells.
+#[test]
+fn a_missing_cublaslt_is_named_with_the_library_that_needs_it() {
+    let s = Stubs::new();
+    let set = s.build("set", "libcudnn.so.9", &["VERSION=90500"]);
+    s.build("set", "libcudnn_adv.so.9", &["GRAPH", "VERSION=90500", "LOADS=\"libcublasLt.so.12\""]);
+    let rt = s.cudart();
+    let (code, out) = doctor(&[&set, &rt], &["--major", "9"]);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains(&format!(
+            "problem: cuDNN 9 from {} loads libcublasLt.so.12 (named by libcudnn_adv.so.9) at run time, and no folder its loader searches holds it",
+            set.join("libcudnn.so.9").display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("hint: put the lib folder of the CUDA toolkit (or of the nvidia-cublas / nvidia-cuda-nvrtc wheels) of that CUDA major on LD_LIBRARY_PATH"),
+        "{out}"
+    );
+    // With a folder holding it on the search path, nothing is said.
+    let cublas = s.build("cublas", "libcublasLt.so.12", &["GRAPH", "VERSION=1"]);
+    let (code, out) = doctor(&[&set, &rt, &cublas], &["--major", "9"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("libcublasLt.so.12"), "{out}");
+}
