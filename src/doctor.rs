@@ -28,6 +28,7 @@ pub mod deps;
 pub mod frameworks;
 pub mod loader;
 pub mod pid;
+pub mod scripts;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -423,6 +424,16 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             }
         }
         findings.extend(frameworks::judge(prefix, &copies, &folders, &search_var));
+    }
+    // Activation scripts of the env in use and of every env the current generation shims.
+    let mut envs: Vec<PathBuf> = conda_prefix.iter().cloned().collect();
+    for e in generation::current_manifest(inp.layout).map(|m| m.profiles.into_iter().filter_map(|v| v.conda_env).collect::<Vec<_>>()).unwrap_or_default() {
+        if !envs.iter().any(|x| paths::same_path(x, &e)) {
+            envs.push(e);
+        }
+    }
+    for e in &envs {
+        findings.extend(scripts::judge(e));
     }
 
     findings.extend(installer_layout(&folders, &loaded, &search_var));

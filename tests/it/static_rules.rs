@@ -73,3 +73,62 @@ fn a_missing_cublaslt_is_named_with_the_library_that_needs_it() {
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("libcublasLt.so.12"), "{out}");
 }
+
+/// `cuenv doctor` with `LD_LIBRARY_PATH` = `ld` and `CONDA_PREFIX` = `prefix`.
+fn doctor_in_env(ld: &[&Path], prefix: &Path) -> (i32, String) {
+    let home = tempfile::tempdir().unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cuenv"));
+    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("CUENV_HOME", home.path());
+    c.env("CUENV_TOOLKIT_PATHS", "").env("CUDA_HOME", "").env("CUDA_PATH", "").env("CUENV_PROFILE", "p");
+    c.env("LD_LIBRARY_PATH", std::env::join_paths(ld).unwrap()).env("CONDA_PREFIX", prefix);
+    let out = c.arg("doctor").output().unwrap();
+    (out.status.code().unwrap_or(-1), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+/// A hand-written activate.d script that appends its cuDNN folder to `LD_LIBRARY_PATH` (a
+/// known fault of such shims: any earlier folder wins) is named with a prepend to use instead;
+/// a script that prepends, or appends a folder without CUDA libraries, is not.
+#[test]
+fn an_activate_script_appending_a_cudnn_folder_is_named() {
+    let s = Stubs::new();
+    let env = s.tmp.path().join("envs/tf");
+    let lib = env.join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    let built = s.build("envlib", "libcudnn.so.9", &["VERSION=90500"]);
+    std::fs::copy(built.join("libcudnn.so.9"), lib.join("libcudnn.so.9")).unwrap();
+    let d = env.join("etc/conda/activate.d");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("env_vars.sh"), "export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$CONDA_PREFIX/lib\n").unwrap();
+    std::fs::write(d.join("good.sh"), "export LD_LIBRARY_PATH=\"$CONDA_PREFIX/lib:$LD_LIBRARY_PATH\"\n").unwrap();
+    std::fs::write(d.join("tools.sh"), "export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/opt/tools/lib\n").unwrap();
+    let (_, out) = doctor_in_env(&[], &env);
+    assert!(
+        out.contains(&format!(
+            "warning: {} appends {} to LD_LIBRARY_PATH: every folder already on LD_LIBRARY_PATH comes first",
+            d.join("env_vars.sh").display(),
+            lib.display()
+        )),
+        "{out}"
+    );
+    assert!(out.contains("hint: prepend it instead (`export LD_LIBRARY_PATH=\"$CONDA_PREFIX/lib:$LD_LIBRARY_PATH\"`)"), "{out}");
+    assert!(!out.contains("good.sh appends") && !out.contains("tools.sh appends"), "{out}");
+}
+
+/// A conda env holding cuenv shims at a path with a glob metacharacter: conda before 4.9
+/// listed activate.d with a glob pattern and would run none of them.
+#[test]
+fn a_conda_env_path_with_glob_metacharacters_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = tmp.path().join("envs/tf[gpu]");
+    let d = env.join("etc/conda/activate.d");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("cuenv-tf.sh"), "# a shim\n").unwrap();
+    let (_, out) = doctor_in_env(&[], &env);
+    assert!(out.contains(&format!("warning: the conda env path {} contains a glob metacharacter", env.display())), "{out}");
+    assert!(out.contains("conda before 4.9 (conda/conda#9889)") && out.contains("hint: use conda 4.9 or newer"), "{out}");
+    // The same env at a plain path: no such warning.
+    let plain = tmp.path().join("envs/tf");
+    std::fs::rename(&env, &plain).unwrap();
+    let (_, out) = doctor_in_env(&[], &plain);
+    assert!(!out.contains("glob metacharacter"), "{out}");
+}
