@@ -145,7 +145,21 @@ impl Layout {
         self.home.join("profiles")
     }
 
-    /// `<home>/active`: the stable link to the active profile's view.
+    /// `<home>/current`: in the link-free mode, the pointer file naming the current
+    /// generation (its number and a newline), replaced by one rename (the commit point of a
+    /// switch to a link-free generation). While it exists it wins over the `profiles` link.
+    pub fn current_pointer(&self) -> PathBuf {
+        self.home.join("current")
+    }
+
+    /// `<home>/.current.new`: where the next pointer file `current` is written before one
+    /// rename replaces the old one.
+    pub fn current_staging(&self) -> PathBuf {
+        self.home.join(".current.new")
+    }
+
+    /// `<home>/active`: the stable link to the active profile's view (in the link-free
+    /// mode a pointer file holding the profile's name and a newline).
     pub fn active_link(&self) -> PathBuf {
         self.home.join("active")
     }

@@ -454,14 +454,20 @@ fn refused_links_leave_nothing_behind() {
     assert!(!lab.ctx.path("lab.lock").exists(), "no lock for a failed apply");
 }
 
+/// `link-mode = "copy"` is the old name of the link-free mode (issue 17): nothing is copied
+/// and no view is made; the shims and activations name the store entry itself. Before: the
+/// entry was copied into `profiles/a/cudnn`.
 #[test]
-fn copy_mode_copies_the_entry() {
+fn copy_mode_is_the_link_free_mode() {
     let lab = Lab::new();
     let file = lab.lab("[settings]\nlink-mode = \"copy\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n");
     lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
-    let cudnn = lab.profiles().join("a/cudnn");
-    assert!(fs::symlink_metadata(&cudnn).unwrap().is_dir(), "a real folder, not a link");
-    assert!(lab.profiles().join("a/cudnn-lib/libcudnn.so.9").exists());
+    assert!(fs::symlink_metadata(lab.profiles()).is_err(), "no `profiles` link");
+    assert_eq!(fs::read_to_string(lab.ctx.home.join("current")).unwrap(), "1\n");
+    assert!(!lab.ctx.home.join("generations/1/views").exists(), "nothing copied");
+    let shell = if cfg!(windows) { "cmd" } else { "sh" };
+    let env = lab.ok(&["env", "a", "--shell", shell]);
+    assert!(env.contains(&entry_of(&lab, "9.5").display().to_string()), "{env}");
 }
 
 /// Aborts the process at each step of a switch, then checks that the next command finishes

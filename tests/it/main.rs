@@ -24,6 +24,7 @@ mod home_format;
 mod hook;
 mod kernel;
 mod kill_matrix;
+mod linkfree;
 mod messages;
 mod odd_paths;
 mod output;
