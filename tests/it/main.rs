@@ -39,4 +39,5 @@ mod shim_posix;
 mod store;
 mod store_tx;
 mod windows_paths;
+mod wine_main_job;
 mod wine_smoke;
