@@ -269,3 +269,37 @@ fn the_main_flow_on_exfat() {
         assert!(!e.unwrap().path_is_symlink(), "no link on exFAT");
     }
 }
+
+/// check and doctor in the link-free mode: the loader takes cuDNN from the store entry's own
+/// folder (no view), doctor attributes it to the entry and judges the profile like the check
+/// (nothing shadowed), and `CUENV_PROFILE=active` follows the pointer file `<home>/active`.
+#[cfg(target_os = "linux")]
+#[test]
+fn check_and_doctor_attribute_to_the_store_entry() {
+    let lab = two_generations();
+    lab.ok(&["rollback"]); // generation 1: torch2 (9.5) with its env
+    let v9 = entry(&lab, "9.5");
+    let (code, out, _) = lab.run(&["check", "torch2", "--json"]);
+    assert_eq!(code, 4, "the fixture is not a whole cuDNN: {out}");
+    assert!(!out.contains("shadowed"), "loaded from the entry itself: {out}");
+    assert!(out.contains(&lib_dir(&v9).join("libcudnn.so.9").display().to_string()), "{out}");
+    let doctor = |profile: &str| {
+        let o = lab
+            .ctx
+            .cmd()
+            .env("CUENV_PROFILE", profile)
+            .env("LD_LIBRARY_PATH", std::env::join_paths([lib_dir(&v9), lab.tk12.join("lib64")]).unwrap())
+            .args(["doctor", "--major", "9"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let out = doctor("torch2");
+    assert!(out.contains("active profile (CUENV_PROFILE): torch2: "), "{out}");
+    assert!(out.contains("from cuenv store entry cudnn-9.5.0.50-cuda12-"), "{out}");
+    assert!(!out.contains("shadowed"), "{out}");
+    lab.ok(&["use", "torch2"]);
+    let out = doctor("active");
+    assert!(out.contains("active profile (<home>/active, through `cuenv env --setup`): torch2"), "{out}");
+    assert!(!out.contains("shadowed"), "{out}");
+}
