@@ -355,6 +355,9 @@ fn set_current(layout: &Layout, to: Option<u64>) -> Result<(), Error> {
             drop_pointer()?;
         }
         Some(n) if read(layout, n)?.link_mode.is_link_free() => {
+            // First, so that a cuenv that cannot read pointer files refuses the home.
+            let format = layout.format_file();
+            layout.raise_format(crate::layout::LINK_FREE_FORMAT).map_err(io_at("record the home's format in", &format))?;
             write_pointer(&pointer, &layout.current_staging(), &format!("{n}\n"))?;
             if link::is_link(&profiles) {
                 link::remove(&profiles).map_err(io_at("remove the link", &profiles))?;
