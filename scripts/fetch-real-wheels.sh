@@ -16,6 +16,7 @@ wanted=(
   "nvidia-cudnn-cu12==8.9.4.25 win_amd64"
   "nvidia-cudnn-cu11==8.8.0.121 manylinux1_x86_64"
   "nvidia-cuda-runtime-cu12==12.6.77 manylinux2014_x86_64"
+  "nvidia-cuda-runtime-cu12==12.6.77 win_amd64"
   "nvidia-cuda-runtime-cu11==11.8.89 manylinux1_x86_64"
 )
 

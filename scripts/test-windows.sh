@@ -7,8 +7,10 @@
 #        scripts/test-windows.sh --real      # the suite, then the real win_amd64 wheels
 # --real (opt-in; first argument): after the suite, fetch the real NVIDIA wheels if missing
 # (scripts/fetch-real-wheels.sh, cache ${CUENV_REAL_WHEELS:-~/.cache/cuenv-real-wheels})
-# and run the ignored tests/it/real_windows.rs in a release build: the Windows cuenv.exe
-# imports the 9.5.0.50 and 8.9.4.25 win_amd64 wheels. Exits non-zero if either part fails.
+# and run the ignored tests/it/real_windows.rs and tests/it/wine_main_job.rs in a release
+# build: the Windows cuenv.exe imports the 9.5.0.50 and 8.9.4.25 win_amd64 wheels, then runs
+# the main job on them (apply link-free, .bat shims in cmd, check, run, use, rollback, gc).
+# Exits non-zero if either part fails.
 # Exits with cargo's status. Needs: rustup (or the target already installed),
 # gcc-mingw-w64-x86-64, wine64. The Wine prefix is created on first use
 # (scripts/wine-setup.sh; CUENV_WINEPREFIX to move it). See docs/windows.md.
@@ -28,52 +30,21 @@ wine_skips=(
   # Wine 8's cmd loses the exit code of a batch run with `call` (`exit /b 7`
   # comes back as 1); `cmd /c x.bat` and Command::new("x.bat") keep it.
   wine_smoke::cmd_c_call_bat_exit_code
-  # issue 18: the failed-check error line needs a generation that `apply` made (junctions).
-  messages::a_failed_check_ends_with_an_error_line
-  # tests/it/apply.rs: these need `cuenv apply` to succeed, and Wine refuses every junction
-  # (FSCTL_SET_REPARSE_POINT: os error 50). `link-mode = "copy"` does not help: it copies
-  # only the cuDNN entry; the other view links and the generation switch are still
-  # junctions. What does run under Wine is the refusal itself
-  # (refused_links_leave_nothing_behind) and everything that fails before linking.
+  # Issue 17: Wine refuses every junction (os error 50), so `link-mode = "auto"` builds
+  # link-free there and `apply`, `use`, `rollback`, `gc` and the transactions run under Wine
+  # (tests/it/linkfree.rs, tests/it/wine_main_job.rs). These four assert on the links
+  # themselves (view link targets, the `active` link, a cut view link), which a link-free
+  # generation does not have; they run on Linux and on real Windows.
   apply::plan_apply_and_apply_again
   apply::use_rollback_generations_gc
-  apply::locked_fails_on_drift_and_changes_nothing
-  apply::a_crash_at_any_step_is_finished_or_undone
-  apply::copy_mode_copies_the_entry
-  apply::a_failing_check_keeps_the_previous_generation
-  apply::env_setup_and_a_dangling_active_profile
-  # tests/it/fetch_local.rs: `apply` with PyPI sources needs junctions too (and the fixture
-  # serves only manylinux wheels).
-  fetch_local::apply_fetches_from_sources_pins_them_and_refuses_other_bytes
-  # tests/it/fetch_local.rs: `apply` keeping the other platform's lock section needs junctions.
-  # (`cuenv lock` itself, which builds no generation, runs under Wine:
-  # lock_fills_another_platforms_section_and_keeps_this_ones.)
-  fetch_local::apply_keeps_other_platforms_sections_and_gc_their_entries
-  fetch_local::store_fetch_records_a_root_and_apply_fetches_none
-  # Issue 16: source lists and unpinned profiles are proven through `apply` on the Linux host
-  # section (junctions under Wine, and the fixture serves only manylinux wheels).
-  fetch_local::a_source_list_falls_through_to_nvidia_and_the_lock_records_who_served
-  fetch_local::lock_allow_unreachable_writes_an_unpinned_profile_that_apply_pins
-  # The transaction tests (issue 10) start from a generation that `apply` made, which needs
-  # junctions: the switch, its journal and recovery are proven on Linux and on real Windows.
-  apply::a_history_line_cut_by_a_kill_loses_no_other_record
-  apply::a_history_record_cut_mid_json_loses_only_itself
   apply::a_half_deleted_generation_is_never_switched_to
   apply::a_relative_home_makes_working_absolute_links
-  apply::another_lab_file_needs_replace_to_remove_profiles
-  # Issue 13, item 4: its `--force` half needs `apply` to succeed (junctions).
-  apply::a_profile_the_driver_cannot_run_is_refused_unless_forced
-  apply::gc_dry_run_lists_what_would_go_with_sizes
-  apply_tx::a_first_generation_killed_mid_revert_is_cleared
-  apply_tx::a_kill_before_the_verdict_undoes_the_apply
-  apply_tx::an_error_inside_the_transaction_is_undone_before_returning
-  kill_matrix::a_killed_gc_leaves_no_half_deleted_generation
-  output::a_malformed_setting_is_an_error
-  # Also applies the longest allowed profile name, which needs junctions.
-  profile_input::a_long_profile_name_is_refused_at_parse_time
-  # Issue 14: other shells' activation scripts are reported by `check` of a generation that
-  # `apply` made (junctions).
-  doctor_shells::check_reports_other_shells_scripts_and_doctor_a_shell_that_ran_no_shim
+  # tests/it/fetch_local.rs: `apply` with `cuda = { from = "pypi" }` on the Windows host needs
+  # the CUDA runtime's win_amd64 wheel, and the fixture index serves only manylinux wheels.
+  fetch_local::apply_fetches_from_sources_pins_them_and_refuses_other_bytes
+  fetch_local::store_fetch_records_a_root_and_apply_fetches_none
+  fetch_local::a_source_list_falls_through_to_nvidia_and_the_lock_records_who_served
+  fetch_local::lock_allow_unreachable_writes_an_unpinned_profile_that_apply_pins
 )
 
 # --- prerequisites -----------------------------------------------------------
@@ -159,7 +130,7 @@ if ((real)); then
   export CUENV_REAL_WHEELS
   echo "test-windows: real win_amd64 wheels from $CUENV_REAL_WHEELS" >&2
   set +e
-  cargo test --release --target "$target" --test it real_windows:: -- --ignored --test-threads=1 --nocapture
+  cargo test --release --target "$target" --test it -- --ignored --test-threads=1 --nocapture real_windows:: wine_main_job::
   real_status=$?
   set -e
   if ((status == 0)); then status=$real_status; fi

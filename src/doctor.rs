@@ -256,7 +256,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     if follows_active {
         // `cuenv env --setup`: the shell follows `<home>/active`, whichever profile
         // `cuenv use` made active.
-        let target = crate::link::read(&active_link).ok().and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let target = crate::active::name(inp.layout);
         if target.is_none() {
             findings.push(Finding {
                 severity: Severity::Warning,

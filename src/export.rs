@@ -78,10 +78,11 @@ pub struct Exported {
     pub prepend: std::collections::BTreeMap<String, Vec<String>>,
 }
 
-/// The exported environment of `profile` for `platform`: [`crate::view::activation`] through
-/// the stable paths; PATH only gets folders that exist (as `cuenv env`).
+/// The exported environment of `profile` for `platform`: [`crate::generation::activation`]
+/// (through the stable paths; in the link-free mode the real folders, as of the current
+/// generation); PATH only gets folders that exist (as `cuenv env`).
 pub fn exported(layout: &Layout, profile: &str, platform: Platform) -> Exported {
-    let mut a: Activation = crate::view::activation(layout, profile, platform);
+    let mut a: Activation = crate::generation::activation(layout, profile, platform);
     a.path_prepend.retain(|p| p.is_dir());
     let mut set: std::collections::BTreeMap<String, String> = a.set.iter().map(|(k, v)| (k.clone(), shim_path(v))).collect();
     set.insert("CUENV_PROFILE".into(), profile.into());

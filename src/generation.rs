@@ -3,17 +3,19 @@
 //! On disk, under the cuenv home:
 //! ```text
 //! generations/<N>/manifest.toml        what generation N is (never modified once published)
-//! generations/<N>/views/<profile>/     cuda, cudnn, cudnn-lib, cuda-lib: links (or a copy)
+//! generations/<N>/views/<profile>/     cuda, cudnn, cudnn-lib, cuda-lib: links (none when link-free)
 //! generations/<N>/shims/<i>            the exact bytes of each conda shim of N
 //! generations/<N>/check.json           check results, written after the checks ran
 //! profiles  -> generations/<N>/views   the stable path: one link for all profiles
-//! active    -> profiles/<profile>      the active profile (`cuenv use`)
+//! current                              link-free generations: the pointer file naming the current one
+//! active    -> profiles/<profile>      the active profile (`cuenv use`; link-free: a pointer file)
 //! journal.toml                         present only while a switch (or an apply's transaction) is in progress
 //! history.jsonl                        one line per switch (apply, rollback)
 //! ```
 //!
-//! **Commit point.** The current generation *is* the target of the `profiles` link; no
-//! other state says which generation is current. A switch writes the journal, brings the
+//! **Commit point.** The current generation *is* what the pointer file `current` names
+//! (link-free generations, `link-mode = "none"`), else the target of the `profiles` link; no
+//! other state says which generation is current ([`current`]; `set_current` makes it). A switch writes the journal, brings the
 //! conda shims to the new generation's set, retargets `profiles` in one atomic step (the
 //! commit point), appends to the history and deletes the journal. Consumers only see
 //! `profiles/<name>` and `active`, so at every instant each resolves to a complete view of
@@ -47,8 +49,22 @@ pub enum ViewMode {
     Symlink,
     /// NTFS junctions (Windows).
     Junction,
-    /// The cuDNN entry is copied into the view; the other view links stay links.
+    /// The cuDNN entry is copied into the view; the other view links stay links (generations
+    /// built by cuenv before the link-free mode; `link-mode = "copy"` now builds
+    /// [`ViewMode::LinkFree`]).
     Copy,
+    /// No links (`none`): the generation has no views; shims and activations name the store
+    /// entries and toolkit roots themselves, and the pointer file `<home>/current` says that
+    /// the generation is current (see the module docs).
+    #[serde(rename = "none")]
+    LinkFree,
+}
+
+impl ViewMode {
+    /// Whether generations of this mode make no links (no views; current through the pointer file).
+    pub fn is_link_free(self) -> bool {
+        self == ViewMode::LinkFree
+    }
 }
 
 impl std::fmt::Display for ViewMode {
@@ -57,6 +73,7 @@ impl std::fmt::Display for ViewMode {
             ViewMode::Symlink => "symlink",
             ViewMode::Junction => "junction",
             ViewMode::Copy => "copy",
+            ViewMode::LinkFree => "none",
         })
     }
 }
@@ -228,6 +245,41 @@ impl crate::error::Diagnose for UnknownProfile {
     }
 }
 
+impl ViewRecord {
+    /// The real folders behind this view's links: the toolkit root, the store entry, the
+    /// entry's library folder (`entry_dir` + `cudnn_lib`, `/`-separated in the manifest) and
+    /// the toolkit's runtime folder. What the link-free mode names directly.
+    pub fn real_folders(&self) -> crate::view::Folders {
+        let mut cudnn_lib = self.entry_dir.clone();
+        cudnn_lib.extend(self.cudnn_lib.split('/').filter(|c| !c.is_empty()));
+        crate::view::Folders { cuda: self.toolkit_root.clone(), cudnn: self.entry_dir.clone(), cudnn_lib, cuda_lib: self.cuda_lib.clone() }
+    }
+}
+
+/// The activation of profile `view` of a generation built in `mode`: the real folders in the
+/// link-free mode ([`ViewRecord::real_folders`]), else through the stable path
+/// `<home>/profiles/<name>` ([`crate::view::activation`]). Shims, `cuenv env`, exports and
+/// the check all take theirs from here (../shared/decisions.md 4).
+pub fn activation_of(layout: &Layout, mode: ViewMode, view: &ViewRecord, platform: crate::binfmt::Platform) -> crate::shim::Activation {
+    if mode.is_link_free() {
+        crate::view::activation_at(&view.name, &view.real_folders(), platform)
+    } else {
+        crate::view::activation(layout, &view.name, platform)
+    }
+}
+
+/// Profile `name`'s activation as the current generation makes it ([`activation_of`]);
+/// through the stable path when there is no current generation or it lacks `name`.
+pub fn activation(layout: &Layout, name: &str, platform: crate::binfmt::Platform) -> crate::shim::Activation {
+    match current_manifest(layout) {
+        Some(m) if m.link_mode.is_link_free() => match m.profile(name) {
+            Ok(v) => activation_of(layout, m.link_mode, v, platform),
+            Err(_) => crate::view::activation(layout, name, platform),
+        },
+        _ => crate::view::activation(layout, name, platform),
+    }
+}
+
 impl Manifest {
     /// The names of its profiles, in manifest order.
     pub fn profile_names(&self) -> Vec<String> {
@@ -264,11 +316,96 @@ pub fn list(layout: &Layout) -> Vec<u64> {
     out
 }
 
-/// The current generation: the one `<home>/profiles` points at (none before the first apply).
+/// The current generation: the one the pointer file `<home>/current` names (link-free mode),
+/// else the one `<home>/profiles` points at (none before the first apply).
 pub fn current(layout: &Layout) -> Option<u64> {
+    if let Some(n) = pointed(layout) {
+        return n;
+    }
     let target = link::read(&layout.profiles_dir()).ok()?;
     // .../generations/<N>/views
     target.parent()?.file_name()?.to_str()?.parse().ok()
+}
+
+/// What the pointer file `<home>/current` says: `None` when there is none (the `profiles`
+/// link decides), `Some(None)` when it holds no number.
+fn pointed(layout: &Layout) -> Option<Option<u64>> {
+    let text = fs::read_to_string(layout.current_pointer()).ok()?;
+    Some(text.trim().parse().ok())
+}
+
+/// Makes generation `to` current (`None`: none), in the way its mode needs, in one atomic
+/// step for every reader.
+///
+/// - Link-free `to`: the pointer file `<home>/current` is replaced by one rename
+///   ([`fsutil::write_atomic`], the commit point); a `profiles` link left by a linked
+///   generation is removed after it (the pointer wins while both exist).
+/// - Linked `to`: the `profiles` link is retargeted; when a pointer file was there (the
+///   generation before was link-free), deleting it is the commit point.
+/// - `None`: the link, then the pointer file are removed.
+fn set_current(layout: &Layout, to: Option<u64>) -> Result<(), Error> {
+    let (profiles, pointer) = (layout.profiles_dir(), layout.current_pointer());
+    let drop_pointer = || match fs::remove_file(&pointer) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_at("remove the pointer file", &pointer)(e)),
+        _ => Ok(()),
+    };
+    match to {
+        None => {
+            link::remove(&profiles).map_err(io_at("remove the link", &profiles))?;
+            drop_pointer()?;
+        }
+        Some(n) if read(layout, n)?.link_mode.is_link_free() => {
+            // First, so that a cuenv that cannot read pointer files refuses the home.
+            let format = layout.format_file();
+            layout.raise_format(crate::layout::LINK_FREE_FORMAT).map_err(io_at("record the home's format in", &format))?;
+            write_pointer(&pointer, &layout.current_staging(), &format!("{n}\n"))?;
+            if link::is_link(&profiles) {
+                link::remove(&profiles).map_err(io_at("remove the link", &profiles))?;
+            }
+        }
+        Some(n) => {
+            let views = layout.generation_dir(n).join("views");
+            link::set(LinkKind::native(), &profiles, &views, &layout.profiles_staging())?;
+            fsutil::sync_dir(layout.home());
+            drop_pointer()?;
+            // An active profile a link-free generation recorded as a pointer file becomes
+            // the link `env --setup` shells follow.
+            let active = layout.active_link();
+            if !link::is_link(&active)
+                && let Ok(text) = fs::read_to_string(&active)
+            {
+                let name = text.trim_end_matches(['\r', '\n']).to_string();
+                fs::remove_file(&active).map_err(io_at("remove the pointer file", &active))?;
+                if !name.is_empty() {
+                    let target = crate::view::stable_home(layout).join("profiles").join(name);
+                    link::create(LinkKind::native(), &target, &active)?;
+                }
+            }
+        }
+    }
+    fsutil::sync_dir(layout.home());
+    Ok(())
+}
+
+/// Replaces the pointer file `path` with one holding `text`: written whole (and synced) at
+/// `staging`, in the same folder, then renamed over `path` (atomic for every reader, on FAT
+/// and exFAT too; durable against a killed process, not against a power loss there), then
+/// the folder is synced. A kill before the rename leaves `staging`, which
+/// [`clean_leftovers`] removes. The debug-only hook `CUENV_TEST_ABORT_AT=pointer-staged`
+/// kills the process between the two steps.
+///
+/// Errors: [`Error::Io`] naming the file that could not be written or renamed.
+pub fn write_pointer(path: &Path, staging: &Path, text: &str) -> Result<(), Error> {
+    use std::io::Write as _;
+    let mut f = fs::File::create(staging).map_err(io_at("write the pointer file", staging))?;
+    f.write_all(text.as_bytes()).and_then(|()| f.sync_all()).map_err(io_at("write the pointer file", staging))?;
+    drop(f);
+    fault_point("pointer-staged");
+    fsutil::rename_with_retry(staging, path).map_err(io_at("replace the pointer file", path))?;
+    if let Some(dir) = path.parent() {
+        fsutil::sync_dir(dir);
+    }
+    Ok(())
 }
 
 /// The current generation's manifest, when there is a current generation and its manifest
@@ -525,6 +662,11 @@ impl Drop for ShimUndo {
 /// Errors: [`Error::NoSuchGeneration`], [`Error::BadManifest`], [`Error::Incomplete`].
 pub fn read_complete(layout: &Layout, n: u64) -> Result<Manifest, Error> {
     let m = read(layout, n)?;
+    if m.link_mode.is_link_free() {
+        // No views: the shims it writes are all it holds besides the manifest.
+        let at = layout.generation_dir(n).join("shims");
+        return if at.is_dir() { Ok(m) } else { Err(Error::Incomplete { number: n, missing: at }) };
+    }
     let views = layout.generation_dir(n).join("views");
     for p in &m.profiles {
         for name in crate::view::VIEW_LINKS {
@@ -599,6 +741,20 @@ pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
             removed += 1;
         }
     }
+    // The pointer files of the link-free mode, staged by a killed switch or `use`.
+    for staging in [layout.current_staging(), layout.active_staging()] {
+        if !link::is_link(&staging) && staging.is_file() {
+            fs::remove_file(&staging).map_err(io_at("remove", &staging))?;
+            removed += 1;
+        }
+    }
+    // A `profiles` link a kill left behind a switch to a link-free generation (the pointer
+    // file wins; the link only points at the generation before).
+    let profiles = layout.profiles_dir();
+    if pointed(layout).is_some() && link::is_link(&profiles) {
+        link::remove(&profiles).map_err(io_at("remove the link", &profiles))?;
+        removed += 1;
+    }
     // The folder of apply's link test, left by a kill during it (under the writer lock, as here).
     let probe = layout.link_probe();
     if fs::symlink_metadata(&probe).is_ok() {
@@ -639,9 +795,7 @@ pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
 fn switch_steps(layout: &Layout, from: Option<u64>, to: u64, op: SwitchOp) -> Result<(), Error> {
     sync_shims(layout, from, Some(to))?;
     fault_point("shims");
-    let views = layout.generation_dir(to).join("views");
-    link::set(LinkKind::native(), &layout.profiles_dir(), &views, &layout.profiles_staging())?;
-    fsutil::sync_dir(layout.home());
+    set_current(layout, Some(to))?;
     fault_point("commit");
     append_history(layout, &HistoryRecord { time: now(), op, from, to })?;
     fault_point("history");
@@ -711,14 +865,7 @@ fn undo_apply(layout: &Layout, from: Option<u64>, to: u64, lock: Option<&LockBac
     sync_shims(layout, Some(to), from)?;
     fault_point("revert-shims");
     if current(layout) != from {
-        match from {
-            Some(f) => {
-                let views = layout.generation_dir(f).join("views");
-                link::set(LinkKind::native(), &layout.profiles_dir(), &views, &layout.profiles_staging())?;
-            }
-            None => link::remove(&layout.profiles_dir()).map_err(io_at("remove the link", &layout.profiles_dir()))?,
-        }
-        fsutil::sync_dir(layout.home());
+        set_current(layout, from)?;
     }
     fault_point("revert-commit");
     if history(layout).last().is_some_and(|h| h.op == SwitchOp::Apply && h.from == from && h.to == to) {

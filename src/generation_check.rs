@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::activate;
 use crate::binfmt::Platform;
 use crate::check::{self, CheckResult, CheckStatus, Expected};
-use crate::generation::{self, Manifest, ViewRecord};
+use crate::generation::{self, Manifest, ViewMode, ViewRecord};
 use crate::gpufit;
 use crate::layout::Layout;
 use crate::profile::Check;
@@ -54,13 +54,19 @@ pub struct Options {
     pub overrides: crate::gpufit::Overrides,
 }
 
-/// The environment a profile's activation produces from `base`.
-pub fn profile_env(layout: &Layout, view: &ViewRecord, base: &[(OsString, OsString)]) -> Result<Vec<(OsString, OsString)>, activate::ActivateError> {
+/// The environment a profile's activation produces from `base`, for a generation built in
+/// `mode` (link-free: the real folders, as its shims name them).
+pub fn profile_env(
+    layout: &Layout,
+    mode: ViewMode,
+    view: &ViewRecord,
+    base: &[(OsString, OsString)],
+) -> Result<Vec<(OsString, OsString)>, activate::ActivateError> {
     match &view.conda_env {
         Some(prefix) => activate::conda_env(prefix, base),
         None => {
             let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
-            Ok(activate::apply_activation(base, &crate::view::activation(layout, &view.name, platform)))
+            Ok(activate::apply_activation(base, &crate::generation::activation_of(layout, mode, view, platform)))
         }
     }
 }
@@ -97,7 +103,7 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
             version: view.cudnn_version.parse().unwrap_or_else(|_| crate::version::Version::new(&[0])),
             cuda_major: Some(view.cuda_major),
         };
-        let pc = match profile_env(layout, view, &opts.base_env) {
+        let pc = match profile_env(layout, m.link_mode, view, &opts.base_env) {
             Ok(env) => {
                 let outcome = check::run_probe(&opts.exe, &env, major, view.check == Check::Conv, opts.timeout);
                 let elapsed_ms = outcome.elapsed_ms;

@@ -19,6 +19,16 @@ use std::path::{Path, PathBuf};
 /// read (or migrate) the older ones.
 pub const HOME_FORMAT: u32 = 1;
 
+/// The format of a home that holds link-free generations (the pointer files `current` and
+/// `active`, issue 17): a cuenv from before them would find no `profiles` link and take the
+/// home for one without a generation, so the first switch to a link-free generation raises
+/// the home to this format ([`Layout::raise_format`]) and older cuenvs refuse it. Homes that
+/// only ever held linked generations stay at [`HOME_FORMAT`].
+pub const LINK_FREE_FORMAT: u32 = 2;
+
+/// The newest format this cuenv reads.
+pub const NEWEST_FORMAT: u32 = LINK_FREE_FORMAT;
+
 /// The name of a generation's manifest inside its folder (also inside its staging folder,
 /// before it is published): see [`Layout::manifest`].
 pub const MANIFEST_FILE: &str = "manifest.toml";
@@ -33,7 +43,7 @@ pub const GENERATION_TRASH_PREFIX: &str = ".trash-";
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
     /// The home was written by a newer cuenv.
-    #[error("the cuenv home {home} has format {found}, newer than this cuenv's format {HOME_FORMAT}")]
+    #[error("the cuenv home {home} has format {found}, newer than this cuenv's format {NEWEST_FORMAT}")]
     Newer {
         /// The home folder.
         home: PathBuf,
@@ -145,7 +155,21 @@ impl Layout {
         self.home.join("profiles")
     }
 
-    /// `<home>/active`: the stable link to the active profile's view.
+    /// `<home>/current`: in the link-free mode, the pointer file naming the current
+    /// generation (its number and a newline), replaced by one rename (the commit point of a
+    /// switch to a link-free generation). While it exists it wins over the `profiles` link.
+    pub fn current_pointer(&self) -> PathBuf {
+        self.home.join("current")
+    }
+
+    /// `<home>/.current.new`: where the next pointer file `current` is written before one
+    /// rename replaces the old one.
+    pub fn current_staging(&self) -> PathBuf {
+        self.home.join(".current.new")
+    }
+
+    /// `<home>/active`: the stable link to the active profile's view (in the link-free
+    /// mode a pointer file holding the profile's name and a newline).
     pub fn active_link(&self) -> PathBuf {
         self.home.join("active")
     }
@@ -222,10 +246,20 @@ impl Layout {
     /// refused ([`FormatError::Newer`]). Returns the home's format.
     pub fn check_format(&self) -> Result<u32, FormatError> {
         let found = self.format()?;
-        if found > HOME_FORMAT {
+        if found > NEWEST_FORMAT {
             return Err(FormatError::Newer { home: self.home.clone(), found });
         }
         Ok(found)
+    }
+
+    /// Raises `<home>/format` to `to` when the home's format is lower (an atomic write);
+    /// nothing is written when it is already `to` or newer.
+    pub fn raise_format(&self, to: u32) -> io::Result<()> {
+        let now = self.format().map_err(|e| io::Error::other(e.to_string()))?;
+        if now >= to {
+            return Ok(());
+        }
+        crate::fsutil::write_atomic(&self.format_file(), format!("{to}\n").as_bytes())
     }
 
     /// Writes `<home>/format` when the home has none (a writer calls this once it holds the
@@ -256,12 +290,23 @@ mod tests {
     }
 
     #[test]
+    fn a_link_free_home_is_raised_to_its_format_and_never_lowered() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = Layout::new(tmp.path());
+        l.record_format().unwrap();
+        l.raise_format(LINK_FREE_FORMAT).unwrap();
+        assert_eq!(l.check_format().unwrap(), LINK_FREE_FORMAT);
+        l.raise_format(HOME_FORMAT).unwrap();
+        assert_eq!(fs::read_to_string(l.format_file()).unwrap(), format!("{LINK_FREE_FORMAT}\n"));
+    }
+
+    #[test]
     fn a_newer_or_unreadable_format_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let l = Layout::new(tmp.path());
-        fs::write(l.format_file(), format!("{}\n", HOME_FORMAT + 1)).unwrap();
+        fs::write(l.format_file(), format!("{}\n", NEWEST_FORMAT + 1)).unwrap();
         let e = l.check_format().unwrap_err();
-        assert!(matches!(e, FormatError::Newer { found, .. } if found == HOME_FORMAT + 1), "{e}");
+        assert!(matches!(e, FormatError::Newer { found, .. } if found == NEWEST_FORMAT + 1), "{e}");
         assert!(e.to_string().contains("newer than this cuenv"), "{e}");
         fs::write(l.format_file(), "two").unwrap();
         assert!(matches!(l.check_format().unwrap_err(), FormatError::Unreadable { .. }));

@@ -2,6 +2,11 @@
 //! an interrupted switch, and the health of every view link and conda shim (a shim is `ok`
 //! only while its bytes hash to what the manifest recorded). Reads only.
 //!
+//! A link-free generation has no view links: the four folders its shims and activations
+//! name (toolkit root, store entry, the entry's library folder, the runtime folder) are
+//! reported instead, `ok (direct)` while each is a folder. Its shims name those folders, so a
+//! shim whose bytes are the current generation's points where the generation says.
+//!
 //! A shim is `stray` when it carries cuenv's marker but is not the current generation's: a
 //! `cuenv-*` file in `etc/conda/{activate,deactivate}.d` of one of the current generation's
 //! conda envs that the manifest does not name, or a file it names that holds another
@@ -18,8 +23,8 @@ use crate::link;
 use crate::shim;
 use crate::view::VIEW_LINKS;
 
-/// One link's or shim's state: `ok -> <target>`, `ok (copy)`, `ok`, `missing`, `dangling`,
-/// `foreign`, `modified`, `stray`.
+/// One link's or shim's state: `ok -> <target>`, `ok (copy)`, `ok (direct)` (a real folder a
+/// link-free generation names), `ok`, `missing`, `dangling`, `foreign`, `modified`, `stray`.
 #[derive(Debug, Serialize)]
 pub struct Health {
     /// The link or shim (lossy in JSON: a stray shim's name may not be UTF-8).
@@ -72,12 +77,11 @@ pub struct Status {
     pub profiles: Vec<ProfileStatus>,
 }
 
-/// The active profile's name, and whether the current generation still has it.
+/// The active profile's name, and whether the current generation still has it (the link
+/// or pointer file `<home>/active`: [`crate::active::name`], [`crate::active::resolves`]).
 pub fn active_profile(layout: &Layout) -> Option<(String, bool)> {
-    let active = layout.active_link();
-    let target = link::read(&active).ok()?;
-    let name = target.file_name()?.to_string_lossy().into_owned();
-    Some((name, active.exists()))
+    let name = crate::active::name(layout)?;
+    Some((name, crate::active::resolves(layout)))
 }
 
 /// A shim's state from its bytes (`None`: unreadable) and the SHA-256 the manifest recorded.
@@ -153,14 +157,25 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
         let mut scanned: Vec<PathBuf> = Vec::new();
         for p in &m.profiles {
             let view = layout.profiles_dir().join(&p.name);
-            let links = VIEW_LINKS
-                .iter()
-                .map(|name| {
-                    let at = view.join(name);
-                    let state = link_state(&at, p.copied && *name == "cudnn");
-                    Health { path: at, state }
-                })
-                .collect();
+            let links = if m.link_mode.is_link_free() {
+                let f = p.real_folders();
+                [f.cuda, f.cudnn, f.cudnn_lib, f.cuda_lib]
+                    .into_iter()
+                    .map(|at| {
+                        let state = if at.is_dir() { "ok (direct)" } else { "missing" }.to_string();
+                        Health { path: at, state }
+                    })
+                    .collect()
+            } else {
+                VIEW_LINKS
+                    .iter()
+                    .map(|name| {
+                        let at = view.join(name);
+                        let state = link_state(&at, p.copied && *name == "cudnn");
+                        Health { path: at, state }
+                    })
+                    .collect()
+            };
             let mut shims: Vec<Health> = m
                 .shims
                 .iter()

@@ -129,17 +129,40 @@ pub const VIEW_LINKS: [&str; 4] = ["cuda", "cudnn", "cudnn-lib", "cuda-lib"];
 /// CUDNN_PATH pointing into the view.
 pub fn activation(layout: &Layout, profile: &str, platform: Platform) -> Activation {
     let view = stable_home(layout).join("profiles").join(profile);
+    let folders = Folders { cuda: view.join("cuda"), cudnn: view.join("cudnn"), cudnn_lib: view.join("cudnn-lib"), cuda_lib: view.join("cuda-lib") };
+    activation_at(profile, &folders, platform)
+}
+
+/// The four folders an activation names, one per view link ([`VIEW_LINKS`]): through a
+/// view (`<home>/profiles/<p>/cuda`, ...) in the link modes, or the real folders themselves
+/// (toolkit root, store entry, ...) in the link-free mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Folders {
+    /// The toolkit root (`CUDA_PATH`, `CUDA_HOME`; its `bin` goes on Linux's PATH).
+    pub cuda: PathBuf,
+    /// The store entry (`CUDNN_PATH`).
+    pub cudnn: PathBuf,
+    /// The entry's library folder (first on PATH on Windows, LD_LIBRARY_PATH elsewhere).
+    pub cudnn_lib: PathBuf,
+    /// The toolkit's runtime library folder (second).
+    pub cuda_lib: PathBuf,
+}
+
+/// The activation of `profile` naming `folders` as they are (no view in between): what
+/// [`activation`] makes through a view, and the link-free mode makes with the store entry's
+/// and toolkit root's own folders.
+pub fn activation_at(profile: &str, folders: &Folders, platform: Platform) -> Activation {
     let (path_prepend, ld) = if platform.is_windows() {
-        (vec![view.join("cudnn-lib"), view.join("cuda-lib")], Vec::new())
+        (vec![folders.cudnn_lib.clone(), folders.cuda_lib.clone()], Vec::new())
     } else {
-        (vec![view.join("cuda").join("bin")], vec![view.join("cudnn-lib"), view.join("cuda-lib")])
+        (vec![folders.cuda.join("bin")], vec![folders.cudnn_lib.clone(), folders.cuda_lib.clone()])
     };
     Activation {
         profile: profile.into(),
         layer: Default::default(),
         path_prepend,
         ld_library_path_prepend: ld,
-        set: vec![("CUDA_PATH".into(), view.join("cuda")), ("CUDA_HOME".into(), view.join("cuda")), ("CUDNN_PATH".into(), view.join("cudnn"))],
+        set: vec![("CUDA_PATH".into(), folders.cuda.clone()), ("CUDA_HOME".into(), folders.cuda.clone()), ("CUDNN_PATH".into(), folders.cudnn.clone())],
     }
 }
 

@@ -3,8 +3,9 @@
 //! published with one rename. Not yet current: the switch ([`crate::generation::switch`])
 //! does that.
 //!
-//! cuenv never writes inside a toolkit root or a store entry: views only link to them
-//! (`link-mode = "copy"` copies the entry into the view).
+//! cuenv never writes inside a toolkit root or a store entry: views only link to them, and
+//! a link-free generation (`link-mode = "none"`, or `auto` on a home that cannot hold links)
+//! has no views at all (nothing is copied).
 
 use std::fs;
 use std::path::Path;
@@ -15,7 +16,7 @@ use crate::error::IoError;
 use crate::fsutil;
 use crate::generation::{self, Manifest};
 use crate::layout::{GENERATION_STAGING_PREFIX, Layout, MANIFEST_FILE};
-use crate::link::{self, LinkKind};
+use crate::link;
 use crate::view::VIEW_LINKS;
 
 use super::Error;
@@ -46,7 +47,7 @@ fn build_in(layout: &Layout, desired: &Desired, gens: &Path) -> Result<u64, Erro
     let n = generation::list(layout).last().copied().unwrap_or(0) + 1;
     let tmp = layout.generation_staging(n);
     let dest = layout.generation_dir(n);
-    let result = build_into(&tmp, &dest, n, desired);
+    let result = build_into(&tmp, n, desired);
     if let Err(e) = result {
         let _ = remove_generation_tree(&tmp);
         return Err(e);
@@ -56,23 +57,15 @@ fn build_in(layout: &Layout, desired: &Desired, gens: &Path) -> Result<u64, Erro
     Ok(n)
 }
 
-fn build_into(tmp: &Path, dest: &Path, n: u64, desired: &Desired) -> Result<(), Error> {
+fn build_into(tmp: &Path, n: u64, desired: &Desired) -> Result<(), Error> {
     fs::create_dir(tmp).map_err(|e| IoError::new("create", tmp, e))?;
-    let kind = link_kind(desired.file.settings.link_mode);
-    for v in &desired.views {
-        let view = tmp.join("views").join(&v.name);
-        fs::create_dir_all(&view).map_err(|e| IoError::new("create", &view, e))?;
-        for name in VIEW_LINKS {
-            let at = view.join(name);
-            match kind {
-                Some(k) => link::create(k, &view_target(v, name), &at)?,
-                None if name == "cudnn" => copy_tree(&v.entry_dir, &at)?,
-                // Links store absolute targets: point at the copy's place once published.
-                None if name == "cudnn-lib" => {
-                    let published = dest.join("views").join(&v.name).join("cudnn");
-                    link::create(LinkKind::native(), &crate::store::extract::native(&published, &v.cudnn_lib), &at)?
-                }
-                None => link::create(LinkKind::native(), &view_target(v, name), &at)?,
+    // The link-free mode has no views: its shims name the real folders.
+    if let Some(kind) = link_kind(desired.file.settings.link_mode).filter(|_| !desired.link_mode.is_link_free()) {
+        for v in &desired.views {
+            let view = tmp.join("views").join(&v.name);
+            fs::create_dir_all(&view).map_err(|e| IoError::new("create", &view, e))?;
+            for name in VIEW_LINKS {
+                link::create(kind, &view_target(v, name), &view.join(name))?;
             }
         }
     }
@@ -94,27 +87,6 @@ fn build_into(tmp: &Path, dest: &Path, n: u64, desired: &Desired) -> Result<(), 
     let path = tmp.join(MANIFEST_FILE);
     fsutil::write_atomic(&path, toml::to_string(&manifest)?.as_bytes()).map_err(|e| IoError::new("write", &path, e))?;
     fsutil::make_tree_readonly(&shim_dir).map_err(|e| IoError::new("make read-only", &shim_dir, e))?;
-    Ok(())
-}
-
-/// Copies a store entry (files, folders, symlinks) for `link-mode = "copy"`.
-fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
-    for e in walkdir::WalkDir::new(from) {
-        let e = e?;
-        let rel = e.path().strip_prefix(from).expect("under root");
-        let dest = to.join(rel);
-        if e.file_type().is_dir() {
-            fs::create_dir_all(&dest).map_err(|e| IoError::new("create", &dest, e))?;
-        } else if e.file_type().is_symlink() {
-            #[cfg(unix)]
-            std::os::unix::fs::symlink(fs::read_link(e.path()).map_err(|err| IoError::new("read the link", e.path(), err))?, &dest)
-                .map_err(|err| IoError::new("create the link", &dest, err))?;
-            #[cfg(not(unix))]
-            fs::copy(e.path(), &dest).map_err(|err| IoError::new(format!("copy {} to", e.path().display()), &dest, err))?;
-        } else {
-            fs::copy(e.path(), &dest).map_err(|err| IoError::new(format!("copy {} to", e.path().display()), &dest, err))?;
-        }
-    }
     Ok(())
 }
 

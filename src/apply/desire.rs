@@ -24,7 +24,7 @@ use crate::shim::{self, Shell};
 use crate::store::Store;
 use crate::store::entry::EntryMeta;
 use crate::toolkit;
-use crate::view::{PathRole, activation, require_unicode, stable_home};
+use crate::view::{PathRole, require_unicode, stable_home};
 
 use super::error::{Error, LockedDrift};
 use super::home_token::from_home_token;
@@ -52,7 +52,7 @@ pub fn link_kind(mode: LinkMode) -> Option<LinkKind> {
         LinkMode::Auto => Some(LinkKind::native()),
         LinkMode::Junction => Some(LinkKind::Junction),
         LinkMode::Symlink => Some(LinkKind::Symlink),
-        LinkMode::Copy => None,
+        LinkMode::Copy | LinkMode::None => None,
     }
 }
 
@@ -78,15 +78,28 @@ fn check_link_mode(file: &ProfileFile) -> Result<(), crate::profile::Error> {
 /// with the reason and what to do; one lab file serves machines that can and machines that
 /// cannot, so this is never checked when parsing. `plan` writes nothing and does not try.
 ///
+/// For `link-mode = "auto"` the same test link, of the native kind, decides the mode: when
+/// the home's file system refuses it (exFAT, FAT32, a network share, a cloud-drive folder,
+/// Wine's refused junctions), the generation is built link-free and [`LinkChoice::no_links`]
+/// holds the refusal, for the caller to say once.
+///
 /// Errors: the profile error at the `link-mode` line; [`link::LinkError::Io`] (exit 1) when
 /// the probe folder cannot be made or removed.
-pub fn check_link_mode_works(layout: &Layout, file: &ProfileFile) -> Result<(), Error> {
+pub fn check_link_mode_works(layout: &Layout, file: &ProfileFile) -> Result<LinkChoice, Error> {
     check_link_mode(file)?;
+    let named = LinkChoice { mode: mode_name(file.settings.link_mode), no_links: None };
+    if file.settings.link_mode == LinkMode::Auto {
+        return match link::probe(LinkKind::native(), &layout.link_probe()) {
+            Ok(()) => Ok(named),
+            Err(e @ link::LinkError::Io { .. }) => Err(e.into()),
+            Err(e) => Ok(LinkChoice { mode: ViewMode::LinkFree, no_links: Some(e) }),
+        };
+    }
     if file.settings.link_mode != LinkMode::Symlink {
-        return Ok(());
+        return Ok(named);
     }
     match link::probe(LinkKind::Symlink, &layout.link_probe()) {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(named),
         Err(e @ link::LinkError::Io { .. }) => Err(e.into()),
         Err(e) => {
             use crate::error::Diagnose as _;
@@ -109,7 +122,26 @@ fn mode_name(mode: LinkMode) -> ViewMode {
     match link_kind(mode) {
         Some(LinkKind::Junction) => ViewMode::Junction,
         Some(LinkKind::Symlink) => ViewMode::Symlink,
-        None => ViewMode::Copy,
+        None => ViewMode::LinkFree,
+    }
+}
+
+/// The mode `apply` builds in ([`check_link_mode_works`]).
+#[derive(Debug)]
+pub struct LinkChoice {
+    /// The generation's mode.
+    pub mode: ViewMode,
+    /// `link-mode = "auto"` found that the home cannot hold links: the refused test link
+    /// (the reason to say once), and `mode` is link-free.
+    pub no_links: Option<link::LinkError>,
+}
+
+/// The mode a preview (`cuenv plan`, which makes no test link) expects: the file's, except
+/// that `auto` stays link-free when the current generation is (the home refused links then).
+pub fn planned_mode(layout: &Layout, file: &ProfileFile) -> ViewMode {
+    match file.settings.link_mode {
+        LinkMode::Auto if crate::generation::current_manifest(layout).is_some_and(|m| m.link_mode.is_link_free()) => ViewMode::LinkFree,
+        mode => mode_name(mode),
     }
 }
 
@@ -221,6 +253,13 @@ fn runtime_dir(t: &toolkit::Toolkit, platform: Platform) -> PathBuf {
 /// instead of changing `lab.lock`. Errors carry the file, line and column (profile errors)
 /// and exit code 2.
 pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desired, Error> {
+    let mode = planned_mode(layout, &file);
+    desire_in(layout, file, locked, mode)
+}
+
+/// [`desire`] for a generation built in `mode` (what [`check_link_mode_works`] chose):
+/// link-free shims name the store entries and toolkit roots themselves.
+pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMode) -> Result<Desired, Error> {
     let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
     check_link_mode(&file)?;
     // Paths written as text into the manifest and shims (issue 11, case 10).
@@ -270,7 +309,7 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desire
             cuda_lib: runtime_dir(t, platform),
             conda_env: conda_env.clone(),
             check: r.check,
-            copied: file.settings.link_mode == LinkMode::Copy,
+            copied: false,
         };
         let profile_name = || view.name.clone();
         for p in [&view.toolkit_root, &view.cuda_lib] {
@@ -278,7 +317,7 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desire
         }
         if let Some(env) = &conda_env {
             require_unicode(PathRole::CondaEnv { profile: profile_name() }, env)?;
-            let mut act = activation(layout, &view.name, platform);
+            let mut act = crate::generation::activation_of(layout, mode, &view, platform);
             if !platform.is_windows() {
                 // conda cannot take a Linux shim's PATH entry back out on a switch (its slice
                 // there is the single `<env>/bin`), and the loader needs only LD_LIBRARY_PATH:
@@ -309,38 +348,47 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desire
             }
         }
         let shim_paths: Vec<PathBuf> = shims.iter().filter(|(r, _)| r.profile == view.name).map(|(r, _)| r.path.clone()).collect();
-        check_max_path(platform, layout, &file, profile.name_span.clone(), &view.name, &meta.libraries, &shim_paths)?;
+        let lib_dir = mode.is_link_free().then(|| view.real_folders().cudnn_lib);
+        check_max_path(platform, layout, &file, profile.name_span.clone(), &view.name, lib_dir.as_deref(), &meta.libraries, &shim_paths)?;
         views.push(view);
     }
     for (i, (rec, _)) in shims.iter_mut().enumerate() {
         rec.stored = format!("{i}-{}", rec.path.file_name().unwrap_or_default().to_string_lossy());
     }
-    Ok(Desired { link_mode: mode_name(file.settings.link_mode), file, resolved, lock_changes: changes, views, shims })
+    Ok(Desired { link_mode: mode, file, resolved, lock_changes: changes, views, shims })
 }
 
 /// For a `platform` that has it (Windows), the full-path check of profile `name` (issue 11,
 /// case 9): its longest DLL path in the stable view (`<home>/profiles/<name>/cudnn-lib/<the
-/// longest of libraries>`), its staging view folder, and its conda shims (`shim_paths`) must
+/// longest of libraries>`) and its staging view folder (link-free: in `lib_dir`, the entry's
+/// own library folder, and no view), and its conda shims (`shim_paths`) must
 /// each fit [`WINDOWS_MAX_PATH`] UTF-16 units. Pure: a function of the planned paths and the
 /// platform, so it is tested on every host.
 ///
 /// Errors: the profile error at the profile's name (`name_span`; exit 2) naming the first path
 /// too long and its length, with the hint to move the home or the env, or shorten the name.
+#[allow(clippy::too_many_arguments)] // the planned paths, each its own argument, so tests drive it on every host
 fn check_max_path(
     platform: Platform,
     layout: &Layout,
     file: &ProfileFile,
     name_span: std::ops::Range<usize>,
     name: &str,
+    lib_dir: Option<&Path>,
     libraries: &[String],
     shim_paths: &[PathBuf],
 ) -> Result<(), crate::profile::Error> {
     if !platform.is_windows() {
         return Ok(());
     }
-    let view_dir = stable_home(layout).join("profiles").join(name);
     let longest_lib = libraries.iter().max_by_key(|n| n.len()).cloned().unwrap_or_default();
-    let mut paths = vec![view_dir.join("cudnn-lib").join(&longest_lib), layout.generation_staging(999_999).join("views").join(name).join("cudnn-lib")];
+    let mut paths = match lib_dir {
+        Some(dir) => vec![dir.join(&longest_lib)],
+        None => {
+            let view_dir = stable_home(layout).join("profiles").join(name);
+            vec![view_dir.join("cudnn-lib").join(&longest_lib), layout.generation_staging(999_999).join("views").join(name).join("cudnn-lib")]
+        }
+    };
     paths.extend(shim_paths.iter().cloned());
     match over_max_path(&paths) {
         None => Ok(()),
@@ -434,8 +482,8 @@ mod tests {
             let layout = Layout::new(home(h));
             let dll = dll_of(h);
             assert_eq!(dll.as_os_str().len(), if refused { 260 } else { 259 }, "{}", dll.display());
-            assert!(check_max_path(Platform::LinuxX86_64, &layout, &file, span.clone(), "tf", &libs, &[]).is_ok());
-            let got = check_max_path(Platform::WindowsX86_64, &layout, &file, span.clone(), "tf", &libs, &[]);
+            assert!(check_max_path(Platform::LinuxX86_64, &layout, &file, span.clone(), "tf", None, &libs, &[]).is_ok());
+            let got = check_max_path(Platform::WindowsX86_64, &layout, &file, span.clone(), "tf", None, &libs, &[]);
             if !refused {
                 assert!(got.is_ok(), "{got:?}");
                 continue;
@@ -451,7 +499,7 @@ mod tests {
         // A conda shim path past the limit is refused too, with a short home.
         let layout = Layout::new(root.join("h"));
         let shim = root.join("e".repeat(300)).join("cuenv-tf.bat");
-        let e = check_max_path(Platform::WindowsX86_64, &layout, &file, span, "tf", &libs, std::slice::from_ref(&shim)).unwrap_err();
+        let e = check_max_path(Platform::WindowsX86_64, &layout, &file, span, "tf", None, &libs, std::slice::from_ref(&shim)).unwrap_err();
         assert!(e.to_string().contains(&format!("needs the path {}", shim.display())), "{e}");
     }
 }

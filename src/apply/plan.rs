@@ -63,7 +63,8 @@ pub fn plan(layout: &Layout, desired: &Desired) -> Vec<Change> {
     for c in cur_shims.iter().filter(|c| !desired.shims.iter().any(|(s, _)| s.path == c.path)) {
         out.push(Change::new(Kind::Remove, Subject::Shim, c.path.display().to_string(), None));
     }
-    if profiles_changed {
+    // A link-free generation has no views, so no view links to list.
+    if profiles_changed && !desired.link_mode.is_link_free() {
         for v in &desired.views {
             for name in VIEW_LINKS {
                 out.push(Change::new(Kind::Link, Subject::Link, format!("profiles/{}/{}", v.name, name), Some(view_target(v, name).display().to_string())));

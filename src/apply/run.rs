@@ -90,7 +90,16 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     // 1. Parse.
     let parsed = profile::load(file)?;
     // A link mode this host cannot make is an error at its line before anything is fetched.
-    desire::check_link_mode_works(layout, &parsed)?;
+    let choice = desire::check_link_mode_works(layout, &parsed)?;
+    // `auto` on a home that cannot hold links: said once (not again while the current
+    // generation is link-free), with the reason.
+    if let Some(why) = &choice.no_links
+        && !generation::current_manifest(layout).is_some_and(|m| m.link_mode.is_link_free())
+    {
+        reporter.warning(&format!(
+            "note: this home cannot hold links ({why}): `link-mode = \"auto\"` builds the generation without links; shims and activations name the store entries and toolkit roots directly"
+        ));
+    }
     // --locked on a section that names a profile unpinned: said before anything is fetched.
     if opts.locked
         && let Some(host) = Platform::host()
@@ -102,7 +111,7 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     let fetched = fetch_missing(layout, lock, &parsed, opts.offline, progress)?;
     reporter.fetched(&fetched);
     // 3. Resolve: file + lock + candidates -> the desired views and shims.
-    let desired = desire::desire(layout, parsed, opts.locked)?;
+    let desired = desire::desire_in(layout, parsed, opts.locked, choice.mode)?;
     // A profile known not to run on this machine's driver or GPU is refused before the plan:
     // nothing is built, switched or recorded (`--force` skips this).
     if let Some(m) = &opts.machine {
@@ -266,7 +275,7 @@ fn check(
 fn warn_cmd_line_limit(layout: &Layout, desired: &Desired, reporter: &mut dyn Reporter) {
     let path_len = std::env::var_os("PATH").map(|p| p.len()).unwrap_or(0);
     for v in desired.views.iter().filter(|v| v.conda_env.is_some()) {
-        let act = crate::view::activation(layout, &v.name, Platform::WindowsX86_64);
+        let act = generation::activation_of(layout, desired.link_mode, v, Platform::WindowsX86_64);
         if let Err(why) = shim::check_cmd_line_limit(path_len, &act) {
             reporter.warning(&format!("warning: profile {}: {why}", v.name));
         }

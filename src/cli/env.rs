@@ -9,11 +9,11 @@ use crate::shim::{self, Shell};
 use crate::{generation, status, view};
 
 /// Prints the activation of `profile` (default: the active one), or with `setup` the one
-/// through `<home>/active` ([`view::setup_activation`]).
+/// through `<home>/active` ([`crate::active::setup_activation`]).
 pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Result<ExitCode, Report> {
     let platform = Platform::host().ok_or_else(|| Hinted::unsupported_platform("cuDNN is not built for this platform", "run cuenv on one of those"))?;
     let act = if setup {
-        view::setup_activation(&ctx.layout, platform)
+        crate::active::setup_activation(&ctx.layout, platform)
     } else {
         let name = match profile {
             Some(p) => p.to_string(),
@@ -23,7 +23,7 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Resul
         };
         let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
         generation::read(&ctx.layout, cur)?.profile(&name)?;
-        let mut act = view::activation(&ctx.layout, &name, platform);
+        let mut act = generation::activation(&ctx.layout, &name, platform);
         // PATH gets a folder only where it exists (runtime roots from PyPI have no `bin`).
         act.path_prepend.retain(|p| p.is_dir());
         act
@@ -52,7 +52,7 @@ pub fn hook_apply(ctx: &Ctx, shell: Shell) -> ExitCode {
     let current = std::env::var("CUENV_HOOK_PROFILE").ok().filter(|p| !p.is_empty());
     let platform = Platform::host().unwrap_or(crate::binfmt::Platform::LinuxX86_64);
     let layered = |name: &str| {
-        let mut a = view::activation(&ctx.layout, name, platform);
+        let mut a = generation::activation(&ctx.layout, name, platform);
         a.layer = shim::Layer::Hook;
         a.path_prepend.retain(|p| p.is_dir());
         a

@@ -82,7 +82,7 @@ pub fn run(ctx: &Ctx, profile: Option<&str>, strict: bool, command: &[OsString])
         }
     }
     let base: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let env = generation_check::profile_env(&ctx.layout, &view, &base)
+    let env = generation_check::profile_env(&ctx.layout, manifest.link_mode, &view, &base)
         .map_err(|e| Hinted::new(e.to_string(), "fix or remove the failing activation script of the conda env", ExitCode::Failure))?;
     let (program, args) = command.split_first().expect("clap requires a command");
     let mut cmd = std::process::Command::new(program);

@@ -173,7 +173,7 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
         None => (get("CUENV_PROFILE").filter(|s| !s.is_empty()), Some("CUENV_PROFILE".to_string())),
     };
     if name.as_deref() == Some("active") {
-        name = crate::link::read(&layout.active_link()).ok().and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
+        name = crate::active::name(layout);
         from = Some("<home>/active".into());
     }
     if name.is_none() {

@@ -109,14 +109,12 @@ impl Diagnose for LinkError {
                 _ => crate::error::io_hint(link, source),
             },
             LinkError::NotCreated { .. } => {
-                "this volume does not support links (FAT32/exFAT, a network share, a cloud-drive folder, or Wine): move the cuenv home (--home or CUENV_HOME) to a local NTFS or ext4 folder; when only the store or a toolkit lives on such a volume, set `link-mode = \"copy\"` under [settings] to copy store entries into the views".into()
+                "this volume does not support links (FAT32/exFAT, a network share, a cloud-drive folder, or Wine): move the cuenv home (--home or CUENV_HOME) to a local NTFS or ext4 folder, or set `link-mode = \"none\"` (or `auto`) under [settings]: the link-free mode makes no links".into()
             }
             LinkError::NetworkShare { .. } => {
                 "keep the cuenv home (CUENV_HOME), its store and the CUDA toolkit roots on a local NTFS drive, e.g. %LOCALAPPDATA%\\cuenv (a mapped network drive is a network share too)".into()
             }
-            // Not `link-mode = "copy"`: the home's own stable paths (`profiles`, `active`) are
-            // links in every mode.
-            LinkError::NoLinks { .. } => "move the cuenv home (--home or CUENV_HOME) to a folder on a local file system that holds links (ext4, XFS or Btrfs on Linux; NTFS on Windows); every link mode needs links in the home, `copy` too".into(),
+            LinkError::NoLinks { .. } => "move the cuenv home (--home or CUENV_HOME) to a folder on a local file system that holds links (ext4, XFS or Btrfs on Linux; NTFS on Windows), or set `link-mode = \"none\"` (or `auto`) under [settings]: the link-free mode makes no links".into(),
             LinkError::Unsupported { kind } => {
                 format!("`link-mode = \"{kind}\"` cannot work here: use `link-mode = \"auto\"`, which picks junctions on Windows and symlinks elsewhere")
             }

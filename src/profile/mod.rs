@@ -177,15 +177,26 @@ impl Diagnose for Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LinkMode {
-    /// Junctions on Windows, symlinks elsewhere; an error (suggesting `copy`) when the volume refuses.
+    /// Junctions on Windows, symlinks elsewhere; link-free ([`LinkMode::None`]) when the home's
+    /// file system refuses links.
     #[default]
     Auto,
     /// Directory junctions (Windows only; local NTFS/ReFS volumes).
     Junction,
     /// Symbolic links (Windows: needs admin or Developer Mode).
     Symlink,
-    /// Copies of the store entry (FAT32/exFAT, network shares, cloud-drive folders).
+    /// `copy`, the old name of the link-free mode: an alias of [`LinkMode::None`] (nothing is copied).
     Copy,
+    /// No link anywhere (`none`): shims and activations name the store entries and toolkit
+    /// roots themselves; the current generation and the active profile are pointer files.
+    None,
+}
+
+impl LinkMode {
+    /// Whether this mode makes no links (`none`, or its alias `copy`).
+    pub fn is_link_free(self) -> bool {
+        matches!(self, LinkMode::None | LinkMode::Copy)
+    }
 }
 
 /// What `apply` checks after building a profile's view (`check = ...`); saved with the

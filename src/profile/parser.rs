@@ -137,8 +137,8 @@ struct Cx<'a> {
 
 const PROFILE_KEYS: [&str; 4] = ["cuda", "cudnn", "conda-env", "check"];
 const REQUIREMENT_KEYS: [&str; 3] = ["version", "from", "sha256"];
-const LINK_MODES: [(&str, LinkMode); 4] =
-    [("auto", LinkMode::Auto), ("junction", LinkMode::Junction), ("symlink", LinkMode::Symlink), ("copy", LinkMode::Copy)];
+const LINK_MODES: [(&str, LinkMode); 5] =
+    [("auto", LinkMode::Auto), ("junction", LinkMode::Junction), ("symlink", LinkMode::Symlink), ("none", LinkMode::None), ("copy", LinkMode::Copy)];
 const CHECKS: [(&str, Check); 3] = [("conv", Check::Conv), ("load", Check::Load), ("none", Check::None)];
 
 impl Cx<'_> {

@@ -16,6 +16,9 @@ pub(crate) struct Lab {
     pub(crate) env_b: PathBuf,
 }
 
+/// The extension of the host's default conda shim (`.bat` on Windows, `.sh` elsewhere).
+pub(crate) const SHIM_EXT: &str = if cfg!(windows) { "bat" } else { "sh" };
+
 /// A fake toolkit root for this host: `lib64/libcudart.so.N` (Linux) or
 /// `bin\cudart64_N.dll` (Windows; `cudart64_110.dll` for 11.x).
 pub(crate) fn toolkit(dir: &Path, version: &str, major: u32) -> PathBuf {
@@ -102,7 +105,12 @@ impl Lab {
         self.ctx.home.join("profiles")
     }
 
+    /// The current generation: what the pointer file `<home>/current` names (a link-free
+    /// generation: `auto` under Wine, which refuses junctions), else the `profiles` link's target.
     pub(crate) fn current(&self) -> u64 {
+        if let Ok(text) = fs::read_to_string(self.ctx.home.join("current")) {
+            return text.trim().parse().unwrap();
+        }
         let t = fs::read_link(self.profiles()).unwrap();
         t.parent().unwrap().file_name().unwrap().to_str().unwrap().parse().unwrap()
     }
@@ -424,14 +432,14 @@ fn foreign_shim_file_is_never_overwritten() {
 /// A link the volume refuses fails `apply` with the reason in words and the hint to move the home,
 /// and leaves no generation, staging folder or empty link folder behind. Linux: junctions do
 /// not exist: since issue 11 (case 9) that is an error at the `link-mode` line before anything
-/// is built (exit 2), not a refused link. Windows: `link-mode = "auto"` (junctions);
-/// under Wine the junction is refused (os error 50, as a FAT32 drive refuses with error 1);
-/// on real Windows NTFS it is created, and the apply succeeds.
+/// is built (exit 2), not a refused link. Windows: `link-mode = "junction"`, which asks for
+/// junctions by name; under Wine the junction is refused (os error 50, as a FAT32 drive
+/// refuses with error 1); on real Windows NTFS it is created, and the apply succeeds. (Since
+/// issue 17 `auto` falls back to the link-free mode there instead: `wine_main_job.rs`.)
 #[test]
 fn refused_links_leave_nothing_behind() {
     let lab = Lab::new();
-    let mode = if cfg!(windows) { "auto" } else { "junction" };
-    let file = lab.lab(&format!("[settings]\nlink-mode = \"{mode}\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n"));
+    let file = lab.lab("[settings]\nlink-mode = \"junction\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n");
     let (code, out, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
     if cfg!(windows) && native_links_work(&lab.ctx.work) {
         assert_eq!(code, 0, "junctions work on this volume, so apply must too:\n{out}\n{err}");
@@ -441,7 +449,7 @@ fn refused_links_leave_nothing_behind() {
     if cfg!(windows) {
         // Wine's refusal (os error 50, ERROR_NOT_SUPPORTED) is a file system that cannot hold
         // links, as a FAT32 drive's (error 1): the raw OS error stays as the cause, and the
-        // hint is to move the home (issue 11, case 11; `copy` needs links in the home too).
+        // hint is to move the home or use the link-free mode (issues 11 and 17).
         assert!(err.starts_with("error: cannot create a junction at "), "{err}");
         assert!(err.contains("cannot hold links") && err.contains("os error 50"), "{err}");
         assert!(err.contains("hint: move the cuenv home"), "{err}");
@@ -454,14 +462,20 @@ fn refused_links_leave_nothing_behind() {
     assert!(!lab.ctx.path("lab.lock").exists(), "no lock for a failed apply");
 }
 
+/// `link-mode = "copy"` is the old name of the link-free mode (issue 17): nothing is copied
+/// and no view is made; the shims and activations name the store entry itself. Before: the
+/// entry was copied into `profiles/a/cudnn`.
 #[test]
-fn copy_mode_copies_the_entry() {
+fn copy_mode_is_the_link_free_mode() {
     let lab = Lab::new();
     let file = lab.lab("[settings]\nlink-mode = \"copy\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n");
     lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
-    let cudnn = lab.profiles().join("a/cudnn");
-    assert!(fs::symlink_metadata(&cudnn).unwrap().is_dir(), "a real folder, not a link");
-    assert!(lab.profiles().join("a/cudnn-lib/libcudnn.so.9").exists());
+    assert!(fs::symlink_metadata(lab.profiles()).is_err(), "no `profiles` link");
+    assert_eq!(fs::read_to_string(lab.ctx.home.join("current")).unwrap(), "1\n");
+    assert!(!lab.ctx.home.join("generations/1/views").exists(), "nothing copied");
+    let shell = if cfg!(windows) { "cmd" } else { "sh" };
+    let env = lab.ok(&["env", "a", "--shell", shell]);
+    assert!(env.contains(&entry_of(&lab, "9.5").display().to_string()), "{env}");
 }
 
 /// Aborts the process at each step of a switch, then checks that the next command finishes
@@ -485,7 +499,7 @@ fn a_crash_at_any_step_is_finished_or_undone() {
         lab.ok(&["gc", "--dry-run"]);
         assert!(!lab.ctx.home.join("journal.toml").exists(), "{step}: journal not cleared");
         assert_eq!(lab.current(), expect, "{step}");
-        let torch_shim = lab.env_a.join("etc/conda/activate.d/cuenv-torch2.sh");
+        let torch_shim = lab.env_a.join(format!("etc/conda/activate.d/cuenv-torch2.{SHIM_EXT}"));
         assert_eq!(torch_shim.exists(), expect == 1, "{step}: shims do not match generation {expect}");
         let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
         assert_eq!(s["healthy"], true, "{step}: {s}");

@@ -30,7 +30,7 @@ fn recover_loudly(lab: &Lab) -> (i32, String) {
 }
 
 fn torch_shim(lab: &Lab) -> PathBuf {
-    lab.env_a.join("etc/conda/activate.d/cuenv-torch2.sh")
+    lab.env_a.join(format!("etc/conda/activate.d/cuenv-torch2.{}", crate::apply::SHIM_EXT))
 }
 
 /// What a kill or a signal must leave: generation 1 current, with its shims, its lock, no
@@ -39,7 +39,7 @@ fn assert_old_generation_is_back(lab: &Lab, what: &str, lock_before: &str, f2: &
     assert!(!lab.ctx.home.join("journal.toml").exists(), "{what}: journal not cleared");
     assert_eq!(lab.current(), 1, "{what}: the unchecked generation stayed current");
     assert!(torch_shim(lab).exists(), "{what}: generation 1's shim is missing");
-    assert!(lab.env_b.join("etc/conda/activate.d/cuenv-tf.sh").exists(), "{what}: generation 1's tf shim is missing");
+    assert!(lab.env_b.join(format!("etc/conda/activate.d/cuenv-tf.{}", crate::apply::SHIM_EXT)).exists(), "{what}: generation 1's tf shim is missing");
     assert_eq!(fs::read_to_string(lab.ctx.path("lab.lock")).unwrap(), lock_before, "{what}: lab.lock not restored");
     let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
     assert_eq!(s["healthy"], true, "{what}: {s}");
@@ -123,7 +123,7 @@ fn a_first_generation_killed_mid_revert_is_cleared() {
         assert!(!lab.ctx.home.join("journal.toml").exists(), "{step}");
         assert!(fs::symlink_metadata(lab.profiles()).is_err(), "{step}: a generation is current");
         assert!(!torch_shim(&lab).exists(), "{step}: shims left");
-        assert!(!lab.env_b.join("etc/conda/activate.d/cuenv-tf.sh").exists(), "{step}: shims left");
+        assert!(!lab.env_b.join(format!("etc/conda/activate.d/cuenv-tf.{}", crate::apply::SHIM_EXT)).exists(), "{step}: shims left");
         assert!(!lab.ctx.path("lab.lock").exists(), "{step}: a lock for no generation");
         let hist: serde_json::Value = serde_json::from_str(&lab.ok(&["generations", "--json"])).unwrap();
         let last = hist["history"].as_array().unwrap().last().cloned();

@@ -76,7 +76,7 @@ fn a_writer_records_the_format_and_a_newer_home_is_refused() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(fs::read_to_string(ctx.home.join("format")).unwrap().trim(), cuenv::layout::HOME_FORMAT.to_string());
     // A home written by a newer cuenv: every command refuses it, and nothing is written.
-    let newer = (cuenv::layout::HOME_FORMAT + 1).to_string();
+    let newer = (cuenv::layout::NEWEST_FORMAT + 1).to_string();
     fs::write(ctx.home.join("format"), &newer).unwrap();
     let before: Vec<_> = walkdir::WalkDir::new(&ctx.home).into_iter().map(|e| e.unwrap().path().to_path_buf()).collect();
     for args in [&["status"][..], &["gc"], &["store", "list"]] {

@@ -12,19 +12,19 @@ use crate::apply::{Lab, host_archive};
 use crate::support::Release;
 
 /// Runs `args` with the abort hook at `step`; asserts the hook fired (the process died).
-fn killed(lab: &Lab, step: &str, args: &[&str]) {
+pub(crate) fn killed(lab: &Lab, step: &str, args: &[&str]) {
     let out = lab.ctx.cmd().args(args).env("CUENV_TEST_ABORT_AT", step).output().unwrap();
     assert!(!out.status.success(), "{args:?} at {step}: the abort hook did not fire: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// Everything that must hold once the next writer has run.
-fn whole(lab: &Lab, what: &str) {
+pub(crate) fn whole(lab: &Lab, what: &str) {
     lab.ok(&["gc", "--dry-run"]); // a writer: recovers and cleans up
     let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
     assert_eq!(s["healthy"], true, "{what}: {s}");
     assert_eq!(s["interrupted_switch"], false, "{what}: {s}");
     let home = &lab.ctx.home;
-    for leftover in [".profiles.new", ".active.new", "journal.toml"] {
+    for leftover in [".profiles.new", ".active.new", ".current.new", "journal.toml"] {
         assert!(fs::symlink_metadata(home.join(leftover)).is_err(), "{what}: {leftover} left");
     }
     for e in fs::read_dir(home.join("generations")).into_iter().flatten().flatten() {

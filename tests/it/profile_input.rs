@@ -180,13 +180,14 @@ fn a_long_profile_name_is_refused_at_parse_time() {
 /// `apply::desire::tests::the_windows_path_limit_is_checked_for_windows_only`). The home is
 /// long and the profile name the longest allowed, so that the store's own paths (the home
 /// and about 95 more) still fit while `<home>\profiles\<name>\cudnn-lib\<DLL>` does not.
-/// Needs no link: under Wine too.
+/// Needs no link: under Wine too. Asks for junctions by name: `auto` under Wine builds
+/// link-free generations (issue 17), whose DLLs load from the store entry, not from a view.
 #[cfg(windows)]
 #[test]
 fn a_profile_past_max_path_is_refused_at_its_name() {
     let lab = Lab::in_context(TestContext::with_home_len(150));
     let name = "p".repeat(MAX_NAME_LEN);
-    let file = lab.lab(&format!("[profiles.{name}]\ncuda = \"12\"\ncudnn = \"9.5\"\n"));
+    let file = lab.lab(&format!("[settings]\nlink-mode = \"junction\"\n\n[profiles.{name}]\ncuda = \"12\"\ncudnn = \"9.5\"\n"));
     let before = crate::apply::home_digest(&lab.ctx.home);
     let view = lab.ctx.home.join("profiles").join(&name).join("cudnn-lib");
     let path = file.to_str().unwrap();
@@ -194,7 +195,7 @@ fn a_profile_past_max_path_is_refused_at_its_name() {
         let cmd = args[0];
         let (code, out, err) = lab.run(&args);
         assert_eq!(code, 2, "{cmd}:\n{out}\n{err}");
-        assert!(err.contains(&format!("lab.toml:6:11: on Windows, profile `{name}` needs the path {}\\", view.display())), "{cmd}: {err}");
+        assert!(err.contains(&format!("lab.toml:9:11: on Windows, profile `{name}` needs the path {}\\", view.display())), "{cmd}: {err}");
         assert!(err.contains("characters), past the 259 that DLL loading and cmd.exe accept"), "{cmd}: {err}");
         assert!(
             err.contains("hint: move the cuenv home (--home or CUENV_HOME) or the conda env to a shorter folder, or shorten the profile name"),
