@@ -30,6 +30,8 @@ wine_skips=(
   wine_smoke::cmd_c_call_bat_exit_code
   # issue 18: the failed-check error line needs a generation that `apply` made (junctions).
   messages::a_failed_check_ends_with_an_error_line
+  # issue 18: `store remove` names the generations that `apply` made (junctions).
+  messages::store_remove_names_every_generation_using_the_entry_current_first
   # tests/it/apply.rs: these need `cuenv apply` to succeed, and Wine refuses every junction
   # (FSCTL_SET_REPARSE_POINT: os error 50). `link-mode = "copy"` does not help: it copies
   # only the cuDNN entry; the other view links and the generation switch are still

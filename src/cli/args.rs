@@ -9,9 +9,8 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "cuenv", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
-    /// The cuenv home (store, generations, profiles). Default: %LOCALAPPDATA%\cuenv on
-    /// Windows, $XDG_DATA_HOME/cuenv or ~/.local/share/cuenv elsewhere.
-    #[arg(long, global = true, env = "CUENV_HOME", value_name = "DIR")]
+    /// The cuenv home (default: $CUENV_HOME, else ~/.local/share/cuenv; Windows: %LOCALAPPDATA%\cuenv).
+    #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
 
     /// Print no progress bars or notes on stderr.

@@ -91,6 +91,16 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
     crate::store::Store::new(&ctx.layout).clean_leftovers(&lock)?;
     let client = Client::new(req.endpoints.offline);
     let artifact = fetch::resolve_cudnn(&client, &req)?;
+    if artifact.version != req.version.to_string() {
+        let (source, why) = match req.from {
+            Source::Pypi => ("PyPI", format!("the newest {}.x release of {}", req.version, fetch::pypi::cudnn_project(req.cuda_major))),
+            Source::Nvidia => ("NVIDIA", format!("the release redistrib_{}.json names", req.version)),
+        };
+        ctx.note(&format!(
+            "picked cuDNN {} for cudnn@{}: {why} on {source} for CUDA {} ({platform}); name all 4 parts (cudnn@{}) to fetch exactly that",
+            artifact.version, req.version, req.cuda_major, artifact.version
+        ));
+    }
     if fetch::find_by_source_sha256(&ctx.layout, &artifact.sha256).is_none() {
         let size = artifact.size.map(|s| format!(" ({})", human_size(s))).unwrap_or_default();
         ctx.note(&format!("downloading {}{size}", artifact.url));

@@ -148,7 +148,10 @@ impl Diagnose for Error {
     fn hint(&self) -> Option<String> {
         match self {
             Error::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                Some("check the path, or create the file (see profiles/lab.toml for an example)".into())
+                Some(
+                    "check the path, or create the file: one `[profiles.NAME]` table per profile, with `cuda = \"12.6\"` and `cudnn = \"9.5\"` (`cuenv plan FILE` checks it)"
+                        .into(),
+                )
             }
             Error::Read { path, .. } if path.is_dir() => {
                 Some(format!("give the profile file itself (a TOML file such as {}), not a folder", path.join("lab.toml").display()))

@@ -418,6 +418,20 @@ fn pypi_three_part_version_picks_the_build() {
     assert!(text(&out.stdout).starts_with("added cudnn-9.5.0.50-cuda12-"), "{}", text(&out.stdout));
 }
 
+/// Issue 18, item 8: `store fetch cudnn@9.5` says which release it picked and why.
+#[test]
+fn a_short_version_says_which_release_was_picked_and_why() {
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    let out = env.fetch(&["cudnn@9.5", "--cuda", "12"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("picked cuDNN 9.5.0.50 for cudnn@9.5: the newest 9.5.x release of nvidia-cudnn-cu12 on PyPI for CUDA 12 (linux-x86_64)"), "{err}");
+    // A full version is fetched as named: nothing to explain.
+    let again = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert!(!text(&again.stderr).contains("picked"), "{}", text(&again.stderr));
+}
+
 #[test]
 fn pypi_unknown_version_lists_nearby_versions() {
     let env = Env::new();
