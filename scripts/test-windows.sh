@@ -52,6 +52,8 @@ wine_skips=(
   # lock_fills_another_platforms_section_and_keeps_this_ones.)
   fetch_local::apply_keeps_other_platforms_sections_and_gc_their_entries
   fetch_local::store_fetch_records_a_root_and_apply_fetches_none
+  # issue 18, item 2: the first lab's runtime comes from an `apply` (junctions).
+  fetch_local::declared_toolkits_are_exclusive_and_plan_says_why
   # Issue 16: source lists and unpinned profiles are proven through `apply` on the Linux host
   # section (junctions under Wine, and the fixture serves only manylinux wheels).
   fetch_local::a_source_list_falls_through_to_nvidia_and_the_lock_records_who_served

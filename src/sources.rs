@@ -62,11 +62,13 @@ fn cuda_major(cx: &Cx, file: &ProfileFile, p: &Profile, installed: &[Version], p
     if p.cuda.from.is_some() {
         return Ok(Some(plain_version(file, &p.cuda, "cuda")?.major()));
     }
-    // Runtime roots are listed afresh: an earlier profile may have just made one.
+    // Runtime roots are listed afresh: an earlier profile may have just made one. A file
+    // that lists [toolkits] chooses only among them (resolve::Pool).
+    let wheels = if file.toolkits.is_empty() { crate::wheel_toolkit::list(cx.layout) } else { Vec::new() };
     let best = installed
         .iter()
         .cloned()
-        .chain(crate::wheel_toolkit::list(cx.layout).into_iter().filter(|(_, m)| m.platform == platform).map(|(_, m)| m.version))
+        .chain(wheels.into_iter().filter(|(_, m)| m.platform == platform).map(|(_, m)| m.version))
         .filter(|v| p.cuda.version.matches(v))
         .max();
     Ok(best.map(|v| v.major()))

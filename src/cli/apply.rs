@@ -177,6 +177,8 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report
         Outcome::Applied { generation: n, changes, checks, lock_changed, profiles: k } => {
             warn_dangling_active(ctx);
             if opts.json {
+                // The JSON keeps one string per change, without the `why:` line plan shows.
+                let changes: Vec<Change> = changes.into_iter().map(|c| Change { why: None, ..c }).collect();
                 ctx.print_json_sorted(&Applied { changed: true, changes: change::render(&changes), checks: &checks, generation: n });
             } else {
                 let lock_said = if lock_changed { "written to" } else { "unchanged:" };

@@ -795,6 +795,37 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     third.assert_no_leftovers();
 }
 
+/// Issue 18, item 2: a file that lists `[toolkits]` chooses only among them, even when a CUDA
+/// runtime fetched from PyPI for another lab is newer; `plan` says which root won and why.
+#[test]
+fn declared_toolkits_are_exclusive_and_plan_says_why() {
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    let dir = tempfile::tempdir().unwrap();
+    let first = pypi_lab(dir.path());
+    let out = env.cuenv().args(["apply", "--no-check", first.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // A second lab on a hand-installed CUDA 12.2, declared under [toolkits].
+    let other = tempfile::tempdir().unwrap();
+    let tk = crate::apply::toolkit(other.path(), "12.2.0", 12);
+    let lab = other.path().join("lab.toml");
+    std::fs::write(&lab, format!("[toolkits]\n\"12.2\" = '{}'\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n", tk.display())).unwrap();
+    let out = env.cuenv().args(["plan", lab.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    assert!(plan.contains("+ profile a: cuDNN 9.5.0.50 (cudnn-9.5.0.50-cuda12-linux-x86_64-"), "{plan}");
+    assert!(plan.contains(&format!("on CUDA 12.2.0 ({})", tk.display())), "{plan}");
+    assert!(
+        plan.contains(&format!(
+            "    why: CUDA 12.2.0 at {}: the newest match for `cuda = \"12\"` among roots under [toolkits] (a file that lists [toolkits] chooses only among them); matching but not candidates: 12.6.77 at {}",
+            tk.display(),
+            env.home.path().join("toolkits").display()
+        )),
+        "{plan}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // `cuenv lock --platform`: another platform's section of lab.lock, filled from Linux.
 
