@@ -183,6 +183,29 @@ pub fn resolve(file: &ProfileFile, candidates: &Candidates) -> Result<Resolved, 
     Ok(Resolved { profiles })
 }
 
+/// Every resolution error of `file` against `candidates`, in file order, instead of the
+/// first: each profile's toolkit, and its cuDNN against the chosen toolkit or, when no
+/// toolkit matches, against the CUDA major its `cuda` names (so one run shows both).
+///
+/// `unsure`: profiles whose cuDNN cannot be judged yet (only their toolkit is).
+pub fn check_all(file: &ProfileFile, candidates: &Candidates, unsure: &[String]) -> Vec<Error> {
+    let mut errors = Vec::new();
+    for p in &file.profiles {
+        let judge_cudnn = !unsure.contains(&p.name);
+        match resolve_toolkit(file, p, candidates) {
+            Ok(t) => errors.extend(resolve_cudnn(file, p, t, candidates).err().filter(|_| judge_cudnn)),
+            Err(e) => {
+                errors.push(e);
+                if let Some(version) = fetchable_version(p).parse::<Version>().ok().filter(|_| judge_cudnn) {
+                    let asked = ToolkitCandidate { root: PathBuf::new(), version, origin: Origin::Wheel };
+                    errors.extend(resolve_cudnn(file, p, &asked, candidates).err());
+                }
+            }
+        }
+    }
+    errors
+}
+
 /// Joins a profile with its chosen toolkit root and store entry.
 pub fn resolved_profile(profile: &Profile, toolkit: &ToolkitCandidate, entry: &CudnnCandidate) -> ResolvedProfile {
     ResolvedProfile {
@@ -343,6 +366,9 @@ impl Miss<'_> {
     }
 
     fn toolkit_note(&self) -> String {
+        if self.toolkit.root.as_os_str().is_empty() {
+            return format!("profile `{}` asks for CUDA {}, which no toolkit provides yet", self.profile.name, self.toolkit.version);
+        }
         format!("profile `{}` uses the CUDA {} toolkit at {}", self.profile.name, self.toolkit.version, self.toolkit.root.display())
     }
 
@@ -366,9 +392,18 @@ impl Miss<'_> {
         self.error(message, hint).with_note(entry_list("matching store entries", matching))
     }
 
+    /// `, or fetch it: \`cudnn = { version = "8.8", from = "pypi" }\`` for a profile whose
+    /// `cudnn` names no source (the same version: hints converge).
+    fn or_fetch(&self) -> String {
+        if self.profile.cudnn.from.is_some() {
+            return String::new();
+        }
+        format!(", or fetch it: `cudnn = {{ version = \"{}\", from = \"pypi\" }}`", self.profile.cudnn.version)
+    }
+
     fn empty_store(&self) -> Error {
         let message = format!("nothing in the store matches `cudnn = {}`: the store holds no cuDNN for {}", self.written, self.host);
-        let hint = format!("run `cuenv store add <archive>` with a cuDNN archive or wheel for CUDA {} on {}", self.major, self.host);
+        let hint = format!("run `cuenv store add <archive>` with a cuDNN archive or wheel for CUDA {} on {}{}", self.major, self.host, self.or_fetch());
         self.error(message, hint)
     }
 
@@ -380,7 +415,8 @@ impl Miss<'_> {
         } else {
             entry_list(&format!("cuda{} store entries", self.major), &here)
         };
-        let hint = format!("run `cuenv store add <archive>` to add a matching cuda{} build, or change `cudnn` to a version listed", self.major);
+        let hint =
+            format!("run `cuenv store add <archive>` to add a matching cuda{} build{}, or change `cudnn` to a version listed", self.major, self.or_fetch());
         self.error(message, hint).with_note(note).with_note(self.toolkit_note())
     }
 }

@@ -738,6 +738,14 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let plan = text(&out.stdout);
     assert!(plan.contains("+ fetch CUDA runtime 12.6") && plan.contains("+ fetch cuDNN 9.5.0.50 from PyPI"), "{plan}");
+    // What the index said, from its metadata (issue 18, item 3).
+    assert!(plan.contains("; PyPI has 12.6.77, ") && plan.contains("; PyPI has 9.5.0.50 for CUDA 12, "), "{plan}");
+    assert_eq!(env.server.hits(&format!("/files/{wheel}")), 0);
+    // A version the index does not have is an error of `plan`, with what it has instead.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.49\", from = \"pypi\" }\n").unwrap();
+    let out = env.cuenv().args(["plan", bad.to_str().unwrap()]).output().unwrap();
+    assert_fails(&out, 2, &["bad.toml:3:21: no source has cuDNN 9.5.0.49 for CUDA 12 (linux-x86_64): PyPI has no such version", "9.5.0.50"]);
     assert_eq!(env.server.hits(&format!("/files/{wheel}")), 0);
 
     // apply fetches, imports, assembles the runtime root and pins the download.

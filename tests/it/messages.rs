@@ -56,13 +56,19 @@ fn a_missing_profile_file_hint_names_no_repository_path() {
 #[test]
 fn usage_lines_do_not_show_home_when_cuenv_home_is_set() {
     let lab = Lab::new();
-    let (code, _, err) = lab.run(&["plan"]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("Usage: cuenv plan"), "{err}");
+    let bare = || {
+        let mut c = assert_cmd::Command::new(env!("CARGO_BIN_EXE_cuenv"));
+        c.env("CUENV_HOME", &lab.ctx.home);
+        c
+    };
+    let out = bare().arg("plan").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("Usage: cuenv plan <FILE>"), "{err}");
     assert!(!err.contains("--home"), "{err}");
     // The home still comes from CUENV_HOME.
-    let listed = lab.ok(&["store", "list"]);
-    assert!(listed.contains("cudnn-9.5.0.50"), "{listed}");
+    let out = bare().args(["store", "list"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("cudnn-9.5.0.50"), "{out:?}");
 }
 
 /// `store add --cuda 11` of files already stored as a CUDA 12 entry says that the two
@@ -93,4 +99,76 @@ fn store_remove_names_every_generation_using_the_entry_current_first() {
     let (code, _, err) = lab.run(&["store", "remove", "cudnn-9.5.0.50"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("is used by generations 2 (current) and 1"), "{err}");
+}
+
+/// Issue 18, item 3: `plan` of the README tour file, on a machine with no toolkit, an empty
+/// store, no conda env `tf` and a PyPI index that cannot be reached, reports every error in
+/// one run (exit 2), each at its line, and downloads nothing. The hints converge: no toolkit
+/// for `cuda = "11.8"` suggests the same version from PyPI.
+#[test]
+fn plan_reports_every_resolution_error_of_the_tour_at_once_without_downloading() {
+    let ctx = crate::support::TestContext::new();
+    let lab = ctx.path("lab.toml");
+    std::fs::write(
+        &lab,
+        r#"[profiles.tf]
+cuda = "11.8"
+cudnn = "8.8"
+conda-env = "tf"
+
+[profiles.torch2]
+cuda = "12"
+cudnn = "9.5.0"
+
+[profiles.ci]
+cuda = { version = "12.6", from = "pypi" }
+cudnn = { version = "9.5.0.50", from = "pypi" }
+"#,
+    )
+    .unwrap();
+    // A port nothing listens on: the index cannot be reached.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let index = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let run = |cmd: &str| {
+        ctx.cmd()
+            .args([cmd, lab.to_str().unwrap()])
+            .env("CUENV_PYPI_INDEX", &index)
+            .env("CUENV_HTTP_RETRIES", "0")
+            .env("CUENV_TOOLKIT_PATHS", ctx.path("no-toolkits"))
+            .env("CONDA_ENVS_PATH", ctx.path("no-envs"))
+            .env("HOME", &ctx.work)
+            .env_remove("CUDA_HOME")
+            .env_remove("CUDA_PATH")
+            .env_remove("CUENV_OFFLINE")
+            .output()
+            .unwrap()
+    };
+    let out = run("plan");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for want in [
+        "lab.toml:2:8: no CUDA toolkit matches `cuda = \"11.8\"` (profile `tf`)",
+        "hint: take the CUDA runtime from PyPI: `cuda = { version = \"11.8\", from = \"pypi\" }`",
+        "lab.toml:3:9: nothing in the store matches `cudnn = \"8.8\"` for CUDA 11",
+        "or fetch it: `cudnn = { version = \"8.8\", from = \"pypi\" }`",
+        "lab.toml:4:13: conda env `tf` does not exist",
+        "lab.toml:11:35: cannot check the CUDA 12.6 runtime for profile `ci`",
+        "lab.toml:12:40: cannot check cuDNN 9.5.0.50 for CUDA 12 (linux-x86_64) for profile `ci`",
+        "5 errors in ",
+    ] {
+        assert!(err.contains(want), "lacks {want:?}:\n{err}");
+    }
+    // torch2 resolves against what ci would fetch: no error of its own.
+    assert!(!err.contains("torch2"), "{err}");
+    // Nothing was downloaded or written.
+    assert!(!ctx.home.join("store").join(".downloads").exists() && !ctx.home.join("toolkits").exists(), "{err}");
+    assert!(!ctx.home.join("generations").exists());
+    // `apply` stops on the same resolution errors before it downloads anything (it asks the
+    // sources only when fetching): tf's three, in one run.
+    let out = run("apply");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("3 errors in ") && err.contains("no CUDA toolkit matches `cuda = \"11.8\"`"), "{err}");
+    assert!(!ctx.home.join("store").join(".downloads").exists() && !ctx.home.join("toolkits").exists(), "{err}");
 }
