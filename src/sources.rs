@@ -24,14 +24,18 @@ pub fn is_url(location: &str) -> bool {
     location.starts_with("http://") || location.starts_with("https://")
 }
 
-/// The endpoints for `file`: `[settings] pypi-index` / `nvidia-mirror`, overridden by
-/// `CUENV_PYPI_INDEX` / `CUENV_NVIDIA_MIRROR`; `CUENV_OFFLINE` or `offline` keep off the network.
+/// The endpoints for `file`: `[settings] pypi-index` / `nvidia-mirror` / `find-links`,
+/// overridden by `CUENV_PYPI_INDEX` / `CUENV_NVIDIA_MIRROR` / `CUENV_FIND_LINKS`;
+/// `CUENV_OFFLINE` or `offline` keep off the network.
 pub fn endpoints(file: &ProfileFile, offline: bool) -> Endpoints {
     let env = Endpoints::from_env();
+    let base = file.path.parent().unwrap_or(Path::new("."));
     Endpoints {
         pypi_index: env.pypi_index.or_else(|| file.settings.pypi_index.clone()),
         nvidia_mirror: env.nvidia_mirror.or_else(|| file.settings.nvidia_mirror.clone()),
         offline: offline || env.offline,
+        // `[settings] find-links` is relative to the profile file.
+        find_links: env.find_links.or_else(|| file.settings.find_links.as_ref().map(|d| base.join(d))),
     }
 }
 
@@ -537,12 +541,11 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
 fn lookup_runtime(client: &fetch::Client, ep: &Endpoints, prefix: &Version, platform: Platform) -> Result<(String, Option<u64>), fetch::Error> {
     let major = prefix.major();
     let want = prefix.truncated(2).to_string();
-    let index = ep.pypi_index();
     let mut first = None;
     for (i, project) in fetch::pypi::cuda_runtime_projects(major).iter().enumerate() {
         let what = format!("the CUDA {want} runtime ({project}) from PyPI");
-        let a = match fetch::pypi::resolve(client, &index, project, &want, platform, &what) {
-            Err(fetch::Error::NoSuchVersion { .. }) if i > 0 => fetch::pypi::resolve(client, &index, project, &major.to_string(), platform, &what)?,
+        let a = match fetch::resolve_wheel(client, ep, project, &want, platform, &what) {
+            Err(fetch::Error::NoSuchVersion { .. }) if i > 0 => fetch::resolve_wheel(client, ep, project, &major.to_string(), platform, &what)?,
             other => other?,
         };
         first.get_or_insert((a.version, a.size));

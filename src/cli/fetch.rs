@@ -37,6 +37,9 @@ pub struct FetchArgs {
     /// NVIDIA redist folder holding redistrib_<version>.json (a lab mirror).
     #[arg(long, env = "CUENV_NVIDIA_MIRROR", value_name = "URL", default_value = fetch::DEFAULT_NVIDIA_MIRROR)]
     pub nvidia_mirror: String,
+    /// A folder of wheels to look in before the PyPI index (pip's --find-links).
+    #[arg(long, env = "CUENV_FIND_LINKS", value_name = "DIR")]
+    pub find_links: Option<std::path::PathBuf>,
     /// Never use the network: fail with an error naming what is missing and the URL it needs.
     #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
     pub offline: bool,
@@ -85,7 +88,7 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
         cuda_major: args.cuda,
         from: args.from,
         platform,
-        endpoints: Endpoints { pypi_index: Some(args.pypi_index), nvidia_mirror: Some(args.nvidia_mirror), offline: args.offline },
+        endpoints: Endpoints { pypi_index: Some(args.pypi_index), nvidia_mirror: Some(args.nvidia_mirror), offline: args.offline, find_links: args.find_links },
     };
     let lock = super::writer_lock(ctx)?;
     crate::store::Store::new(&ctx.layout).clean_leftovers(&lock)?;

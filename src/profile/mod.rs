@@ -21,6 +21,7 @@
 //! ```toml
 //! [settings]                 # optional
 //! link-mode = "auto"         # auto | junction | symlink | copy
+//! find-links = "wheels"      # a folder of wheels asked before the PyPI index
 //! [toolkits]                 # optional; label -> toolkit root
 //! "11.8" = 'C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v11.8'
 //! [profiles.tf28]
@@ -229,6 +230,9 @@ pub struct Settings {
     pub nvidia_mirror: Option<String>,
     /// `pypi-index`: the PyPI base URL for `from = "pypi"`.
     pub pypi_index: Option<String>,
+    /// `find-links`: a folder of wheels asked before the PyPI index (relative to the
+    /// profile file), for labs without network access.
+    pub find_links: Option<PathBuf>,
     /// `shells`: the shells whose conda shims `apply` writes (`cmd`, `powershell`, `posix`,
     /// `fish`, `csh`); `None` (absent) means the platform's own ([`crate::shim::Shell::defaults`]).
     /// On Windows only cmd and PowerShell are written whatever the list says.

@@ -233,8 +233,9 @@ impl Cx<'_> {
     }
 
     fn settings(&self, t: &dyn TableLike) -> Result<Settings, Error> {
-        self.check_keys(t, &["link-mode", "nvidia-mirror", "pypi-index", "shells"], "[settings]")?;
+        self.check_keys(t, &["find-links", "link-mode", "nvidia-mirror", "pypi-index", "shells"], "[settings]")?;
         let mut s = Settings {
+            find_links: self.string(t, "find-links")?.map(|v| PathBuf::from(v.value)),
             nvidia_mirror: self.string(t, "nvidia-mirror")?.map(|v| v.value),
             pypi_index: self.string(t, "pypi-index")?.map(|v| v.value),
             ..Settings::default()

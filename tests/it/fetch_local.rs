@@ -834,6 +834,58 @@ fn declared_toolkits_are_exclusive_and_plan_says_why() {
     );
 }
 
+/// Issue 18, item 5: an air-gapped lab applies the shipped `profiles/lab.toml` from wheels
+/// copied in by hand: `CUENV_FIND_LINKS` names the folder, `--offline` keeps cuenv off the
+/// network, and the lock pins the bytes of those files (the same bytes PyPI serves).
+#[test]
+fn an_air_gapped_lab_applies_the_shipped_file_from_a_wheel_folder() {
+    let env = Env::new();
+    let wheels = tempfile::tempdir().unwrap();
+    let put = |(name, bytes): (String, Vec<u8>)| {
+        std::fs::write(wheels.path().join(&name), &bytes).unwrap();
+        sha256_hex(&bytes)
+    };
+    let cudnn95 = put(linux_wheel("9.5.0.50", 12));
+    put(linux_wheel("8.9.4.25", 12));
+    put(linux_wheel("8.8.0.121", 11));
+    for (project, pkg, version, lib, seed) in [
+        ("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "libcudart.so.12", 1),
+        ("nvidia-cublas-cu12", "cublas", "12.6.4.1", "libcublas.so.12", 2),
+        ("nvidia-cuda-nvrtc-cu12", "cuda_nvrtc", "12.6.85", "libnvrtc.so.12", 3),
+        ("nvidia-cuda-runtime-cu11", "cuda_runtime", "11.8.89", "libcudart.so.11.0", 4),
+        // cuBLAS for CUDA 11.8 is 11.11.x: found by the CUDA major, as on PyPI.
+        ("nvidia-cublas-cu11", "cublas", "11.11.3.6", "libcublas.so.11", 5),
+        ("nvidia-cuda-nvrtc-cu11", "cuda_nvrtc", "11.8.89", "libnvrtc.so.11.2", 6),
+    ] {
+        put(runtime_wheel(project, pkg, version, lib, seed));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("lab.toml");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/lab.toml"), &lab).unwrap();
+    let run = |args: &[&str]| env.cuenv().env("CUENV_FIND_LINKS", wheels.path()).env("CUENV_OFFLINE", "1").args(args).arg(&lab).output().unwrap();
+    // Without the folder, --offline says how to bring the files in.
+    let out = env.cuenv().args(["apply", "--offline", "--no-check"]).arg(&lab).output().unwrap();
+    assert_fails(&out, 1, &["offline: cannot get", "CUENV_FIND_LINKS=DIR"]);
+    let out = run(&["plan"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("+ fetch cuDNN 8.8.0.121 from PyPI, else NVIDIA for profile tf28"), "{}", text(&out.stdout));
+    let out = run(&["apply", "--offline", "--no-check"]);
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("generation 1 is current (3 profiles)"), "{}", text(&out.stdout));
+    assert!(env.server.log().is_empty(), "offline touched the network: {:?}", env.server.log());
+    let lock = std::fs::read_to_string(dir.path().join("lab.lock")).unwrap();
+    assert!(lock.contains(&format!("cudnn-sha256 = \"{cudnn95}\"")), "{lock}");
+    assert!(lock.contains("nvidia-cublas-cu11==11.11.3.6 sha256:"), "{lock}");
+    for p in ["torch", "legacy", "tf28"] {
+        assert!(env.home.path().join("profiles").join(p).join("cudnn-lib").exists(), "{p}");
+    }
+    // Another air-gapped machine with the lock: --locked takes exactly these bytes again.
+    let other = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = other.cuenv().env("CUENV_FIND_LINKS", wheels.path()).args(["apply", "--offline", "--no-check", "--locked"]).arg(&lab).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(env.server.log().is_empty());
+}
+
 // ---------------------------------------------------------------------------------------
 // `cuenv lock --platform`: another platform's section of lab.lock, filled from Linux.
 
