@@ -230,8 +230,9 @@ impl ResolvedProfile {
 }
 
 /// Why `chosen` won for `profile`: the pool it was chosen from and what else matched, e.g.
-/// `CUDA 12.6 at /opt/cuda: the newest match for \`cuda = "12"\` among roots under
-/// [toolkits] (...); also matching: 12.2 at /opt/cuda-12.2; not candidates: 12.6.77 at ...`.
+/// "CUDA 12.6 at /opt/cuda: the newest match for `cuda = "12"` among roots under
+/// `[toolkits]` (...); also matching: 12.2 at /opt/cuda-12.2; matching but not candidates:
+/// 12.6.77 at ...".
 pub fn toolkit_reason(file: &ProfileFile, profile: &Profile, chosen: &ToolkitCandidate, candidates: &Candidates) -> String {
     let pool = Pool::of(file, profile);
     let matching = |t: &&ToolkitCandidate| profile.cuda.version.matches(&t.version) && t.root != chosen.root;
