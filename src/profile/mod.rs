@@ -34,6 +34,8 @@
 //! ```
 
 mod parser;
+#[cfg(test)]
+mod schema;
 
 use std::path::PathBuf;
 

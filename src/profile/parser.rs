@@ -91,7 +91,7 @@ pub fn parse(text: &str, path: &Path) -> Result<ProfileFile, Error> {
     let doc = toml_edit::Document::parse(text).map_err(|e| cx.syntax(&e))?;
     let root: &dyn TableLike = doc.as_table();
     let mut errors = Vec::new();
-    if let Err(e) = cx.check_keys(root, &["settings", "toolkits", "profiles"], "the top level") {
+    if let Err(e) = cx.check_keys(root, &TOP_KEYS, "the top level") {
         errors.push(e);
     }
     let settings = match cx.table_at(root, "settings").and_then(|t| t.map(|t| cx.settings(t)).transpose()) {
@@ -135,8 +135,15 @@ struct Cx<'a> {
     lines: std::cell::OnceCell<LineIndex>,
 }
 
-const PROFILE_KEYS: [&str; 4] = ["cuda", "cudnn", "conda-env", "check"];
-const REQUIREMENT_KEYS: [&str; 3] = ["version", "from", "sha256"];
+/// The keys of the top level, `[settings]`, a profile, a `cudnn` table and a `cuda` table
+/// (the JSON Schema in `schema.rs` is checked against these).
+pub(super) const TOP_KEYS: [&str; 3] = ["settings", "toolkits", "profiles"];
+pub(super) const SETTINGS_KEYS: [&str; 5] = ["find-links", "link-mode", "nvidia-mirror", "pypi-index", "shells"];
+pub(super) const PROFILE_KEYS: [&str; 4] = ["cuda", "cudnn", "conda-env", "check"];
+pub(super) const REQUIREMENT_KEYS: [&str; 3] = ["version", "from", "sha256"];
+#[cfg(test)]
+pub(super) const CUDNN_TABLE_KEYS: [&str; 3] = REQUIREMENT_KEYS;
+pub(super) const CUDA_TABLE_KEYS: [&str; 2] = ["version", "from"];
 const LINK_MODES: [(&str, LinkMode); 4] =
     [("auto", LinkMode::Auto), ("junction", LinkMode::Junction), ("symlink", LinkMode::Symlink), ("copy", LinkMode::Copy)];
 const CHECKS: [(&str, Check); 3] = [("conv", Check::Conv), ("load", Check::Load), ("none", Check::None)];
@@ -233,7 +240,7 @@ impl Cx<'_> {
     }
 
     fn settings(&self, t: &dyn TableLike) -> Result<Settings, Error> {
-        self.check_keys(t, &["find-links", "link-mode", "nvidia-mirror", "pypi-index", "shells"], "[settings]")?;
+        self.check_keys(t, &SETTINGS_KEYS, "[settings]")?;
         let mut s = Settings {
             find_links: self.string(t, "find-links")?.map(|v| PathBuf::from(v.value)),
             nvidia_mirror: self.string(t, "nvidia-mirror")?.map(|v| v.value),
@@ -360,7 +367,7 @@ impl Cx<'_> {
             }
         };
         keep(self.check_keys(t, &PROFILE_KEYS, &place));
-        let cuda = self.requirement(t, "cuda", &["version", "from"], name, &name_span);
+        let cuda = self.requirement(t, "cuda", &CUDA_TABLE_KEYS, name, &name_span);
         let cudnn = self.requirement(t, "cudnn", &REQUIREMENT_KEYS, name, &name_span);
         if let Ok(req) = &cuda
             && let Some(src) = req.sources().find(|s| s.value != Source::Pypi)
