@@ -17,6 +17,10 @@ pub struct Cli {
     #[arg(long, short, global = true)]
     pub quiet: bool,
 
+    /// Color help and error prefixes: auto (a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto", hide_default_value = true)]
+    pub color: super::color::When,
+
     #[command(subcommand)]
     pub command: Command,
 }

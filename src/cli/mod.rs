@@ -5,6 +5,7 @@
 mod apply;
 mod args;
 mod check;
+mod color;
 pub mod diagnostics;
 mod doctor;
 mod env;
@@ -18,7 +19,7 @@ mod status;
 mod store;
 mod toolkits;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::io;
 
 use crate::error::{ExitCode, Hinted};
@@ -68,14 +69,18 @@ impl Ctx {
 /// write stdout (after the command's work is done; a closed pipe quietly, with exit
 /// [`BROKEN_PIPE`]); returns the exit code. An error of the command keeps its exit code.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    // --color is read before clap parses, so that clap's own help and errors follow it.
+    let when = color::scan(std::env::args_os());
+    color::init(when);
+    let matches = Cli::command().color(when.clap()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let out = Out::default();
     let result = run(cli, out.clone());
     let failed = out.finish();
     let code = match result {
         Ok(code) => code as i32,
         Err(err) => {
-            write!(ErrOut, "{}", err.render());
+            write!(ErrOut, "{}", color::paint(&err.render()));
             err.exit_code() as i32
         }
     };

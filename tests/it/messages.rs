@@ -172,3 +172,36 @@ cudnn = { version = "9.5.0.50", from = "pypi" }
     assert!(err.contains("3 errors in ") && err.contains("no CUDA toolkit matches `cuda = \"11.8\"`"), "{err}");
     assert!(!ctx.home.join("store").join(".downloads").exists() && !ctx.home.join("toolkits").exists(), "{err}");
 }
+
+/// Issue 18, item 10: `--color always|never|auto` for clap's help and cuenv's error
+/// prefixes; `auto` (the default) colors only a terminal, and never with NO_COLOR set.
+#[test]
+fn color_follows_the_flag_and_no_color() {
+    let ctx = crate::support::TestContext::new();
+    let missing = ctx.path("nope.toml");
+    let run = |args: &[&str], no_color: bool| {
+        let mut c = ctx.cmd();
+        if no_color {
+            c.env("NO_COLOR", "1");
+        } else {
+            c.env_remove("NO_COLOR");
+        }
+        let out = c.args(args).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let m = missing.to_str().unwrap();
+    let (code, _, err) = run(&["--color", "always", "plan", m], true);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.starts_with("\x1b[1;31merror:\x1b[0m ") && err.contains("\x1b[1;36mhint:\x1b[0m "), "{err:?}");
+    for args in [["--color", "never", "plan", m], ["--color", "auto", "plan", m]] {
+        let (code, _, err) = run(&args, false);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.starts_with("error: ") && !err.contains('\x1b'), "{err:?}");
+    }
+    let (_, help, _) = run(&["--color=always", "plan", "--help"], false);
+    assert!(help.contains('\x1b'), "{help:?}");
+    let (_, help, _) = run(&["--color=never", "plan", "--help"], false);
+    assert!(!help.contains('\x1b') && help.contains("--color <WHEN>"), "{help:?}");
+    let (code, _, err) = run(&["--color", "pink", "plan", m], false);
+    assert_eq!(code, Some(2), "{err}");
+}
