@@ -56,6 +56,7 @@ wine_skips=(
   fetch_local::declared_toolkits_are_exclusive_and_plan_says_why
   # issue 18, item 5: the air-gapped apply needs junctions (and the wheels are manylinux).
   fetch_local::an_air_gapped_lab_applies_the_shipped_file_from_a_wheel_folder
+  fetch_local::a_cuda_runtime_from_a_folder_of_wheels
   # Issue 16: source lists and unpinned profiles are proven through `apply` on the Linux host
   # section (junctions under Wine, and the fixture serves only manylinux wheels).
   fetch_local::a_source_list_falls_through_to_nvidia_and_the_lock_records_who_served

@@ -108,13 +108,15 @@ fn ensure_runtime(
         .unwrap_or_default();
     // A pin is kept while the runtime it names still satisfies `cuda`.
     let pin_fits = pinned.first().and_then(|w| w.version.parse::<Version>().ok()).is_some_and(|pv| pv.starts_with(&v));
+    let ep = runtime_endpoints(file, p, cx.ep);
     let (root, made) = if pin_fits {
-        crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, cx.ep, &pinned, platform, cx.progress)?
+        crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.progress)?
     } else {
-        crate::wheel_toolkit::ensure(cx.layout, cx.lock, cx.ep, &v, platform, cx.progress)?
+        crate::wheel_toolkit::ensure(cx.layout, cx.lock, &ep, &v, platform, cx.progress)?
     };
     if made {
-        lines.push(format!("+ CUDA runtime {} from PyPI at {}", v, root.display()));
+        let from = wheel_folder(file, p).map(|d| d.display().to_string()).unwrap_or_else(|| "PyPI".into());
+        lines.push(format!("+ CUDA runtime {} from {from} at {}", v, root.display()));
     }
     Ok(())
 }
@@ -201,6 +203,24 @@ fn unpinned_reason(what: &str, tried: &[(fetch::Source, fetch::Error)]) -> Strin
     format!("{what}: {}", each.join("; "))
 }
 
+/// The folder of wheels a profile's `cuda = { ..., from = "<folder>" }` names, relative to
+/// the profile file; `None` for `from = "pypi"` or no `from`.
+fn wheel_folder(file: &ProfileFile, p: &Profile) -> Option<std::path::PathBuf> {
+    match &p.cuda.from.as_ref()?.value {
+        Source::Location(dir) => Some(file.path.parent().unwrap_or(Path::new(".")).join(dir)),
+        _ => None,
+    }
+}
+
+/// The endpoints for a profile's CUDA runtime: `ep`, or, for a folder of wheels, that folder
+/// alone (find-links, never the network).
+fn runtime_endpoints(file: &ProfileFile, p: &Profile, ep: &Endpoints) -> Endpoints {
+    match wheel_folder(file, p) {
+        Some(dir) => Endpoints { find_links: Some(dir), offline: true, ..ep.clone() },
+        None => ep.clone(),
+    }
+}
+
 /// Checks every cuDNN `from` of `file` before anything is fetched or planned: a location
 /// that is neither "pypi", "nvidia" nor an http(s) URL must be a path that exists (relative
 /// to the profile file). Every bad `from` is reported (with its line and a hint), not only
@@ -208,6 +228,16 @@ fn unpinned_reason(what: &str, tried: &[(fetch::Source, fetch::Error)]) -> Strin
 pub fn check(file: &ProfileFile) -> Result<(), profile::Error> {
     let mut errors = Vec::new();
     for p in &file.profiles {
+        if let Some(dir) = wheel_folder(file, p)
+            && !dir.is_dir()
+        {
+            let from = p.cuda.from.as_ref().expect("a wheel folder is a `from`");
+            errors.push(file.error_at(
+                from.span.clone(),
+                format!("`from = {}` is not a folder (of the CUDA runtime's wheels: {})", file.text(&from.span), dir.display()),
+                Some("name the folder holding the nvidia-cuda-runtime, nvidia-cublas and nvidia-cuda-nvrtc wheels (relative to the profile file), or use `from = \"pypi\"`".into()),
+            ));
+        }
         if let Some(from) = &p.cudnn.from
             && let Source::Location(loc) = &from.value
             && !is_url(loc)
@@ -458,12 +488,21 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
         {
             major = Some(v.major());
             if crate::wheel_toolkit::find(layout, &v, platform).is_none() && !out.toolkits.iter().any(|t| t.version.starts_with(&v)) {
-                let mut detail = format!("CUDA runtime {} (cudart, cuBLAS, NVRTC) from PyPI", p.cuda.version);
+                let folder = wheel_folder(file, p);
+                let from = folder.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "PyPI".into());
+                let mut detail = format!("CUDA runtime {} (cudart, cuBLAS, NVRTC) from {from}", p.cuda.version);
                 let mut version = v.clone();
-                if let (Some(client), Some(ep)) = (&client, ep) {
+                // A folder of wheels is always asked (no network); PyPI only when online.
+                let asked = match (&folder, ep) {
+                    (Some(_), _) => Some((fetch::Client::new(true), runtime_endpoints(file, p, &Endpoints::default()))),
+                    (None, Some(ep)) => Some((fetch::Client::new(false), ep.clone())),
+                    (None, None) => None,
+                };
+                if let Some((client, ep)) = &asked {
                     match lookup_runtime(client, ep, &v, platform) {
                         Ok((exact, size)) => {
-                            detail.push_str(&format!("; PyPI has {exact}{}", size.map(|s| format!(", {}", crate::fsutil::human_size(s))).unwrap_or_default()));
+                            let size = size.map(|s| format!(", {}", crate::fsutil::human_size(s))).unwrap_or_default();
+                            detail.push_str(&format!("; {} has {exact}{size}", if folder.is_some() { "the folder" } else { "PyPI" }));
                             version = exact.parse().unwrap_or(version);
                         }
                         Err(e) => out.errors.push(lookup_error(file, p, p.cuda.from.as_ref().map(|f| f.span.clone()), &format!("the CUDA {v} runtime"), &e)),

@@ -398,7 +398,18 @@ check = "load"
         assert!(msgs[0].contains("12.x") && msgs[1].contains("not a version") && msgs[2].contains("`chek`") && msgs[3].contains("`condaenv`"), "{msgs:?}");
         let e = err("[profiles.a]\ncuda = { version = \"12.6\", from = \"pyip\" }\ncudnn = \"9\"\n");
         assert!(e.to_string().contains("only `from = \"pypi\"` can provide a CUDA runtime"), "{e}");
-        assert_eq!(e.hint().unwrap(), "did you mean `from = \"pypi\"`? install the toolkit and name it under [toolkits], or use `from = \"pypi\"`");
+        assert_eq!(
+            e.hint().unwrap(),
+            "did you mean `from = \"pypi\"`? install the toolkit and name it under [toolkits], or use `from = \"pypi\"`, or name a folder holding the runtime wheels (`from = \"./wheels\"`)"
+        );
+        // A folder of the runtime's wheels is a source of its own.
+        let f = ok("[profiles.a]\ncuda = { version = \"12.6\", from = \"./wheels\" }\ncudnn = \"9\"\n");
+        assert_eq!(f.profiles[0].cuda.from.as_ref().unwrap().value, Source::Location("./wheels".into()));
+        assert!(
+            err("[profiles.a]\ncuda = { version = \"12.6\", from = \"https://x/w.whl\" }\ncudnn = \"9\"\n")
+                .to_string()
+                .contains("only `from = \"pypi\"` can provide")
+        );
         // File order across the top level and the profiles.
         let e = err("[toolkit]\nx = 1\n[profiles.a]\ncuda = \"?\"\ncudnn = \"9\"\n[setings]\ny = 2\n");
         let lines: Vec<usize> = e.all_located().iter().map(|l| l.line).collect();

@@ -84,6 +84,12 @@ fn check_size(bytes: &[u8], path: &Path) -> Result<(), Error> {
 /// Each of the top level, `[settings]`,
 /// `[toolkits]` and every profile is checked on its own: when more than one is wrong, all
 /// their first errors come back together, in file order, as [`Error::Several`].
+/// True when a `from` location reads as a local path (not a URL, not a bare word): `./w`,
+/// `../w`, `/w`, `w/x`, `C:\\w`.
+fn looks_like_folder(l: &str) -> bool {
+    !l.contains("://") && (l.contains(['/', '\\']) || l.starts_with('.'))
+}
+
 pub fn parse(text: &str, path: &Path) -> Result<ProfileFile, Error> {
     check_size(text.as_bytes(), path)?;
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
@@ -369,7 +375,12 @@ impl Cx<'_> {
         keep(self.check_keys(t, &PROFILE_KEYS, &place));
         let cuda = self.requirement(t, "cuda", &CUDA_TABLE_KEYS, name, &name_span);
         let cudnn = self.requirement(t, "cudnn", &REQUIREMENT_KEYS, name, &name_span);
+        // A CUDA runtime comes from PyPI, or from a folder of its wheels (`from = "./wheels"`,
+        // a path alone: whether it exists is checked before fetching, `sources::check`).
+        let wheel_folder =
+            |req: &Requirement| matches!(&req.from, Some(Spanned { value: Source::Location(l), .. }) if req.fallbacks.is_empty() && looks_like_folder(l));
         if let Ok(req) = &cuda
+            && !wheel_folder(req)
             && let Some(src) = req.sources().find(|s| s.value != Source::Pypi)
         {
             let guess = match &src.value {
@@ -379,7 +390,7 @@ impl Cx<'_> {
             keep(Err(self.invalid(
                 src.span.clone(),
                 "only `from = \"pypi\"` can provide a CUDA runtime",
-                format!("{guess}install the toolkit and name it under [toolkits], or use `from = \"pypi\"`"),
+                format!("{guess}install the toolkit and name it under [toolkits], or use `from = \"pypi\"`, or name a folder holding the runtime wheels (`from = \"./wheels\"`)"),
             )));
         }
         // A cuDNN `from` that is a near miss of a source name, not a path or URL, is a typo

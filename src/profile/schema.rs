@@ -115,7 +115,7 @@ enum CudaReq {
 struct CudaTable {
     /// The one version to fetch: "12.6" (the newest 12.6.x) or "12.6.77".
     version: VersionReq,
-    /// Only PyPI provides a CUDA runtime.
+    /// "pypi", or a folder of the runtime's wheels (for labs without network access).
     from: Option<CudaFrom>,
 }
 
@@ -124,6 +124,9 @@ struct CudaTable {
 #[allow(dead_code)]
 enum CudaFrom {
     One(Pypi),
+    /// A folder holding the runtime's wheels (nvidia-cuda-runtime, nvidia-cublas,
+    /// nvidia-cuda-nvrtc), relative to this file: `./wheels`.
+    Folder(String),
     List(Vec<Pypi>),
 }
 

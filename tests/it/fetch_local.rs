@@ -886,6 +886,47 @@ fn an_air_gapped_lab_applies_the_shipped_file_from_a_wheel_folder() {
     assert!(env.server.log().is_empty());
 }
 
+/// Issue 18, item 5: a profile names local files itself: its CUDA runtime from a folder of
+/// the runtime's wheels (`cuda.from = "./wheels"`) and its cuDNN from a wheel path; applied
+/// offline, nothing else configured.
+#[test]
+fn a_cuda_runtime_from_a_folder_of_wheels() {
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let wheels = dir.path().join("wheels");
+    std::fs::create_dir(&wheels).unwrap();
+    for (project, pkg, version, lib, seed) in [
+        ("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "libcudart.so.12", 1),
+        ("nvidia-cublas-cu12", "cublas", "12.6.4.1", "libcublas.so.12", 2),
+        ("nvidia-cuda-nvrtc-cu12", "cuda_nvrtc", "12.6.85", "libnvrtc.so.12", 3),
+    ] {
+        let (name, bytes) = runtime_wheel(project, pkg, version, lib, seed);
+        std::fs::write(wheels.join(name), bytes).unwrap();
+    }
+    let (cudnn, bytes) = linux_wheel("9.5.0.50", 12);
+    std::fs::write(wheels.join(&cudnn), bytes).unwrap();
+    let lab = dir.path().join("lab.toml");
+    std::fs::write(
+        &lab,
+        format!("[profiles.t]\ncuda = {{ version = \"12.6\", from = \"./wheels\" }}\ncudnn = {{ version = \"9.5.0.50\", from = \"wheels/{cudnn}\" }}\n"),
+    )
+    .unwrap();
+    let out = env.cuenv().env("CUENV_OFFLINE", "1").args(["plan"]).arg(&lab).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("CUDA runtime 12.6 (cudart, cuBLAS, NVRTC) from "), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("; the folder has 12.6.77"), "{}", text(&out.stdout));
+    let out = env.cuenv().args(["apply", "--offline", "--no-check"]).arg(&lab).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("+ CUDA runtime 12.6 from "), "{}", text(&out.stdout));
+    let lock = std::fs::read_to_string(dir.path().join("lab.lock")).unwrap();
+    assert!(lock.contains("nvidia-cuda-runtime-cu12==12.6.77 sha256:"), "{lock}");
+    assert!(env.server.log().is_empty(), "{:?}", env.server.log());
+    // A folder that is not there is an error of its own, at its line.
+    std::fs::write(&lab, "[profiles.t]\ncuda = { version = \"12.6\", from = \"./nowhere\" }\ncudnn = \"9.5\"\n").unwrap();
+    let out = env.cuenv().args(["plan"]).arg(&lab).output().unwrap();
+    assert_fails(&out, 2, &["lab.toml:2:35: `from = \"./nowhere\"` is not a folder (of the CUDA runtime's wheels"]);
+}
+
 // ---------------------------------------------------------------------------------------
 // `cuenv lock --platform`: another platform's section of lab.lock, filled from Linux.
 
