@@ -32,6 +32,8 @@ wine_skips=(
   messages::a_failed_check_ends_with_an_error_line
   # issue 18: `store remove` names the generations that `apply` made (junctions).
   messages::store_remove_names_every_generation_using_the_entry_current_first
+  # issue 18, item 9: check and generations after an `apply` (junctions).
+  messages::default_output_is_short_and_verbose_shows_everything
   # tests/it/apply.rs: these need `cuenv apply` to succeed, and Wine refuses every junction
   # (FSCTL_SET_REPARSE_POINT: os error 50). `link-mode = "copy"` does not help: it copies
   # only the cuDNN entry; the other view links and the generation switch are still

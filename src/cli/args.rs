@@ -17,6 +17,10 @@ pub struct Cli {
     #[arg(long, short, global = true)]
     pub quiet: bool,
 
+    /// Show everything: plan's view links, each check's reasons and notes, whole generations lines.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+
     /// Color help and error prefixes: auto (a terminal, unless NO_COLOR is set), always, never.
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto", hide_default_value = true)]
     pub color: super::color::When,

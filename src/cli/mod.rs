@@ -32,6 +32,9 @@ pub use output::{BROKEN_PIPE, ErrOut, Out};
 pub struct Ctx {
     pub layout: Layout,
     pub quiet: bool,
+    /// `--verbose`: everything (`plan`'s view links, each check's reasons and notes, whole
+    /// `generations` lines); by default what changed and what is wrong, one line each.
+    pub verbose: bool,
     out: Out,
 }
 
@@ -141,7 +144,7 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         )
         .into());
     }
-    let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet, out };
+    let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet, verbose: cli.verbose, out };
     // A home written by a newer cuenv is refused before anything reads or writes it.
     ctx.layout.check_format()?;
     match cli.command {

@@ -205,3 +205,32 @@ fn color_follows_the_flag_and_no_color() {
     let (code, _, err) = run(&["--color", "pink", "plan", m], false);
     assert_eq!(code, Some(2), "{err}");
 }
+
+/// Issue 18, item 9: default output says what changes and what is wrong, one line each;
+/// `--verbose` shows everything (plan's view links, each no-GPU warning, whole generations lines).
+#[test]
+fn default_output_is_short_and_verbose_shows_everything() {
+    let lab = Lab::new();
+    let file = lab.three();
+    let f = file.to_str().unwrap();
+    let plan = lab.ok(&["plan", f]);
+    assert!(plan.contains("+ profile torch2: ") && !plan.contains("  link profiles/"), "{plan}");
+    assert!(plan.contains("  (the new generation's views hold 12 links; --verbose lists them)"), "{plan}");
+    let verbose = lab.ok(&["--verbose", "plan", f]);
+    assert!(verbose.contains("  link profiles/torch2/cudnn-lib -> ") && !verbose.contains("--verbose lists them"), "{verbose}");
+    lab.ok(&["apply", "--no-check", f]);
+    // A check without a GPU: one line per profile, and the no-GPU warning once.
+    let out = lab.ctx.cmd().env_remove("CUENV_OVERRIDE_COMPUTE_CAPABILITY").args(["check"]).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    if out.status.success() && stdout.contains("no-gpu") {
+        assert_eq!(stdout.lines().count(), 3, "{stdout}");
+        assert_eq!(stderr.matches("no GPU here").count(), 0, "--quiet: {stderr}");
+        let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_cuenv")).env("CUENV_HOME", &lab.ctx.home).args(["check"]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stderr).matches("no GPU here").count(), 1, "{out:?}");
+    }
+    // generations: the file's name, not its path; the path with --verbose.
+    let gens = lab.ok(&["generations"]);
+    assert!(gens.contains("  lab.toml  torch2 (cuDNN 9.5.0.50") && !gens.contains(&lab.ctx.work.display().to_string()), "{gens}");
+    let gens = lab.ok(&["--verbose", "generations"]);
+    assert!(gens.contains(&file.display().to_string()), "{gens}");
+}
