@@ -42,6 +42,14 @@ pub fn preview(layout: &Layout, file: &Path, locked: bool) -> Result<Preview, Er
     let pre = sources::preflight(layout, &parsed, host, Some(&sources::endpoints(&parsed, false)));
     let fetches = pre.fetches.clone();
     desire::check_all(layout, &parsed, host, pre)?;
+    // --locked with no lock (or no section, or unpinned profiles) fails here too, not only
+    // once resolution can run.
+    if locked {
+        let lock = crate::lockfile::read(&crate::lockfile::lock_path(&parsed.path), host)?;
+        if let Some(drift) = desire::missing_section(lock.as_ref(), &parsed, host).or_else(|| desire::unpinned_drift(lock.as_ref(), &parsed, host)) {
+            return Err(drift.into());
+        }
+    }
     let desired = match desire::desire(layout, parsed, locked) {
         Ok(d) => d,
         // What is still to be fetched cannot be resolved yet: show the fetches.

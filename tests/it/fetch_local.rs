@@ -869,6 +869,9 @@ fn an_air_gapped_lab_applies_the_shipped_file_from_a_wheel_folder() {
     let out = run(&["plan"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("+ fetch cuDNN 8.8.0.121 from PyPI, else NVIDIA for profile tf28"), "{}", text(&out.stdout));
+    // `plan --locked` with no lock says so, although the views wait for the fetches.
+    let out = run(&["plan", "--locked"]);
+    assert_fails(&out, 2, &["the lock file does not exist"]);
     let out = run(&["apply", "--offline", "--no-check"]);
     assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
     assert!(text(&out.stdout).contains("generation 1 is current (3 profiles)"), "{}", text(&out.stdout));
