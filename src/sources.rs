@@ -473,6 +473,7 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
     if let Err(e) = check(file) {
         out.errors.push(e);
     }
+    let unchecked = if ep.is_some_and(|e| e.offline) { "; not checked (offline)" } else { "" };
     let ep = ep.filter(|e| !e.offline);
     let client = ep.map(|e| fetch::Client::new(e.offline));
     let entries = Store::new(layout).entries();
@@ -496,7 +497,10 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
                 let asked = match (&folder, ep) {
                     (Some(_), _) => Some((fetch::Client::new(true), runtime_endpoints(file, p, &Endpoints::default()))),
                     (None, Some(ep)) => Some((fetch::Client::new(false), ep.clone())),
-                    (None, None) => None,
+                    (None, None) => {
+                        detail.push_str(unchecked);
+                        None
+                    }
                 };
                 if let Some((client, ep)) = &asked {
                     match lookup_runtime(client, ep, &v, platform) {
@@ -547,6 +551,9 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
             continue;
         };
         let mut version = v.clone();
+        if client.is_none() && matches!(from.value, Source::Pypi | Source::Nvidia) {
+            detail.push_str(unchecked);
+        }
         if let (Some(client), Some(ep), Source::Pypi | Source::Nvidia) = (&client, ep, &from.value) {
             let order: Vec<fetch::Source> = p.cudnn.sources().filter_map(|s| fetch_source(&s.value)).collect();
             let req = fetch::FetchRequest { version: v.clone(), cuda_major: major, from: order[0], platform, endpoints: ep.clone() };

@@ -868,7 +868,7 @@ fn an_air_gapped_lab_applies_the_shipped_file_from_a_wheel_folder() {
     assert_fails(&out, 1, &["offline: cannot get", "CUENV_FIND_LINKS=DIR"]);
     let out = run(&["plan"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("+ fetch cuDNN 8.8.0.121 from PyPI, else NVIDIA for profile tf28"), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("+ fetch cuDNN 8.8.0.121 from PyPI, else NVIDIA; not checked (offline) for profile tf28"), "{}", text(&out.stdout));
     // `plan --locked` with no lock says so, although the views wait for the fetches.
     let out = run(&["plan", "--locked"]);
     assert_fails(&out, 2, &["the lock file does not exist"]);
