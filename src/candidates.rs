@@ -8,7 +8,7 @@
 use crate::binfmt::Platform;
 use crate::layout::Layout;
 use crate::profile::{self, ProfileFile};
-use crate::resolve::ToolkitCandidate;
+use crate::resolve::{Origin, ToolkitCandidate};
 use crate::toolkit::{self, ProcessEnv};
 
 /// Toolkit candidates for `platform`: the wheel toolkit roots (CUDA toolkit roots built from wheels) under `<home>/toolkits` built
@@ -26,7 +26,7 @@ pub fn toolkit_candidates(layout: &Layout, file: &ProfileFile, platform: Platfor
         if let Ok(t) = toolkit::inspect_root(&root)
             && let Some(v) = t.version.clone()
         {
-            out.push((ToolkitCandidate { root: t.root.clone(), version: v }, t));
+            out.push((ToolkitCandidate { root: t.root.clone(), version: v, origin: Origin::Wheel }, t));
         }
     }
     if Platform::host() == Some(platform) {
@@ -42,7 +42,7 @@ pub fn installed_toolkits(file: &ProfileFile) -> Result<Vec<(ToolkitCandidate, t
     if file.toolkits.is_empty() {
         for t in toolkit::discover(&ProcessEnv) {
             if let Some(v) = t.version.clone() {
-                out.push((ToolkitCandidate { root: t.root.clone(), version: v }, t));
+                out.push((ToolkitCandidate { root: t.root.clone(), version: v, origin: Origin::Discovered }, t));
             }
         }
         return Ok(out);
@@ -60,7 +60,7 @@ pub fn installed_toolkits(file: &ProfileFile) -> Result<Vec<(ToolkitCandidate, t
                 Some("point at the folder that holds version.json (e.g. CUDA\\v12.6)".into()),
             ));
         };
-        out.push((ToolkitCandidate { root: t.root.clone(), version: v }, t));
+        out.push((ToolkitCandidate { root: t.root.clone(), version: v, origin: Origin::Declared }, t));
     }
     Ok(out)
 }

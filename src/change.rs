@@ -63,12 +63,23 @@ pub struct Change {
     /// What changes, in words (absent when the kind says it all).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Why this choice was made (a profile's toolkit root: which candidates it was chosen
+    /// among), shown on its own indented line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl Change {
     /// A change of `subject` `name`, with an optional `detail`.
     pub fn new(kind: Kind, subject: Subject, name: impl Into<String>, detail: Option<String>) -> Change {
-        Change { kind, subject, name: name.into(), detail }
+        Change { kind, subject, name: name.into(), detail, why: None }
+    }
+
+    /// With a reason, shown as `    why: ...` under the change's line.
+    pub fn with_why(mut self, why: impl Into<String>) -> Change {
+        let why = why.into();
+        self.why = (!why.is_empty()).then_some(why);
+        self
     }
 }
 
@@ -84,6 +95,10 @@ impl fmt::Display for Change {
             Subject::LinkMode => write!(f, "{} link mode {detail}", self.kind),
             Subject::Link => write!(f, "  link {} -> {detail}", self.name),
             Subject::Fetch => write!(f, "{} fetch {detail} for profile {}", self.kind, self.name),
+        }?;
+        match &self.why {
+            Some(why) => write!(f, "\n    why: {why}"),
+            None => Ok(()),
         }
     }
 }

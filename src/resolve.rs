@@ -44,6 +44,65 @@ pub struct ToolkitCandidate {
     pub root: PathBuf,
     /// The CUDA version (`11.8` or `12.6.77`).
     pub version: Version,
+    /// Where it comes from: decides which profiles may choose it ([`Pool`]).
+    pub origin: Origin,
+}
+
+/// Where a toolkit candidate comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// Found by discovery (what `cuenv toolkits` lists).
+    #[default]
+    Discovered,
+    /// Named under the profile file's `[toolkits]`.
+    Declared,
+    /// A CUDA runtime root cuenv assembled from PyPI wheels (`<home>/toolkits`).
+    Wheel,
+}
+
+/// The toolkit candidates one profile chooses among (issue 18, item 2):
+/// - `cuda = { ..., from = "pypi" }`: only CUDA runtimes fetched from PyPI;
+/// - else, in a file that lists `[toolkits]`: only those roots;
+/// - else: installed (discovered) toolkits and fetched runtimes alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pool {
+    /// Runtimes from PyPI wheels only.
+    Wheels,
+    /// The file's `[toolkits]` roots only.
+    Declared,
+    /// Discovered toolkits and wheel runtimes.
+    Any,
+}
+
+impl Pool {
+    /// The pool of `profile` in `file`.
+    pub fn of(file: &ProfileFile, profile: &Profile) -> Pool {
+        if profile.cuda.from.is_some() {
+            Pool::Wheels
+        } else if !file.toolkits.is_empty() {
+            Pool::Declared
+        } else {
+            Pool::Any
+        }
+    }
+
+    /// True when a candidate of `origin` is in this pool.
+    pub fn admits(self, origin: Origin) -> bool {
+        match self {
+            Pool::Wheels => origin == Origin::Wheel,
+            Pool::Declared => origin == Origin::Declared,
+            Pool::Any => origin != Origin::Declared,
+        }
+    }
+
+    /// The pool in words, for the reason `plan` gives and for errors.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Pool::Wheels => "CUDA runtimes from PyPI (`from = \"pypi\"`)",
+            Pool::Declared => "roots under [toolkits] (a file that lists [toolkits] chooses only among them)",
+            Pool::Any => "installed toolkits and CUDA runtimes fetched from PyPI",
+        }
+    }
 }
 
 /// What exists, as the caller found it.
@@ -77,6 +136,27 @@ pub struct ResolvedProfile {
     pub conda_env: Option<String>,
     /// What `apply` checks.
     pub check: Check,
+    /// Why this toolkit root won, in words (for `plan`; not in the lock or JSON).
+    #[serde(skip)]
+    pub toolkit_why: Why,
+}
+
+/// A reason in words. Two resolutions that make the same choices are equal whatever their
+/// reasons say (a choice kept from the lock equals the same choice made afresh).
+#[derive(Debug, Clone, Default, Eq)]
+pub struct Why(pub String);
+
+impl PartialEq for Why {
+    fn eq(&self, _: &Why) -> bool {
+        true
+    }
+}
+
+impl std::ops::Deref for Why {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
 }
 
 /// Every profile of a file, resolved, in file order.
@@ -97,10 +177,33 @@ pub fn resolve(file: &ProfileFile, candidates: &Candidates) -> Result<Resolved, 
         .map(|p| {
             let toolkit = resolve_toolkit(file, p, candidates)?;
             let entry = resolve_cudnn(file, p, toolkit, candidates)?;
-            Ok(resolved_profile(p, toolkit, entry))
+            Ok(resolved_profile(p, toolkit, entry).why(toolkit_reason(file, p, toolkit, candidates)))
         })
         .collect::<Result<_, Error>>()?;
     Ok(Resolved { profiles })
+}
+
+/// Every resolution error of `file` against `candidates`, in file order, instead of the
+/// first: each profile's toolkit, and its cuDNN against the chosen toolkit or, when no
+/// toolkit matches, against the CUDA major its `cuda` names (so one run shows both).
+///
+/// `unsure`: profiles whose cuDNN cannot be judged yet (only their toolkit is).
+pub fn check_all(file: &ProfileFile, candidates: &Candidates, unsure: &[String]) -> Vec<Error> {
+    let mut errors = Vec::new();
+    for p in &file.profiles {
+        let judge_cudnn = !unsure.contains(&p.name);
+        match resolve_toolkit(file, p, candidates) {
+            Ok(t) => errors.extend(resolve_cudnn(file, p, t, candidates).err().filter(|_| judge_cudnn)),
+            Err(e) => {
+                errors.push(e);
+                if let Some(version) = fetchable_version(p).parse::<Version>().ok().filter(|_| judge_cudnn) {
+                    let asked = ToolkitCandidate { root: PathBuf::new(), version, origin: Origin::Wheel };
+                    errors.extend(resolve_cudnn(file, p, &asked, candidates).err());
+                }
+            }
+        }
+    }
+    errors
 }
 
 /// Joins a profile with its chosen toolkit root and store entry.
@@ -114,44 +217,106 @@ pub fn resolved_profile(profile: &Profile, toolkit: &ToolkitCandidate, entry: &C
         cudnn_version: entry.version.clone(),
         conda_env: profile.conda_env.as_ref().map(|e| e.value.clone()),
         check: profile.check,
+        toolkit_why: Why::default(),
     }
 }
 
-/// The newest toolkit whose version matches the profile's `cuda`.
+impl ResolvedProfile {
+    /// With `why` as [`ResolvedProfile::toolkit_why`].
+    pub fn why(mut self, why: String) -> ResolvedProfile {
+        self.toolkit_why = Why(why);
+        self
+    }
+}
+
+/// Why `chosen` won for `profile`: the pool it was chosen from and what else matched, e.g.
+/// "CUDA 12.6 at /opt/cuda: the newest match for `cuda = "12"` among roots under
+/// `[toolkits]` (...); also matching: 12.2 at /opt/cuda-12.2; matching but not candidates:
+/// 12.6.77 at ...".
+pub fn toolkit_reason(file: &ProfileFile, profile: &Profile, chosen: &ToolkitCandidate, candidates: &Candidates) -> String {
+    let pool = Pool::of(file, profile);
+    let matching = |t: &&ToolkitCandidate| profile.cuda.version.matches(&t.version) && t.root != chosen.root;
+    let also: Vec<String> =
+        candidates.toolkits.iter().filter(|t| pool.admits(t.origin)).filter(matching).map(|t| format!("{} at {}", t.version, t.root.display())).collect();
+    let left_out: Vec<String> =
+        candidates.toolkits.iter().filter(|t| !pool.admits(t.origin)).filter(matching).map(|t| format!("{} at {}", t.version, t.root.display())).collect();
+    let mut why = format!(
+        "CUDA {} at {}: the newest match for `cuda = {}` among {}",
+        chosen.version,
+        chosen.root.display(),
+        file.text(&profile.cuda.span),
+        pool.describe()
+    );
+    if !also.is_empty() {
+        why.push_str(&format!("; also matching: {}", also.join(", ")));
+    }
+    if !left_out.is_empty() {
+        why.push_str(&format!("; matching but not candidates: {}", left_out.join(", ")));
+    }
+    why
+}
+
+/// The newest toolkit of the profile's [`Pool`] whose version matches the profile's `cuda`.
 ///
-/// Errors: none matches; the error points at the `cuda` value and lists the toolkits that exist.
+/// Errors: none matches; the error points at the `cuda` value, lists the toolkits of its
+/// pool (and those that match but are not candidates), and hints at what converges: the
+/// runtime from PyPI (`cuda = { version = "11.8", from = "pypi" }`), never another version
+/// that the cuDNN may not fit.
 pub fn resolve_toolkit<'a>(file: &ProfileFile, profile: &Profile, candidates: &Candidates<'a>) -> Result<&'a ToolkitCandidate, Error> {
-    if let Some(t) = profile.cuda.version.best(candidates.toolkits, |t| &t.version) {
+    let pool = Pool::of(file, profile);
+    if let Some(t) = profile.cuda.version.best(candidates.toolkits.iter().filter(|t| pool.admits(t.origin)), |t| &t.version) {
         return Ok(t);
     }
     let written = file.text(&profile.cuda.span);
     let message = format!("no CUDA toolkit matches `cuda = {written}` (profile `{}`)", profile.name);
-    let newest = candidates.toolkits.iter().map(|t| &t.version).max();
-    let hint = match (newest, file.toolkits.is_empty()) {
-        (None, true) => {
-            "install a CUDA toolkit, or declare its root under [toolkits], like `\"12.6\" = '/usr/local/cuda-12.6'`, or take the CUDA runtime from PyPI: `cuda = { version = \"12.6\", from = \"pypi\" }`"
-                .to_string()
+    let version = fetchable_version(profile);
+    let from_pypi = format!("take the CUDA runtime from PyPI: `cuda = {{ version = \"{version}\", from = \"pypi\" }}`");
+    let none_in_pool = !candidates.toolkits.iter().any(|t| pool.admits(t.origin));
+    let hint = match pool {
+        Pool::Wheels => format!("`cuenv apply` fetches the CUDA {version} runtime from PyPI; `cuenv plan` checks that PyPI has it"),
+        Pool::Declared if none_in_pool => {
+            format!("check that the roots under [toolkits] are CUDA toolkits (with version.json or version.txt), or {from_pypi}")
         }
-        (None, false) => {
-            "check that the roots under [toolkits] are CUDA toolkits (with version.json or version.txt)".to_string()
+        Pool::Declared => format!("{from_pypi}, or add the root of a CUDA {version} toolkit under [toolkits]"),
+        Pool::Any if none_in_pool => {
+            format!(
+                "{from_pypi}, or install a CUDA {version} toolkit (or declare its root under [toolkits], like `\"{version}\" = '/usr/local/cuda-{version}'`)"
+            )
         }
-        (Some(v), true) => format!(
-            "change `cuda` to one that exists (e.g. `cuda = \"{}\"`), or declare another root under [toolkits]",
-            v.truncated(2)
-        ),
-        (Some(v), false) => format!(
-            "change `cuda` to one that exists (e.g. `cuda = \"{}\"`), or add the root of a matching toolkit to [toolkits]",
-            v.truncated(2)
-        ),
+        Pool::Any => format!("{from_pypi}, or install a CUDA {version} toolkit (or declare its root under [toolkits])"),
     };
-    Err(file.error_at(profile.cuda.span.clone(), message, Some(hint)).with_note(toolkit_list(candidates)))
+    let mut e = file.error_at(profile.cuda.span.clone(), message, Some(hint)).with_note(toolkit_list(candidates, pool));
+    let left_out: Vec<String> = candidates
+        .toolkits
+        .iter()
+        .filter(|t| !pool.admits(t.origin) && profile.cuda.version.matches(&t.version))
+        .map(|t| format!("{} at {}", t.version, t.root.display()))
+        .collect();
+    if !left_out.is_empty() {
+        e = e.with_note(format!("matching but not candidates (only {} are): {}", pool.describe(), left_out.join(", ")));
+    }
+    Err(e)
 }
 
-fn toolkit_list(candidates: &Candidates) -> String {
-    if candidates.toolkits.is_empty() {
-        return "no CUDA toolkit was found".into();
+/// The one version a profile's `cuda` names, to suggest in a hint (`"11.8"` for `cuda =
+/// "11.8"` or `"=11.8"`); the requirement as written when it names a range.
+pub fn fetchable_version(profile: &Profile) -> String {
+    use crate::version::Op;
+    match profile.cuda.version.comparators() {
+        [c] if matches!(c.op, Op::Prefix | Op::Exact) => c.version.to_string(),
+        _ => profile.cuda.version.to_string(),
     }
-    let mut ts: Vec<&ToolkitCandidate> = candidates.toolkits.iter().collect();
+}
+
+fn toolkit_list(candidates: &Candidates, pool: Pool) -> String {
+    let mut ts: Vec<&ToolkitCandidate> = candidates.toolkits.iter().filter(|t| pool.admits(t.origin)).collect();
+    if ts.is_empty() {
+        return match pool {
+            Pool::Wheels => "no CUDA runtime from PyPI is in this home yet".into(),
+            Pool::Declared => "no root under [toolkits] is a CUDA toolkit".into(),
+            Pool::Any => "no CUDA toolkit was found".into(),
+        };
+    }
     ts.sort_by(|a, b| b.version.cmp(&a.version));
     let items: Vec<String> = ts.iter().map(|t| format!("{} at {}", t.version, t.root.display())).collect();
     format!("toolkits: {}", items.join(", "))
@@ -202,6 +367,9 @@ impl Miss<'_> {
     }
 
     fn toolkit_note(&self) -> String {
+        if self.toolkit.root.as_os_str().is_empty() {
+            return format!("profile `{}` asks for CUDA {}, which no toolkit provides yet", self.profile.name, self.toolkit.version);
+        }
         format!("profile `{}` uses the CUDA {} toolkit at {}", self.profile.name, self.toolkit.version, self.toolkit.root.display())
     }
 
@@ -225,9 +393,18 @@ impl Miss<'_> {
         self.error(message, hint).with_note(entry_list("matching store entries", matching))
     }
 
+    /// `, or fetch it: \`cudnn = { version = "8.8", from = "pypi" }\`` for a profile whose
+    /// `cudnn` names no source (the same version: hints converge).
+    fn or_fetch(&self) -> String {
+        if self.profile.cudnn.from.is_some() {
+            return String::new();
+        }
+        format!(", or fetch it: `cudnn = {{ version = \"{}\", from = \"pypi\" }}`", self.profile.cudnn.version)
+    }
+
     fn empty_store(&self) -> Error {
         let message = format!("nothing in the store matches `cudnn = {}`: the store holds no cuDNN for {}", self.written, self.host);
-        let hint = format!("run `cuenv store add <archive>` with a cuDNN archive or wheel for CUDA {} on {}", self.major, self.host);
+        let hint = format!("run `cuenv store add <archive>` with a cuDNN archive or wheel for CUDA {} on {}{}", self.major, self.host, self.or_fetch());
         self.error(message, hint)
     }
 
@@ -239,7 +416,8 @@ impl Miss<'_> {
         } else {
             entry_list(&format!("cuda{} store entries", self.major), &here)
         };
-        let hint = format!("run `cuenv store add <archive>` to add a matching cuda{} build, or change `cudnn` to a version listed", self.major);
+        let hint =
+            format!("run `cuenv store add <archive>` to add a matching cuda{} build{}, or change `cudnn` to a version listed", self.major, self.or_fetch());
         self.error(message, hint).with_note(note).with_note(self.toolkit_note())
     }
 }
@@ -318,12 +496,13 @@ fn honour_profile(locked: Option<&LockedProfile>, file: &ProfileFile, p: &Profil
     let Some(l) = locked else {
         let toolkit = resolve_toolkit(file, p, c)?;
         let entry = resolve_cudnn(file, p, toolkit, c)?;
-        let r = resolved_profile(p, toolkit, entry);
+        let r = resolved_profile(p, toolkit, entry).why(toolkit_reason(file, p, toolkit, c));
         let line = format!("+ {}: CUDA {} at {}, cuDNN {} ({})", r.name, r.toolkit_version, r.toolkit_root.display(), r.cudnn_version, r.cudnn_name);
         return Ok((r, vec![line]));
     };
     let mut changes = Vec::new();
-    let toolkit = match locked_toolkit(l, p, c) {
+    let mut toolkit_why = None;
+    let toolkit = match locked_toolkit(l, file, p, c) {
         Ok(t) => t,
         Err(why) => {
             let t = resolve_toolkit(file, p, c)?;
@@ -335,6 +514,7 @@ fn honour_profile(locked: Option<&LockedProfile>, file: &ProfileFile, p: &Profil
                 t.version,
                 t.root.display()
             ));
+            toolkit_why = Some(toolkit_reason(file, p, t, c));
             t
         }
     };
@@ -352,12 +532,17 @@ fn honour_profile(locked: Option<&LockedProfile>, file: &ProfileFile, p: &Profil
     if entry.id == l.cudnn_id && (entry.name != l.cudnn_name || entry.version != l.cudnn_version) {
         changes.push(format!("~ {}: store entry {} is {} ({}) (locked: {} ({}))", p.name, entry.id, entry.version, entry.name, l.cudnn_version, l.cudnn_name));
     }
-    Ok((resolved_profile(p, toolkit, entry), changes))
+    let why = toolkit_why.unwrap_or_else(|| format!("CUDA {} at {}: kept from lab.lock (it still matches)", toolkit.version, toolkit.root.display()));
+    Ok((resolved_profile(p, toolkit, entry).why(why), changes))
 }
 
 /// The locked toolkit root among the candidates, or why it cannot be kept.
-fn locked_toolkit<'a>(l: &LockedProfile, p: &Profile, c: &Candidates<'a>) -> Result<&'a ToolkitCandidate, String> {
+fn locked_toolkit<'a>(l: &LockedProfile, file: &ProfileFile, p: &Profile, c: &Candidates<'a>) -> Result<&'a ToolkitCandidate, String> {
     let t = c.toolkits.iter().find(|t| t.root == l.toolkit_root).ok_or("the locked toolkit root is gone")?;
+    let pool = Pool::of(file, p);
+    if !pool.admits(t.origin) {
+        return Err(format!("the locked toolkit root is not a candidate: only {} are", pool.describe()));
+    }
     if !p.cuda.version.matches(&t.version) {
         return Err(format!("CUDA {} no longer satisfies `cuda = \"{}\"`", t.version, p.cuda.version));
     }
@@ -392,7 +577,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn toolkit(root: &str, version: &str) -> ToolkitCandidate {
-        ToolkitCandidate { root: root.into(), version: version.parse().unwrap() }
+        ToolkitCandidate { root: root.into(), version: version.parse().unwrap(), origin: Origin::Discovered }
     }
 
     pub(crate) const LINUX: Platform = Platform::LinuxX86_64;
@@ -450,7 +635,11 @@ pub(crate) mod tests {
         let s = e.to_string();
         assert!(s.starts_with("lab.toml:2:8: no CUDA toolkit matches `cuda = \"11.2\"` (profile `tf28`)"), "{s}");
         assert!(s.contains("= note: toolkits: 12.6.77 at /usr/local/cuda-12.6, 12.2 at /usr/local/cuda-12.2, 11.8.89 at /usr/local/cuda-11.8"), "{s}");
-        assert_eq!(e.hint().unwrap(), "change `cuda` to one that exists (e.g. `cuda = \"12.6\"`), or declare another root under [toolkits]");
+        // The hint converges: the same version from PyPI, not another version the cuDNN may not fit.
+        assert_eq!(
+            e.hint().unwrap(),
+            "take the CUDA runtime from PyPI: `cuda = { version = \"11.2\", from = \"pypi\" }`, or install a CUDA 11.2 toolkit (or declare its root under [toolkits])"
+        );
         assert_eq!(e.exit_code(), ExitCode::Invalid);
     }
 
@@ -458,9 +647,73 @@ pub(crate) mod tests {
     fn no_toolkit_at_all() {
         let e = run("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store(), &[]).unwrap_err();
         assert!(e.to_string().contains("= note: no CUDA toolkit was found"));
-        assert!(e.hint().unwrap().starts_with("install a CUDA toolkit"));
+        assert!(e.hint().unwrap().starts_with("take the CUDA runtime from PyPI: `cuda = { version = \"12\", from = \"pypi\" }`, or install a CUDA 12 toolkit"));
         let e = run("[toolkits]\nx = '/opt/x'\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n", &store(), &[]).unwrap_err();
         assert!(e.hint().unwrap().contains("are CUDA toolkits"));
+    }
+
+    fn with_origin(mut t: ToolkitCandidate, origin: Origin) -> ToolkitCandidate {
+        t.origin = origin;
+        t
+    }
+
+    /// Issue 18, item 2: a file listing [toolkits] chooses only among them; `from = "pypi"`
+    /// only among runtimes from PyPI; otherwise installed toolkits and runtimes alike.
+    #[test]
+    fn each_profile_chooses_among_its_pool_and_says_why() {
+        let ts = vec![
+            with_origin(toolkit("/home/u/.local/share/cuenv/toolkits/cuda-12.6.77", "12.6.77"), Origin::Wheel),
+            with_origin(toolkit("/opt/cuda-12.2", "12.2"), Origin::Declared),
+            toolkit("/usr/local/cuda-12.4", "12.4"),
+        ];
+        let pick = |text: &str| {
+            let f = file(text);
+            let r = resolve(&f, &Candidates { toolkits: &ts, store: &store(), platform: LINUX }).unwrap();
+            let p = &r.profiles[0];
+            (p.toolkit_root.display().to_string(), p.toolkit_why.0.clone())
+        };
+        let (root, why) = pick("[toolkits]\nx = '/opt/cuda-12.2'\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n");
+        assert_eq!(root, "/opt/cuda-12.2");
+        assert_eq!(
+            why,
+            "CUDA 12.2 at /opt/cuda-12.2: the newest match for `cuda = \"12\"` among roots under [toolkits] (a file that lists [toolkits] chooses only among them); matching but not candidates: 12.6.77 at /home/u/.local/share/cuenv/toolkits/cuda-12.6.77, 12.4 at /usr/local/cuda-12.4"
+        );
+        let (root, why) = pick("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n");
+        assert_eq!(root, "/home/u/.local/share/cuenv/toolkits/cuda-12.6.77");
+        assert!(why.contains("among installed toolkits and CUDA runtimes fetched from PyPI; also matching: 12.4 at /usr/local/cuda-12.4"), "{why}");
+        let (root, _) = pick("[toolkits]\nx = '/opt/cuda-12.2'\n[profiles.a]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = \"9\"\n");
+        assert_eq!(root, "/home/u/.local/share/cuenv/toolkits/cuda-12.6.77");
+        // Only a declared 12.2 exists for `cuda = "12.4"`: the others are named as not candidates.
+        let f = file("[toolkits]\nx = '/opt/cuda-12.2'\n[profiles.a]\ncuda = \"12.4\"\ncudnn = \"9\"\n");
+        let e = resolve(&f, &Candidates { toolkits: &ts, store: &store(), platform: LINUX }).unwrap_err();
+        let l = e.located().unwrap();
+        assert_eq!(l.notes[0], "toolkits: 12.2 at /opt/cuda-12.2");
+        assert!(l.notes[1].starts_with("matching but not candidates (only roots under [toolkits]"), "{:?}", l.notes);
+        assert!(e.hint().unwrap().starts_with("take the CUDA runtime from PyPI: `cuda = { version = \"12.4\", from = \"pypi\" }`"), "{:?}", e.hint());
+    }
+
+    /// A lock that names a root the file's pool no longer admits is re-resolved, saying why.
+    #[test]
+    fn honour_drops_a_locked_root_outside_the_pool() {
+        let ts = vec![with_origin(toolkit("/w/cuda-12.6.77", "12.6.77"), Origin::Wheel), with_origin(toolkit("/opt/cuda-12.2", "12.2"), Origin::Declared)];
+        let plain = file("[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n");
+        let c = Candidates { toolkits: &ts, store: &store(), platform: LINUX };
+        let first = resolve(&plain, &c).unwrap();
+        assert_eq!(first.profiles[0].toolkit_root, PathBuf::from("/w/cuda-12.6.77"));
+        let lock = lock_of(&LockFile::render_updated(None, LINUX, &first));
+        let declared = file("[toolkits]\nx = '/opt/cuda-12.2'\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\n");
+        let h = honour(Some(&lock), &declared, &c).unwrap();
+        assert_eq!(h.resolved.profiles[0].toolkit_root, PathBuf::from("/opt/cuda-12.2"));
+        assert!(
+            h.changes[0].ends_with(
+                "(the locked toolkit root is not a candidate: only roots under [toolkits] (a file that lists [toolkits] chooses only among them) are)"
+            ),
+            "{:?}",
+            h.changes
+        );
+        // Kept from the lock: the reason says so.
+        let kept = honour(Some(&lock), &plain, &c).unwrap();
+        assert_eq!(&*kept.resolved.profiles[0].toolkit_why, "CUDA 12.6.77 at /w/cuda-12.6.77: kept from lab.lock (it still matches)");
     }
 
     #[test]

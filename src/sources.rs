@@ -24,14 +24,18 @@ pub fn is_url(location: &str) -> bool {
     location.starts_with("http://") || location.starts_with("https://")
 }
 
-/// The endpoints for `file`: `[settings] pypi-index` / `nvidia-mirror`, overridden by
-/// `CUENV_PYPI_INDEX` / `CUENV_NVIDIA_MIRROR`; `CUENV_OFFLINE` or `offline` keep off the network.
+/// The endpoints for `file`: `[settings] pypi-index` / `nvidia-mirror` / `find-links`,
+/// overridden by `CUENV_PYPI_INDEX` / `CUENV_NVIDIA_MIRROR` / `CUENV_FIND_LINKS`;
+/// `CUENV_OFFLINE` or `offline` keep off the network.
 pub fn endpoints(file: &ProfileFile, offline: bool) -> Endpoints {
     let env = Endpoints::from_env();
+    let base = file.path.parent().unwrap_or(Path::new("."));
     Endpoints {
         pypi_index: env.pypi_index.or_else(|| file.settings.pypi_index.clone()),
         nvidia_mirror: env.nvidia_mirror.or_else(|| file.settings.nvidia_mirror.clone()),
         offline: offline || env.offline,
+        // `[settings] find-links` is relative to the profile file.
+        find_links: env.find_links.or_else(|| file.settings.find_links.as_ref().map(|d| base.join(d))),
     }
 }
 
@@ -62,11 +66,13 @@ fn cuda_major(cx: &Cx, file: &ProfileFile, p: &Profile, installed: &[Version], p
     if p.cuda.from.is_some() {
         return Ok(Some(plain_version(file, &p.cuda, "cuda")?.major()));
     }
-    // Runtime roots are listed afresh: an earlier profile may have just made one.
+    // Runtime roots are listed afresh: an earlier profile may have just made one. A file
+    // that lists [toolkits] chooses only among them (resolve::Pool).
+    let wheels = if file.toolkits.is_empty() { crate::wheel_toolkit::list(cx.layout) } else { Vec::new() };
     let best = installed
         .iter()
         .cloned()
-        .chain(crate::wheel_toolkit::list(cx.layout).into_iter().filter(|(_, m)| m.platform == platform).map(|(_, m)| m.version))
+        .chain(wheels.into_iter().filter(|(_, m)| m.platform == platform).map(|(_, m)| m.version))
         .filter(|v| p.cuda.version.matches(v))
         .max();
     Ok(best.map(|v| v.major()))
@@ -102,13 +108,15 @@ fn ensure_runtime(
         .unwrap_or_default();
     // A pin is kept while the runtime it names still satisfies `cuda`.
     let pin_fits = pinned.first().and_then(|w| w.version.parse::<Version>().ok()).is_some_and(|pv| pv.starts_with(&v));
+    let ep = runtime_endpoints(file, p, cx.ep);
     let (root, made) = if pin_fits {
-        crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, cx.ep, &pinned, platform, cx.progress)?
+        crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.progress)?
     } else {
-        crate::wheel_toolkit::ensure(cx.layout, cx.lock, cx.ep, &v, platform, cx.progress)?
+        crate::wheel_toolkit::ensure(cx.layout, cx.lock, &ep, &v, platform, cx.progress)?
     };
     if made {
-        lines.push(format!("+ CUDA runtime {} from PyPI at {}", v, root.display()));
+        let from = wheel_folder(file, p).map(|d| d.display().to_string()).unwrap_or_else(|| "PyPI".into());
+        lines.push(format!("+ CUDA runtime {} from {from} at {}", v, root.display()));
     }
     Ok(())
 }
@@ -195,6 +203,24 @@ fn unpinned_reason(what: &str, tried: &[(fetch::Source, fetch::Error)]) -> Strin
     format!("{what}: {}", each.join("; "))
 }
 
+/// The folder of wheels a profile's `cuda = { ..., from = "<folder>" }` names, relative to
+/// the profile file; `None` for `from = "pypi"` or no `from`.
+fn wheel_folder(file: &ProfileFile, p: &Profile) -> Option<std::path::PathBuf> {
+    match &p.cuda.from.as_ref()?.value {
+        Source::Location(dir) => Some(file.path.parent().unwrap_or(Path::new(".")).join(dir)),
+        _ => None,
+    }
+}
+
+/// The endpoints for a profile's CUDA runtime: `ep`, or, for a folder of wheels, that folder
+/// alone (find-links, never the network).
+fn runtime_endpoints(file: &ProfileFile, p: &Profile, ep: &Endpoints) -> Endpoints {
+    match wheel_folder(file, p) {
+        Some(dir) => Endpoints { find_links: Some(dir), offline: true, ..ep.clone() },
+        None => ep.clone(),
+    }
+}
+
 /// Checks every cuDNN `from` of `file` before anything is fetched or planned: a location
 /// that is neither "pypi", "nvidia" nor an http(s) URL must be a path that exists (relative
 /// to the profile file). Every bad `from` is reported (with its line and a hint), not only
@@ -202,6 +228,16 @@ fn unpinned_reason(what: &str, tried: &[(fetch::Source, fetch::Error)]) -> Strin
 pub fn check(file: &ProfileFile) -> Result<(), profile::Error> {
     let mut errors = Vec::new();
     for p in &file.profiles {
+        if let Some(dir) = wheel_folder(file, p)
+            && !dir.is_dir()
+        {
+            let from = p.cuda.from.as_ref().expect("a wheel folder is a `from`");
+            errors.push(file.error_at(
+                from.span.clone(),
+                format!("`from = {}` is not a folder (of the CUDA runtime's wheels: {})", file.text(&from.span), dir.display()),
+                Some("name the folder holding the nvidia-cuda-runtime, nvidia-cublas and nvidia-cuda-nvrtc wheels (relative to the profile file), or use `from = \"pypi\"`".into()),
+            ));
+        }
         if let Some(from) = &p.cudnn.from
             && let Source::Location(loc) = &from.value
             && !is_url(loc)
@@ -401,40 +437,174 @@ pub fn ensure_reachable(
     Ok(out)
 }
 
-/// What [`ensure`] would fetch for `platform`, without touching the network or the disk:
-/// one [`Change`] per profile whose `from` source is not in the store yet.
+// ---------------------------------------------------------------------------------------------
+// Preflight: what the sources would serve, from their metadata only (issue 18, item 3)
+// ---------------------------------------------------------------------------------------------
+
+/// What [`preflight`] found: the fetches `apply` would make, the toolkit roots and store
+/// entries they would add (stand-ins, for resolution to run against before anything is
+/// downloaded), and every error found on the way.
+#[derive(Debug, Default)]
+pub struct Preflight {
+    /// One `+ fetch` change per thing to fetch (with what the source said of it, when asked).
+    pub fetches: Vec<Change>,
+    /// Stand-ins for the CUDA runtimes to fetch ([`crate::resolve::Origin::Wheel`]; the root
+    /// is `<home>/toolkits/(to fetch: CUDA <version>)`).
+    pub toolkits: Vec<crate::resolve::ToolkitCandidate>,
+    /// Stand-ins for the cuDNN releases to fetch (id `to-fetch:<profile>`).
+    pub entries: Vec<crate::resolve::CudnnCandidate>,
+    /// Every error: a bad `from`, a version no source has, a source that cannot be reached.
+    pub errors: Vec<profile::Error>,
+    /// Profiles whose cuDNN source no stand-in can speak for (a path or URL under a version
+    /// range): resolution cannot judge their cuDNN before it is imported.
+    pub unsure: Vec<String>,
+}
+
+/// What [`ensure`] would fetch for `platform`, found without downloading anything: with
+/// `ep` (and not offline), each source is asked for its metadata only (PyPI's JSON API,
+/// NVIDIA's `redistrib_<version>.json`): the version exists for the platform, and its size.
+/// Without `ep`, nothing is asked (the stand-ins take the version as written).
 ///
-/// Errors: those of [`check`].
-pub fn pending(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Vec<Change>, profile::Error> {
-    check(file)?;
-    let entries = Store::new(layout).entries();
-    let mut lines = Vec::new();
-    for p in &file.profiles {
-        let pypi_cuda = p.cuda.from.as_ref().is_some_and(|s| s.value == Source::Pypi);
-        if pypi_cuda {
-            let v = plain_version(file, &p.cuda, "cuda").ok();
-            if v.as_ref().is_none_or(|v| crate::wheel_toolkit::find(layout, v, platform).is_none()) {
-                lines.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(format!("CUDA runtime {} (cudart, cuBLAS, NVRTC) from PyPI", p.cuda.version))));
-            }
-        }
-        if p.cudnn.from.is_some() {
-            let have = entries.iter().any(|(_, m)| m.platform == platform && p.cudnn.version.matches(&m.version));
-            if !have {
-                let src = p
-                    .cudnn
-                    .sources()
-                    .map(|s| match &s.value {
-                        Source::Pypi => "PyPI".to_string(),
-                        Source::Nvidia => "NVIDIA".to_string(),
-                        Source::Location(l) => l.clone(),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", else ");
-                lines.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(format!("cuDNN {} from {src}", p.cudnn.version))));
-            }
-        }
+/// Never fails: every problem is one of [`Preflight::errors`], at its line, so `plan` can
+/// report them all in one run (with resolution's and the conda envs').
+pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Option<&Endpoints>) -> Preflight {
+    use crate::resolve::{CudnnCandidate, Origin, Pool, ToolkitCandidate};
+    let mut out = Preflight::default();
+    if let Err(e) = check(file) {
+        out.errors.push(e);
     }
-    Ok(lines)
+    let unchecked = if ep.is_some_and(|e| e.offline) { "; not checked (offline)" } else { "" };
+    let ep = ep.filter(|e| !e.offline);
+    let client = ep.map(|e| fetch::Client::new(e.offline));
+    let entries = Store::new(layout).entries();
+    let host = Platform::host() == Some(platform);
+    let installed: Vec<Version> =
+        if host { crate::candidates::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
+    let wheels: Vec<Version> = crate::wheel_toolkit::list(layout).into_iter().filter(|(_, m)| m.platform == platform).map(|(_, m)| m.version).collect();
+    for p in &file.profiles {
+        // The CUDA runtime from PyPI.
+        let mut major = None;
+        if p.cuda.from.is_some()
+            && let Ok(v) = plain_version(file, &p.cuda, "cuda")
+        {
+            major = Some(v.major());
+            if crate::wheel_toolkit::find(layout, &v, platform).is_none() && !out.toolkits.iter().any(|t| t.version.starts_with(&v)) {
+                let folder = wheel_folder(file, p);
+                let from = folder.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "PyPI".into());
+                let mut detail = format!("CUDA runtime {} (cudart, cuBLAS, NVRTC) from {from}", p.cuda.version);
+                let mut version = v.clone();
+                // A folder of wheels is always asked (no network); PyPI only when online.
+                let asked = match (&folder, ep) {
+                    (Some(_), _) => Some((fetch::Client::new(true), runtime_endpoints(file, p, &Endpoints::default()))),
+                    (None, Some(ep)) => Some((fetch::Client::new(false), ep.clone())),
+                    (None, None) => {
+                        detail.push_str(unchecked);
+                        None
+                    }
+                };
+                if let Some((client, ep)) = &asked {
+                    match lookup_runtime(client, ep, &v, platform) {
+                        Ok((exact, size)) => {
+                            let size = size.map(|s| format!(", {}", crate::fsutil::human_size(s))).unwrap_or_default();
+                            detail.push_str(&format!("; {} has {exact}{size}", if folder.is_some() { "the folder" } else { "PyPI" }));
+                            version = exact.parse().unwrap_or(version);
+                        }
+                        Err(e) => out.errors.push(lookup_error(file, p, p.cuda.from.as_ref().map(|f| f.span.clone()), &format!("the CUDA {v} runtime"), &e)),
+                    }
+                }
+                out.fetches.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(detail)));
+                let root = layout.toolkits_dir().join(format!("(to fetch: CUDA {version})"));
+                out.toolkits.push(ToolkitCandidate { root, version, origin: Origin::Wheel });
+            }
+        }
+        // The CUDA major the cuDNN must be built for: as resolution would choose the toolkit,
+        // else (no toolkit matches) the major `cuda` names.
+        let pool = Pool::of(file, p);
+        let major = major.or_else(|| {
+            let stand_ins = out.toolkits.iter().filter(|_| pool.admits(Origin::Wheel)).map(|t| t.version.clone());
+            let existing = if pool.admits(Origin::Wheel) { wheels.clone() } else { Vec::new() };
+            installed.iter().cloned().chain(existing).chain(stand_ins).filter(|v| p.cuda.version.matches(v)).max().map(|v| v.major())
+        });
+        let major = major.or_else(|| crate::resolve::fetchable_version(p).parse::<Version>().ok().map(|v| v.major()));
+        let (Some(from), Some(major)) = (&p.cudnn.from, major) else { continue };
+        let have = entries.iter().any(|(_, m)| m.platform == platform && m.cuda_major == major && p.cudnn.version.matches(&m.version));
+        if have {
+            continue;
+        }
+        let src = p
+            .cudnn
+            .sources()
+            .map(|s| match &s.value {
+                Source::Pypi => "PyPI".to_string(),
+                Source::Nvidia => "NVIDIA".to_string(),
+                Source::Location(l) => l.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(", else ");
+        let mut detail = format!("cuDNN {} from {src}", p.cudnn.version);
+        let Ok(v) = plain_version(file, &p.cudnn, "cudnn") else {
+            if matches!(from.value, Source::Pypi | Source::Nvidia) {
+                out.errors.push(plain_version(file, &p.cudnn, "cudnn").expect_err("checked"));
+            }
+            out.unsure.push(p.name.clone());
+            out.fetches.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(detail)));
+            continue;
+        };
+        let mut version = v.clone();
+        if client.is_none() && matches!(from.value, Source::Pypi | Source::Nvidia) {
+            detail.push_str(unchecked);
+        }
+        if let (Some(client), Some(ep), Source::Pypi | Source::Nvidia) = (&client, ep, &from.value) {
+            let order: Vec<fetch::Source> = p.cudnn.sources().filter_map(|s| fetch_source(&s.value)).collect();
+            let req = fetch::FetchRequest { version: v.clone(), cuda_major: major, from: order[0], platform, endpoints: ep.clone() };
+            match find_cudnn(client, &req, &order) {
+                Ok((a, served)) => {
+                    let size = a.size.map(|s| format!(", {}", crate::fsutil::human_size(s))).unwrap_or_default();
+                    detail.push_str(&format!("; {} has {} for CUDA {major}{size}", source_label(served), a.version));
+                    version = a.version.parse().unwrap_or(version);
+                }
+                Err(tried) => {
+                    let what = format!("cuDNN {v} for CUDA {major} ({platform})");
+                    let last = &tried.last().expect("at least one source is tried").1;
+                    if tried.iter().all(|(_, e)| not_offered(e)) {
+                        let message = format!("no source has {}", unpinned_reason(&what, &tried));
+                        out.errors.push(file.error_at(p.cudnn.span.clone(), message, crate::error::Diagnose::hint(last)));
+                    } else {
+                        out.errors.push(lookup_error(file, p, Some(from.span.clone()), &what, last));
+                    }
+                }
+            }
+        }
+        out.fetches.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(detail)));
+        out.entries.push(CudnnCandidate { id: format!("to-fetch:{}", p.name), name: format!("to fetch from {src}"), version, cuda_major: major, platform });
+    }
+    out
+}
+
+/// The exact version and size of the CUDA runtime wheel (`cudart`) PyPI has for `prefix`,
+/// and that cuBLAS and NVRTC exist for it (as [`crate::wheel_toolkit::ensure`] picks them);
+/// metadata only.
+fn lookup_runtime(client: &fetch::Client, ep: &Endpoints, prefix: &Version, platform: Platform) -> Result<(String, Option<u64>), fetch::Error> {
+    let major = prefix.major();
+    let want = prefix.truncated(2).to_string();
+    let mut first = None;
+    for (i, project) in fetch::pypi::cuda_runtime_projects(major).iter().enumerate() {
+        let what = format!("the CUDA {want} runtime ({project}) from PyPI");
+        let a = match fetch::resolve_wheel(client, ep, project, &want, platform, &what) {
+            Err(fetch::Error::NoSuchVersion { .. }) if i > 0 => fetch::resolve_wheel(client, ep, project, &major.to_string(), platform, &what)?,
+            other => other?,
+        };
+        first.get_or_insert((a.version, a.size));
+    }
+    Ok(first.expect("three projects"))
+}
+
+/// A source that could not be asked about `what`, as an error at `span` (the `from` value).
+fn lookup_error(file: &ProfileFile, p: &Profile, span: Option<profile::Span>, what: &str, e: &fetch::Error) -> profile::Error {
+    let span = span.unwrap_or_else(|| p.name_span.clone());
+    let message = if unreachable(e) { format!("cannot check {what} for profile `{}`: {e}", p.name) } else { format!("{what} for profile `{}`: {e}", p.name) };
+    let hint = crate::error::Diagnose::hint(e).map(|h| format!("{h}; or plan offline (CUENV_OFFLINE=1), which lists the fetches unchecked"));
+    file.error_at(span, message, hint)
 }
 
 /// The source now serves other bytes than `lab.lock` pins.

@@ -275,27 +275,7 @@ pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMod
         let t = &toolkits.iter().find(|(c, _)| c.root == r.toolkit_root).ok_or(Error::Vanished("resolved toolkit vanished"))?.1;
         let cudnn_lib = if platform.is_windows() { meta.layout.bin.clone() } else { meta.layout.lib.clone() }.unwrap_or_else(|| "lib".into());
         let profile = file.profile(&r.name).expect("resolved from this file");
-        let conda_env = match &profile.conda_env {
-            None => None,
-            Some(env) => Some(crate::conda::resolve(&env.value, &base_dir, &|k| std::env::var_os(k), home_dir.as_deref()).map_err(|nf| {
-                let hint = if crate::conda::is_path(&env.value) {
-                    format!("check the path (a conda env is a folder holding `conda-meta/`), or create the env there with `conda create -p {}`", env.value)
-                } else if nf.known.is_empty() {
-                    format!("create it with `conda create -n {}`, or give the env's folder as a path", env.value)
-                } else {
-                    format!("envs found: {}", nf.known.join(", "))
-                };
-                file.error_at(
-                    env.span.clone(),
-                    format!(
-                        "conda env `{}` does not exist (looked in {})",
-                        env.value,
-                        nf.searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-                    ),
-                    Some(hint),
-                )
-            })?),
-        };
+        let conda_env = conda_env(&file, profile, &base_dir, home_dir.as_deref())?;
         let view = ViewRecord {
             name: r.name.clone(),
             toolkit_root: r.toolkit_root.clone(),
@@ -356,6 +336,72 @@ pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMod
         rec.stored = format!("{i}-{}", rec.path.file_name().unwrap_or_default().to_string_lossy());
     }
     Ok(Desired { link_mode: mode, file, resolved, lock_changes: changes, views, shims })
+}
+
+/// The folder of `profile`'s `conda-env` (`None` without one), found like conda does
+/// (names relative to the envs folders, paths relative to the profile file's `base_dir`).
+///
+/// Errors: the env does not exist, at the `conda-env` value, with the envs found or how to
+/// create it.
+fn conda_env(
+    file: &ProfileFile,
+    profile: &crate::profile::Profile,
+    base_dir: &Path,
+    home_dir: Option<&Path>,
+) -> Result<Option<PathBuf>, crate::profile::Error> {
+    let Some(env) = &profile.conda_env else { return Ok(None) };
+    crate::conda::resolve(&env.value, base_dir, &|k| std::env::var_os(k), home_dir).map(Some).map_err(|nf| {
+        let hint = if crate::conda::is_path(&env.value) {
+            format!("check the path (a conda env is a folder holding `conda-meta/`), or create the env there with `conda create -p {}`", env.value)
+        } else if nf.known.is_empty() {
+            format!("create it with `conda create -n {}`, or give the env's folder as a path", env.value)
+        } else {
+            format!("envs found: {}", nf.known.join(", "))
+        };
+        file.error_at(
+            env.span.clone(),
+            format!(
+                "conda env `{}` does not exist (looked in {})",
+                env.value,
+                nf.searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            ),
+            Some(hint),
+        )
+    })
+}
+
+/// Every error resolving `file` for `platform` would meet, found before anything is
+/// fetched or built (issue 18, item 3): `pre`'s (bad `from`, versions no source has,
+/// sources that cannot be reached), each profile's toolkit and cuDNN against what exists
+/// plus what `pre` would fetch ([`crate::resolve::check_all`]), and each conda env. One
+/// error for all of them, in file order, or `Ok` when there is none.
+///
+/// Errors: the combined profile error (exit 2); a bad `[toolkits]` root alone.
+pub fn check_all(layout: &Layout, file: &ProfileFile, platform: Platform, pre: crate::sources::Preflight) -> Result<(), Error> {
+    let mut errors = pre.errors;
+    let mut toolkits: Vec<ToolkitCandidate> = match crate::candidates::toolkit_candidates(layout, file, platform) {
+        Ok(t) => t.into_iter().map(|(c, _)| c).collect(),
+        Err(e) => {
+            errors.push(e);
+            Vec::new()
+        }
+    };
+    toolkits.extend(pre.toolkits);
+    let mut store: Vec<CudnnCandidate> = Store::new(layout)
+        .entries()
+        .into_iter()
+        .map(|(_, m)| CudnnCandidate { id: m.id, name: m.name, version: m.version, cuda_major: m.cuda_major, platform: m.platform })
+        .collect();
+    store.extend(pre.entries);
+    errors.extend(crate::resolve::check_all(file, &Candidates { toolkits: &toolkits, store: &store, platform }, &pre.unsure));
+    if Platform::host() == Some(platform) {
+        let base_dir = file.path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let home_dir = dirs::home_dir();
+        for p in &file.profiles {
+            errors.extend(conda_env(file, p, &base_dir, home_dir.as_deref()).err());
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(crate::profile::Error::combine(errors).into()) }
 }
 
 /// For a `platform` that has it (Windows), the full-path check of profile `name` (issue 11,

@@ -102,9 +102,16 @@ pub fn gc(layout: &Layout, lock: &WriterLock, plan: &GcPlan, done: &mut dyn FnMu
 pub fn remove_entry(layout: &Layout, lock: &WriterLock, id: &str) -> Result<crate::store::entry::EntryMeta, Error> {
     let store = crate::store::Store::new(layout);
     let (dir, meta) = store.find(id)?;
-    if let Some(n) = generation::list(layout).into_iter().find(|n| generation::read(layout, *n).is_ok_and(|m| m.profiles.iter().any(|p| p.cudnn_id == meta.id)))
-    {
-        return Err(crate::store::Error::InUse { name: meta.name.clone(), generation: n }.into());
+    let current = generation::current(layout);
+    let mut users: Vec<(u64, bool)> = generation::list(layout)
+        .into_iter()
+        .filter(|n| generation::read(layout, *n).is_ok_and(|m| m.profiles.iter().any(|p| p.cudnn_id == meta.id)))
+        .map(|n| (n, Some(n) == current))
+        .collect();
+    if !users.is_empty() {
+        // The current generation first, then the newest.
+        users.sort_by_key(|(n, cur)| (!cur, std::cmp::Reverse(*n)));
+        return Err(crate::store::Error::InUse { name: meta.name.clone(), generations: users }.into());
     }
     store.remove(lock, &dir)?;
     Ok(meta)

@@ -18,14 +18,19 @@ pub fn plan(layout: &Layout, desired: &Desired) -> Vec<Change> {
     let (empty_views, empty_shims) = (Vec::new(), Vec::new());
     let (cur_views, cur_shims) = cur.as_ref().map(|m| (&m.profiles, &m.shims)).unwrap_or((&empty_views, &empty_shims));
     let mut out = Vec::new();
+    // Why each profile's toolkit root won (issue 18, item 2).
+    let why = |name: &str| desired.resolved.profiles.iter().find(|r| r.name == name).map(|r| r.toolkit_why.0.clone()).unwrap_or_default();
     for v in &desired.views {
         match cur_views.iter().find(|c| c.name == v.name) {
-            None => out.push(Change::new(
-                Kind::Add,
-                Subject::Profile,
-                &v.name,
-                Some(format!("cuDNN {} ({}) on CUDA {} ({})", v.cudnn_version, v.cudnn_name, v.toolkit_version, v.toolkit_root.display())),
-            )),
+            None => out.push(
+                Change::new(
+                    Kind::Add,
+                    Subject::Profile,
+                    &v.name,
+                    Some(format!("cuDNN {} ({}) on CUDA {} ({})", v.cudnn_version, v.cudnn_name, v.toolkit_version, v.toolkit_root.display())),
+                )
+                .with_why(why(&v.name)),
+            ),
             Some(c) if c != v => {
                 let mut what = Vec::new();
                 if c.cudnn_id != v.cudnn_id {
@@ -40,7 +45,8 @@ pub fn plan(layout: &Layout, desired: &Desired) -> Vec<Change> {
                 if what.is_empty() {
                     what.push("settings changed".into());
                 }
-                out.push(Change::new(Kind::Change, Subject::Profile, &v.name, Some(what.join(", "))));
+                let change = Change::new(Kind::Change, Subject::Profile, &v.name, Some(what.join(", ")));
+                out.push(if c.toolkit_root != v.toolkit_root { change.with_why(why(&v.name)) } else { change });
             }
             Some(_) => {}
         }

@@ -1,6 +1,8 @@
 //! `cuenv plan` (and `apply --dry-run`): stages 1–4 of the pipeline without effects. What a
-//! `from` source still has to fetch is listed first; when resolution needs those fetches,
-//! the preview stops there and says so instead of failing.
+//! `from` source still has to fetch is looked up (metadata only) and listed first; every
+//! error that resolution, the sources or the conda envs would meet is reported at once
+//! ([`desire::check_all`]); when resolution needs the fetches, the preview stops there and
+//! says so instead of failing.
 
 use std::path::Path;
 
@@ -35,7 +37,19 @@ pub enum Preview {
 pub fn preview(layout: &Layout, file: &Path, locked: bool) -> Result<Preview, Error> {
     let parsed = profile::load(file)?;
     let host = Platform::host().ok_or(Error::UnsupportedPlatform)?;
-    let fetches = sources::pending(layout, &parsed, host)?;
+    // Everything that can be known without downloading: the sources' metadata, resolution
+    // against what exists plus what would be fetched, the conda envs; every error at once.
+    let pre = sources::preflight(layout, &parsed, host, Some(&sources::endpoints(&parsed, false)));
+    let fetches = pre.fetches.clone();
+    desire::check_all(layout, &parsed, host, pre)?;
+    // --locked with no lock (or no section, or unpinned profiles) fails here too, not only
+    // once resolution can run.
+    if locked {
+        let lock = crate::lockfile::read(&crate::lockfile::lock_path(&parsed.path), host)?;
+        if let Some(drift) = desire::missing_section(lock.as_ref(), &parsed, host).or_else(|| desire::unpinned_drift(lock.as_ref(), &parsed, host)) {
+            return Err(drift.into());
+        }
+    }
     let desired = match desire::desire(layout, parsed, locked) {
         Ok(d) => d,
         // What is still to be fetched cannot be resolved yet: show the fetches.

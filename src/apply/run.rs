@@ -107,6 +107,10 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     {
         return Err(drift.into());
     }
+    // Every error resolution and the conda envs would meet, at once, before anything is
+    // downloaded (the sources are asked when fetching, not here).
+    let host = Platform::host().ok_or(Error::UnsupportedPlatform)?;
+    desire::check_all(layout, &parsed, host, sources::preflight(layout, &parsed, host, None))?;
     // 2. Fetch what the store and `<home>/toolkits` lack.
     let fetched = fetch_missing(layout, lock, &parsed, opts.offline, progress)?;
     reporter.fetched(&fetched);

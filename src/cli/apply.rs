@@ -48,8 +48,14 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
     } else if changes.is_empty() {
         writeln!(ctx.out(), "no changes: generation {} already matches {}", generation::current(&ctx.layout).unwrap_or(0), file.display());
     } else {
-        for l in change::render(&changes) {
+        // The view links list every link of the new generation, changed or not: --verbose.
+        let links = changes.iter().filter(|c| c.kind == change::Kind::Link).count();
+        let shown: Vec<Change> = changes.iter().filter(|c| ctx.verbose || c.kind != change::Kind::Link).cloned().collect();
+        for l in change::render(&shown) {
             writeln!(ctx.out(), "{l}");
+        }
+        if links > 0 && !ctx.verbose {
+            writeln!(ctx.out(), "  (the new generation's views hold {links} links; --verbose lists them)");
         }
     }
     Ok(ExitCode::Success)
@@ -177,6 +183,8 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report
         Outcome::Applied { generation: n, changes, checks, lock_changed, profiles: k } => {
             warn_dangling_active(ctx);
             if opts.json {
+                // The JSON keeps one string per change, without the `why:` line plan shows.
+                let changes: Vec<Change> = changes.into_iter().map(|c| Change { why: None, ..c }).collect();
                 ctx.print_json_sorted(&Applied { changed: true, changes: change::render(&changes), checks: &checks, generation: n });
             } else {
                 let lock_said = if lock_changed { "written to" } else { "unchanged:" };

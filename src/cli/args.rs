@@ -9,14 +9,21 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "cuenv", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
-    /// The cuenv home (store, generations, profiles). Default: %LOCALAPPDATA%\cuenv on
-    /// Windows, $XDG_DATA_HOME/cuenv or ~/.local/share/cuenv elsewhere.
-    #[arg(long, global = true, env = "CUENV_HOME", value_name = "DIR")]
+    /// The cuenv home (default: $CUENV_HOME, else ~/.local/share/cuenv; Windows: %LOCALAPPDATA%\cuenv).
+    #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
 
     /// Print no progress bars or notes on stderr.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+
+    /// Show everything: plan's view links, each check's reasons and notes, whole generations lines.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+
+    /// Color help and error prefixes: auto (a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto", hide_default_value = true)]
+    pub color: super::color::When,
 
     #[command(subcommand)]
     pub command: Command,

@@ -30,14 +30,28 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
         return;
     }
     writeln!(ctx.out(), "check {}", generation_check::summary(pc));
-    for r in &pc.result.reasons {
-        writeln!(ctx.out(), "    {r}");
+    // Reasons say what is wrong: always for a failed profile; otherwise with --verbose.
+    if ctx.verbose || pc.result.status == CheckStatus::Fail {
+        for r in &pc.result.reasons {
+            writeln!(ctx.out(), "    {r}");
+        }
+    }
+    if ctx.verbose {
+        for n in pc.result.notes.iter().filter(|n| !n.starts_with(generation_check::INCOMPLETE_NOTE)) {
+            writeln!(ctx.out(), "    note: {n}");
+        }
     }
     for n in pc.result.notes.iter().filter(|n| n.starts_with(generation_check::INCOMPLETE_NOTE) || n.starts_with(generation_check::UNRUN_NOTE)) {
         writeln!(ctx.err(), "warning: profile {}: {n}", pc.profile);
     }
+    // No GPU: said once per run (each profile with --verbose).
+    static NO_GPU_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if pc.result.status == CheckStatus::NoGpu && !ctx.quiet {
-        writeln!(ctx.err(), "warning: profile {}: no GPU here, so only loading and versions were checked (--require-gpu makes this an error)", pc.profile);
+        if ctx.verbose {
+            writeln!(ctx.err(), "warning: profile {}: no GPU here, so only loading and versions were checked (--require-gpu makes this an error)", pc.profile);
+        } else if !NO_GPU_SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            writeln!(ctx.err(), "warning: no GPU here, so only loading and versions are checked (--require-gpu makes this an error)");
+        }
     }
 }
 

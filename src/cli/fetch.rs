@@ -37,6 +37,9 @@ pub struct FetchArgs {
     /// NVIDIA redist folder holding redistrib_<version>.json (a lab mirror).
     #[arg(long, env = "CUENV_NVIDIA_MIRROR", value_name = "URL", default_value = fetch::DEFAULT_NVIDIA_MIRROR)]
     pub nvidia_mirror: String,
+    /// A folder of wheels to look in before the PyPI index (pip's --find-links).
+    #[arg(long, env = "CUENV_FIND_LINKS", value_name = "DIR")]
+    pub find_links: Option<std::path::PathBuf>,
     /// Never use the network: fail with an error naming what is missing and the URL it needs.
     #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
     pub offline: bool,
@@ -85,12 +88,22 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
         cuda_major: args.cuda,
         from: args.from,
         platform,
-        endpoints: Endpoints { pypi_index: Some(args.pypi_index), nvidia_mirror: Some(args.nvidia_mirror), offline: args.offline },
+        endpoints: Endpoints { pypi_index: Some(args.pypi_index), nvidia_mirror: Some(args.nvidia_mirror), offline: args.offline, find_links: args.find_links },
     };
     let lock = super::writer_lock(ctx)?;
     crate::store::Store::new(&ctx.layout).clean_leftovers(&lock)?;
     let client = Client::new(req.endpoints.offline);
     let artifact = fetch::resolve_cudnn(&client, &req)?;
+    if artifact.version != req.version.to_string() {
+        let (source, why) = match req.from {
+            Source::Pypi => ("PyPI", format!("the newest {}.x release of {}", req.version, fetch::pypi::cudnn_project(req.cuda_major))),
+            Source::Nvidia => ("NVIDIA", format!("the release redistrib_{}.json names", req.version)),
+        };
+        ctx.note(&format!(
+            "picked cuDNN {} for cudnn@{}: {why} on {source} for CUDA {} ({platform}); name all 4 parts (cudnn@{}) to fetch exactly that",
+            artifact.version, req.version, req.cuda_major, artifact.version
+        ));
+    }
     if fetch::find_by_source_sha256(&ctx.layout, &artifact.sha256).is_none() {
         let size = artifact.size.map(|s| format!(" ({})", human_size(s))).unwrap_or_default();
         ctx.note(&format!("downloading {}{size}", artifact.url));

@@ -93,7 +93,25 @@ pub fn generations(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
         writeln!(ctx.out(), "no generation yet: run `cuenv apply <lab.toml>`");
     }
     for r in &rows {
-        writeln!(ctx.out(), "{} {:>3}  {}  {}  {}", if r.current { "*" } else { " " }, r.number, r.created, r.source.display(), r.profiles.join(", "));
+        let mark = if r.current { "*" } else { " " };
+        if ctx.verbose {
+            writeln!(ctx.out(), "{mark} {:>3}  {}  {}  {}", r.number, r.created, r.source.display(), r.profiles.join(", "));
+            continue;
+        }
+        // One short line: the file's name, and as many profiles as fit in about 100 characters.
+        let file = r.source.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| r.source.display().to_string());
+        let mut line = format!("{mark} {:>3}  {}  {file}  ", r.number, r.created);
+        for (i, p) in r.profiles.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let rest = r.profiles.len() - i;
+            if i > 0 && line.len() + sep.len() + p.len() > 100 {
+                line.push_str(&format!(", +{rest} more (--verbose)"));
+                break;
+            }
+            line.push_str(sep);
+            line.push_str(p);
+        }
+        writeln!(ctx.out(), "{line}");
     }
     Ok(ExitCode::Success)
 }

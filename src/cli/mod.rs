@@ -5,6 +5,7 @@
 mod apply;
 mod args;
 mod check;
+mod color;
 pub mod diagnostics;
 mod doctor;
 mod env;
@@ -18,7 +19,7 @@ mod status;
 mod store;
 mod toolkits;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::io;
 
 use crate::error::{ExitCode, Hinted};
@@ -31,6 +32,9 @@ pub use output::{BROKEN_PIPE, ErrOut, Out};
 pub struct Ctx {
     pub layout: Layout,
     pub quiet: bool,
+    /// `--verbose`: everything (`plan`'s view links, each check's reasons and notes, whole
+    /// `generations` lines); by default what changed and what is wrong, one line each.
+    pub verbose: bool,
     out: Out,
 }
 
@@ -68,14 +72,18 @@ impl Ctx {
 /// write stdout (after the command's work is done; a closed pipe quietly, with exit
 /// [`BROKEN_PIPE`]); returns the exit code. An error of the command keeps its exit code.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    // --color is read before clap parses, so that clap's own help and errors follow it.
+    let when = color::scan(std::env::args_os());
+    color::init(when);
+    let matches = Cli::command().color(when.clap()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let out = Out::default();
     let result = run(cli, out.clone());
     let failed = out.finish();
     let code = match result {
         Ok(code) => code as i32,
         Err(err) => {
-            write!(ErrOut, "{}", err.render());
+            write!(ErrOut, "{}", color::paint(&err.render()));
             err.exit_code() as i32
         }
     };
@@ -117,7 +125,9 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         }
         _ => {}
     }
-    let home = match cli.home {
+    // CUENV_HOME is read here rather than by clap: clap shows an argument set from the
+    // environment in every usage line, as if it were required.
+    let home = match cli.home.or_else(|| std::env::var_os("CUENV_HOME").filter(|v| !v.is_empty()).map(std::path::PathBuf::from)) {
         Some(h) => h,
         None => {
             Layout::default_home().ok_or_else(|| Hinted::new("cannot find a home folder for cuenv", "pass --home DIR or set CUENV_HOME", ExitCode::Failure))?
@@ -134,7 +144,7 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         )
         .into());
     }
-    let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet, out };
+    let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet, verbose: cli.verbose, out };
     // A home written by a newer cuenv is refused before anything reads or writes it.
     ctx.layout.check_format()?;
     match cli.command {

@@ -109,6 +109,23 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                 if !json {
                     if a.existed {
                         writeln!(ctx.out(), "already in store: {} (from {})", a.meta.name, path.display());
+                        if let Some(c) = cuda.filter(|c| *c != a.meta.cuda_major) {
+                            let why = if a.meta.cuda_source == crate::store::detect::CUDA_FROM_USER {
+                                "given with --cuda when it was first added".to_string()
+                            } else {
+                                format!("read from {}", a.meta.cuda_source)
+                            };
+                            writeln!(
+                                ctx.err(),
+                                "warning: --cuda {c} contradicts the stored entry, which is for CUDA {} ({why}); the entry stays as it is",
+                                a.meta.cuda_major
+                            );
+                            writeln!(
+                                ctx.err(),
+                                "hint: if these files are for CUDA {c}, run `cuenv store remove {}`, then add them again with --cuda {c}",
+                                a.meta.name
+                            );
+                        }
                     } else {
                         writeln!(
                             ctx.out(),

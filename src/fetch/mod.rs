@@ -22,6 +22,7 @@
 //!   [`Artifact`] (e.g. pinned in `lab.lock`) whose sha256 the store holds is still found.
 //! - The caller holds the [`WriterLock`] for the whole fetch.
 
+pub mod findlinks;
 pub mod http;
 pub mod nvidia;
 pub mod pypi;
@@ -98,7 +99,7 @@ impl Diagnose for Error {
     fn hint(&self) -> Option<String> {
         use Error::*;
         Some(match self {
-            Offline { .. } => "drop --offline (or unset CUENV_OFFLINE), or download the file elsewhere and import it with `cuenv store add <file> --sha256 <hex>`".into(),
+            Offline { .. } => "drop --offline (or unset CUENV_OFFLINE); without network, copy the wheels into a folder and name it with CUENV_FIND_LINKS=DIR or `[settings] find-links` (`pip download --no-deps --only-binary=:all: <project>==<version>` gets them on another machine), or import a cuDNN archive or wheel with `cuenv store add <file> --sha256 <hex>`".into(),
             Connect { source, .. } if source.to_string().contains("certificate") => "the server's TLS certificate is not trusted: if a proxy intercepts TLS, add its CA to the system store, or point SSL_CERT_FILE at a bundle that holds it".into(),
             Connect { .. } | Interrupted { .. } => "check the network; behind a proxy set HTTPS_PROXY (and NO_PROXY); CUENV_HTTP_RETRIES and CUENV_HTTP_TIMEOUT (seconds) tune retries and timeouts".into(),
             Status { status, .. } if *status >= 500 => "the server failed; try again later, or use the other source (--from nvidia|pypi)".into(),
@@ -181,15 +182,23 @@ pub struct Endpoints {
     pub nvidia_mirror: Option<String>,
     /// Refuse to touch the network.
     pub offline: bool,
+    /// A local folder of wheels asked before the PyPI index ([`findlinks`]; `CUENV_FIND_LINKS`,
+    /// `[settings] find-links`).
+    pub find_links: Option<PathBuf>,
 }
 
 impl Endpoints {
-    /// From `CUENV_PYPI_INDEX`, `CUENV_NVIDIA_MIRROR` and `CUENV_OFFLINE` (read by
+    /// From `CUENV_PYPI_INDEX`, `CUENV_NVIDIA_MIRROR`, `CUENV_FIND_LINKS` and `CUENV_OFFLINE` (read by
     /// [`crate::settings::offline`]; a malformed value means off here: the CLI refuses it
     /// before any command runs).
     pub fn from_env() -> Endpoints {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        Endpoints { pypi_index: var("CUENV_PYPI_INDEX"), nvidia_mirror: var("CUENV_NVIDIA_MIRROR"), offline: crate::settings::offline().unwrap_or(false) }
+        Endpoints {
+            pypi_index: var("CUENV_PYPI_INDEX"),
+            nvidia_mirror: var("CUENV_NVIDIA_MIRROR"),
+            offline: crate::settings::offline().unwrap_or(false),
+            find_links: var("CUENV_FIND_LINKS").map(PathBuf::from),
+        }
     }
 
     /// The PyPI index in use, without a trailing `/`.
@@ -295,9 +304,28 @@ pub fn resolve_cudnn(client: &Client, req: &FetchRequest) -> Result<Artifact, Er
         Source::Nvidia => nvidia::resolve(client, &req.endpoints.nvidia_mirror(), &req.version, req.cuda_major, req.platform, &req.describe()),
         Source::Pypi => {
             let project = pypi::cudnn_project(req.cuda_major);
-            pypi::resolve(client, &req.endpoints.pypi_index(), &project, &req.version.to_string(), req.platform, &req.describe())
+            resolve_wheel(client, &req.endpoints, &project, &req.version.to_string(), req.platform, &req.describe())
         }
     }
+}
+
+/// Finds the wheel of `project` at `version` for `platform`: in the `find_links` folder of
+/// `endpoints` first ([`findlinks`]), else on the PyPI index ([`pypi::resolve`]). Offline, a
+/// folder that holds other versions of the project answers [`Error::NoSuchVersion`] (so a
+/// caller may try another version, as for cuBLAS 11.11 under CUDA 11.8).
+///
+/// Errors: those of [`findlinks::find`] and [`pypi::resolve`].
+pub fn resolve_wheel(client: &Client, endpoints: &Endpoints, project: &str, version: &str, platform: Platform, what: &str) -> Result<Artifact, Error> {
+    if let Some(dir) = &endpoints.find_links {
+        match findlinks::find(dir, project, version, platform)? {
+            findlinks::Found::Wheel(a) => return Ok(a),
+            findlinks::Found::OtherVersions(nearby) if endpoints.offline => {
+                return Err(Error::NoSuchVersion { project: project.into(), version: version.into(), index: dir.display().to_string(), nearby });
+            }
+            _ => {}
+        }
+    }
+    pypi::resolve(client, &endpoints.pypi_index(), project, version, platform, what)
 }
 
 /// Fetches one cuDNN release into the store: resolve, skip if the store already holds an
@@ -386,7 +414,7 @@ pub fn fetch_wheel(
 ) -> Result<Download, Error> {
     let client = Client::new(endpoints.offline);
     let what = format!("{project} {version} ({platform}) from PyPI");
-    let artifact = pypi::resolve(&client, &endpoints.pypi_index(), project, version, platform, &what)?;
+    let artifact = resolve_wheel(&client, endpoints, project, version, platform, &what)?;
     download(layout, lock, &client, &artifact, progress)
 }
 
@@ -405,12 +433,16 @@ pub fn download(layout: &Layout, _lock: &WriterLock, client: &Client, artifact: 
             }
         }
     }
-    client.check_online(&artifact.url, &artifact.file_name)?;
+    // A wheel of a local folder (find-links) is copied, not downloaded: no network.
+    let local = findlinks::local_path(&artifact.url).is_some();
+    if !local {
+        client.check_online(&artifact.url, &artifact.file_name)?;
+    }
     fs::create_dir_all(&root).map_err(|source| Error::Write { path: root.clone(), source })?;
     let dir = tempfile::Builder::new().prefix(&mine).tempdir_in(&root).map_err(|source| Error::Write { path: root.clone(), source })?;
     let path = dir.path().join(&artifact.file_name);
     let expect = http::Expect { size: artifact.size, sha256: Some(artifact.sha256.clone()) };
-    let got = client.download(&artifact.url, &path, &expect, progress)?;
+    let got = if local { findlinks::copy_local(&artifact.url, &path, &expect)? } else { client.download(&artifact.url, &path, &expect, progress)? };
     Ok(Download { dir, path, url: artifact.url.clone(), sha256: got.sha256, size: got.size })
 }
 
@@ -446,7 +478,7 @@ mod tests {
         let e = Endpoints::default();
         assert_eq!(e.pypi_index(), "https://pypi.org");
         assert_eq!(e.nvidia_mirror(), DEFAULT_NVIDIA_MIRROR);
-        let e = Endpoints { pypi_index: Some("http://127.0.0.1:1/".into()), nvidia_mirror: Some("http://m/redist".into()), offline: false };
+        let e = Endpoints { pypi_index: Some("http://127.0.0.1:1/".into()), nvidia_mirror: Some("http://m/redist".into()), offline: false, find_links: None };
         assert_eq!(e.pypi_index(), "http://127.0.0.1:1");
         assert_eq!(e.nvidia_mirror(), "http://m/redist/");
     }

@@ -21,6 +21,7 @@
 //! ```toml
 //! [settings]                 # optional
 //! link-mode = "auto"         # auto | junction | symlink | copy
+//! find-links = "wheels"      # a folder of wheels asked before the PyPI index
 //! [toolkits]                 # optional; label -> toolkit root
 //! "11.8" = 'C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v11.8'
 //! [profiles.tf28]
@@ -33,6 +34,8 @@
 //! ```
 
 mod parser;
+#[cfg(test)]
+mod schema;
 
 use std::path::PathBuf;
 
@@ -148,7 +151,10 @@ impl Diagnose for Error {
     fn hint(&self) -> Option<String> {
         match self {
             Error::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                Some("check the path, or create the file (see profiles/lab.toml for an example)".into())
+                Some(
+                    "check the path, or create the file: one `[profiles.NAME]` table per profile, with `cuda = \"12.6\"` and `cudnn = \"9.5\"` (`cuenv plan FILE` checks it)"
+                        .into(),
+                )
             }
             Error::Read { path, .. } if path.is_dir() => {
                 Some(format!("give the profile file itself (a TOML file such as {}), not a folder", path.join("lab.toml").display()))
@@ -237,6 +243,9 @@ pub struct Settings {
     pub nvidia_mirror: Option<String>,
     /// `pypi-index`: the PyPI base URL for `from = "pypi"`.
     pub pypi_index: Option<String>,
+    /// `find-links`: a folder of wheels asked before the PyPI index (relative to the
+    /// profile file), for labs without network access.
+    pub find_links: Option<PathBuf>,
     /// `shells`: the shells whose conda shims `apply` writes (`cmd`, `powershell`, `posix`,
     /// `fish`, `csh`); `None` (absent) means the platform's own ([`crate::shim::Shell::defaults`]).
     /// On Windows only cmd and PowerShell are written whatever the list says.
@@ -400,7 +409,18 @@ check = "load"
         assert!(msgs[0].contains("12.x") && msgs[1].contains("not a version") && msgs[2].contains("`chek`") && msgs[3].contains("`condaenv`"), "{msgs:?}");
         let e = err("[profiles.a]\ncuda = { version = \"12.6\", from = \"pyip\" }\ncudnn = \"9\"\n");
         assert!(e.to_string().contains("only `from = \"pypi\"` can provide a CUDA runtime"), "{e}");
-        assert_eq!(e.hint().unwrap(), "did you mean `from = \"pypi\"`? install the toolkit and name it under [toolkits], or use `from = \"pypi\"`");
+        assert_eq!(
+            e.hint().unwrap(),
+            "did you mean `from = \"pypi\"`? install the toolkit and name it under [toolkits], or use `from = \"pypi\"`, or name a folder holding the runtime wheels (`from = \"./wheels\"`)"
+        );
+        // A folder of the runtime's wheels is a source of its own.
+        let f = ok("[profiles.a]\ncuda = { version = \"12.6\", from = \"./wheels\" }\ncudnn = \"9\"\n");
+        assert_eq!(f.profiles[0].cuda.from.as_ref().unwrap().value, Source::Location("./wheels".into()));
+        assert!(
+            err("[profiles.a]\ncuda = { version = \"12.6\", from = \"https://x/w.whl\" }\ncudnn = \"9\"\n")
+                .to_string()
+                .contains("only `from = \"pypi\"` can provide")
+        );
         // File order across the top level and the profiles.
         let e = err("[toolkit]\nx = 1\n[profiles.a]\ncuda = \"?\"\ncudnn = \"9\"\n[setings]\ny = 2\n");
         let lines: Vec<usize> = e.all_located().iter().map(|l| l.line).collect();

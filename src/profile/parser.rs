@@ -84,6 +84,12 @@ fn check_size(bytes: &[u8], path: &Path) -> Result<(), Error> {
 /// Each of the top level, `[settings]`,
 /// `[toolkits]` and every profile is checked on its own: when more than one is wrong, all
 /// their first errors come back together, in file order, as [`Error::Several`].
+/// True when a `from` location reads as a local path (not a URL, not a bare word): `./w`,
+/// `../w`, `/w`, `w/x`, `C:\\w`.
+fn looks_like_folder(l: &str) -> bool {
+    !l.contains("://") && (l.contains(['/', '\\']) || l.starts_with('.'))
+}
+
 pub fn parse(text: &str, path: &Path) -> Result<ProfileFile, Error> {
     check_size(text.as_bytes(), path)?;
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
@@ -91,7 +97,7 @@ pub fn parse(text: &str, path: &Path) -> Result<ProfileFile, Error> {
     let doc = toml_edit::Document::parse(text).map_err(|e| cx.syntax(&e))?;
     let root: &dyn TableLike = doc.as_table();
     let mut errors = Vec::new();
-    if let Err(e) = cx.check_keys(root, &["settings", "toolkits", "profiles"], "the top level") {
+    if let Err(e) = cx.check_keys(root, &TOP_KEYS, "the top level") {
         errors.push(e);
     }
     let settings = match cx.table_at(root, "settings").and_then(|t| t.map(|t| cx.settings(t)).transpose()) {
@@ -135,8 +141,15 @@ struct Cx<'a> {
     lines: std::cell::OnceCell<LineIndex>,
 }
 
-const PROFILE_KEYS: [&str; 4] = ["cuda", "cudnn", "conda-env", "check"];
-const REQUIREMENT_KEYS: [&str; 3] = ["version", "from", "sha256"];
+/// The keys of the top level, `[settings]`, a profile, a `cudnn` table and a `cuda` table
+/// (the JSON Schema in `schema.rs` is checked against these).
+pub(super) const TOP_KEYS: [&str; 3] = ["settings", "toolkits", "profiles"];
+pub(super) const SETTINGS_KEYS: [&str; 5] = ["find-links", "link-mode", "nvidia-mirror", "pypi-index", "shells"];
+pub(super) const PROFILE_KEYS: [&str; 4] = ["cuda", "cudnn", "conda-env", "check"];
+pub(super) const REQUIREMENT_KEYS: [&str; 3] = ["version", "from", "sha256"];
+#[cfg(test)]
+pub(super) const CUDNN_TABLE_KEYS: [&str; 3] = REQUIREMENT_KEYS;
+pub(super) const CUDA_TABLE_KEYS: [&str; 2] = ["version", "from"];
 const LINK_MODES: [(&str, LinkMode); 5] =
     [("auto", LinkMode::Auto), ("junction", LinkMode::Junction), ("symlink", LinkMode::Symlink), ("none", LinkMode::None), ("copy", LinkMode::Copy)];
 const CHECKS: [(&str, Check); 3] = [("conv", Check::Conv), ("load", Check::Load), ("none", Check::None)];
@@ -233,8 +246,9 @@ impl Cx<'_> {
     }
 
     fn settings(&self, t: &dyn TableLike) -> Result<Settings, Error> {
-        self.check_keys(t, &["link-mode", "nvidia-mirror", "pypi-index", "shells"], "[settings]")?;
+        self.check_keys(t, &SETTINGS_KEYS, "[settings]")?;
         let mut s = Settings {
+            find_links: self.string(t, "find-links")?.map(|v| PathBuf::from(v.value)),
             nvidia_mirror: self.string(t, "nvidia-mirror")?.map(|v| v.value),
             pypi_index: self.string(t, "pypi-index")?.map(|v| v.value),
             ..Settings::default()
@@ -359,9 +373,14 @@ impl Cx<'_> {
             }
         };
         keep(self.check_keys(t, &PROFILE_KEYS, &place));
-        let cuda = self.requirement(t, "cuda", &["version", "from"], name, &name_span);
+        let cuda = self.requirement(t, "cuda", &CUDA_TABLE_KEYS, name, &name_span);
         let cudnn = self.requirement(t, "cudnn", &REQUIREMENT_KEYS, name, &name_span);
+        // A CUDA runtime comes from PyPI, or from a folder of its wheels (`from = "./wheels"`,
+        // a path alone: whether it exists is checked before fetching, `sources::check`).
+        let wheel_folder =
+            |req: &Requirement| matches!(&req.from, Some(Spanned { value: Source::Location(l), .. }) if req.fallbacks.is_empty() && looks_like_folder(l));
         if let Ok(req) = &cuda
+            && !wheel_folder(req)
             && let Some(src) = req.sources().find(|s| s.value != Source::Pypi)
         {
             let guess = match &src.value {
@@ -371,7 +390,7 @@ impl Cx<'_> {
             keep(Err(self.invalid(
                 src.span.clone(),
                 "only `from = \"pypi\"` can provide a CUDA runtime",
-                format!("{guess}install the toolkit and name it under [toolkits], or use `from = \"pypi\"`"),
+                format!("{guess}install the toolkit and name it under [toolkits], or use `from = \"pypi\"`, or name a folder holding the runtime wheels (`from = \"./wheels\"`)"),
             )));
         }
         // A cuDNN `from` that is a near miss of a source name, not a path or URL, is a typo

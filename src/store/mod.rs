@@ -116,12 +116,27 @@ pub enum Error {
     NotFound { query: String, known: Vec<String> },
     #[error("`{query}` matches several store entries: {}", matches.join(", "))]
     Ambiguous { query: String, matches: Vec<String> },
-    #[error("store entry {name} is used by generation {generation}")]
-    InUse { name: String, generation: u64 },
+    #[error("store entry {name} is used by {}", in_use_list(generations))]
+    InUse {
+        name: String,
+        /// Every generation whose views use it, the current one first (marked), then newest first.
+        generations: Vec<(u64, bool)>,
+    },
     #[error("store entry {} is unreadable: {detail}", path.display())]
     BadEntry { path: PathBuf, detail: String },
     #[error("the record of hand-added store entries {} is unreadable: {detail}", path.display())]
     BadRoots { path: PathBuf, detail: String },
+}
+
+/// `generation 3 (current), 2 and 1`.
+fn in_use_list(generations: &[(u64, bool)]) -> String {
+    let names: Vec<String> = generations.iter().map(|(n, current)| if *current { format!("{n} (current)") } else { n.to_string() }).collect();
+    let list = match names.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    };
+    format!("generation{} {list}", if generations.len() == 1 { "" } else { "s" })
 }
 
 /// A path for an error message, with control characters escaped ([`member::escape`]).

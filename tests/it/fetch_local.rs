@@ -418,6 +418,20 @@ fn pypi_three_part_version_picks_the_build() {
     assert!(text(&out.stdout).starts_with("added cudnn-9.5.0.50-cuda12-"), "{}", text(&out.stdout));
 }
 
+/// Issue 18, item 8: `store fetch cudnn@9.5` says which release it picked and why.
+#[test]
+fn a_short_version_says_which_release_was_picked_and_why() {
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    let out = env.fetch(&["cudnn@9.5", "--cuda", "12"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("picked cuDNN 9.5.0.50 for cudnn@9.5: the newest 9.5.x release of nvidia-cudnn-cu12 on PyPI for CUDA 12 (linux-x86_64)"), "{err}");
+    // A full version is fetched as named: nothing to explain.
+    let again = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert!(!text(&again.stderr).contains("picked"), "{}", text(&again.stderr));
+}
+
 #[test]
 fn pypi_unknown_version_lists_nearby_versions() {
     let env = Env::new();
@@ -724,6 +738,14 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let plan = text(&out.stdout);
     assert!(plan.contains("+ fetch CUDA runtime 12.6") && plan.contains("+ fetch cuDNN 9.5.0.50 from PyPI"), "{plan}");
+    // What the index said, from its metadata (issue 18, item 3).
+    assert!(plan.contains("; PyPI has 12.6.77, ") && plan.contains("; PyPI has 9.5.0.50 for CUDA 12, "), "{plan}");
+    assert_eq!(env.server.hits(&format!("/files/{wheel}")), 0);
+    // A version the index does not have is an error of `plan`, with what it has instead.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.49\", from = \"pypi\" }\n").unwrap();
+    let out = env.cuenv().args(["plan", bad.to_str().unwrap()]).output().unwrap();
+    assert_fails(&out, 2, &["bad.toml:3:21: no source has cuDNN 9.5.0.49 for CUDA 12 (linux-x86_64): PyPI has no such version", "9.5.0.50"]);
     assert_eq!(env.server.hits(&format!("/files/{wheel}")), 0);
 
     // apply fetches, imports, assembles the runtime root and pins the download.
@@ -779,6 +801,133 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     assert_fails(&out, 2, &["lab.lock pins", "hint:"]);
     assert!(!third.home.path().join("generations").exists());
     third.assert_no_leftovers();
+}
+
+/// Issue 18, item 2: a file that lists `[toolkits]` chooses only among them, even when a CUDA
+/// runtime fetched from PyPI for another lab is newer; `plan` says which root won and why.
+#[test]
+fn declared_toolkits_are_exclusive_and_plan_says_why() {
+    let env = Env::new();
+    serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    let dir = tempfile::tempdir().unwrap();
+    let first = pypi_lab(dir.path());
+    let out = env.cuenv().args(["apply", "--no-check", first.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // A second lab on a hand-installed CUDA 12.2, declared under [toolkits].
+    let other = tempfile::tempdir().unwrap();
+    let tk = crate::apply::toolkit(other.path(), "12.2.0", 12);
+    let lab = other.path().join("lab.toml");
+    std::fs::write(&lab, format!("[toolkits]\n\"12.2\" = '{}'\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n", tk.display())).unwrap();
+    let out = env.cuenv().args(["plan", lab.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    assert!(plan.contains("+ profile a: cuDNN 9.5.0.50 (cudnn-9.5.0.50-cuda12-linux-x86_64-"), "{plan}");
+    assert!(plan.contains(&format!("on CUDA 12.2.0 ({})", tk.display())), "{plan}");
+    assert!(
+        plan.contains(&format!(
+            "    why: CUDA 12.2.0 at {}: the newest match for `cuda = \"12\"` among roots under [toolkits] (a file that lists [toolkits] chooses only among them); matching but not candidates: 12.6.77 at {}",
+            tk.display(),
+            env.home.path().join("toolkits").display()
+        )),
+        "{plan}"
+    );
+}
+
+/// Issue 18, item 5: an air-gapped lab applies the shipped `profiles/lab.toml` from wheels
+/// copied in by hand: `CUENV_FIND_LINKS` names the folder, `--offline` keeps cuenv off the
+/// network, and the lock pins the bytes of those files (the same bytes PyPI serves).
+#[test]
+fn an_air_gapped_lab_applies_the_shipped_file_from_a_wheel_folder() {
+    let env = Env::new();
+    let wheels = tempfile::tempdir().unwrap();
+    let put = |(name, bytes): (String, Vec<u8>)| {
+        std::fs::write(wheels.path().join(&name), &bytes).unwrap();
+        sha256_hex(&bytes)
+    };
+    let cudnn95 = put(linux_wheel("9.5.0.50", 12));
+    put(linux_wheel("8.9.4.25", 12));
+    put(linux_wheel("8.8.0.121", 11));
+    for (project, pkg, version, lib, seed) in [
+        ("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "libcudart.so.12", 1),
+        ("nvidia-cublas-cu12", "cublas", "12.6.4.1", "libcublas.so.12", 2),
+        ("nvidia-cuda-nvrtc-cu12", "cuda_nvrtc", "12.6.85", "libnvrtc.so.12", 3),
+        ("nvidia-cuda-runtime-cu11", "cuda_runtime", "11.8.89", "libcudart.so.11.0", 4),
+        // cuBLAS for CUDA 11.8 is 11.11.x: found by the CUDA major, as on PyPI.
+        ("nvidia-cublas-cu11", "cublas", "11.11.3.6", "libcublas.so.11", 5),
+        ("nvidia-cuda-nvrtc-cu11", "cuda_nvrtc", "11.8.89", "libnvrtc.so.11.2", 6),
+    ] {
+        put(runtime_wheel(project, pkg, version, lib, seed));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("lab.toml");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/lab.toml"), &lab).unwrap();
+    let run = |args: &[&str]| env.cuenv().env("CUENV_FIND_LINKS", wheels.path()).env("CUENV_OFFLINE", "1").args(args).arg(&lab).output().unwrap();
+    // Without the folder, --offline says how to bring the files in.
+    let out = env.cuenv().args(["apply", "--offline", "--no-check"]).arg(&lab).output().unwrap();
+    assert_fails(&out, 1, &["offline: cannot get", "CUENV_FIND_LINKS=DIR"]);
+    let out = run(&["plan"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("+ fetch cuDNN 8.8.0.121 from PyPI, else NVIDIA; not checked (offline) for profile tf28"), "{}", text(&out.stdout));
+    // `plan --locked` with no lock says so, although the views wait for the fetches.
+    let out = run(&["plan", "--locked"]);
+    assert_fails(&out, 2, &["the lock file does not exist"]);
+    let out = run(&["apply", "--offline", "--no-check"]);
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("generation 1 is current (3 profiles)"), "{}", text(&out.stdout));
+    assert!(env.server.log().is_empty(), "offline touched the network: {:?}", env.server.log());
+    let lock = std::fs::read_to_string(dir.path().join("lab.lock")).unwrap();
+    assert!(lock.contains(&format!("cudnn-sha256 = \"{cudnn95}\"")), "{lock}");
+    assert!(lock.contains("nvidia-cublas-cu11==11.11.3.6 sha256:"), "{lock}");
+    for p in ["torch", "legacy", "tf28"] {
+        assert!(env.home.path().join("profiles").join(p).join("cudnn-lib").exists(), "{p}");
+    }
+    // Another air-gapped machine with the lock: --locked takes exactly these bytes again.
+    let other = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = other.cuenv().env("CUENV_FIND_LINKS", wheels.path()).args(["apply", "--offline", "--no-check", "--locked"]).arg(&lab).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(env.server.log().is_empty());
+}
+
+/// Issue 18, item 5: a profile names local files itself: its CUDA runtime from a folder of
+/// the runtime's wheels (`cuda.from = "./wheels"`) and its cuDNN from a wheel path; applied
+/// offline, nothing else configured.
+#[test]
+fn a_cuda_runtime_from_a_folder_of_wheels() {
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let wheels = dir.path().join("wheels");
+    std::fs::create_dir(&wheels).unwrap();
+    for (project, pkg, version, lib, seed) in [
+        ("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "libcudart.so.12", 1),
+        ("nvidia-cublas-cu12", "cublas", "12.6.4.1", "libcublas.so.12", 2),
+        ("nvidia-cuda-nvrtc-cu12", "cuda_nvrtc", "12.6.85", "libnvrtc.so.12", 3),
+    ] {
+        let (name, bytes) = runtime_wheel(project, pkg, version, lib, seed);
+        std::fs::write(wheels.join(name), bytes).unwrap();
+    }
+    let (cudnn, bytes) = linux_wheel("9.5.0.50", 12);
+    std::fs::write(wheels.join(&cudnn), bytes).unwrap();
+    let lab = dir.path().join("lab.toml");
+    std::fs::write(
+        &lab,
+        format!("[profiles.t]\ncuda = {{ version = \"12.6\", from = \"./wheels\" }}\ncudnn = {{ version = \"9.5.0.50\", from = \"wheels/{cudnn}\" }}\n"),
+    )
+    .unwrap();
+    let out = env.cuenv().env("CUENV_OFFLINE", "1").args(["plan"]).arg(&lab).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("CUDA runtime 12.6 (cudart, cuBLAS, NVRTC) from "), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("; the folder has 12.6.77"), "{}", text(&out.stdout));
+    let out = env.cuenv().args(["apply", "--offline", "--no-check"]).arg(&lab).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("+ CUDA runtime 12.6 from "), "{}", text(&out.stdout));
+    let lock = std::fs::read_to_string(dir.path().join("lab.lock")).unwrap();
+    assert!(lock.contains("nvidia-cuda-runtime-cu12==12.6.77 sha256:"), "{lock}");
+    assert!(env.server.log().is_empty(), "{:?}", env.server.log());
+    // A folder that is not there is an error of its own, at its line.
+    std::fs::write(&lab, "[profiles.t]\ncuda = { version = \"12.6\", from = \"./nowhere\" }\ncudnn = \"9.5\"\n").unwrap();
+    let out = env.cuenv().args(["plan"]).arg(&lab).output().unwrap();
+    assert_fails(&out, 2, &["lab.toml:2:35: `from = \"./nowhere\"` is not a folder (of the CUDA runtime's wheels"]);
 }
 
 // ---------------------------------------------------------------------------------------
