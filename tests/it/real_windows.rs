@@ -128,6 +128,7 @@ fn import(w: &WinWheel) {
     assert_eq!(d["search_path"][0]["dispatchers"][0]["file"], w.dispatcher, "{d}");
     assert_eq!(d["search_path"][0]["dispatchers"][0]["version"], w.version, "{d}");
     assert!(!d["findings"].to_string().contains("mixed sub-library"), "{d}");
+    doctor_pid(&ctx, &env, &dir, &name, w);
     eprintln!(
         "real_windows: {} -> {name} (version from {}), {} libraries, import {:.1} s",
         w.file,
@@ -135,6 +136,55 @@ fn import(w: &WinWheel) {
         libs.len(),
         took.as_secs_f64()
     );
+}
+
+/// `cuenv doctor --pid` on a running Windows process that loaded the real dispatcher by name
+/// (the mingw oracle of tests/it/support/loader_win, started with `--wait`): the modules it
+/// lists come from `EnumProcessModulesEx` of that process, attributed to the store entry, with
+/// the dispatcher's release. Needs `CUENV_TEST_MINGW_FIXTURES` (scripts/test-windows.sh sets it).
+fn doctor_pid(ctx: &TestContext, env: &[(std::ffi::OsString, std::ffi::OsString)], dir: &Path, name: &str, w: &WinWheel) {
+    use std::io::{BufRead, BufReader, Write};
+    let Some(fix) = std::env::var_os("CUENV_TEST_MINGW_FIXTURES") else {
+        eprintln!("real_windows: CUENV_TEST_MINGW_FIXTURES is not set; doctor --pid not tried");
+        return;
+    };
+    let mut child = std::process::Command::new(PathBuf::from(fix).join("oracle.exe"))
+        .args(["--name", w.dispatcher, "--wait"])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = String::new();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+        if line.trim() == "ready" {
+            break;
+        }
+    }
+    assert!(seen.contains("ready"), "the oracle did not load {}: {seen}", w.dispatcher);
+    let pid = child.id().to_string();
+    let o = ctx.cmd().args(["doctor", "--pid", &pid, "--json"]).output().unwrap();
+    let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
+    let _ = child.wait();
+    let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let m = d["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(w.dispatcher)))
+        .unwrap_or_else(|| panic!("{} is not among the process's modules: {d}", w.dispatcher));
+    assert!(cuenv::paths::same_path(Path::new(m["path"].as_str().unwrap()), &dir.join("bin").join(w.dispatcher)), "{m}");
+    assert_eq!(m["kind"], "cudnn", "{m}");
+    assert_eq!(m["origin"], format!("cuenv store entry {name}"), "{m}");
+    assert_eq!(d["cudnn"], w.version, "{d}");
+    eprintln!("real_windows: doctor --pid {pid} on the oracle holding {}: {} modules", w.dispatcher, d["modules"].as_array().unwrap().len());
 }
 
 #[test]

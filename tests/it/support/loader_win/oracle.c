@@ -6,7 +6,9 @@
    --name: LoadLibraryW(NAME), the standard search order (PATH).
    Then calls cudnnGetVersion and prints "version <N>", then "module <path>" for every
    loaded module whose name holds "cudnn" (EnumProcessModules). Exit 3 when the dispatcher
-   does not load (after printing "error <code>"). */
+   does not load (after printing "error <code>").
+   --wait: then print "ready" and wait for a line on stdin before exiting (a running process
+   for `cuenv doctor --pid`, tests/it/real_windows.rs). */
 #include <windows.h>
 #include <psapi.h>
 #include <stdio.h>
@@ -14,8 +16,11 @@
 
 int wmain(int argc, wchar_t **argv) {
     HMODULE d = NULL;
+    int wait = 0;
     for (int i = 1; i < argc; i++) {
-        if (!wcscmp(argv[i], L"--add-dll-dir") && i + 1 < argc) {
+        if (!wcscmp(argv[i], L"--wait")) {
+            wait = 1;
+        } else if (!wcscmp(argv[i], L"--add-dll-dir") && i + 1 < argc) {
             AddDllDirectory(argv[++i]);
         } else if (!wcscmp(argv[i], L"--path") && i + 1 < argc) {
             d = LoadLibraryExW(argv[++i], NULL, 0x00000100 | 0x00001000);
@@ -44,5 +49,10 @@ int wmain(int argc, wchar_t **argv) {
         }
     }
     fflush(stdout);
+    if (wait) {
+        printf("ready\n");
+        fflush(stdout);
+        getchar();
+    }
     return 0;
 }
