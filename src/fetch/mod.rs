@@ -313,8 +313,7 @@ pub fn fetch_cudnn(layout: &Layout, lock: &WriterLock, req: &FetchRequest, progr
 
 /// The store entry imported from a file whose SHA-256 is `sha256`, if any.
 pub fn find_by_source_sha256(layout: &Layout, sha256: &str) -> Option<(PathBuf, EntryMeta)> {
-    let want = sha256.to_ascii_lowercase();
-    Store::new(layout).entries().into_iter().find(|(_, m)| m.source.sha256.as_deref() == Some(want.as_str()))
+    Store::new(layout).find_by_source(sha256)
 }
 
 /// Imports a known artifact (for example one pinned in `lab.lock`): returns the entry
