@@ -28,16 +28,14 @@ cargo build --release -q
 cuenv=$PWD/target/release/cuenv
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
-peak_rss=0
 
 # timed CMD...: runs CMD once under /usr/bin/time; prints "seconds peak_kib".
 timed() {
-  local out
-  out=$({ /usr/bin/time -f '%e %M' "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -n1)
-  echo "$out"
+  /usr/bin/time -o "$work/time" -f '%e %M' "$@" >/dev/null 2>&1 || { echo "benchmark step failed: $*" >&2; exit 1; }
+  tail -n1 "$work/time"
 }
 # best SETUP CMD...: runs SETUP then CMD, RUNS times; prints the least seconds. A cuenv CMD's
-# peak RSS goes into peak_rss.
+# peak RSS (KiB) is appended to $work/rss.
 best() {
   local setup=$1; shift
   local b="" r s m
@@ -45,12 +43,12 @@ best() {
     eval "$setup"
     r=$(timed "$@")
     s=${r% *}; m=${r#* }
-    [[ $1 == "$cuenv" ]] && (( m > peak_rss )) && peak_rss=$m
+    if [[ $1 == "$cuenv" ]]; then echo "$m" >> "$work/rss"; fi
     if [[ -z $b ]] || awk -v a="$s" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=$s; fi
   done
   echo "$b"
 }
-clean() { chmod -R u+w "$work" 2>/dev/null || true; rm -rf "${work:?}"/*; mkdir -p "$work/home" "$work/t" "$work/c"; }
+clean() { chmod -R u+w "$work" 2>/dev/null || true; rm -rf "${work:?}"/home "$work"/t "$work"/c; mkdir -p "$work/home" "$work/t" "$work/c"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); cores: $(nproc); uv $uv_version; $(python3 -m pip --version | cut -d' ' -f1-2)"
@@ -75,5 +73,6 @@ o=$(best : openssl dgst -sha256 "${files[@]}")
 s=$(best : "$cuenv" --quiet --home "$work/home" store verify)
 printf '%-34s %8s %8s %8s %8s  %s x openssl dgst -sha256 (goal <= 0.60)\n' "store verify (2 entries, $(du -sh --apparent-size "$work/home/store" | cut -f1))" "$s" - - "$o" "$(ratio "$s" "$o")"
 echo "(the verify row's 'unzip' column is one single-threaded openssl dgst -sha256 of the same files)"
+peak_rss=$(sort -n "$work/rss" | tail -n1)
 echo "peak RSS of cuenv over these runs: $(( peak_rss / 1024 )) MiB (goal < 100)"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

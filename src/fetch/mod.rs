@@ -384,9 +384,40 @@ pub fn fetch_wheel(
     progress: &dyn Progress,
 ) -> Result<Download, Error> {
     let client = Client::new(endpoints.offline);
-    let what = format!("{project} {version} ({platform}) from PyPI");
-    let artifact = pypi::resolve(&client, &endpoints.pypi_index(), project, version, platform, &what)?;
+    let artifact = resolve_wheel(&client, endpoints, project, version, platform)?;
     download(layout, lock, &client, &artifact, progress)
+}
+
+/// At most this many downloads run at once ([`download_all`]).
+pub const MAX_PARALLEL_DOWNLOADS: usize = 3;
+
+/// Resolves a wheel of `project` at exactly `version` for `platform` on the PyPI index of
+/// `endpoints` (what [`fetch_wheel`] downloads), without downloading it.
+pub fn resolve_wheel(client: &Client, endpoints: &Endpoints, project: &str, version: &str, platform: Platform) -> Result<Artifact, Error> {
+    let what = format!("{project} {version} ({platform}) from PyPI");
+    pypi::resolve(client, &endpoints.pypi_index(), project, version, platform, &what)
+}
+
+/// Downloads every artifact of `artifacts` ([`download`]), up to [`MAX_PARALLEL_DOWNLOADS`] at
+/// once, each drawn on its own progress line ([`Progress::task`]). Returns one result per
+/// artifact, in their order (the caller reports the first error in that order).
+pub fn download_all(layout: &Layout, lock: &WriterLock, client: &Client, artifacts: &[Artifact], progress: &dyn Progress) -> Vec<Result<Download, Error>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: std::sync::Mutex<Vec<Option<Result<Download, Error>>>> = std::sync::Mutex::new(artifacts.iter().map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..artifacts.len().min(MAX_PARALLEL_DOWNLOADS) {
+            s.spawn(|| {
+                let task = progress.task();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(a) = artifacts.get(i) else { break };
+                    let r = download(layout, lock, client, a, task.as_ref());
+                    results.lock().unwrap()[i] = Some(r);
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap().into_iter().map(|r| r.expect("every artifact was downloaded")).collect()
 }
 
 /// Downloads `artifact` into a fresh folder `download-<pid>-<random>` under
