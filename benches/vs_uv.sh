@@ -2,8 +2,8 @@
 # Benchmark (issue 20): cuenv next to uv, pip and unzip at what uv does, in one run, best of
 # RUNS (default 3) wall-clock seconds each, with the ratios measured in this same run:
 #   - importing the real nvidia-cudnn-cu12 9.5.0.50 and 8.9.4.25 manylinux wheels
-#     (`cuenv store add` into an empty home; `uv pip install --no-deps --target` with an empty
-#     cache; `pip install --no-deps --no-cache-dir --target`; `unzip -q`),
+#     (`cuenv store add` into an empty home; `uv pip install --no-deps --no-cache --target`
+#     (faster here than with an empty --cache-dir, which extracts and then links); `pip install --no-deps --no-cache-dir --target`; `unzip -q`),
 #   - re-importing an archive already in the store (against the first import),
 #   - `store verify` of both entries (all cores) against one single-threaded
 #     `openssl dgst -sha256` of the same files (SHA-NI; coreutils sha256sum has none here),
@@ -57,7 +57,7 @@ declare -A first
 for w in "$w95" "$w89"; do
   v=$(basename "$w" | cut -d- -f2)
   c=$(best clean "$cuenv" --quiet --home "$work/home" store add "$w")
-  u=$(best clean "$uv" pip install -q --no-deps --target "$work/t" --cache-dir "$work/c" "$w")
+  u=$(best clean "$uv" pip install -q --no-deps --no-cache --target "$work/t" "$w")
   p=$(best clean python3 -m pip install -q --disable-pip-version-check --no-deps --no-cache-dir --target "$work/t" "$w")
   z=$(best clean unzip -q "$w" -d "$work/t")
   first[$v]=$c
