@@ -161,26 +161,65 @@ pub fn referenced_cuda_libraries(path: &Path) -> io::Result<Vec<(u64, String)>> 
     use object::{Object as _, ObjectSection as _};
     const SECTIONS: [&str; 5] = [".dynstr", ".rodata", ".lrodata", ".rdata", ".idata"];
     const MAX_SECTION: u64 = 256 << 20;
-    let cache = ReadCache::new(File::open(path)?);
-    let file = object::File::parse(&cache).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a PE or ELF file: {e}")))?;
+    let ranges: Vec<(u64, u64)> = {
+        let cache = ReadCache::new(File::open(path)?);
+        let file = object::File::parse(&cache).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a PE or ELF file: {e}")))?;
+        file.sections().filter(|s| s.name().is_ok_and(|n| SECTIONS.contains(&n)) && s.size() <= MAX_SECTION).filter_map(|s| s.file_range()).collect()
+    };
+    // Each section is scanned in chunks (a `.rodata` of 100 MiB is never held whole).
+    scan_ranges(&mut File::open(path)?, &ranges)
+}
+
+/// [`cuda_library_names`] of the byte ranges `(start, len)` of `f`, read [`SCAN_CHUNK`] bytes
+/// at a time; chunks overlap by [`SCAN_OVERLAP`], and a name is taken from the chunk it starts
+/// in before the overlap, so no name is cut or counted twice. A range past the end of `f` is
+/// read as far as it goes.
+fn scan_ranges(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)]) -> io::Result<Vec<(u64, String)>> {
+    let mut buf = vec![0u8; SCAN_CHUNK];
     let mut out: Vec<(u64, String)> = Vec::new();
-    for section in file.sections() {
-        let Ok(name) = section.name() else { continue };
-        if !SECTIONS.contains(&name) || section.size() > MAX_SECTION {
-            continue;
-        }
-        let Ok(data) = section.data() else { continue };
-        for found in cuda_library_names(data) {
-            if !out.contains(&found) {
-                out.push(found);
+    for &(start, len) in ranges {
+        let end = start.saturating_add(len);
+        let mut at = start;
+        while at < end {
+            let n = (end - at).min(SCAN_CHUNK as u64) as usize;
+            f.seek(io::SeekFrom::Start(at))?;
+            if f.read_exact(&mut buf[..n]).is_err() {
+                break;
             }
+            let last = at + n as u64 >= end;
+            for (found, pos) in cuda_library_names_at(&buf[..n]) {
+                // A name starting in the overlap is read whole by the next chunk.
+                if (last || pos < n - SCAN_OVERLAP) && !out.contains(&found) {
+                    out.push(found);
+                }
+            }
+            if last {
+                break;
+            }
+            at += (n - SCAN_OVERLAP) as u64;
         }
     }
     Ok(out)
 }
 
+/// The chunk [`referenced_cuda_libraries`] scans at a time, in bytes ...
+const SCAN_CHUNK: usize = 1 << 20;
+/// ... and how far consecutive chunks overlap (far longer than any name it looks for).
+const SCAN_OVERLAP: usize = 256;
+
 /// The CUDA library names with a major in `bytes` (see [`referenced_cuda_libraries`]).
 pub fn cuda_library_names(bytes: &[u8]) -> Vec<(u64, String)> {
+    let mut out: Vec<(u64, String)> = Vec::new();
+    for (found, _) in cuda_library_names_at(bytes) {
+        if !out.contains(&found) {
+            out.push(found);
+        }
+    }
+    out
+}
+
+/// Every match of [`cuda_library_names`] in `bytes` with the offset where it starts, in order.
+fn cuda_library_names_at(bytes: &[u8]) -> Vec<((u64, String), usize)> {
     use std::sync::LazyLock;
     static NAMES: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
         regex::bytes::Regex::new(r"(?-u)lib(?:cublasLt|cublas|cudart|nvrtc)\.so\.(\d{1,3})|(?i:(?:cublaslt|cublas|cudart|nvrtc)64_(\d{1,3})(?:_0)?\.dll)")
@@ -196,8 +235,8 @@ pub fn cuda_library_names(bytes: &[u8]) -> Vec<(u64, String)> {
         let Some(n) = std::str::from_utf8(digits).ok().and_then(|d| d.parse::<u64>().ok()) else { continue };
         let major = if windows && digits.len() == 3 { n / 10 } else { n };
         let name = String::from_utf8_lossy(&c[0]).into_owned();
-        if major > 0 && !out.contains(&(major, name.clone())) {
-            out.push((major, name));
+        if major > 0 {
+            out.push(((major, name), c.get(0).map_or(0, |m| m.start())));
         }
     }
     out
@@ -542,5 +581,18 @@ mod tests {
         assert!(parse_version_strings(&blob[..40]).is_empty());
         assert!(parse_version_strings(&[]).is_empty());
         let _ = parse_version_strings(&[0xff; 64]);
+    }
+
+    #[test]
+    fn names_across_scan_chunks_are_read_whole_and_once() {
+        let mut bytes = vec![b'x'; 3 * SCAN_CHUNK];
+        let mut put = |at: usize, name: &[u8]| bytes[at..at + name.len()].copy_from_slice(name);
+        // Cut by the first chunk's end: "libcudart.so.1" must not be taken for CUDA 1.
+        put(SCAN_CHUNK - 14, b"libcudart.so.12");
+        // Inside the overlap of the second and third chunks.
+        put(2 * SCAN_CHUNK - SCAN_OVERLAP - 100, b"cublasLt64_11.dll");
+        put(3 * SCAN_CHUNK - 20, b"libnvrtc.so.13");
+        let found = scan_ranges(&mut std::io::Cursor::new(&bytes), &[(0, bytes.len() as u64)]).unwrap();
+        assert_eq!(found, vec![(12, "libcudart.so.12".to_string()), (11, "cublasLt64_11.dll".to_string()), (13, "libnvrtc.so.13".to_string())]);
     }
 }

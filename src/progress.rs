@@ -11,6 +11,11 @@ pub trait Progress: Sync {
     fn advance(&self, bytes: u64);
     /// The phase ended.
     fn finish(&self);
+    /// A sink for a phase that runs beside others (one download of several at once), drawn on
+    /// a line of its own; by default it shows nothing.
+    fn task(&self) -> Box<dyn Progress + '_> {
+        Box::new(NoProgress)
+    }
 }
 
 /// A [`Progress`] that shows nothing.

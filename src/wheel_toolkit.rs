@@ -147,14 +147,24 @@ pub fn ensure(
     }
     let major = prefix.major();
     let projects = fetch::pypi::cuda_runtime_projects(major);
-    let mut downloads = Vec::new();
+    // Looked up in order, then downloaded side by side.
+    let client = fetch::Client::new(endpoints.offline);
+    let mut artifacts = Vec::new();
     for (i, project) in projects.iter().enumerate() {
         let want = prefix.truncated(2).to_string();
-        let d = match fetch::fetch_wheel(layout, lock, endpoints, project, &want, platform, progress) {
-            Err(fetch::Error::NoSuchVersion { .. }) if i > 0 => fetch::fetch_wheel(layout, lock, endpoints, project, &major.to_string(), platform, progress)?,
+        let what = |v: &str| format!("{project} {v} ({platform}) from PyPI");
+        let a = match fetch::resolve_wheel(&client, endpoints, project, &want, platform, &what(&want)) {
+            Err(fetch::Error::NoSuchVersion { .. }) if i > 0 => {
+                let m = major.to_string();
+                fetch::resolve_wheel(&client, endpoints, project, &m, platform, &what(&m))?
+            }
             other => other?,
         };
-        downloads.push((project.clone(), d));
+        artifacts.push(a);
+    }
+    let mut downloads = Vec::new();
+    for (project, d) in projects.iter().zip(fetch::download_all(layout, lock, &client, &artifacts, progress)) {
+        downloads.push((project.clone(), d?));
     }
     assemble(layout, prefix, platform, downloads)
 }
@@ -177,9 +187,15 @@ pub fn ensure_pinned(
     if let Some((root, _)) = list(layout).into_iter().find(|(_, m)| same(m)) {
         return Ok((root, false));
     }
-    let mut downloads = Vec::new();
+    let client = fetch::Client::new(endpoints.offline);
+    let mut artifacts = Vec::new();
     for w in pinned {
-        let d = fetch::fetch_wheel(layout, lock, endpoints, &w.project, &w.version, platform, progress)?;
+        let what = format!("{} {} ({platform}) from PyPI", w.project, w.version);
+        artifacts.push(fetch::resolve_wheel(&client, endpoints, &w.project, &w.version, platform, &what)?);
+    }
+    let mut downloads = Vec::new();
+    for (w, d) in pinned.iter().zip(fetch::download_all(layout, lock, &client, &artifacts, progress)) {
+        let d = d?;
         if !d.sha256.eq_ignore_ascii_case(&w.sha256) {
             return Err(Error::PinMismatch { project: format!("{}=={}", w.project, w.version), pinned: w.sha256.clone(), served: d.sha256.clone() });
         }

@@ -341,8 +341,7 @@ pub fn fetch_cudnn(layout: &Layout, lock: &WriterLock, req: &FetchRequest, progr
 
 /// The store entry imported from a file whose SHA-256 is `sha256`, if any.
 pub fn find_by_source_sha256(layout: &Layout, sha256: &str) -> Option<(PathBuf, EntryMeta)> {
-    let want = sha256.to_ascii_lowercase();
-    Store::new(layout).entries().into_iter().find(|(_, m)| m.source.sha256.as_deref() == Some(want.as_str()))
+    Store::new(layout).find_by_source(sha256)
 }
 
 /// Imports a known artifact (for example one pinned in `lab.lock`): returns the entry
@@ -416,6 +415,31 @@ pub fn fetch_wheel(
     let what = format!("{project} {version} ({platform}) from PyPI");
     let artifact = resolve_wheel(&client, endpoints, project, version, platform, &what)?;
     download(layout, lock, &client, &artifact, progress)
+}
+
+/// At most this many downloads run at once ([`download_all`]).
+pub const MAX_PARALLEL_DOWNLOADS: usize = 3;
+
+/// Downloads every artifact of `artifacts` ([`download`]), up to [`MAX_PARALLEL_DOWNLOADS`] at
+/// once, each drawn on its own progress line ([`Progress::task`]). Returns one result per
+/// artifact, in their order (the caller reports the first error in that order).
+pub fn download_all(layout: &Layout, lock: &WriterLock, client: &Client, artifacts: &[Artifact], progress: &dyn Progress) -> Vec<Result<Download, Error>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: std::sync::Mutex<Vec<Option<Result<Download, Error>>>> = std::sync::Mutex::new(artifacts.iter().map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..artifacts.len().min(MAX_PARALLEL_DOWNLOADS) {
+            s.spawn(|| {
+                let task = progress.task();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(a) = artifacts.get(i) else { break };
+                    let r = download(layout, lock, client, a, task.as_ref());
+                    results.lock().unwrap()[i] = Some(r);
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap().into_iter().map(|r| r.expect("every artifact was downloaded")).collect()
 }
 
 /// Downloads `artifact` into a fresh folder `download-<pid>-<random>` under

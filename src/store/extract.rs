@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, mpsc};
 
 use sha2::{Digest, Sha256};
 
@@ -254,9 +254,19 @@ pub(crate) enum StreamError {
     Write(io::Error),
 }
 
+/// Hashes an import input (a regular file, opened as [`extract`] opens it) with SHA-256.
+/// Returns (size, hex digest). Errors: [`Error::Read`], or [`Error::UnknownInput`] for a
+/// special file.
+pub(crate) fn hash_input(path: &Path) -> Result<(u64, String), Error> {
+    hash_reader(open(path)?).map_err(|source| Error::Read { path: path.into(), source })
+}
+
 /// Hashes a whole file with SHA-256 (1 MiB reads). Returns (size, hex digest).
 pub fn hash_file(path: &Path) -> io::Result<(u64, String)> {
-    let mut f = File::open(path)?;
+    hash_reader(File::open(path)?)
+}
+
+fn hash_reader(mut f: File) -> io::Result<(u64, String)> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; BUF];
     let mut total = 0u64;
@@ -366,28 +376,49 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
         }
     }
     progress.start("extracting", declared);
-    let results = Mutex::new(Vec::with_capacity(files.len()));
-    let failed = AtomicBool::new(false);
-    let first_error: Mutex<Option<Error>> = Mutex::new(None);
+    let shared =
+        Shared { source, raw, progress, results: Mutex::new(Vec::with_capacity(files.len())), failed: AtomicBool::new(false), first_error: Mutex::new(None) };
     let buckets = balance(files, worker_count());
     let source_hash = std::thread::scope(|s| {
         let hasher = s.spawn(|| hash_file(source));
+        // One thread syncs finished files, so no inflater waits for the disk.
+        let (sync_tx, sync_rx) = mpsc::channel::<(File, PathBuf)>();
+        let shared = &shared;
+        s.spawn(move || {
+            for (file, path) in sync_rx {
+                if let Err(e) = file.sync_all() {
+                    shared.fail(Error::Write { path, source: e });
+                }
+            }
+        });
         for bucket in buckets {
-            let (results, failed, first_error) = (&results, &failed, &first_error);
+            // Per bucket: one thread inflates, one hashes and writes (a member's inflate never
+            // waits on its own hashing or writing); they trade POOL buffers of BUF bytes.
+            let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(POOL);
+            let (pool_tx, pool_rx) = mpsc::sync_channel::<Vec<u8>>(POOL);
+            for _ in 0..POOL {
+                pool_tx.send(vec![0u8; CHUNK]).expect("room for the pool");
+            }
+            let sync_tx = sync_tx.clone();
             s.spawn(move || {
-                if let Err(e) = zip_worker(source, raw, bucket, progress, results, failed) {
-                    failed.store(true, Ordering::Relaxed);
-                    first_error.lock().unwrap().get_or_insert(e);
+                if let Err(e) = inflate_worker(shared, bucket, &chunk_tx, &pool_rx) {
+                    shared.fail(e);
+                }
+            });
+            s.spawn(move || {
+                if let Err(e) = sink_worker(shared, &chunk_rx, &pool_tx, &sync_tx) {
+                    shared.fail(e);
                 }
             });
         }
+        drop(sync_tx);
         hasher.join().expect("hash thread panicked")
     });
     progress.finish();
-    if let Some(e) = first_error.into_inner().unwrap() {
+    if let Some(e) = shared.first_error.into_inner().unwrap() {
         return Err(e);
     }
-    for (path, item) in results.into_inner().unwrap() {
+    for (path, item) in shared.results.into_inner().unwrap() {
         items.insert(path, item);
     }
     finish_symlinks(source, raw, &paths, &mut items, symlinks)?;
@@ -395,31 +426,232 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
     Ok(Extracted { items, source_sha256: Some(sha), source_size: Some(size) })
 }
 
-fn zip_worker(
-    source: &Path,
-    raw: &Path,
-    members: Vec<ZipMember>,
-    progress: &dyn Progress,
-    results: &Mutex<Vec<(String, Item)>>,
-    failed: &AtomicBool,
-) -> Result<(), Error> {
+/// Buffers in flight between one inflater and its sink ...
+const POOL: usize = 32;
+/// ... of this many bytes each: small enough to stay in the cache between the inflater
+/// writing a chunk and the sink hashing and writing it out.
+const CHUNK: usize = 32 << 10;
+
+/// What the zip threads share: the input, the staging folder, and where results and the
+/// first error go.
+struct Shared<'a> {
+    source: &'a Path,
+    raw: &'a Path,
+    progress: &'a dyn Progress,
+    results: Mutex<Vec<(String, Item)>>,
+    failed: AtomicBool,
+    first_error: Mutex<Option<Error>>,
+}
+
+impl Shared<'_> {
+    /// Records `e` (the first one wins) and tells every thread to stop.
+    fn fail(&self, e: Error) {
+        self.failed.store(true, Ordering::Relaxed);
+        self.first_error.lock().unwrap().get_or_insert(e);
+    }
+    fn stopped(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+}
+
+/// From an inflater to its sink.
+enum Chunk {
+    /// A member starts: its file (created, empty) and the CRC-32 its header declares (none
+    /// when the zip crate's own reader checked it).
+    Open { file: File, dest: PathBuf, member: ZipMember, crc: Option<u32> },
+    /// The next `len` bytes of the member, in a pool buffer.
+    Data(Vec<u8>, usize),
+    /// The member's data ended.
+    End,
+}
+
+/// Reads `buf.len()` bytes or fewer at `offset` of `file` (no shared cursor: each thread reads
+/// its own members with positional reads).
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    loop {
+        #[cfg(unix)]
+        let r = std::os::unix::fs::FileExt::read_at(file, buf, offset);
+        #[cfg(windows)]
+        let r = std::os::windows::fs::FileExt::seek_read(file, buf, offset);
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+/// The zip crate's words for a member that yields more than its header declares.
+const LARGER: &str = "File is larger than its declared uncompressed size";
+
+/// Inflates `members` (stored and deflated ones directly from the file with large positional
+/// reads; any other method through the zip crate's reader) and hands their bytes to the sink.
+/// Output stops one byte past the declared size: more is an error, never written.
+fn inflate_worker(shared: &Shared, members: Vec<ZipMember>, out: &mpsc::SyncSender<Chunk>, pool: &mpsc::Receiver<Vec<u8>>) -> Result<(), Error> {
+    let source = shared.source;
     let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, e))?;
-    let mut buf = vec![0u8; BUF];
+    let file = open(source)?;
+    let mut input = vec![0u8; BUF];
+    let mut dec = flate2::Decompress::new(false);
     for m in members {
-        if failed.load(Ordering::Relaxed) {
+        if shared.stopped() {
             return Ok(());
         }
-        let dest = native(raw, &m.path);
+        let dest = native(shared.raw, &m.path);
+        let name = m.name.clone();
+        let size = m.size;
+        let read_err = |e: io::Error| member_read_error(source, &name, e);
+        // The zip crate reads and checks the local header (and refuses what it cannot read).
         let mut reader = zip.by_index(m.index).map_err(|e| corrupt(source, format!("member `{}`: {e}", m.name)))?;
-        let (n, sha) = match stream_to_file(&mut reader, &dest, m.size, progress, &mut buf) {
-            Ok(v) => v,
-            Err(StreamError::Write(e)) => return Err(Error::Write { path: dest, source: e }),
-            Err(StreamError::Read(e)) => return Err(member_read_error(source, &m.name, e)),
+        let method = reader.compression();
+        let direct = matches!(method, zip::CompressionMethod::Stored | zip::CompressionMethod::Deflated);
+        let span = reader.data_start().map(|start| (start, start.saturating_add(reader.compressed_size())));
+        let crc = reader.crc32();
+        let created = File::create(&dest).map_err(write_err(&dest))?;
+        let (direct, span) = match span {
+            Some(span) if direct => (true, span),
+            _ => (false, (0, 0)),
         };
-        if n != m.size {
-            return Err(Error::SizeMismatch { archive: source.into(), member: m.name, declared: m.size, actual: n });
+        if out.send(Chunk::Open { file: created, dest, member: m, crc: direct.then_some(crc) }).is_err() {
+            return Ok(());
         }
-        results.lock().unwrap().push((m.path, Item::File { size: n, sha256: sha }));
+        let limit = size.saturating_add(1);
+        let mut produced = 0u64;
+        if !direct {
+            // Deflate64 and others: the zip crate's reader checks size and CRC itself.
+            loop {
+                let Ok(mut buf) = pool.recv() else { return Ok(()) };
+                let cap = (CHUNK as u64).min(limit - produced) as usize;
+                let mut filled = 0;
+                while filled < cap {
+                    match reader.read(&mut buf[filled..cap]) {
+                        Ok(0) => break,
+                        Ok(n) => filled += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(read_err(e)),
+                    }
+                }
+                produced += filled as u64;
+                if produced > size {
+                    return Err(read_err(io::Error::new(io::ErrorKind::InvalidData, LARGER)));
+                }
+                let done = filled < cap || cap == 0;
+                if out.send(Chunk::Data(buf, filled)).is_err() {
+                    return Ok(());
+                }
+                if done {
+                    break;
+                }
+            }
+        } else {
+            drop(reader);
+            let (mut offset, end) = span;
+            let stored = method == zip::CompressionMethod::Stored;
+            dec.reset(false);
+            let (mut in_pos, mut in_len) = (0usize, 0usize);
+            let mut ended = false;
+            while !ended {
+                let Ok(mut buf) = pool.recv() else { return Ok(()) };
+                let cap = (CHUNK as u64).min(limit - produced) as usize;
+                let mut filled = 0;
+                while filled < cap {
+                    if stored {
+                        let want = (cap - filled).min((end - offset).min(BUF as u64) as usize);
+                        let n = if want == 0 {
+                            0
+                        } else {
+                            read_at(&file, &mut buf[filled..filled + want], offset).map_err(|e| Error::Read { path: source.into(), source: e })?
+                        };
+                        if n == 0 {
+                            ended = true;
+                            break;
+                        }
+                        offset += n as u64;
+                        filled += n;
+                        continue;
+                    }
+                    if in_pos == in_len && offset < end {
+                        let want = (end - offset).min(BUF as u64) as usize;
+                        let n = read_at(&file, &mut input[..want], offset).map_err(|e| Error::Read { path: source.into(), source: e })?;
+                        if n == 0 {
+                            return Err(read_err(io::ErrorKind::UnexpectedEof.into()));
+                        }
+                        offset += n as u64;
+                        (in_pos, in_len) = (0, n);
+                    }
+                    let (before_in, before_out) = (dec.total_in(), dec.total_out());
+                    let status = dec
+                        .decompress(&input[in_pos..in_len], &mut buf[filled..cap], flate2::FlushDecompress::None)
+                        .map_err(|e| read_err(io::Error::new(io::ErrorKind::InvalidData, e)))?;
+                    let (used, made) = ((dec.total_in() - before_in) as usize, (dec.total_out() - before_out) as usize);
+                    in_pos += used;
+                    filled += made;
+                    if status == flate2::Status::StreamEnd {
+                        ended = true;
+                        break;
+                    }
+                    if used == 0 && made == 0 && in_pos == in_len && offset >= end {
+                        // The member's bytes end before its deflate stream does.
+                        return Err(read_err(io::ErrorKind::UnexpectedEof.into()));
+                    }
+                }
+                produced += filled as u64;
+                if produced > size {
+                    return Err(read_err(io::Error::new(io::ErrorKind::InvalidData, LARGER)));
+                }
+                if out.send(Chunk::Data(buf, filled)).is_err() {
+                    return Ok(());
+                }
+            }
+        }
+        if out.send(Chunk::End).is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Hashes (SHA-256, and CRC-32 where the inflater asks) and writes what one inflater hands
+/// over, checks each member's size and CRC at its end, then passes the file on to be synced.
+fn sink_worker(shared: &Shared, chunks: &mpsc::Receiver<Chunk>, pool: &mpsc::SyncSender<Vec<u8>>, sync: &mpsc::Sender<(File, PathBuf)>) -> Result<(), Error> {
+    let mut current: Option<(File, PathBuf, ZipMember, Option<u32>)> = None;
+    let mut sha = Sha256::new();
+    let mut crc = crc32fast::Hasher::new();
+    let mut written = 0u64;
+    for chunk in chunks {
+        if shared.stopped() {
+            return Ok(());
+        }
+        match chunk {
+            Chunk::Open { file, dest, member, crc: want } => {
+                current = Some((file, dest, member, want));
+                sha = Sha256::new();
+                crc = crc32fast::Hasher::new();
+                written = 0;
+            }
+            Chunk::Data(buf, len) => {
+                let (file, dest, _, want) = current.as_mut().expect("a member is open");
+                sha.update(&buf[..len]);
+                if want.is_some() {
+                    crc.update(&buf[..len]);
+                }
+                file.write_all(&buf[..len]).map_err(write_err(dest))?;
+                written += len as u64;
+                shared.progress.advance(len as u64);
+                let _ = pool.send(buf);
+            }
+            Chunk::End => {
+                let (file, dest, m, want) = current.take().expect("a member is open");
+                if want.is_some_and(|w| w != std::mem::replace(&mut crc, crc32fast::Hasher::new()).finalize()) {
+                    return Err(Error::BadCrc { archive: shared.source.into(), member: m.name });
+                }
+                if written != m.size {
+                    return Err(Error::SizeMismatch { archive: shared.source.into(), member: m.name, declared: m.size, actual: written });
+                }
+                let digest = hex::encode(std::mem::replace(&mut sha, Sha256::new()).finalize());
+                shared.results.lock().unwrap().push((m.path, Item::File { size: written, sha256: digest }));
+                let _ = sync.send((file, dest));
+            }
+        }
     }
     Ok(())
 }

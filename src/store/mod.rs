@@ -24,6 +24,7 @@ pub mod extract;
 mod leftovers;
 pub mod member;
 mod roots;
+mod sources;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -39,6 +40,7 @@ use crate::writer_lock::WriterLock;
 use entry::{ENTRY_FILE, EntryMeta, FileKind};
 use extract::{Item, SourceKind};
 pub use roots::ROOTS_FILE;
+pub use sources::SOURCES_FILE;
 
 /// Errors of the store. Each names the archive, member or path involved.
 #[derive(Debug, thiserror::Error)]
@@ -331,6 +333,11 @@ impl<'a> Store<'a> {
             return Err(Error::Sha256OnFolder { path: input.into() });
         }
         self.clean_staging(lock)?;
+        if kind != SourceKind::Folder
+            && let Some(added) = self.re_import(lock, input, expected.as_deref(), opts, by_hand)?
+        {
+            return Ok(added);
+        }
         let staging_root = self.layout.staging_dir();
         fs::create_dir_all(&staging_root).map_err(|source| Error::Write { path: staging_root.clone(), source })?;
         let staging =
@@ -339,6 +346,32 @@ impl<'a> Store<'a> {
         // Read-only files inside would make TempDir's own cleanup fail on some systems.
         let _ = fsutil::remove_tree(staging.path());
         result
+    }
+
+    /// The fast path of importing an archive whose bytes are already in the store: when an
+    /// entry was imported from an archive of the same size, the input is hashed (SHA-256, once)
+    /// and looked up in the index ([`Store::find_by_source`]). The entry found is reused only
+    /// when it passes [`quick_check`] and agrees with `opts` (`--cuda`, `--allow-incomplete`);
+    /// otherwise `None`, and the caller imports in full (which names any contradiction).
+    ///
+    /// Errors: [`Error::Read`] of the input, [`Error::Sha256Mismatch`] against `expected`.
+    fn re_import(&self, lock: &WriterLock, input: &Path, expected: Option<&str>, opts: &AddOptions, by_hand: bool) -> Result<Option<Added>, Error> {
+        let size = fs::metadata(input).map_err(|source| Error::Read { path: input.into(), source })?.len();
+        if !self.holds_source_of_size(size) {
+            return Ok(None);
+        }
+        let (_, sha) = extract::hash_input(input)?;
+        if let Some(want) = expected.filter(|w| *w != sha) {
+            return Err(Error::Sha256Mismatch { path: input.into(), expected: want.to_string(), actual: sha });
+        }
+        let Some((dir, meta)) = self.find_by_source(&sha) else { return Ok(None) };
+        if opts.cuda.is_some_and(|c| c != meta.cuda_major) || (!meta.incomplete.is_empty() && !opts.allow_incomplete) || !quick_check(&dir, &meta) {
+            return Ok(None);
+        }
+        if by_hand {
+            self.record_hand_added(lock, &meta.id, &meta.name)?;
+        }
+        Ok(Some(Added { meta, dir, existed: true }))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -431,6 +464,9 @@ impl<'a> Store<'a> {
         } else {
             self.ensure_roots(lock)?;
         }
+        if let (Some(sha), Some(size)) = (&meta.source.sha256, meta.source.size) {
+            self.record_source(lock, sha, size, &meta.name)?;
+        }
         fsutil::fault_point("store-rooted");
         // The commit point: one rename makes the complete entry visible.
         fsutil::rename_with_retry(&entry_dir, &dest).map_err(|source| Error::Write { path: dest.clone(), source })?;
@@ -503,11 +539,15 @@ impl<'a> Store<'a> {
         let meta = EntryMeta::read(dir).map_err(|detail| Error::BadEntry { path: dir.into(), detail })?;
         let mut expected: BTreeMap<&str, &entry::FileRecord> = meta.files.iter().map(|f| (f.path.as_str(), f)).collect();
         let mut damage = Damage::default();
+        // In walk order: what to report when bad, and whether it is (None: its hash decides).
+        let mut checks: Vec<(String, Option<bool>)> = Vec::new();
+        // Files to hash: (index into checks, path, recorded size, recorded sha256).
+        let mut jobs = Vec::new();
         for e in walkdir::WalkDir::new(dir).min_depth(1).sort_by_file_name() {
             let e = match e {
                 Ok(e) => e,
                 Err(err) => {
-                    damage.modified.push(format!("{} ({err})", err.path().map(|p| p.display().to_string()).unwrap_or_default()));
+                    checks.push((format!("{} ({err})", err.path().map(|p| p.display().to_string()).unwrap_or_default()), Some(false)));
                     continue;
                 }
             };
@@ -521,20 +561,24 @@ impl<'a> Store<'a> {
             };
             let ft = e.file_type();
             let ok = match rec.kind {
-                FileKind::Dir => ft.is_dir(),
-                FileKind::Symlink => {
+                FileKind::Dir => Some(ft.is_dir()),
+                FileKind::Symlink => Some(
                     ft.is_symlink() && fs::read_link(e.path()).map(|t| Some(t.to_string_lossy().replace('\\', "/")) == rec.target).unwrap_or(false)
                     // On Windows symlinks are stored as copies of their target.
-                    || (cfg!(windows) && ft.is_file())
+                    || (cfg!(windows) && ft.is_file()),
+                ),
+                FileKind::File if ft.is_file() => {
+                    jobs.push((checks.len(), e.path().to_path_buf(), rec.size, rec.sha256.clone()));
+                    None
                 }
-                FileKind::File => {
-                    ft.is_file() && extract::hash_file(e.path()).map(|(n, h)| Some(n) == rec.size && Some(&h) == rec.sha256.as_ref()).unwrap_or(false)
-                }
+                FileKind::File => Some(false),
             };
-            if !ok {
-                damage.modified.push(rel);
-            }
+            checks.push((rel, ok));
         }
+        for (i, ok) in hash_all(jobs) {
+            checks[i].1 = Some(ok);
+        }
+        damage.modified = checks.into_iter().filter(|(_, ok)| *ok != Some(true)).map(|(rel, _)| rel).collect();
         damage.missing = expected.keys().map(|k| k.to_string()).collect();
         damage.identity = identity_damage(dir, &meta);
         Ok(damage)
@@ -553,9 +597,49 @@ impl<'a> Store<'a> {
         fsutil::fault_point("store-trashed");
         // After the commit point: the id has no folder now, so pruning drops it.
         self.prune_roots(lock)?;
+        self.prune_sources(lock)?;
         fsutil::fault_point("store-pruned");
         fsutil::remove_tree(&trash).map_err(|source| Error::Write { path: trash.clone(), source })
     }
+}
+
+/// Hashes the files of `jobs` (index, path, recorded size, recorded sha256) on as many
+/// threads as there are cores (at most 8), largest first; returns (index, whether size and
+/// hash match) for each. Memory: one [`extract::hash_file`] buffer per thread.
+fn hash_all(mut jobs: Vec<(usize, PathBuf, Option<u64>, Option<String>)>) -> Vec<(usize, bool)> {
+    jobs.sort_by_key(|j| std::cmp::Reverse(fs::metadata(&j.1).map(|m| m.len()).unwrap_or(0)));
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8).min(jobs.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let out = std::sync::Mutex::new(Vec::with_capacity(jobs.len()));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((i, path, size, sha)) = jobs.get(k) else { break };
+                    let ok = extract::hash_file(path).map(|(n, h)| Some(n) == *size && Some(&h) == sha.as_ref()).unwrap_or(false);
+                    out.lock().unwrap().push((*i, ok));
+                }
+            });
+        }
+    });
+    out.into_inner().unwrap()
+}
+
+/// The cheap check of an entry that a re-import reuses: its identity holds
+/// ([`identity_damage`]: the records hash to its id, the folder is named after it) and every
+/// item it lists is there, of its kind, files of their recorded size. File contents are
+/// re-hashed by `store verify`, not here (the archive's bytes were hashed and matched).
+fn quick_check(dir: &Path, meta: &EntryMeta) -> bool {
+    identity_damage(dir, meta).is_none()
+        && meta.files.iter().all(|f| {
+            let Ok(m) = fs::symlink_metadata(extract::native(dir, &f.path)) else { return false };
+            match f.kind {
+                FileKind::Dir => m.is_dir(),
+                FileKind::Symlink => m.file_type().is_symlink() || (cfg!(windows) && m.is_file()),
+                FileKind::File => m.is_file() && Some(m.len()) == f.size,
+            }
+        })
 }
 
 /// Whether the entry at `dir` is what it claims: its records hash to the id `entry.toml`

@@ -510,6 +510,60 @@ fn same_content_twice_is_a_no_op_naming_the_entry() {
     ctx.assert_store_unchanged_but(&[dir]);
 }
 
+/// A re-import of bytes already in the store hashes the archive and finds the entry through
+/// the index (`.sources.toml`) without extracting anything: with an expansion cap that a full
+/// import would trip, it still says "already in store". The index is only a shortcut: without
+/// it, or with a line naming a gone entry, the entries themselves are read; `store remove`
+/// drops the line.
+#[test]
+fn re_import_finds_the_entry_by_the_archive_sha256_without_extracting() {
+    let ctx = TestContext::new();
+    let zip = windows_zip(&ctx.work, &Release::V9, BinDir::Bin);
+    let first = ctx.add_ok(&zip, &[]);
+    let name = first["name"].as_str().unwrap().to_string();
+    let dir = ctx.only_entry();
+    let sha = ctx.entry_toml(&dir)["source"]["sha256"].as_str().unwrap().to_string();
+    let index_path = ctx.store_dir().join(cuenv::store::SOURCES_FILE);
+    let index_text = fs::read_to_string(&index_path).unwrap();
+    let index: toml::Table = index_text.parse().unwrap();
+    assert_eq!(index["sources"][&sha]["entry"].as_str(), Some(name.as_str()), "{index}");
+    assert_eq!(index["sources"][&sha]["size"].as_integer(), Some(fs::metadata(&zip).unwrap().len() as i64));
+
+    let re_add = || ctx.cmd().env("CUENV_TEST_MAX_EXPANSION", "1").args(["store", "add"]).arg(&zip).output().unwrap();
+    let out = re_add();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), format!("already in store: {name} (from {})", zip.display()));
+    // A wrong --sha256 is still refused: the archive was hashed.
+    let out = ctx.cmd().args(["store", "add"]).arg(&zip).args(["--sha256", &"0".repeat(64)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("SHA-256 is {sha}")), "{}", stderr(&out));
+
+    // A stale line (as a crash between the index write and the commit rename leaves) is not trusted.
+    let size = fs::metadata(&zip).unwrap().len();
+    fs::write(&index_path, format!("[sources.{sha}]\nentry = \"cudnn-gone\"\nsize = {size}\n")).unwrap();
+    let out = re_add();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // No index at all: the entries are read.
+    fs::remove_file(&index_path).unwrap();
+    let out = re_add();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("already in store: "), "{}", stdout(&out));
+    fs::write(&index_path, &index_text).unwrap();
+
+    // A damaged entry is not reused as it is: the full import runs (and trips the cap here).
+    let lib = fs::read_dir(dir.join("bin")).unwrap().flatten().map(|e| e.path()).find(|p| p.is_file()).unwrap();
+    make_writable(&dir);
+    fs::write(&lib, b"damaged").unwrap();
+    let out = re_add();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    fs::remove_file(&lib).unwrap();
+
+    ctx.cmd().args(["store", "remove", &name]).assert().success();
+    let index = fs::read_to_string(&index_path).unwrap();
+    assert!(!index.contains(&name), "{index}");
+    assert_eq!(re_add().status.code(), Some(2));
+}
+
 #[test]
 fn same_content_from_another_container_is_the_same_entry() {
     let ctx = TestContext::new();

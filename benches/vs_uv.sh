@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Benchmark (issue 20): cuenv next to uv, pip and unzip at what uv does, in one run, best of
+# RUNS (default 3) wall-clock seconds each, with the ratios measured in this same run:
+#   - importing the real nvidia-cudnn-cu12 9.5.0.50 and 8.9.4.25 manylinux wheels
+#     (`cuenv store add` into an empty home; `uv pip install --no-deps --no-cache --target`
+#     (faster here than with an empty --cache-dir, which extracts and then links); `pip install --no-deps --no-cache-dir --target`; `unzip -q`),
+#   - re-importing an archive already in the store (against the first import),
+#   - `store verify` of both entries (all cores) against one single-threaded
+#     `openssl dgst -sha256` of the same files (SHA-NI; coreutils sha256sum has none here),
+#   - the peak RSS of every cuenv run above.
+# uv is installed once, pinned, into ~/.cache/cuenv-bench (pip install --target).
+# Benchmarks stay out of .ci/run. The load average is printed: run it on a quiet machine.
+#
+# Usage: benches/vs_uv.sh   (builds target/release/cuenv)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+runs=${RUNS:-3}
+uv_version=0.13.8
+bench=${CUENV_BENCH_CACHE:-$HOME/.cache/cuenv-bench}
+uv=$bench/uv-$uv_version/bin/uv
+if [[ ! -x $uv ]]; then
+  python3 -m pip install -q --disable-pip-version-check --target "$bench/uv-$uv_version" "uv==$uv_version" >&2
+fi
+wheels=$(scripts/fetch-real-wheels.sh | tail -n1)
+w95=$(ls "$wheels"/nvidia_cudnn_cu12-9.5.0.50-*manylinux*.whl)
+w89=$(ls "$wheels"/nvidia_cudnn_cu12-8.9.4.25-*manylinux*.whl)
+cargo build --release -q
+cuenv=$PWD/target/release/cuenv
+work=$(mktemp -d)
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+
+# timed CMD...: runs CMD once under /usr/bin/time; prints "seconds peak_kib".
+timed() {
+  /usr/bin/time -o "$work/time" -f '%e %M' "$@" >/dev/null 2>&1 || { echo "benchmark step failed: $*" >&2; exit 1; }
+  tail -n1 "$work/time"
+}
+# best SETUP CMD...: runs SETUP then CMD, RUNS times; prints the least seconds. A cuenv CMD's
+# peak RSS (KiB) is appended to $work/rss.
+best() {
+  local setup=$1; shift
+  local b="" r s m
+  for _ in $(seq "$runs"); do
+    eval "$setup"
+    r=$(timed "$@")
+    s=${r% *}; m=${r#* }
+    if [[ $1 == "$cuenv" ]]; then echo "$m" >> "$work/rss"; fi
+    if [[ -z $b ]] || awk -v a="$s" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=$s; fi
+  done
+  echo "$b"
+}
+clean() { chmod -R u+w "$work" 2>/dev/null || true; rm -rf "${work:?}"/home "$work"/t "$work"/c; mkdir -p "$work/home" "$work/t" "$work/c"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); cores: $(nproc); uv $uv_version; $(python3 -m pip --version | cut -d' ' -f1-2)"
+printf '%-34s %8s %8s %8s %8s  %s\n' work cuenv uv pip unzip "ratio"
+declare -A first
+for w in "$w95" "$w89"; do
+  v=$(basename "$w" | cut -d- -f2)
+  c=$(best clean "$cuenv" --quiet --home "$work/home" store add "$w")
+  u=$(best clean "$uv" pip install -q --no-deps --no-cache --target "$work/t" "$w")
+  p=$(best clean python3 -m pip install -q --disable-pip-version-check --no-deps --no-cache-dir --target "$work/t" "$w")
+  z=$(best clean unzip -q "$w" -d "$work/t")
+  first[$v]=$c
+  printf '%-34s %8s %8s %8s %8s  %s x uv (goal <= 0.90)\n' "import $v wheel" "$c" "$u" "$p" "$z" "$(ratio "$c" "$u")"
+done
+clean
+"$cuenv" --quiet --home "$work/home" store add "$w95" >/dev/null
+r=$(best : "$cuenv" --quiet --home "$work/home" store add "$w95")
+printf '%-34s %8s %8s %8s %8s  %s x first import (goal <= 0.20)\n' "re-import 9.5.0.50 (in store)" "$r" - - - "$(ratio "$r" "${first[9.5.0.50]}")"
+"$cuenv" --quiet --home "$work/home" store add "$w89" >/dev/null
+mapfile -t files < <(find "$work/home/store" -mindepth 2 -type f ! -name entry.toml ! -path '*/.*/*' | sort)
+o=$(best : openssl dgst -sha256 "${files[@]}")
+s=$(best : "$cuenv" --quiet --home "$work/home" store verify)
+printf '%-34s %8s %8s %8s %8s  %s x openssl dgst -sha256 (goal <= 0.60)\n' "store verify (2 entries, $(du -sh --apparent-size "$work/home/store" | cut -f1))" "$s" - - "$o" "$(ratio "$s" "$o")"
+echo "(the verify row's 'unzip' column is one single-threaded openssl dgst -sha256 of the same files)"
+peak_rss=$(sort -n "$work/rss" | tail -n1)
+echo "peak RSS of cuenv over these runs: $(( peak_rss / 1024 )) MiB (goal < 100)"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
