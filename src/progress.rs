@@ -11,6 +11,11 @@ pub trait Progress: Sync {
     fn advance(&self, bytes: u64);
     /// The phase ended.
     fn finish(&self);
+    /// Starts a phase named `what` measured in time, not bytes (one profile's check): drawn
+    /// as a spinner with the time elapsed until [`Progress::finish`]; by default nothing.
+    fn busy(&self, what: &str) {
+        let _ = what;
+    }
     /// A sink for a phase that runs beside others (one download of several at once), drawn on
     /// a line of its own; by default it shows nothing.
     fn task(&self) -> Box<dyn Progress + '_> {

@@ -161,7 +161,7 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     // SIGTERM only set a flag from here on, which the transaction polls.
     let _signals = interrupt::catch();
     let tx = generation::begin_apply(layout, n, opts.check.is_some(), lock_backup)?;
-    match transaction(layout, &tx, n, &desired, opts, reporter) {
+    match transaction(layout, &tx, n, &desired, opts, progress, reporter) {
         Ok(Verdict::Pass { checks, lock_changed }) => {
             tx.commit(layout)?;
             Ok(Outcome::Applied { generation: n, changes, checks, lock_changed, profiles: desired.views.len() })
@@ -191,7 +191,15 @@ enum Verdict {
 /// Stages 6 to 8 inside the apply transaction `tx` (its journal is written): writes
 /// `lab.lock`, switches to generation `n`, checks it and gives the verdict. Any error, or
 /// a caught signal, is returned for the caller to revert.
-fn transaction(layout: &Layout, tx: &generation::ApplyTx, n: u64, desired: &Desired, opts: &Options, reporter: &mut dyn Reporter) -> Result<Verdict, Error> {
+fn transaction(
+    layout: &Layout,
+    tx: &generation::ApplyTx,
+    n: u64,
+    desired: &Desired,
+    opts: &Options,
+    progress: &dyn Progress,
+    reporter: &mut dyn Reporter,
+) -> Result<Verdict, Error> {
     let interrupted = || match interrupt::caught() {
         Some(signal) => Err(Error::Interrupted { signal, built: n, current: tx.from() }),
         None => Ok(()),
@@ -210,7 +218,7 @@ fn transaction(layout: &Layout, tx: &generation::ApplyTx, n: u64, desired: &Desi
     interrupted()?;
     generation::fault_point("check-start");
     // 7. Check.
-    let checks = check(layout, n, opts, reporter, &interrupted)?;
+    let checks = check(layout, n, opts, progress, reporter, &interrupted)?;
     generation::fault_point("check-saved");
     interrupted()?;
     if !generation_check::acceptable(&checks, opts.require_gpu) {
@@ -237,12 +245,20 @@ fn check(
     layout: &Layout,
     n: u64,
     opts: &Options,
+    progress: &dyn Progress,
     reporter: &mut dyn Reporter,
     interrupted: &dyn Fn() -> Result<(), Error>,
 ) -> Result<Vec<ProfileCheck>, Error> {
     use std::sync::mpsc::{RecvTimeoutError, channel};
     let Some(check) = &opts.check else { return Ok(Vec::new()) };
     let m = generation::read(layout, n)?;
+    // The profiles generation_check::run checks, in its order: each shows as a busy phase
+    // until its result arrives (cleared before the result is reported).
+    let names: Vec<String> = m.profiles.iter().filter(|v| v.check != crate::profile::Check::None).map(|v| v.name.clone()).collect();
+    let mut next = names.iter();
+    if let Some(first) = next.next() {
+        progress.busy(&format!("checking {first}"));
+    }
     let (tx, rx) = channel();
     let worker = {
         let (layout, check) = (layout.clone(), check.clone());
@@ -256,13 +272,21 @@ fn check(
     loop {
         match rx.recv_timeout(std::time::Duration::from_millis(20)) {
             Ok(pc) => {
+                progress.finish();
                 reporter.checked(&pc);
                 results.push(pc);
+                if let Some(name) = next.next() {
+                    progress.busy(&format!("checking {name}"));
+                }
             }
             Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Disconnected) => {
+                progress.finish();
+                break;
+            }
         }
         if let Err(e) = interrupted() {
+            progress.finish();
             interrupt::stop_children();
             return Err(e);
         }

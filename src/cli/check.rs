@@ -69,7 +69,27 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
     for p in profiles {
         m.profile(p)?;
     }
-    let results = generation_check::run_and_record(&ctx.layout, n, &m, profiles, &options(timeout)?, &mut |pc| print_check(ctx, pc, json))?;
+    // Each profile's check shows as a busy phase on a terminal, cleared before its line prints.
+    let progress = super::reporter::for_stderr(ctx.quiet || json);
+    let names: Vec<String> = m
+        .profiles
+        .iter()
+        .filter(|v| v.check != crate::profile::Check::None && (profiles.is_empty() || profiles.contains(&v.name)))
+        .map(|v| v.name.clone())
+        .collect();
+    let mut next = names.iter();
+    if let Some(first) = next.next() {
+        progress.busy(&format!("checking {first}"));
+    }
+    let results = generation_check::run_and_record(&ctx.layout, n, &m, profiles, &options(timeout)?, &mut |pc| {
+        progress.finish();
+        print_check(ctx, pc, json);
+        if let Some(name) = next.next() {
+            progress.busy(&format!("checking {name}"));
+        }
+    });
+    progress.finish();
+    let results = results?;
     if json {
         ctx.print_json_sorted(&CheckJson { generation: n, profiles: &results });
     }

@@ -17,6 +17,8 @@ use crate::progress::{NoProgress, Progress};
 const SIZED: &str = "{msg:>10} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}";
 /// The line of a phase of unknown size: name, spinner, bytes so far, rate.
 const UNSIZED: &str = "{msg:>10} {spinner} {bytes} {bytes_per_sec}";
+/// The line of a phase measured in time (a check): name, spinner, time elapsed.
+const BUSY: &str = "{msg:>10} {spinner} {elapsed}";
 
 /// Bars on one draw target; one current phase plus any number of concurrent tasks.
 pub struct Bar {
@@ -57,6 +59,15 @@ impl Progress for Bar {
     fn finish(&self) {
         if let Some(bar) = self.current.lock().unwrap().take() {
             bar.finish_and_clear();
+        }
+    }
+    fn busy(&self, what: &str) {
+        let bar = self.multi.add(ProgressBar::new_spinner());
+        bar.set_style(ProgressStyle::with_template(BUSY).expect("valid template"));
+        bar.set_message(what.to_string());
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        if let Some(old) = self.current.lock().unwrap().replace(bar) {
+            old.finish_and_clear();
         }
     }
     fn task(&self) -> Box<dyn Progress + '_> {
@@ -191,6 +202,18 @@ mod tests {
         one.advance(1 << 20);
         one.current.lock().unwrap().as_ref().unwrap().tick();
         assert!(rec.0.lock().unwrap().contains("2.00 MiB/4.00 MiB"));
+    }
+
+    #[test]
+    fn a_check_shows_its_name_and_time_until_it_ends() {
+        let (b, rec) = bar();
+        b.busy("checking torch");
+        b.current.lock().unwrap().as_ref().unwrap().tick();
+        let shown = rec.0.lock().unwrap().clone();
+        assert!(shown.contains("checking torch") && shown.contains("0s"), "{shown:?}");
+        assert!(!shown.contains("B/s"), "no bytes for a check: {shown:?}");
+        b.finish();
+        assert!(b.current.lock().unwrap().is_none());
     }
 
     #[test]
