@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the Linux part of README.md's "A 60-second tour" as a new user would: in a clean clone
-# of this repository's HEAD, with a fresh $HOME and cuenv home, running exactly the commands
-# README shows in its ```sh tour blocks, in order, and failing on the first one that fails.
+# Runs the Linux part of README.md's "A 60-second tour" (and the optional lines of its install
+# step) as a new user would: in a clean clone of this repository's HEAD, with a fresh $HOME and
+# cuenv home, running exactly the commands README shows in its ```sh tour blocks, in order, and
+# failing on the first one that fails.
 #
 # The tour assumes what a Linux user brings: a cuDNN archive and a wheel they downloaded, an
 # extracted archive folder, two installed CUDA toolkits (11.8 and 12.4) and PyPI. This script
@@ -177,6 +178,7 @@ PY
 # Run it: set -e (the first failing command fails the tour), -v (show each line as it runs).
 cd "$have"
 export HOME=$tmp/home
+unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy ALL_PROXY all_proxy NO_PROXY no_proxy
 unset CUENV_HOME XDG_DATA_HOME CONDA_PREFIX CONDA_EXE MAMBA_ROOT_PREFIX CUDA_HOME CUDA_PATH LD_LIBRARY_PATH CUENV_PROFILE CUENV_OFFLINE
 export PATH=$tmp/bin:$PATH
 export CUENV_TOOLKIT_PATHS=$tmp/toolkits/cuda-11.8:$tmp/toolkits/cuda-12.4
