@@ -5,7 +5,7 @@
 # failing on the first one that fails.
 #
 # The tour assumes what a Linux user brings: a cuDNN archive and a wheel they downloaded, an
-# extracted archive folder, two installed CUDA toolkits (11.8 and 12.4) and PyPI. This script
+# extracted archive folder, an installed CUDA 11.8 toolkit and PyPI. This script
 # builds small stand-ins for them (no GPU, no NVIDIA server, no network):
 #   - cuDNN / CUDA runtime libraries are stubs compiled with the C compiler ($CC, else cc) that
 #     answer cudnnGetVersion / cudaRuntimeGetVersion, so `check` runs for real (`no-gpu`);
@@ -13,7 +13,7 @@
 #   - "PyPI" is a local wheel folder (CUENV_FIND_LINKS, README "Labs without network access");
 #     the index and NVIDIA mirror point at a closed loopback port, so any download the tour did
 #     not declare fails instead of reaching the network;
-#   - the toolkits are found through CUENV_TOOLKIT_PATHS (README "Environment variables").
+#   - the toolkit is found through CUENV_TOOLKIT_PATHS (README "Environment variables").
 #
 # Usage: scripts/tour.sh [CUENV_BINARY]   (default: `cuenv` on PATH, else target/debug/cuenv)
 # Needs: bash, git, python3, a C compiler. Exit 0 when every tour command succeeded.
@@ -84,7 +84,6 @@ stub cudnn9 cudnn9 -DVERSION=90500 -DCUDNN_CUDART=12060
 stub cudnn88 cudnn88 -DVERSION=8800 -DCUDNN_CUDART=11080
 stub cudnn89 cudnn89 -DVERSION=8904 -DCUDNN_CUDART=12020
 stub cudart12 cudart12 -DCUDART=12060
-stub cudart124 cudart124 -DCUDART=12040
 stub cudart11 cudart11 -DCUDART=11080
 for n in graph engines_precompiled engines_runtime_compiled heuristic ops cnn adv ops_infer ops_train \
   cnn_infer cnn_train adv_infer adv_train cublas12 nvrtc12; do
@@ -149,8 +148,8 @@ for project, version, files in [
     name, data = wheel(project, version, files)
     open(os.path.join(wheels, name), "wb").write(data)
 
-# Installed toolkits, as the CUDA installer lays them out (version.json, bin/, lib64/).
-for version, so, lib in [("11.8.89", "libcudart.so.11.0", "cudart11"), ("12.4.131", "libcudart.so.12", "cudart124")]:
+# An installed toolkit, as the CUDA installer lays it out (version.json, bin/, lib64/).
+for version, so, lib in [("11.8.89", "libcudart.so.11.0", "cudart11")]:
     root = os.path.join(toolkits, "cuda-" + ".".join(version.split(".")[:2]))
     os.makedirs(os.path.join(root, "bin")); os.makedirs(os.path.join(root, "lib64"))
     json.dump({"cuda": {"name": "CUDA SDK", "version": version}}, open(os.path.join(root, "version.json"), "w"))
@@ -181,7 +180,7 @@ export HOME=$tmp/home
 unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy ALL_PROXY all_proxy NO_PROXY no_proxy
 unset CUENV_HOME XDG_DATA_HOME CONDA_PREFIX CONDA_EXE MAMBA_ROOT_PREFIX CUDA_HOME CUDA_PATH LD_LIBRARY_PATH CUENV_PROFILE CUENV_OFFLINE
 export PATH=$tmp/bin:$PATH
-export CUENV_TOOLKIT_PATHS=$tmp/toolkits/cuda-11.8:$tmp/toolkits/cuda-12.4
+export CUENV_TOOLKIT_PATHS=$tmp/toolkits/cuda-11.8
 export CUENV_FIND_LINKS=$tmp/wheels
 export CUENV_PYPI_INDEX=http://127.0.0.1:9/ CUENV_NVIDIA_MIRROR=http://127.0.0.1:9/redist/ CUENV_HTTP_RETRIES=0
 export CUENV_LOCK_TIMEOUT=30
