@@ -1,9 +1,10 @@
 //! README's tour, run as a new user would (issue 18, "Done when"): `scripts/tour.sh` clones
-//! this repository's HEAD into a temp folder, builds stand-ins for what the tour assumes (a cuDNN
-//! archive, a wheel, an extracted folder, an installed CUDA 11.8 toolkit, a local wheel index), puts the
-//! `cuenv` that cargo built on `PATH` and runs the README's ```` ```sh tour ```` blocks in order,
-//! failing on the first command that fails. Here it reads the working tree's README.md, so an
-//! edit is tested before it is committed. Linux only (the Linux part of the tour).
+//! this repository's HEAD into a temp folder, builds stand-ins for what the tour assumes (a
+//! cuDNN archive, a wheel, an extracted folder, an installed CUDA 11.8 toolkit, a local wheel
+//! index), puts the `cuenv` that cargo built on `PATH` and runs the README's
+//! ```` ```sh tour ```` blocks in order, failing on the first command that fails. Here it reads
+//! the working tree's README.md, so an edit is tested before it is committed. Linux only (the
+//! Linux part of the tour).
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
