@@ -42,6 +42,7 @@ mod shim_posix;
 mod static_rules;
 mod store;
 mod store_tx;
+mod tour;
 mod windows_paths;
 mod wine_main_job;
 mod wine_smoke;
