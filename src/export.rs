@@ -1,7 +1,8 @@
 //! `cuenv export PROFILE --format F`: a profile's environment for tools that do not run cuenv
 //! (issue 19, item 4). Every format goes through the stable paths (`<home>/profiles/<name>/...`,
 //! [`crate::view::activation`]), so `use` and `rollback` never leave an export stale, as with
-//! shims (../shared/decisions.md 4).
+//! shims (../shared/decisions.md 4). In the link-free mode exports name the real folders; a
+//! switch rewrites those written with `--out` ([`crate::follow`]).
 //!
 //! Formats (each a text file; shapes below):
 //! - `dotenv`: `NAME=value` lines (VS Code's `python.envFile`, `docker --env-file`). dotenv has
@@ -82,7 +83,17 @@ pub struct Exported {
 /// (through the stable paths; in the link-free mode the real folders, as of the current
 /// generation); PATH only gets folders that exist (as `cuenv env`).
 pub fn exported(layout: &Layout, profile: &str, platform: Platform) -> Exported {
-    let mut a: Activation = crate::generation::activation(layout, profile, platform);
+    from_activation(crate::generation::activation(layout, profile, platform), profile)
+}
+
+/// The exported environment of profile `view` of generation `m` (whether or not `m` is
+/// current): [`crate::generation::activation_of`], shaped as [`exported`]. What a switch
+/// rewrites a followed export or kernelspec with ([`crate::follow`]).
+pub fn exported_of(layout: &Layout, m: &crate::generation::Manifest, view: &crate::generation::ViewRecord, platform: Platform) -> Exported {
+    from_activation(crate::generation::activation_of(layout, m.link_mode, view, platform), &view.name)
+}
+
+fn from_activation(mut a: Activation, profile: &str) -> Exported {
     a.path_prepend.retain(|p| p.is_dir());
     let mut set: std::collections::BTreeMap<String, String> = a.set.iter().map(|(k, v)| (k.clone(), shim_path(v))).collect();
     set.insert("CUENV_PROFILE".into(), profile.into());
