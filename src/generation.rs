@@ -592,6 +592,17 @@ fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(),
             _ => {}
         }
     }
+    // Kernelspecs and exports follow the shims in the link-free mode (`crate::follow`).
+    if let Some(to_m) = to.map(|n| read(layout, n)).transpose()? {
+        let from_m = from.and_then(|n| read(layout, n).ok());
+        for r in crate::follow::plan(layout, from_m.as_ref(), &to_m) {
+            match fsutil::write_atomic(&r.path, &r.new) {
+                Ok(()) => tx.wrote(&r.path, Some(r.old)),
+                Err(e) if crate::follow::can_skip(&e) => {}
+                Err(e) => return Err(io_at("rewrite", &r.path)(e)),
+            }
+        }
+    }
     tx.commit();
     Ok(())
 }
@@ -770,6 +781,7 @@ pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
         dirs.extend(m.shims.iter().filter_map(|s| s.path.parent().map(Path::to_path_buf)));
         dirs.extend(m.source.parent().map(Path::to_path_buf));
     }
+    dirs.extend(crate::follow::folders(layout));
     dirs.sort();
     dirs.dedup();
     for d in dirs {

@@ -3,7 +3,8 @@
 //! block of its `kernel.json` (jupyter_client's `KernelManager.pre_start_kernel`, which also
 //! expands `${VAR}` there from the server's environment with `string.Template.safe_substitute`).
 //! So cuenv writes the profile's variables into that block, through the stable view
-//! (`<home>/profiles/<name>/...`), so that `use` and `rollback` never leave it stale.
+//! (`<home>/profiles/<name>/...`), so that `use` and `rollback` never leave it stale; in the
+//! link-free mode it names the real folders and a switch rewrites it ([`crate::follow`]).
 //!
 //! Where kernelspecs live (jupyter_client's `jupyter_data_dir` / `jupyter_path`): `--user`:
 //! `$JUPYTER_DATA_DIR/kernels`, else `~/.local/share/jupyter/kernels` (Linux),
@@ -50,6 +51,17 @@ pub fn search_dirs() -> Vec<PathBuf> {
 /// variables hold the profile's folders alone, since `${VAR}` of an unset variable would stay
 /// literal in the kernel's environment.
 pub fn spec(e: &Exported, python: &Path, display_name: &str, home: &Path, sep: char) -> serde_json::Value {
+    serde_json::json!({
+        "argv": [python.to_string_lossy(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": display_name,
+        "language": "python",
+        "env": env_block(e, sep),
+        "metadata": {"cuenv": {"profile": e.profile, "home": home.to_string_lossy()}, "debugger": true},
+    })
+}
+
+/// The `env` block of a profile's `kernel.json` (see [`spec`]): variable name to value.
+pub fn env_block(e: &Exported, sep: char) -> serde_json::Map<String, serde_json::Value> {
     let mut env = serde_json::Map::new();
     for (k, dirs) in &e.prepend {
         let mut v = dirs.join(&sep.to_string());
@@ -62,13 +74,22 @@ pub fn spec(e: &Exported, python: &Path, display_name: &str, home: &Path, sep: c
     for (k, v) in &e.set {
         env.insert(k.clone(), v.clone().into());
     }
-    serde_json::json!({
-        "argv": [python.to_string_lossy(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": display_name,
-        "language": "python",
-        "env": env,
-        "metadata": {"cuenv": {"profile": e.profile, "home": home.to_string_lossy()}, "debugger": true},
-    })
+    env
+}
+
+/// The text of a cuenv `kernel.json` (`text`, as [`spec`] wrote it and the user may have
+/// edited it) with its profile's variables brought to `new`: every variable of `old` (the
+/// block the kernelspec was written from, when known) or `new` is replaced by `new`'s value
+/// or dropped; the argv, the display name, the metadata and variables cuenv never sets stay.
+/// `None` when `text` is not a JSON object.
+pub fn refreshed(text: &str, old: Option<&serde_json::Map<String, serde_json::Value>>, new: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    let mut v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let obj = v.as_object_mut()?;
+    let mut env = obj.get("env").and_then(|e| e.as_object()).cloned().unwrap_or_default();
+    env.retain(|k, _| !new.contains_key(k) && !old.is_some_and(|o| o.contains_key(k)));
+    env.extend(new.iter().map(|(k, v)| (k.clone(), v.clone())));
+    obj.insert("env".into(), env.into());
+    Some(format!("{}\n", serde_json::to_string_pretty(&v).expect("serializable")))
 }
 
 /// Whether `python` can import `ipykernel_launcher`, the module the kernelspec's argv runs

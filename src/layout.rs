@@ -192,6 +192,12 @@ impl Layout {
         self.home.join("journal.toml")
     }
 
+    /// `<home>/exports.toml`: the exported files and kernelspecs a switch keeps current in
+    /// the link-free mode ([`crate::follow`]).
+    pub fn follow_record(&self) -> PathBuf {
+        self.home.join("exports.toml")
+    }
+
     /// `<home>/history.jsonl`: one JSON record per switch, appended.
     pub fn history(&self) -> PathBuf {
         self.home.join("history.jsonl")

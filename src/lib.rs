@@ -25,6 +25,7 @@ pub mod doctor;
 pub mod error;
 pub mod export;
 pub mod fetch;
+pub mod follow;
 pub mod fsutil;
 pub mod generation;
 pub mod generation_check;

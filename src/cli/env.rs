@@ -115,17 +115,38 @@ pub fn export(ctx: &Ctx, profile: Option<&str>, format: &str, all: bool, out: Op
         vec![name]
     };
     let sep = if platform.is_windows() { ';' } else { ':' };
+    if out.is_none() && m.link_mode.is_link_free() {
+        ctx.note("note: this export names real folders; re-run it after use/rollback, or use --out DIR so cuenv keeps it current");
+    }
+    // Files written with --out follow the profile across switches (`crate::follow`): recorded
+    // under the writer lock, so that no switch reads the record half-way.
+    let lock = match out {
+        Some(_) => Some(super::writer_lock(ctx)?),
+        None => None,
+    };
     for name in &names {
         let text = export::render(&export::exported(&ctx.layout, name, platform), format, sep);
         match out {
             Some(dir) => {
                 let path = export::write(dir, &format.file_name(name), &text)?;
+                let fname = Format::ALL.iter().find(|(_, f)| *f == format).map(|(n, _)| *n).unwrap_or_default();
+                follow(ctx, &path, name, fname);
                 writeln!(ctx.out(), "wrote {}", path.display());
             }
             None => write!(ctx.out(), "{text}"),
         }
     }
+    drop(lock);
     Ok(ExitCode::Success)
+}
+
+/// Records a file written for `profile` so that switches keep it current ([`crate::follow`]);
+/// a record that cannot be written is a warning (the file itself is written).
+fn follow(ctx: &Ctx, path: &std::path::Path, profile: &str, format: &str) {
+    let f = crate::follow::Followed { path: path.to_path_buf(), profile: profile.into(), format: format.into() };
+    if let Err(e) = crate::follow::remember(&ctx.layout, f) {
+        writeln!(ctx.err(), "warning: cannot record {} in {}: {e}; a switch will not keep it current", path.display(), ctx.layout.follow_record().display());
+    }
 }
 
 /// `cuenv kernel install|list` ([`crate::kernel`]).
@@ -167,7 +188,10 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
             let sep = if platform.is_windows() { ';' } else { ':' };
             let spec = crate::kernel::spec(&e, &python, &format!("Python (cuenv: {profile})"), &view::stable_home(&ctx.layout), sep);
             let text = format!("{}\n", serde_json::to_string_pretty(&spec).expect("serializable"));
+            let lock = super::writer_lock(ctx)?;
             let path = crate::export::write(&dir.join(&name), "kernel.json", &text)?;
+            follow(ctx, &path, &profile, crate::follow::KERNEL);
+            drop(lock);
             writeln!(ctx.out(), "installed kernel {name} for profile {profile}: {}", path.display());
             // The spec is written either way (ipykernel may be installed later); say now what
             // would make the kernel fail to start rather than leave it to the notebook server.

@@ -26,6 +26,7 @@ mod hook;
 mod kernel;
 mod kill_matrix;
 mod linkfree;
+mod linkfree_follow;
 mod loader_linux;
 mod loader_windows;
 mod messages;
