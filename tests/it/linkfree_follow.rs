@@ -69,6 +69,12 @@ impl Followers {
     }
 }
 
+/// Whether the text of an exported file names the folder `dir`, as written or JSON-escaped
+/// (kernel.json and the json export double a Windows path's backslashes).
+fn names(text: &str, dir: &str) -> bool {
+    text.contains(dir) || text.contains(&dir.replace('\\', "\\\\"))
+}
+
 #[test]
 fn a_link_free_switch_rewrites_kernelspecs_and_exports() {
     let lab = Lab::new();
@@ -77,7 +83,7 @@ fn a_link_free_switch_rewrites_kernelspecs_and_exports() {
     let (v8, v9) = (lib_dir(&entry(&lab, "8.9.4")), lib_dir(&entry(&lab, "9.5")));
     for p in f.legacy() {
         let t = fs::read_to_string(&p).unwrap();
-        assert!(t.contains(&v8) && !t.contains(&v9), "{}: {t}", p.display());
+        assert!(names(&t, &v8) && !names(&t, &v9), "{}: {t}", p.display());
     }
     // A variable the user added to the kernelspec stays; a copy of it in Jupyter's folder
     // (not recorded by cuenv) is found there and follows too.
@@ -99,7 +105,7 @@ fn a_link_free_switch_rewrites_kernelspecs_and_exports() {
     assert!(o.status.success(), "{o:?}");
     for p in f.legacy().iter().chain([&copy]) {
         let t = fs::read_to_string(p).unwrap();
-        assert!(t.contains(&v9) && !t.contains(&v8), "{}: {t}", p.display());
+        assert!(names(&t, &v9) && !names(&t, &v8), "{}: {t}", p.display());
     }
     let spec: serde_json::Value = serde_json::from_str(&fs::read_to_string(f.kernel()).unwrap()).unwrap();
     assert_eq!(spec["env"]["MINE"], "kept", "{spec}");
@@ -112,7 +118,7 @@ fn a_link_free_switch_rewrites_kernelspecs_and_exports() {
     lab.ok(&["rollback"]);
     for p in f.legacy() {
         let t = fs::read_to_string(&p).unwrap();
-        assert!(t.contains(&v8) && !t.contains(&v9), "{}: {t}", p.display());
+        assert!(names(&t, &v8) && !names(&t, &v9), "{}: {t}", p.display());
     }
     let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
     assert_eq!(s["healthy"], true, "{s}");
@@ -156,7 +162,7 @@ fn a_killed_link_free_switch_leaves_followers_matching_the_generation() {
         let (want, not) = if lands == 1 { ("8.9.4", "9.5") } else { ("9.5", "8.9.4") };
         for p in f.legacy() {
             let t = fs::read_to_string(&p).unwrap();
-            assert!(t.contains(&lib_dir(&entry(&lab, want))) && !t.contains(&lib_dir(&entry(&lab, not))), "rollback at {step}: {}: {t}", p.display());
+            assert!(names(&t, &lib_dir(&entry(&lab, want))) && !names(&t, &lib_dir(&entry(&lab, not))), "rollback at {step}: {}: {t}", p.display());
         }
     }
 }
@@ -185,7 +191,7 @@ fn a_linked_switch_leaves_kernelspecs_and_exports_alone() {
     let v9 = lib_dir(&entry(&lab, "9.5"));
     for p in f.legacy() {
         let t = fs::read_to_string(&p).unwrap();
-        assert!(t.contains(&v9) && !t.contains(&stable), "{}: {t}", p.display());
+        assert!(names(&t, &v9) && !names(&t, &stable), "{}: {t}", p.display());
     }
 }
 
