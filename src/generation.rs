@@ -222,17 +222,35 @@ pub struct UnknownProfile {
     pub generation: u64,
     /// The profiles that generation has.
     pub known: Vec<String>,
+    /// Other generations that have it, newest first ([`UnknownProfile::in_home`]).
+    pub elsewhere: Vec<u64>,
 }
 
 impl UnknownProfile {
     /// `name` is not among the profiles of generation `m`.
     pub fn new(name: &str, m: &Manifest) -> UnknownProfile {
-        UnknownProfile { name: name.into(), generation: m.number, known: m.profile_names() }
+        UnknownProfile { name: name.into(), generation: m.number, known: m.profile_names(), elsewhere: Vec::new() }
+    }
+
+    /// Notes the other generations of `layout` that have the profile, so the hint points to
+    /// `rollback --to N` instead of telling the user to add a profile the file already has.
+    pub fn in_home(mut self, layout: &Layout) -> UnknownProfile {
+        let mut with: Vec<u64> =
+            list(layout).into_iter().filter(|n| *n != self.generation && read(layout, *n).is_ok_and(|m| m.profile(&self.name).is_ok())).collect();
+        with.reverse();
+        self.elsewhere = with;
+        self
     }
 }
 
 impl crate::error::Diagnose for UnknownProfile {
     fn hint(&self) -> Option<String> {
+        if let Some(g) = self.elsewhere.first() {
+            let name = &self.name;
+            let others =
+                if self.known.is_empty() { String::new() } else { format!(", or use one of generation {}'s: {}", self.generation, self.known.join(", ")) };
+            return Some(format!("generation {g} has `{name}`: `cuenv rollback --to {g}` makes it current again{others}"));
+        }
         if self.known.is_empty() {
             return Some("the current generation has no profiles; add one to your profile file and run `cuenv apply`".into());
         }
