@@ -56,6 +56,6 @@ pub use pin::{PlatformLock, lock};
 pub use plan::{Replacing, plan, unchanged};
 pub use preview::{Preview, preview};
 pub use record::{preflight_lock, write_lock, write_lock_section};
-pub use repair::{Repair, Repaired, Unrepaired, Was, repair};
+pub use repair::{Repair, Repaired, Unrepaired, Was, damage, repair};
 pub use rollback::{NoGeneration, Rollback, RollbackError, check_failed, rollback};
 pub use run::{Options, Outcome, Reporter, headline_changes, run};

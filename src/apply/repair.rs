@@ -54,15 +54,22 @@ pub struct Repaired {
     pub was: Was,
 }
 
-impl std::fmt::Display for Repaired {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Repaired {
+    /// `shim <path> (was deleted)`: what is (or would be) put back, and what it was.
+    pub fn describe(&self) -> String {
         let was = match self.was {
             Was::Deleted => "was deleted",
             Was::Modified => "was modified; it carries cuenv's marker, so it is cuenv's to replace",
             Was::OtherGeneration => "held another generation's shim; it carries cuenv's marker, so it is cuenv's to replace",
             Was::Retargeted => "pointed elsewhere",
         };
-        write!(f, "repaired: {} {} ({was})", self.kind, self.path.display())
+        format!("{} {} ({was})", self.kind, self.path.display())
+    }
+}
+
+impl std::fmt::Display for Repaired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "repaired: {}", self.describe())
     }
 }
 
@@ -108,6 +115,17 @@ fn kind_of(mode: ViewMode) -> Option<LinkKind> {
 /// Errors: an I/O step that failed (a read-only `activate.d`, a full disk); what was put back
 /// before it stays put back.
 pub fn repair(layout: &Layout, m: &Manifest) -> Result<Repair, generation::Error> {
+    fix(layout, m, true)
+}
+
+/// What [`repair`] would put back and leave, touching nothing (`plan`). Errors: a stored
+/// shim that cannot be read, a shim path that cannot be read (other than missing).
+pub fn damage(layout: &Layout, m: &Manifest) -> Result<Repair, generation::Error> {
+    fix(layout, m, false)
+}
+
+/// [`repair`] when `write`, else [`damage`].
+fn fix(layout: &Layout, m: &Manifest, write: bool) -> Result<Repair, generation::Error> {
     let mut out = Repair::default();
     if let Some(kind) = kind_of(m.link_mode) {
         let views = layout.generation_dir(m.number).join("views");
@@ -124,7 +142,7 @@ pub fn repair(layout: &Layout, m: &Manifest) -> Result<Repair, generation::Error
                     }
                     continue;
                 }
-                repair_link(kind, &at, &view_target(v, name), &mut out)?;
+                repair_link(kind, &at, &view_target(v, name), write, &mut out)?;
             }
         }
     }
@@ -147,17 +165,20 @@ pub fn repair(layout: &Layout, m: &Manifest) -> Result<Repair, generation::Error
             Err(e) if e.kind() == io::ErrorKind::NotFound => Was::Deleted,
             Err(e) => return Err(io_err("read the shim", &s.path, e)),
         };
-        if let Some(parent) = s.path.parent() {
-            fs::create_dir_all(parent).map_err(|e| io_err("create the folder", parent, e))?;
+        if write {
+            if let Some(parent) = s.path.parent() {
+                fs::create_dir_all(parent).map_err(|e| io_err("create the folder", parent, e))?;
+            }
+            crate::fsutil::write_atomic(&s.path, &want).map_err(|e| io_err("write the shim", &s.path, e))?;
         }
-        crate::fsutil::write_atomic(&s.path, &want).map_err(|e| io_err("write the shim", &s.path, e))?;
         out.repaired.push(Repaired { kind: "shim", path: s.path.clone(), was });
     }
     Ok(out)
 }
 
-/// Puts the view link `at` back to `target` when it is missing or points elsewhere.
-fn repair_link(kind: LinkKind, at: &Path, target: &Path, out: &mut Repair) -> Result<(), generation::Error> {
+/// Puts the view link `at` back to `target` when it is missing or points elsewhere (only
+/// says so unless `write`).
+fn repair_link(kind: LinkKind, at: &Path, target: &Path, write: bool, out: &mut Repair) -> Result<(), generation::Error> {
     match link::read(at) {
         Ok(t) if crate::paths::same_path(&t, target) => {
             if !at.exists() {
@@ -168,18 +189,22 @@ fn repair_link(kind: LinkKind, at: &Path, target: &Path, out: &mut Repair) -> Re
             }
         }
         Ok(_) => {
-            let scratch = at.with_file_name(format!(".{}.new", at.file_name().unwrap_or_default().to_string_lossy()));
-            link::retarget(kind, at, target, &scratch)?;
+            if write {
+                let scratch = at.with_file_name(format!(".{}.new", at.file_name().unwrap_or_default().to_string_lossy()));
+                link::retarget(kind, at, target, &scratch)?;
+            }
             out.repaired.push(Repaired { kind: "link", path: at.to_path_buf(), was: Was::Retargeted });
         }
         Err(_) if fs::symlink_metadata(at).is_ok() => out
             .unrepaired
             .push(Unrepaired { path: at.to_path_buf(), why: "is not a link, so it is not cuenv's to replace: move it away, then apply again".into() }),
         Err(_) => {
-            if let Some(parent) = at.parent() {
-                fs::create_dir_all(parent).map_err(|e| io_err("create the folder", parent, e))?;
+            if write {
+                if let Some(parent) = at.parent() {
+                    fs::create_dir_all(parent).map_err(|e| io_err("create the folder", parent, e))?;
+                }
+                link::create(kind, target, at)?;
             }
-            link::create(kind, target, at)?;
             out.repaired.push(Repaired { kind: "link", path: at.to_path_buf(), was: Was::Deleted });
         }
     }

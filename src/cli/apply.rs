@@ -46,7 +46,20 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
     if json {
         ctx.print_json_sorted(&PlanJson { changes: &changes, lock_changes: &desired.lock_changes, resolved: &desired.resolved });
     } else if changes.is_empty() {
-        writeln!(ctx.out(), "no changes: generation {} already matches {}", generation::current(&ctx.layout).unwrap_or(0), file.display());
+        let n = generation::current(&ctx.layout).unwrap_or(0);
+        // What `apply` of this file would put back in the current generation (issue 18, item 6).
+        let damage = match generation::current_manifest(&ctx.layout) {
+            Some(m) => apply::damage(&ctx.layout, &m)?,
+            None => apply::Repair::default(),
+        };
+        if damage.repaired.is_empty() {
+            writeln!(ctx.out(), "no changes: generation {n} already matches {}", file.display());
+        } else {
+            for r in &damage.repaired {
+                writeln!(ctx.out(), "~ repair {}", r.describe());
+            }
+            writeln!(ctx.out(), "generation {n} already matches {}; `cuenv apply` puts back what is listed (its content does not change)", file.display());
+        }
     } else {
         // The view links list every link of the new generation, changed or not: --verbose.
         let links = changes.iter().filter(|c| c.kind == change::Kind::Link).count();

@@ -1,7 +1,7 @@
 //! Issue 18, items 6 and 7, and item 9's part for `status`. Damage that `status` finds (a
 //! deleted or modified shim, a deleted or retargeted view link) has a way out: `apply` of the
 //! same file puts back what the current generation's manifest records, says what it put
-//! back, and `status`'s hint says to run it; a file without cuenv's marker is never replaced.
+//! back (`plan` lists it first), and `status`'s hint says to run it; a file without cuenv's marker is never replaced.
 //! After `use` of a profile and a `rollback` to a generation without it, the output says so
 //! and points to `rollback --to N` / `use`, never to adding a profile the file already has.
 //! Both link modes: links (`auto`) and the link-free mode (`link-mode = "none"`).
@@ -56,6 +56,11 @@ fn apply_puts_back_a_deleted_shim() {
         let line = out.lines().find(|l| l.contains(&at.display().to_string())).unwrap_or_else(|| panic!("{mode:?}: {out}"));
         assert!(line.trim_start().starts_with("missing"), "{mode:?}: {out}");
         assert!(err.contains(&format!("hint: `cuenv apply {f}` puts back generation 1's missing or altered links and shims")), "{mode:?}: {err}");
+
+        // `plan` lists what `apply` would put back, and touches nothing.
+        let out = lab.ok(&["plan", f]);
+        assert!(out.contains(&format!("~ repair shim {} (was deleted)", at.display())), "{mode:?}: {out}");
+        assert!(!at.exists(), "{mode:?}: plan writes nothing");
 
         let (code, out, err) = lab.run(&["apply", "--no-check", f]);
         assert_eq!(code, 0, "{mode:?}: {out}{err}");
