@@ -217,3 +217,23 @@ fn a_rollback_past_the_active_profile_says_what_happened() {
         assert_eq!(lab.run(&["status"]).0, 0, "{mode:?}");
     }
 }
+
+/// Issue 18, item 7: a profile the file declares but no generation has (added to the file
+/// after the last apply): the hint says to apply the file, not to add the profile.
+#[test]
+fn a_profile_the_file_declares_but_no_generation_has_points_to_apply() {
+    let lab = Lab::new();
+    let one = "[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n";
+    let file = lab.lab(one);
+    let f = file.to_str().unwrap();
+    lab.ok(&["apply", "--no-check", f]);
+    lab.lab(&format!("{one}\n[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\n"));
+    let (code, _, err) = lab.run(&["use", "torch2"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("hint: {f} declares `torch2` but generation 1 was built before it did: `cuenv apply {f}`")), "{err}");
+    assert!(!err.contains("add it to your profile file"), "{err}");
+    // A name that is nowhere keeps the old hint.
+    let (code, _, err) = lab.run(&["use", "nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("add it to your profile file"), "{err}");
+}
