@@ -66,7 +66,7 @@ impl Diagnose for Error {
 pub fn set(layout: &Layout, name: &str) -> Result<(PathBuf, PathBuf), Error> {
     let cur = generation::current(layout).ok_or(Error::NoGeneration)?;
     let m = generation::read(layout, cur)?;
-    let view = m.profile(name)?;
+    let view = m.profile(name).map_err(|e| e.in_home(layout))?;
     let active = layout.active_link();
     if m.link_mode.is_link_free() {
         // A link left by a linked generation is replaced: one rename over it on Unix; a

@@ -222,17 +222,54 @@ pub struct UnknownProfile {
     pub generation: u64,
     /// The profiles that generation has.
     pub known: Vec<String>,
+    /// Other generations that have it, newest first ([`UnknownProfile::in_home`]).
+    pub elsewhere: Vec<u64>,
+    /// The profile file generation `generation` was built from, when it declares the profile
+    /// now (edited since; [`UnknownProfile::in_home`]).
+    pub declared_in: Option<PathBuf>,
 }
 
 impl UnknownProfile {
     /// `name` is not among the profiles of generation `m`.
     pub fn new(name: &str, m: &Manifest) -> UnknownProfile {
-        UnknownProfile { name: name.into(), generation: m.number, known: m.profile_names() }
+        UnknownProfile { name: name.into(), generation: m.number, known: m.profile_names(), elsewhere: Vec::new(), declared_in: None }
+    }
+
+    /// Notes the other generations of `layout` that have the profile, and whether the profile
+    /// file of generation `generation` declares it now, so the hint points to `rollback --to N`
+    /// or `apply` instead of telling the user to add a profile the file already has.
+    pub fn in_home(mut self, layout: &Layout) -> UnknownProfile {
+        let mut with: Vec<u64> =
+            list(layout).into_iter().filter(|n| *n != self.generation && read(layout, *n).is_ok_and(|m| m.profile(&self.name).is_ok())).collect();
+        with.reverse();
+        self.elsewhere = with;
+        if self.elsewhere.is_empty()
+            && let Ok(m) = read(layout, self.generation)
+            && crate::profile::load(&m.source).is_ok_and(|f| f.profile(&self.name).is_some())
+        {
+            self.declared_in = Some(m.source);
+        }
+        self
     }
 }
 
 impl crate::error::Diagnose for UnknownProfile {
     fn hint(&self) -> Option<String> {
+        if let Some(g) = self.elsewhere.first() {
+            let name = &self.name;
+            let others =
+                if self.known.is_empty() { String::new() } else { format!(", or use one of generation {}'s: {}", self.generation, self.known.join(", ")) };
+            return Some(format!("generation {g} has `{name}`: `cuenv rollback --to {g}` makes it current again{others}"));
+        }
+        if let Some(file) = &self.declared_in {
+            return Some(format!(
+                "{} declares `{}` but generation {} was built before it did: `cuenv apply {}` builds a generation with it",
+                file.display(),
+                self.name,
+                self.generation,
+                file.display()
+            ));
+        }
         if self.known.is_empty() {
             return Some("the current generation has no profiles; add one to your profile file and run `cuenv apply`".into());
         }

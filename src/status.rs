@@ -24,7 +24,8 @@ use crate::shim;
 use crate::view::VIEW_LINKS;
 
 /// One link's or shim's state: `ok -> <target>`, `ok (copy)`, `ok (direct)` (a real folder a
-/// link-free generation names), `ok`, `missing`, `dangling`, `foreign`, `modified`, `stray`.
+/// link-free generation names), `ok`, `missing`, `dangling`, `retargeted -> <target>` (a view
+/// link to another place than the manifest's), `foreign`, `modified`, `stray`.
 #[derive(Debug, Serialize)]
 pub struct Health {
     /// The link or shim (lossy in JSON: a stray shim's name may not be UTF-8).
@@ -75,6 +76,24 @@ pub struct Status {
     pub interrupted_switch: bool,
     /// The current generation's profiles.
     pub profiles: Vec<ProfileStatus>,
+    /// The profile file the current generation was built from (not in the JSON).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+    /// The shim paths the current generation's manifest names (not in the JSON).
+    #[serde(skip)]
+    pub listed_shims: Vec<PathBuf>,
+}
+
+/// The generations other than the current one that have profile `name`, newest first.
+pub fn generations_with(layout: &Layout, name: &str) -> Vec<u64> {
+    let cur = generation::current(layout);
+    let mut v: Vec<u64> = generation::list(layout)
+        .into_iter()
+        .filter(|n| Some(*n) != cur)
+        .filter(|n| generation::read(layout, *n).is_ok_and(|m| m.profile(name).is_ok()))
+        .collect();
+    v.reverse();
+    v
 }
 
 /// The active profile's name, and whether the current generation still has it (the link
@@ -128,12 +147,16 @@ pub fn stray_shims(env: &std::path::Path, ours: &[generation::ShimRecord]) -> Ve
     out
 }
 
-fn link_state(at: &std::path::Path, copied: bool) -> String {
+/// A view link's state: `missing` (no link there), `retargeted -> <target>` (a link to
+/// another place than `want`, what the manifest gives), `dangling` (its target is gone),
+/// `ok -> <target>`; a copied cuDNN entry is `ok (copy)` or `missing`.
+fn link_state(at: &std::path::Path, want: &std::path::Path, copied: bool) -> String {
     if copied {
         return if at.is_dir() { "ok (copy)" } else { "missing" }.to_string();
     }
     match link::read(at) {
         Err(_) => "missing".into(),
+        Ok(t) if !crate::paths::same_path(&t, want) => format!("retargeted -> {}", t.display()),
         Ok(_) if !at.exists() => "dangling".into(),
         Ok(t) => format!("ok -> {}", t.display()),
     }
@@ -150,8 +173,11 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
     let active_dangling = active_state.as_ref().is_some_and(|(_, ok)| !ok);
     let interrupted_switch = layout.journal().exists();
     let mut profiles = Vec::new();
+    let (mut source, mut listed_shims) = (None, Vec::new());
     if let Some(n) = cur {
         let m = generation::read(layout, n)?;
+        source = Some(m.source.clone());
+        listed_shims = m.shims.iter().map(|s| s.path.clone()).collect();
         let checks = generation_check::load(layout, n);
         let other_generations = other_shim_hashes(layout, &m);
         let mut scanned: Vec<PathBuf> = Vec::new();
@@ -167,11 +193,18 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
                     })
                     .collect()
             } else {
+                let f = p.real_folders();
                 VIEW_LINKS
                     .iter()
                     .map(|name| {
                         let at = view.join(name);
-                        let state = link_state(&at, p.copied && *name == "cudnn");
+                        let want = match *name {
+                            "cuda" => &f.cuda,
+                            "cudnn" => &f.cudnn,
+                            "cudnn-lib" => &f.cudnn_lib,
+                            _ => &f.cuda_lib,
+                        };
+                        let state = link_state(&at, want, p.copied && *name == "cudnn");
                         Health { path: at, state }
                     })
                     .collect()
@@ -208,7 +241,7 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
         }
     }
     let healthy = !active_dangling && profiles.iter().all(|p| p.links.iter().all(Health::ok) && p.shims.iter().all(|h| h.state == "ok"));
-    Ok(Status { active, active_dangling, generation: cur, healthy, interrupted_switch, profiles })
+    Ok(Status { active, active_dangling, generation: cur, healthy, interrupted_switch, profiles, source, listed_shims })
 }
 
 #[cfg(test)]

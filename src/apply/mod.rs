@@ -11,6 +11,8 @@
 //!              └ crate::resolve::honour    file + lock + candidates -> choices (pure)
 //!                                                              -> Desired (views + shims)
 //! 4 plan     plan::plan                    Desired vs. current generation -> changes
+//!   repair   repair::repair                no changes: the current generation's damaged
+//!                                          links and shims put back from its records
 //! 5 build    build::build                  Desired -> generations/<N>/ (staged, one rename)
 //!   record   record::preflight_lock        before building: lab.lock can take the change
 //! 6 switch   crate::generation::ApplyTx    journal, lab.lock, profiles -> generations/<N>/views
@@ -40,6 +42,7 @@ mod pin;
 mod plan;
 mod preview;
 mod record;
+mod repair;
 mod rollback;
 mod run;
 
@@ -53,5 +56,6 @@ pub use pin::{PlatformLock, lock};
 pub use plan::{Replacing, plan, unchanged};
 pub use preview::{Preview, preview};
 pub use record::{preflight_lock, write_lock, write_lock_section};
+pub use repair::{Repair, Repaired, Unrepaired, Was, damage, repair};
 pub use rollback::{NoGeneration, Rollback, RollbackError, check_failed, rollback};
 pub use run::{Options, Outcome, Reporter, headline_changes, run};

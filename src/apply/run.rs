@@ -11,6 +11,7 @@
 use std::path::Path;
 
 use super::desire::{self, Desired};
+use super::repair::{self, Repair};
 use super::{Error, build, interrupt, plan, record};
 use crate::binfmt::Platform;
 use crate::change::{Change, Kind};
@@ -57,6 +58,8 @@ pub enum Outcome {
     Unchanged {
         /// The current generation (0: none).
         generation: u64,
+        /// The links and shims of that generation put back from its records ([`crate::apply::repair()`]).
+        repair: Repair,
     },
     /// A check failed: generation `generation` was built, and `current` is current again.
     Reverted {
@@ -139,7 +142,12 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
             record::preflight_lock(layout, &desired)?;
             record::write_lock(layout, &desired)?;
         }
-        return Ok(Outcome::Unchanged { generation: generation::current(layout).unwrap_or(0) });
+        // What `status` finds damaged in the current generation is put back from its records.
+        let repaired = match generation::current_manifest(layout) {
+            Some(m) => repair::repair(layout, &m)?,
+            None => Repair::default(),
+        };
+        return Ok(Outcome::Unchanged { generation: generation::current(layout).unwrap_or(0), repair: repaired });
     }
     // 4. Plan. Another lab's file may not silently remove that lab's profiles.
     if !opts.replace

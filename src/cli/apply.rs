@@ -46,7 +46,20 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
     if json {
         ctx.print_json_sorted(&PlanJson { changes: &changes, lock_changes: &desired.lock_changes, resolved: &desired.resolved });
     } else if changes.is_empty() {
-        writeln!(ctx.out(), "no changes: generation {} already matches {}", generation::current(&ctx.layout).unwrap_or(0), file.display());
+        let n = generation::current(&ctx.layout).unwrap_or(0);
+        // What `apply` of this file would put back in the current generation (issue 18, item 6).
+        let damage = match generation::current_manifest(&ctx.layout) {
+            Some(m) => apply::damage(&ctx.layout, &m)?,
+            None => apply::Repair::default(),
+        };
+        if damage.repaired.is_empty() {
+            writeln!(ctx.out(), "no changes: generation {n} already matches {}", file.display());
+        } else {
+            for r in &damage.repaired {
+                writeln!(ctx.out(), "~ repair {}", r.describe());
+            }
+            writeln!(ctx.out(), "generation {n} already matches {}; `cuenv apply` puts back what is listed (its content does not change)", file.display());
+        }
     } else {
         // The view links list every link of the new generation, changed or not: --verbose.
         let links = changes.iter().filter(|c| c.kind == change::Kind::Link).count();
@@ -109,9 +122,15 @@ impl apply::Reporter for Printer<'_> {
 }
 
 #[derive(Serialize)]
-struct Unchanged {
+struct Unchanged<'a> {
     changed: bool,
     generation: u64,
+    /// The links and shims put back (only when there were any, so the JSON of an
+    /// undamaged home stays as it was).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    repaired: &'a [apply::Repaired],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    unrepaired: &'a [apply::Unrepaired],
 }
 
 #[derive(Serialize)]
@@ -158,13 +177,39 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report
         r => r?,
     };
     match outcome {
-        Outcome::Unchanged { generation: n } => {
+        Outcome::Unchanged { generation: n, repair } => {
             if opts.json {
-                ctx.print_json_sorted(&Unchanged { changed: false, generation: n });
+                ctx.print_json_sorted(&Unchanged { changed: false, generation: n, repaired: &repair.repaired, unrepaired: &repair.unrepaired });
+            } else if repair.repaired.is_empty() {
+                if repair.unrepaired.is_empty() {
+                    writeln!(ctx.out(), "no changes: generation {n} already matches {}", file.display());
+                }
             } else {
-                writeln!(ctx.out(), "no changes: generation {n} already matches {}", file.display());
+                for r in &repair.repaired {
+                    writeln!(ctx.out(), "{r}");
+                }
+                let count = |kind: &str| repair.repaired.iter().filter(|r| r.kind == kind).count();
+                let (links, shims) = (count("link"), count("shim"));
+                let said = |k: usize, one: &str| (k > 0).then(|| format!("{k} {one}{}", if k == 1 { "" } else { "s" }));
+                let what: Vec<String> = [said(links, "link"), said(shims, "shim")].into_iter().flatten().collect();
+                writeln!(
+                    ctx.out(),
+                    "generation {n} already matches {}; put back {} as its records say (its content is unchanged)",
+                    file.display(),
+                    what.join(" and ")
+                );
             }
-            Ok(ExitCode::Success)
+            if repair.unrepaired.is_empty() {
+                return Ok(ExitCode::Success);
+            }
+            // What is damaged but not cuenv's to replace: an error line each, one hint, exit 3.
+            if !opts.json {
+                for u in &repair.unrepaired {
+                    writeln!(ctx.err(), "error: not repaired: {} {}", u.path.display(), u.why);
+                }
+                writeln!(ctx.err(), "hint: after that, `cuenv apply {}` repairs the rest; `cuenv status` shows what is still damaged", file.display());
+            }
+            Ok(ExitCode::Damaged)
         }
         Outcome::Reverted { generation: n, current, checks, failed } => {
             let kept = current.map(|p| format!("generation {p} stays current")).unwrap_or_else(|| "no generation is current".into());

@@ -67,7 +67,7 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
     let n = generation::current(&ctx.layout).ok_or(NoGeneration)?;
     let m = generation::read(&ctx.layout, n)?;
     for p in profiles {
-        m.profile(p)?;
+        m.profile(p).map_err(|e| e.in_home(&ctx.layout))?;
     }
     // Each profile's check shows as a busy phase on a terminal, cleared before its line prints.
     let progress = super::reporter::for_stderr(ctx.quiet || json);

@@ -76,7 +76,8 @@ mod tests {
             "error: cannot write /h/generations/3\n  caused by: denied\nhint: check the permissions of /h/generations/3 (and of the folders above it)\n"
         );
         assert_eq!(r.exit_code(), ExitCode::Failure);
-        let unknown = crate::generation::UnknownProfile { name: "tarin".into(), generation: 2, known: vec!["train".into()] };
+        let unknown =
+            crate::generation::UnknownProfile { name: "tarin".into(), generation: 2, known: vec!["train".into()], elsewhere: vec![], declared_in: None };
         let r = Report::from(unknown);
         assert_eq!(
             r.render(),

@@ -22,7 +22,7 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Resul
             })?,
         };
         let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
-        generation::read(&ctx.layout, cur)?.profile(&name)?;
+        generation::read(&ctx.layout, cur)?.profile(&name).map_err(|e| e.in_home(&ctx.layout))?;
         let mut act = generation::activation(&ctx.layout, &name, platform);
         // PATH gets a folder only where it exists (runtime roots from PyPI have no `bin`).
         act.path_prepend.retain(|p| p.is_dir());
@@ -111,7 +111,7 @@ pub fn export(ctx: &Ctx, profile: Option<&str>, format: &str, all: bool, out: Op
                 Hinted::new("no profile given and none is active", "pass a profile name, or make one active with `cuenv use <profile>`", ExitCode::Invalid)
             })?,
         };
-        m.profile(&name)?;
+        m.profile(&name).map_err(|e| e.in_home(&ctx.layout))?;
         vec![name]
     };
     let sep = if platform.is_windows() { ';' } else { ':' };
@@ -157,7 +157,7 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
         KernelCommand::Install { profile, python, name, user: _, prefix } => {
             let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
             let m = generation::read(&ctx.layout, cur)?;
-            let view = m.profile(&profile)?;
+            let view = m.profile(&profile).map_err(|e| e.in_home(&ctx.layout))?;
             let python = match python {
                 // A bare name (`--python python3`) is looked up on PATH, as a shell would.
                 Some(p) if p.components().count() == 1 => on_path(&[p.as_os_str().to_string_lossy().as_ref()]).unwrap_or(p),

@@ -214,8 +214,10 @@ pub fn warn_dangling_active(ctx: &Ctx) {
         // A warning, shown even with --quiet.
         writeln!(
             ctx.err(),
-            "warning: the active profile `{name}` is not in the current generation, so {} points nowhere; run `cuenv use <profile>` or `cuenv use --none`",
+            "warning: the active profile `{name}` is not in generation {}, now current, so {} points nowhere",
+            crate::generation::current(&ctx.layout).unwrap_or(0),
             ctx.layout.active_link().display()
         );
+        writeln!(ctx.err(), "hint: {}", status::dangling_way_out(&ctx.layout, &name));
     }
 }

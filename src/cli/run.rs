@@ -66,7 +66,7 @@ pub fn run(ctx: &Ctx, profile: Option<&str>, strict: bool, command: &[OsString])
             )
             .into());
         }
-        (Err(e), None) => return Err(e.into()),
+        (Err(e), None) => return Err(e.in_home(&ctx.layout).into()),
     };
     // The last check of this generation, if this profile failed it.
     let failed = generation_check::load(&ctx.layout, cur)

@@ -1,10 +1,14 @@
-//! `cuenv status`: renders [`crate::status::Status`].
+//! `cuenv status`: renders [`crate::status::Status`]. By default one line per problem (the
+//! links and shims that are fine are counted, not listed); `--verbose` lists every link and
+//! shim; `--json` is the whole report.
+
+use std::path::{Path, PathBuf};
 
 use super::Ctx;
 use super::diagnostics::Report;
 use crate::error::ExitCode;
 use crate::generation_check;
-use crate::status;
+use crate::status::{self, Health};
 
 /// `cuenv status`. Exit 3 when a link or shim is damaged or stray, or `active` dangles.
 pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
@@ -20,16 +24,19 @@ pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
             Some(n) => writeln!(ctx.out(), "generation {n} is current; active profile: {}", s.active.as_deref().unwrap_or("(none)")),
         }
         if s.active_dangling {
+            let name = s.active.as_deref().unwrap_or("");
             writeln!(
                 ctx.out(),
-                "DANGLING  {} (the current generation has no profile `{}`): run `cuenv use <profile>` or `cuenv use --none`",
+                "DANGLING  {} (generation {} has no profile `{name}`): {}",
                 ctx.layout.active_link().display(),
-                s.active.as_deref().unwrap_or("")
+                s.generation.unwrap_or(0),
+                dangling_way_out(&ctx.layout, name)
             );
         }
         if s.interrupted_switch {
             writeln!(ctx.out(), "an interrupted switch is pending; the next apply, use, rollback or gc finishes it");
         }
+        let (mut fine_links, mut fine_folders, mut fine_shims) = (0, 0, 0);
         for p in &s.profiles {
             writeln!(ctx.out(), "{}{}: cuDNN {} on CUDA {}", if p.active { "* " } else { "  " }, p.name, p.cudnn, p.toolkit);
             match &p.check {
@@ -42,35 +49,118 @@ pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
                 None => writeln!(ctx.out(), "    check     not run (`cuenv check`)"),
             }
             for h in p.links.iter().chain(&p.shims) {
-                writeln!(ctx.out(), "    {:<9} {}", if h.ok() { "ok" } else { h.state.as_str() }, h.path.display());
+                if ctx.verbose || !h.ok() {
+                    writeln!(ctx.out(), "    {:<9} {}", if h.ok() { "ok" } else { h.state.as_str() }, h.path.display());
+                }
             }
+            // A link-free generation's "links" are the real folders it names (`ok (direct)`).
+            fine_folders += p.links.iter().filter(|h| h.state == "ok (direct)").count();
+            fine_links += p.links.iter().filter(|h| h.ok() && h.state != "ok (direct)").count();
+            fine_shims += p.shims.iter().filter(|h| h.ok()).count();
+        }
+        if !ctx.verbose && fine_links + fine_folders + fine_shims > 0 {
+            let count = |k: usize, one: &str, many: &str| (k > 0).then(|| format!("{k} {}", if k == 1 { one } else { many }));
+            let parts: Vec<String> = [count(fine_links, "link", "links"), count(fine_folders, "folder", "folders"), count(fine_shims, "shim", "shims")]
+                .into_iter()
+                .flatten()
+                .collect();
+            writeln!(ctx.out(), "  ({} ok; --verbose lists them)", parts.join(", "));
         }
     }
+    damage_hint(ctx, &s);
     stray_hint(ctx, &s);
     Ok(if s.healthy { ExitCode::Success } else { ExitCode::Damaged })
 }
 
-/// Stray shims (cuenv's, not the current generation's) run when their conda env activates:
-/// a `hint:` on stderr says how to be rid of each.
+/// The ways out of an `active` that names a profile the current generation lacks: the newest
+/// other generation that has it (`rollback --to N`), `use` of one the current generation has.
+pub(super) fn dangling_way_out(layout: &crate::layout::Layout, name: &str) -> String {
+    let mut ways = Vec::new();
+    if let Some(g) = status::generations_with(layout, name).first() {
+        ways.push(format!("`cuenv rollback --to {g}` makes generation {g}, which has `{name}`, current again"));
+    }
+    let known = crate::generation::current_manifest(layout).map(|m| m.profile_names()).unwrap_or_default();
+    if known.is_empty() {
+        ways.push("`cuenv use --none` clears it".into());
+    } else {
+        ways.push(format!("`cuenv use <profile>` makes one of {} active, `cuenv use --none` clears it", known.join(", ")));
+    }
+    ways.join("; ")
+}
+
+/// The current generation's links and shims `status` found damaged: `apply` of its profile
+/// file puts back what is cuenv's (missing or retargeted view links, missing or modified
+/// shims, and its own shim paths holding another generation's bytes); a `hint:` says so, and
+/// says what cuenv leaves to the user (a foreign file at a shim path, a gone target).
+fn damage_hint(ctx: &Ctx, s: &status::Status) {
+    let (Some(n), Some(source)) = (s.generation, &s.source) else { return };
+    let listed = |h: &Health| s.listed_shims.iter().any(|l| l == &h.path);
+    let mut repairable: Vec<&Path> = Vec::new();
+    let mut foreign: Vec<&Path> = Vec::new();
+    let mut gone: Vec<&Path> = Vec::new();
+    for p in &s.profiles {
+        for h in &p.links {
+            match h.state.as_str() {
+                st if st.starts_with("ok") => {}
+                "missing" if h.path.starts_with(ctx.layout.profiles_dir()) => repairable.push(&h.path),
+                st if st.starts_with("retargeted") => repairable.push(&h.path),
+                _ => gone.push(&h.path),
+            }
+        }
+        for h in &p.shims {
+            match h.state.as_str() {
+                "missing" | "modified" => repairable.push(&h.path),
+                status::STRAY if listed(h) => repairable.push(&h.path),
+                "foreign" => foreign.push(&h.path),
+                _ => {}
+            }
+        }
+    }
+    let join = |v: &[&Path]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    if !repairable.is_empty() {
+        writeln!(
+            ctx.err(),
+            "hint: `cuenv apply {}` puts back generation {n}'s missing or altered links and shims as its records say (its content does not change)",
+            source.display()
+        );
+    }
+    if !foreign.is_empty() {
+        writeln!(
+            ctx.err(),
+            "hint: {} {} not cuenv's (no marker line), so cuenv will not replace {}: move {} away, then run `cuenv apply {}`",
+            join(&foreign),
+            if foreign.len() == 1 { "is" } else { "are" },
+            if foreign.len() == 1 { "it" } else { "them" },
+            if foreign.len() == 1 { "it" } else { "them" },
+            source.display()
+        );
+    }
+    if !gone.is_empty() {
+        let gone: Vec<PathBuf> = gone.iter().map(|p| p.to_path_buf()).collect();
+        writeln!(
+            ctx.err(),
+            "hint: what {} {} is gone (a toolkit root or store entry): restore it, or apply a profile file that does not need it",
+            gone.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+            if gone.iter().all(|p| p.starts_with(ctx.layout.profiles_dir())) { "points at" } else { "names" }
+        );
+    }
+}
+
+/// Stray shims that the current generation's manifest does not name (cuenv's, of another
+/// generation) run when their conda env activates: a `hint:` on stderr says how to be rid of
+/// each. (Those at a path the manifest names are in [`damage_hint`]: `apply` rewrites them.)
 fn stray_hint(ctx: &Ctx, s: &status::Status) {
     let Some(n) = s.generation else { return };
-    let stray: Vec<&std::path::Path> = s.profiles.iter().flat_map(|p| &p.shims).filter(|h| h.state == status::STRAY).map(|h| h.path.as_path()).collect();
-    if stray.is_empty() {
+    let unlisted: Vec<&Path> = s
+        .profiles
+        .iter()
+        .flat_map(|p| &p.shims)
+        .filter(|h| h.state == status::STRAY && !s.listed_shims.iter().any(|l| l == &h.path))
+        .map(|h| h.path.as_path())
+        .collect();
+    if unlisted.is_empty() {
         return;
     }
-    let listed: Vec<std::path::PathBuf> = crate::generation::read(&ctx.layout, n).map(|m| m.shims.into_iter().map(|s| s.path).collect()).unwrap_or_default();
-    let (own, unlisted): (Vec<&std::path::Path>, Vec<&std::path::Path>) = stray.into_iter().partition(|p| listed.iter().any(|l| l == p));
-    let join = |v: &[&std::path::Path]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
-    let mut what = Vec::new();
-    if !unlisted.is_empty() {
-        what.push(format!("delete {}", join(&unlisted)));
-    }
-    if !own.is_empty() {
-        what.push(format!("`cuenv rollback` then `cuenv rollback --to {n}` rewrites {}", join(&own)));
-    }
-    writeln!(
-        ctx.err(),
-        "hint: stray shims are cuenv's but not generation {n}'s (a sync was cut short) and run when the conda env activates: {}",
-        what.join("; ")
-    );
+    let join = unlisted.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    writeln!(ctx.err(), "hint: stray shims are cuenv's but not generation {n}'s (a sync was cut short) and run when the conda env activates: delete {join}");
 }

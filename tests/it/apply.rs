@@ -583,7 +583,7 @@ fn env_setup_and_a_dangling_active_profile() {
     let out = lab.ctx.cmd().args(["apply", "--no-check", f2.to_str().unwrap()]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("the active profile `legacy` is not in the current generation"), "{err}");
+    assert!(err.contains("the active profile `legacy` is not in generation 2"), "{err}");
     let (code, out, _) = lab.run(&["status", "--json"]);
     assert_eq!(code, 3, "{out}");
     let s: serde_json::Value = serde_json::from_str(&out).unwrap();

@@ -163,7 +163,12 @@ fn a_failing_shim_sync_is_undone_and_status_reports_stray_shims() {
     assert_eq!(code, 3, "{out}{err}");
     let line = out.lines().find(|l| l.contains(&ours.display().to_string())).unwrap_or_else(|| panic!("{out}"));
     assert!(line.trim_start().starts_with("stray"), "{out}");
-    assert!(err.contains("hint:") && err.contains("rollback --to 1") && err.contains(&ours.display().to_string()), "{err}");
+    // Issue 18, item 6: `apply` of the generation's file rewrites it.
+    assert!(err.contains("hint: `cuenv apply ") && err.contains("puts back generation 1's"), "{err}");
+    let out = lab.ok(&["apply", "--no-check", lab_file("tf").to_str().unwrap()]);
+    assert!(out.contains(&format!("repaired: shim {} (held another generation's shim", ours.display())), "{out}");
+    assert_eq!(env_files(&env), before, "generation 1's shims again");
+    assert_eq!(lab.run(&["status"]).0, 0);
 }
 
 // ------------------------------------------------------------------ case 11

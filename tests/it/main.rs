@@ -37,6 +37,7 @@ mod real_apply;
 mod real_sources;
 mod real_wheels;
 mod real_windows;
+mod repair;
 mod run;
 mod shim_cmd;
 mod shim_posix;
