@@ -2,7 +2,7 @@
 //! (issue 19, item 4). Every format goes through the stable paths (`<home>/profiles/<name>/...`,
 //! [`crate::view::activation`]), so `use` and `rollback` never leave an export stale, as with
 //! shims (../shared/decisions.md 4). In the link-free mode exports name the real folders; a
-//! switch rewrites those written with `--out` ([`crate::follow`]).
+//! switch rewrites those written with `--out` (the `follow` module).
 //!
 //! Formats (each a text file; shapes below):
 //! - `dotenv`: `NAME=value` lines (VS Code's `python.envFile`, `docker --env-file`). dotenv has
@@ -25,8 +25,6 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::binfmt::Platform;
-use crate::layout::Layout;
 use crate::shim::{Activation, shim_path};
 
 /// An export format.
@@ -83,22 +81,10 @@ pub struct Exported {
     pub direct: bool,
 }
 
-/// The exported environment of `profile` for `platform`: [`crate::generation::activation`]
-/// (through the stable paths; in the link-free mode the real folders, as of the current
-/// generation); PATH only gets folders that exist (as `cuenv env`).
-pub fn exported(layout: &Layout, profile: &str, platform: Platform) -> Exported {
-    let direct = crate::generation::current_manifest(layout).is_some_and(|m| m.link_mode.is_link_free() && m.profile(profile).is_ok());
-    from_activation(crate::generation::activation(layout, profile, platform), profile, direct)
-}
-
-/// The exported environment of profile `view` of generation `m` (whether or not `m` is
-/// current): [`crate::generation::activation_of`], shaped as [`exported`]. What a switch
-/// rewrites a followed export or kernelspec with ([`crate::follow`]).
-pub fn exported_of(layout: &Layout, m: &crate::generation::Manifest, view: &crate::generation::ViewRecord, platform: Platform) -> Exported {
-    from_activation(crate::generation::activation_of(layout, m.link_mode, view, platform), &view.name, m.link_mode.is_link_free())
-}
-
-fn from_activation(mut a: Activation, profile: &str, direct: bool) -> Exported {
+/// Profile `profile`'s activation `a` shaped for export; `direct`: its paths name a
+/// link-free generation's real folders. PATH only keeps folders that exist (as `cuenv env`).
+/// Which activation a profile has is the generation's to say (`generation::exported`).
+pub fn from_activation(mut a: Activation, profile: &str, direct: bool) -> Exported {
     a.path_prepend.retain(|p| p.is_dir());
     let mut set: std::collections::BTreeMap<String, String> = a.set.iter().map(|(k, v)| (k.clone(), shim_path(v))).collect();
     set.insert("CUENV_PROFILE".into(), profile.into());

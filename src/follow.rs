@@ -28,8 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::binfmt::Platform;
-use crate::export::{self, Format};
-use crate::generation::Manifest;
+use crate::export::{self, Exported, Format};
 use crate::layout::Layout;
 
 /// The `format` of a recorded kernelspec (export formats use their `--format` name).
@@ -70,6 +69,23 @@ pub fn remember(layout: &Layout, mut f: Followed) -> io::Result<()> {
     crate::fsutil::write_atomic(&layout.follow_record(), toml::to_string(&rec).expect("serializable").as_bytes())
 }
 
+/// What one generation gives the followed files: whether it is link-free, and each
+/// profile's exported environment (built by `generation::follow_side`, so that this module
+/// needs nothing of the generation's own types).
+#[derive(Debug)]
+pub struct Side {
+    /// The generation is link-free (its paths name real folders).
+    pub link_free: bool,
+    /// (profile name, its exported environment), in manifest order.
+    pub profiles: Vec<(String, Exported)>,
+}
+
+impl Side {
+    fn profile(&self, name: &str) -> Option<&Exported> {
+        self.profiles.iter().find(|(n, _)| n == name).map(|(_, e)| e)
+    }
+}
+
 /// One file a switch rewrites: its bytes now and its bytes for the target generation.
 #[derive(Debug)]
 pub struct Rewrite {
@@ -87,10 +103,8 @@ pub fn can_skip(e: &io::Error) -> bool {
 /// The followed files whose content differs from what generation `to` gives them, with both
 /// contents, for a switch from `from` (`None`: no generation, or unreadable) to `to`. Empty
 /// unless `from` or `to` is link-free (see the module docs). Reads only.
-pub fn plan(layout: &Layout, from: Option<&Manifest>, to: &Manifest) -> Vec<Rewrite> {
-    let link_free = |m: &Manifest| m.link_mode.is_link_free();
-    let Some(platform) = Platform::host() else { return Vec::new() };
-    if !link_free(to) && !from.is_some_and(link_free) {
+pub fn plan(layout: &Layout, from: Option<&Side>, to: &Side, platform: Platform) -> Vec<Rewrite> {
+    if !to.link_free && !from.is_some_and(|f| f.link_free) {
         return Vec::new();
     }
     let sep = if platform.is_windows() { ';' } else { ':' };
@@ -117,13 +131,12 @@ pub fn plan(layout: &Layout, from: Option<&Manifest>, to: &Manifest) -> Vec<Rewr
         let Ok(old) = std::fs::read(&path) else { continue };
         let text = String::from_utf8_lossy(&old);
         let Some(profile) = owner(&text, kind, &home) else { continue };
-        let Ok(view) = to.profile(&profile) else { continue };
-        let e = export::exported_of(layout, to, view, platform);
+        let Some(e) = to.profile(&profile) else { continue };
         let new = match kind {
-            Some(f) => export::render(&e, f, sep),
+            Some(f) => export::render(e, f, sep),
             None => {
-                let before = from.and_then(|m| m.profile(&profile).ok().map(|v| crate::kernel::env_block(&export::exported_of(layout, m, v, platform), sep)));
-                let Some(t) = crate::kernel::refreshed(&text, before.as_ref(), &crate::kernel::env_block(&e, sep)) else { continue };
+                let before = from.and_then(|f| f.profile(&profile)).map(|b| crate::kernel::env_block(b, sep));
+                let Some(t) = crate::kernel::refreshed(&text, before.as_ref(), &crate::kernel::env_block(e, sep)) else { continue };
                 t
             }
         };

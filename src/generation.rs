@@ -317,6 +317,27 @@ pub fn activation(layout: &Layout, name: &str, platform: crate::binfmt::Platform
     }
 }
 
+/// The exported environment of `profile` for `platform` ([`activation`]: through the stable
+/// paths; in the link-free mode the real folders, as of the current generation).
+pub fn exported(layout: &Layout, profile: &str, platform: crate::binfmt::Platform) -> crate::export::Exported {
+    let direct = current_manifest(layout).is_some_and(|m| m.link_mode.is_link_free() && m.profile(profile).is_ok());
+    crate::export::from_activation(activation(layout, profile, platform), profile, direct)
+}
+
+/// The exported environment of every profile of generation `m` (whether or not it is
+/// current), as [`activation_of`] gives it: what a switch rewrites followed exports and
+/// kernelspecs with (the `follow` module).
+pub fn follow_side(layout: &Layout, m: &Manifest, platform: crate::binfmt::Platform) -> crate::follow::Side {
+    crate::follow::Side {
+        link_free: m.link_mode.is_link_free(),
+        profiles: m
+            .profiles
+            .iter()
+            .map(|v| (v.name.clone(), crate::export::from_activation(activation_of(layout, m.link_mode, v, platform), &v.name, m.link_mode.is_link_free())))
+            .collect(),
+    }
+}
+
 impl Manifest {
     /// The names of its profiles, in manifest order.
     pub fn profile_names(&self) -> Vec<String> {
@@ -630,9 +651,12 @@ fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(),
         }
     }
     // Kernelspecs and exports follow the shims in the link-free mode (`crate::follow`).
-    if let Some(to_m) = to.map(|n| read(layout, n)).transpose()? {
+    if let Some(to_m) = to.map(|n| read(layout, n)).transpose()?
+        && let Some(platform) = crate::binfmt::Platform::host()
+    {
         let from_m = from.and_then(|n| read(layout, n).ok());
-        for r in crate::follow::plan(layout, from_m.as_ref(), &to_m) {
+        let before = from_m.as_ref().map(|m| follow_side(layout, m, platform));
+        for r in crate::follow::plan(layout, before.as_ref(), &follow_side(layout, &to_m, platform), platform) {
             match fsutil::write_atomic(&r.path, &r.new) {
                 Ok(()) => tx.wrote(&r.path, Some(r.old)),
                 Err(e) if crate::follow::can_skip(&e) => {}

@@ -4,7 +4,7 @@
 //! expands `${VAR}` there from the server's environment with `string.Template.safe_substitute`).
 //! So cuenv writes the profile's variables into that block, through the stable view
 //! (`<home>/profiles/<name>/...`), so that `use` and `rollback` never leave it stale; in the
-//! link-free mode it names the real folders and a switch rewrites it ([`crate::follow`]).
+//! link-free mode it names the real folders and a switch rewrites it (the `follow` module).
 //!
 //! Where kernelspecs live (jupyter_client's `jupyter_data_dir` / `jupyter_path`): `--user`:
 //! `$JUPYTER_DATA_DIR/kernels`, else `~/.local/share/jupyter/kernels` (Linux),

@@ -193,7 +193,7 @@ impl Layout {
     }
 
     /// `<home>/exports.toml`: the exported files and kernelspecs a switch keeps current in
-    /// the link-free mode ([`crate::follow`]).
+    /// the link-free mode (the `follow` module).
     pub fn follow_record(&self) -> PathBuf {
         self.home.join("exports.toml")
     }

@@ -125,7 +125,7 @@ pub fn export(ctx: &Ctx, profile: Option<&str>, format: &str, all: bool, out: Op
         None => None,
     };
     for name in &names {
-        let text = export::render(&export::exported(&ctx.layout, name, platform), format, sep);
+        let text = export::render(&generation::exported(&ctx.layout, name, platform), format, sep);
         match out {
             Some(dir) => {
                 let path = export::write(dir, &format.file_name(name), &text)?;
@@ -184,7 +184,7 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
                 None => crate::kernel::user_dir()
                     .ok_or_else(|| Hinted::new("cannot find the Jupyter data folder", "set JUPYTER_DATA_DIR or pass --prefix DIR", ExitCode::Failure))?,
             };
-            let e = crate::export::exported(&ctx.layout, &profile, platform);
+            let e = generation::exported(&ctx.layout, &profile, platform);
             let sep = if platform.is_windows() { ';' } else { ':' };
             let spec = crate::kernel::spec(&e, &python, &format!("Python (cuenv: {profile})"), &view::stable_home(&ctx.layout), sep);
             let text = format!("{}\n", serde_json::to_string_pretty(&spec).expect("serializable"));

@@ -349,6 +349,18 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     if let Some(fv) = info.file_version {
         versions.push((fv, format!("the VERSIONINFO of `{}`", file_name(&dispatcher))));
     }
+    // A folder extracted from a wheel has only the 3-part header and would lose its build
+    // number: the 4-part release a library states itself (the `cudnn_version_8_9_4_25` marker
+    // a wheel's `libcudnn_ops_infer.so.8` carries) completes it, when every library that
+    // states one agrees and it only adds parts to what the other sources say.
+    let fullest = versions.iter().map(|v| v.0.parts().len()).max().unwrap_or(0);
+    if fullest < 4
+        && let Some((f, v)) = file_versions.iter().find(|(_, v)| v.parts().len() >= 4)
+        && file_versions.iter().all(|(_, w)| binfmt::same_release(w, v))
+        && versions.iter().all(|(o, _)| v.starts_with(o))
+    {
+        versions.push((v.clone(), format!("the version string in `{f}`")));
+    }
     let Some(best) = versions.iter().max_by_key(|v| v.0.parts().len()).cloned() else {
         return Err(Error::VersionUnknown { path: source.into() });
     };

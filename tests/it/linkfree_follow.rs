@@ -15,9 +15,10 @@ fn entry(lab: &Lab, version: &str) -> PathBuf {
     lab.ctx.entry_dirs().into_iter().find(|d| d.file_name().unwrap().to_string_lossy().starts_with(&format!("cudnn-{version}"))).unwrap()
 }
 
-/// The entry's library folder as the host's loader is given it.
+/// The entry's library folder as the host's loader is given it (Linux); on Windows the entry
+/// itself, which every exported file names (`CUDNN_PATH`; the dotenv export holds no `PATH`).
 fn lib_dir(entry: &Path) -> String {
-    (if cfg!(windows) { entry.join("bin") } else { entry.join("lib") }).display().to_string()
+    (if cfg!(windows) { entry.to_path_buf() } else { entry.join("lib") }).display().to_string()
 }
 
 /// `lab.three()` with `mode` as its link mode (`None`: the default).

@@ -27,9 +27,16 @@ fn in_mode(text: &Path, mode: Mode) -> PathBuf {
     text.to_path_buf()
 }
 
+/// `p` as cuenv prints it: on Windows every separator a backslash (a test's temp paths mix
+/// `/` into their spelling).
+fn shown(p: &Path) -> String {
+    let s = p.display().to_string();
+    if cfg!(windows) { s.replace('/', "\\") } else { s }
+}
+
 /// The activate shim of `profile` in `env`, for this host's default shell.
 fn shim(env: &Path, profile: &str) -> PathBuf {
-    env.join("etc/conda/activate.d").join(format!("cuenv-{profile}.{SHIM_EXT}"))
+    env.join("etc").join("conda").join("activate.d").join(format!("cuenv-{profile}.{SHIM_EXT}"))
 }
 
 /// A lab with the three profiles applied in `mode`; returns it and its file.
@@ -53,7 +60,7 @@ fn apply_puts_back_a_deleted_shim() {
         fs::remove_file(&at).unwrap();
         let (code, out, err) = lab.run(&["status"]);
         assert_eq!(code, 3, "{mode:?}: {out}{err}");
-        let line = out.lines().find(|l| l.contains(&at.display().to_string())).unwrap_or_else(|| panic!("{mode:?}: {out}"));
+        let line = out.lines().find(|l| l.contains(&shown(&at))).unwrap_or_else(|| panic!("{mode:?}: {out}"));
         assert!(line.trim_start().starts_with("missing"), "{mode:?}: {out}");
         assert!(err.contains(&format!("hint: `cuenv apply {f}` puts back generation 1's missing or altered links and shims")), "{mode:?}: {err}");
 
@@ -96,7 +103,7 @@ fn apply_replaces_a_modified_shim_but_never_a_foreign_file() {
         fs::write(&at, &edited).unwrap();
         let (code, out, err) = lab.run(&["status"]);
         assert_eq!(code, 3, "{mode:?}: {out}{err}");
-        assert!(out.lines().any(|l| l.trim_start().starts_with("modified") && l.contains(&at.display().to_string())), "{mode:?}: {out}");
+        assert!(out.lines().any(|l| l.trim_start().starts_with("modified") && l.contains(&shown(&at))), "{mode:?}: {out}");
         assert!(err.contains(&format!("`cuenv apply {f}`")), "{mode:?}: {err}");
         let (code, out, err) = lab.run(&["apply", "--no-check", f]);
         assert_eq!(code, 0, "{mode:?}: {out}{err}");

@@ -1388,3 +1388,25 @@ fn a_stale_header_is_named_as_stale() {
     );
     assert!(err.contains("hint: replace the header with the one of the release the libraries come from"), "{err}");
 }
+
+/// A folder extracted from a cuDNN 8 wheel holds the 3-part `cudnn_version.h` and libraries
+/// named by major only; `libcudnn_ops_infer.so.8` states the whole release in its
+/// `cudnn_version_8_9_4_25_...` marker, so the entry is 8.9.4.25 (it was 8.9.4, and a lab
+/// pinning `cudnn = "8.9.4.25"` then found nothing in the store).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_wheel_folder_takes_its_build_number_from_the_library_marker() {
+    let s = crate::support::stubs::Stubs::new();
+    for stem in ["", "_ops_train", "_cnn_infer", "_cnn_train", "_adv_infer", "_adv_train"] {
+        s.build("w/lib", &format!("libcudnn{stem}.so.8"), &["VERSION=8904"]);
+    }
+    s.build("w/lib", "libcudnn_ops_infer.so.8", &["VERSION=8904", "MARKER=\"cudnn_version_8_9_4_25_c33150885_e0\""]);
+    let folder = s.tmp.path().join("w");
+    std::fs::create_dir_all(folder.join("include")).unwrap();
+    std::fs::write(folder.join("include/cudnn_version.h"), Release::V8.header()).unwrap();
+    let ctx = TestContext::new();
+    let row = ctx.add_ok(&folder, &["--cuda", "12"]);
+    assert_eq!(row["version"], "8.9.4.25", "{row}");
+    let meta = ctx.entry_toml(&ctx.only_entry());
+    assert_eq!(meta["version_source"].as_str(), Some("the version string in `libcudnn_ops_infer.so.8`"), "{meta:?}");
+}
