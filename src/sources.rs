@@ -505,7 +505,7 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
                 if let Some((client, ep)) = &asked {
                     match lookup_runtime(client, ep, &v, platform) {
                         Ok((exact, size)) => {
-                            let size = size.map(|s| format!(", {}", crate::fsutil::human_size(s))).unwrap_or_default();
+                            let size = size.map(|s| format!(", {} to download (cudart, cuBLAS, NVRTC)", crate::fsutil::human_size(s))).unwrap_or_default();
                             detail.push_str(&format!("; {} has {exact}{size}", if folder.is_some() { "the folder" } else { "PyPI" }));
                             version = exact.parse().unwrap_or(version);
                         }
@@ -581,22 +581,25 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
     out
 }
 
-/// The exact version and size of the CUDA runtime wheel (`cudart`) PyPI has for `prefix`,
-/// and that cuBLAS and NVRTC exist for it (as [`crate::wheel_toolkit::ensure`] picks them);
+/// The exact version of the CUDA runtime wheel (`cudart`) PyPI has for `prefix`, and the
+/// download size of all three wheels (cudart, cuBLAS, NVRTC, as
+/// [`crate::wheel_toolkit::ensure`] picks them; `None` when an index gives no size);
 /// metadata only.
 fn lookup_runtime(client: &fetch::Client, ep: &Endpoints, prefix: &Version, platform: Platform) -> Result<(String, Option<u64>), fetch::Error> {
     let major = prefix.major();
     let want = prefix.truncated(2).to_string();
-    let mut first = None;
+    let mut first: Option<String> = None;
+    let mut total: Option<u64> = Some(0);
     for (i, project) in fetch::pypi::cuda_runtime_projects(major).iter().enumerate() {
         let what = format!("the CUDA {want} runtime ({project}) from PyPI");
         let a = match fetch::resolve_wheel(client, ep, project, &want, platform, &what) {
             Err(fetch::Error::NoSuchVersion { .. }) if i > 0 => fetch::resolve_wheel(client, ep, project, &major.to_string(), platform, &what)?,
             other => other?,
         };
-        first.get_or_insert((a.version, a.size));
+        total = total.zip(a.size).map(|(t, n)| t + n);
+        first.get_or_insert(a.version);
     }
-    Ok(first.expect("three projects"))
+    Ok((first.expect("three projects"), total))
 }
 
 /// A source that could not be asked about `what`, as an error at `span` (the `from` value).

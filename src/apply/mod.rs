@@ -53,7 +53,7 @@ pub use error::{Error, LockedDrift};
 pub use gc::{Deleted, GcPlan, gc, gc_plan, remove_entry};
 pub use home_token::{HOME_TOKEN, from_home_token, to_home_token};
 pub use pin::{PlatformLock, lock};
-pub use plan::{Replacing, plan, unchanged};
+pub use plan::{Replacing, plan, replacing, unchanged};
 pub use preview::{Preview, preview};
 pub use record::{preflight_lock, write_lock, write_lock_section};
 pub use repair::{Repair, Repaired, Unrepaired, Was, damage, repair};

@@ -43,7 +43,7 @@ pub fn rollback(layout: &Layout, to: Option<u64>, warn: &mut dyn FnMut(&str)) ->
     let cur = generation::current(layout).ok_or(NoGeneration)?;
     let target = generation::rollback_target(&generation::list(layout), cur, to, &mut |n| check_failed(layout, n))?;
     if target.target_failed {
-        warn(&format!("warning: generation {} failed its check when it was applied (`cuenv generations` shows why)", target.target));
+        warn(&format!("warning: generation {}'s last check failed (`cuenv check` after the switch shows why)", target.target));
     }
     generation::read(layout, target.target)?;
     let switched = target.target != cur;

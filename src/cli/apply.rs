@@ -71,6 +71,15 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
             writeln!(ctx.out(), "  (the new generation's views hold {links} links; --verbose lists them)");
         }
     }
+    // The truth about `apply`: another lab's file that would remove profiles is refused
+    // without --replace; say so here rather than only when apply runs.
+    if let Some(r) = apply::replacing(&ctx.layout, &desired) {
+        use crate::error::Diagnose as _;
+        writeln!(ctx.err(), "warning: `cuenv apply` refuses this: {r}");
+        if let Some(h) = r.hint() {
+            writeln!(ctx.err(), "hint: {h}");
+        }
+    }
     Ok(ExitCode::Success)
 }
 

@@ -170,6 +170,15 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
                     )
                 })?,
             };
+            // A path to nothing is a typo, not an interpreter to install later: refuse it.
+            if !python.exists() {
+                return Err(Hinted::new(
+                    format!("the Python interpreter {} does not exist", python.display()),
+                    "pass --python EXE with the interpreter that has ipykernel (e.g. the conda env's bin/python)",
+                    ExitCode::Invalid,
+                )
+                .into());
+            }
             let name = name.unwrap_or_else(|| format!("cuenv-{profile}"));
             if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)) {
                 return Err(Hinted::new(

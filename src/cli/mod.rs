@@ -165,7 +165,13 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
             let profile = match (profile, none) {
                 (_, true) => None,
                 (Some(p), false) => Some(p),
-                (None, false) => Some(run::pinned_profile()?),
+                (None, false) => {
+                    // Say where the name came from: `use` is a global switch, and a pin file
+                    // found in a folder above is easy to forget.
+                    let (p, file) = run::pinned_profile()?;
+                    ctx.note(&format!("cuenv: profile {p} from {}", file.display()));
+                    Some(p)
+                }
             };
             generations::use_profile(&ctx, profile.as_deref())
         }

@@ -33,11 +33,11 @@ pub fn default_profile(ctx: &Ctx) -> Result<(String, Option<std::path::PathBuf>)
 }
 
 /// The profile `cuenv use` without a name means: the nearest `.cuenv-profile` (a global switch,
-/// as `use` always is).
-pub fn pinned_profile() -> Result<String, Report> {
+/// as `use` always is): the profile and the pin file that names it.
+pub fn pinned_profile() -> Result<(String, std::path::PathBuf), Report> {
     let cwd = std::env::current_dir().map_err(|e| crate::error::IoError::new("find the current folder", ".", e))?;
     match project::find(&cwd)? {
-        Some(pin) => Ok(pin.profile),
+        Some(pin) => Ok((pin.profile, pin.file)),
         None => Err(Hinted::new(
             format!("no profile given and no {} in {} or a folder above it", project::FILE_NAME, cwd.display()),
             format!("name the profile (`cuenv use <profile>`), write it into {}, or clear the active one with `cuenv use --none`", project::FILE_NAME),

@@ -847,6 +847,15 @@ fn another_lab_file_needs_replace_to_remove_profiles() {
     fs::copy(lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n"), &other).unwrap();
     lab.three(); // lab.toml says the three profiles again
     let shim = lab.env_a.join("etc/conda/activate.d/cuenv-torch2.sh");
+    // `plan` shows the removals and says that `apply` would refuse them without --replace.
+    let (code, out, err) = lab.run(&["plan", other.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("- profile torch2") || out.contains("profile torch2"), "{out}");
+    assert!(
+        err.contains("warning: `cuenv apply` refuses this: generation 1 was built from")
+            && err.contains("hint: to replace that lab with this one, run `cuenv apply --replace"),
+        "{err}"
+    );
     let (code, out, err) = lab.run(&["apply", "--no-check", other.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(

@@ -740,6 +740,8 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     assert!(plan.contains("+ fetch CUDA runtime 12.6") && plan.contains("+ fetch cuDNN 9.5.0.50 from PyPI"), "{plan}");
     // What the index said, from its metadata (issue 18, item 3).
     assert!(plan.contains("; PyPI has 12.6.77, ") && plan.contains("; PyPI has 9.5.0.50 for CUDA 12, "), "{plan}");
+    // The runtime's size counts all three wheels it downloads, not cudart alone.
+    assert!(plan.contains(" to download (cudart, cuBLAS, NVRTC)"), "{plan}");
     assert_eq!(env.server.hits(&format!("/files/{wheel}")), 0);
     // A version the index does not have is an error of `plan`, with what it has instead.
     let bad = dir.path().join("bad.toml");

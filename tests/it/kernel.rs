@@ -114,4 +114,18 @@ fn kernel_install_warns_only_when_the_python_cannot_start_a_kernel() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot run") && err.contains("not-python") && err.contains("reinstall with --python EXE"), "{err}");
     assert!(data.join("kernels/k2/kernel.json").exists());
+
+    // An interpreter path that names nothing is refused, and nothing is written.
+    let out = lab
+        .ctx
+        .cmd()
+        .env("JUPYTER_DATA_DIR", &data)
+        .args(["kernel", "install", "legacy", "--name", "k3", "--python"])
+        .arg(lab.ctx.path("no-such-env/bin/python"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not exist") && err.contains("hint: pass --python EXE"), "{err}");
+    assert!(!data.join("kernels/k3").exists());
 }

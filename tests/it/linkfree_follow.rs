@@ -50,8 +50,11 @@ impl Followers {
     /// into `out`.
     fn install(lab: &Lab) -> Followers {
         let (data, out) = (lab.ctx.path("jupyter data"), lab.ctx.path("exported"));
-        // No interpreter: the spec is written anyway (with a warning).
+        // An interpreter without ipykernel (an empty file): the spec is written anyway, with a
+        // warning (a path to nothing would be refused).
         let py = lab.ctx.path("no-python/python");
+        fs::create_dir_all(py.parent().unwrap()).unwrap();
+        fs::write(&py, "").unwrap();
         let o = lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).args(["kernel", "install", "legacy", "--python"]).arg(&py).output().unwrap();
         assert!(o.status.success(), "{o:?}");
         for format in ["dotenv", "json"] {

@@ -66,12 +66,12 @@ fn apply_puts_back_a_deleted_shim() {
 
         // `plan` lists what `apply` would put back, and touches nothing.
         let out = lab.ok(&["plan", f]);
-        assert!(out.contains(&format!("~ repair shim {} (was deleted)", at.display())), "{mode:?}: {out}");
+        assert!(out.contains(&format!("~ repair shim {} (was deleted)", shown(&at))), "{mode:?}: {out}");
         assert!(!at.exists(), "{mode:?}: plan writes nothing");
 
         let (code, out, err) = lab.run(&["apply", "--no-check", f]);
         assert_eq!(code, 0, "{mode:?}: {out}{err}");
-        assert!(out.contains(&format!("repaired: shim {} (was deleted)", at.display())), "{mode:?}: {out}");
+        assert!(out.contains(&format!("repaired: shim {} (was deleted)", shown(&at))), "{mode:?}: {out}");
         assert!(
             out.contains("generation 1 already matches") && out.contains("; put back 1 shim as its records say (its content is unchanged)"),
             "{mode:?}: {out}"
@@ -119,7 +119,7 @@ fn apply_replaces_a_modified_shim_but_never_a_foreign_file() {
         assert!(err.contains("not cuenv's") && err.contains("move it away"), "{mode:?}: {err}");
         let (code, out, err) = lab.run(&["apply", "--no-check", f]);
         assert_eq!(code, 3, "{mode:?}: {out}{err}");
-        assert!(err.contains(&format!("error: not repaired: {} does not carry cuenv's marker", at.display())), "{mode:?}: {err}");
+        assert!(err.contains(&format!("error: not repaired: {} does not carry cuenv's marker", shown(&at))), "{mode:?}: {err}");
         assert!(err.contains("hint:"), "{mode:?}: {err}");
         assert_eq!(fs::read_to_string(&at).unwrap(), "echo mine\n", "{mode:?}: a foreign file is never replaced");
         fs::remove_file(&at).unwrap();

@@ -69,8 +69,19 @@ fn a_cuenv_profile_file_names_the_profile_for_run_and_use() {
     let out = run_in(&lab, &deep, &["--", "sh", "-c", "printf %s \"$CUENV_PROFILE\""], "");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "tf", "{out:?}");
     // `use` without a name switches to it (globally, as `use` does).
-    let out = lab.ctx.cmd().current_dir(&deep).arg("use").output().unwrap();
+    // (Not through ctx.cmd(), which passes --quiet: the note is what is tested.)
+    let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_cuenv"))
+        .env_remove("CUENV_HOME")
+        .arg("--home")
+        .arg(&lab.ctx.home)
+        .current_dir(&deep)
+        .arg("use")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{out:?}");
+    // ... and says which pin file it read.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("cuenv: profile tf from {}", project.join(".cuenv-profile").display())), "{err}");
     assert_eq!(fs::read_link(lab.ctx.home.join("active")).unwrap().file_name().unwrap(), "tf");
     // Outside the project: the active profile.
     lab.ok(&["use", "legacy"]);
