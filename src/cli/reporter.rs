@@ -23,13 +23,45 @@ const BUSY: &str = "{msg:>10} {spinner} {elapsed}";
 /// Bars on one draw target; one current phase plus any number of concurrent tasks.
 pub struct Bar {
     multi: MultiProgress,
-    current: Mutex<Option<ProgressBar>>,
+    current: Slot,
+}
+
+/// The bar of the phase a [`Bar`] or a [`Task`] draws now, if any.
+#[derive(Default)]
+struct Slot(Mutex<Option<ProgressBar>>);
+
+impl std::ops::Deref for Slot {
+    type Target = Mutex<Option<ProgressBar>>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl Slot {
+    /// Shows `bar` from now on; the previous phase's bar is cleared. A fresh bar per phase:
+    /// a finished indicatif bar draws nothing more, which left the terminal blank after the
+    /// first (tiny) download.
+    fn set(&self, bar: ProgressBar) {
+        if let Some(old) = self.lock().unwrap().replace(bar) {
+            old.finish_and_clear();
+        }
+    }
+    fn advance(&self, bytes: u64) {
+        if let Some(bar) = self.lock().unwrap().as_ref() {
+            bar.inc(bytes);
+        }
+    }
+    fn clear(&self) {
+        if let Some(bar) = self.lock().unwrap().take() {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 impl Bar {
     /// Bars drawn on `target` (stderr in the CLI; a recording terminal in tests).
     fn new(target: ProgressDrawTarget) -> Bar {
-        Bar { multi: MultiProgress::with_draw_target(target), current: Mutex::new(None) }
+        Bar { multi: MultiProgress::with_draw_target(target), current: Slot::default() }
     }
 
     /// A new bar for a phase named `what` of `total` bytes (0: unknown), added below the others.
@@ -44,59 +76,41 @@ impl Bar {
 
 impl Progress for Bar {
     fn start(&self, what: &str, total: u64) {
-        // A fresh bar per phase: a finished indicatif bar draws nothing more, which left the
-        // terminal blank after the first (tiny) download.
-        let bar = self.add(what, total);
-        if let Some(old) = self.current.lock().unwrap().replace(bar) {
-            old.finish_and_clear();
-        }
+        self.current.set(self.add(what, total));
     }
     fn advance(&self, bytes: u64) {
-        if let Some(bar) = self.current.lock().unwrap().as_ref() {
-            bar.inc(bytes);
-        }
+        self.current.advance(bytes);
     }
     fn finish(&self) {
-        if let Some(bar) = self.current.lock().unwrap().take() {
-            bar.finish_and_clear();
-        }
+        self.current.clear();
     }
     fn busy(&self, what: &str) {
         let bar = self.multi.add(ProgressBar::new_spinner());
         bar.set_style(ProgressStyle::with_template(BUSY).expect("valid template"));
         bar.set_message(what.to_string());
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
-        if let Some(old) = self.current.lock().unwrap().replace(bar) {
-            old.finish_and_clear();
-        }
+        self.current.set(bar);
     }
     fn task(&self) -> Box<dyn Progress + '_> {
-        Box::new(Task { bar: self, current: Mutex::new(None) })
+        Box::new(Task { bar: self, current: Slot::default() })
     }
 }
 
 /// One concurrent phase of a [`Bar`] (a download beside others), with its own line.
 struct Task<'a> {
     bar: &'a Bar,
-    current: Mutex<Option<ProgressBar>>,
+    current: Slot,
 }
 
 impl Progress for Task<'_> {
     fn start(&self, what: &str, total: u64) {
-        let bar = self.bar.add(what, total);
-        if let Some(old) = self.current.lock().unwrap().replace(bar) {
-            old.finish_and_clear();
-        }
+        self.current.set(self.bar.add(what, total));
     }
     fn advance(&self, bytes: u64) {
-        if let Some(bar) = self.current.lock().unwrap().as_ref() {
-            bar.inc(bytes);
-        }
+        self.current.advance(bytes);
     }
     fn finish(&self) {
-        if let Some(bar) = self.current.lock().unwrap().take() {
-            bar.finish_and_clear();
-        }
+        self.current.clear();
     }
 }
 
@@ -185,8 +199,8 @@ mod tests {
     #[test]
     fn tasks_keep_lines_of_their_own() {
         let (b, rec) = bar();
-        let one = Task { bar: &b, current: Mutex::new(None) };
-        let two = Task { bar: &b, current: Mutex::new(None) };
+        let one = Task { bar: &b, current: Slot::default() };
+        let two = Task { bar: &b, current: Slot::default() };
         one.start("cudnn", 4 << 20);
         two.start("cudart", 2 << 20);
         one.advance(1 << 20);

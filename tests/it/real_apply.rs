@@ -12,14 +12,8 @@ use std::process::Command;
 
 use crate::support::*;
 
-fn cache_dir() -> PathBuf {
-    std::env::var_os("CUENV_REAL_WHEELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/cuenv-real-wheels"))
-}
-
 fn wheel(glob_prefix: &str) -> PathBuf {
-    let dir = cache_dir();
+    let dir = real_wheels_dir();
     fs::read_dir(&dir)
         .unwrap_or_else(|_| panic!("{} missing: run scripts/fetch-real-wheels.sh", dir.display()))
         .flatten()

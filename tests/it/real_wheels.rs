@@ -10,27 +10,10 @@
 //! to report exactly that file as modified. Library sets are the exact file names found
 //! in each wheel (`unzip -l`), not a list cuenv knows.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::support::*;
 use serde_json::Value;
-
-/// The folder holding the downloaded wheels.
-fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("CUENV_REAL_WHEELS") {
-        return PathBuf::from(d);
-    }
-    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).expect("HOME is set");
-    PathBuf::from(home).join(".cache").join("cuenv-real-wheels")
-}
-
-/// The cached wheel `file`; panics with what to run when it is absent.
-fn wheel_path(file: &str) -> PathBuf {
-    let p = cache_dir().join(file);
-    assert!(p.is_file(), "{} is missing: run scripts/fetch-real-wheels.sh (or set CUENV_REAL_WHEELS)", p.display());
-    p
-}
 
 struct RealWheel {
     file: &'static str,
@@ -48,7 +31,7 @@ struct RealWheel {
 
 fn import_verify_and_damage(w: &RealWheel) {
     let ctx = TestContext::new();
-    let path = wheel_path(w.file);
+    let path = real_wheel(w.file);
     let size = std::fs::metadata(&path).unwrap().len();
 
     let started = Instant::now();

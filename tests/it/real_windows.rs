@@ -15,16 +15,6 @@ use std::time::Instant;
 
 use crate::support::*;
 
-/// `$CUENV_REAL_WHEELS`, else `%USERPROFILE%\.cache\cuenv-real-wheels` (`$HOME` first, so a
-/// Linux `HOME` passed through Wine wins).
-fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("CUENV_REAL_WHEELS") {
-        return PathBuf::from(d);
-    }
-    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).expect("HOME or USERPROFILE is set");
-    PathBuf::from(home).join(".cache").join("cuenv-real-wheels")
-}
-
 struct WinWheel {
     file: &'static str,
     version: &'static str,
@@ -35,7 +25,7 @@ struct WinWheel {
 }
 
 fn import(w: &WinWheel) {
-    let path = cache_dir().join(w.file);
+    let path = real_wheels_dir().join(w.file);
     assert!(path.is_file(), "{} is missing: run scripts/fetch-real-wheels.sh (or set CUENV_REAL_WHEELS)", path.display());
     let ctx = TestContext::new();
     let started = Instant::now();

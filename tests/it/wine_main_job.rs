@@ -19,26 +19,11 @@ use std::path::{Path, PathBuf};
 
 use crate::support::*;
 
-/// `$CUENV_REAL_WHEELS`, else `~/.cache/cuenv-real-wheels` (as `real_windows.rs`).
-fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("CUENV_REAL_WHEELS") {
-        return PathBuf::from(d);
-    }
-    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).expect("HOME or USERPROFILE is set");
-    PathBuf::from(home).join(".cache").join("cuenv-real-wheels")
-}
-
-fn wheel(file: &str) -> PathBuf {
-    let p = cache_dir().join(file);
-    assert!(p.is_file(), "{} is missing: run scripts/fetch-real-wheels.sh (or set CUENV_REAL_WHEELS)", p.display());
-    p
-}
-
 /// A toolkit root `cuda-12.6.77` whose `bin\cudart64_12.dll` is the real one from the
 /// `nvidia-cuda-runtime-cu12` 12.6.77 win_amd64 wheel.
 fn real_toolkit(dir: &Path) -> PathBuf {
     let root = crate::apply::toolkit(dir, "12.6.77", 12);
-    let mut zip = zip::ZipArchive::new(fs::File::open(wheel("nvidia_cuda_runtime_cu12-12.6.77-py3-none-win_amd64.whl")).unwrap()).unwrap();
+    let mut zip = zip::ZipArchive::new(fs::File::open(real_wheel("nvidia_cuda_runtime_cu12-12.6.77-py3-none-win_amd64.whl")).unwrap()).unwrap();
     let mut member = zip.by_name("nvidia/cuda_runtime/bin/cudart64_12.dll").unwrap();
     let mut out = fs::File::create(root.join("bin").join("cudart64_12.dll")).unwrap();
     std::io::copy(&mut member, &mut out).unwrap();
@@ -82,7 +67,7 @@ fn same_dir(file: &str, dir: &Path) -> bool {
 fn the_windows_main_job_runs_end_to_end() {
     let ctx = TestContext::new();
     for f in ["nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl", "nvidia_cudnn_cu12-8.9.4.25-py3-none-win_amd64.whl"] {
-        ctx.add_ok(&wheel(f), &[]);
+        ctx.add_ok(&real_wheel(f), &[]);
     }
     let entry = |v: &str| ctx.entry_dirs().into_iter().find(|d| d.file_name().unwrap().to_string_lossy().starts_with(&format!("cudnn-{v}"))).unwrap();
     let (e9, e8) = (entry("9.5.0.50").join("bin"), entry("8.9.4.25").join("bin"));

@@ -1430,3 +1430,21 @@ pub mod hostile {
         (path, member)
     }
 }
+
+/// The folder of the real NVIDIA wheels (scripts/fetch-real-wheels.sh): `$CUENV_REAL_WHEELS`,
+/// else `~/.cache/cuenv-real-wheels` (`$HOME` first, so a Linux `HOME` passed through Wine
+/// wins over `%USERPROFILE%`).
+pub fn real_wheels_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("CUENV_REAL_WHEELS") {
+        return PathBuf::from(d);
+    }
+    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).expect("HOME or USERPROFILE is set");
+    PathBuf::from(home).join(".cache").join("cuenv-real-wheels")
+}
+
+/// The cached real wheel `file`; panics with what to run when it is absent.
+pub fn real_wheel(file: &str) -> PathBuf {
+    let p = real_wheels_dir().join(file);
+    assert!(p.is_file(), "{} is missing: run scripts/fetch-real-wheels.sh (or set CUENV_REAL_WHEELS)", p.display());
+    p
+}
