@@ -79,6 +79,34 @@ pub const INCOMPLETE_NOTE: &str = "incomplete set:";
 /// not run ([`activate::unrun_scripts`]); `check` prints such notes as warnings.
 pub const UNRUN_NOTE: &str = "other shell:";
 
+/// The start of the note a check adds when the profile's own conda shim (the one the check
+/// runs) is missing or no longer what the generation wrote; `check` prints it as a warning.
+pub const DAMAGED_NOTE: &str = "damaged shim:";
+
+/// The note for profile `view`'s activate shim of this platform's shell (`.sh`; `.bat` on
+/// Windows) in generation `m`, when it is missing or its bytes differ from the recorded hash:
+/// the check then ran the env's activation without it, so a failure names the wrong cause
+/// unless this is said.
+fn damaged_shim_note(m: &crate::generation::Manifest, view: &crate::generation::ViewRecord) -> Option<String> {
+    use sha2::Digest as _;
+    let ext = if cfg!(windows) { "bat" } else { "sh" };
+    let s = m.shims.iter().find(|s| {
+        s.profile == view.name
+            && s.path.parent().and_then(|p| p.file_name()).is_some_and(|n| n == "activate.d")
+            && s.path.extension().is_some_and(|e| e.eq_ignore_ascii_case(ext))
+    })?;
+    let state = match std::fs::read(&s.path) {
+        Err(_) => "is missing",
+        Ok(b) if !hex::encode(sha2::Sha256::digest(&b)).eq_ignore_ascii_case(&s.sha256) => "was changed since cuenv wrote it",
+        Ok(_) => return None,
+    };
+    Some(format!(
+        "{DAMAGED_NOTE} {} {state}, so the check ran the conda env's activation without it; `cuenv apply {}` puts it back",
+        s.path.display(),
+        m.source.display()
+    ))
+}
+
 /// The note for a store entry that lacks sub-libraries (`store add --allow-incomplete`), if it does.
 fn incomplete_note(entry_dir: &std::path::Path) -> Option<String> {
     let meta = crate::store::entry::EntryMeta::read(entry_dir).ok()?;
@@ -112,6 +140,9 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                 let machine = gpufit::Machine::from_report(outcome.report.as_ref(), &opts.overrides);
                 result.add_misfits(&gpufit::judge(&machine, &gpufit::Want::new(expected.version.clone(), &view.toolkit_version, view.cuda_major)));
                 if let Some(note) = incomplete_note(&view.entry_dir) {
+                    result.notes.push(note);
+                }
+                if let Some(note) = damaged_shim_note(m, view) {
                     result.notes.push(note);
                 }
                 // Issue 14: scripts of other shells the check did not run.

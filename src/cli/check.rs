@@ -37,11 +37,12 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
         }
     }
     if ctx.verbose {
-        for n in pc.result.notes.iter().filter(|n| !n.starts_with(generation_check::INCOMPLETE_NOTE)) {
+        for n in pc.result.notes.iter().filter(|n| !n.starts_with(generation_check::INCOMPLETE_NOTE) && !n.starts_with(generation_check::DAMAGED_NOTE)) {
             writeln!(ctx.out(), "    note: {n}");
         }
     }
-    for n in pc.result.notes.iter().filter(|n| n.starts_with(generation_check::INCOMPLETE_NOTE) || n.starts_with(generation_check::UNRUN_NOTE)) {
+    let warned = [generation_check::INCOMPLETE_NOTE, generation_check::UNRUN_NOTE, generation_check::DAMAGED_NOTE];
+    for n in pc.result.notes.iter().filter(|n| warned.iter().any(|w| n.starts_with(w))) {
         writeln!(ctx.err(), "warning: profile {}: {n}", pc.profile);
     }
     // No GPU: said once per run (each profile with --verbose).

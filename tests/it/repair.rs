@@ -244,3 +244,20 @@ fn a_profile_the_file_declares_but_no_generation_has_points_to_apply() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("add it to your profile file"), "{err}");
 }
+
+/// A check of a profile whose conda shim is gone says so (it used to report only the library
+/// the activation then lacked, as if cuDNN were missing), and how to put the shim back.
+#[test]
+fn check_names_a_missing_conda_shim() {
+    let (lab, file) = applied(Mode::Auto);
+    let at = shim(&lab.env_a, "torch2");
+    let (_, _, err) = lab.run(&["check", "torch2"]);
+    assert!(!err.contains("damaged shim"), "{err}");
+    fs::remove_file(&at).unwrap();
+    let (_, out, err) = lab.run(&["check", "torch2"]);
+    assert!(
+        err.contains(&format!("warning: profile torch2: damaged shim: {} is missing, so the check ran the conda env's activation without it", shown(&at)))
+            && err.contains(&format!("`cuenv apply {}` puts it back", shown(&file))),
+        "{out}{err}"
+    );
+}
