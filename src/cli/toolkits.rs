@@ -43,7 +43,8 @@ pub fn render_table(toolkits: &[Toolkit]) -> String {
         let _ = writeln!(
             out,
             "hint: install the CUDA toolkit, or list toolkit folders in {PATHS_VAR} (separated by '{sep}'); \
-             a toolkit folder holds version.json and bin/ or lib64/"
+             a toolkit folder holds version.json and bin/ or lib64/; or need none: a profile with \
+             `cuda = {{ version = \"12.6\", from = \"pypi\" }}` gets the CUDA runtime from PyPI"
         );
         return out;
     }
@@ -150,6 +151,7 @@ mod tests {
         let empty = render_table(&[]);
         assert!(empty.starts_with("No CUDA toolkit found"), "{empty}");
         assert!(empty.contains("hint: ") && empty.contains(PATHS_VAR));
+        assert!(empty.contains(r#"from = "pypi""#), "the hint names the toolkit-free way: {empty}");
     }
 
     #[test]
