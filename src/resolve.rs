@@ -318,7 +318,15 @@ fn toolkit_list(candidates: &Candidates, pool: Pool) -> String {
         };
     }
     ts.sort_by(|a, b| b.version.cmp(&a.version));
-    let items: Vec<String> = ts.iter().map(|t| format!("{} at {}", t.version, t.root.display())).collect();
+    // A runtime `plan` would fetch has a placeholder root (`sources::preflight` names it
+    // `(to fetch: CUDA X)`): say that, not a path that does not exist.
+    let items: Vec<String> = ts
+        .iter()
+        .map(|t| match t.root.file_name().map(|n| n.to_string_lossy()) {
+            Some(n) if n.starts_with("(to fetch") => format!("{} (to be fetched from PyPI)", t.version),
+            _ => format!("{} at {}", t.version, t.root.display()),
+        })
+        .collect();
     format!("toolkits: {}", items.join(", "))
 }
 
@@ -376,7 +384,10 @@ impl Miss<'_> {
     fn other_cuda_major(&self, matching: &[&CudnnCandidate]) -> Error {
         let here: Vec<&CudnnCandidate> = matching.iter().copied().filter(|e| e.platform == self.host).collect();
         let majors = join_set(here.iter().map(|e| format!("cuda{}", e.cuda_major)));
-        let message = format!("`cudnn = {}` matches only {majors} store entries, but the toolkit is CUDA {}", self.written, self.toolkit.version);
+        // A toolkit no candidate provides yet (its own error comes first) is the profile's ask,
+        // not a toolkit that exists.
+        let what = if self.toolkit.root.as_os_str().is_empty() { "the profile asks for" } else { "the toolkit is" };
+        let message = format!("`cudnn = {}` matches only {majors} store entries, but {what} CUDA {}", self.written, self.toolkit.version);
         let hint = format!(
             "add a cuda{m} build of cuDNN {} (`cuenv store add` a `..._cuda{m}-archive` or an nvidia-cudnn-cu{m} wheel), or change `cuda` to a toolkit of CUDA {}",
             self.profile.cudnn.version,

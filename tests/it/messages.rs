@@ -164,6 +164,8 @@ cudnn = { version = "9.5.0.50", from = "pypi" }
     }
     // torch2 resolves against what ci would fetch: no error of its own.
     assert!(!err.contains("torch2"), "{err}");
+    // The runtime ci would fetch is listed as such, not as a folder that does not exist.
+    assert!(err.contains("(to be fetched from PyPI)") && !err.contains("(to fetch: CUDA"), "{err}");
     // Nothing was downloaded or written.
     assert!(!ctx.home.join("store").join(".downloads").exists() && !ctx.home.join("toolkits").exists(), "{err}");
     assert!(!ctx.home.join("generations").exists());
