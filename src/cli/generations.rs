@@ -15,6 +15,7 @@ use crate::generation_check;
 
 /// `cuenv use PROFILE` / `cuenv use --none`.
 pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
+    super::require_home(ctx)?;
     let _lock = lock_and_recover(ctx)?;
     let Some(name) = name else {
         active::clear(&ctx.layout)?;
@@ -28,6 +29,7 @@ pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
 
 /// `cuenv rollback [--to N]`.
 pub fn rollback(ctx: &Ctx, to: Option<u64>) -> Result<ExitCode, Report> {
+    super::require_home(ctx)?;
     let _lock = lock_and_recover(ctx)?;
     let r = apply::rollback(&ctx.layout, to, &mut |m| ctx.note(m))?;
     let (cur, target) = (r.from, r.to.target);

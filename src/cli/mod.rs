@@ -195,6 +195,13 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
 }
 
 /// Takes the writer lock and finishes or undoes an interrupted switch.
+/// For commands that act on a generation (`use`, `rollback`, `check`): a home that does not
+/// exist has none, and is not created just to say so (a mistyped `CUENV_HOME` would be left
+/// behind otherwise).
+pub fn require_home(ctx: &Ctx) -> Result<(), Report> {
+    if ctx.layout.home().exists() { Ok(()) } else { Err(crate::apply::NoGeneration.into()) }
+}
+
 pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::writer_lock::WriterLock, Report> {
     let lock = writer_lock(ctx)?;
     if let Some(said) = crate::generation::recover(&ctx.layout)? {

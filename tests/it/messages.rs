@@ -239,3 +239,17 @@ fn default_output_is_short_and_verbose_shows_everything() {
     let gens = lab.ok(&["--verbose", "generations"]);
     assert!(gens.contains(&file.display().to_string()), "{gens}");
 }
+
+/// `use`, `rollback` and `check` on a home that does not exist (a mistyped CUENV_HOME) say
+/// there is no generation and leave no home behind.
+#[test]
+fn commands_on_a_missing_home_do_not_create_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("typo-home");
+    for args in [&["rollback"][..], &["use", "tf"], &["check"]] {
+        let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_cuenv")).env_remove("CUENV_HOME").arg("--home").arg(&home).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no generation yet"), "{args:?}: {out:?}");
+        assert!(!home.exists(), "{args:?} created the home");
+    }
+}
