@@ -338,6 +338,17 @@ pub fn follow_side(layout: &Layout, m: &Manifest, platform: crate::binfmt::Platf
     }
 }
 
+/// The hex SHA-256 of a shim's bytes, as [`ShimRecord::sha256`] records it.
+pub fn shim_sha256(bytes: &[u8]) -> String {
+    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes))
+}
+
+/// The SHA-256 of every shim the generations other than `m` recorded: a shim holding one of
+/// them was written by cuenv for another generation, not changed by hand.
+pub fn other_generations_shim_hashes(layout: &Layout, m: &Manifest) -> std::collections::HashSet<String> {
+    list(layout).into_iter().filter(|n| *n != m.number).filter_map(|n| read(layout, n).ok()).flat_map(|g| g.shims.into_iter().map(|s| s.sha256)).collect()
+}
+
 impl Manifest {
     /// The names of its profiles, in manifest order.
     pub fn profile_names(&self) -> Vec<String> {

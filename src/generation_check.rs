@@ -88,7 +88,6 @@ pub const DAMAGED_NOTE: &str = "damaged shim:";
 /// the check then ran the env's activation without it, so a failure names the wrong cause
 /// unless this is said.
 fn damaged_shim_note(m: &crate::generation::Manifest, view: &crate::generation::ViewRecord) -> Option<String> {
-    use sha2::Digest as _;
     let ext = if cfg!(windows) { "bat" } else { "sh" };
     let s = m.shims.iter().find(|s| {
         s.profile == view.name
@@ -97,7 +96,7 @@ fn damaged_shim_note(m: &crate::generation::Manifest, view: &crate::generation::
     })?;
     let state = match std::fs::read(&s.path) {
         Err(_) => "is missing",
-        Ok(b) if !hex::encode(sha2::Sha256::digest(&b)).eq_ignore_ascii_case(&s.sha256) => "was changed since cuenv wrote it",
+        Ok(b) if !crate::generation::shim_sha256(&b).eq_ignore_ascii_case(&s.sha256) => "was changed since cuenv wrote it",
         Ok(_) => return None,
     };
     Some(format!(
@@ -119,11 +118,17 @@ fn incomplete_note(entry_dir: &std::path::Path) -> Option<String> {
     })
 }
 
+/// The profiles of `m` that [`run`] checks, in its order: those named in `only` (all when
+/// empty) whose `check` is not `none`.
+pub fn to_check<'a>(m: &'a Manifest, only: &'a [String]) -> impl Iterator<Item = &'a crate::generation::ViewRecord> + 'a {
+    m.profiles.iter().filter(move |v| v.check != Check::None && (only.is_empty() || only.contains(&v.name)))
+}
+
 /// Checks the profiles of manifest `m` named in `only` (all when empty), skipping those
 /// with `check = "none"`. Calls `on_result` after each profile.
 pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_result: &mut dyn FnMut(&ProfileCheck)) -> Vec<ProfileCheck> {
     let mut out = Vec::new();
-    for view in m.profiles.iter().filter(|v| v.check != Check::None && (only.is_empty() || only.contains(&v.name))) {
+    for view in to_check(m, only) {
         let major = view.cudnn_version.split('.').next().and_then(|s| s.parse().ok()).unwrap_or(0);
         let expected = Expected {
             // The entry as the profile sees it: the store entry, or the view's copy.

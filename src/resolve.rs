@@ -308,6 +308,12 @@ pub fn fetchable_version(profile: &Profile) -> String {
     }
 }
 
+/// The file name of the placeholder root a CUDA runtime that `plan` would fetch gets among the
+/// candidates (`<home>/toolkits/(to fetch: CUDA <version>)`; nothing exists there).
+pub fn to_fetch_name(version: &Version) -> String {
+    format!("(to fetch: CUDA {version})")
+}
+
 fn toolkit_list(candidates: &Candidates, pool: Pool) -> String {
     let mut ts: Vec<&ToolkitCandidate> = candidates.toolkits.iter().filter(|t| pool.admits(t.origin)).collect();
     if ts.is_empty() {
@@ -318,13 +324,16 @@ fn toolkit_list(candidates: &Candidates, pool: Pool) -> String {
         };
     }
     ts.sort_by(|a, b| b.version.cmp(&a.version));
-    // A runtime `plan` would fetch has a placeholder root (`sources::preflight` names it
-    // `(to fetch: CUDA X)`): say that, not a path that does not exist.
+    // A runtime `plan` would fetch has a placeholder root ([`to_fetch_name`]): say that, not
+    // a path that does not exist.
     let items: Vec<String> = ts
         .iter()
-        .map(|t| match t.root.file_name().map(|n| n.to_string_lossy()) {
-            Some(n) if n.starts_with("(to fetch") => format!("{} (to be fetched from PyPI)", t.version),
-            _ => format!("{} at {}", t.version, t.root.display()),
+        .map(|t| {
+            if t.root.file_name().is_some_and(|n| *n == *to_fetch_name(&t.version)) {
+                format!("{} (to be fetched from PyPI)", t.version)
+            } else {
+                format!("{} at {}", t.version, t.root.display())
+            }
         })
         .collect();
     format!("toolkits: {}", items.join(", "))

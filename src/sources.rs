@@ -513,7 +513,7 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
                     }
                 }
                 out.fetches.push(Change::new(Kind::Add, Subject::Fetch, &p.name, Some(detail)));
-                let root = layout.toolkits_dir().join(format!("(to fetch: CUDA {version})"));
+                let root = layout.toolkits_dir().join(crate::resolve::to_fetch_name(&version));
                 out.toolkits.push(ToolkitCandidate { root, version, origin: Origin::Wheel });
             }
         }

@@ -108,24 +108,16 @@ pub fn shim_state(bytes: Option<&[u8]>, sha256: &str) -> &'static str {
     match bytes {
         None => "missing",
         Some(b) if !shim::is_ours(&String::from_utf8_lossy(b)) => "foreign",
-        Some(b) if self::sha256(b) != sha256 => "modified",
+        Some(b) if generation::shim_sha256(b) != sha256 => "modified",
         Some(_) => "ok",
     }
 }
 
-fn sha256(bytes: &[u8]) -> String {
-    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes))
-}
-
 /// The SHA-256 of every shim of the other generations that differs from all of `m`'s.
 fn other_shim_hashes(layout: &Layout, m: &generation::Manifest) -> std::collections::HashSet<String> {
-    generation::list(layout)
-        .into_iter()
-        .filter(|n| *n != m.number)
-        .filter_map(|n| generation::read(layout, n).ok())
-        .flat_map(|g| g.shims.into_iter().map(|s| s.sha256))
-        .filter(|sha| !m.shims.iter().any(|s| &s.sha256 == sha))
-        .collect()
+    let mut h = generation::other_generations_shim_hashes(layout, m);
+    h.retain(|sha| !m.shims.iter().any(|s| &s.sha256 == sha));
+    h
 }
 
 /// The `cuenv-*` files with cuenv's marker in `env`'s `etc/conda/{activate,deactivate}.d`
@@ -216,7 +208,7 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
                 .map(|s| {
                     let bytes = std::fs::read(&s.path).ok();
                     let state = match shim_state(bytes.as_deref(), &s.sha256) {
-                        "modified" if bytes.as_deref().is_some_and(|b| other_generations.contains(&sha256(b))) => STRAY,
+                        "modified" if bytes.as_deref().is_some_and(|b| other_generations.contains(&generation::shim_sha256(b))) => STRAY,
                         state => state,
                     };
                     Health { path: s.path.clone(), state: state.into() }

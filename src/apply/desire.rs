@@ -11,8 +11,6 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use crate::binfmt::Platform;
 use crate::generation::{ShimRecord, ViewMode, ViewRecord};
 use crate::layout::Layout;
@@ -322,7 +320,7 @@ pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMod
                 for (dir, text) in [("activate.d", shim::render_activate(shell, &act)), ("deactivate.d", shim::render_deactivate(shell, &act))] {
                     let path = env.join("etc").join("conda").join(dir).join(shim::file_name(&view.name, shell));
                     let bytes = shim::encode(shell, &text);
-                    let sha = hex::encode(Sha256::digest(&bytes));
+                    let sha = crate::generation::shim_sha256(&bytes);
                     shims.push((ShimRecord { path, profile: view.name.clone(), stored: String::new(), sha256: sha }, bytes));
                 }
             }

@@ -147,7 +147,7 @@ fn fix(layout: &Layout, m: &Manifest, write: bool) -> Result<Repair, generation:
         }
     }
     let stored = layout.generation_dir(m.number).join("shims");
-    let others = other_generation_hashes(layout, m);
+    let others = generation::other_generations_shim_hashes(layout, m);
     for s in &m.shims {
         let want_path = stored.join(&s.stored);
         let want = fs::read(&want_path).map_err(|e| io_err("read the stored shim", &want_path, e))?;
@@ -160,7 +160,7 @@ fn fix(layout: &Layout, m: &Manifest, write: bool) -> Result<Repair, generation:
                 });
                 continue;
             }
-            Ok(have) if others.contains(&sha256(&have)) => Was::OtherGeneration,
+            Ok(have) if others.contains(&generation::shim_sha256(&have)) => Was::OtherGeneration,
             Ok(_) => Was::Modified,
             Err(e) if e.kind() == io::ErrorKind::NotFound => Was::Deleted,
             Err(e) => return Err(io_err("read the shim", &s.path, e)),
@@ -209,20 +209,6 @@ fn repair_link(kind: LinkKind, at: &Path, target: &Path, write: bool, out: &mut 
         }
     }
     Ok(())
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes))
-}
-
-/// The SHA-256 of every shim of the other generations.
-fn other_generation_hashes(layout: &Layout, m: &Manifest) -> std::collections::HashSet<String> {
-    generation::list(layout)
-        .into_iter()
-        .filter(|n| *n != m.number)
-        .filter_map(|n| generation::read(layout, n).ok())
-        .flat_map(|g| g.shims.into_iter().map(|s| s.sha256))
-        .collect()
 }
 
 fn io_err(doing: &'static str, path: &Path, source: io::Error) -> generation::Error {

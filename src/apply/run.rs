@@ -262,7 +262,7 @@ fn check(
     let m = generation::read(layout, n)?;
     // The profiles generation_check::run checks, in its order: each shows as a busy phase
     // until its result arrives (cleared before the result is reported).
-    let names: Vec<String> = m.profiles.iter().filter(|v| v.check != crate::profile::Check::None).map(|v| v.name.clone()).collect();
+    let names: Vec<String> = generation_check::to_check(&m, &[]).map(|v| v.name.clone()).collect();
     let mut next = names.iter();
     if let Some(first) = next.next() {
         progress.busy(&format!("checking {first}"));

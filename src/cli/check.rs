@@ -73,12 +73,7 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
     }
     // Each profile's check shows as a busy phase on a terminal, cleared before its line prints.
     let progress = super::reporter::for_stderr(ctx.quiet || json);
-    let names: Vec<String> = m
-        .profiles
-        .iter()
-        .filter(|v| v.check != crate::profile::Check::None && (profiles.is_empty() || profiles.contains(&v.name)))
-        .map(|v| v.name.clone())
-        .collect();
+    let names: Vec<String> = generation_check::to_check(&m, profiles).map(|v| v.name.clone()).collect();
     let mut next = names.iter();
     if let Some(first) = next.next() {
         progress.busy(&format!("checking {first}"));

@@ -81,7 +81,7 @@ pub fn find(dir: &Path, project: &str, version: &str, platform: Platform) -> Res
         versions.dedup();
         return Ok(if versions.is_empty() { Found::Nothing } else { Found::OtherVersions(versions) });
     };
-    let (sha256, size) = hash_file(&path).map_err(|source| Error::Write { path: path.clone(), source })?;
+    let (size, sha256) = crate::store::extract::hash_file(&path).map_err(|source| Error::Write { path: path.clone(), source })?;
     let abs = std::path::absolute(&path).unwrap_or(path.clone());
     let file_name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
     Ok(Found::Wheel(Artifact { url: file_url(&abs), file_name, sha256, size: Some(size), version: exact }))
@@ -99,22 +99,6 @@ pub fn local_path(url: &str) -> Option<PathBuf> {
     // `file:///C:/x` -> `C:/x`; `file:///home/x` -> `/home/x`.
     let windows_drive = rest.len() > 3 && rest.as_bytes()[0] == b'/' && rest.as_bytes()[2] == b':';
     Some(PathBuf::from(if windows_drive { &rest[1..] } else { rest }))
-}
-
-fn hash_file(path: &Path) -> std::io::Result<(String, u64)> {
-    let mut f = fs::File::open(path)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut size = 0u64;
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-        size += n as u64;
-    }
-    Ok((hex::encode(h.finalize()), size))
 }
 
 /// Copies the local file of `url` (a `file://` URL) to `dest`, hashing as it copies, and
