@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Benchmark (issue 20): the README's main command on a fresh home, `cuenv apply profiles/lab.toml`
+# (3 profiles, 9 linux-x86_64 wheels pinned by profiles/lab.lock, checks included: `no-gpu`
+# without an NVIDIA GPU), next to uv and pip installing the same 9 wheels with no cache. All three
+# download from one loopback index (benches/loopback_index.py on 127.0.0.1) serving the same
+# cached wheels, so the network does not decide. Best of RUNS (default 3) wall-clock seconds,
+# each run on a fresh CUENV_HOME / --target with nothing cached; ratios from this same run.
+#   - cuenv: `target/release/cuenv apply lab.toml` on a copy of profiles/lab.toml + lab.lock
+#     (through the PyPI JSON API the index serves: CUENV_PYPI_INDEX).
+#   - uv 0.13.8 `uv pip install --no-cache --no-deps --index-url <index>/simple --target`, and
+#     pip `pip install --no-cache-dir --no-deps --index-url <index>/simple --target`: cuDNN
+#     8.9.4.25 and 9.5.0.50 for CUDA 12 cannot share one --target, so each runs as two commands at
+#     once (8.9.4.25 alone; the other 8 wheels), timed as a pair.
+#   - the peak RSS of the cuenv process (/usr/bin/time; probe children are not counted).
+# The run fails when cuenv, uv or pip fetched no wheel from the loopback index. Every command
+# runs with HOME, XDG_*, JUPYTER_* and CONDA_* pointed into a temporary folder (cuenv's
+# defaults, Jupyter kernels and conda envs, uv's and pip's config), so no file of the real home
+# is touched. The wheels are gathered once into ~/.cache/cuenv-bench/lab-wheels (hard links to
+# ~/.cache/cuenv-real-wheels where that holds them; the rest downloaded once from pypi.org,
+# checked against the lock's sha256). Benchmarks stay out of .ci/run.
+#
+# Usage: benches/lab_fresh.sh   (builds target/release/cuenv; RUNS=3)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+runs=${RUNS:-3}
+uv_version=0.13.8
+bench=${CUENV_BENCH_CACHE:-$HOME/.cache/cuenv-bench}
+uv=$bench/uv-$uv_version/bin/uv
+py=$(python3 -c 'import sys; print(sys.executable)')
+if [[ ! -x $uv ]]; then
+  "$py" -m pip install -q --disable-pip-version-check --target "$bench/uv-$uv_version" "uv==$uv_version" >&2
+fi
+wheels=$("$py" benches/loopback_index.py gather profiles/lab.lock "$bench/lab-wheels" "${CUENV_REAL_WHEELS:-$HOME/.cache/cuenv-real-wheels}" | tail -n1)
+cargo build --release -q
+cuenv=$PWD/target/release/cuenv
+work=$(mktemp -d)
+server=""
+cleanup() {
+  if [[ -n $server ]]; then kill "$server" 2>/dev/null || true; fi
+  chmod -R u+w "$work" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$py" benches/loopback_index.py serve "$wheels" "$work/port" "$work/requests.log" &
+server=$!
+for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done
+[[ -s $work/port ]] || { echo "the loopback index did not start" >&2; exit 1; }
+index=http://127.0.0.1:$(cat "$work/port")
+
+# The same 9 wheels for uv and pip, as project==version (from the index's own listing).
+mapfile -t specs < <(ls "$wheels"/*.whl | xargs -n1 basename | awk -F- '{ gsub("_", "-", $1); print $1 "==" $2 }' | sort -u)
+[[ ${#specs[@]} -eq 9 ]] || { echo "expected 9 wheels in $wheels, found ${#specs[@]}" >&2; exit 1; }
+alone=nvidia-cudnn-cu12==8.9.4.25
+rest=()
+for s in "${specs[@]}"; do [[ $s == "$alone" ]] || rest+=("$s"); done
+
+# Everything runs in a sandboxed environment: a fake HOME, no XDG/Jupyter/conda variables.
+sandbox=(env -u XDG_DATA_HOME -u XDG_CONFIG_HOME -u XDG_CACHE_HOME -u JUPYTER_DATA_DIR -u JUPYTER_PATH
+  -u CONDA_PREFIX -u CONDA_EXE -u CONDA_ROOT -u MAMBA_ROOT_PREFIX -u CONDA_ENVS_PATH -u CONDA_ENVS_DIRS
+  -u PIP_FIND_LINKS -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u UV_INDEX_URL -u UV_EXTRA_INDEX_URL -u UV_FIND_LINKS
+  -u CUENV_FIND_LINKS -u CUENV_OFFLINE -u CUENV_NVIDIA_MIRROR
+  "HOME=$work/fakehome" "CUENV_HOME=$work/home" "CUENV_PYPI_INDEX=$index" NO_PROXY=127.0.0.1 no_proxy=127.0.0.1
+  PIP_CONFIG_FILE=/dev/null UV_NO_CONFIG=1)
+
+clean() {
+  chmod -R u+w "$work" 2>/dev/null || true
+  rm -rf "${work:?}"/home "$work"/fakehome "$work"/t1 "$work"/t2 "$work"/lab
+  mkdir -p "$work/fakehome" "$work/t1" "$work/t2" "$work/lab"
+  cp profiles/lab.toml profiles/lab.lock "$work/lab/"
+  : > "$work/requests.log"
+}
+# wheels_fetched: how many wheel GETs the index answered since the last clean.
+wheels_fetched() { awk -F'\t' '$2 == "GET" && $3 ~ /^\/files\// && $5 > 0' "$work/requests.log" | wc -l; }
+# timed NAME CMD...: runs CMD once in the sandbox under /usr/bin/time; prints "seconds peak_kib".
+timed() {
+  local name=$1; shift
+  if ! /usr/bin/time -o "$work/time" -f '%e %M' "${sandbox[@]}" "$@" >"$work/out" 2>&1; then
+    echo "benchmark step failed: $name" >&2; tail -n 30 "$work/out" >&2; exit 1
+  fi
+  local n; n=$(wheels_fetched)
+  if [[ $n -lt 9 ]]; then echo "$name fetched $n wheels from the loopback index, not 9" >&2; tail -n 30 "$work/out" >&2; exit 1; fi
+  tail -n1 "$work/time"
+}
+# best NAME CMD...: RUNS fresh runs of CMD; prints the least seconds; a cuenv run's peak RSS (KiB)
+# is appended to $work/rss.
+best() {
+  local name=$1; shift
+  local b="" r s
+  for _ in $(seq "$runs"); do
+    clean
+    r=$(timed "$name" "$@")
+    s=${r% *}
+    if [[ $name == cuenv ]]; then echo "${r#* }" >> "$work/rss"; fi
+    if [[ -z $b ]] || awk -v a="$s" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=$s; fi
+  done
+  echo "$b"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+# pair TOOL...: the tool's install of 8.9.4.25 into t1 and of the other 8 wheels into t2, at once.
+pair() {
+  "$@" --target "$work/t1" "$alone" & local a=$!
+  "$@" --target "$work/t2" "${rest[@]}" & local b=$!
+  local ra=0 rb=0
+  wait "$a" || ra=$?
+  wait "$b" || rb=$?
+  return $((ra | rb))
+}
+export -f pair
+export work alone
+export rest_list="${rest[*]}"
+
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); cores: $(nproc); uv $uv_version; $("$py" -m pip --version | cut -d' ' -f1-2); index $index"
+printf '%-34s %8s %8s %8s %8s  %s\n' work cuenv uv pip unzip "ratio"
+c=$(best cuenv "$cuenv" --quiet apply "$work/lab/lab.toml")
+u=$(best uv bash -c 'rest=($rest_list); pair "$0" pip install -q --no-cache --no-deps --python "$1" --index-url "$2/simple"' "$uv" "$py" "$index")
+p=$(best pip bash -c 'rest=($rest_list); pair "$0" -m pip install -q --disable-pip-version-check --no-cache-dir --no-deps --index-url "$1/simple"' "$py" "$index")
+printf '%-34s %8s %8s %8s %8s  %s x uv (goal <= 1.00)\n' "apply lab.toml, fresh home (9 whl)" "$c" "$u" "$p" - "$(ratio "$c" "$u")"
+peak_rss=$(sort -n "$work/rss" | tail -n1)
+echo "peak RSS of cuenv apply: $(( peak_rss / 1024 )) MiB (goal < 100)"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
