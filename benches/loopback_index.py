@@ -8,7 +8,8 @@ that cuenv, uv and pip download the same bytes from 127.0.0.1, and the network d
         with exactly that sha256: `pip download` may pick another build of the same version).
   loopback_index.py serve DIR PORT_FILE LOG   serve DIR on 127.0.0.1 (a free port, written to
         PORT_FILE once listening) until killed; one line per request appended to LOG:
-        user-agent <TAB> method <TAB> path <TAB> status <TAB> body bytes sent.
+        user-agent <TAB> method <TAB> path <TAB> status <TAB> body bytes sent <TAB> start <TAB> end
+        (Unix seconds: when the request line arrived and when the last byte was sent).
 
 What is served (what cuenv's src/fetch/pypi.rs and uv/pip ask for):
   GET /pypi/<project>/<version>/json  warehouse's version document: info.version, urls[] with
@@ -27,6 +28,7 @@ import os
 import re
 import sys
 import threading
+import time
 import tomllib
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -145,13 +147,18 @@ def serve(folder, port_file, log_path):
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out in separate writes
 
         def log_message(self, *args):
             pass
 
+        def parse_request(self):
+            self.started = time.time()
+            return super().parse_request()
+
         def record(self, status, sent):
             with log_lock:
-                log.write(f"{self.headers.get('User-Agent', '-')}\t{self.command}\t{self.path}\t{status}\t{sent}\n")
+                log.write(f"{self.headers.get('User-Agent', '-')}\t{self.command}\t{self.path}\t{status}\t{sent}\t{self.started:.3f}\t{time.time():.3f}\n")
 
         def reply(self, status, body, ctype):
             data = body.encode() if isinstance(body, str) else body

@@ -57,6 +57,8 @@ struct Cx<'a> {
     lock: &'a WriterLock,
     ep: &'a Endpoints,
     progress: &'a dyn Progress,
+    /// Downloads started ahead of need ([`ensure_reachable`]).
+    prefetch: Option<&'a fetch::Prefetch>,
 }
 
 /// The CUDA major a profile's cuDNN must be built for, found without fetching anything: the
@@ -93,32 +95,40 @@ fn ensure_runtime(
         return Ok(());
     }
     let v = plain_version(file, &p.cuda, "cuda")?;
-    let pinned: Vec<crate::wheel_toolkit::WheelRecord> = pin
-        .map(|pin| {
-            pin.cuda_wheels
-                .iter()
-                .map(|(project, version, sha256)| crate::wheel_toolkit::WheelRecord {
-                    project: project.clone(),
-                    version: version.clone(),
-                    url: String::new(),
-                    sha256: sha256.clone(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    // A pin is kept while the runtime it names still satisfies `cuda`.
-    let pin_fits = pinned.first().and_then(|w| w.version.parse::<Version>().ok()).is_some_and(|pv| pv.starts_with(&v));
+    let pinned = pinned_wheels(pin);
+    let pin_fits = pin_fits(&pinned, &v);
     let ep = runtime_endpoints(file, p, cx.ep);
     let (root, made) = if pin_fits {
-        crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.progress)?
+        crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.prefetch, cx.progress)?
     } else {
-        crate::wheel_toolkit::ensure(cx.layout, cx.lock, &ep, &v, platform, cx.progress)?
+        crate::wheel_toolkit::ensure(cx.layout, cx.lock, &ep, &v, platform, cx.prefetch, cx.progress)?
     };
     if made {
         let from = wheel_folder(file, p).map(|d| d.display().to_string()).unwrap_or_else(|| "PyPI".into());
         lines.push(format!("+ CUDA runtime {} from {from} at {}", v, root.display()));
     }
     Ok(())
+}
+
+/// The CUDA runtime wheels `pin` names (`cuda-wheels` of `lab.lock`), without URLs.
+fn pinned_wheels(pin: Option<&crate::lockfile::Pin>) -> Vec<crate::wheel_toolkit::WheelRecord> {
+    pin.map(|pin| {
+        pin.cuda_wheels
+            .iter()
+            .map(|(project, version, sha256)| crate::wheel_toolkit::WheelRecord {
+                project: project.clone(),
+                version: version.clone(),
+                url: String::new(),
+                sha256: sha256.clone(),
+            })
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// A pin is kept while the runtime it names still satisfies `cuda` (version `v`).
+fn pin_fits(pinned: &[crate::wheel_toolkit::WheelRecord], v: &Version) -> bool {
+    pinned.first().and_then(|w| w.version.parse::<Version>().ok()).is_some_and(|pv| pv.starts_with(v))
 }
 
 /// True when `e` says a source could not be reached (no answer, offline, a server failing),
@@ -291,6 +301,12 @@ pub struct Ensured {
 /// A cuDNN `from` list (`["pypi", "nvidia"]`) is tried in order, the next source only when
 /// one answers that it has no such file; a profile `lab.lock` pins to one source
 /// (`cudnn-source`) is fetched from that source alone.
+///
+/// Without `allow_unreachable`, the downloads it will make (those the pins and the sources'
+/// metadata name) start at once, up to [`fetch::MAX_PARALLEL_DOWNLOADS`] at a time
+/// ([`fetch::Prefetch`]), so that an archive is imported while the next ones download; the
+/// imports stay in profile order, and on an error the downloads still running stop and
+/// are deleted.
 #[allow(clippy::too_many_arguments)]
 pub fn ensure_reachable(
     layout: &Layout,
@@ -303,6 +319,89 @@ pub fn ensure_reachable(
     progress: &dyn Progress,
 ) -> Result<Ensured, Error> {
     check(file)?;
+    let cx = Cx { layout, lock, ep, progress, prefetch: None };
+    // With allow_unreachable a profile left out must download nothing, and a file another
+    // platform cannot serve fails before any download: no prefetch there.
+    let host = Platform::host() == Some(platform);
+    if allow_unreachable || ep.offline || (!host && file.profiles.iter().any(|p| p.cuda.from.is_none())) {
+        return ensure_with(&cx, file, platform, pins, allow_unreachable);
+    }
+    let prefetch = fetch::Prefetch::new(planned_downloads(&cx, file, platform, pins));
+    if prefetch.is_empty() {
+        return ensure_with(&cx, file, platform, pins, allow_unreachable);
+    }
+    let client = fetch::Client::new(ep.offline);
+    std::thread::scope(|s| {
+        for _ in 0..prefetch.len().min(fetch::MAX_PARALLEL_DOWNLOADS) {
+            s.spawn(|| prefetch.run(layout, lock, &client, progress));
+        }
+        let r = ensure_with(&Cx { prefetch: Some(&prefetch), ..cx }, file, platform, pins, allow_unreachable);
+        prefetch.cancel();
+        r
+    })
+}
+
+/// The downloads [`ensure_with`] will make, in the order it makes them, as far as the pins of
+/// `lab.lock` and the sources' metadata tell without downloading: the pinned CUDA runtime
+/// wheels of a runtime root not yet made, and each cuDNN archive the store lacks whose
+/// source serves what the pin names. Whatever cannot be looked up is left out (the fetch
+/// itself reports it).
+fn planned_downloads(cx: &Cx, file: &ProfileFile, platform: Platform, pins: &crate::lockfile::Pins) -> Vec<fetch::Artifact> {
+    let mut out = Vec::new();
+    let client = fetch::Client::new(cx.ep.offline);
+    let host = Platform::host() == Some(platform);
+    let installed: Vec<Version> =
+        if host { crate::candidates::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
+    for p in &file.profiles {
+        let pin = pins.get(&p.name);
+        let Ok(Some(major)) = cuda_major(cx, file, p, &installed, platform) else { continue };
+        if p.cuda.from.is_some()
+            && let Ok(v) = plain_version(file, &p.cuda, "cuda")
+        {
+            let pinned = pinned_wheels(pin);
+            if pin_fits(&pinned, &v) && crate::wheel_toolkit::find_pinned(cx.layout, &pinned, platform).is_none() {
+                let ep = runtime_endpoints(file, p, cx.ep);
+                for w in &pinned {
+                    let what = format!("{} {} ({platform}) from PyPI", w.project, w.version);
+                    match fetch::resolve_wheel(&client, &ep, &w.project, &w.version, platform, &what) {
+                        Ok(a) if a.sha256.eq_ignore_ascii_case(&w.sha256) => out.push(a),
+                        _ => break,
+                    }
+                }
+            }
+        }
+        let Some(from) = &p.cudnn.from else { continue };
+        let pin_sha = pin.and_then(|pin| pin.sha256.clone());
+        let Some(sha) = pin_sha.clone() else { continue };
+        if fetch::find_by_source_sha256(cx.layout, &sha).is_some() {
+            continue;
+        }
+        let artifact = match &from.value {
+            Source::Pypi | Source::Nvidia => {
+                let Ok(version) = plain_version(file, &p.cudnn, "cudnn") else { continue };
+                let order: Vec<fetch::Source> = match pin.and_then(|pin| pin.source) {
+                    Some(s) => vec![s],
+                    None => p.cudnn.sources().filter_map(|s| fetch_source(&s.value)).collect(),
+                };
+                let req = fetch::FetchRequest { version, cuda_major: major, from: order[0], platform, endpoints: cx.ep.clone() };
+                match find_cudnn(&client, &req, &order) {
+                    Ok((a, _)) if a.sha256.eq_ignore_ascii_case(&sha) => a,
+                    _ => continue,
+                }
+            }
+            Source::Location(loc) if is_url(loc) && p.cudnn.sha256.is_none() => {
+                fetch::Artifact { url: loc.clone(), file_name: fetch::file_name_of(loc), sha256: sha, size: None, version: String::new() }
+            }
+            Source::Location(_) => continue,
+        };
+        out.push(artifact);
+    }
+    out
+}
+
+/// [`ensure_reachable`] with the downloads of `cx.prefetch` (if any) taken from it.
+fn ensure_with(cx: &Cx, file: &ProfileFile, platform: Platform, pins: &crate::lockfile::Pins, allow_unreachable: bool) -> Result<Ensured, Error> {
+    let Cx { layout, lock, ep, progress, .. } = *cx;
     let mut out = Ensured::default();
     let host = Platform::host() == Some(platform);
     if !host && let Some(p) = file.profiles.iter().find(|p| p.cuda.from.is_none()) {
@@ -321,12 +420,11 @@ pub fn ensure_reachable(
     // (at its line) by resolution, after the fetches.
     let installed: Vec<Version> =
         if host { crate::candidates::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
-    let cx = Cx { layout, lock, ep, progress };
     for p in &file.profiles {
         let pin = pins.get(&p.name);
-        let Some(major) = cuda_major(&cx, file, p, &installed, platform)? else { continue };
+        let Some(major) = cuda_major(cx, file, p, &installed, platform)? else { continue };
         let runtime = |lines: &mut Vec<String>| -> Result<bool, Error> {
-            match ensure_runtime(&cx, file, p, lines, pin, platform) {
+            match ensure_runtime(cx, file, p, lines, pin, platform) {
                 Err(Error::Runtime(crate::wheel_toolkit::Error::Fetch(e))) if allow_unreachable && unreachable(&e) => Ok(false),
                 other => other.map(|()| true),
             }
@@ -354,6 +452,10 @@ pub fn ensure_reachable(
             continue;
         }
         let client = fetch::Client::new(ep.offline);
+        let import = |artifact: &fetch::Artifact| match cx.prefetch {
+            Some(pf) => fetch::import_artifact_prefetched(layout, lock, &client, artifact, Some(major), pf, progress),
+            None => fetch::import_artifact(layout, lock, &client, artifact, Some(major), progress),
+        };
         let (added, from_what) = match &from.value {
             Source::Pypi | Source::Nvidia => {
                 let version = plain_version(file, &p.cudnn, "cudnn")?;
@@ -379,7 +481,7 @@ pub fn ensure_reachable(
                     runtime_unreachable(&mut out);
                     continue;
                 }
-                let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;
+                let (a, f) = import(&artifact)?;
                 (a, f.url)
             }
             Source::Location(loc) if is_url(loc) => {
@@ -397,7 +499,7 @@ pub fn ensure_reachable(
                     continue;
                 }
                 let artifact = fetch::Artifact { url: loc.clone(), file_name: fetch::file_name_of(loc), sha256: sha, size: None, version: String::new() };
-                let (a, f) = fetch::import_artifact(layout, lock, &client, &artifact, Some(major), progress)?;
+                let (a, f) = import(&artifact)?;
                 (a, f.url)
             }
             Source::Location(loc) => {

@@ -133,13 +133,15 @@ pub fn find(layout: &Layout, prefix: &Version, platform: Platform) -> Option<Pat
 /// PyPI wheels when the home has none. The second value is true when it was just made.
 ///
 /// The runtime wheel must match `prefix`; cuBLAS and NVRTC take the newest release of the
-/// same `major.minor`, else of the same major (cuBLAS for CUDA 11.8 is 11.11.x).
+/// same `major.minor`, else of the same major (cuBLAS for CUDA 11.8 is 11.11.x). A wheel
+/// `prefetch` holds is taken from it ([`fetch::Prefetch::take`]).
 pub fn ensure(
     layout: &Layout,
     lock: &WriterLock,
     endpoints: &Endpoints,
     prefix: &Version,
     platform: Platform,
+    prefetch: Option<&fetch::Prefetch>,
     progress: &dyn Progress,
 ) -> Result<(PathBuf, bool), Error> {
     if let Some(root) = find(layout, prefix, platform) {
@@ -163,28 +165,25 @@ pub fn ensure(
         artifacts.push(a);
     }
     let mut downloads = Vec::new();
-    for (project, d) in projects.iter().zip(fetch::download_all(layout, lock, &client, &artifacts, progress)) {
+    for (project, d) in projects.iter().zip(fetch::download_all(layout, lock, &client, &artifacts, prefetch, progress)) {
         downloads.push((project.clone(), d?));
     }
     assemble(layout, prefix, platform, downloads)
 }
 
 /// Returns the wheel toolkit root made of exactly the `pinned` wheels (from `lab.lock`), fetching
-/// each at its pinned version and refusing bytes whose SHA-256 differs from the pin.
+/// each at its pinned version and refusing bytes whose SHA-256 differs from the pin. A wheel
+/// `prefetch` holds is taken from it ([`fetch::Prefetch::take`]).
 pub fn ensure_pinned(
     layout: &Layout,
     lock: &WriterLock,
     endpoints: &Endpoints,
     pinned: &[WheelRecord],
     platform: Platform,
+    prefetch: Option<&fetch::Prefetch>,
     progress: &dyn Progress,
 ) -> Result<(PathBuf, bool), Error> {
-    let same = |m: &RuntimeMeta| {
-        m.platform == platform
-            && m.wheels.len() == pinned.len()
-            && m.wheels.iter().zip(pinned).all(|(a, b)| a.project == b.project && a.version == b.version && a.sha256.eq_ignore_ascii_case(&b.sha256))
-    };
-    if let Some((root, _)) = list(layout).into_iter().find(|(_, m)| same(m)) {
+    if let Some(root) = find_pinned(layout, pinned, platform) {
         return Ok((root, false));
     }
     let client = fetch::Client::new(endpoints.offline);
@@ -194,7 +193,7 @@ pub fn ensure_pinned(
         artifacts.push(fetch::resolve_wheel(&client, endpoints, &w.project, &w.version, platform, &what)?);
     }
     let mut downloads = Vec::new();
-    for (w, d) in pinned.iter().zip(fetch::download_all(layout, lock, &client, &artifacts, progress)) {
+    for (w, d) in pinned.iter().zip(fetch::download_all(layout, lock, &client, &artifacts, prefetch, progress)) {
         let d = d?;
         if !d.sha256.eq_ignore_ascii_case(&w.sha256) {
             return Err(Error::PinMismatch { project: format!("{}=={}", w.project, w.version), pinned: w.sha256.clone(), served: d.sha256.clone() });
@@ -206,6 +205,17 @@ pub fn ensure_pinned(
 }
 
 /// Gathers the libraries of `downloads` into a new wheel toolkit root (or finds the identical one).
+/// The runtime root under `<home>/toolkits` built from exactly the `pinned` wheels (same
+/// projects, versions and SHA-256s, in order) for `platform`, if there is one.
+pub fn find_pinned(layout: &Layout, pinned: &[WheelRecord], platform: Platform) -> Option<PathBuf> {
+    let same = |m: &RuntimeMeta| {
+        m.platform == platform
+            && m.wheels.len() == pinned.len()
+            && m.wheels.iter().zip(pinned).all(|(a, b)| a.project == b.project && a.version == b.version && a.sha256.eq_ignore_ascii_case(&b.sha256))
+    };
+    list(layout).into_iter().find(|(_, m)| same(m)).map(|(root, _)| root)
+}
+
 fn assemble(layout: &Layout, prefix: &Version, platform: Platform, downloads: Vec<(String, fetch::Download)>) -> Result<(PathBuf, bool), Error> {
     let root = layout.toolkits_dir();
     fs::create_dir_all(&root).map_err(write_err(&root))?;

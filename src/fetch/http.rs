@@ -19,6 +19,8 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -51,6 +53,8 @@ pub struct Client {
     offline: bool,
     retries: u32,
     backoff: Duration,
+    /// Set: a download stops at its next read with [`Error::Interrupted`] (no retry).
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 /// One attempt's failure: worth another try, or final.
@@ -81,7 +85,20 @@ impl Client {
             .user_agent(format!("cuenv/{}", env!("CARGO_PKG_VERSION")))
             .tls_config(ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::PlatformVerifier).build())
             .build();
-        Client { agent: config.into(), offline, retries: HTTP_RETRIES.get().unwrap_or(HTTP_RETRIES.default) as u32, backoff: Duration::from_millis(500) }
+        Client {
+            agent: config.into(),
+            offline,
+            retries: HTTP_RETRIES.get().unwrap_or(HTTP_RETRIES.default) as u32,
+            backoff: Duration::from_millis(500),
+            cancel: None,
+        }
+    }
+
+    /// This client, whose downloads stop (with [`Error::Interrupted`], not retried) at their
+    /// next read of at most 1 MiB once `flag` is set: for downloads started ahead of need
+    /// ([`super::Prefetch`]) that nobody will take.
+    pub fn cancellable(&self, flag: Arc<AtomicBool>) -> Client {
+        Client { cancel: Some(flag), ..self.clone() }
     }
 
     /// True when the network must not be used.
@@ -133,6 +150,10 @@ impl Client {
             let mut received = 0u64;
             progress.start("download", total.unwrap_or(0));
             let streamed = loop {
+                if self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    let source = std::io::Error::other("cancelled: no longer needed");
+                    break Err(Try::Fatal(Error::Interrupted { url: url.into(), received, expected: total, attempts: n, source }));
+                }
                 let k = match reader.read(&mut buf) {
                     Ok(0) => break Ok(()),
                     Ok(k) => k,

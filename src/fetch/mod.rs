@@ -357,7 +357,21 @@ pub fn import_artifact(
     cuda: Option<u64>,
     progress: &dyn Progress,
 ) -> Result<(Added, FetchedFrom), Error> {
-    import_artifact_as(layout, lock, client, artifact, cuda, false, progress)
+    import_artifact_as(layout, lock, client, artifact, cuda, false, None, progress)
+}
+
+/// [`import_artifact`], taking the download from `prefetch` when it holds (or is getting)
+/// this artifact ([`Prefetch::take`]), else downloading it here.
+pub fn import_artifact_prefetched(
+    layout: &Layout,
+    lock: &WriterLock,
+    client: &Client,
+    artifact: &Artifact,
+    cuda: Option<u64>,
+    prefetch: &Prefetch,
+    progress: &dyn Progress,
+) -> Result<(Added, FetchedFrom), Error> {
+    import_artifact_as(layout, lock, client, artifact, cuda, false, Some(prefetch), progress)
 }
 
 /// [`import_artifact`] for `store fetch`: the entry, new or already present, is recorded as
@@ -370,9 +384,10 @@ pub fn import_artifact_by_hand(
     cuda: Option<u64>,
     progress: &dyn Progress,
 ) -> Result<(Added, FetchedFrom), Error> {
-    import_artifact_as(layout, lock, client, artifact, cuda, true, progress)
+    import_artifact_as(layout, lock, client, artifact, cuda, true, None, progress)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn import_artifact_as(
     layout: &Layout,
     lock: &WriterLock,
@@ -380,6 +395,7 @@ fn import_artifact_as(
     artifact: &Artifact,
     cuda: Option<u64>,
     by_hand: bool,
+    prefetch: Option<&Prefetch>,
     progress: &dyn Progress,
 ) -> Result<(Added, FetchedFrom), Error> {
     if let Some((dir, meta)) = find_by_source_sha256(layout, &artifact.sha256) {
@@ -390,7 +406,10 @@ fn import_artifact_as(
         let from = FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256.clone(), size, downloaded: false };
         return Ok((Added { meta, dir, existed: true }, from));
     }
-    let download = download(layout, lock, client, artifact, progress)?;
+    let download = match prefetch.and_then(|p| p.take(artifact)) {
+        Some(d) => d?,
+        None => download(layout, lock, client, artifact, progress)?,
+    };
     let opts = AddOptions { sha256: Some(download.sha256.clone()), cuda, source_url: Some(download.url.clone()), allow_incomplete: false };
     let store = Store::new(layout);
     let added = if by_hand { store.add_by_hand(lock, download.path(), &opts, progress)? } else { store.add(lock, download.path(), &opts, progress)? };
@@ -423,7 +442,16 @@ pub const MAX_PARALLEL_DOWNLOADS: usize = 3;
 /// Downloads every artifact of `artifacts` ([`download`]), up to [`MAX_PARALLEL_DOWNLOADS`] at
 /// once, each drawn on its own progress line ([`Progress::task`]). Returns one result per
 /// artifact, in their order (the caller reports the first error in that order).
-pub fn download_all(layout: &Layout, lock: &WriterLock, client: &Client, artifacts: &[Artifact], progress: &dyn Progress) -> Vec<Result<Download, Error>> {
+///
+/// An artifact `prefetch` holds (or is getting) is taken from it ([`Prefetch::take`]).
+pub fn download_all(
+    layout: &Layout,
+    lock: &WriterLock,
+    client: &Client,
+    artifacts: &[Artifact],
+    prefetch: Option<&Prefetch>,
+    progress: &dyn Progress,
+) -> Vec<Result<Download, Error>> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: std::sync::Mutex<Vec<Option<Result<Download, Error>>>> = std::sync::Mutex::new(artifacts.iter().map(|_| None).collect());
     std::thread::scope(|s| {
@@ -433,13 +461,114 @@ pub fn download_all(layout: &Layout, lock: &WriterLock, client: &Client, artifac
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(a) = artifacts.get(i) else { break };
-                    let r = download(layout, lock, client, a, task.as_ref());
+                    let r = match prefetch.and_then(|p| p.take(a)) {
+                        Some(r) => r,
+                        None => download(layout, lock, client, a, task.as_ref()),
+                    };
                     results.lock().unwrap()[i] = Some(r);
                 }
             });
         }
     });
     results.into_inner().unwrap().into_iter().map(|r| r.expect("every artifact was downloaded")).collect()
+}
+
+/// Downloads started before they are needed, so that an archive is imported while the next
+/// ones download: [`Prefetch::run`] (on up to [`MAX_PARALLEL_DOWNLOADS`] threads) downloads the
+/// artifacts in the order given; [`Prefetch::take`] hands one over to the code that needs it,
+/// waiting while it downloads, and [`Prefetch::cancel`] stops the rest.
+///
+/// Only an optimisation: an artifact it does not hold, or one not started yet when asked
+/// for, is downloaded by the caller as before, and each download is verified as
+/// [`download`] verifies it. Downloads never taken are deleted when the `Prefetch` drops;
+/// one that fails is reported only to the caller that takes it (a download nobody needs
+/// fails nothing). At most one file per artifact (the same SHA-256 is fetched once).
+#[derive(Debug)]
+pub struct Prefetch {
+    artifacts: Vec<Artifact>,
+    slots: std::sync::Mutex<Vec<Slot>>,
+    changed: std::sync::Condvar,
+    cancelled: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[derive(Debug)]
+enum Slot {
+    Queued,
+    Running,
+    Done(Result<Download, Error>),
+    Taken,
+}
+
+impl Prefetch {
+    /// A prefetch of `artifacts` (later ones of an already listed SHA-256 are dropped);
+    /// nothing starts before [`Prefetch::run`].
+    pub fn new(artifacts: Vec<Artifact>) -> Prefetch {
+        let mut unique: Vec<Artifact> = Vec::new();
+        for a in artifacts {
+            if !unique.iter().any(|u| u.sha256.eq_ignore_ascii_case(&a.sha256)) {
+                unique.push(a);
+            }
+        }
+        let slots = unique.iter().map(|_| Slot::Queued).collect();
+        Prefetch { artifacts: unique, slots: std::sync::Mutex::new(slots), changed: std::sync::Condvar::new(), cancelled: Default::default() }
+    }
+
+    /// How many artifacts it holds.
+    pub fn len(&self) -> usize {
+        self.artifacts.len()
+    }
+
+    /// True when it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.artifacts.is_empty()
+    }
+
+    /// Downloads queued artifacts, in order, on the calling thread until none is left or
+    /// [`Prefetch::cancel`] is called. Call it from up to [`MAX_PARALLEL_DOWNLOADS`] threads.
+    pub fn run(&self, layout: &Layout, lock: &WriterLock, client: &Client, progress: &dyn Progress) {
+        let client = client.cancellable(self.cancelled.clone());
+        let task = progress.task();
+        loop {
+            let i = {
+                let mut slots = self.slots.lock().unwrap();
+                let Some(i) = slots.iter().position(|s| matches!(s, Slot::Queued)) else { return };
+                slots[i] = Slot::Running;
+                i
+            };
+            let r = download(layout, lock, &client, &self.artifacts[i], task.as_ref());
+            let mut slots = self.slots.lock().unwrap();
+            // A download finished after cancel() is dropped here (its folder deleted).
+            slots[i] = if self.cancelled.load(std::sync::atomic::Ordering::Relaxed) { Slot::Taken } else { Slot::Done(r) };
+            self.changed.notify_all();
+        }
+    }
+
+    /// The download of `artifact` (same URL and SHA-256), waiting while it runs; `None` when
+    /// this prefetch does not hold it, it was taken already, or it has not started (then it
+    /// never will: the caller downloads it).
+    pub fn take(&self, artifact: &Artifact) -> Option<Result<Download, Error>> {
+        let i = self.artifacts.iter().position(|a| a.url == artifact.url && a.sha256.eq_ignore_ascii_case(&artifact.sha256))?;
+        let mut slots = self.slots.lock().unwrap();
+        loop {
+            match std::mem::replace(&mut slots[i], Slot::Taken) {
+                Slot::Done(r) => return Some(r),
+                Slot::Queued | Slot::Taken => return None,
+                Slot::Running => {
+                    slots[i] = Slot::Running;
+                    slots = self.changed.wait(slots).unwrap();
+                }
+            }
+        }
+    }
+
+    /// Starts nothing more, and stops the downloads under way at their next read.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut slots = self.slots.lock().unwrap();
+        for s in slots.iter_mut().filter(|s| matches!(s, Slot::Queued)) {
+            *s = Slot::Taken;
+        }
+    }
 }
 
 /// Downloads `artifact` into a fresh folder `download-<pid>-<random>` under

@@ -805,6 +805,64 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     third.assert_no_leftovers();
 }
 
+/// Issue 20: `apply` looks every pinned download up first and starts them together (at most
+/// 3 at once), importing each while the next ones download; each file is fetched once, and a
+/// download that breaks off fails the apply with nothing half-imported or left behind.
+#[test]
+fn apply_downloads_ahead_and_a_broken_download_leaves_nothing_half_done() {
+    let env = Env::new();
+    let (w95, _) = serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    let (w89, b89) = linux_wheel("8.9.4.25", 12);
+    let f = pypi_file(&env.server, &w89, &b89);
+    env.server.ok("/pypi/nvidia-cudnn-cu12/8.9.4.25/json", json!({"info": {"version": "8.9.4.25"}, "urls": [f]}).to_string());
+    env.server.ok(&format!("/files/{w89}"), b89.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("lab.toml");
+    std::fs::write(
+        &lab,
+        "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n\
+         [profiles.legacy]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"8.9.4.25\", from = \"pypi\" }\n",
+    )
+    .unwrap();
+    let apply = |e: &Env| e.cuenv().args(["apply", "--no-check", "--locked"]).arg(&lab).output().unwrap();
+    // The first apply writes the pins.
+    let out = env.cuenv().args(["apply", "--no-check"]).arg(&lab).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // A fresh home with the pins: the legacy cuDNN is looked up before torch's is downloaded,
+    // and every file is downloaded once (the shared CUDA 12.6 runtime too).
+    let fresh = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let before = env.server.log().len();
+    let out = apply(&fresh);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains("+ cuDNN 9.5.0.50 for CUDA 12 from") && said.contains("+ cuDNN 8.9.4.25 for CUDA 12 from"), "{said}");
+    let log = env.server.log()[before..].to_vec();
+    let at = |t: &str| log.iter().position(|l| l == t).unwrap_or_else(|| panic!("no {t} in {log:?}"));
+    assert!(at("GET /pypi/nvidia-cudnn-cu12/8.9.4.25/json") < at(&format!("GET /files/{w95}")), "{log:?}");
+    let files: Vec<&String> = log.iter().filter(|l| l.starts_with("GET /files/")).collect();
+    assert_eq!(files.len(), 5, "{files:?}");
+    let mut unique = files.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 5, "{files:?}");
+    fresh.assert_no_leftovers();
+
+    // The 8.9.4.25 download breaks off (both tries) while the others download and import.
+    env.server.route(&format!("/files/{w89}"), Route::Drop { body: Arc::new(b89.clone()), after: b89.len() / 2 });
+    let third = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = apply(&third);
+    assert_fails(&out, 1, &[&format!("download of {}/files/{w89} broke off after {} bytes of {} (tried 2 times)", env.server.base, b89.len() / 2, b89.len())]);
+    assert!(!third.home.path().join("generations").exists());
+    third.assert_no_leftovers();
+    // What the store holds is whole: the 9.5.0.50 entry at most, and it verifies.
+    let entries = third.entries();
+    assert!(entries.len() <= 1 && entries.iter().all(|e| e["version"] == "9.5.0.50"), "{entries:?}");
+    let out = third.cuenv().args(["store", "verify"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
 /// Issue 18, item 2: a file that lists `[toolkits]` chooses only among them, even when a CUDA
 /// runtime fetched from PyPI for another lab is newer; `plan` says which root won and why.
 #[test]
