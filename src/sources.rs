@@ -408,7 +408,7 @@ pub fn ensure_reachable(
                 let base = file.path.parent().unwrap_or(Path::new("."));
                 let path = base.join(loc);
                 let sha256 = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin_sha.clone());
-                let opts = AddOptions { sha256, cuda: Some(major), source_url: None, allow_incomplete: false };
+                let opts = AddOptions { sha256, cuda: Some(major), ..Default::default() };
                 (store.add(lock, &path, &opts, progress)?, path.display().to_string())
             }
         };

@@ -176,13 +176,15 @@ fn special_file(path: &Path, meta: &fs::Metadata) -> Error {
 }
 
 /// Extracts `source` (of `kind`) into the empty folder `raw`, reporting bytes to `progress`.
+/// `computed_sha256` is the SHA-256 this process computed while writing `source` (a
+/// download); a zip is then not read a second time to hash it, and [`Extracted`] carries it.
 ///
 /// Errors: any refused member, size or CRC mismatch, truncated archive, or I/O error, as
 /// an [`Error`] naming the archive and member. On error `raw` may hold partial files; the
 /// caller discards the whole staging folder.
-pub fn extract(source: &Path, kind: SourceKind, raw: &Path, progress: &dyn Progress) -> Result<Extracted, Error> {
+pub fn extract(source: &Path, kind: SourceKind, raw: &Path, computed_sha256: Option<String>, progress: &dyn Progress) -> Result<Extracted, Error> {
     match kind {
-        SourceKind::Zip | SourceKind::Wheel => extract_zip(source, raw, progress),
+        SourceKind::Zip | SourceKind::Wheel => extract_zip(source, raw, computed_sha256, progress),
         SourceKind::TarXz => {
             let f = open(source)?;
             extract_tar(source, raw, progress, f, |r| Box::new(xz2::read::XzDecoder::new(r)))
@@ -296,7 +298,7 @@ fn corrupt(archive: &Path, e: impl std::fmt::Display) -> Error {
     Error::Corrupt { archive: archive.into(), detail: e.to_string() }
 }
 
-fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Extracted, Error> {
+fn extract_zip(source: &Path, raw: &Path, computed_sha256: Option<String>, progress: &dyn Progress) -> Result<Extracted, Error> {
     let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, format!("not a readable zip ({e}); the file may be truncated")))?;
     if zip.has_duplicate_names() {
         // The zip crate keeps one of them; other tools may pick the other.
@@ -382,7 +384,11 @@ fn extract_zip(source: &Path, raw: &Path, progress: &dyn Progress) -> Result<Ext
         Shared { source, raw, progress, results: Mutex::new(Vec::with_capacity(files.len())), failed: AtomicBool::new(false), first_error: Mutex::new(None) };
     let buckets = balance(files, worker_count());
     let source_hash = std::thread::scope(|s| {
-        let hasher = s.spawn(|| hash_file(source));
+        // A SHA-256 this process computed while writing the input is not computed again.
+        let hasher = s.spawn(|| match computed_sha256 {
+            Some(sha) => Ok((input_size, sha)),
+            None => hash_file(source),
+        });
         // One thread syncs finished files, so no inflater waits for the disk.
         let (sync_tx, sync_rx) = mpsc::channel::<(File, PathBuf)>();
         let shared = &shared;
@@ -978,5 +984,41 @@ mod tests {
         let mut items = BTreeMap::new();
         add_parents(&mut items, "a/b/c.dll");
         assert_eq!(items.keys().cloned().collect::<Vec<_>>(), vec!["a", "a/b"]);
+    }
+
+    /// A zip of two deflated members and one stored member, each `len` bytes.
+    fn small_zip(path: &Path, len: usize) {
+        let mut zip = zip::ZipWriter::new(File::create(path).unwrap());
+        let deflated = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        let stored = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        for (name, opts, byte) in [("lib/a.so", deflated, b'a'), ("lib/b.so", deflated, b'b'), ("include/c.h", stored, b'c')] {
+            zip.start_file(name, opts).unwrap();
+            zip.write_all(&vec![byte; len]).unwrap();
+        }
+        zip.finish().unwrap();
+    }
+
+    #[test]
+    fn a_zip_is_hashed_unless_its_hash_was_computed_while_writing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("x.zip");
+        small_zip(&input, 600_000);
+        let (size, sha) = hash_file(&input).unwrap();
+        let raw = dir.path().join("raw");
+        fs::create_dir(&raw).unwrap();
+        let got = extract(&input, SourceKind::Zip, &raw, None, &crate::progress::NoProgress).unwrap();
+        assert_eq!((got.source_size, got.source_sha256.as_deref()), (Some(size), Some(sha.as_str())));
+        let want_a = hex::encode(Sha256::digest(vec![b'a'; 600_000]));
+        assert_eq!(got.items["lib/a.so"], Item::File { size: 600_000, sha256: want_a });
+        assert_eq!(fs::read(raw.join("include/c.h")).unwrap(), vec![b'c'; 600_000]);
+        // Given the hash a download computed, the input is not read again to hash it: the
+        // entry records the given value (a wrong one shows it was not recomputed), and every
+        // member is still hashed.
+        let raw2 = dir.path().join("raw2");
+        fs::create_dir(&raw2).unwrap();
+        let given = "ab".repeat(32);
+        let got2 = extract(&input, SourceKind::Zip, &raw2, Some(given.clone()), &crate::progress::NoProgress).unwrap();
+        assert_eq!((got2.source_size, got2.source_sha256), (Some(size), Some(given)));
+        assert_eq!(got2.items, got.items);
     }
 }
