@@ -7,6 +7,9 @@
 #   - re-importing an archive already in the store (against the first import),
 #   - `store verify` of both entries (all cores) against one single-threaded
 #     `openssl dgst -sha256` of the same files (SHA-NI; coreutils sha256sum has none here),
+#   - the floor of each import (benches/import_floor.rs): the inflate and SHA-256 work that
+#     hashing every file needs, measured here, spread over this machine's cores; a goal
+#     below it is out of reach for any implementation on this machine,
 #   - the peak RSS of every cuenv run above.
 # uv is installed once, pinned, into ~/.cache/cuenv-bench (pip install --target).
 # Benchmarks stay out of .ci/run. The load average is printed: run it on a quiet machine.
@@ -54,6 +57,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); cores: $(nproc); uv $uv_version; $(python3 -m pip --version | cut -d' ' -f1-2)"
 printf '%-34s %8s %8s %8s %8s  %s\n' work cuenv uv pip unzip "ratio"
 declare -A first
+floors=()
 for w in "$w95" "$w89"; do
   v=$(basename "$w" | cut -d- -f2)
   c=$(best clean "$cuenv" --quiet --home "$work/home" store add "$w")
@@ -62,6 +66,13 @@ for w in "$w95" "$w89"; do
   z=$(best clean unzip -q "$w" -d "$work/t")
   first[$v]=$c
   printf '%-34s %8s %8s %8s %8s  %s x uv (goal <= 0.90)\n' "import $v wheel" "$c" "$u" "$p" "$z" "$(ratio "$c" "$u")"
+  # The floor of any import that inflates every member and hashes every file and the archive
+  # on this machine's cores (benches/import_floor.rs): below it no implementation can go.
+  f=$(cargo bench -q --bench import_floor -- "$w" 2>/dev/null | tail -n1)
+  fl=$(sed -E 's/.*: ([0-9.]+) s with every hash.*/\1/' <<<"$f")
+  printf '%-34s %8s %8s %8s %8s  %s x uv (the goal is %s)\n' "  floor: inflate + hash, $(nproc) cores" "$fl" - - - "$(ratio "$fl" "$u")" \
+    "$(awk -v f="$fl" -v u="$u" 'BEGIN { print (f <= 0.9 * u) ? "above it" : "below it: out of reach on this machine" }')"
+  floors+=("$f")
 done
 clean
 "$cuenv" --quiet --home "$work/home" store add "$w95" >/dev/null
@@ -73,6 +84,8 @@ o=$(best : openssl dgst -sha256 "${files[@]}")
 s=$(best : "$cuenv" --quiet --home "$work/home" store verify)
 printf '%-34s %8s %8s %8s %8s  %s x openssl dgst -sha256 (goal <= 0.60)\n' "store verify (2 entries, $(du -sh --apparent-size "$work/home/store" | cut -f1))" "$s" - - "$o" "$(ratio "$s" "$o")"
 echo "(the verify row's 'unzip' column is one single-threaded openssl dgst -sha256 of the same files)"
+echo "floors (benches/import_floor.rs, one core per part):"
+printf '  %s\n' "${floors[@]}"
 peak_rss=$(sort -n "$work/rss" | tail -n1)
 echo "peak RSS of cuenv over these runs: $(( peak_rss / 1024 )) MiB (goal < 100)"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -297,26 +297,51 @@ pub fn elf_dynamic(path: &Path) -> io::Result<Option<ElfDynamic>> {
 /// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
 pub fn library_version(path: &Path) -> io::Result<Option<Version>> {
     use object::{Object as _, ObjectSection as _};
-    use std::sync::LazyLock;
-    static MARKER: LazyLock<regex::bytes::Regex> =
-        LazyLock::new(|| regex::bytes::Regex::new(r"(?-u)cudnn_version_(\d{1,3})_(\d{1,3})_(\d{1,3})_(\d{1,6})_").unwrap());
     const SECTIONS: [&str; 3] = [".rodata", ".lrodata", ".rdata"];
     const MAX_SECTION: u64 = 256 << 20;
     let cache = ReadCache::new(File::open(path)?);
     let file = object::File::parse(&cache).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a PE or ELF file: {e}")))?;
-    for section in file.sections() {
-        let Ok(name) = section.name() else { continue };
-        if !SECTIONS.contains(&name) || section.size() > MAX_SECTION {
-            continue;
+    let ranges: Vec<(u64, u64)> =
+        file.sections().filter(|s| s.name().is_ok_and(|n| SECTIONS.contains(&n)) && s.size() <= MAX_SECTION).filter_map(|s| s.file_range()).collect();
+    drop(file);
+    let mut f = File::open(path)?;
+    for (start, len) in ranges {
+        if let Some(v) = scan_version(&mut f, start, len)? {
+            return Ok(Some(v));
         }
-        let Ok(data) = section.data() else { continue };
-        if let Some(c) = MARKER.captures(data) {
+    }
+    Ok(inspect(path)?.file_version)
+}
+
+/// The version marker of [`library_version`]: `cudnn_version_<M>_<m>_<p>_<build>_`.
+static VERSION_MARKER: std::sync::LazyLock<regex::bytes::Regex> =
+    std::sync::LazyLock::new(|| regex::bytes::Regex::new(r"(?-u)cudnn_version_(\d{1,3})_(\d{1,3})_(\d{1,3})_(\d{1,6})_").unwrap());
+
+/// The version of the first [`VERSION_MARKER`] in bytes `start..start + len` of `f`, read [`SCAN_CHUNK`]
+/// bytes at a time with chunks overlapping by [`SCAN_OVERLAP`] (longer than any marker:
+/// `cudnn_version_999_999_999_999999_` is 33 bytes), so memory stays bounded whatever the
+/// section size (the `.rodata` of `libcudnn_ops_infer.so.8` 8.9.4.25 is tens of MB, once read
+/// whole). A range past the end of `f` is read as far as it goes.
+fn scan_version(f: &mut (impl io::Read + io::Seek), start: u64, len: u64) -> io::Result<Option<Version>> {
+    let mut buf = vec![0u8; SCAN_CHUNK];
+    let end = start.saturating_add(len);
+    let mut at = start;
+    while at < end {
+        let n = (end - at).min(SCAN_CHUNK as u64) as usize;
+        f.seek(io::SeekFrom::Start(at))?;
+        if f.read_exact(&mut buf[..n]).is_err() {
+            break;
+        }
+        if let Some(c) = VERSION_MARKER.captures(&buf[..n]) {
             let part = |i: usize| std::str::from_utf8(&c[i]).ok().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
             return Ok(Some(Version::new(&[part(1), part(2), part(3), part(4)])));
         }
+        if at + n as u64 >= end {
+            break;
+        }
+        at += (n - SCAN_OVERLAP) as u64;
     }
-    drop(file);
-    Ok(inspect(path)?.file_version)
+    Ok(None)
 }
 
 /// Whether the PE or ELF file at `path` is shorter than its own headers say: an image cut
@@ -581,6 +606,20 @@ mod tests {
         assert!(parse_version_strings(&blob[..40]).is_empty());
         assert!(parse_version_strings(&[]).is_empty());
         let _ = parse_version_strings(&[0xff; 64]);
+    }
+
+    #[test]
+    fn a_version_marker_across_scan_chunks_is_found() {
+        for start in [0, SCAN_CHUNK - 40, SCAN_CHUNK - SCAN_OVERLAP, 2 * SCAN_CHUNK - 20] {
+            let mut bytes = vec![b'x'; 3 * SCAN_CHUNK];
+            let marker = b"cudnn_version_8_9_4_25_120000_e0";
+            bytes[start..start + marker.len()].copy_from_slice(marker);
+            let found = scan_version(&mut std::io::Cursor::new(&bytes), 0, bytes.len() as u64).unwrap();
+            assert_eq!(found, Some(Version::new(&[8, 9, 4, 25])), "marker at {start}");
+            // Outside the range scanned, it is not found.
+            let found = scan_version(&mut std::io::Cursor::new(&bytes), (start + 1) as u64, SCAN_CHUNK as u64).unwrap();
+            assert_eq!(found, None, "marker at {start}");
+        }
     }
 
     #[test]

@@ -510,7 +510,7 @@ fn ensure_with(cx: &Cx, file: &ProfileFile, platform: Platform, pins: &crate::lo
                 let base = file.path.parent().unwrap_or(Path::new("."));
                 let path = base.join(loc);
                 let sha256 = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin_sha.clone());
-                let opts = AddOptions { sha256, cuda: Some(major), source_url: None, allow_incomplete: false };
+                let opts = AddOptions { sha256, cuda: Some(major), ..Default::default() };
                 (store.add(lock, &path, &opts, progress)?, path.display().to_string())
             }
         };

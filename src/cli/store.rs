@@ -101,7 +101,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
             }
             let lock = super::writer_lock(ctx)?;
             store.clean_leftovers(&lock)?;
-            let opts = AddOptions { sha256, cuda, source_url: None, allow_incomplete };
+            let opts = AddOptions { sha256, cuda, allow_incomplete, ..Default::default() };
             let mut added = Vec::new();
             for path in &paths {
                 let progress = reporter::for_stderr(ctx.quiet);

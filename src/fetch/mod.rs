@@ -410,7 +410,9 @@ fn import_artifact_as(
         Some(d) => d?,
         None => download(layout, lock, client, artifact, progress)?,
     };
-    let opts = AddOptions { sha256: Some(download.sha256.clone()), cuda, source_url: Some(download.url.clone()), allow_incomplete: false };
+    // The download hashed the bytes as it wrote them: the import does not read them again.
+    let opts =
+        AddOptions { sha256: Some(download.sha256.clone()), cuda, source_url: Some(download.url.clone()), allow_incomplete: false, sha256_computed: true };
     let store = Store::new(layout);
     let added = if by_hand { store.add_by_hand(lock, download.path(), &opts, progress)? } else { store.add(lock, download.path(), &opts, progress)? };
     let from = FetchedFrom { url: download.url.clone(), sha256: download.sha256.clone(), size: download.size, downloaded: true };

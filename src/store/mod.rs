@@ -248,6 +248,12 @@ pub struct AddOptions {
     /// Import a set that lacks sub-libraries its major and version ship (recorded in
     /// `entry.toml` as `incomplete`); without it such a set is refused (../shared/decisions.md 2).
     pub allow_incomplete: bool,
+    /// `sha256` was computed by this process over the very bytes it wrote to the input (a
+    /// download into the home's downloads folder, written under the writer lock): the input is
+    /// then not read a second time to hash it (issue 20: nothing read twice). Members are still
+    /// CRC-checked and every extracted file hashed. Ignored without `sha256`, and for a `.tar.*`
+    /// input, which is hashed as it streams.
+    pub sha256_computed: bool,
 }
 
 /// The result of [`Store::add`].
@@ -333,8 +339,9 @@ impl<'a> Store<'a> {
             return Err(Error::Sha256OnFolder { path: input.into() });
         }
         self.clean_staging(lock)?;
+        let computed = expected.clone().filter(|_| opts.sha256_computed);
         if kind != SourceKind::Folder
-            && let Some(added) = self.re_import(lock, input, expected.as_deref(), opts, by_hand)?
+            && let Some(added) = self.re_import(lock, input, expected.as_deref(), computed.as_deref(), opts, by_hand)?
         {
             return Ok(added);
         }
@@ -354,13 +361,27 @@ impl<'a> Store<'a> {
     /// when it passes [`quick_check`] and agrees with `opts` (`--cuda`, `--allow-incomplete`);
     /// otherwise `None`, and the caller imports in full (which names any contradiction).
     ///
+    /// `computed` is the input's SHA-256 when this process computed it while writing the input
+    /// ([`AddOptions::sha256_computed`]); then the input is not hashed again.
+    ///
     /// Errors: [`Error::Read`] of the input, [`Error::Sha256Mismatch`] against `expected`.
-    fn re_import(&self, lock: &WriterLock, input: &Path, expected: Option<&str>, opts: &AddOptions, by_hand: bool) -> Result<Option<Added>, Error> {
+    fn re_import(
+        &self,
+        lock: &WriterLock,
+        input: &Path,
+        expected: Option<&str>,
+        computed: Option<&str>,
+        opts: &AddOptions,
+        by_hand: bool,
+    ) -> Result<Option<Added>, Error> {
         let size = fs::metadata(input).map_err(|source| Error::Read { path: input.into(), source })?.len();
         if !self.holds_source_of_size(size) {
             return Ok(None);
         }
-        let (_, sha) = extract::hash_input(input)?;
+        let sha = match computed {
+            Some(sha) => sha.to_string(),
+            None => extract::hash_input(input)?.1,
+        };
         if let Some(want) = expected.filter(|w| *w != sha) {
             return Err(Error::Sha256Mismatch { path: input.into(), expected: want.to_string(), actual: sha });
         }
@@ -388,7 +409,8 @@ impl<'a> Store<'a> {
     ) -> Result<Added, Error> {
         let raw = staging.join("raw");
         fs::create_dir(&raw).map_err(|source| Error::Write { path: raw.clone(), source })?;
-        let extracted = extract::extract(input, kind, &raw, progress)?;
+        let computed = expected.clone().filter(|_| opts.sha256_computed);
+        let extracted = extract::extract(input, kind, &raw, computed, progress)?;
         if let (Some(want), Some(got)) = (&expected, &extracted.source_sha256)
             && want != got
         {
