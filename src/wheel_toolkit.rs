@@ -229,8 +229,9 @@ fn assemble(layout: &Layout, prefix: &Version, platform: Platform, downloads: Ve
     fs::create_dir(&lib).map_err(write_err(&lib))?;
     let mut files: Vec<(String, String)> = Vec::new();
     let mut wheels = Vec::new();
+    let paths: Vec<&Path> = downloads.iter().map(|(_, d)| d.path()).collect();
+    files.extend(extract_libraries(&paths, &lib, platform)?);
     for (project, d) in &downloads {
-        files.extend(extract_libraries(d.path(), &lib, platform)?);
         let version = d.path().file_name().and_then(|n| n.to_str()).and_then(|n| n.split('-').nth(1)).unwrap_or("").to_string();
         wheels.push(WheelRecord { project: project.clone(), version, url: d.url.clone(), sha256: d.sha256.clone() });
     }
@@ -259,38 +260,175 @@ fn assemble(layout: &Layout, prefix: &Version, platform: Platform, downloads: Ve
     Ok((dest, true))
 }
 
-/// Copies the shared libraries of one wheel (`nvidia/<pkg>/lib/*.so*` or
+/// The file name a wheel member is copied to when it is one of the shared libraries
+/// [`extract_libraries`] gathers (`nvidia/<pkg>/<lib|bin>/<file>`, and on Windows also the
+/// CUDA 13 wheels' `nvidia/cu13/bin/x86_64/<file>`); `None` for any other member.
+fn library_name(name: &str, platform: Platform) -> Option<&str> {
+    let parts: Vec<&str> = name.split('/').collect();
+    let (first, dir, file) = match parts.as_slice() {
+        [first, _pkg, dir, file] => (*first, *dir, *file),
+        [first, _pkg, dir, "x86_64", file] if platform.is_windows() => (*first, *dir, *file),
+        _ => return None,
+    };
+    let wanted = if platform.is_windows() { file.to_ascii_lowercase().ends_with(".dll") } else { file.contains(".so") };
+    let ok = first == "nvidia" && dir == lib_dir_name(platform) && wanted && !file.is_empty() && !file.contains(['\\', ':']) && file != "..";
+    ok.then_some(file)
+}
+
+/// One library to copy: member `index` of wheel `wheel`, to `file`, `size` bytes.
+struct Job {
+    wheel: usize,
+    index: usize,
+    file: String,
+    size: u64,
+}
+
+/// Opens a wheel for reading members (1 MiB reads).
+fn open_wheel(wheel: &Path) -> Result<zip::ZipArchive<io::BufReader<fs::File>>, Error> {
+    let f = fs::File::open(wheel).map_err(write_err(wheel))?;
+    zip::ZipArchive::new(io::BufReader::with_capacity(1 << 20, f)).map_err(|source| Error::Wheel { path: wheel.into(), source })
+}
+
+/// Copies the shared libraries of `wheels` (`nvidia/<pkg>/lib/*.so*` or
 /// `nvidia/<pkg>/bin/*.dll`; CUDA 13 wheels: `nvidia/cu13/lib/*.so*` or
 /// `nvidia/cu13/bin/x86_64/*.dll`) into `dest`; returns (file name, sha256) of each.
-fn extract_libraries(wheel: &Path, dest: &Path, platform: Platform) -> Result<Vec<(String, String)>, Error> {
-    let bad = |source| Error::Wheel { path: wheel.into(), source };
-    let mut zip = zip::ZipArchive::new(fs::File::open(wheel).map_err(write_err(wheel))?).map_err(bad)?;
-    let folder = lib_dir_name(platform);
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 1 << 20];
-    for i in 0..zip.len() {
-        let mut m = zip.by_index(i).map_err(bad)?;
-        let name = String::from_utf8_lossy(m.name_raw()).into_owned();
-        let parts: Vec<&str> = name.split('/').collect();
-        // `nvidia/<pkg>/<folder>/<file>`, and on Windows also the CUDA 13 wheels'
-        // `nvidia/cu13/bin/x86_64/<file>`.
-        let (first, dir, file) = match parts.as_slice() {
-            [first, _pkg, dir, file] => (*first, *dir, *file),
-            [first, _pkg, dir, "x86_64", file] if platform.is_windows() => (*first, *dir, *file),
-            _ => continue,
-        };
-        let wanted = if platform.is_windows() { file.to_ascii_lowercase().ends_with(".dll") } else { file.contains(".so") };
-        if first != "nvidia" || dir != folder || !wanted || file.is_empty() || file.contains(['\\', ':']) || file == ".." {
-            continue;
+///
+/// The members are shared out by size among one thread per core (at most 4), each with its
+/// own handle on each wheel, which inflates, hashes and writes its members in turn (cuBLAS's
+/// 490-575 MB `libcublasLt` alone on one core, the rest beside it). When two members would
+/// land on the same file name, they are copied one by one in wheel order (the last one
+/// stays, as before).
+///
+/// Errors: [`Error::Empty`] for a wheel without libraries (checked before anything is
+/// copied); [`Error::Wheel`], [`Error::Write`].
+fn extract_libraries(wheels: &[&Path], dest: &Path, platform: Platform) -> Result<Vec<(String, String)>, Error> {
+    let mut jobs = Vec::new();
+    for (w, wheel) in wheels.iter().enumerate() {
+        let mut zip = open_wheel(wheel)?;
+        let before = jobs.len();
+        for index in 0..zip.len() {
+            let m = zip.by_index_raw(index).map_err(|source| Error::Wheel { path: wheel.into(), source })?;
+            let name = String::from_utf8_lossy(m.name_raw()).into_owned();
+            if let Some(file) = library_name(&name, platform) {
+                jobs.push(Job { wheel: w, index, file: file.to_string(), size: m.size() });
+            }
         }
-        let path = dest.join(file);
-        let (_, sha) = crate::store::extract::stream_to_file(&mut m, &path, u64::MAX, &crate::progress::NoProgress, &mut buf).map_err(|e| match e {
-            crate::store::extract::StreamError::Read(source) | crate::store::extract::StreamError::Write(source) => Error::Write { path: path.clone(), source },
-        })?;
-        out.push((file.to_string(), sha));
+        if jobs.len() == before {
+            return Err(Error::Empty { path: wheel.into(), what: format!("nvidia/*/{}/ libraries", lib_dir_name(platform)) });
+        }
     }
-    if out.is_empty() {
-        return Err(Error::Empty { path: wheel.into(), what: format!("nvidia/*/{folder}/ libraries") });
+    let mut names: Vec<String> = jobs.iter().map(|j| j.file.to_ascii_lowercase()).collect();
+    names.sort();
+    names.dedup();
+    let threads = if names.len() < jobs.len() { 1 } else { std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4).min(jobs.len()) };
+    // Largest first, each to the least loaded thread; a thread keeps wheel order.
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].size));
+    let mut buckets: Vec<(u64, Vec<usize>)> = vec![(0, Vec::new()); threads];
+    for i in order {
+        let b = buckets.iter_mut().min_by_key(|b| b.0).expect("at least one thread");
+        b.0 += jobs[i].size;
+        b.1.push(i);
     }
-    Ok(out)
+    let results: Vec<Result<Vec<(usize, String)>, Error>> = std::thread::scope(|s| {
+        let handles: Vec<_> = buckets
+            .into_iter()
+            .map(|(_, mut mine)| {
+                mine.sort();
+                let jobs = &jobs;
+                s.spawn(move || -> Result<Vec<(usize, String)>, Error> {
+                    let mut open: Vec<Option<zip::ZipArchive<io::BufReader<fs::File>>>> = wheels.iter().map(|_| None).collect();
+                    let mut buf = vec![0u8; 1 << 20];
+                    let mut out = Vec::new();
+                    for i in mine {
+                        let j = &jobs[i];
+                        let wheel = wheels[j.wheel];
+                        let zip = match &mut open[j.wheel] {
+                            Some(z) => z,
+                            slot => slot.insert(open_wheel(wheel)?),
+                        };
+                        let mut m = zip.by_index(j.index).map_err(|source| Error::Wheel { path: wheel.into(), source })?;
+                        let path = dest.join(&j.file);
+                        let (_, sha) =
+                            crate::store::extract::stream_to_file(&mut m, &path, u64::MAX, &crate::progress::NoProgress, &mut buf).map_err(|e| match e {
+                                crate::store::extract::StreamError::Read(source) | crate::store::extract::StreamError::Write(source) => {
+                                    Error::Write { path: path.clone(), source }
+                                }
+                            })?;
+                        out.push((i, sha));
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a library copy thread panicked")).collect()
+    });
+    let mut done: Vec<(usize, String)> = Vec::new();
+    for r in results {
+        done.extend(r?);
+    }
+    done.sort();
+    Ok(done.into_iter().map(|(i, sha)| (jobs[i].file.clone(), sha)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn wheel(dir: &Path, name: &str, members: &[(&str, &[u8])]) -> PathBuf {
+        let path = dir.join(name);
+        let mut zip = zip::ZipWriter::new(fs::File::create(&path).unwrap());
+        let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        for (m, data) in members {
+            zip.start_file(*m, opts).unwrap();
+            zip.write_all(data).unwrap();
+        }
+        zip.finish().unwrap();
+        path
+    }
+
+    fn sha(b: &[u8]) -> String {
+        hex::encode(Sha256::digest(b))
+    }
+
+    #[test]
+    fn libraries_of_several_wheels_are_copied_and_hashed_in_wheel_order() {
+        let t = tempfile::tempdir().unwrap();
+        let big = vec![7u8; 3 << 20];
+        let a = wheel(t.path(), "a.whl", &[("nvidia/a/__init__.py", b""), ("nvidia/a/lib/liba.so.1", b"a1"), ("nvidia/a/lib/libbig.so.1", &big)]);
+        let b = wheel(t.path(), "b.whl", &[("nvidia/b/lib/libb.so.2", b"b2"), ("nvidia/b/include/b.h", b"h"), ("other/lib/libx.so", b"x")]);
+        let dest = t.path().join("lib");
+        fs::create_dir(&dest).unwrap();
+        let got = extract_libraries(&[&a, &b], &dest, Platform::LinuxX86_64).unwrap();
+        assert_eq!(got, vec![("liba.so.1".to_string(), sha(b"a1")), ("libbig.so.1".to_string(), sha(&big)), ("libb.so.2".to_string(), sha(b"b2"))]);
+        assert_eq!(fs::read(dest.join("libbig.so.1")).unwrap(), big);
+        let mut names: Vec<String> = fs::read_dir(&dest).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["liba.so.1", "libb.so.2", "libbig.so.1"]);
+    }
+
+    #[test]
+    fn a_name_two_wheels_share_keeps_the_last_wheels_file() {
+        let t = tempfile::tempdir().unwrap();
+        let a = wheel(t.path(), "a.whl", &[("nvidia/a/lib/libdup.so", b"first"), ("nvidia/a/lib/liba.so", b"a")]);
+        let b = wheel(t.path(), "b.whl", &[("nvidia/b/lib/libdup.so", b"second")]);
+        let dest = t.path().join("lib");
+        fs::create_dir(&dest).unwrap();
+        let got = extract_libraries(&[&a, &b], &dest, Platform::LinuxX86_64).unwrap();
+        assert_eq!(got, vec![("libdup.so".to_string(), sha(b"first")), ("liba.so".to_string(), sha(b"a")), ("libdup.so".to_string(), sha(b"second"))]);
+        assert_eq!(fs::read(dest.join("libdup.so")).unwrap(), b"second");
+    }
+
+    #[test]
+    fn a_wheel_without_libraries_fails_before_anything_is_copied() {
+        let t = tempfile::tempdir().unwrap();
+        let a = wheel(t.path(), "a.whl", &[("nvidia/a/lib/liba.so", b"a")]);
+        let b = wheel(t.path(), "b.whl", &[("nvidia/b/include/b.h", b"h")]);
+        let dest = t.path().join("lib");
+        fs::create_dir(&dest).unwrap();
+        let e = extract_libraries(&[&a, &b], &dest, Platform::LinuxX86_64).unwrap_err();
+        assert!(matches!(&e, Error::Empty { path, .. } if path == &b), "{e:?}");
+        assert_eq!(fs::read_dir(&dest).unwrap().count(), 0);
+    }
 }
