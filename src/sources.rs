@@ -59,6 +59,88 @@ struct Cx<'a> {
     progress: &'a dyn Progress,
     /// Downloads started ahead of need ([`ensure_reachable`]).
     prefetch: Option<&'a fetch::Prefetch>,
+    /// Pinned CUDA runtime roots being built ahead of need ([`ensure_reachable`]).
+    runtimes: Option<&'a RuntimesAhead>,
+}
+
+/// The pinned CUDA runtime roots [`ensure_reachable`] builds on one background thread, in
+/// profile order, while the profiles' cuDNN archives import (a root's copy is bounded by
+/// one large library, e.g. cuBLAS's 575 MB `libcublasLt`, which one core inflates alone).
+/// Each result goes to the first profile that asks for its wheels; any other runtime is
+/// made only once the thread is done, so two roots are never staged at once.
+struct RuntimesAhead {
+    state: std::sync::Mutex<AheadState>,
+    changed: std::sync::Condvar,
+}
+
+type RuntimeResult = Result<(std::path::PathBuf, bool), crate::wheel_toolkit::Error>;
+
+struct AheadState {
+    /// The pinned wheels of each root, its endpoints, and its result once built (`None`
+    /// inside the `Some` once taken).
+    slots: Vec<(Vec<crate::wheel_toolkit::WheelRecord>, Endpoints, Option<Option<RuntimeResult>>)>,
+    done: bool,
+    cancelled: bool,
+}
+
+impl RuntimesAhead {
+    fn new(planned: Vec<(Vec<crate::wheel_toolkit::WheelRecord>, Endpoints)>) -> RuntimesAhead {
+        let slots = planned.into_iter().map(|(w, ep)| (w, ep, None)).collect();
+        RuntimesAhead { state: std::sync::Mutex::new(AheadState { slots, done: false, cancelled: false }), changed: std::sync::Condvar::new() }
+    }
+
+    /// Builds each planned root in turn (stops early once cancelled).
+    fn run(&self, cx: &Cx, platform: Platform) {
+        let n = self.state.lock().unwrap().slots.len();
+        for i in 0..n {
+            let (pinned, ep) = {
+                let st = self.state.lock().unwrap();
+                if st.cancelled {
+                    break;
+                }
+                (st.slots[i].0.clone(), st.slots[i].1.clone())
+            };
+            let r = crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.prefetch, cx.progress);
+            self.state.lock().unwrap().slots[i].2 = Some(Some(r));
+            self.changed.notify_all();
+        }
+        self.state.lock().unwrap().done = true;
+        self.changed.notify_all();
+    }
+
+    /// The result of the root of exactly these `pinned` wheels, waiting while it is built;
+    /// `None` when it was not planned or was taken already (the caller then waits for
+    /// [`RuntimesAhead::wait_done`] and makes or finds it itself).
+    fn take(&self, pinned: &[crate::wheel_toolkit::WheelRecord]) -> Option<RuntimeResult> {
+        let same = |a: &[crate::wheel_toolkit::WheelRecord]| {
+            a.len() == pinned.len()
+                && a.iter().zip(pinned).all(|(a, b)| a.project == b.project && a.version == b.version && a.sha256.eq_ignore_ascii_case(&b.sha256))
+        };
+        let mut st = self.state.lock().unwrap();
+        let i = st.slots.iter().position(|(w, _, _)| same(w))?;
+        loop {
+            if let Some(r) = &mut st.slots[i].2 {
+                return r.take();
+            }
+            if st.done {
+                return None;
+            }
+            st = self.changed.wait(st).unwrap();
+        }
+    }
+
+    /// Waits until the thread has built (or given up on) every planned root.
+    fn wait_done(&self) {
+        let mut st = self.state.lock().unwrap();
+        while !st.done {
+            st = self.changed.wait(st).unwrap();
+        }
+    }
+
+    /// Starts no further root.
+    fn cancel(&self) {
+        self.state.lock().unwrap().cancelled = true;
+    }
 }
 
 /// The CUDA major a profile's cuDNN must be built for, found without fetching anything: the
@@ -98,10 +180,19 @@ fn ensure_runtime(
     let pinned = pinned_wheels(pin);
     let pin_fits = pin_fits(&pinned, &v);
     let ep = runtime_endpoints(file, p, cx.ep);
-    let (root, made) = if pin_fits {
-        crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.prefetch, cx.progress)?
-    } else {
-        crate::wheel_toolkit::ensure(cx.layout, cx.lock, &ep, &v, platform, cx.prefetch, cx.progress)?
+    let ahead = if pin_fits { cx.runtimes.and_then(|r| r.take(&pinned)) } else { None };
+    let (root, made) = match ahead {
+        Some(r) => r?,
+        None => {
+            if let Some(r) = cx.runtimes {
+                r.wait_done();
+            }
+            if pin_fits {
+                crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.prefetch, cx.progress)?
+            } else {
+                crate::wheel_toolkit::ensure(cx.layout, cx.lock, &ep, &v, platform, cx.prefetch, cx.progress)?
+            }
+        }
     };
     if made {
         let from = wheel_folder(file, p).map(|d| d.display().to_string()).unwrap_or_else(|| "PyPI".into());
@@ -319,23 +410,29 @@ pub fn ensure_reachable(
     progress: &dyn Progress,
 ) -> Result<Ensured, Error> {
     check(file)?;
-    let cx = Cx { layout, lock, ep, progress, prefetch: None };
+    let cx = Cx { layout, lock, ep, progress, prefetch: None, runtimes: None };
     // With allow_unreachable a profile left out must download nothing, and a file another
     // platform cannot serve fails before any download: no prefetch there.
     let host = Platform::host() == Some(platform);
     if allow_unreachable || ep.offline || (!host && file.profiles.iter().any(|p| p.cuda.from.is_none())) {
         return ensure_with(&cx, file, platform, pins, allow_unreachable);
     }
-    let prefetch = fetch::Prefetch::new(planned_downloads(&cx, file, platform, pins));
+    let (downloads, roots) = planned_downloads(&cx, file, platform, pins);
+    let prefetch = fetch::Prefetch::new(downloads);
     if prefetch.is_empty() {
         return ensure_with(&cx, file, platform, pins, allow_unreachable);
     }
+    let runtimes = RuntimesAhead::new(roots);
     let client = fetch::Client::new(ep.offline);
     std::thread::scope(|s| {
         for _ in 0..prefetch.len().min(fetch::MAX_PARALLEL_DOWNLOADS) {
             s.spawn(|| prefetch.run(layout, lock, &client, progress));
         }
-        let r = ensure_with(&Cx { prefetch: Some(&prefetch), ..cx }, file, platform, pins, allow_unreachable);
+        let ahead = Cx { prefetch: Some(&prefetch), ..cx };
+        let builder = &runtimes;
+        s.spawn(move || builder.run(&ahead, platform));
+        let r = ensure_with(&Cx { prefetch: Some(&prefetch), runtimes: Some(&runtimes), ..cx }, file, platform, pins, allow_unreachable);
+        runtimes.cancel();
         prefetch.cancel();
         r
     })
@@ -346,8 +443,15 @@ pub fn ensure_reachable(
 /// wheels of a runtime root not yet made, and each cuDNN archive the store lacks whose
 /// source serves what the pin names. Whatever cannot be looked up is left out (the fetch
 /// itself reports it).
-fn planned_downloads(cx: &Cx, file: &ProfileFile, platform: Platform, pins: &crate::lockfile::Pins) -> Vec<fetch::Artifact> {
+#[allow(clippy::type_complexity)]
+fn planned_downloads(
+    cx: &Cx,
+    file: &ProfileFile,
+    platform: Platform,
+    pins: &crate::lockfile::Pins,
+) -> (Vec<fetch::Artifact>, Vec<(Vec<crate::wheel_toolkit::WheelRecord>, Endpoints)>) {
     let mut out = Vec::new();
+    let mut roots: Vec<(Vec<crate::wheel_toolkit::WheelRecord>, Endpoints)> = Vec::new();
     let client = fetch::Client::new(cx.ep.offline);
     let host = Platform::host() == Some(platform);
     let installed: Vec<Version> =
@@ -361,13 +465,19 @@ fn planned_downloads(cx: &Cx, file: &ProfileFile, platform: Platform, pins: &cra
             let pinned = pinned_wheels(pin);
             if pin_fits(&pinned, &v) && crate::wheel_toolkit::find_pinned(cx.layout, &pinned, platform).is_none() {
                 let ep = runtime_endpoints(file, p, cx.ep);
+                let mut found = Vec::new();
                 for w in &pinned {
                     let what = format!("{} {} ({platform}) from PyPI", w.project, w.version);
                     match fetch::resolve_wheel(&client, &ep, &w.project, &w.version, platform, &what) {
-                        Ok(a) if a.sha256.eq_ignore_ascii_case(&w.sha256) => out.push(a),
+                        Ok(a) if a.sha256.eq_ignore_ascii_case(&w.sha256) => found.push(a),
                         _ => break,
                     }
                 }
+                // A root whose every wheel the index serves as pinned is built ahead, once.
+                if found.len() == pinned.len() && !roots.iter().any(|(r, _)| r == &pinned) {
+                    roots.push((pinned.clone(), ep));
+                }
+                out.extend(found);
             }
         }
         let Some(from) = &p.cudnn.from else { continue };
@@ -396,7 +506,7 @@ fn planned_downloads(cx: &Cx, file: &ProfileFile, platform: Platform, pins: &cra
         };
         out.push(artifact);
     }
-    out
+    (out, roots)
 }
 
 /// [`ensure_reachable`] with the downloads of `cx.prefetch` (if any) taken from it.

@@ -14,7 +14,8 @@
 //!   mismatch (the server's answer is deterministic).
 //! - Downloads stream through a 1 MiB buffer into a temporary file beside the destination,
 //!   hashing SHA-256 as bytes arrive; the file is renamed to the destination only after the
-//!   size and hash match. On any error the temporary file is deleted (tempfile's drop).
+//!   size and hash match. On any error the temporary file is deleted (tempfile's drop). It is
+//!   not fsynced: a download is scratch, deleted once imported (the store's copy is durable).
 //! - Offline, every request fails with [`Error::Offline`] before any network I/O.
 
 use std::io::{Read, Write};
@@ -179,7 +180,9 @@ impl Client {
             if let Some(want) = expect.sha256.as_ref().filter(|w| !w.eq_ignore_ascii_case(&sha256)) {
                 return Err(Try::Fatal(Error::Sha256Mismatch { url: url.into(), expected: want.to_ascii_lowercase(), actual: sha256 }));
             }
-            tmp.as_file().sync_all().map_err(write_err)?;
+            // No fsync: a download is a scratch copy, deleted once imported, and the import
+            // makes its own durable copy; after a crash the next fetch deletes it. Unsynced, a
+            // file deleted within the kernel's write-back delay (30 s) never reaches the disk.
             tmp.persist(dest).map_err(|e| Try::Fatal(Error::Write { path: dest.into(), source: e.error }))?;
             Ok(Got { size: received, sha256 })
         })
