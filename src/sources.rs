@@ -91,6 +91,16 @@ impl RuntimesAhead {
 
     /// Builds each planned root in turn (stops early once cancelled).
     fn run(&self, cx: &Cx, platform: Platform) {
+        // Marks the thread done however it ends, so that a panic here never leaves
+        // `take` waiting forever (the scope then re-raises the panic).
+        struct Done<'a>(&'a RuntimesAhead);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).done = true;
+                self.0.changed.notify_all();
+            }
+        }
+        let _done = Done(self);
         let n = self.state.lock().unwrap().slots.len();
         for i in 0..n {
             let (pinned, ep) = {
@@ -104,8 +114,6 @@ impl RuntimesAhead {
             self.state.lock().unwrap().slots[i].2 = Some(Some(r));
             self.changed.notify_all();
         }
-        self.state.lock().unwrap().done = true;
-        self.changed.notify_all();
     }
 
     /// The result of the root of exactly these `pinned` wheels, waiting while it is built;

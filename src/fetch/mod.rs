@@ -537,7 +537,20 @@ impl Prefetch {
                 slots[i] = Slot::Running;
                 i
             };
+            // A panic while downloading hands the slot back as not started (the caller then
+            // downloads it itself) instead of leaving `take` waiting forever.
+            struct Unwind<'a>(&'a Prefetch, usize);
+            impl Drop for Unwind<'_> {
+                fn drop(&mut self) {
+                    if std::thread::panicking() {
+                        self.0.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[self.1] = Slot::Taken;
+                        self.0.changed.notify_all();
+                    }
+                }
+            }
+            let unwind = Unwind(self, i);
             let r = download(layout, lock, &client, &self.artifacts[i], task.as_ref());
+            drop(unwind);
             let mut slots = self.slots.lock().unwrap();
             // A download finished after cancel() is dropped here (its folder deleted).
             slots[i] = if self.cancelled.load(std::sync::atomic::Ordering::Relaxed) { Slot::Taken } else { Slot::Done(r) };
