@@ -14,6 +14,8 @@
 # uv is installed once, pinned, into ~/.cache/cuenv-bench (pip install --target).
 # Benchmarks stay out of .ci/run. The load average is printed: run it on a quiet machine.
 #
+# Then benches/lab_fresh.sh adds the last row: the main command on a fresh home against uv.
+#
 # Usage: benches/vs_uv.sh   (builds target/release/cuenv)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -89,3 +91,7 @@ printf '  %s\n' "${floors[@]}"
 peak_rss=$(sort -n "$work/rss" | tail -n1)
 echo "peak RSS of cuenv over these runs: $(( peak_rss / 1024 )) MiB (goal < 100)"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# The last row of issue 20's table: the README's main command on a fresh home.
+echo
+benches/lab_fresh.sh
