@@ -26,25 +26,38 @@ fn main() {
         .ok()
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()) as f64);
-    for wheel in wheels {
-        let w = measure(&wheel);
-        let total = w.inflate + w.sha_files + w.sha_archive;
-        let floor = (total.as_secs_f64() / cores).max(w.largest_inflate.as_secs_f64());
-        let no_hash = (w.inflate.as_secs_f64() / cores).max(w.largest_inflate.as_secs_f64());
-        println!(
-            "{}: {} members, {:.0} MB out; one core: inflate {:.2} s, sha256 of files {:.2} s, sha256 of archive {:.2} s; largest member inflate {:.2} s; floor on {} cores: {:.2} s with every hash, {:.2} s inflating only",
-            wheel.rsplit('/').next().unwrap_or(&wheel),
-            w.members,
-            w.bytes_out as f64 / 1e6,
-            w.inflate.as_secs_f64(),
-            w.sha_files.as_secs_f64(),
-            w.sha_archive.as_secs_f64(),
-            w.largest_inflate.as_secs_f64(),
-            cores,
-            floor,
-            no_hash
-        );
+    let mut all =
+        Work { members: 0, bytes_out: 0, inflate: Duration::ZERO, sha_files: Duration::ZERO, sha_archive: Duration::ZERO, largest_inflate: Duration::ZERO };
+    for wheel in &wheels {
+        let w = measure(wheel);
+        report(wheel.rsplit('/').next().unwrap_or(wheel), &w, cores);
+        all.members += w.members;
+        all.bytes_out += w.bytes_out;
+        all.inflate += w.inflate;
+        all.sha_files += w.sha_files;
+        all.sha_archive += w.sha_archive;
+        all.largest_inflate = all.largest_inflate.max(w.largest_inflate);
     }
+    if wheels.len() > 1 {
+        // Several wheels imported by one command (apply): their work adds up.
+        report(&format!("all {} wheels", wheels.len()), &all, cores);
+    }
+}
+
+/// Prints one line: the work of `w` on one core and its floor on `cores` cores.
+fn report(what: &str, w: &Work, cores: f64) {
+    let total = w.inflate + w.sha_files + w.sha_archive;
+    let floor = (total.as_secs_f64() / cores).max(w.largest_inflate.as_secs_f64());
+    let no_hash = (w.inflate.as_secs_f64() / cores).max(w.largest_inflate.as_secs_f64());
+    println!(
+        "{what}: {} members, {:.0} MB out; one core: inflate {:.2} s, sha256 of files {:.2} s, sha256 of archive {:.2} s; largest member inflate {:.2} s; floor on {cores} cores: {floor:.2} s with every hash, {no_hash:.2} s inflating only",
+        w.members,
+        w.bytes_out as f64 / 1e6,
+        w.inflate.as_secs_f64(),
+        w.sha_files.as_secs_f64(),
+        w.sha_archive.as_secs_f64(),
+        w.largest_inflate.as_secs_f64(),
+    );
 }
 
 /// One wheel's work, each part timed on one core.

@@ -116,6 +116,12 @@ c=$(best cuenv "$cuenv" --quiet apply "$work/lab/lab.toml")
 u=$(best uv bash -c 'rest=($rest_list); pair "$0" pip install -q --no-cache --no-deps --python "$1" --index-url "$2/simple"' "$uv" "$py" "$index")
 p=$(best pip bash -c 'rest=($rest_list); pair "$0" -m pip install -q --disable-pip-version-check --no-cache-dir --no-deps --index-url "$1/simple"' "$py" "$index")
 printf '%-34s %8s %8s %8s %8s  %s x uv (goal <= 1.00)\n' "apply lab.toml, fresh home (9 whl)" "$c" "$u" "$p" - "$(ratio "$c" "$u")"
+# The floor of the inflate and SHA-256 work of importing these 9 wheels, hashing every file
+# and every archive (benches/import_floor.rs), spread over this machine's cores.
+f=$(cargo bench -q --bench import_floor -- "$wheels"/*.whl 2>/dev/null | tail -n1)
+fl=$(sed -E 's/.*: ([0-9.]+) s with every hash.*/\1/' <<<"$f")
+printf '%-34s %8s %8s %8s %8s  %s x uv\n' "  floor: inflate + hash, $(nproc) cores" "$fl" - - - "$(ratio "$fl" "$u")"
+echo "  ($f)"
 peak_rss=$(sort -n "$work/rss" | tail -n1)
 echo "peak RSS of cuenv apply: $(( peak_rss / 1024 )) MiB (goal < 100)"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
