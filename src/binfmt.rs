@@ -7,6 +7,7 @@
 use std::fmt;
 use std::fs::File;
 use std::io;
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::str::FromStr;
 
@@ -158,25 +159,30 @@ pub fn inspect(path: &Path) -> io::Result<BinaryInfo> {
 ///
 /// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
 pub fn referenced_cuda_libraries(path: &Path) -> io::Result<Vec<(u64, String)>> {
-    use object::{Object as _, ObjectSection as _};
-    const SECTIONS: [&str; 5] = [".dynstr", ".rodata", ".lrodata", ".rdata", ".idata"];
-    const MAX_SECTION: u64 = 256 << 20;
-    let ranges: Vec<(u64, u64)> = {
-        let cache = ReadCache::new(File::open(path)?);
-        let file = object::File::parse(&cache).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a PE or ELF file: {e}")))?;
-        file.sections().filter(|s| s.name().is_ok_and(|n| SECTIONS.contains(&n)) && s.size() <= MAX_SECTION).filter_map(|s| s.file_range()).collect()
-    };
+    let ranges = section_ranges(path, &[".dynstr", ".rodata", ".lrodata", ".rdata", ".idata"])?;
     // Each section is scanned in chunks (a `.rodata` of 100 MiB is never held whole).
     scan_ranges(&mut File::open(path)?, &ranges)
 }
 
-/// [`cuda_library_names`] of the byte ranges `(start, len)` of `f`, read [`SCAN_CHUNK`] bytes
-/// at a time; chunks overlap by [`SCAN_OVERLAP`], and a name is taken from the chunk it starts
-/// in before the overlap, so no name is cut or counted twice. A range past the end of `f` is
-/// read as far as it goes.
-fn scan_ranges(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)]) -> io::Result<Vec<(u64, String)>> {
+/// The file ranges `(start, len)` of the sections of the PE or ELF file at `path` named in
+/// `names`, in file order of the section table, leaving out sections over 256 MiB (real ones
+/// are a few MiB; kernels live in `.nv_fatbin`). Only the headers are read.
+///
+/// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
+fn section_ranges(path: &Path, names: &[&str]) -> io::Result<Vec<(u64, u64)>> {
+    use object::{Object as _, ObjectSection as _};
+    const MAX_SECTION: u64 = 256 << 20;
+    let cache = ReadCache::new(File::open(path)?);
+    let file = object::File::parse(&cache).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a PE or ELF file: {e}")))?;
+    Ok(file.sections().filter(|s| s.name().is_ok_and(|n| names.contains(&n)) && s.size() <= MAX_SECTION).filter_map(|s| s.file_range()).collect())
+}
+
+/// Walks the byte ranges `(start, len)` of `f` [`SCAN_CHUNK`] bytes at a time, consecutive
+/// chunks of a range overlapping by [`SCAN_OVERLAP`] bytes, and hands each chunk to `visit`
+/// with whether it is its range's last; `visit` stops the walk with `Break`. A range past the
+/// end of `f` is read as far as it goes (a short chunk ends that range).
+fn scan_chunks(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)], mut visit: impl FnMut(&[u8], bool) -> ControlFlow<()>) -> io::Result<()> {
     let mut buf = vec![0u8; SCAN_CHUNK];
-    let mut out: Vec<(u64, String)> = Vec::new();
     for &(start, len) in ranges {
         let end = start.saturating_add(len);
         let mut at = start;
@@ -187,11 +193,8 @@ fn scan_ranges(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)]) -> io:
                 break;
             }
             let last = at + n as u64 >= end;
-            for (found, pos) in cuda_library_names_at(&buf[..n]) {
-                // A name starting in the overlap is read whole by the next chunk.
-                if (last || pos < n - SCAN_OVERLAP) && !out.contains(&found) {
-                    out.push(found);
-                }
+            if visit(&buf[..n], last).is_break() {
+                return Ok(());
             }
             if last {
                 break;
@@ -199,6 +202,24 @@ fn scan_ranges(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)]) -> io:
             at += (n - SCAN_OVERLAP) as u64;
         }
     }
+    Ok(())
+}
+
+/// [`cuda_library_names`] of the byte ranges `(start, len)` of `f`, read [`SCAN_CHUNK`] bytes
+/// at a time; chunks overlap by [`SCAN_OVERLAP`], and a name is taken from the chunk it starts
+/// in before the overlap, so no name is cut or counted twice. A range past the end of `f` is
+/// read as far as it goes.
+fn scan_ranges(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)]) -> io::Result<Vec<(u64, String)>> {
+    let mut out: Vec<(u64, String)> = Vec::new();
+    scan_chunks(f, ranges, |chunk, last| {
+        for (found, pos) in cuda_library_names_at(chunk) {
+            // A name starting in the overlap is read whole by the next chunk.
+            if (last || pos < chunk.len() - SCAN_OVERLAP) && !out.contains(&found) {
+                out.push(found);
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
     Ok(out)
 }
 
@@ -296,19 +317,9 @@ pub fn elf_dynamic(path: &Path) -> io::Result<Option<ElfDynamic>> {
 ///
 /// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
 pub fn library_version(path: &Path) -> io::Result<Option<Version>> {
-    use object::{Object as _, ObjectSection as _};
-    const SECTIONS: [&str; 3] = [".rodata", ".lrodata", ".rdata"];
-    const MAX_SECTION: u64 = 256 << 20;
-    let cache = ReadCache::new(File::open(path)?);
-    let file = object::File::parse(&cache).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a PE or ELF file: {e}")))?;
-    let ranges: Vec<(u64, u64)> =
-        file.sections().filter(|s| s.name().is_ok_and(|n| SECTIONS.contains(&n)) && s.size() <= MAX_SECTION).filter_map(|s| s.file_range()).collect();
-    drop(file);
-    let mut f = File::open(path)?;
-    for (start, len) in ranges {
-        if let Some(v) = scan_version(&mut f, start, len)? {
-            return Ok(Some(v));
-        }
+    let ranges = section_ranges(path, &[".rodata", ".lrodata", ".rdata"])?;
+    if let Some(v) = scan_version(&mut File::open(path)?, &ranges)? {
+        return Ok(Some(v));
     }
     Ok(inspect(path)?.file_version)
 }
@@ -317,31 +328,22 @@ pub fn library_version(path: &Path) -> io::Result<Option<Version>> {
 static VERSION_MARKER: std::sync::LazyLock<regex::bytes::Regex> =
     std::sync::LazyLock::new(|| regex::bytes::Regex::new(r"(?-u)cudnn_version_(\d{1,3})_(\d{1,3})_(\d{1,3})_(\d{1,6})_").unwrap());
 
-/// The version of the first [`VERSION_MARKER`] in bytes `start..start + len` of `f`, read [`SCAN_CHUNK`]
-/// bytes at a time with chunks overlapping by [`SCAN_OVERLAP`] (longer than any marker:
+/// The version of the first [`VERSION_MARKER`] in the byte ranges `(start, len)` of `f`,
+/// walked by [`scan_chunks`] (the overlap is longer than any marker:
 /// `cudnn_version_999_999_999_999999_` is 33 bytes), so memory stays bounded whatever the
 /// section size (the `.rodata` of `libcudnn_ops_infer.so.8` 8.9.4.25 is tens of MB, once read
-/// whole). A range past the end of `f` is read as far as it goes.
-fn scan_version(f: &mut (impl io::Read + io::Seek), start: u64, len: u64) -> io::Result<Option<Version>> {
-    let mut buf = vec![0u8; SCAN_CHUNK];
-    let end = start.saturating_add(len);
-    let mut at = start;
-    while at < end {
-        let n = (end - at).min(SCAN_CHUNK as u64) as usize;
-        f.seek(io::SeekFrom::Start(at))?;
-        if f.read_exact(&mut buf[..n]).is_err() {
-            break;
-        }
-        if let Some(c) = VERSION_MARKER.captures(&buf[..n]) {
+/// whole).
+fn scan_version(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)]) -> io::Result<Option<Version>> {
+    let mut found = None;
+    scan_chunks(f, ranges, |chunk, _| match VERSION_MARKER.captures(chunk) {
+        Some(c) => {
             let part = |i: usize| std::str::from_utf8(&c[i]).ok().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
-            return Ok(Some(Version::new(&[part(1), part(2), part(3), part(4)])));
+            found = Some(Version::new(&[part(1), part(2), part(3), part(4)]));
+            ControlFlow::Break(())
         }
-        if at + n as u64 >= end {
-            break;
-        }
-        at += (n - SCAN_OVERLAP) as u64;
-    }
-    Ok(None)
+        None => ControlFlow::Continue(()),
+    })?;
+    Ok(found)
 }
 
 /// Whether the PE or ELF file at `path` is shorter than its own headers say: an image cut
@@ -614,10 +616,10 @@ mod tests {
             let mut bytes = vec![b'x'; 3 * SCAN_CHUNK];
             let marker = b"cudnn_version_8_9_4_25_120000_e0";
             bytes[start..start + marker.len()].copy_from_slice(marker);
-            let found = scan_version(&mut std::io::Cursor::new(&bytes), 0, bytes.len() as u64).unwrap();
+            let found = scan_version(&mut std::io::Cursor::new(&bytes), &[(0, bytes.len() as u64)]).unwrap();
             assert_eq!(found, Some(Version::new(&[8, 9, 4, 25])), "marker at {start}");
             // Outside the range scanned, it is not found.
-            let found = scan_version(&mut std::io::Cursor::new(&bytes), (start + 1) as u64, SCAN_CHUNK as u64).unwrap();
+            let found = scan_version(&mut std::io::Cursor::new(&bytes), &[((start + 1) as u64, SCAN_CHUNK as u64)]).unwrap();
             assert_eq!(found, None, "marker at {start}");
         }
     }
