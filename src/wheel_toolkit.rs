@@ -320,20 +320,13 @@ fn extract_libraries(wheels: &[&Path], dest: &Path, platform: Platform) -> Resul
     let mut names: Vec<String> = jobs.iter().map(|j| j.file.to_ascii_lowercase()).collect();
     names.sort();
     names.dedup();
-    let threads = if names.len() < jobs.len() { 1 } else { std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4).min(jobs.len()) };
+    let threads = if names.len() < jobs.len() { 1 } else { crate::store::extract::worker_count().min(jobs.len()) };
     // Largest first, each to the least loaded thread; a thread keeps wheel order.
-    let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].size));
-    let mut buckets: Vec<(u64, Vec<usize>)> = vec![(0, Vec::new()); threads];
-    for i in order {
-        let b = buckets.iter_mut().min_by_key(|b| b.0).expect("at least one thread");
-        b.0 += jobs[i].size;
-        b.1.push(i);
-    }
+    let buckets = crate::store::extract::balance((0..jobs.len()).collect(), threads, |&i| jobs[i].size);
     let results: Vec<Result<Vec<(usize, String)>, Error>> = std::thread::scope(|s| {
         let handles: Vec<_> = buckets
             .into_iter()
-            .map(|(_, mut mine)| {
+            .map(|mut mine| {
                 mine.sort();
                 let jobs = &jobs;
                 s.spawn(move || -> Result<Vec<(usize, String)>, Error> {

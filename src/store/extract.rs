@@ -415,7 +415,7 @@ fn extract_zip(source: &Path, raw: &Path, computed_sha256: Option<String>, progr
     progress.start("extracting", declared);
     let shared =
         Shared { source, raw, progress, results: Mutex::new(Vec::with_capacity(files.len())), failed: AtomicBool::new(false), first_error: Mutex::new(None) };
-    let buckets = balance(files, worker_count());
+    let buckets = balance(files, worker_count(), |m| m.size);
     let source_hash = std::thread::scope(|s| {
         // A SHA-256 this process computed while writing the input is not computed again.
         let hasher = s.spawn(|| match computed_sha256 {
@@ -693,18 +693,20 @@ fn member_read_error(archive: &Path, member: &str, e: io::Error) -> Error {
     }
 }
 
-fn worker_count() -> usize {
+/// How many threads copy archive members at once: one per core, at most 4.
+pub(crate) fn worker_count() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 4)
 }
 
-/// Splits members into `n` buckets of about equal total size (largest first, each to the
-/// lightest bucket), so one huge DLL does not serialize the rest behind it.
-fn balance(mut files: Vec<ZipMember>, n: usize) -> Vec<Vec<ZipMember>> {
-    files.sort_by_key(|f| std::cmp::Reverse(f.size));
-    let mut buckets: Vec<(u64, Vec<ZipMember>)> = (0..n).map(|_| (0, Vec::new())).collect();
-    for f in files {
+/// Splits `items` into at most `n` non-empty buckets of about equal total `size` (bytes;
+/// largest first, each to the lightest bucket), so one huge DLL does not serialize the rest
+/// behind it. Items of equal size keep their order.
+pub(crate) fn balance<T>(mut items: Vec<T>, n: usize, size: impl Fn(&T) -> u64) -> Vec<Vec<T>> {
+    items.sort_by_key(|f| std::cmp::Reverse(size(f)));
+    let mut buckets: Vec<(u64, Vec<T>)> = (0..n).map(|_| (0, Vec::new())).collect();
+    for f in items {
         let lightest = buckets.iter_mut().min_by_key(|b| b.0).expect("n >= 1");
-        lightest.0 += f.size;
+        lightest.0 += size(&f);
         lightest.1.push(f);
     }
     buckets.into_iter().map(|b| b.1).filter(|b| !b.is_empty()).collect()
@@ -1034,7 +1036,7 @@ mod tests {
     #[test]
     fn balance_spreads_the_largest() {
         let m = |i, size| ZipMember { index: i, name: String::new(), path: String::new(), size };
-        let b = balance(vec![m(0, 415), m(1, 200), m(2, 150), m(3, 60)], 2);
+        let b = balance(vec![m(0, 415), m(1, 200), m(2, 150), m(3, 60)], 2, |m| m.size);
         let sums: Vec<u64> = b.iter().map(|v| v.iter().map(|m| m.size).sum()).collect();
         assert_eq!(sums, vec![415, 410]);
     }
