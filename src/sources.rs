@@ -267,6 +267,24 @@ fn fetch_source(s: &Source) -> Option<fetch::Source> {
     }
 }
 
+/// The fetch request of profile `p`'s cuDNN `version` for CUDA `major` on `platform`, and the
+/// sources to ask in order: the source the lock pins this platform to, alone; else the
+/// profile's `from` list (which holds at least the PyPI or NVIDIA source `p` names).
+fn cudnn_request(
+    p: &crate::profile::Profile,
+    pin: Option<&crate::lockfile::Pin>,
+    version: Version,
+    major: u64,
+    platform: Platform,
+    ep: &Endpoints,
+) -> (fetch::FetchRequest, Vec<fetch::Source>) {
+    let order: Vec<fetch::Source> = match pin.and_then(|pin| pin.source) {
+        Some(s) => vec![s],
+        None => p.cudnn.sources().filter_map(|s| fetch_source(&s.value)).collect(),
+    };
+    (fetch::FetchRequest { version, cuda_major: major, from: order[0], platform, endpoints: ep.clone() }, order)
+}
+
 /// Finds the cuDNN artifact of `req` (its `from` left to set) among `sources`, in order: the
 /// next source is tried only when one answers that it has no such file (a source that cannot
 /// be reached stops the search, so that which source serves a platform never depends on a
@@ -497,11 +515,7 @@ fn planned_downloads(
         let artifact = match &from.value {
             Source::Pypi | Source::Nvidia => {
                 let Ok(version) = plain_version(file, &p.cudnn, "cudnn") else { continue };
-                let order: Vec<fetch::Source> = match pin.and_then(|pin| pin.source) {
-                    Some(s) => vec![s],
-                    None => p.cudnn.sources().filter_map(|s| fetch_source(&s.value)).collect(),
-                };
-                let req = fetch::FetchRequest { version, cuda_major: major, from: order[0], platform, endpoints: cx.ep.clone() };
+                let (req, order) = cudnn_request(p, pin, version, major, platform, cx.ep);
                 match find_cudnn(&client, &req, &order) {
                     Ok((a, _)) if a.sha256.eq_ignore_ascii_case(&sha) => a,
                     _ => continue,
@@ -577,12 +591,7 @@ fn ensure_with(cx: &Cx, file: &ProfileFile, platform: Platform, pins: &crate::lo
         let (added, from_what) = match &from.value {
             Source::Pypi | Source::Nvidia => {
                 let version = plain_version(file, &p.cudnn, "cudnn")?;
-                // The source the lock pins this platform to, alone; else the list in order.
-                let order: Vec<fetch::Source> = match pin.and_then(|pin| pin.source) {
-                    Some(s) => vec![s],
-                    None => p.cudnn.sources().filter_map(|s| fetch_source(&s.value)).collect(),
-                };
-                let req = fetch::FetchRequest { version, cuda_major: major, from: order[0], platform, endpoints: ep.clone() };
+                let (req, order) = cudnn_request(p, pin, version, major, platform, ep);
                 let artifact = match find_cudnn(&client, &req, &order) {
                     Ok((a, _)) => a,
                     Err(tried) if allow_unreachable && tried.last().is_some_and(|(_, e)| unreachable(e)) => {
