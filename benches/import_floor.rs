@@ -61,6 +61,7 @@ fn report(what: &str, w: &Work, cores: f64) {
 }
 
 /// One wheel's work, each part timed on one core.
+#[derive(Default)]
 struct Work {
     members: usize,
     bytes_out: u64,
@@ -73,14 +74,7 @@ struct Work {
 fn measure(path: &str) -> Work {
     let mut zip = zip::ZipArchive::new(File::open(path).expect("open the wheel")).expect("a zip");
     let mut buf = vec![0u8; 256 << 10];
-    let mut w = Work {
-        members: zip.len(),
-        bytes_out: 0,
-        inflate: Duration::ZERO,
-        sha_files: Duration::ZERO,
-        sha_archive: Duration::ZERO,
-        largest_inflate: Duration::ZERO,
-    };
+    let mut w = Work { members: zip.len(), ..Work::default() };
     for i in 0..zip.len() {
         let mut member = zip.by_index(i).expect("a member");
         let mut sha = Sha256::new();

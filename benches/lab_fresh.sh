@@ -23,13 +23,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs=${RUNS:-3}
-uv_version=0.13.8
-bench=${CUENV_BENCH_CACHE:-$HOME/.cache/cuenv-bench}
-uv=$bench/uv-$uv_version/bin/uv
+# shellcheck source=benches/uv_pin.sh
+source benches/uv_pin.sh
 py=$(python3 -c 'import sys; print(sys.executable)')
-if [[ ! -x $uv ]]; then
-  "$py" -m pip install -q --disable-pip-version-check --target "$bench/uv-$uv_version" "uv==$uv_version" >&2
-fi
 wheels=$("$py" benches/loopback_index.py gather profiles/lab.lock "$bench/lab-wheels" "${CUENV_REAL_WHEELS:-$HOME/.cache/cuenv-real-wheels}" | tail -n1)
 cargo build --release -q
 cuenv=$PWD/target/release/cuenv
@@ -96,7 +92,6 @@ best() {
   done
   echo "$b"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 # pair TOOL...: the tool's install of 8.9.4.25 into t1 and of the other 8 wheels into t2, at once.
 pair() {
   "$@" --target "$work/t1" "$alone" & local a=$!

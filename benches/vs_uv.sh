@@ -20,12 +20,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs=${RUNS:-3}
-uv_version=0.13.8
-bench=${CUENV_BENCH_CACHE:-$HOME/.cache/cuenv-bench}
-uv=$bench/uv-$uv_version/bin/uv
-if [[ ! -x $uv ]]; then
-  python3 -m pip install -q --disable-pip-version-check --target "$bench/uv-$uv_version" "uv==$uv_version" >&2
-fi
+# shellcheck source=benches/uv_pin.sh
+source benches/uv_pin.sh
 wheels=$(scripts/fetch-real-wheels.sh | tail -n1)
 w95=$(ls "$wheels"/nvidia_cudnn_cu12-9.5.0.50-*manylinux*.whl)
 w89=$(ls "$wheels"/nvidia_cudnn_cu12-8.9.4.25-*manylinux*.whl)
@@ -54,7 +50,6 @@ best() {
   echo "$b"
 }
 clean() { chmod -R u+w "$work" 2>/dev/null || true; rm -rf "${work:?}"/home "$work"/t "$work"/c; mkdir -p "$work/home" "$work/t" "$work/c"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); cores: $(nproc); uv $uv_version; $(python3 -m pip --version | cut -d' ' -f1-2)"
 printf '%-34s %8s %8s %8s %8s  %s\n' work cuenv uv pip unzip "ratio"
