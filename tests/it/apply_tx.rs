@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::apply::Lab;
+use crate::support::lab::Lab;
 
 /// Generation 2's profile file: torch2 loses its conda env (so its shim goes away).
 fn second(lab: &Lab, check_none: bool) -> String {
@@ -30,7 +30,7 @@ fn recover_loudly(lab: &Lab) -> (i32, String) {
 }
 
 fn torch_shim(lab: &Lab) -> PathBuf {
-    lab.env_a.join(format!("etc/conda/activate.d/cuenv-torch2.{}", crate::apply::SHIM_EXT))
+    lab.env_a.join(format!("etc/conda/activate.d/cuenv-torch2.{}", crate::support::lab::SHIM_EXT))
 }
 
 /// What a kill or a signal must leave: generation 1 current, with its shims, its lock, no
@@ -39,7 +39,7 @@ fn assert_old_generation_is_back(lab: &Lab, what: &str, lock_before: &str, f2: &
     assert!(!lab.ctx.home.join("journal.toml").exists(), "{what}: journal not cleared");
     assert_eq!(lab.current(), 1, "{what}: the unchecked generation stayed current");
     assert!(torch_shim(lab).exists(), "{what}: generation 1's shim is missing");
-    assert!(lab.env_b.join(format!("etc/conda/activate.d/cuenv-tf.{}", crate::apply::SHIM_EXT)).exists(), "{what}: generation 1's tf shim is missing");
+    assert!(lab.env_b.join(format!("etc/conda/activate.d/cuenv-tf.{}", crate::support::lab::SHIM_EXT)).exists(), "{what}: generation 1's tf shim is missing");
     assert_eq!(fs::read_to_string(lab.ctx.path("lab.lock")).unwrap(), lock_before, "{what}: lab.lock not restored");
     let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
     assert_eq!(s["healthy"], true, "{what}: {s}");
@@ -123,7 +123,7 @@ fn a_first_generation_killed_mid_revert_is_cleared() {
         assert!(!lab.ctx.home.join("journal.toml").exists(), "{step}");
         assert!(fs::symlink_metadata(lab.profiles()).is_err(), "{step}: a generation is current");
         assert!(!torch_shim(&lab).exists(), "{step}: shims left");
-        assert!(!lab.env_b.join(format!("etc/conda/activate.d/cuenv-tf.{}", crate::apply::SHIM_EXT)).exists(), "{step}: shims left");
+        assert!(!lab.env_b.join(format!("etc/conda/activate.d/cuenv-tf.{}", crate::support::lab::SHIM_EXT)).exists(), "{step}: shims left");
         assert!(!lab.ctx.path("lab.lock").exists(), "{step}: a lock for no generation");
         let hist: serde_json::Value = serde_json::from_str(&lab.ok(&["generations", "--json"])).unwrap();
         let last = hist["history"].as_array().unwrap().last().cloned();
@@ -234,7 +234,7 @@ fn an_unwritable_lock_folder_fails_before_the_switch() {
     let _mount = match ReadOnlyMount::new(&dir) {
         Ok(m) => m,
         Err(why) => {
-            eprintln!("skipped: cannot make {} read-only: {why}", dir.display());
+            crate::support::skipped(format!("cannot make {} read-only: {why}", dir.display()));
             return;
         }
     };
@@ -306,7 +306,7 @@ fn a_link_failing_late_in_the_build_leaves_nothing_behind() {
     ctx.home = short.clone();
     let mut lab = Lab::in_context(ctx);
     let file = lab.lab(&format!("[profiles.{name}]\ncuda = \"12\"\ncudnn = \"9.5\"\n"));
-    let before = crate::apply::home_digest(&short);
+    let before = crate::support::lab::home_digest(&short);
     let work_before: Vec<_> = fs::read_dir(&lab.ctx.work).unwrap().flatten().map(|e| e.file_name()).collect();
     lab.ctx.home = deep.clone();
     let (code, out, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
@@ -322,7 +322,7 @@ fn a_link_failing_late_in_the_build_leaves_nothing_behind() {
         ),
         "{err}"
     );
-    let after = crate::apply::home_digest(&short);
+    let after = crate::support::lab::home_digest(&short);
     let changed: Vec<_> = after.iter().filter(|e| !before.contains(e)).chain(before.iter().filter(|e| !after.contains(e))).map(|(p, _)| p).collect();
     assert!(changed.is_empty(), "the home is byte-identical (no generation, no staging, no empty generations/), but these changed: {changed:?}");
     let work_after: Vec<_> = fs::read_dir(&lab.ctx.work).unwrap().flatten().map(|e| e.file_name()).collect();

@@ -1,7 +1,7 @@
 //! CUDA 13 (issue 15): toolkit roots without `version.json`, a cuDNN's CUDA major read from the
 //! CUDA libraries it names, and the CUDA 13 layouts of archives, wheels and redist manifests.
 //! Fixtures are built at test time (hand-made PE/ELF files; on Linux also C stubs built with
-//! gcc and x86_64-w64-mingw32-gcc); nothing of NVIDIA's is used.
+//! gcc); nothing of NVIDIA's is used.
 
 use std::fs;
 use std::path::Path;
@@ -77,19 +77,14 @@ fn cuda13_roots_without_version_json_get_their_version() {
     assert!(!text.lines().any(|l| l.starts_with("13.0") && l.contains(" ? ")), "{text}");
 }
 
-/// Issue 15, 1 (Windows): the full version from a real VERSIONINFO string table, built with
-/// mingw's windres like the real `cudart64_13.dll` (`ProductName` `NVIDIA CUDA 13.0.96 Runtime`).
-#[cfg(target_os = "linux")]
+/// Issue 15, 1 (Windows): the full version from a VERSIONINFO string table laid out as
+/// windres writes it for the real `cudart64_13.dll` (`ProductName` `NVIDIA CUDA 13.0.96
+/// Runtime`), assembled in Rust (support::pe), so no mingw is needed.
 #[test]
 fn cuda13_windows_runtime_versioninfo_string_table() {
     let ctx = TestContext::new();
     let root = ctx.path("v13.0");
-    stubs::mingw_dll(
-        &root.join("bin/x64"),
-        "cudart64_13.dll",
-        "int cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }\n",
-        Some(&stubs::cudart_versioninfo_rc("13.0.96")),
-    );
+    pe::cudart_dll("13.0.96").write(&root.join("bin/x64"), "cudart64_13.dll");
     let (rows, _) = toolkits(&ctx, &[&root], &ctx.work);
     assert_eq!(rows, [("v13.0".to_string(), Value::from("13.0.96"), Value::from("runtime VERSIONINFO"))]);
 }
@@ -195,20 +190,16 @@ mod static_major {
         assert_eq!(meta["cuda_source"].as_str(), Some("--cuda (taken from the user: the libraries name no CUDA library by major)"));
     }
 
-    /// The same on Windows DLLs built with mingw: `cudnn_adv64_9.dll` loads `cublasLt64_13.dll`.
+    /// The same on Windows DLLs (assembled in Rust, support::pe): `cudnn_adv64_9.dll` holds
+    /// the name `cublasLt64_13.dll` in `.rdata`, as a DLL passing it to `LoadLibraryA` does.
     #[test]
     fn a_cuda13_windows_cudnn_added_with_cuda_12_is_refused() {
         let ctx = TestContext::new();
         let root = ctx.path("cudnn-win");
         let bin = root.join("bin");
-        stubs::mingw_dll(&bin, "cudnn64_9.dll", "__declspec(dllexport) unsigned long long cudnnGetCudartVersion(void) { return 13000; }\n", None);
-        stubs::mingw_dll(
-            &bin,
-            "cudnn_adv64_9.dll",
-            "#include <windows.h>\n__declspec(dllexport) void *stub_load(void) { return LoadLibraryA(\"cublasLt64_13.dll\"); }\n",
-            None,
-        );
-        stubs::mingw_dll(&bin, "cudnn_graph64_9.dll", "__declspec(dllexport) int stub_graph(void) { return 91400; }\n", None);
+        PeDll::new(PeArch::Amd64, "cudnn64_9.dll").rdata(b"cudnnGetCudartVersion\0").write(&bin, "cudnn64_9.dll");
+        PeDll::new(PeArch::Amd64, "cudnn_adv64_9.dll").rdata(b"stub_load\0cublasLt64_13.dll\0").write(&bin, "cudnn_adv64_9.dll");
+        PeDll::new(PeArch::Amd64, "cudnn_graph64_9.dll").rdata(b"stub_graph\0").write(&bin, "cudnn_graph64_9.dll");
         fs::create_dir_all(root.join("include")).unwrap();
         fs::write(root.join("include/cudnn_version.h"), version_header(9, 14, 0)).unwrap();
         let err = ctx.add_refused(&root, &["--cuda", "12"]);

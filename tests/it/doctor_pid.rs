@@ -8,8 +8,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::apply::{Lab, host_archive};
 use crate::support::Release;
+use crate::support::lab::{Lab, host_archive};
 use serde_json::Value;
 
 const CHILD_C: &str = r#"

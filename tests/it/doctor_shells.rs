@@ -5,7 +5,7 @@
 
 use std::fs;
 
-use crate::apply::Lab;
+use crate::support::lab::Lab;
 
 #[test]
 fn check_reports_other_shells_scripts_and_doctor_a_shell_that_ran_no_shim() {

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::apply::Lab;
+use crate::support::lab::Lab;
 
 use crate::support::clients::{Env, have, on_path, parse_env0 as parse};
 

@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::apply::{Lab, host_archive, toolkit};
+use crate::support::lab::{Lab, host_archive, toolkit};
 use crate::support::*;
 
 // ------------------------------------------------------------------ mounts
@@ -58,7 +58,7 @@ fn read_only(dir: &Path) -> Option<Guard> {
             return Some(guard);
         }
     }
-    eprintln!("skipped: cannot make {d} read-only (no read-only bind mount, no chattr +i: not root?)");
+    crate::support::skipped(format!("cannot make {d} read-only (no read-only bind mount, no chattr +i: not root?)"));
     None
 }
 
@@ -70,7 +70,7 @@ fn tmpfs(dir: &Path, size: &str) -> Option<Guard> {
     if sh("mount", &["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", d]) {
         return Some(Guard { undo: vec![("umount", vec!["-l".into(), d.into()])] });
     }
-    eprintln!("skipped: cannot mount a tmpfs on {d} (not root?)");
+    crate::support::skipped(format!("cannot mount a tmpfs on {d} (not root?)"));
     None
 }
 

@@ -876,7 +876,7 @@ fn declared_toolkits_are_exclusive_and_plan_says_why() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     // A second lab on a hand-installed CUDA 12.2, declared under [toolkits].
     let other = tempfile::tempdir().unwrap();
-    let tk = crate::apply::toolkit(other.path(), "12.2.0", 12);
+    let tk = crate::support::lab::toolkit(other.path(), "12.2.0", 12);
     let lab = other.path().join("lab.toml");
     std::fs::write(&lab, format!("[toolkits]\n\"12.2\" = '{}'\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n", tk.display())).unwrap();
     let out = env.cuenv().args(["plan", lab.to_str().unwrap()]).output().unwrap();

@@ -9,7 +9,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::apply::Lab;
+use crate::support::lab::Lab;
 
 use crate::support::clients::{self, Env};
 

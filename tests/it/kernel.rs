@@ -8,13 +8,13 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::apply::Lab;
+use crate::support::lab::Lab;
 
 #[test]
 fn a_kernel_is_listed_and_started_by_jupyter_client_with_the_profile() {
     let Some(py) = std::env::var_os("CUENV_CLIENTS_PYTHON") else {
         assert!(std::env::var_os("CUENV_REQUIRE_SHELLS").is_none(), "CUENV_CLIENTS_PYTHON is required");
-        eprintln!("note: CUENV_CLIENTS_PYTHON is not set; skipping the jupyter_client test");
+        crate::support::skipped("CUENV_CLIENTS_PYTHON is not set: the jupyter_client test");
         return;
     };
     let lab = Lab::new();

@@ -8,8 +8,8 @@
 use std::fs;
 use std::path::Path;
 
-use crate::apply::{Lab, host_archive};
 use crate::support::Release;
+use crate::support::lab::{Lab, host_archive};
 
 /// Runs `args` with the abort hook at `step`; asserts the hook fired (the process died).
 pub(crate) fn killed(lab: &Lab, step: &str, args: &[&str]) {

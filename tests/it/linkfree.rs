@@ -9,8 +9,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::apply::Lab;
 use crate::kill_matrix::{killed, whole};
+use crate::support::lab::Lab;
 
 /// `[settings] link-mode = "none"` in front of `profiles`.
 fn none(profiles: &str) -> String {
@@ -209,7 +209,7 @@ fn the_main_flow_on_exfat() {
     let home = m.mnt.join("cuenv");
     let env = ctx.path("envs/exfat-env");
     fs::create_dir_all(env.join("conda-meta")).unwrap();
-    let tk = crate::apply::toolkit(&ctx.work, "12.6.77", 12);
+    let tk = crate::support::lab::toolkit(&ctx.work, "12.6.77", 12);
     let run = |args: &[&str]| -> (i32, String, String) {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_cuenv"))
             .env_remove("CUENV_HOME")

@@ -7,8 +7,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::apply::Lab;
 use crate::kill_matrix::{killed, whole};
+use crate::support::lab::Lab;
 
 /// The store entry of cuDNN `version` (a prefix such as `9.5`).
 fn entry(lab: &Lab, version: &str) -> PathBuf {
@@ -217,7 +217,7 @@ fn a_kernelspec_cuenv_cannot_write_does_not_stop_the_switch() {
             Some(m) => Some(m),
             None => {
                 fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-                eprintln!("note: root, and no read-only bind mount here; skipping the read-only kernelspec test");
+                crate::support::skipped("root, and no read-only bind mount here: the read-only kernelspec test");
                 return;
             }
         }

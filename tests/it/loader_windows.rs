@@ -8,13 +8,16 @@
 //! The `cfg(windows)` tests run under Wine through scripts/test-windows.sh, which builds the
 //! fixtures with mingw on the Linux side (`tests/it/support/loader_win/build.sh`) and passes
 //! their folder in `CUENV_TEST_MINGW_FIXTURES`; on real Windows they are built with the `gcc`
-//! and `windres` on PATH. The Linux test builds the same fixtures and checks what is read
-//! from the files without loading them (VERSIONINFO, the version marker, `store add`).
+//! and `windres` on PATH. The Linux test assembles DLLs of the same names, versions and
+//! strings in Rust (no mingw needed) and checks what is read from the files without loading
+//! them (VERSIONINFO, the version marker, `store add`).
 
 use std::path::{Path, PathBuf};
+#[cfg(windows)]
 use std::process::Command;
 
 /// The folder holding the built fixtures (`oracle.exe`, `disp9.dll`, `sub9_95.dll`, ...).
+#[cfg(windows)]
 fn fixtures(tmp: &Path) -> PathBuf {
     if let Some(d) = std::env::var_os("CUENV_TEST_MINGW_FIXTURES") {
         return PathBuf::from(d);
@@ -37,6 +40,22 @@ fn place(fix: &Path, from: &str, dir: &Path, to: &str) {
     std::fs::copy(fix.join(from), dir.join(to)).unwrap();
 }
 
+/// The Linux test's stand-ins for the mingw fixtures, assembled in Rust (support::pe) so that
+/// no mingw is needed: the same names, VERSIONINFO and `.rdata` strings as build.sh's table
+/// (the code that the Windows loader runs is not read statically, so it is left out).
+#[cfg(target_os = "linux")]
+fn static_fixtures(dir: &Path) -> PathBuf {
+    use crate::support::{PeArch, PeDll};
+    let dll = |tag: &str| PeDll::new(PeArch::Amd64, tag);
+    dll("disp9").rdata(b"cudnn_graph64_9.dll\0").write(dir, "disp9.dll");
+    dll("disp8").version(Some([8, 9, 4, 25])).rdata(b"cudnn_ops_infer64_8.dll\0").write(dir, "disp8.dll");
+    dll("sub9_95").rdata(b"cudnn_version_9_5_0_50_34937467_e0\0").write(dir, "sub9_95.dll");
+    dll("sub9_91").rdata(b"cudnn_version_9_1_0_70_1_e0\0").write(dir, "sub9_91.dll");
+    dll("sub8_894").version(Some([8, 9, 4, 25])).write(dir, "sub8_894.dll");
+    dll("sub8_880").version(Some([8, 8, 0, 121])).write(dir, "sub8_880.dll");
+    dir.to_path_buf()
+}
+
 /// A Linux test: the versions read from the fixtures' files (VERSIONINFO, the embedded
 /// marker) and `store add` refusing a Windows set whose DLLs carry two releases.
 #[cfg(target_os = "linux")]
@@ -44,7 +63,7 @@ fn place(fix: &Path, from: &str, dir: &Path, to: &str) {
 fn windows_dll_versions_are_read_and_two_releases_are_refused() {
     use crate::support::TestContext;
     let ctx = TestContext::new();
-    let fix = fixtures(&ctx.work);
+    let fix = static_fixtures(&ctx.path("fixtures"));
     let v = |f: &str| cuenv::binfmt::library_version(&fix.join(f)).unwrap().map(|v| v.to_string());
     assert_eq!(v("sub8_880.dll").as_deref(), Some("8.8.0.121"), "VERSIONINFO");
     assert_eq!(v("sub9_91.dll").as_deref(), Some("9.1.0.70"), "the marker in .rdata");

@@ -11,6 +11,8 @@ mod apply;
 mod apply_tx;
 mod check_real;
 mod check_stub;
+#[cfg(target_os = "linux")]
+mod cli_output;
 mod completions;
 mod conda_order;
 mod cuda13;

@@ -1,6 +1,6 @@
 //! Issue 18, item 8: messages a new user met that said too little.
 
-use crate::apply::Lab;
+use crate::support::lab::Lab;
 
 /// `apply .` (a folder) is invalid input with a hint, not an I/O failure (it was exit 1,
 /// "Is a directory", "fix what the cause above says").

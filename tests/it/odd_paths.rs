@@ -15,7 +15,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::apply::{host_archive, toolkit};
+use crate::support::lab::{host_archive, toolkit};
 use crate::support::stubs::Stubs;
 use crate::support::*;
 
@@ -217,7 +217,7 @@ fn a_home_on_a_file_system_without_links() {
     let m = match ExfatMount::new() {
         Ok(m) => m,
         Err(why) => {
-            eprintln!("SKIP a_home_on_a_file_system_without_links: cannot mount exFAT: {why}");
+            crate::support::skipped(format!("a_home_on_a_file_system_without_links: cannot mount exFAT: {why}"));
             return;
         }
     };
@@ -284,7 +284,7 @@ fn a_home_on_a_file_system_without_links() {
 /// used to panic (exit 101) serializing its path; now it lists it lossy.
 #[test]
 fn status_json_with_a_non_utf8_stray_shim() {
-    let lab = crate::apply::Lab::new();
+    let lab = crate::support::lab::Lab::new();
     let file = lab.three();
     lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
     let activate = lab.env_a.join("etc/conda/activate.d");

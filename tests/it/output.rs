@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::process::{Command, Output};
 
-use crate::apply::Lab;
+use crate::support::lab::Lab;
 
 /// The cuenv binary on `lab`'s home, like `TestContext::cmd` but a std `Command`, so that
 /// stdout can be any `Stdio`.

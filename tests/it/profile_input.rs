@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use cuenv::error::{Diagnose, ExitCode};
 use cuenv::profile::{self, MAX_FILE_BYTES, MAX_NAME_LEN, MAX_PROFILES};
 
-use crate::apply::Lab;
+use crate::support::lab::Lab;
 use crate::support::*;
 
 /// Writes `bytes` as `lab.toml` in `ctx`'s work folder and runs `cuenv <cmd> lab.toml`:
@@ -188,7 +188,7 @@ fn a_profile_past_max_path_is_refused_at_its_name() {
     let lab = Lab::in_context(TestContext::with_home_len(150));
     let name = "p".repeat(MAX_NAME_LEN);
     let file = lab.lab(&format!("[settings]\nlink-mode = \"junction\"\n\n[profiles.{name}]\ncuda = \"12\"\ncudnn = \"9.5\"\n"));
-    let before = crate::apply::home_digest(&lab.ctx.home);
+    let before = crate::support::lab::home_digest(&lab.ctx.home);
     let view = lab.ctx.home.join("profiles").join(&name).join("cudnn-lib");
     let path = file.to_str().unwrap();
     for args in [vec!["plan", path], vec!["apply", "--no-check", path]] {
@@ -201,7 +201,7 @@ fn a_profile_past_max_path_is_refused_at_its_name() {
             err.contains("hint: move the cuenv home (--home or CUENV_HOME) or the conda env to a shorter folder, or shorten the profile name"),
             "{cmd}: {err}"
         );
-        assert_eq!(crate::apply::home_digest(&lab.ctx.home), before, "{cmd}: the home is unchanged");
+        assert_eq!(crate::support::lab::home_digest(&lab.ctx.home), before, "{cmd}: the home is unchanged");
         assert!(!lab.ctx.path("lab.lock").exists(), "{cmd}: no lock");
     }
 }
@@ -232,7 +232,7 @@ fn a_link_mode_this_host_cannot_do_is_an_error_before_anything_is_built() {
 fn a_symlink_mode_this_process_cannot_make_is_an_error_before_anything_is_built() {
     let lab = Lab::new();
     let file = lab.lab("[settings]\nlink-mode = \"symlink\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n");
-    let before = crate::apply::home_digest(&lab.ctx.home);
+    let before = crate::support::lab::home_digest(&lab.ctx.home);
     let out = lab.ctx.cmd().env("CUENV_TEST_FAIL_AT", "link-probe").args(["apply", "--no-check", file.to_str().unwrap()]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -245,7 +245,7 @@ fn a_symlink_mode_this_process_cannot_make_is_an_error_before_anything_is_built(
         "{err}"
     );
     assert!(err.lines().any(|l| l.starts_with("hint: ")), "{err}");
-    assert_eq!(crate::apply::home_digest(&lab.ctx.home), before, "the home is unchanged: no generation, no probe folder");
+    assert_eq!(crate::support::lab::home_digest(&lab.ctx.home), before, "the home is unchanged: no generation, no probe folder");
     assert!(!lab.ctx.path("lab.lock").exists(), "no lock for a refused apply");
     // `plan` writes nothing, so it tries no link: the same file plans.
     let out = lab.ctx.cmd().env("CUENV_TEST_FAIL_AT", "link-probe").args(["plan", file.to_str().unwrap()]).output().unwrap();
@@ -268,7 +268,7 @@ fn a_symlink_mode_this_process_cannot_make_is_an_error_before_anything_is_built(
 fn windows_symlinks_refused_here_are_an_error_at_the_link_mode_line() {
     let lab = Lab::new();
     let file = lab.lab("[settings]\nlink-mode = \"symlink\"\n\n[profiles.a]\ncuda = \"12\"\ncudnn = \"9.5\"\n");
-    let before = crate::apply::home_digest(&lab.ctx.home);
+    let before = crate::support::lab::home_digest(&lab.ctx.home);
     let (code, out, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
     let said = "lab.toml:7:13: `link-mode = \"symlink\"` cannot be used on this machine: ";
     eprintln!("{err}"); // shown with --nocapture, to read the message
@@ -280,7 +280,7 @@ fn windows_symlinks_refused_here_are_an_error_at_the_link_mode_line() {
     assert!(err.contains(said), "{err}");
     assert!(err.contains("was reported created but nothing is there") || err.contains("administrator rights or Developer Mode"), "{err}");
     assert!(err.contains("hint: turn on Developer Mode"), "{err}");
-    assert_eq!(crate::apply::home_digest(&lab.ctx.home), before, "the home is unchanged: no generation, no probe folder");
+    assert_eq!(crate::support::lab::home_digest(&lab.ctx.home), before, "the home is unchanged: no generation, no probe folder");
     assert!(!lab.ctx.path("lab.lock").exists(), "no lock for a refused apply");
 }
 

@@ -9,7 +9,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::apply::{Lab, SHIM_EXT};
+use crate::support::lab::{Lab, SHIM_EXT};
 
 /// Whether a lab file is applied with links (`auto`) or without (`link-mode = "none"`).
 #[derive(Clone, Copy, Debug)]

@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::apply::Lab;
+use crate::support::lab::Lab;
 
 fn applied() -> Lab {
     let lab = Lab::new();

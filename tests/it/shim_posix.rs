@@ -142,7 +142,7 @@ fn without_step_vars(mut e: Env) -> Env {
 
 fn check_shell(shell_bin: &str, shell: Shell) {
     if !have(shell_bin) {
-        eprintln!("note: {shell_bin} is not installed; skipping its shim test (apt-get install {shell_bin})");
+        crate::support::skipped(format!("{shell_bin} is not installed: its shim test (apt-get install {shell_bin})"));
         return;
     }
     let s = shims(shell);
@@ -188,7 +188,7 @@ fn check_shell(shell_bin: &str, shell: Shell) {
 /// (the saved values stay those from before torch2); torch2's deactivate then does nothing; tf28's deactivate returns to the start.
 fn check_switch(shell_bin: &str, shell: Shell) {
     if !have(shell_bin) {
-        eprintln!("note: {shell_bin} is not installed; skipping its profile-switch test");
+        crate::support::skipped(format!("{shell_bin} is not installed: its profile-switch test"));
         return;
     }
     let s = shims(shell);

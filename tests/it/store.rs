@@ -1283,7 +1283,7 @@ fn an_incomplete_set_is_refused_unless_allowed_and_recorded() {
     let toml = std::fs::read_to_string(ctx.store_dir().join(row["name"].as_str().unwrap()).join("entry.toml")).unwrap();
     assert!(toml.contains("incomplete = [\"libcudnn_cnn.so.9\"]"), "{toml}");
     // `check` of a profile on that entry warns (stderr), naming what is missing.
-    let tk = crate::apply::toolkit(&ctx.work, "12.6.77", 12);
+    let tk = crate::support::lab::toolkit(&ctx.work, "12.6.77", 12);
     let lab = ctx.path("lab.toml");
     fs::write(&lab, format!("[toolkits]\n\"12.6\" = '{}'\n[profiles.p]\ncuda = \"12\"\ncudnn = \"9.5\"\n", tk.display())).unwrap();
     let out = ctx.cmd().args(["apply", "--no-check"]).arg(&lab).output().unwrap();
@@ -1321,7 +1321,7 @@ fn a_complete_entry_is_preferred_over_an_incomplete_one_of_the_same_version() {
     let complete = ctx.add_ok(&full, &["--cuda", "12"]);
     let list = String::from_utf8(ctx.cmd().args(["store", "list"]).output().unwrap().stdout).unwrap();
     assert!(list.contains("(incomplete: lacks libcudnn_heuristic.so.9)"), "{list}");
-    let tk = crate::apply::toolkit(&ctx.work, "12.6.77", 12);
+    let tk = crate::support::lab::toolkit(&ctx.work, "12.6.77", 12);
     let lab = ctx.path("lab.toml");
     fs::write(&lab, format!("[toolkits]\n\"12.6\" = '{}'\n[profiles.p]\ncuda = \"12\"\ncudnn = \"9.5\"\n", tk.display())).unwrap();
     for _ in 0..2 {

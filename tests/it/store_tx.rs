@@ -40,7 +40,7 @@ fn hand_added(ctx: &TestContext) -> std::collections::BTreeSet<String> {
 #[test]
 fn a_link_at_the_top_of_the_store_is_no_entry() {
     let ctx = TestContext::new();
-    let row = ctx.add_ok(&crate::apply::host_archive(&ctx.work, &Release::V9), &[]);
+    let row = ctx.add_ok(&crate::support::lab::host_archive(&ctx.work, &Release::V9), &[]);
     let real = ctx.only_entry();
     let outside = ctx.path("outside-copy");
     let st = std::process::Command::new("cp").arg("-a").arg(&real).arg(&outside).status().unwrap();
@@ -72,7 +72,7 @@ fn a_link_at_the_top_of_the_store_is_no_entry() {
     let out = ctx.cmd().args(["store", "remove", row["id"].as_str().unwrap()]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(list_json(&ctx).is_empty());
-    let tk = crate::apply::toolkit(&ctx.work, "12.6.77", 12);
+    let tk = crate::support::lab::toolkit(&ctx.work, "12.6.77", 12);
     let lab = ctx.path("lab.toml");
     fs::write(&lab, format!("[toolkits]\n\"12.6\" = '{}'\n\n[profiles.torch]\ncuda = \"12\"\ncudnn = \"9.5\"\n", tk.display())).unwrap();
     let out = ctx.cmd().args(["apply", "--no-check"]).arg(&lab).output().unwrap();

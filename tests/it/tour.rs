@@ -22,7 +22,7 @@ fn the_readme_tour_runs_on_a_clean_clone() {
         }
     }
     if !root.join(".git").exists() {
-        eprintln!("skipped: {} is not a git checkout (the tour clones it)", root.display());
+        crate::support::skipped(format!("{} is not a git checkout (the tour clones it)", root.display()));
         return;
     }
     let out =

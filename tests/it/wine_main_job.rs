@@ -22,7 +22,7 @@ use crate::support::*;
 /// A toolkit root `cuda-12.6.77` whose `bin\cudart64_12.dll` is the real one from the
 /// `nvidia-cuda-runtime-cu12` 12.6.77 win_amd64 wheel.
 fn real_toolkit(dir: &Path) -> PathBuf {
-    let root = crate::apply::toolkit(dir, "12.6.77", 12);
+    let root = crate::support::lab::toolkit(dir, "12.6.77", 12);
     let mut zip = zip::ZipArchive::new(fs::File::open(real_wheel("nvidia_cuda_runtime_cu12-12.6.77-py3-none-win_amd64.whl")).unwrap()).unwrap();
     let mut member = zip.by_name("nvidia/cuda_runtime/bin/cudart64_12.dll").unwrap();
     let mut out = fs::File::create(root.join("bin").join("cudart64_12.dll")).unwrap();

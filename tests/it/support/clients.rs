@@ -17,7 +17,7 @@ pub fn on_path(bin: &str) -> bool {
 pub fn have(what: &str, found: bool) -> bool {
     if !found {
         assert!(std::env::var_os("CUENV_REQUIRE_SHELLS").is_none(), "{what} is required (CUENV_REQUIRE_SHELLS) but not installed");
-        eprintln!("note: {what} is not installed; skipping the cells that need it");
+        super::skipped(format!("{what} is not installed: the cells that need it"));
     }
     found
 }

@@ -19,7 +19,14 @@
 
 #[cfg(target_os = "linux")]
 pub mod clients;
+pub mod lab;
+pub mod pe;
+#[cfg(target_os = "linux")]
+pub mod snapshot;
 pub mod stubs;
+
+#[cfg_attr(not(target_os = "linux"), allow(unused_imports))]
+pub use pe::{PeArch, PeDll, pe_dll};
 
 use std::fs;
 use std::io::Write as _;
@@ -181,6 +188,14 @@ macro_rules! assert_stderr_snapshot {
 }
 pub(crate) use assert_stderr_snapshot;
 
+/// Reports a test (or a part of one) that did not run here, as `skipped: <why>` on the
+/// process's real stderr: libtest captures `eprintln!` but not writes to the stream itself,
+/// so the line shows in a passing `cargo test` too. Whether a missing client must fail
+/// instead is the caller's rule (`clients::have`, `CUENV_REQUIRE_SHELLS`).
+pub fn skipped(why: impl std::fmt::Display) {
+    let _ = writeln!(std::io::stderr().lock(), "skipped: {why}");
+}
+
 impl Default for TestContext {
     fn default() -> Self {
         Self::new()
@@ -302,151 +317,6 @@ pub fn elf_so(tag: &str) -> Vec<u8> {
 pub fn elf_so_machine(tag: &str, machine: u16) -> Vec<u8> {
     let mut b = elf_so(tag);
     b[18..20].copy_from_slice(&machine.to_le_bytes());
-    b
-}
-
-/// The machine of a PE image.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PeArch {
-    /// PE32+, IMAGE_FILE_MACHINE_AMD64.
-    Amd64,
-    /// PE32, IMAGE_FILE_MACHINE_I386.
-    I386,
-}
-
-const RSRC_RVA: u32 = 0x1000;
-
-fn align(n: u32, a: u32) -> u32 {
-    n.div_ceil(a) * a
-}
-
-/// A minimal PE DLL: DOS header, NT headers, one `.rsrc` section. With `version`, the
-/// section holds an RT_VERSION resource (type 16 / name 1 / language 0x409) whose
-/// VS_FIXEDFILEINFO carries that FileVersion; without, the resource directory is empty
-/// (no VERSIONINFO). `tag` is stored in the section so each DLL's bytes differ.
-pub fn pe_dll(arch: PeArch, version: Option<[u16; 4]>, tag: &str) -> Vec<u8> {
-    const FILE_ALIGN: u32 = 0x200;
-    const SECT_ALIGN: u32 = 0x1000;
-    const HEADERS: u32 = 0x200;
-    let pe64 = arch == PeArch::Amd64;
-    let mut section = version.map(|v| version_resource(v, RSRC_RVA)).unwrap_or_default();
-    let rsrc_len = section.len() as u32;
-    section.extend_from_slice(format!("fake {tag}\0").as_bytes());
-    let raw_size = align(section.len() as u32, FILE_ALIGN);
-
-    let mut h: Vec<u8> = Vec::new();
-    let u16le = |h: &mut Vec<u8>, v: u16| h.extend_from_slice(&v.to_le_bytes());
-    let u32le = |h: &mut Vec<u8>, v: u32| h.extend_from_slice(&v.to_le_bytes());
-    let u64le = |h: &mut Vec<u8>, v: u64| h.extend_from_slice(&v.to_le_bytes());
-    h.extend_from_slice(b"PE\0\0");
-    // COFF file header
-    u16le(&mut h, if pe64 { 0x8664 } else { 0x014c });
-    u16le(&mut h, 1); // sections
-    u32le(&mut h, 0); // time stamp
-    u32le(&mut h, 0); // symbol table
-    u32le(&mut h, 0); // symbols
-    u16le(&mut h, if pe64 { 240 } else { 224 }); // optional header size
-    u16le(&mut h, if pe64 { 0x2022 } else { 0x2102 }); // EXECUTABLE | (LARGE_ADDRESS_AWARE | 32BIT_MACHINE) | DLL
-    // Optional header
-    u16le(&mut h, if pe64 { 0x20b } else { 0x10b });
-    h.extend_from_slice(&[14, 0]); // linker version
-    u32le(&mut h, 0); // SizeOfCode
-    u32le(&mut h, raw_size); // SizeOfInitializedData
-    u32le(&mut h, 0); // SizeOfUninitializedData
-    u32le(&mut h, 0); // AddressOfEntryPoint
-    u32le(&mut h, 0); // BaseOfCode
-    if pe64 {
-        u64le(&mut h, 0x1_8000_0000); // ImageBase
-    } else {
-        u32le(&mut h, 0); // BaseOfData
-        u32le(&mut h, 0x1000_0000); // ImageBase
-    }
-    u32le(&mut h, SECT_ALIGN);
-    u32le(&mut h, FILE_ALIGN);
-    for v in [6u16, 0, 0, 0, 6, 0] {
-        u16le(&mut h, v); // OS, image, subsystem versions
-    }
-    u32le(&mut h, 0); // Win32VersionValue
-    u32le(&mut h, RSRC_RVA + align(section.len() as u32, SECT_ALIGN)); // SizeOfImage
-    u32le(&mut h, HEADERS); // SizeOfHeaders
-    u32le(&mut h, 0); // CheckSum
-    u16le(&mut h, 2); // Subsystem: Windows GUI
-    u16le(&mut h, if pe64 { 0x0160 } else { 0x0140 }); // DllCharacteristics
-    for v in [0x10_0000u64, 0x1000, 0x10_0000, 0x1000] {
-        if pe64 { u64le(&mut h, v) } else { u32le(&mut h, v as u32) }
-    }
-    u32le(&mut h, 0); // LoaderFlags
-    u32le(&mut h, 16); // NumberOfRvaAndSizes
-    for i in 0..16 {
-        let (rva, size) = if i == 2 && rsrc_len > 0 { (RSRC_RVA, rsrc_len) } else { (0, 0) };
-        u32le(&mut h, rva);
-        u32le(&mut h, size);
-    }
-    // Section table
-    h.extend_from_slice(b".rsrc\0\0\0");
-    u32le(&mut h, section.len() as u32); // VirtualSize
-    u32le(&mut h, RSRC_RVA); // VirtualAddress
-    u32le(&mut h, raw_size); // SizeOfRawData
-    u32le(&mut h, HEADERS); // PointerToRawData
-    u32le(&mut h, 0);
-    u32le(&mut h, 0);
-    u16le(&mut h, 0);
-    u16le(&mut h, 0);
-    u32le(&mut h, 0x4000_0040); // INITIALIZED_DATA | MEM_READ
-
-    let mut out = vec![0u8; HEADERS as usize];
-    out[0..2].copy_from_slice(b"MZ");
-    out[0x3c..0x40].copy_from_slice(&0x40u32.to_le_bytes());
-    out[0x40..0x40 + h.len()].copy_from_slice(&h);
-    out.extend_from_slice(&section);
-    out.resize((HEADERS + raw_size) as usize, 0);
-    out
-}
-
-/// An `.rsrc` section body at `rva` with one RT_VERSION resource carrying `v`.
-fn version_resource(v: [u16; 4], rva: u32) -> Vec<u8> {
-    let mut r = Vec::new();
-    let dir = |r: &mut Vec<u8>, id: u32, to: u32| {
-        r.extend_from_slice(&[0u8; 12]); // Characteristics, TimeDateStamp, Major/MinorVersion
-        r.extend_from_slice(&0u16.to_le_bytes()); // named entries
-        r.extend_from_slice(&1u16.to_le_bytes()); // id entries
-        r.extend_from_slice(&id.to_le_bytes());
-        r.extend_from_slice(&to.to_le_bytes());
-    };
-    // Three directory levels of 24 bytes each: type 16 -> name 1 -> language 0x409.
-    dir(&mut r, 16, 0x8000_0000 | 24);
-    dir(&mut r, 1, 0x8000_0000 | 48);
-    dir(&mut r, 0x409, 72);
-    let blob = vs_versioninfo(v);
-    // IMAGE_RESOURCE_DATA_ENTRY at 72; the data follows at 88. OffsetToData is an RVA.
-    r.extend_from_slice(&(rva + 88).to_le_bytes());
-    r.extend_from_slice(&(blob.len() as u32).to_le_bytes());
-    r.extend_from_slice(&1200u32.to_le_bytes()); // code page (UTF-16)
-    r.extend_from_slice(&0u32.to_le_bytes());
-    assert_eq!(r.len(), 88);
-    r.extend_from_slice(&blob);
-    r
-}
-
-/// A VS_VERSIONINFO block holding only its VS_FIXEDFILEINFO.
-fn vs_versioninfo(v: [u16; 4]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&0u16.to_le_bytes()); // wLength, patched below
-    b.extend_from_slice(&52u16.to_le_bytes()); // wValueLength
-    b.extend_from_slice(&0u16.to_le_bytes()); // wType: binary
-    for u in "VS_VERSION_INFO\0".encode_utf16() {
-        b.extend_from_slice(&u.to_le_bytes());
-    }
-    while b.len() % 4 != 0 {
-        b.push(0);
-    }
-    let ms = (u32::from(v[0]) << 16) | u32::from(v[1]);
-    let ls = (u32::from(v[2]) << 16) | u32::from(v[3]);
-    for w in [0xFEEF_04BDu32, 0x0001_0000, ms, ls, ms, ls, 0x3F, 0, 0x0004_0004, 2, 0, 0, 0] {
-        b.extend_from_slice(&w.to_le_bytes());
-    }
-    let len = b.len() as u16;
-    b[0..2].copy_from_slice(&len.to_le_bytes());
     b
 }
 
