@@ -12,12 +12,12 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use crate::env::view::VIEW_LINKS;
 use crate::error::IoError;
-use crate::fsutil;
 use crate::generation::{self, Manifest};
-use crate::layout::{GENERATION_STAGING_PREFIX, Layout, MANIFEST_FILE};
+use crate::home::layout::{GENERATION_STAGING_PREFIX, Layout, MANIFEST_FILE};
 use crate::link;
-use crate::view::VIEW_LINKS;
+use crate::sys::fsutil;
 
 use super::Error;
 use super::desire::{Desired, link_kind};

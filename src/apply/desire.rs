@@ -1,7 +1,7 @@
 //! Stage 3, resolve: from the parsed profile file to the [`Desired`] generation content.
 //!
 //! Two steps. Gathering ([`gather`], the only I/O here) lists the store, finds the toolkit
-//! roots ([`crate::candidates`]) and reads `platform`'s section of `lab.lock`; then
+//! roots ([`crate::resolve::candidates`]) and reads `platform`'s section of `lab.lock`; then
 //! [`crate::resolve::honour`] (pure: file + lock + candidates -> choices) picks each
 //! profile's toolkit and store entry, keeping a locked choice while it still satisfies the
 //! file ([`resolve_locked`]). [`desire`] turns those choices into the views and conda shims
@@ -11,18 +11,19 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::binfmt::Platform;
+use crate::cudnn::platform::Platform;
+use crate::env::view::stable_home;
 use crate::generation::{ShimRecord, ViewMode, ViewRecord};
-use crate::layout::Layout;
+use crate::home::layout::Layout;
 use crate::link::{self, LinkKind};
-use crate::lockfile;
+use crate::profile::lockfile;
 use crate::profile::{LinkMode, ProfileFile};
 use crate::resolve::{Candidates, CudnnCandidate, Resolved, ToolkitCandidate};
 use crate::shim::{self, Shell};
 use crate::store::Store;
 use crate::store::entry::EntryMeta;
+use crate::sys::paths::{PathRole, require_unicode};
 use crate::toolkit;
-use crate::view::{PathRole, require_unicode, stable_home};
 
 use super::error::{Error, LockedDrift};
 use super::home_token::from_home_token;
@@ -158,7 +159,7 @@ pub struct Locking {
 }
 
 /// What resolution runs against, read from disk (the only I/O of this stage): the store's
-/// entries, the toolkit roots ([`crate::candidates`]) and `platform`'s section of `lab.lock`.
+/// entries, the toolkit roots ([`crate::resolve::candidates`]) and `platform`'s section of `lab.lock`.
 struct Gathered {
     /// The store entries.
     entries: Vec<(PathBuf, EntryMeta)>,
@@ -172,7 +173,7 @@ struct Gathered {
 /// roots, reads `lab.lock`.
 fn gather(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Gathered, Error> {
     let entries = Store::new(layout).entries();
-    let toolkits = crate::candidates::toolkit_candidates(layout, file, platform)?;
+    let toolkits = crate::resolve::candidates::toolkit_candidates(layout, file, platform)?;
     let lock = lockfile::read(&lockfile::lock_path(&file.path), platform)?;
     Ok(Gathered { entries, toolkits, lock })
 }
@@ -348,8 +349,8 @@ fn conda_env(
     home_dir: Option<&Path>,
 ) -> Result<Option<PathBuf>, crate::profile::Error> {
     let Some(env) = &profile.conda_env else { return Ok(None) };
-    crate::conda::resolve(&env.value, base_dir, &|k| std::env::var_os(k), home_dir).map(Some).map_err(|nf| {
-        let hint = if crate::conda::is_path(&env.value) {
+    crate::env::conda::resolve(&env.value, base_dir, &|k| std::env::var_os(k), home_dir).map(Some).map_err(|nf| {
+        let hint = if crate::env::conda::is_path(&env.value) {
             format!("check the path (a conda env is a folder holding `conda-meta/`), or create the env there with `conda create -p {}`", env.value)
         } else if nf.known.is_empty() {
             format!("create it with `conda create -n {}`, or give the env's folder as a path", env.value)
@@ -377,7 +378,7 @@ fn conda_env(
 /// Errors: the combined profile error (exit 2); a bad `[toolkits]` root alone.
 pub fn check_all(layout: &Layout, file: &ProfileFile, platform: Platform, pre: crate::sources::Preflight) -> Result<(), Error> {
     let mut errors = pre.errors;
-    let mut toolkits: Vec<ToolkitCandidate> = match crate::candidates::toolkit_candidates(layout, file, platform) {
+    let mut toolkits: Vec<ToolkitCandidate> = match crate::resolve::candidates::toolkit_candidates(layout, file, platform) {
         Ok(t) => t.into_iter().map(|(c, _)| c).collect(),
         Err(e) => {
             errors.push(e);

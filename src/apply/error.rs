@@ -2,11 +2,11 @@
 //! failed (each carries its own hint and exit code), and [`LockedDrift`] is `--locked`
 //! meeting a lock that would change. A leaf of the pipeline: every stage returns these.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::binfmt::Platform;
+use crate::cudnn::platform::Platform;
 use crate::error::{Diagnose, ExitCode};
-use crate::{generation, link, lockfile};
+use crate::{generation, link, profile::lockfile};
 
 /// Why `apply`, `plan` or `lock` failed: the error of the step that failed (with its hint
 /// and exit code), or an I/O error while building a generation.
@@ -23,7 +23,7 @@ pub enum Error {
     Drift(#[from] LockedDrift),
     /// Another profile file would remove the current lab's profiles (no `--replace`).
     #[error(transparent)]
-    Replacing(#[from] super::plan::Replacing),
+    Replacing(#[from] Replacing),
     /// Fetching a `from` source failed.
     #[error(transparent)]
     Sources(#[from] crate::sources::Error),
@@ -38,7 +38,7 @@ pub enum Error {
     Store(#[from] crate::store::Error),
     /// The writer lock could not be taken.
     #[error(transparent)]
-    Lock(#[from] crate::writer_lock::LockError),
+    Lock(#[from] crate::home::writer_lock::LockError),
     /// An I/O step failed (what cuenv was doing, where, and a hint by the kind of failure).
     #[error(transparent)]
     Io(#[from] crate::error::IoError),
@@ -47,13 +47,13 @@ pub enum Error {
     Walk(#[from] walkdir::Error),
     /// A path that goes into the manifest or a shim is not valid Unicode.
     #[error(transparent)]
-    NotUnicode(#[from] crate::view::NotUnicode),
+    NotUnicode(#[from] crate::sys::paths::NotUnicode),
     /// A manifest could not be written as TOML.
     #[error(transparent)]
     Manifest(#[from] toml::ser::Error),
     /// A profile cannot run on this machine's driver or GPU (no `--force`).
     #[error(transparent)]
-    GpuFit(#[from] crate::gpufit::Refusal),
+    GpuFit(#[from] crate::check::gpufit::Refusal),
     /// cuDNN has no build for this machine.
     #[error("cuDNN is not built for this platform")]
     UnsupportedPlatform,
@@ -161,5 +161,39 @@ impl Diagnose for LockedDrift {
     }
     fn exit_code(&self) -> ExitCode {
         ExitCode::Invalid
+    }
+}
+
+/// Applying another profile file than the one that built the current generation would
+/// remove profiles (and their conda shims) that the other file declared: `apply` refuses
+/// that unless told `--replace` (see `replacing`).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "generation {generation} was built from {}, not from {}: applying it would remove {} {} (and their conda shims)",
+    current.display(),
+    file.display(),
+    if lost.len() == 1 { "profile" } else { "profiles" },
+    lost.join(", ")
+)]
+pub struct Replacing {
+    /// The current generation.
+    pub generation: u64,
+    /// The profile file that built it.
+    pub current: PathBuf,
+    /// The profile file being applied.
+    pub file: PathBuf,
+    /// The profiles (with their shims) that would go.
+    pub lost: Vec<String>,
+}
+
+impl crate::error::Diagnose for Replacing {
+    fn hint(&self) -> Option<String> {
+        Some(format!(
+            "to replace that lab with this one, run `cuenv apply --replace {}`; to keep both, give each lab its own home (--home DIR or CUENV_HOME)",
+            self.file.display()
+        ))
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        crate::error::ExitCode::Invalid
     }
 }

@@ -16,7 +16,7 @@
 //! 5 build    build::build                  Desired -> generations/<N>/ (staged, one rename)
 //!   record   record::preflight_lock        before building: lab.lock can take the change
 //! 6 switch   crate::generation::ApplyTx    journal, lab.lock, profiles -> generations/<N>/views
-//! 7 check    crate::generation_check::run  probe each profile; verdict: commit, or revert
+//! 7 check    crate::generation::profile_check::run  probe each profile; verdict: commit, or revert
 //! 8 record   record::write_lock            lab.lock (this platform's section + pins), written
 //!                                          inside the transaction (a revert puts the old back)
 //! ```
@@ -28,14 +28,13 @@
 //! `plan` (the command) runs 1, 3 and 4 without fetching; `lock` runs 1, 2, 3 and 8 for
 //! each platform asked for. `error` and `home_token` are leaves every stage may use.
 //! `rollback` and `gc`, the other commands that decide which generation is current or
-//! kept, live beside the pipeline in [`rollback`](fn@rollback) and [`gc`](fn@gc).
+//! kept, live with the generations ([`crate::generation::rollback`], [`crate::generation::gc`]).
 //!
 //! cuenv never writes inside a toolkit root or a store entry: views only link to them.
 
 mod build;
 mod desire;
 mod error;
-mod gc;
 mod home_token;
 pub mod interrupt;
 mod pin;
@@ -43,19 +42,16 @@ mod plan;
 mod preview;
 mod record;
 mod repair;
-mod rollback;
 mod run;
 
-pub use crate::view::{VIEW_LINKS, activation, stable_home};
+pub use crate::env::view::{VIEW_LINKS, activation, stable_home};
 pub use build::{build, remove_generation_tree};
 pub use desire::{Desired, Locking, desire, link_kind, missing_section, resolve_locked};
-pub use error::{Error, LockedDrift};
-pub use gc::{Deleted, GcPlan, gc, gc_plan, remove_entry};
+pub use error::{Error, LockedDrift, Replacing};
 pub use home_token::{HOME_TOKEN, from_home_token, to_home_token};
 pub use pin::{PlatformLock, lock};
-pub use plan::{Replacing, plan, replacing, unchanged};
+pub use plan::{plan, replacing, unchanged};
 pub use preview::{Preview, preview};
 pub use record::{preflight_lock, write_lock, write_lock_section};
 pub use repair::{Repair, Repaired, Unrepaired, Was, damage, repair};
-pub use rollback::{NoGeneration, Rollback, RollbackError, check_failed, rollback};
 pub use run::{Options, Outcome, Reporter, headline_changes, run};

@@ -14,12 +14,12 @@ use serde::Serialize;
 
 use super::Error;
 use super::record::Held;
-use crate::binfmt::Platform;
-use crate::layout::Layout;
-use crate::progress::Progress;
+use crate::cudnn::platform::Platform;
+use crate::home::layout::Layout;
+use crate::home::writer_lock::WriterLock;
 use crate::resolve::Resolved;
-use crate::writer_lock::WriterLock;
-use crate::{lockfile, profile, sources};
+use crate::sys::progress::Progress;
+use crate::{profile, profile::lockfile, sources};
 
 /// One platform's section, as `cuenv lock` made it.
 #[derive(Debug, Serialize)]

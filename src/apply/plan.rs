@@ -5,11 +5,12 @@
 use std::path::PathBuf;
 
 use crate::change::{Change, Kind, Subject};
+use crate::env::view::VIEW_LINKS;
 use crate::generation::{self, ViewRecord};
-use crate::layout::Layout;
-use crate::view::VIEW_LINKS;
+use crate::home::layout::Layout;
 
 use super::desire::Desired;
+use super::error::Replacing;
 
 /// The change from the current generation to `desired` (see [`crate::change`]); empty when
 /// nothing would change. When a profile changes, every link of the new views follows.
@@ -102,40 +103,6 @@ pub fn unchanged(layout: &Layout, desired: &Desired) -> bool {
         && cur.shims.iter().zip(&desired.shims).all(|(a, (b, _))| a.path == b.path && a.sha256 == b.sha256)
 }
 
-/// Applying another profile file than the one that built the current generation would
-/// remove profiles (and their conda shims) that the other file declared: `apply` refuses
-/// that unless told `--replace` (see `replacing`).
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "generation {generation} was built from {}, not from {}: applying it would remove {} {} (and their conda shims)",
-    current.display(),
-    file.display(),
-    if lost.len() == 1 { "profile" } else { "profiles" },
-    lost.join(", ")
-)]
-pub struct Replacing {
-    /// The current generation.
-    pub generation: u64,
-    /// The profile file that built it.
-    pub current: PathBuf,
-    /// The profile file being applied.
-    pub file: PathBuf,
-    /// The profiles (with their shims) that would go.
-    pub lost: Vec<String>,
-}
-
-impl crate::error::Diagnose for Replacing {
-    fn hint(&self) -> Option<String> {
-        Some(format!(
-            "to replace that lab with this one, run `cuenv apply --replace {}`; to keep both, give each lab its own home (--home DIR or CUENV_HOME)",
-            self.file.display()
-        ))
-    }
-    fn exit_code(&self) -> crate::error::ExitCode {
-        crate::error::ExitCode::Invalid
-    }
-}
-
 /// `Some` when `desired` comes from another profile file than the current generation's
 /// (another canonical path, or the old file is gone) and would remove some of its
 /// profiles; `None` when it is the same file, there is no current generation, or nothing
@@ -143,8 +110,8 @@ impl crate::error::Diagnose for Replacing {
 pub fn replacing(layout: &Layout, desired: &Desired) -> Option<Replacing> {
     let n = generation::current(layout)?;
     let m = generation::read(layout, n).ok()?;
-    let same_file = match (crate::paths::canonicalize(&m.source), crate::paths::canonicalize(&desired.file.path)) {
-        (Ok(a), Ok(b)) => crate::paths::same_path(&a, &b),
+    let same_file = match (crate::sys::paths::canonicalize(&m.source), crate::sys::paths::canonicalize(&desired.file.path)) {
+        (Ok(a), Ok(b)) => crate::sys::paths::same_path(&a, &b),
         _ => false,
     };
     if same_file {

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use super::Error;
 use super::desire::{self, Desired};
-use crate::binfmt::Platform;
 use crate::change::Change;
-use crate::layout::Layout;
+use crate::cudnn::platform::Platform;
+use crate::home::layout::Layout;
 use crate::{profile, sources};
 
 /// What `plan` shows.
@@ -45,7 +45,7 @@ pub fn preview(layout: &Layout, file: &Path, locked: bool) -> Result<Preview, Er
     // --locked with no lock (or no section, or unpinned profiles) fails here too, not only
     // once resolution can run.
     if locked {
-        let lock = crate::lockfile::read(&crate::lockfile::lock_path(&parsed.path), host)?;
+        let lock = crate::profile::lockfile::read(&crate::profile::lockfile::lock_path(&parsed.path), host)?;
         if let Some(drift) = desire::missing_section(lock.as_ref(), &parsed, host).or_else(|| desire::unpinned_drift(lock.as_ref(), &parsed, host)) {
             return Err(drift.into());
         }

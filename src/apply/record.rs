@@ -6,13 +6,13 @@
 //! Calls only the stages below it: the [`Desired`] of the resolve stage and
 //! [`super::home_token`].
 
-use crate::binfmt::Platform;
-use crate::layout::Layout;
-use crate::lockfile;
+use crate::cudnn::platform::Platform;
+use crate::env::view::stable_home;
+use crate::home::layout::Layout;
 use crate::profile::ProfileFile;
+use crate::profile::lockfile;
 use crate::resolve::Resolved;
 use crate::store::Store;
-use crate::view::stable_home;
 
 use super::Error;
 use super::desire::Desired;
@@ -81,7 +81,7 @@ pub fn preflight_lock(layout: &Layout, desired: &Desired) -> Result<crate::gener
         }
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
         tempfile::Builder::new()
-            .prefix(crate::fsutil::ATOMIC_TMP_PREFIX)
+            .prefix(crate::sys::fsutil::ATOMIC_TMP_PREFIX)
             .tempfile_in(dir)
             .map_err(|e| IoError::new("write the lock file (its folder takes no new file)", &path, e))?;
     }
@@ -100,7 +100,7 @@ fn lock_section(layout: &Layout, file: &ProfileFile, resolved: &Resolved) -> (st
         }
     }
     let entries = Store::new(layout).entries();
-    let runtimes = crate::wheel_toolkit::list(layout);
+    let runtimes = crate::toolkit::wheel::list(layout);
     let mut pins = lockfile::Pins::new();
     for r in &resolved.profiles {
         let Some(profile) = file.profile(&r.name) else { continue };
@@ -123,7 +123,7 @@ fn lock_section(layout: &Layout, file: &ProfileFile, resolved: &Resolved) -> (st
             }
         }
         if profile.cuda.from.is_some()
-            && let Some((_, m)) = runtimes.iter().find(|(root, _)| crate::paths::same_path(root, &r.toolkit_root))
+            && let Some((_, m)) = runtimes.iter().find(|(root, _)| crate::sys::paths::same_path(root, &r.toolkit_root))
         {
             pin.cuda_wheels = m.wheels.iter().map(|w| (w.project.clone(), w.version.clone(), w.sha256.clone())).collect();
         }

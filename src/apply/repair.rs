@@ -12,7 +12,7 @@
 //! are and reported ([`Unrepaired`]). Stray cuenv shims the manifest does not name are left to
 //! `status`'s hint.
 //!
-//! Each step is atomic on its own (a shim by [`crate::fsutil::write_atomic`], a link by one
+//! Each step is atomic on its own (a shim by [`crate::sys::fsutil::write_atomic`], a link by one
 //! create or one retarget), so a kill between steps leaves a home no worse than before, and
 //! the next `apply` finishes the rest.
 
@@ -23,11 +23,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::plan::view_target;
+use crate::env::view::VIEW_LINKS;
 use crate::generation::{self, Manifest, ViewMode};
-use crate::layout::Layout;
+use crate::home::layout::Layout;
 use crate::link::{self, LinkKind};
 use crate::shim;
-use crate::view::VIEW_LINKS;
 
 /// What was wrong with a link or shim before it was put back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -169,7 +169,7 @@ fn fix(layout: &Layout, m: &Manifest, write: bool) -> Result<Repair, generation:
             if let Some(parent) = s.path.parent() {
                 fs::create_dir_all(parent).map_err(|e| io_err("create the folder", parent, e))?;
             }
-            crate::fsutil::write_atomic(&s.path, &want).map_err(|e| io_err("write the shim", &s.path, e))?;
+            crate::sys::fsutil::write_atomic(&s.path, &want).map_err(|e| io_err("write the shim", &s.path, e))?;
         }
         out.repaired.push(Repaired { kind: "shim", path: s.path.clone(), was });
     }
@@ -180,7 +180,7 @@ fn fix(layout: &Layout, m: &Manifest, write: bool) -> Result<Repair, generation:
 /// says so unless `write`).
 fn repair_link(kind: LinkKind, at: &Path, target: &Path, write: bool, out: &mut Repair) -> Result<(), generation::Error> {
     match link::read(at) {
-        Ok(t) if crate::paths::same_path(&t, target) => {
+        Ok(t) if crate::sys::paths::same_path(&t, target) => {
             if !at.exists() {
                 out.unrepaired.push(Unrepaired {
                     path: at.to_path_buf(),

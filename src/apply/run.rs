@@ -13,30 +13,30 @@ use std::path::Path;
 use super::desire::{self, Desired};
 use super::repair::{self, Repair};
 use super::{Error, build, interrupt, plan, record};
-use crate::binfmt::Platform;
 use crate::change::{Change, Kind};
+use crate::cudnn::platform::Platform;
 use crate::generation;
-use crate::generation_check::{self, ProfileCheck};
-use crate::layout::Layout;
+use crate::generation::profile_check::{self, ProfileCheck};
+use crate::home::layout::Layout;
+use crate::home::writer_lock::WriterLock;
 use crate::profile::{self, ProfileFile};
-use crate::progress::Progress;
-use crate::writer_lock::WriterLock;
-use crate::{lockfile, shim, sources};
+use crate::sys::progress::Progress;
+use crate::{profile::lockfile, shim, sources};
 
 /// Options of [`run`].
 pub struct Options {
     /// Fail instead of changing `lab.lock`.
     pub locked: bool,
     /// Check each profile after the switch (`None`: `--no-check`).
-    pub check: Option<generation_check::Options>,
+    pub check: Option<profile_check::Options>,
     /// A profile without a GPU fails the check.
     pub require_gpu: bool,
     /// Never touch the network (fetching what the store lacks fails).
     pub offline: bool,
     /// Another profile file may replace the one that built the current generation.
     pub replace: bool,
-    /// This machine's driver and GPUs ([`crate::gpufit`]); `None` (`--force`): not judged.
-    pub machine: Option<crate::gpufit::Machine>,
+    /// This machine's driver and GPUs ([`crate::check::gpufit`]); `None` (`--force`): not judged.
+    pub machine: Option<crate::check::gpufit::Machine>,
 }
 
 /// What [`run`] tells its caller while it works.
@@ -122,17 +122,17 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     // A profile known not to run on this machine's driver or GPU is refused before the plan:
     // nothing is built, switched or recorded (`--force` skips this).
     if let Some(m) = &opts.machine {
-        let refused: Vec<(String, Vec<crate::gpufit::Misfit>)> = desired
+        let refused: Vec<(String, Vec<crate::check::gpufit::Misfit>)> = desired
             .views
             .iter()
             .filter_map(|v| {
-                let want = crate::gpufit::Want::new(v.cudnn_version.parse().ok()?, &v.toolkit_version, v.cuda_major);
-                let why = crate::gpufit::judge(m, &want);
+                let want = crate::check::gpufit::Want::new(v.cudnn_version.parse().ok()?, &v.toolkit_version, v.cuda_major);
+                let why = crate::check::gpufit::judge(m, &want);
                 (!why.is_empty()).then(|| (v.name.clone(), why))
             })
             .collect();
         if !refused.is_empty() {
-            return Err(crate::gpufit::Refusal { profiles: refused }.into());
+            return Err(crate::check::gpufit::Refusal { profiles: refused }.into());
         }
     }
     if plan::unchanged(layout, &desired) {
@@ -215,7 +215,7 @@ fn transaction(
     // 8. Record the lock (put back if the transaction is undone).
     if !opts.locked {
         generation::fault_error("write-lock")
-            .map_err(|e| crate::error::IoError::new("write the lock file", crate::lockfile::lock_path(&desired.file.path), e))?;
+            .map_err(|e| crate::error::IoError::new("write the lock file", crate::profile::lockfile::lock_path(&desired.file.path), e))?;
     }
     let lock_changed = !opts.locked && record::write_lock(layout, desired)?;
     generation::fault_point("lock");
@@ -229,8 +229,8 @@ fn transaction(
     let checks = check(layout, n, opts, progress, reporter, &interrupted)?;
     generation::fault_point("check-saved");
     interrupted()?;
-    if !generation_check::acceptable(&checks, opts.require_gpu) {
-        let failed = checks.iter().filter(|c| !generation_check::acceptable(std::slice::from_ref(c), opts.require_gpu)).map(|c| c.profile.clone()).collect();
+    if !profile_check::acceptable(&checks, opts.require_gpu) {
+        let failed = checks.iter().filter(|c| !profile_check::acceptable(std::slice::from_ref(c), opts.require_gpu)).map(|c| c.profile.clone()).collect();
         return Ok(Verdict::Fail { checks, failed });
     }
     generation::fault_point("verdict");
@@ -260,9 +260,9 @@ fn check(
     use std::sync::mpsc::{RecvTimeoutError, channel};
     let Some(check) = &opts.check else { return Ok(Vec::new()) };
     let m = generation::read(layout, n)?;
-    // The profiles generation_check::run checks, in its order: each shows as a busy phase
+    // The profiles profile_check::run checks, in its order: each shows as a busy phase
     // until its result arrives (cleared before the result is reported).
-    let names: Vec<String> = generation_check::to_check(&m, &[]).map(|v| v.name.clone()).collect();
+    let names: Vec<String> = profile_check::to_check(&m, &[]).map(|v| v.name.clone()).collect();
     let mut next = names.iter();
     if let Some(first) = next.next() {
         progress.busy(&format!("checking {first}"));
@@ -271,7 +271,7 @@ fn check(
     let worker = {
         let (layout, check) = (layout.clone(), check.clone());
         std::thread::spawn(move || {
-            generation_check::run(&layout, &m, &[], &check, &mut |pc| {
+            profile_check::run(&layout, &m, &[], &check, &mut |pc| {
                 let _ = tx.send(pc.clone());
             });
         })
@@ -303,7 +303,7 @@ fn check(
         std::panic::resume_unwind(panic);
     }
     generation::fault_error("save-checks").map_err(|e| crate::error::IoError::new("save the check results to", layout.check_results(n), e))?;
-    generation_check::save(layout, n, &results)?;
+    profile_check::save(layout, n, &results)?;
     Ok(results)
 }
 

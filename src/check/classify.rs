@@ -11,10 +11,10 @@ use super::explain::{
     cuda_version, decode_cudnn, describe_end, explain_cudnn_status, explain_dlerror, explain_windows_error, human_ms, missing_libraries, stderr_suffix,
 };
 use super::{CheckResult, CheckStatus, Expected, ProbeEnd, ProbeOutcome, Reason, ReasonKind};
-use crate::libname;
-pub(super) use crate::paths::is_under;
-use crate::paths::{self, same_path};
+use crate::cudnn::libname;
 use crate::probe::{self, Conv, LoadAttempt, ModuleKind, Report};
+pub(super) use crate::sys::paths::is_under;
+use crate::sys::paths::{self, same_path};
 
 // ---------------------------------------------------------------------------------------
 // Classification

@@ -20,6 +20,9 @@
 //! version calls work and `cudnnCreate` returns `CUDNN_STATUS_NOT_INITIALIZED`;
 //! `LD_LIBRARY_PATH` beats the libraries' own `$ORIGIN` RUNPATH.
 
+pub mod activate;
+pub mod gpufit;
+
 mod classify;
 mod explain;
 #[cfg(test)]
@@ -31,8 +34,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cudnn::version::Version;
 use crate::probe::Report;
-use crate::version::Version;
 
 pub use classify::classify;
 pub(crate) use explain::{cuda_version, decode_cudnn};
@@ -108,9 +111,9 @@ pub enum ReasonKind {
     NoDriver,
     /// A driver but no usable device (not a failure: status `no-gpu`).
     NoDevice,
-    /// The driver is too old for the profile's CUDA runtime ([`crate::gpufit`]).
+    /// The driver is too old for the profile's CUDA runtime ([`crate::check::gpufit`]).
     DriverTooOld,
-    /// A GPU's compute capability is outside what the profile's cuDNN supports ([`crate::gpufit`]).
+    /// A GPU's compute capability is outside what the profile's cuDNN supports ([`crate::check::gpufit`]).
     UnsupportedGpu,
 }
 
@@ -187,17 +190,17 @@ impl CheckResult {
         self.reasons.iter().any(|r| r.kind == kind)
     }
 
-    /// Adds what rules the profile out on this machine ([`crate::gpufit::judge`]) as the
+    /// Adds what rules the profile out on this machine ([`crate::check::gpufit::judge`]) as the
     /// first reasons (they explain what the probe saw, e.g. `CUDNN_STATUS_NOT_INITIALIZED`
     /// under a driver too old for the runtime); any of them makes the status `fail`.
-    pub fn add_misfits(&mut self, misfits: &[crate::gpufit::Misfit]) {
+    pub fn add_misfits(&mut self, misfits: &[crate::check::gpufit::Misfit]) {
         if misfits.is_empty() {
             return;
         }
         let front = misfits.iter().map(|m| Reason {
             kind: match m.kind {
-                crate::gpufit::MisfitKind::DriverTooOld => ReasonKind::DriverTooOld,
-                crate::gpufit::MisfitKind::UnsupportedGpu => ReasonKind::UnsupportedGpu,
+                crate::check::gpufit::MisfitKind::DriverTooOld => ReasonKind::DriverTooOld,
+                crate::check::gpufit::MisfitKind::UnsupportedGpu => ReasonKind::UnsupportedGpu,
             },
             message: m.to_string(),
         });

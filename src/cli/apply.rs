@@ -7,11 +7,11 @@ use serde::Serialize;
 use super::diagnostics::Report;
 use super::{Ctx, lock_and_recover, warn_dangling_active};
 use crate::apply::{self, Outcome, Preview};
-use crate::binfmt::Platform;
 use crate::change::{self, Change};
+use crate::cudnn::platform::Platform;
 use crate::error::{ExitCode, Hinted};
-use crate::generation_check::ProfileCheck;
-use crate::{generation, lockfile};
+use crate::generation::profile_check::ProfileCheck;
+use crate::{generation, profile::lockfile};
 
 #[derive(Serialize)]
 struct PlanPending<'a> {
@@ -168,10 +168,10 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report
     let machine = if opts.force {
         None
     } else {
-        let overrides = crate::gpufit::Overrides::from_process()?;
+        let overrides = crate::check::gpufit::Overrides::from_process()?;
         let env: Vec<_> = std::env::vars_os().collect();
-        let o = crate::check::run_driver_probe(&crate::generation_check::current_exe(), &env, std::time::Duration::from_secs(opts.timeout.min(30)));
-        Some(crate::gpufit::Machine::from_report(o.report.as_ref(), &overrides))
+        let o = crate::check::run_driver_probe(&crate::generation::profile_check::current_exe(), &env, std::time::Duration::from_secs(opts.timeout.min(30)));
+        Some(crate::check::gpufit::Machine::from_report(o.report.as_ref(), &overrides))
     };
     let run_opts = apply::Options { locked: opts.locked, check, require_gpu: opts.require_gpu, offline: opts.offline, replace: opts.replace, machine };
     let progress = super::reporter::for_stderr(ctx.quiet || opts.json);

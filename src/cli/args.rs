@@ -112,7 +112,7 @@ pub enum Command {
         /// linux-x86_64, linux-sbsa, linux-aarch64, linux-ppc64le. Only profiles whose CUDA
         /// runtime comes from PyPI can be locked for another platform.
         #[arg(long, value_name = "PLATFORM")]
-        platform: Vec<crate::binfmt::Platform>,
+        platform: Vec<crate::cudnn::platform::Platform>,
         /// Fail instead of changing lab.lock. What the store lacks is still fetched, and must
         /// be exactly the pinned bytes; what it already holds was verified when imported.
         #[arg(long)]

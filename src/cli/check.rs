@@ -5,21 +5,21 @@ use serde::Serialize;
 
 use super::diagnostics::Report;
 use super::{Ctx, lock_and_recover};
-use crate::apply::NoGeneration;
 use crate::check::CheckStatus;
 use crate::error::ExitCode;
 use crate::generation;
-use crate::generation_check::{self, ProfileCheck};
+use crate::generation::profile_check::{self, ProfileCheck};
+use crate::generation::rollback::NoGeneration;
 
 /// The check options for this process: this executable as the probe child, this process's
 /// environment, `timeout` seconds per profile, the GPU-fit override variables. Errors: an
 /// override variable that is not `major.minor` (exit 2).
-pub fn options(timeout: u64) -> Result<generation_check::Options, crate::gpufit::BadOverride> {
-    Ok(generation_check::Options {
-        exe: generation_check::current_exe(),
+pub fn options(timeout: u64) -> Result<profile_check::Options, crate::check::gpufit::BadOverride> {
+    Ok(profile_check::Options {
+        exe: profile_check::current_exe(),
         base_env: std::env::vars_os().collect(),
         timeout: std::time::Duration::from_secs(timeout),
-        overrides: crate::gpufit::Overrides::from_process()?,
+        overrides: crate::check::gpufit::Overrides::from_process()?,
     })
 }
 
@@ -29,7 +29,7 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
     if json {
         return;
     }
-    writeln!(ctx.out(), "check {}", generation_check::summary(pc));
+    writeln!(ctx.out(), "check {}", profile_check::summary(pc));
     // Reasons say what is wrong: always for a failed profile; otherwise with --verbose.
     if ctx.verbose || pc.result.status == CheckStatus::Fail {
         for r in &pc.result.reasons {
@@ -37,11 +37,11 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
         }
     }
     if ctx.verbose {
-        for n in pc.result.notes.iter().filter(|n| !n.starts_with(generation_check::INCOMPLETE_NOTE) && !n.starts_with(generation_check::DAMAGED_NOTE)) {
+        for n in pc.result.notes.iter().filter(|n| !n.starts_with(profile_check::INCOMPLETE_NOTE) && !n.starts_with(profile_check::DAMAGED_NOTE)) {
             writeln!(ctx.out(), "    note: {n}");
         }
     }
-    let warned = [generation_check::INCOMPLETE_NOTE, generation_check::UNRUN_NOTE, generation_check::DAMAGED_NOTE];
+    let warned = [profile_check::INCOMPLETE_NOTE, profile_check::UNRUN_NOTE, profile_check::DAMAGED_NOTE];
     for n in pc.result.notes.iter().filter(|n| warned.iter().any(|w| n.starts_with(w))) {
         writeln!(ctx.err(), "warning: profile {}: {n}", pc.profile);
     }
@@ -73,12 +73,12 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
     }
     // Each profile's check shows as a busy phase on a terminal, cleared before its line prints.
     let progress = super::reporter::for_stderr(ctx.quiet || json);
-    let names: Vec<String> = generation_check::to_check(&m, profiles).map(|v| v.name.clone()).collect();
+    let names: Vec<String> = profile_check::to_check(&m, profiles).map(|v| v.name.clone()).collect();
     let mut next = names.iter();
     if let Some(first) = next.next() {
         progress.busy(&format!("checking {first}"));
     }
-    let results = generation_check::run_and_record(&ctx.layout, n, &m, profiles, &options(timeout)?, &mut |pc| {
+    let results = profile_check::run_and_record(&ctx.layout, n, &m, profiles, &options(timeout)?, &mut |pc| {
         progress.finish();
         print_check(ctx, pc, json);
         if let Some(name) = next.next() {
@@ -90,12 +90,11 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
     if json {
         ctx.print_json_sorted(&CheckJson { generation: n, profiles: &results });
     }
-    if generation_check::acceptable(&results, require_gpu) {
+    if profile_check::acceptable(&results, require_gpu) {
         return Ok(ExitCode::Success);
     }
     // The verdict, as an error line: a failed check, or (--require-gpu) one that found no GPU.
-    let failed: Vec<&str> =
-        results.iter().filter(|r| !generation_check::acceptable(std::slice::from_ref(*r), require_gpu)).map(|r| r.profile.as_str()).collect();
+    let failed: Vec<&str> = results.iter().filter(|r| !profile_check::acceptable(std::slice::from_ref(*r), require_gpu)).map(|r| r.profile.as_str()).collect();
     let why = if require_gpu && results.iter().all(|r| r.result.status != CheckStatus::Fail) { " (no GPU found, and --require-gpu asks for one)" } else { "" };
     if !json {
         writeln!(ctx.err(), "error: the check failed for {}{why}", failed.join(", "));

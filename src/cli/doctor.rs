@@ -12,10 +12,10 @@ use crate::toolkit::{self, ProcessEnv};
 /// a problem (something loads the wrong cuDNN or cannot load), else 0.
 pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCode, Report> {
     let toolkits = toolkit::discover(&ProcessEnv);
-    let exe = crate::generation_check::current_exe();
+    let exe = crate::generation::profile_check::current_exe();
     let asked = !majors.is_empty();
     let majors: Vec<u64> = if asked { majors.to_vec() } else { vec![9, 8] };
-    let overrides = crate::gpufit::Overrides::from_process()?;
+    let overrides = crate::check::gpufit::Overrides::from_process()?;
     let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, asked, timeout: Duration::from_secs(timeout), overrides };
     let env: Vec<_> = std::env::vars_os().collect();
     let mut d = doctor::examine(&inputs, &env);
@@ -126,11 +126,11 @@ pub fn run_pid(ctx: &Ctx, pid: u32, profile: Option<&str>, json: bool) -> Result
 }
 
 /// Jupyter kernelspecs bound to a profile of this home that its current generation no longer
-/// has ([`crate::kernel`]): a notebook started with one gets a view that does not exist.
+/// has ([`crate::env::kernel`]): a notebook started with one gets a view that does not exist.
 fn stale_kernels(ctx: &Ctx) -> Vec<doctor::Finding> {
-    let home = crate::view::stable_home(&ctx.layout).to_string_lossy().into_owned();
+    let home = crate::env::view::stable_home(&ctx.layout).to_string_lossy().into_owned();
     let known = crate::generation::current_manifest(&ctx.layout).map(|m| m.profile_names()).unwrap_or_default();
-    crate::kernel::list(&crate::kernel::search_dirs())
+    crate::env::kernel::list(&crate::env::kernel::search_dirs())
         .into_iter()
         .filter(|k| k.home == home && !known.contains(&k.profile))
         .map(|k| doctor::Finding {

@@ -2,18 +2,18 @@
 
 use super::Ctx;
 use super::diagnostics::Report;
-use crate::apply::NoGeneration;
-use crate::binfmt::Platform;
+use crate::cudnn::platform::Platform;
 use crate::error::{ExitCode, Hinted};
+use crate::generation::rollback::NoGeneration;
 use crate::shim::{self, Shell};
-use crate::{generation, status, view};
+use crate::{env::view, generation, generation::status};
 
 /// Prints the activation of `profile` (default: the active one), or with `setup` the one
-/// through `<home>/active` ([`crate::active::setup_activation`]).
+/// through `<home>/active` ([`crate::generation::active::setup_activation`]).
 pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Result<ExitCode, Report> {
     let platform = Platform::host().ok_or_else(|| Hinted::unsupported_platform("cuDNN is not built for this platform", "run cuenv on one of those"))?;
     let act = if setup {
-        crate::active::setup_activation(&ctx.layout, platform)
+        crate::generation::active::setup_activation(&ctx.layout, platform)
     } else {
         let name = match profile {
             Some(p) => p.to_string(),
@@ -28,7 +28,7 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Resul
         act.path_prepend.retain(|p| p.is_dir());
         act
     };
-    view::require_unicode(view::PathRole::Home, &view::stable_home(&ctx.layout))?;
+    crate::sys::paths::require_unicode(crate::sys::paths::PathRole::Home, &view::stable_home(&ctx.layout))?;
     shim::validate(shell, &act).map_err(|e| Hinted::new(format!("cannot render the activation for this shell: {e}"), e.hint(), ExitCode::Failure))?;
     write!(ctx.out(), "{}", shim::render_activate(shell, &act));
     Ok(ExitCode::Success)
@@ -50,14 +50,14 @@ pub fn hook(ctx: &Ctx, shell: &str) -> Result<ExitCode, Report> {
 /// evaluates the output at every change of folder, so problems are one line on stderr.
 pub fn hook_apply(ctx: &Ctx, shell: Shell) -> ExitCode {
     let current = std::env::var("CUENV_HOOK_PROFILE").ok().filter(|p| !p.is_empty());
-    let platform = Platform::host().unwrap_or(crate::binfmt::Platform::LinuxX86_64);
+    let platform = Platform::host().unwrap_or(crate::cudnn::platform::Platform::LinuxX86_64);
     let layered = |name: &str| {
         let mut a = generation::activation(&ctx.layout, name, platform);
         a.layer = shim::Layer::Hook;
         a.path_prepend.retain(|p| p.is_dir());
         a
     };
-    let wanted = match std::env::current_dir().map(|d| crate::project::find(&d)) {
+    let wanted = match std::env::current_dir().map(|d| crate::profile::project::find(&d)) {
         Ok(Ok(Some(pin))) => {
             let known = generation::current_manifest(&ctx.layout).is_some_and(|m| m.profile(&pin.profile).is_ok());
             if known {
@@ -95,9 +95,9 @@ pub fn hook_apply(ctx: &Ctx, shell: Shell) -> ExitCode {
     ExitCode::Success
 }
 
-/// `cuenv export [PROFILE | --all] --format F [--out DIR]` ([`crate::export`]).
+/// `cuenv export [PROFILE | --all] --format F [--out DIR]` ([`crate::env::export`]).
 pub fn export(ctx: &Ctx, profile: Option<&str>, format: &str, all: bool, out: Option<&std::path::Path>) -> Result<ExitCode, Report> {
-    use crate::export::{self, Format};
+    use crate::env::export::{self, Format};
     let platform = Platform::host().ok_or_else(|| Hinted::unsupported_platform("cuDNN is not built for this platform", "run cuenv on one of those"))?;
     let format = Format::from_name(format).expect("clap allows only known formats");
     let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
@@ -118,7 +118,7 @@ pub fn export(ctx: &Ctx, profile: Option<&str>, format: &str, all: bool, out: Op
     if out.is_none() && m.link_mode.is_link_free() {
         ctx.note("note: this export names real folders; re-run it after use/rollback, or use --out DIR so cuenv keeps it current");
     }
-    // Files written with --out follow the profile across switches (`crate::follow`): recorded
+    // Files written with --out follow the profile across switches (`crate::env::follow`): recorded
     // under the writer lock, so that no switch reads the record half-way.
     let lock = match out {
         Some(_) => Some(super::writer_lock(ctx)?),
@@ -140,16 +140,16 @@ pub fn export(ctx: &Ctx, profile: Option<&str>, format: &str, all: bool, out: Op
     Ok(ExitCode::Success)
 }
 
-/// Records a file written for `profile` so that switches keep it current ([`crate::follow`]);
+/// Records a file written for `profile` so that switches keep it current ([`crate::env::follow`]);
 /// a record that cannot be written is a warning (the file itself is written).
 fn follow(ctx: &Ctx, path: &std::path::Path, profile: &str, format: &str) {
-    let f = crate::follow::Followed { path: path.to_path_buf(), profile: profile.into(), format: format.into() };
-    if let Err(e) = crate::follow::remember(&ctx.layout, f) {
+    let f = crate::env::follow::Followed { path: path.to_path_buf(), profile: profile.into(), format: format.into() };
+    if let Err(e) = crate::env::follow::remember(&ctx.layout, f) {
         writeln!(ctx.err(), "warning: cannot record {} in {}: {e}; a switch will not keep it current", path.display(), ctx.layout.follow_record().display());
     }
 }
 
-/// `cuenv kernel install|list` ([`crate::kernel`]).
+/// `cuenv kernel install|list` ([`crate::env::kernel`]).
 pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Report> {
     use super::args::KernelCommand;
     let platform = Platform::host().ok_or_else(|| Hinted::unsupported_platform("cuDNN is not built for this platform", "run cuenv on one of those"))?;
@@ -190,21 +190,21 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
             }
             let dir = match prefix {
                 Some(p) => std::path::absolute(&p).unwrap_or(p).join("share").join("jupyter").join("kernels"),
-                None => crate::kernel::user_dir()
+                None => crate::env::kernel::user_dir()
                     .ok_or_else(|| Hinted::new("cannot find the Jupyter data folder", "set JUPYTER_DATA_DIR or pass --prefix DIR", ExitCode::Failure))?,
             };
             let e = generation::exported(&ctx.layout, &profile, platform);
             let sep = if platform.is_windows() { ';' } else { ':' };
-            let spec = crate::kernel::spec(&e, &python, &format!("Python (cuenv: {profile})"), &view::stable_home(&ctx.layout), sep);
+            let spec = crate::env::kernel::spec(&e, &python, &format!("Python (cuenv: {profile})"), &view::stable_home(&ctx.layout), sep);
             let text = format!("{}\n", serde_json::to_string_pretty(&spec).expect("serializable"));
             let lock = super::writer_lock(ctx)?;
-            let path = crate::export::write(&dir.join(&name), "kernel.json", &text)?;
-            follow(ctx, &path, &profile, crate::follow::KERNEL);
+            let path = crate::env::export::write(&dir.join(&name), "kernel.json", &text)?;
+            follow(ctx, &path, &profile, crate::env::follow::KERNEL);
             drop(lock);
             writeln!(ctx.out(), "installed kernel {name} for profile {profile}: {}", path.display());
             // The spec is written either way (ipykernel may be installed later); say now what
             // would make the kernel fail to start rather than leave it to the notebook server.
-            match crate::kernel::has_ipykernel(&python) {
+            match crate::env::kernel::has_ipykernel(&python) {
                 Ok(true) => {}
                 Ok(false) => {
                     writeln!(
@@ -220,7 +220,7 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
             }
         }
         KernelCommand::List { json } => {
-            let found = crate::kernel::list(&crate::kernel::search_dirs());
+            let found = crate::env::kernel::list(&crate::env::kernel::search_dirs());
             let known = generation::current_manifest(&ctx.layout).map(|m| m.profile_names()).unwrap_or_default();
             let home = view::stable_home(&ctx.layout).to_string_lossy().into_owned();
             if json {

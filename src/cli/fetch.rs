@@ -5,11 +5,11 @@ use serde::Serialize;
 
 use super::diagnostics::Report;
 use super::{Ctx, reporter};
-use crate::binfmt::Platform;
+use crate::cudnn::platform::Platform;
+use crate::cudnn::version::Version;
 use crate::error::ExitCode;
 use crate::fetch::{self, Client, Endpoints, FetchRequest, Source};
-use crate::fsutil::human_size;
-use crate::version::Version;
+use crate::sys::fsutil::human_size;
 
 #[derive(Debug, Args)]
 #[command(

@@ -7,11 +7,12 @@ use serde::Serialize;
 
 use super::diagnostics::Report;
 use super::{Ctx, lock_and_recover, warn_dangling_active};
-use crate::active;
-use crate::apply::{self, Deleted};
 use crate::error::ExitCode;
 use crate::generation;
-use crate::generation_check;
+use crate::generation::active;
+use crate::generation::gc::{self, Deleted};
+use crate::generation::profile_check;
+use crate::generation::rollback;
 
 /// `cuenv use PROFILE` / `cuenv use --none`.
 pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
@@ -31,7 +32,7 @@ pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
 pub fn rollback(ctx: &Ctx, to: Option<u64>) -> Result<ExitCode, Report> {
     super::require_home(ctx)?;
     let _lock = lock_and_recover(ctx)?;
-    let r = apply::rollback(&ctx.layout, to, &mut |m| ctx.note(m))?;
+    let r = rollback::rollback(&ctx.layout, to, &mut |m| ctx.note(m))?;
     let (cur, target) = (r.from, r.to.target);
     if !r.switched {
         writeln!(ctx.out(), "generation {cur} is already current");
@@ -70,7 +71,7 @@ pub fn generations(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
         .into_iter()
         .filter_map(|n| generation::read(&ctx.layout, n).ok())
         .map(|m| {
-            let checks = generation_check::load(&ctx.layout, m.number);
+            let checks = profile_check::load(&ctx.layout, m.number);
             let status_of = |name: &str| {
                 checks
                     .as_ref()
@@ -121,9 +122,9 @@ pub fn generations(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
 /// `cuenv gc`.
 pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
     let lock = lock_and_recover(ctx)?;
-    let plan = apply::gc_plan(&ctx.layout, keep);
+    let plan = gc::gc_plan(&ctx.layout, keep);
     let verb = if dry_run { "would delete" } else { "deleted" };
-    let size = |b: u64| crate::fsutil::human_size(b);
+    let size = |b: u64| crate::sys::fsutil::human_size(b);
     let say = |d: Deleted| match d {
         Deleted::Generation(n) => writeln!(ctx.out(), "{verb} generation {n} ({})", size(plan.bytes_of_generation(n))),
         Deleted::Entry(name) => writeln!(ctx.out(), "{verb} store entry {name} ({})", size(plan.bytes_of_entry(name))),
@@ -132,7 +133,7 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
         plan.generations.iter().for_each(|n| say(Deleted::Generation(*n)));
         plan.entries.iter().for_each(|(_, name)| say(Deleted::Entry(name)));
     } else {
-        apply::gc(&ctx.layout, &lock, &plan, &mut |d| say(d))?;
+        gc::gc(&ctx.layout, &lock, &plan, &mut |d| say(d))?;
     }
     if plan.generations.is_empty() && plan.entries.is_empty() {
         writeln!(ctx.out(), "nothing to delete ({} generation{} kept)", plan.kept, if plan.kept == 1 { "" } else { "s" });

@@ -23,7 +23,7 @@ use clap::{CommandFactory, FromArgMatches};
 use std::io;
 
 use crate::error::{ExitCode, Hinted};
-use crate::layout::Layout;
+use crate::home::layout::Layout;
 pub use args::{Cli, Command};
 use diagnostics::Report;
 pub use output::{BROKEN_PIPE, ErrOut, Out};
@@ -103,7 +103,7 @@ pub fn main() -> i32 {
 
 fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
     // A malformed CUENV_* setting stops every command before it reads or writes anything.
-    crate::settings::check_all()?;
+    crate::home::settings::check_all()?;
     if let Command::Probe(args) = &cli.command {
         return probe::run(args); // needs no home
     }
@@ -199,10 +199,10 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
 /// exist has none, and is not created just to say so (a mistyped `CUENV_HOME` would be left
 /// behind otherwise).
 pub fn require_home(ctx: &Ctx) -> Result<(), Report> {
-    if ctx.layout.home().exists() { Ok(()) } else { Err(crate::apply::NoGeneration.into()) }
+    if ctx.layout.home().exists() { Ok(()) } else { Err(crate::generation::rollback::NoGeneration.into()) }
 }
 
-pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::writer_lock::WriterLock, Report> {
+pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::home::writer_lock::WriterLock, Report> {
     let lock = writer_lock(ctx)?;
     if let Some(said) = crate::generation::recover(&ctx.layout)? {
         ctx.note(&format!("note: {said}"));
@@ -215,15 +215,15 @@ pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::writer_lock::WriterLock, Rep
 
 /// Takes the writer lock (saying once that it waits for another cuenv) and records the
 /// home's format if the home has none yet.
-pub fn writer_lock(ctx: &Ctx) -> Result<crate::writer_lock::WriterLock, Report> {
-    let lock = crate::writer_lock::WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
+pub fn writer_lock(ctx: &Ctx) -> Result<crate::home::writer_lock::WriterLock, Report> {
+    let lock = crate::home::writer_lock::WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
     ctx.layout.record_format()?;
     Ok(lock)
 }
 
 /// Warns when a switch left `<home>/active` pointing at a profile the current generation lacks.
 pub fn warn_dangling_active(ctx: &Ctx) {
-    if let Some((name, false)) = crate::status::active_profile(&ctx.layout) {
+    if let Some((name, false)) = crate::generation::status::active_profile(&ctx.layout) {
         // A warning, shown even with --quiet.
         writeln!(
             ctx.err(),

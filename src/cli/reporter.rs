@@ -11,7 +11,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::Mutex;
 
-use crate::progress::{NoProgress, Progress};
+use crate::sys::progress::{NoProgress, Progress};
 
 /// The line of a phase whose size is known: name, bar, bytes done / total, rate, time left.
 const SIZED: &str = "{msg:>10} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}";

@@ -1,6 +1,6 @@
 //! `cuenv run [-p PROFILE] -- CMD [ARGS...]`: runs a command in a profile's environment,
 //! without a shell. The environment is the one `check` computes for the profile
-//! ([`generation_check::profile_env`]: the conda env's activation scripts when the profile
+//! ([`profile_check::profile_env`]: the conda env's activation scripts when the profile
 //! names one, else cuenv's own activation on top of this process's environment). On Unix the
 //! command replaces this process (`exec`), so its exit code, signals and stdio are its own; on
 //! Windows it is spawned with the environment block and its exit code is returned.
@@ -9,10 +9,10 @@ use std::ffi::OsString;
 
 use super::Ctx;
 use super::diagnostics::Report;
-use crate::apply::NoGeneration;
 use crate::check::CheckStatus;
 use crate::error::{ExitCode, Hinted};
-use crate::{generation, generation_check, project, status};
+use crate::generation::rollback::NoGeneration;
+use crate::{generation, generation::profile_check, generation::status, profile::project};
 
 /// The profile a command without `-p` means: the nearest `.cuenv-profile` from the current
 /// folder upward, else the active profile. `Err` when neither names one.
@@ -69,11 +69,10 @@ pub fn run(ctx: &Ctx, profile: Option<&str>, strict: bool, command: &[OsString])
         (Err(e), None) => return Err(e.in_home(&ctx.layout).into()),
     };
     // The last check of this generation, if this profile failed it.
-    let failed = generation_check::load(&ctx.layout, cur)
-        .and_then(|f| f.profiles.into_iter().find(|p| p.profile == name))
-        .filter(|p| p.result.status == CheckStatus::Fail);
+    let failed =
+        profile_check::load(&ctx.layout, cur).and_then(|f| f.profiles.into_iter().find(|p| p.profile == name)).filter(|p| p.result.status == CheckStatus::Fail);
     if let Some(pc) = failed {
-        let what = format!("profile {name} failed its last check ({})", generation_check::summary(&pc));
+        let what = format!("profile {name} failed its last check ({})", profile_check::summary(&pc));
         if strict {
             return Err(Hinted::new(what, "fix the profile and run `cuenv check`, or run without --strict", ExitCode::CheckFailed).into());
         }
@@ -82,7 +81,7 @@ pub fn run(ctx: &Ctx, profile: Option<&str>, strict: bool, command: &[OsString])
         }
     }
     let base: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let env = generation_check::profile_env(&ctx.layout, manifest.link_mode, &view, &base)
+    let env = profile_check::profile_env(&ctx.layout, manifest.link_mode, &view, &base)
         .map_err(|e| Hinted::new(e.to_string(), "fix or remove the failing activation script of the conda env", ExitCode::Failure))?;
     let (program, args) = command.split_first().expect("clap requires a command");
     let mut cmd = std::process::Command::new(program);

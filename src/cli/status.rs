@@ -1,4 +1,4 @@
-//! `cuenv status`: renders [`crate::status::Status`]. By default one line per problem (the
+//! `cuenv status`: renders [`crate::generation::status::Status`]. By default one line per problem (the
 //! links and shims that are fine are counted, not listed); `--verbose` lists every link and
 //! shim; `--json` is the whole report.
 
@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use super::Ctx;
 use super::diagnostics::Report;
 use crate::error::ExitCode;
-use crate::generation_check;
-use crate::status::{self, Health};
+use crate::generation::profile_check;
+use crate::generation::status::{self, Health};
 
 /// `cuenv status`. Exit 3 when a link or shim is damaged or stray, or `active` dangles.
 pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
@@ -41,7 +41,7 @@ pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
             writeln!(ctx.out(), "{}{}: cuDNN {} on CUDA {}", if p.active { "* " } else { "  " }, p.name, p.cudnn, p.toolkit);
             match &p.check {
                 Some(c) => {
-                    writeln!(ctx.out(), "    check     {}", generation_check::summary(c));
+                    writeln!(ctx.out(), "    check     {}", profile_check::summary(c));
                     for r in &c.result.reasons {
                         writeln!(ctx.out(), "              {r}");
                     }
@@ -74,7 +74,7 @@ pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
 
 /// The ways out of an `active` that names a profile the current generation lacks: the newest
 /// other generation that has it (`rollback --to N`), `use` of one the current generation has.
-pub(super) fn dangling_way_out(layout: &crate::layout::Layout, name: &str) -> String {
+pub(super) fn dangling_way_out(layout: &crate::home::layout::Layout, name: &str) -> String {
     let mut ways = Vec::new();
     if let Some(g) = status::generations_with(layout, name).first() {
         ways.push(format!("`cuenv rollback --to {g}` makes generation {g}, which has `{name}`, current again"));

@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::diagnostics::Report;
 use super::{Ctx, reporter};
 use crate::error::ExitCode;
-use crate::fsutil::human_size;
 use crate::store::{AddOptions, Store};
+use crate::sys::fsutil::human_size;
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
@@ -276,7 +276,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
         StoreCommand::Remove { id } => {
             let lock = super::writer_lock(ctx)?;
             store.clean_leftovers(&lock)?;
-            let meta = crate::apply::remove_entry(&ctx.layout, &lock, &id)?;
+            let meta = crate::generation::gc::remove_entry(&ctx.layout, &lock, &id)?;
             writeln!(ctx.out(), "removed {}", meta.name);
             Ok(ExitCode::Success)
         }

@@ -11,7 +11,7 @@ use crate::toolkit::{self, Discovery, PATHS_VAR, ProcessEnv, Toolkit};
 pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
     let mut found = toolkit::discover_all(&ProcessEnv);
     // CUDA runtimes assembled from PyPI wheels (`from = "pypi"`) are toolkit roots too.
-    for (root, _) in crate::wheel_toolkit::list(&ctx.layout) {
+    for (root, _) in crate::toolkit::wheel::list(&ctx.layout) {
         if let Ok(mut t) = toolkit::inspect_root(&root) {
             t.found_by = vec!["<home>/toolkits (from PyPI)".into()];
             found.toolkits.push(t);

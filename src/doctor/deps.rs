@@ -1,6 +1,6 @@
 //! Run-time dependencies of the cuDNN the loader picks (issue 13, item 3), read without
 //! loading anything: the CUDA libraries its files name by major (cuBLAS, cuBLASLt, NVRTC;
-//! [`crate::binfmt::referenced_cuda_libraries`]), each looked up the way the loader model
+//! [`crate::sys::binfmt::referenced_cuda_libraries`]), each looked up the way the loader model
 //! (docs/loader.md) says the library naming it would find it; and on Windows `zlibwapi.dll`,
 //! which cuDNN 8.3 to 9.1 loads by name (NVIDIA's cuDNN installation notes for Windows:
 //! "zlib is a data-compression software library that is needed by cuDNN", dropped when 9.2
@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 
 use super::loader::{self, LinuxEnv, Object};
 use super::{Finding, Severity};
-use crate::binfmt;
-use crate::libname::{self, Os};
-use crate::version::Version;
+use crate::cudnn::libname::{self, Os};
+use crate::cudnn::version::Version;
+use crate::sys::binfmt;
 
 /// The cuDNN `major` library files in `dir` (one name per file), sorted.
 fn set_files(dir: &Path, major: u64) -> Vec<PathBuf> {
@@ -104,7 +104,7 @@ fn zlibwapi(v: &Version, folders: &[PathBuf]) -> Option<Finding> {
         }),
         Some(p) => {
             let info = binfmt::inspect(&p).ok()?;
-            (info.platform != Some(binfmt::Platform::WindowsX86_64)).then(|| Finding {
+            (info.platform != Some(crate::cudnn::platform::Platform::WindowsX86_64)).then(|| Finding {
                 severity: Severity::Problem,
                 message: format!("the first zlibwapi.dll on PATH, {}, is {}: cuDNN {v} cannot load it (error 193)", p.display(), info.describe),
                 hint: Some(format!(

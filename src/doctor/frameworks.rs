@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 
 use super::loader::{self, LinuxEnv, Object, SubPick};
 use super::{Dispatcher, Finding, Severity};
-use crate::libname::{self, Os};
-use crate::paths;
-use crate::version::Version;
+use crate::cudnn::libname::{self, Os};
+use crate::cudnn::version::Version;
+use crate::sys::paths;
 
 /// The release of the cuDNN `major` dispatcher at `dispatcher`: its own file's version
 /// ([`loader::file_version`]), else the one release its folder's files tell, else the

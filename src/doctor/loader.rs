@@ -32,10 +32,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::binfmt::{self, ElfDynamic};
-use crate::libname::{self, Os};
-use crate::paths;
-use crate::version::Version;
+use crate::cudnn::libname::{self, Os};
+use crate::cudnn::version::Version;
+use crate::sys::binfmt::{self, ElfDynamic};
+use crate::sys::paths;
 
 /// Where the loader found a library, in the model's terms.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -44,7 +44,7 @@ pub enum Via {
     /// A `DT_RPATH` entry of `object` (the asking object or one of its loaders).
     Rpath {
         /// The object whose `DT_RPATH` it is.
-        #[serde(serialize_with = "crate::view::ser_lossy")]
+        #[serde(serialize_with = "crate::sys::paths::ser_lossy")]
         object: PathBuf,
         /// The entry as written (`$ORIGIN/../lib`).
         entry: String,
@@ -57,7 +57,7 @@ pub enum Via {
     /// A `DT_RUNPATH` entry of the asking object.
     Runpath {
         /// The asking object.
-        #[serde(serialize_with = "crate::view::ser_lossy")]
+        #[serde(serialize_with = "crate::sys::paths::ser_lossy")]
         object: PathBuf,
         /// The entry as written.
         entry: String,
@@ -83,7 +83,7 @@ impl Via {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Pick {
     /// The file as found (not resolved: the loader maps what the link points at).
-    #[serde(serialize_with = "crate::view::ser_lossy")]
+    #[serde(serialize_with = "crate::sys::paths::ser_lossy")]
     pub path: PathBuf,
     /// How the search reached it.
     pub via: Via,

@@ -2,7 +2,7 @@
 //! where each comes from (attributed like the probe's: [`super::origin`]), and whether the
 //! cuDNN it loaded is still what its profile gives today.
 //!
-//! The process is only read ([`crate::procmods`]): its mapped files, and on Linux its
+//! The process is only read ([`crate::sys::procmods`]): its mapped files, and on Linux its
 //! environment's `CUENV_PROFILE` (set by cuenv's shims and `cuenv env`; `active` follows
 //! `<home>/active`). `--profile NAME` names the profile where the environment cannot be read
 //! (Windows) or says something else. A process that loaded another store entry than the one
@@ -13,19 +13,19 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{Finding, Severity, origin, wheel_version};
+use crate::cudnn::libname;
 use crate::generation;
-use crate::layout::Layout;
-use crate::libname;
-use crate::paths;
+use crate::home::layout::Layout;
 use crate::probe::{self, ModuleKind};
-use crate::procmods::{self, ProcError};
+use crate::sys::paths;
+use crate::sys::procmods::{self, ProcError};
 use crate::toolkit::Toolkit;
 
 /// One tracked library mapped into the process.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProcessModule {
     /// The mapped file.
-    #[serde(serialize_with = "crate::view::ser_lossy")]
+    #[serde(serialize_with = "crate::sys::paths::ser_lossy")]
     pub path: PathBuf,
     /// Its file name.
     pub name: String,
@@ -102,7 +102,7 @@ fn module_version(path: &Path, name: &str, layout: &Layout) -> Option<String> {
     if let Some(v) = libname::parse(name).and_then(|l| l.version).filter(|v| v.contains('.')) {
         return Some(v);
     }
-    if let Ok(info) = crate::binfmt::inspect(path)
+    if let Ok(info) = crate::sys::binfmt::inspect(path)
         && let Some(v) = info.file_version
     {
         return Some(v.to_string());
@@ -173,7 +173,7 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
         None => (get("CUENV_PROFILE").filter(|s| !s.is_empty()), Some("CUENV_PROFILE".to_string())),
     };
     if name.as_deref() == Some("active") {
-        name = crate::active::name(layout);
+        name = crate::generation::active::name(layout);
         from = Some("<home>/active".into());
     }
     if name.is_none() {

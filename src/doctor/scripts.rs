@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Finding, Severity};
-use crate::libname;
+use crate::cudnn::libname;
 
 /// The loader's search variable on this platform.
 fn search_var() -> &'static str {

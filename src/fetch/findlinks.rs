@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::{Artifact, Error, http};
-use crate::binfmt::Platform;
-use crate::version::Version;
+use crate::cudnn::platform::Platform;
+use crate::cudnn::version::Version;
 
 /// What the folder holds of one project.
 #[derive(Debug, PartialEq, Eq)]

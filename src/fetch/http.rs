@@ -27,7 +27,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::Error;
-use crate::progress::Progress;
+use crate::sys::progress::Progress;
 
 /// What a download must be.
 #[derive(Debug, Clone, Default)]
@@ -73,9 +73,9 @@ impl Client {
     /// A client; `offline` refuses all network access. Reads `CUENV_HTTP_TIMEOUT` and
     /// `CUENV_HTTP_RETRIES` (see the module docs) and the proxy variables. A malformed
     /// value means the default here: the CLI refuses it before any command runs
-    /// ([`crate::settings::check_all`]).
+    /// ([`crate::home::settings::check_all`]).
     pub fn new(offline: bool) -> Client {
-        use crate::settings::{HTTP_RETRIES, HTTP_TIMEOUT};
+        use crate::home::settings::{HTTP_RETRIES, HTTP_TIMEOUT};
         let timeout = Some(Duration::from_secs(HTTP_TIMEOUT.get().unwrap_or(HTTP_TIMEOUT.default)));
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)

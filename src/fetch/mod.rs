@@ -1,4 +1,4 @@
-//! Fetching cuDNN releases (and the CUDA runtime wheels `wheel_toolkit` builds toolkit roots from) from NVIDIA's redist server or
+//! Fetching cuDNN releases (and the CUDA runtime wheels `toolkit::wheel` builds toolkit roots from) from NVIDIA's redist server or
 //! a PyPI index, verified, into the store.
 //!
 //! Data flow:
@@ -30,15 +30,15 @@ pub mod pypi;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::binfmt::Platform;
+use crate::cudnn::platform::Platform;
+use crate::cudnn::version::Version;
 use crate::error::{Diagnose, ExitCode};
-use crate::fsutil;
-use crate::layout::Layout;
-use crate::progress::Progress;
+use crate::home::layout::Layout;
+use crate::home::writer_lock::WriterLock;
 use crate::store::entry::EntryMeta;
 use crate::store::{AddOptions, Added, Store};
-use crate::version::Version;
-use crate::writer_lock::WriterLock;
+use crate::sys::fsutil;
+use crate::sys::progress::Progress;
 
 pub use http::Client;
 
@@ -189,14 +189,14 @@ pub struct Endpoints {
 
 impl Endpoints {
     /// From `CUENV_PYPI_INDEX`, `CUENV_NVIDIA_MIRROR`, `CUENV_FIND_LINKS` and `CUENV_OFFLINE` (read by
-    /// [`crate::settings::offline`]; a malformed value means off here: the CLI refuses it
+    /// [`crate::home::settings::offline`]; a malformed value means off here: the CLI refuses it
     /// before any command runs).
     pub fn from_env() -> Endpoints {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         Endpoints {
             pypi_index: var("CUENV_PYPI_INDEX"),
             nvidia_mirror: var("CUENV_NVIDIA_MIRROR"),
-            offline: crate::settings::offline().unwrap_or(false),
+            offline: crate::home::settings::offline().unwrap_or(false),
             find_links: var("CUENV_FIND_LINKS").map(PathBuf::from),
         }
     }

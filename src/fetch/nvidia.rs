@@ -19,8 +19,8 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::{Artifact, Client, Error, file_name_of};
-use crate::binfmt::Platform;
-use crate::version::Version;
+use crate::cudnn::platform::Platform;
+use crate::cudnn::version::Version;
 
 /// One archive a manifest offers.
 #[derive(Debug, Clone, PartialEq, Eq)]

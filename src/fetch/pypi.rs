@@ -13,8 +13,8 @@
 use serde_json::Value;
 
 use super::{Artifact, Client, Error, file_name_of};
-use crate::binfmt::Platform;
-use crate::version::Version;
+use crate::cudnn::platform::Platform;
+use crate::cudnn::version::Version;
 
 /// `nvidia-cudnn-cu<major>`.
 pub fn cudnn_project(cuda_major: u64) -> String {

@@ -28,7 +28,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Diagnose, ExitCode};
-use crate::paths::same_path;
+use crate::sys::paths::same_path;
 
 /// The kind of link to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -289,7 +289,7 @@ pub fn remove(link: &Path) -> io::Result<()> {
 /// Errors: the [`LinkError`] of the refused link ([`LinkError::Refused`] for error 1314,
 /// [`LinkError::NoLinks`], [`LinkError::NotCreated`], [`LinkError::Unsupported`]), or
 /// [`LinkError::Io`] when `dir` itself cannot be made or emptied. The debug-only test hook
-/// `CUENV_TEST_FAIL_AT=link-probe` ([`crate::fsutil::fault_error`]) refuses the link.
+/// `CUENV_TEST_FAIL_AT=link-probe` ([`crate::sys::fsutil::fault_error`]) refuses the link.
 pub fn probe(kind: LinkKind, dir: &Path) -> Result<(), LinkError> {
     let (target, link) = (dir.join("target"), dir.join("link"));
     let io = |at: &Path| {
@@ -298,8 +298,10 @@ pub fn probe(kind: LinkKind, dir: &Path) -> Result<(), LinkError> {
     };
     clear_probe(dir).map_err(io(dir))?;
     std::fs::create_dir_all(&target).map_err(io(&target))?;
-    let made =
-        crate::fsutil::fault_error("link-probe").map_err(|e| refused(kind_name(kind), &link, e)).and_then(|()| create(kind, &target, &link)).and_then(|()| {
+    let made = crate::sys::fsutil::fault_error("link-probe")
+        .map_err(|e| refused(kind_name(kind), &link, e))
+        .and_then(|()| create(kind, &target, &link))
+        .and_then(|()| {
             // `create` read the link back; that it leads to the folder is the last word.
             match std::fs::metadata(&link) {
                 Ok(m) if m.is_dir() => Ok(()),
@@ -357,7 +359,7 @@ pub fn network_share(p: &Path) -> Option<String> {
     if !cfg!(windows) {
         return None;
     }
-    if let Some(share) = crate::paths::unc_share(&p.to_string_lossy()) {
+    if let Some(share) = crate::sys::paths::unc_share(&p.to_string_lossy()) {
         return Some(share);
     }
     #[cfg(windows)]

@@ -16,7 +16,7 @@ pub fn create(kind: LinkKind, target: &Path, link: &Path) -> io::Result<()> {
 pub fn retarget(kind: LinkKind, link: &Path, target: &Path, scratch: &Path) -> io::Result<()> {
     let _ = std::fs::remove_file(scratch);
     create(kind, target, scratch)?;
-    crate::fsutil::fault_point("link-staged");
+    crate::sys::fsutil::fault_point("link-staged");
     std::fs::rename(scratch, link).inspect_err(|_| {
         let _ = std::fs::remove_file(scratch);
     })

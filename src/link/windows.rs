@@ -42,8 +42,8 @@ fn set_mount_point(link: &Path, target: &Path) -> io::Result<()> {
     let wide = |s: &str| -> Vec<u16> { std::ffi::OsStr::new(s).encode_wide().collect() };
     // The substitute name is the NT spelling (`\??\C:\x`, `\??\UNC\srv\share\x`); the print
     // name is the one users see (`C:\x`, `\\srv\share\x`), never the relative `UNC\...`.
-    let substitute = wide(&crate::paths::nt_path(&text));
-    let print = wide(&crate::paths::strip_verbatim(&text));
+    let substitute = wide(&crate::sys::paths::nt_path(&text));
+    let print = wide(&crate::sys::paths::strip_verbatim(&text));
     let (sub_bytes, print_bytes) = (substitute.len() * 2, print.len() * 2);
     // MountPointReparseBuffer: 4 u16 offsets/lengths, then both names, each NUL-terminated.
     let data_len = 8 + sub_bytes + 2 + print_bytes + 2;

@@ -260,7 +260,7 @@ pub struct ProbeRequest {
 pub fn module_kind(file_name: &str) -> Option<ModuleKind> {
     let n = file_name.to_ascii_lowercase();
     let n = n.strip_prefix("lib").unwrap_or(&n);
-    if crate::libname::parse(file_name).is_some() {
+    if crate::cudnn::libname::parse(file_name).is_some() {
         Some(ModuleKind::Cudnn)
     } else if n.starts_with("cublaslt") {
         Some(ModuleKind::CublasLt)
@@ -314,7 +314,7 @@ pub fn run(req: &ProbeRequest) -> Report {
         schema: SCHEMA,
         os: std::env::consts::OS.to_string(),
         major: req.major,
-        dispatcher: LoadAttempt { name: crate::libname::dispatcher_name(req.major, crate::libname::Os::HOST), loaded: false, error: None },
+        dispatcher: LoadAttempt { name: crate::cudnn::libname::dispatcher_name(req.major, crate::cudnn::libname::Os::HOST), loaded: false, error: None },
         cudnn: None,
         cudart: None,
         driver: None,

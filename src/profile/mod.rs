@@ -1,5 +1,5 @@
 //! The profile file (`lab.toml`): its typed model and errors (this file) and its parser
-//! (`parser.rs`). Diagnostics point into it through [`Located`] (module [`crate::diagnostic`]).
+//! (`parser.rs`). Diagnostics point into it through [`Located`] (module [`crate::error::located`]).
 //!
 //! Invariants:
 //! - Pure: [`parse`] reads only its arguments; [`load`] only reads the one file. Nothing here
@@ -33,6 +33,9 @@
 //! check = "conv"             # optional: conv | load | none (default conv)
 //! ```
 
+pub mod lockfile;
+pub mod project;
+
 mod parser;
 #[cfg(test)]
 mod schema;
@@ -41,10 +44,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::diagnostic::{LineIndex, Located, Span};
+use crate::cudnn::version::VersionReq;
+pub use crate::error::located::{LineIndex, Located, Span};
+pub use crate::error::suggest::did_you_mean;
 use crate::error::{Diagnose, ExitCode};
-pub use crate::suggest::did_you_mean;
-use crate::version::VersionReq;
 pub use parser::{MAX_FILE_BYTES, MAX_NAME_LEN, MAX_PROFILES, load, parse, parse_bytes};
 
 /// A value together with the span of the text it came from.

@@ -8,7 +8,7 @@ use std::path::Path;
 use toml_edit::{Item, TableLike};
 
 use super::*;
-use crate::suggest::did_you_mean;
+use crate::error::suggest::did_you_mean;
 
 // ---------------------------------------------------------------------------------------------
 // Parsing
@@ -51,7 +51,7 @@ pub fn load(path: &Path) -> Result<ProfileFile, Error> {
 /// else those of [`parse`].
 pub fn parse_bytes(bytes: &[u8], path: &Path) -> Result<ProfileFile, Error> {
     check_size(bytes, path)?;
-    let text = crate::diagnostic::decode_utf8(bytes, path, SAVE_AS_UTF8).map_err(Error::Syntax)?;
+    let text = crate::error::located::decode_utf8(bytes, path, SAVE_AS_UTF8).map_err(Error::Syntax)?;
     parse(text, path)
 }
 

@@ -91,7 +91,7 @@ pub fn write(path: &Path, shell: Shell, text: &str) -> Result<WriteOutcome, Erro
         Some((true, old)) if old == bytes => return Ok(WriteOutcome::Unchanged),
         Some((true, _)) => WriteOutcome::Updated,
     };
-    crate::fsutil::write_atomic(path, &bytes).map_err(|source| Error::Io { action: "write", path: path.to_path_buf(), source })?;
+    crate::sys::fsutil::write_atomic(path, &bytes).map_err(|source| Error::Io { action: "write", path: path.to_path_buf(), source })?;
     Ok(outcome)
 }
 

@@ -316,10 +316,10 @@ fn valid_set_name(n: &str) -> bool {
 }
 
 /// A path as written into a shim: the spelling users see, `\\?\` verbatim prefixes removed
-/// by [`crate::paths::strip_verbatim`]'s string rules on any host (`\\?\C:\x` -> `C:\x`,
+/// by [`crate::sys::paths::strip_verbatim`]'s string rules on any host (`\\?\C:\x` -> `C:\x`,
 /// `\\?\UNC\srv\share` -> `\\srv\share`; other verbatim forms are kept whole).
 pub fn shim_path(p: &Path) -> String {
-    crate::paths::strip_verbatim(&p.to_string_lossy()).into_owned()
+    crate::sys::paths::strip_verbatim(&p.to_string_lossy()).into_owned()
 }
 
 /// The activation script for `shell`: source it (POSIX, fish), dot-source it (PowerShell) or

@@ -3,7 +3,7 @@
 //!
 //! Facts used (docs/facts.md §2, §7b):
 //! - The dispatcher is `cudnn64_<major>.dll` (Windows) or `libcudnn.so.<major>` (Linux),
-//!   as [`crate::libname`] reads names; it sits in `bin`, `bin/x64` (Windows, 9.18+), `lib`, `lib64` (legacy) or, in NVIDIA's
+//!   as [`crate::cudnn::libname`] reads names; it sits in `bin`, `bin/x64` (Windows, 9.18+), `lib`, `lib64` (legacy) or, in NVIDIA's
 //!   Windows installer tree, `bin/<cuda major.minor>/[x64]`.
 //! - The release root is the first ancestor of the dispatcher's folder that is not one of
 //!   `bin`, `lib`, `lib64`, `x64` or a `<major>.<minor>` variant folder.
@@ -23,9 +23,10 @@ use regex::Regex;
 
 use super::Error;
 use super::extract::{Item, native};
-use crate::binfmt::{self, Platform};
-use crate::libname;
-use crate::version::{self, Version};
+use crate::cudnn::libname;
+use crate::cudnn::platform::Platform;
+use crate::cudnn::version::{self, Version};
+use crate::sys::binfmt;
 
 /// Where the parts of a release are inside a store entry (relative, `/` separators).
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]

@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256};
 
 use super::detect::EntryLayout;
 use super::extract::{Item, SourceKind};
-use crate::binfmt::Platform;
-use crate::version::Version;
+use crate::cudnn::platform::Platform;
+use crate::cudnn::version::Version;
 
 /// The file name of the metadata file at the root of every store entry.
 pub const ENTRY_FILE: &str = "entry.toml";
@@ -120,9 +120,9 @@ pub struct EntryMeta {
 
 impl EntryMeta {
     /// How many libraries `libraries` holds: a Linux symlink chain (`libcudnn.so`,
-    /// `libcudnn.so.9`, `libcudnn.so.9.14.0`) is one library ([`crate::libname::count_libraries`]).
+    /// `libcudnn.so.9`, `libcudnn.so.9.14.0`) is one library ([`crate::cudnn::libname::count_libraries`]).
     pub fn library_count(&self) -> usize {
-        crate::libname::count_libraries(&self.libraries)
+        crate::cudnn::libname::count_libraries(&self.libraries)
     }
 
     /// Total size of the content's files in bytes.

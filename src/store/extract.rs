@@ -32,7 +32,7 @@ use sha2::{Digest, Sha256};
 
 use super::Error;
 use super::member::{self, CaseIndex, Kind, PathIndex};
-use crate::progress::Progress;
+use crate::sys::progress::Progress;
 
 /// The buffer size of one streaming worker, in bytes.
 const BUF: usize = 1 << 20;
@@ -1068,7 +1068,7 @@ mod tests {
         let (size, sha) = hash_file(&input).unwrap();
         let raw = dir.path().join("raw");
         fs::create_dir(&raw).unwrap();
-        let got = extract(&input, SourceKind::Zip, &raw, None, &crate::progress::NoProgress).unwrap();
+        let got = extract(&input, SourceKind::Zip, &raw, None, &crate::sys::progress::NoProgress).unwrap();
         assert_eq!((got.source_size, got.source_sha256.as_deref()), (Some(size), Some(sha.as_str())));
         let want_a = hex::encode(Sha256::digest(vec![b'a'; 600_000]));
         assert_eq!(got.items["lib/a.so"], Item::File { size: 600_000, sha256: want_a });
@@ -1079,7 +1079,7 @@ mod tests {
         let raw2 = dir.path().join("raw2");
         fs::create_dir(&raw2).unwrap();
         let given = "ab".repeat(32);
-        let got2 = extract(&input, SourceKind::Zip, &raw2, Some(given.clone()), &crate::progress::NoProgress).unwrap();
+        let got2 = extract(&input, SourceKind::Zip, &raw2, Some(given.clone()), &crate::sys::progress::NoProgress).unwrap();
         assert_eq!((got2.source_size, got2.source_sha256), (Some(size), Some(given)));
         assert_eq!(got2.items, got.items);
     }

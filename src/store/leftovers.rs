@@ -12,8 +12,8 @@ use std::fs;
 use std::path::PathBuf;
 
 use super::{Error, Store};
-use crate::fsutil;
-use crate::writer_lock::WriterLock;
+use crate::home::writer_lock::WriterLock;
+use crate::sys::fsutil;
 
 impl Store<'_> {
     /// Every leftover path: children of `.tmp` and `.downloads` (but this process's own

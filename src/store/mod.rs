@@ -32,10 +32,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Diagnose, ExitCode};
-use crate::fsutil;
-use crate::layout::Layout;
-use crate::progress::Progress;
-use crate::writer_lock::WriterLock;
+use crate::home::layout::Layout;
+use crate::home::writer_lock::WriterLock;
+use crate::sys::fsutil;
+use crate::sys::progress::Progress;
 
 use entry::{ENTRY_FILE, EntryMeta, FileKind};
 use extract::{Item, SourceKind};
@@ -695,7 +695,7 @@ fn wheel_metadata(raw: &Path, items: &BTreeMap<String, Item>) -> Option<(String,
 /// For a `site-packages/nvidia/cudnn` folder: the METADATA of the `nvidia_cudnn_cu*`
 /// distribution installed beside it, if any.
 fn metadata_beside(folder: &Path) -> Option<(String, String)> {
-    let folder = crate::paths::canonicalize(folder).ok()?;
+    let folder = crate::sys::paths::canonicalize(folder).ok()?;
     if folder.file_name()? != "cudnn" || folder.parent()?.file_name()? != "nvidia" {
         return None;
     }

@@ -22,8 +22,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::{Error, Store};
-use crate::fsutil;
-use crate::writer_lock::WriterLock;
+use crate::home::writer_lock::WriterLock;
+use crate::sys::fsutil;
 
 /// The file name of the record, at the top of `<home>/store/` (hidden: no entry name starts with `.`).
 pub const ROOTS_FILE: &str = ".roots.toml";

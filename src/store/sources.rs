@@ -20,8 +20,8 @@ use std::path::PathBuf;
 
 use super::entry::EntryMeta;
 use super::{Error, Store};
-use crate::fsutil;
-use crate::writer_lock::WriterLock;
+use crate::home::writer_lock::WriterLock;
+use crate::sys::fsutil;
 
 /// The index's file name under `<home>/store`.
 pub const SOURCES_FILE: &str = ".sources.toml";

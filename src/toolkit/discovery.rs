@@ -137,7 +137,7 @@ pub fn discover_from(candidates: Vec<Candidate>) -> Discovery {
         })
     };
     for c in candidates {
-        let canonical = match crate::paths::canonicalize(&c.path) {
+        let canonical = match crate::sys::paths::canonicalize(&c.path) {
             Ok(p) => p,
             Err(_) => {
                 // Report with inspect_root's precise reason (missing, unreadable, ...).
@@ -190,13 +190,9 @@ pub fn discover_from(candidates: Vec<Candidate>) -> Discovery {
     out
 }
 
-/// Two roots are one when their canonical paths compare equal ([`crate::paths::key`]).
+/// Two roots are one when their canonical paths compare equal ([`crate::sys::paths::key`]).
 fn dedup_key(canonical: &Path) -> OsString {
-    OsString::from(crate::paths::key(canonical))
-}
-
-pub(super) fn display_root(canonical: PathBuf) -> PathBuf {
-    if cfg!(windows) { crate::paths::shown(&canonical) } else { canonical }
+    OsString::from(crate::sys::paths::key(canonical))
 }
 
 #[cfg(test)]

@@ -6,8 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::Env;
-use super::discovery::display_root;
-use crate::version::Version;
+use crate::cudnn::version::Version;
 
 /// An environment given as data, for tests: variables (looked up by exact name, or
 /// case-insensitively on Windows) and an optional fixed root (default `None`: the fixed
@@ -74,7 +73,7 @@ pub(crate) fn v(s: &str) -> Version {
 }
 
 pub(crate) fn canon(p: &Path) -> PathBuf {
-    display_root(fs::canonicalize(p).unwrap())
+    crate::sys::paths::shown(&fs::canonicalize(p).unwrap())
 }
 
 /// Whether two variable names are the same (without regard to case on Windows, as the OS does).

@@ -9,11 +9,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::discovery::display_root;
 use super::*;
-use crate::binfmt;
-use crate::libname::{self, Os};
-use crate::version::parse_cudnn_header;
+use crate::cudnn::libname::{self, Os};
+use crate::cudnn::version::parse_cudnn_header;
+use crate::sys::binfmt;
 
 /// Inspects one explicitly named toolkit root (a `CUENV_TOOLKIT_PATHS` entry, a
 /// `[toolkits]` entry of lab.toml): its version, runtime, platform and hand-copied cuDNN.
@@ -30,13 +29,13 @@ pub fn inspect_root(path: &Path) -> Result<Toolkit, Error> {
     if !meta.is_dir() {
         return Err(Error::NotAFolder { path: path.to_path_buf() });
     }
-    let canonical = crate::paths::canonicalize(path).map_err(io_err)?;
+    let canonical = crate::sys::paths::canonicalize(path).map_err(io_err)?;
     fs::read_dir(&canonical).map_err(io_err)?;
-    let root = display_root(canonical);
+    let root = crate::sys::paths::shown(&canonical);
 
     let mut problems = Vec::new();
     // Shown lossy (U+FFFD); a profile cannot use it: its path goes into manifests and shims.
-    if let Some(folder) = crate::view::first_non_unicode(&root) {
+    if let Some(folder) = crate::sys::paths::first_non_unicode(&root) {
         problems.push(format!(
             "its path is not valid UTF-8 (the name of the folder {} is not), so no profile can use it: rename that folder to a UTF-8 name",
             folder.display()
@@ -435,7 +434,7 @@ fn choose_cudnn_version(own: Option<(Version, String)>, header: Option<(Version,
         (None, None) => (None, "unknown".to_string()),
     };
     if let (Some((chosen, from)), Some((h, hs))) = (&own, &header)
-        && !crate::binfmt::same_release(chosen, h)
+        && !crate::sys::binfmt::same_release(chosen, h)
     {
         problems.push(format!("{hs} says cuDNN {h}, but the library's own version is {chosen} ({from}): the header is stale; replace it with the header of the release the libraries come from"));
     }

@@ -28,6 +28,8 @@
 //! deduplication), `inspect.rs` (one root: version, runtime, hand-copied cuDNN). This file holds
 //! the data and error types they share. The table `cuenv toolkits` prints is drawn by the CLI.
 
+pub mod wheel;
+
 mod discovery;
 mod env;
 #[cfg(test)]
@@ -39,9 +41,9 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::binfmt::Platform;
+use crate::cudnn::platform::Platform;
+use crate::cudnn::version::Version;
 use crate::error::{Diagnose, ExitCode};
-use crate::version::Version;
 
 pub use discovery::{Candidate, default_roots, discover, discover_all, discover_from};
 pub use env::{Env, ProcessEnv};
@@ -66,7 +68,7 @@ const MAX_VERSION_FILE: u64 = 1 << 20;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Toolkit {
     /// The root, canonicalized (symlinks resolved; on Windows without the `\\?\` prefix).
-    #[serde(serialize_with = "crate::view::ser_lossy")]
+    #[serde(serialize_with = "crate::sys::paths::ser_lossy")]
     pub root: PathBuf,
     /// The CUDA version: the numeric dotted prefix (1 to 4 parts) of the version file's
     /// version; without a readable version file (CUDA 13 roots may have none), the version the
@@ -85,7 +87,7 @@ pub struct Toolkit {
     /// Empty for a root inspected directly with [`inspect_root`].
     pub found_by: Vec<String>,
     /// The CUDA runtime library found (`bin/cudart64_12.dll`, `lib64/libcudart.so.12`, ...).
-    #[serde(serialize_with = "crate::view::ser_lossy_opt")]
+    #[serde(serialize_with = "crate::sys::paths::ser_lossy_opt")]
     pub runtime: Option<PathBuf>,
     /// The platform the runtime library was built for (from its PE/ELF header).
     pub platform: Option<Platform>,
@@ -107,7 +109,7 @@ pub struct HandCopiedCudnn {
     /// has one, else the header's 3 parts, else the `libcudnn.so.X.Y.Z` file name.
     pub version: Option<Version>,
     /// The dispatcher library: `bin/cudnn64_<N>.dll` or `lib64/libcudnn.so.<N>`.
-    #[serde(serialize_with = "crate::view::ser_lossy")]
+    #[serde(serialize_with = "crate::sys::paths::ser_lossy")]
     pub dispatcher: PathBuf,
     /// Where `version` came from (see the JSON shape above).
     pub source: String,
@@ -120,7 +122,7 @@ pub struct HandCopiedCudnn {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Skipped {
     /// The path as named.
-    #[serde(serialize_with = "crate::view::ser_lossy")]
+    #[serde(serialize_with = "crate::sys::paths::ser_lossy")]
     pub path: PathBuf,
     /// The variables that named it.
     pub found_by: Vec<String>,

@@ -17,9 +17,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use cuenv::check::{CheckResult, CheckStatus, Expected, ProbeEnd, ProbeOutcome, ReasonKind, classify, run_probe};
+use cuenv::cudnn::version::Version;
 use cuenv::probe::ModuleKind;
 use cuenv::store::entry::EntryMeta;
-use cuenv::version::Version;
 
 const T: Duration = Duration::from_secs(120);
 

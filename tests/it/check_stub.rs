@@ -395,7 +395,7 @@ fn a_driver_without_devices_is_no_gpu() {
 /// which names no cause; the driver's CUDA version in the probe report does (issue 13, item 4).
 #[test]
 fn a_driver_too_old_for_the_runtime_is_named_as_such() {
-    use cuenv::gpufit::{Machine, Overrides, Want, judge};
+    use cuenv::check::gpufit::{Machine, Overrides, Want, judge};
     let s = Stubs::new();
     let (entry, rt, drv) = s.fake_gpu(&["NOT_INITIALIZED"], &["DRIVER_VERSION=11040"]);
     let o = run_probe(cuenv(), &env_with(&[&entry, &rt, &drv]), 9, true, T);
@@ -426,7 +426,7 @@ fn a_driver_too_old_for_the_runtime_is_named_as_such() {
 /// (7.5 and newer): a Pascal GPU (6.1) is ruled out by name.
 #[test]
 fn a_gpu_older_than_the_cudnn_supports_is_named() {
-    use cuenv::gpufit::{Machine, Overrides, Want, judge};
+    use cuenv::check::gpufit::{Machine, Overrides, Want, judge};
     let s = Stubs::new();
     let (entry, rt, drv) = s.fake_gpu(&[], &["CC_MAJOR=6", "CC_MINOR=1"]);
     let o = run_probe(cuenv(), &env_with(&[&entry, &rt, &drv]), 9, false, T);

@@ -1159,7 +1159,7 @@ fn apply_keeps_other_platforms_sections_and_gc_their_entries() {
 #[test]
 fn store_fetch_records_a_root_and_apply_fetches_none() {
     let roots = |env: &Env| {
-        let layout = cuenv::layout::Layout::new(env.home.path());
+        let layout = cuenv::home::layout::Layout::new(env.home.path());
         cuenv::store::Store::new(&layout).hand_added_ids()
     };
     let env = Env::new();

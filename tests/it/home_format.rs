@@ -5,8 +5,8 @@
 use std::fs;
 use std::path::Path;
 
+use cuenv::generation::profile_check::CheckFile;
 use cuenv::generation::{HistoryRecord, Manifest, SwitchOp, ViewMode};
-use cuenv::generation_check::CheckFile;
 use cuenv::profile::Check;
 use cuenv::store::entry::{EntryMeta, FileKind};
 
@@ -74,9 +74,9 @@ fn a_writer_records_the_format_and_a_newer_home_is_refused() {
     // The first writer (here `gc`, which takes the writer lock) says which format the home has.
     let out = ctx.cmd().args(["gc"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(fs::read_to_string(ctx.home.join("format")).unwrap().trim(), cuenv::layout::HOME_FORMAT.to_string());
+    assert_eq!(fs::read_to_string(ctx.home.join("format")).unwrap().trim(), cuenv::home::layout::HOME_FORMAT.to_string());
     // A home written by a newer cuenv: every command refuses it, and nothing is written.
-    let newer = (cuenv::layout::NEWEST_FORMAT + 1).to_string();
+    let newer = (cuenv::home::layout::NEWEST_FORMAT + 1).to_string();
     fs::write(ctx.home.join("format"), &newer).unwrap();
     let before: Vec<_> = walkdir::WalkDir::new(&ctx.home).into_iter().map(|e| e.unwrap().path().to_path_buf()).collect();
     for args in [&["status"][..], &["gc"], &["store", "list"]] {

@@ -64,7 +64,7 @@ fn the_main_flow_makes_no_link() {
     assert!(fs::symlink_metadata(home.join("profiles")).is_err(), "no `profiles` link");
     // A cuenv from before the pointer files would take this home for one without a
     // generation: the home says format 2, which such a cuenv refuses.
-    assert_eq!(fs::read_to_string(home.join("format")).unwrap(), format!("{}\n", cuenv::layout::LINK_FREE_FORMAT));
+    assert_eq!(fs::read_to_string(home.join("format")).unwrap(), format!("{}\n", cuenv::home::layout::LINK_FREE_FORMAT));
     for n in [1, 2] {
         let m = fs::read_to_string(home.join(format!("generations/{n}/manifest.toml"))).unwrap();
         assert!(m.contains("link_mode = \"none\""), "{m}");

@@ -371,12 +371,12 @@ fn real_libraries_versions_and_completeness() {
             let mut m = zip.by_name(&format!("nvidia/cudnn/{dir}/{name}")).unwrap();
             let path = dest.join(name);
             std::io::copy(&mut m, &mut std::fs::File::create(&path).unwrap()).unwrap();
-            let got = cuenv::binfmt::library_version(&path).unwrap().map(|v| v.to_string());
+            let got = cuenv::sys::binfmt::library_version(&path).unwrap().map(|v| v.to_string());
             assert_eq!(got.as_deref(), *want, "{wheel}: {name}");
-            assert_eq!(cuenv::binfmt::truncated(&path).unwrap(), None, "{wheel}: {name} is complete");
+            assert_eq!(cuenv::sys::binfmt::truncated(&path).unwrap(), None, "{wheel}: {name} is complete");
             let bytes = std::fs::read(&path).unwrap();
             std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-            assert!(cuenv::binfmt::truncated(&path).unwrap().is_some(), "{wheel}: {name} cut in half");
+            assert!(cuenv::sys::binfmt::truncated(&path).unwrap().is_some(), "{wheel}: {name} cut in half");
         }
     }
 }

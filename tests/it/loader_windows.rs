@@ -64,16 +64,16 @@ fn windows_dll_versions_are_read_and_two_releases_are_refused() {
     use crate::support::TestContext;
     let ctx = TestContext::new();
     let fix = static_fixtures(&ctx.path("fixtures"));
-    let v = |f: &str| cuenv::binfmt::library_version(&fix.join(f)).unwrap().map(|v| v.to_string());
+    let v = |f: &str| cuenv::sys::binfmt::library_version(&fix.join(f)).unwrap().map(|v| v.to_string());
     assert_eq!(v("sub8_880.dll").as_deref(), Some("8.8.0.121"), "VERSIONINFO");
     assert_eq!(v("sub9_91.dll").as_deref(), Some("9.1.0.70"), "the marker in .rdata");
     assert_eq!(v("disp9.dll"), None, "unknown: neither");
     // Issue 13, item 3: a DLL cut short is told by its section table.
-    assert_eq!(cuenv::binfmt::truncated(&fix.join("sub8_880.dll")).unwrap(), None);
+    assert_eq!(cuenv::sys::binfmt::truncated(&fix.join("sub8_880.dll")).unwrap(), None);
     let bytes = std::fs::read(fix.join("sub8_880.dll")).unwrap();
     let cut = ctx.path("cut.dll");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
-    let t = cuenv::binfmt::truncated(&cut).unwrap();
+    let t = cuenv::sys::binfmt::truncated(&cut).unwrap();
     assert!(t.is_some_and(|(need, have)| have == bytes.len() as u64 / 2 && need > have && need <= bytes.len() as u64), "{t:?}");
 
     let root = ctx.path("cudnn-8.9.4-win");

@@ -9,6 +9,7 @@ mod support;
 
 mod apply;
 mod apply_tx;
+mod architecture;
 mod check_real;
 mod check_stub;
 #[cfg(target_os = "linux")]

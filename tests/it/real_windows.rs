@@ -49,8 +49,8 @@ fn import(w: &WinWheel) {
 
     // VERSIONINFO, read back by cuenv's own PE reader from the stored DLLs.
     for lib in w.libraries {
-        let info = cuenv::binfmt::inspect(&dir.join("bin").join(lib)).unwrap();
-        assert_eq!(info.platform, Some(cuenv::binfmt::Platform::WindowsX86_64), "{lib}: {}", info.describe);
+        let info = cuenv::sys::binfmt::inspect(&dir.join("bin").join(lib)).unwrap();
+        assert_eq!(info.platform, Some(cuenv::cudnn::platform::Platform::WindowsX86_64), "{lib}: {}", info.describe);
         let fv = info.file_version.map(|v| v.to_string());
         if *lib == w.dispatcher {
             assert_eq!(fv.as_deref(), Some(w.version), "VERSIONINFO of {lib}");
@@ -81,10 +81,10 @@ fn import(w: &WinWheel) {
     }
     let report = outcome.report.clone().unwrap_or_else(|| panic!("no report: {outcome:?}"));
     let versions = report.cudnn.clone().expect("cudnnGetVersion answered");
-    let expected: cuenv::version::Version = w.version.parse().unwrap();
+    let expected: cuenv::cudnn::version::Version = w.version.parse().unwrap();
     assert_eq!(versions.version, expected.cudnn_encoded(), "{report:?}");
     assert_eq!(versions.cudart_version / 1000, 12, "{report:?}");
-    let canon = |p: &Path| cuenv::paths::same_path(p, &dir.join("bin").join(p.file_name().unwrap()));
+    let canon = |p: &Path| cuenv::sys::paths::same_path(p, &dir.join("bin").join(p.file_name().unwrap()));
     for m in report.modules.iter().filter(|m| m.name.to_ascii_lowercase().starts_with("cudnn")) {
         assert!(canon(Path::new(&m.path)), "{} was loaded from outside the entry", m.path);
     }
@@ -170,7 +170,7 @@ fn doctor_pid(ctx: &TestContext, env: &[(std::ffi::OsString, std::ffi::OsString)
         .iter()
         .find(|m| m["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(w.dispatcher)))
         .unwrap_or_else(|| panic!("{} is not among the process's modules: {d}", w.dispatcher));
-    assert!(cuenv::paths::same_path(Path::new(m["path"].as_str().unwrap()), &dir.join("bin").join(w.dispatcher)), "{m}");
+    assert!(cuenv::sys::paths::same_path(Path::new(m["path"].as_str().unwrap()), &dir.join("bin").join(w.dispatcher)), "{m}");
     assert_eq!(m["kind"], "cudnn", "{m}");
     assert_eq!(m["origin"], format!("cuenv store entry {name}"), "{m}");
     assert_eq!(d["cudnn"], w.version, "{d}");

@@ -15,24 +15,24 @@ use crate::support::*;
 mod fixtures {
     use super::*;
 
-    fn inspect_bytes(bytes: &[u8]) -> cuenv::binfmt::BinaryInfo {
+    fn inspect_bytes(bytes: &[u8]) -> cuenv::sys::binfmt::BinaryInfo {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x");
         fs::write(&p, bytes).unwrap();
-        cuenv::binfmt::inspect(&p).unwrap()
+        cuenv::sys::binfmt::inspect(&p).unwrap()
     }
 
     #[test]
     fn pe_dll_parses_with_its_file_version() {
         let info = inspect_bytes(&pe_dll(PeArch::Amd64, Some([9, 5, 0, 50]), "cudnn64_9.dll"));
-        assert_eq!(info.platform, Some(cuenv::binfmt::Platform::WindowsX86_64));
+        assert_eq!(info.platform, Some(cuenv::cudnn::platform::Platform::WindowsX86_64));
         assert_eq!(info.file_version.map(|v| v.to_string()).as_deref(), Some("9.5.0.50"));
     }
 
     #[test]
     fn pe_dll_without_versioninfo() {
         let info = inspect_bytes(&pe_dll(PeArch::Amd64, None, "cudnn_graph64_9.dll"));
-        assert_eq!(info.platform, Some(cuenv::binfmt::Platform::WindowsX86_64));
+        assert_eq!(info.platform, Some(cuenv::cudnn::platform::Platform::WindowsX86_64));
         assert_eq!(info.file_version, None);
     }
 
@@ -46,15 +46,15 @@ mod fixtures {
     #[test]
     fn elf_so_is_linux_x86_64() {
         let info = inspect_bytes(&elf_so("libcudnn.so.9"));
-        assert_eq!(info.platform, Some(cuenv::binfmt::Platform::LinuxX86_64));
+        assert_eq!(info.platform, Some(cuenv::cudnn::platform::Platform::LinuxX86_64));
         let info = inspect_bytes(&elf_so_machine("libcudnn.so.9", 183));
-        assert_eq!(info.platform, Some(cuenv::binfmt::Platform::LinuxSbsa));
+        assert_eq!(info.platform, Some(cuenv::cudnn::platform::Platform::LinuxSbsa));
     }
 
     #[test]
     fn minimal_elf_is_linux_x86_64() {
         let info = inspect_bytes(&minimal_elf_so());
-        assert_eq!(info.platform, Some(cuenv::binfmt::Platform::LinuxX86_64));
+        assert_eq!(info.platform, Some(cuenv::cudnn::platform::Platform::LinuxX86_64));
     }
 
     #[test]

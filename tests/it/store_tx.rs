@@ -27,7 +27,7 @@ fn list_json(ctx: &TestContext) -> Vec<Value> {
 }
 
 fn hand_added(ctx: &TestContext) -> std::collections::BTreeSet<String> {
-    let layout = cuenv::layout::Layout::new(&ctx.home);
+    let layout = cuenv::home::layout::Layout::new(&ctx.home);
     cuenv::store::Store::new(&layout).hand_added_ids()
 }
 

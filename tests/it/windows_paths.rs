@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use cuenv::apply::{activation, stable_home};
-use cuenv::binfmt::Platform;
-use cuenv::layout::Layout;
+use cuenv::cudnn::platform::Platform;
+use cuenv::home::layout::Layout;
 use cuenv::link::{self, LinkError, LinkKind};
 use cuenv::shim::{self, Shell};
 
@@ -65,20 +65,20 @@ fn stable_home_is_absolute_and_plain() {
 #[test]
 fn drive_letters_and_case_compare_like_windows() {
     if cfg!(windows) {
-        assert!(cuenv::paths::same_path(
+        assert!(cuenv::sys::paths::same_path(
             Path::new(r"c:\program files\NVIDIA GPU Computing Toolkit\CUDA\v12.6"),
             Path::new(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.6\")
         ));
-        assert!(cuenv::paths::same_path(Path::new("C:/Users/x/cuenv"), Path::new(r"\\?\c:\users\X\CUENV")));
-        assert!(cuenv::paths::same_path(Path::new(r"\\NAS\Share\cudnn"), Path::new(r"\\?\UNC\nas\share\CUDNN")));
-        assert!(!cuenv::paths::same_path(Path::new(r"C:\cuenv"), Path::new(r"D:\cuenv")), "drive letters differ");
+        assert!(cuenv::sys::paths::same_path(Path::new("C:/Users/x/cuenv"), Path::new(r"\\?\c:\users\X\CUENV")));
+        assert!(cuenv::sys::paths::same_path(Path::new(r"\\NAS\Share\cudnn"), Path::new(r"\\?\UNC\nas\share\CUDNN")));
+        assert!(!cuenv::sys::paths::same_path(Path::new(r"C:\cuenv"), Path::new(r"D:\cuenv")), "drive letters differ");
         // The real file system agrees: the temp folder under another case is the same folder.
         let dir = tempfile::tempdir().unwrap();
         let upper = PathBuf::from(dir.path().to_string_lossy().to_uppercase());
         assert!(upper.is_dir(), "{} (Windows lookups are case-insensitive)", upper.display());
-        assert!(cuenv::paths::same_path(&upper, dir.path()));
+        assert!(cuenv::sys::paths::same_path(&upper, dir.path()));
     } else {
-        assert!(!cuenv::paths::same_path(Path::new("/opt/CUDA"), Path::new("/opt/cuda")));
+        assert!(!cuenv::sys::paths::same_path(Path::new("/opt/CUDA"), Path::new("/opt/cuda")));
     }
 }
 
@@ -88,7 +88,7 @@ fn default_home_is_localappdata() {
     assert_eq!(home.file_name().and_then(|n| n.to_str()), Some("cuenv"));
     if cfg!(windows) {
         let local = std::env::var_os("LOCALAPPDATA").expect("%LOCALAPPDATA% is set on Windows (and Wine)");
-        assert!(cuenv::paths::same_path(&home, &Path::new(&local).join("cuenv")), "{} vs %LOCALAPPDATA%={}", home.display(), Path::new(&local).display());
+        assert!(cuenv::sys::paths::same_path(&home, &Path::new(&local).join("cuenv")), "{} vs %LOCALAPPDATA%={}", home.display(), Path::new(&local).display());
         let s = home.to_string_lossy();
         assert!(s.as_bytes()[1] == b':' && !has_verbatim(&s), "{s}");
     } else if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| Path::new(v).is_absolute()) {
@@ -134,6 +134,6 @@ fn toolkit_roots_are_shown_without_verbatim_prefix() {
     let given = if cfg!(windows) { PathBuf::from(format!(r"\\?\{}", std::path::absolute(&root).unwrap().display())) } else { root.clone() };
     let t = cuenv::toolkit::inspect_root(&given).unwrap();
     assert!(!has_verbatim(&t.root.to_string_lossy()), "{}", t.root.display());
-    assert!(cuenv::paths::same_path(&t.root, &std::fs::canonicalize(&root).unwrap()), "{} vs {}", t.root.display(), root.display());
+    assert!(cuenv::sys::paths::same_path(&t.root, &std::fs::canonicalize(&root).unwrap()), "{} vs {}", t.root.display(), root.display());
     assert_eq!(t.version.map(|v| v.to_string()).as_deref(), Some("12.6.77"));
 }

@@ -59,7 +59,7 @@ fn dispatcher_path(report: &serde_json::Value, major: u64) -> String {
 }
 
 fn same_dir(file: &str, dir: &Path) -> bool {
-    cuenv::paths::same_path(Path::new(file).parent().unwrap(), dir)
+    cuenv::sys::paths::same_path(Path::new(file).parent().unwrap(), dir)
 }
 
 #[test]
@@ -163,7 +163,10 @@ fn the_windows_main_job_runs_end_to_end() {
         .iter()
         .find(|f| f["dispatchers"].as_array().is_some_and(|d| d.iter().any(|x| x["file"] == "cudnn64_9.dll")))
         .unwrap();
-    assert!(cuenv::paths::same_path(Path::new(first["folder"].as_str().or(first["path"].as_str()).unwrap()), &e9), "first cudnn64_9.dll on PATH: {doctor}");
+    assert!(
+        cuenv::sys::paths::same_path(Path::new(first["folder"].as_str().or(first["path"].as_str()).unwrap()), &e9),
+        "first cudnn64_9.dll on PATH: {doctor}"
+    );
     assert!(doctor["loaded"][0]["origin"].as_str().unwrap_or_default().starts_with("cuenv store entry cudnn-9.5.0.50"), "{doctor}");
     let probe: serde_json::Value = serde_json::from_str(&read("probe.json")).unwrap();
     assert_eq!(probe["cudnn"]["version"], 90500, "{probe}");

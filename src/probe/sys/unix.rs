@@ -24,7 +24,7 @@ pub fn load(name: &str) -> Result<Library, LoadError> {
 pub fn loaded_module_paths() -> Vec<PathBuf> {
     let Ok(maps) = std::fs::read("/proc/self/maps") else { return Vec::new() };
     let mut out: Vec<PathBuf> = Vec::new();
-    for m in crate::procmods::map_lines(&maps).filter(|m| !m.deleted) {
+    for m in crate::sys::procmods::map_lines(&maps).filter(|m| !m.deleted) {
         if !out.contains(&m.path) {
             out.push(m.path);
         }

@@ -63,7 +63,7 @@ pub fn loaded_module_paths() -> Vec<PathBuf> {
             continue;
         }
         let p = PathBuf::from(OsString::from_wide(&buf[..len]));
-        let p = crate::paths::shown(&p);
+        let p = crate::sys::paths::shown(&p);
         if !out.contains(&p) {
             out.push(p);
         }

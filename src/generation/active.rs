@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use crate::error::{Diagnose, ExitCode, IoError};
 use crate::generation::{self, UnknownProfile};
-use crate::layout::Layout;
+use crate::home::layout::Layout;
 use crate::link::{self, LinkKind};
 
 /// Why `cuenv use` could not make a profile active.
@@ -81,7 +81,7 @@ pub fn set(layout: &Layout, name: &str) -> Result<(PathBuf, PathBuf), Error> {
     if !link::is_link(&active) && active.is_file() {
         std::fs::remove_file(&active).map_err(|e| IoError::new("remove the pointer file", &active, e))?;
     }
-    let target = crate::view::stable_home(layout).join("profiles").join(name);
+    let target = crate::env::view::stable_home(layout).join("profiles").join(name);
     link::set(LinkKind::native(), &active, &target, &layout.active_staging())?;
     Ok((active, target))
 }
@@ -119,19 +119,19 @@ pub fn resolves(layout: &Layout) -> bool {
     }
 }
 
-/// `cuenv env --setup`'s activation ([`crate::view::setup_activation`], through
+/// `cuenv env --setup`'s activation ([`crate::env::view::setup_activation`], through
 /// `<home>/active`), except when the current generation is link-free and a profile is
 /// active: then the real folders of that profile as they are when the shell starts (layer
 /// `SETUP`, `CUENV_PROFILE=active`).
-pub fn setup_activation(layout: &Layout, platform: crate::binfmt::Platform) -> crate::shim::Activation {
+pub fn setup_activation(layout: &Layout, platform: crate::cudnn::platform::Platform) -> crate::shim::Activation {
     let link_free = generation::current_manifest(layout).filter(|m| m.link_mode.is_link_free());
     let view = link_free.as_ref().and_then(|m| m.profile(&name(layout)?).ok());
     match view {
         Some(v) => {
-            let mut a = crate::view::activation_at("active", &v.real_folders(), platform);
+            let mut a = crate::env::view::activation_at("active", &v.real_folders(), platform);
             a.layer = crate::shim::Layer::Setup;
             a
         }
-        None => crate::view::setup_activation(layout, platform),
+        None => crate::env::view::setup_activation(layout, platform),
     }
 }

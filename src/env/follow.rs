@@ -1,7 +1,7 @@
 //! Files outside the home that carry a profile's environment and follow it across switches
 //! (../shared/decisions.md 4, "exports and kernelspecs follow the same rule as shims"):
-//! Jupyter kernelspecs bound to a profile of this home ([`crate::kernel`]) and the files
-//! `cuenv export --out` wrote ([`crate::export`]).
+//! Jupyter kernelspecs bound to a profile of this home ([`crate::env::kernel`]) and the files
+//! `cuenv export --out` wrote ([`crate::env::export`]).
 //!
 //! In the link modes they name the stable paths (`<home>/profiles/<name>/...`), which a
 //! switch retargets, so nothing here rewrites them. In the link-free mode they name the real
@@ -16,7 +16,7 @@
 //!
 //! Which files: those listed in `<home>/exports.toml` ([`Layout::follow_record`]), which
 //! `export --out` and `kernel install` append to ([`remember`]), and the kernelspecs in
-//! Jupyter's folders ([`crate::kernel::search_dirs`]) whose `metadata.cuenv.home` is this home.
+//! Jupyter's folders ([`crate::env::kernel::search_dirs`]) whose `metadata.cuenv.home` is this home.
 //! A file is left alone when it is gone, when it no longer looks like cuenv wrote it for that
 //! profile, when the target generation lacks its profile (doctor and `kernel list` flag
 //! those), and when its folder cannot be written (a system kernelspec folder): [`can_skip`].
@@ -27,9 +27,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::binfmt::Platform;
-use crate::export::{self, Exported, Format};
-use crate::layout::Layout;
+use crate::cudnn::platform::Platform;
+use crate::env::export::{self, Exported, Format};
+use crate::home::layout::Layout;
 
 /// The `format` of a recorded kernelspec (export formats use their `--format` name).
 pub const KERNEL: &str = "kernel";
@@ -66,7 +66,7 @@ pub fn remember(layout: &Layout, mut f: Followed) -> io::Result<()> {
     let mut rec = read_record(layout);
     rec.files.retain(|o| o.path != f.path && o.path.is_file());
     rec.files.push(f);
-    crate::fsutil::write_atomic(&layout.follow_record(), toml::to_string(&rec).expect("serializable").as_bytes())
+    crate::sys::fsutil::write_atomic(&layout.follow_record(), toml::to_string(&rec).expect("serializable").as_bytes())
 }
 
 /// What one generation gives the followed files: whether it is link-free, and each
@@ -108,7 +108,7 @@ pub fn plan(layout: &Layout, from: Option<&Side>, to: &Side, platform: Platform)
         return Vec::new();
     }
     let sep = if platform.is_windows() { ';' } else { ':' };
-    let home = crate::view::stable_home(layout).to_string_lossy().into_owned();
+    let home = crate::env::view::stable_home(layout).to_string_lossy().into_owned();
     let mut files: Vec<(PathBuf, Option<Format>)> = Vec::new();
     for f in read_record(layout).files {
         let kind = if f.format == KERNEL { None } else { Format::from_name(&f.format) };
@@ -116,7 +116,7 @@ pub fn plan(layout: &Layout, from: Option<&Side>, to: &Side, platform: Platform)
             files.push((f.path, kind));
         }
     }
-    for k in crate::kernel::list(&crate::kernel::search_dirs()) {
+    for k in crate::env::kernel::list(&crate::env::kernel::search_dirs()) {
         if k.home == home {
             files.push((std::path::absolute(&k.path).unwrap_or(k.path), None));
         }
@@ -124,7 +124,7 @@ pub fn plan(layout: &Layout, from: Option<&Side>, to: &Side, platform: Platform)
     let mut seen: Vec<PathBuf> = Vec::new();
     let mut out = Vec::new();
     for (path, kind) in files {
-        if seen.iter().any(|s| crate::paths::same_place(s, &path)) {
+        if seen.iter().any(|s| crate::sys::paths::same_place(s, &path)) {
             continue;
         }
         seen.push(path.clone());
@@ -135,8 +135,8 @@ pub fn plan(layout: &Layout, from: Option<&Side>, to: &Side, platform: Platform)
         let new = match kind {
             Some(f) => export::render(e, f, sep),
             None => {
-                let before = from.and_then(|f| f.profile(&profile)).map(|b| crate::kernel::env_block(b, sep));
-                let Some(t) = crate::kernel::refreshed(&text, before.as_ref(), &crate::kernel::env_block(e, sep)) else { continue };
+                let before = from.and_then(|f| f.profile(&profile)).map(|b| crate::env::kernel::env_block(b, sep));
+                let Some(t) = crate::env::kernel::refreshed(&text, before.as_ref(), &crate::env::kernel::env_block(e, sep)) else { continue };
                 t
             }
         };
@@ -194,7 +194,7 @@ mod tests {
         let text = r#"{"argv": ["py"], "env": {"PATH": "/old/bin:${PATH}", "GONE": "/old", "MINE": "1"}, "metadata": {}}"#;
         let old: serde_json::Map<_, _> = [("PATH".to_string(), "/old/bin:${PATH}".into()), ("GONE".to_string(), "/old".into())].into_iter().collect();
         let new: serde_json::Map<_, _> = [("PATH".to_string(), "/new/bin:${PATH}".into())].into_iter().collect();
-        let v: serde_json::Value = serde_json::from_str(&crate::kernel::refreshed(text, Some(&old), &new).unwrap()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&crate::env::kernel::refreshed(text, Some(&old), &new).unwrap()).unwrap();
         assert_eq!(v["env"], serde_json::json!({"PATH": "/new/bin:${PATH}", "MINE": "1"}));
         assert_eq!(v["argv"][0], "py");
     }

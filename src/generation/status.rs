@@ -16,12 +16,12 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::env::view::VIEW_LINKS;
 use crate::generation;
-use crate::generation_check;
-use crate::layout::Layout;
+use crate::generation::profile_check;
+use crate::home::layout::Layout;
 use crate::link;
 use crate::shim;
-use crate::view::VIEW_LINKS;
 
 /// One link's or shim's state: `ok -> <target>`, `ok (copy)`, `ok (direct)` (a real folder a
 /// link-free generation names), `ok`, `missing`, `dangling`, `retargeted -> <target>` (a view
@@ -29,7 +29,7 @@ use crate::view::VIEW_LINKS;
 #[derive(Debug, Serialize)]
 pub struct Health {
     /// The link or shim (lossy in JSON: a stray shim's name may not be UTF-8).
-    #[serde(serialize_with = "crate::view::ser_lossy")]
+    #[serde(serialize_with = "crate::sys::paths::ser_lossy")]
     pub path: PathBuf,
     /// Its state.
     pub state: String,
@@ -54,7 +54,7 @@ pub struct ProfileStatus {
     /// `version (root)`.
     pub toolkit: String,
     /// The last check's verdict (`pass`, `fail`, `no-gpu`) and reasons, if it was checked.
-    pub check: Option<generation_check::ProfileCheck>,
+    pub check: Option<profile_check::ProfileCheck>,
     /// The view's links.
     pub links: Vec<Health>,
     /// The profile's conda shims, then the stray cuenv shims in its conda env (`stray`).
@@ -97,10 +97,10 @@ pub fn generations_with(layout: &Layout, name: &str) -> Vec<u64> {
 }
 
 /// The active profile's name, and whether the current generation still has it (the link
-/// or pointer file `<home>/active`: [`crate::active::name`], [`crate::active::resolves`]).
+/// or pointer file `<home>/active`: [`crate::generation::active::name`], [`crate::generation::active::resolves`]).
 pub fn active_profile(layout: &Layout) -> Option<(String, bool)> {
-    let name = crate::active::name(layout)?;
-    Some((name, crate::active::resolves(layout)))
+    let name = crate::generation::active::name(layout)?;
+    Some((name, crate::generation::active::resolves(layout)))
 }
 
 /// A shim's state from its bytes (`None`: unreadable) and the SHA-256 the manifest recorded.
@@ -127,7 +127,7 @@ pub fn stray_shims(env: &std::path::Path, ours: &[generation::ShimRecord]) -> Ve
     for d in ["activate.d", "deactivate.d"] {
         for e in std::fs::read_dir(env.join("etc").join("conda").join(d)).into_iter().flatten().flatten() {
             let path = e.path();
-            if !e.file_name().to_string_lossy().starts_with("cuenv-") || ours.iter().any(|s| crate::paths::same_place(&s.path, &path)) {
+            if !e.file_name().to_string_lossy().starts_with("cuenv-") || ours.iter().any(|s| crate::sys::paths::same_place(&s.path, &path)) {
                 continue;
             }
             if std::fs::read(&path).is_ok_and(|b| shim::is_ours(&String::from_utf8_lossy(&b))) {
@@ -148,7 +148,7 @@ fn link_state(at: &std::path::Path, want: &std::path::Path, copied: bool) -> Str
     }
     match link::read(at) {
         Err(_) => "missing".into(),
-        Ok(t) if !crate::paths::same_path(&t, want) => format!("retargeted -> {}", t.display()),
+        Ok(t) if !crate::sys::paths::same_path(&t, want) => format!("retargeted -> {}", t.display()),
         Ok(_) if !at.exists() => "dangling".into(),
         Ok(t) => format!("ok -> {}", t.display()),
     }
@@ -170,7 +170,7 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
         let m = generation::read(layout, n)?;
         source = Some(m.source.clone());
         listed_shims = m.shims.iter().map(|s| s.path.clone()).collect();
-        let checks = generation_check::load(layout, n);
+        let checks = profile_check::load(layout, n);
         let other_generations = other_shim_hashes(layout, &m);
         let mut scanned: Vec<PathBuf> = Vec::new();
         for p in &m.profiles {
@@ -216,7 +216,7 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
                 .collect();
             // The env's stray shims go with the first profile that names the env.
             if let Some(env) = &p.conda_env
-                && !scanned.iter().any(|e| crate::paths::same_place(e, env))
+                && !scanned.iter().any(|e| crate::sys::paths::same_place(e, env))
             {
                 scanned.push(env.clone());
                 shims.extend(stray_shims(env, &m.shims).into_iter().map(|path| Health { path, state: STRAY.into() }));
@@ -244,7 +244,7 @@ mod tests {
     fn a_shim_is_ok_only_with_its_marker_and_its_recorded_hash() {
         let ours = shim::encode(
             shim::Shell::Posix,
-            &shim::render_activate(shim::Shell::Posix, &crate::view::activation(&Layout::new("/h"), "p", crate::binfmt::Platform::LinuxX86_64)),
+            &shim::render_activate(shim::Shell::Posix, &crate::env::view::activation(&Layout::new("/h"), "p", crate::cudnn::platform::Platform::LinuxX86_64)),
         );
         let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&ours));
         assert_eq!(shim_state(Some(&ours), &sha), "ok");

@@ -1,5 +1,5 @@
 //! Checking a generation's profiles: each one's environment (as its activation produces it,
-//! [`crate::activate`]) is handed to a fresh probe process ([`crate::check::run_probe`]) and
+//! [`crate::check::activate`]) is handed to a fresh probe process ([`crate::check::run_probe`]) and
 //! the outcome is judged against the profile's store entry ([`crate::check::classify`]).
 //!
 //! Results are written to `generations/<N>/check.json` (the manifest itself is never
@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::activate;
-use crate::binfmt::Platform;
+use crate::check::activate;
+use crate::check::gpufit;
 use crate::check::{self, CheckResult, CheckStatus, Expected};
+use crate::cudnn::platform::Platform;
 use crate::generation::{self, Manifest, ViewMode, ViewRecord};
-use crate::gpufit;
-use crate::layout::Layout;
+use crate::home::layout::Layout;
 use crate::profile::Check;
 
 /// One profile's check.
@@ -50,8 +50,8 @@ pub struct Options {
     pub base_env: Vec<(OsString, OsString)>,
     /// Per-profile deadline.
     pub timeout: Duration,
-    /// `CUENV_OVERRIDE_DRIVER_CUDA` / `CUENV_OVERRIDE_COMPUTE_CAPABILITY` ([`crate::gpufit`]).
-    pub overrides: crate::gpufit::Overrides,
+    /// `CUENV_OVERRIDE_DRIVER_CUDA` / `CUENV_OVERRIDE_COMPUTE_CAPABILITY` ([`crate::check::gpufit`]).
+    pub overrides: crate::check::gpufit::Overrides,
 }
 
 /// The environment a profile's activation produces from `base`, for a generation built in
@@ -133,7 +133,7 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
         let expected = Expected {
             // The entry as the profile sees it: the store entry, or the view's copy.
             entry_dir: if view.copied { layout.profiles_dir().join(&view.name).join("cudnn") } else { view.entry_dir.clone() },
-            version: view.cudnn_version.parse().unwrap_or_else(|_| crate::version::Version::new(&[0])),
+            version: view.cudnn_version.parse().unwrap_or_else(|_| crate::cudnn::version::Version::new(&[0])),
             cuda_major: Some(view.cuda_major),
         };
         let pc = match profile_env(layout, m.link_mode, view, &opts.base_env) {
@@ -183,7 +183,7 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
 pub fn save(layout: &Layout, n: u64, results: &[ProfileCheck]) -> Result<(), crate::error::IoError> {
     let file = CheckFile { time: generation::now(), profiles: results.to_vec() };
     let path = layout.check_results(n);
-    crate::fsutil::write_atomic(&path, serde_json::to_string_pretty(&file).expect("serializable").as_bytes())
+    crate::sys::fsutil::write_atomic(&path, serde_json::to_string_pretty(&file).expect("serializable").as_bytes())
         .map_err(|e| crate::error::IoError::new("save the check results to", path, e))
 }
 

@@ -5,8 +5,8 @@
 //! Below both `sources` (which needs the installed versions before fetching) and `apply`
 //! (which resolves against all of them); it calls only discovery and inspection.
 
-use crate::binfmt::Platform;
-use crate::layout::Layout;
+use crate::cudnn::platform::Platform;
+use crate::home::layout::Layout;
 use crate::profile::{self, ProfileFile};
 use crate::resolve::{Origin, ToolkitCandidate};
 use crate::toolkit::{self, ProcessEnv};
@@ -19,7 +19,7 @@ use crate::toolkit::{self, ProcessEnv};
 pub fn toolkit_candidates(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Vec<(ToolkitCandidate, toolkit::Toolkit)>, profile::Error> {
     let mut out = Vec::new();
     // wheel toolkit roots (CUDA toolkit roots built from wheels) assembled from PyPI wheels are candidates too.
-    for (root, meta) in crate::wheel_toolkit::list(layout) {
+    for (root, meta) in crate::toolkit::wheel::list(layout) {
         if meta.platform != platform {
             continue;
         }

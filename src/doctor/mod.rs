@@ -37,15 +37,15 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::check::gpufit;
 use crate::check::{self, CheckResult, Expected, ProbeOutcome, ReasonKind};
+use crate::cudnn::libname::{self, Os};
+use crate::cudnn::version::Version;
 use crate::generation;
-use crate::gpufit;
-use crate::layout::Layout;
-use crate::libname::{self, Os};
-use crate::paths;
+use crate::home::layout::Layout;
 use crate::probe;
+use crate::sys::paths;
 use crate::toolkit::Toolkit;
-use crate::version::Version;
 
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -88,7 +88,7 @@ pub struct Loaded {
     /// The cuDNN major asked for.
     pub major: u64,
     /// The dispatcher file the loader mapped (symlinks resolved), when it loaded.
-    #[serde(serialize_with = "crate::view::ser_lossy_opt")]
+    #[serde(serialize_with = "crate::sys::paths::ser_lossy_opt")]
     pub dispatcher: Option<PathBuf>,
     /// Where that file comes from, in words (see [`origin`]).
     pub origin: Option<String>,
@@ -99,7 +99,7 @@ pub struct Loaded {
     /// The module that reported `version` (cuDNN forwards `cudnnGetVersion` to
     /// `libcudnn_ops_infer.so.8` / `libcudnn_graph.so.9`), when it is not in the
     /// dispatcher's folder: the version belongs to that file, not to the dispatcher.
-    #[serde(serialize_with = "crate::view::ser_lossy_opt")]
+    #[serde(serialize_with = "crate::sys::paths::ser_lossy_opt")]
     pub version_from: Option<PathBuf>,
     /// The loader's error when the dispatcher did not load.
     pub error: Option<String>,
@@ -114,7 +114,7 @@ pub struct SearchDir {
     pub position: usize,
     /// The folder as written in the variable (in JSON lossy: U+FFFD for bytes that are not
     /// UTF-8, as in the text output).
-    #[serde(serialize_with = "crate::view::ser_lossy")]
+    #[serde(serialize_with = "crate::sys::paths::ser_lossy")]
     pub path: PathBuf,
     /// The dispatchers in it: (file name, cuDNN major, version when its file tells).
     pub dispatchers: Vec<Dispatcher>,
@@ -195,7 +195,7 @@ pub struct Inputs<'a> {
     pub asked: bool,
     /// Per probe.
     pub timeout: Duration,
-    /// `CUENV_OVERRIDE_DRIVER_CUDA` / `CUENV_OVERRIDE_COMPUTE_CAPABILITY` ([`crate::gpufit`]).
+    /// `CUENV_OVERRIDE_DRIVER_CUDA` / `CUENV_OVERRIDE_COMPUTE_CAPABILITY` ([`crate::check::gpufit`]).
     pub overrides: gpufit::Overrides,
 }
 
@@ -210,7 +210,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
 
     let search_path = scan_search_path(&folders);
     for d in &search_path {
-        if let Some(folder) = crate::view::first_non_unicode(&d.path) {
+        if let Some(folder) = crate::sys::paths::first_non_unicode(&d.path) {
             findings.push(Finding {
                 severity: Severity::Warning,
                 message: format!(
@@ -256,7 +256,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     if follows_active {
         // `cuenv env --setup`: the shell follows `<home>/active`, whichever profile
         // `cuenv use` made active.
-        let target = crate::active::name(inp.layout);
+        let target = crate::generation::active::name(inp.layout);
         if target.is_none() {
             findings.push(Finding {
                 severity: Severity::Warning,
@@ -546,7 +546,7 @@ fn installer_layout(folders: &[PathBuf], loaded: &[Loaded], search_var: &str) ->
 
 /// Every cuDNN library file in the search folders that is not a complete image for this
 /// machine (issue 13, item 3): cut short (its headers say it is longer than it is:
-/// [`crate::binfmt::truncated`]) or built for another machine ([`crate::binfmt::inspect`]).
+/// [`crate::sys::binfmt::truncated`]) or built for another machine ([`crate::sys::binfmt::inspect`]).
 /// Files that are no PE/ELF image at all are judged by the load itself.
 fn damaged_images(search_path: &[SearchDir]) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -562,7 +562,7 @@ fn damaged_images(search_path: &[SearchDir]) -> Vec<Finding> {
                 continue;
             }
             seen.push(real);
-            if let Ok(Some((need, have))) = crate::binfmt::truncated(&file) {
+            if let Ok(Some((need, have))) = crate::sys::binfmt::truncated(&file) {
                 out.push(Finding {
                     severity: Severity::Problem,
                     message: format!(
@@ -571,15 +571,15 @@ fn damaged_images(search_path: &[SearchDir]) -> Vec<Finding> {
                     ),
                     hint: Some(format!("copy {n} again from its release (or import the release with `cuenv store add` and use a profile)")),
                 });
-            } else if let Ok(info) = crate::binfmt::inspect(&file)
-                && info.platform != crate::binfmt::Platform::host()
+            } else if let Ok(info) = crate::sys::binfmt::inspect(&file)
+                && info.platform != crate::cudnn::platform::Platform::host()
             {
                 out.push(Finding {
                     severity: Severity::Problem,
                     message: format!("{} is built for {}, not for this machine: the loader refuses it", file.display(), info.describe),
                     hint: Some(format!(
                         "replace it with the {} build, or remove it from {}",
-                        crate::binfmt::Platform::host().map(|p| p.as_str()).unwrap_or("native"),
+                        crate::cudnn::platform::Platform::host().map(|p| p.as_str()).unwrap_or("native"),
                         d.path.display()
                     )),
                 });
@@ -871,7 +871,7 @@ fn wheel_version(site_packages: &Path) -> Option<String> {
 /// A dispatcher's version: its VERSIONINFO (Windows DLL), else a `libcudnn.so.<major>.Y.Z`
 /// beside it (the Linux archives' symlink chain).
 fn file_version(folder: &Path, name: &str, major: u64, names: &[String]) -> Option<String> {
-    if let Ok(info) = crate::binfmt::inspect(&folder.join(name))
+    if let Ok(info) = crate::sys::binfmt::inspect(&folder.join(name))
         && let Some(v) = info.file_version
     {
         return Some(v.to_string());

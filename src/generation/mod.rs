@@ -30,15 +30,21 @@
 //! the history saying `revert` and the old lock file: [`ApplyTx::revert`] in process,
 //! [`recover`] after a kill.
 
+pub mod active;
+pub mod gc;
+pub mod profile_check;
+pub mod rollback;
+pub mod status;
+
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fsutil;
-use crate::layout::Layout;
+use crate::home::layout::Layout;
 use crate::link::{self, LinkKind};
+use crate::sys::fsutil;
 
 /// How a generation's views reach their store entries: `symlink`, `junction` or `copy`
 /// in `manifest.toml` (see `docs/design.md`, link modes).
@@ -286,54 +292,56 @@ impl ViewRecord {
     /// The real folders behind this view's links: the toolkit root, the store entry, the
     /// entry's library folder (`entry_dir` + `cudnn_lib`, `/`-separated in the manifest) and
     /// the toolkit's runtime folder. What the link-free mode names directly.
-    pub fn real_folders(&self) -> crate::view::Folders {
+    pub fn real_folders(&self) -> crate::env::view::Folders {
         let mut cudnn_lib = self.entry_dir.clone();
         cudnn_lib.extend(self.cudnn_lib.split('/').filter(|c| !c.is_empty()));
-        crate::view::Folders { cuda: self.toolkit_root.clone(), cudnn: self.entry_dir.clone(), cudnn_lib, cuda_lib: self.cuda_lib.clone() }
+        crate::env::view::Folders { cuda: self.toolkit_root.clone(), cudnn: self.entry_dir.clone(), cudnn_lib, cuda_lib: self.cuda_lib.clone() }
     }
 }
 
 /// The activation of profile `view` of a generation built in `mode`: the real folders in the
 /// link-free mode ([`ViewRecord::real_folders`]), else through the stable path
-/// `<home>/profiles/<name>` ([`crate::view::activation`]). Shims, `cuenv env`, exports and
+/// `<home>/profiles/<name>` ([`crate::env::view::activation`]). Shims, `cuenv env`, exports and
 /// the check all take theirs from here (../shared/decisions.md 4).
-pub fn activation_of(layout: &Layout, mode: ViewMode, view: &ViewRecord, platform: crate::binfmt::Platform) -> crate::shim::Activation {
+pub fn activation_of(layout: &Layout, mode: ViewMode, view: &ViewRecord, platform: crate::cudnn::platform::Platform) -> crate::shim::Activation {
     if mode.is_link_free() {
-        crate::view::activation_at(&view.name, &view.real_folders(), platform)
+        crate::env::view::activation_at(&view.name, &view.real_folders(), platform)
     } else {
-        crate::view::activation(layout, &view.name, platform)
+        crate::env::view::activation(layout, &view.name, platform)
     }
 }
 
 /// Profile `name`'s activation as the current generation makes it ([`activation_of`]);
 /// through the stable path when there is no current generation or it lacks `name`.
-pub fn activation(layout: &Layout, name: &str, platform: crate::binfmt::Platform) -> crate::shim::Activation {
+pub fn activation(layout: &Layout, name: &str, platform: crate::cudnn::platform::Platform) -> crate::shim::Activation {
     match current_manifest(layout) {
         Some(m) if m.link_mode.is_link_free() => match m.profile(name) {
             Ok(v) => activation_of(layout, m.link_mode, v, platform),
-            Err(_) => crate::view::activation(layout, name, platform),
+            Err(_) => crate::env::view::activation(layout, name, platform),
         },
-        _ => crate::view::activation(layout, name, platform),
+        _ => crate::env::view::activation(layout, name, platform),
     }
 }
 
 /// The exported environment of `profile` for `platform` ([`activation`]: through the stable
 /// paths; in the link-free mode the real folders, as of the current generation).
-pub fn exported(layout: &Layout, profile: &str, platform: crate::binfmt::Platform) -> crate::export::Exported {
+pub fn exported(layout: &Layout, profile: &str, platform: crate::cudnn::platform::Platform) -> crate::env::export::Exported {
     let direct = current_manifest(layout).is_some_and(|m| m.link_mode.is_link_free() && m.profile(profile).is_ok());
-    crate::export::from_activation(activation(layout, profile, platform), profile, direct)
+    crate::env::export::from_activation(activation(layout, profile, platform), profile, direct)
 }
 
 /// The exported environment of every profile of generation `m` (whether or not it is
 /// current), as [`activation_of`] gives it: what a switch rewrites followed exports and
 /// kernelspecs with (the `follow` module).
-pub fn follow_side(layout: &Layout, m: &Manifest, platform: crate::binfmt::Platform) -> crate::follow::Side {
-    crate::follow::Side {
+pub fn follow_side(layout: &Layout, m: &Manifest, platform: crate::cudnn::platform::Platform) -> crate::env::follow::Side {
+    crate::env::follow::Side {
         link_free: m.link_mode.is_link_free(),
         profiles: m
             .profiles
             .iter()
-            .map(|v| (v.name.clone(), crate::export::from_activation(activation_of(layout, m.link_mode, v, platform), &v.name, m.link_mode.is_link_free())))
+            .map(|v| {
+                (v.name.clone(), crate::env::export::from_activation(activation_of(layout, m.link_mode, v, platform), &v.name, m.link_mode.is_link_free()))
+            })
             .collect(),
     }
 }
@@ -426,7 +434,7 @@ fn set_current(layout: &Layout, to: Option<u64>) -> Result<(), Error> {
         Some(n) if read(layout, n)?.link_mode.is_link_free() => {
             // First, so that a cuenv that cannot read pointer files refuses the home.
             let format = layout.format_file();
-            layout.raise_format(crate::layout::LINK_FREE_FORMAT).map_err(io_at("record the home's format in", &format))?;
+            layout.raise_format(crate::home::layout::LINK_FREE_FORMAT).map_err(io_at("record the home's format in", &format))?;
             write_pointer(&pointer, &layout.current_staging(), &format!("{n}\n"))?;
             if link::is_link(&profiles) {
                 link::remove(&profiles).map_err(io_at("remove the link", &profiles))?;
@@ -446,7 +454,7 @@ fn set_current(layout: &Layout, to: Option<u64>) -> Result<(), Error> {
                 let name = text.trim_end_matches(['\r', '\n']).to_string();
                 fs::remove_file(&active).map_err(io_at("remove the pointer file", &active))?;
                 if !name.is_empty() {
-                    let target = crate::view::stable_home(layout).join("profiles").join(name);
+                    let target = crate::env::view::stable_home(layout).join("profiles").join(name);
                     link::create(LinkKind::native(), &target, &active)?;
                 }
             }
@@ -596,7 +604,7 @@ fn write_journal(layout: &Layout, journal: &Journal) -> Result<(), Error> {
     fsutil::write_atomic(&jpath, toml::to_string(journal).expect("serializable").as_bytes()).map_err(io_at("write the journal", &jpath))
 }
 
-pub use crate::fsutil::{fault_error, fault_point};
+pub use crate::sys::fsutil::{fault_error, fault_point};
 
 /// The shims of generation `n` (none for `None`).
 fn shims_of(layout: &Layout, n: Option<u64>) -> Result<Vec<ShimRecord>, Error> {
@@ -652,7 +660,7 @@ fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(),
     }
     // Never delete what the new set writes, however its path is spelled (an env named
     // through a symlink is the same env).
-    for s in had.iter().filter(|h| !want.iter().any(|w| crate::paths::same_place(&w.path, &h.path))) {
+    for s in had.iter().filter(|h| !want.iter().any(|w| crate::sys::paths::same_place(&w.path, &h.path))) {
         match fs::read(&s.path) {
             Ok(old) if crate::shim::is_ours(&String::from_utf8_lossy(&old)) => {
                 tx.wrote(&s.path, Some(old));
@@ -661,16 +669,16 @@ fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(),
             _ => {}
         }
     }
-    // Kernelspecs and exports follow the shims in the link-free mode (`crate::follow`).
+    // Kernelspecs and exports follow the shims in the link-free mode (`crate::env::follow`).
     if let Some(to_m) = to.map(|n| read(layout, n)).transpose()?
-        && let Some(platform) = crate::binfmt::Platform::host()
+        && let Some(platform) = crate::cudnn::platform::Platform::host()
     {
         let from_m = from.and_then(|n| read(layout, n).ok());
         let before = from_m.as_ref().map(|m| follow_side(layout, m, platform));
-        for r in crate::follow::plan(layout, before.as_ref(), &follow_side(layout, &to_m, platform), platform) {
+        for r in crate::env::follow::plan(layout, before.as_ref(), &follow_side(layout, &to_m, platform), platform) {
             match fsutil::write_atomic(&r.path, &r.new) {
                 Ok(()) => tx.wrote(&r.path, Some(r.old)),
-                Err(e) if crate::follow::can_skip(&e) => {}
+                Err(e) if crate::env::follow::can_skip(&e) => {}
                 Err(e) => return Err(io_at("rewrite", &r.path)(e)),
             }
         }
@@ -752,7 +760,7 @@ pub fn read_complete(layout: &Layout, n: u64) -> Result<Manifest, Error> {
     }
     let views = layout.generation_dir(n).join("views");
     for p in &m.profiles {
-        for name in crate::view::VIEW_LINKS {
+        for name in crate::env::view::VIEW_LINKS {
             let at = views.join(&p.name).join(name);
             let whole = if p.copied && name == "cudnn" { at.is_dir() } else { link::read(&at).is_ok() };
             if !whole {
@@ -770,7 +778,7 @@ pub fn remove_tree(dir: &Path) -> Result<(), Error> {
     fsutil::make_tree_writable(dir).ok();
     if let Ok(rd) = fs::read_dir(dir.join("views")) {
         for v in rd.flatten() {
-            for name in crate::view::VIEW_LINKS {
+            for name in crate::env::view::VIEW_LINKS {
                 let p = v.path().join(name);
                 if link::is_link(&p) {
                     link::remove(&p).map_err(|e| IoError::new("remove the link", &p, e))?;
@@ -804,7 +812,7 @@ pub fn delete(layout: &Layout, n: u64) -> Result<(), Error> {
 /// replacement (`.profiles.new`, `.active.new`) left behind. Needs the writer lock (no live
 /// cuenv owns them then). Returns how many it removed.
 pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
-    use crate::layout::{GENERATION_STAGING_PREFIX, GENERATION_TRASH_PREFIX};
+    use crate::home::layout::{GENERATION_STAGING_PREFIX, GENERATION_TRASH_PREFIX};
     use std::time::Duration;
     let mut removed = 0;
     for e in fs::read_dir(layout.generations_dir()).into_iter().flatten().flatten() {
@@ -853,7 +861,7 @@ pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
         dirs.extend(m.shims.iter().filter_map(|s| s.path.parent().map(Path::to_path_buf)));
         dirs.extend(m.source.parent().map(Path::to_path_buf));
     }
-    dirs.extend(crate::follow::folders(layout));
+    dirs.extend(crate::env::follow::folders(layout));
     dirs.sort();
     dirs.dedup();
     for d in dirs {

@@ -202,7 +202,7 @@ mod imp {
                 if len == 0 {
                     continue;
                 }
-                let p = crate::paths::shown(&PathBuf::from(OsString::from_wide(&buf[..len])));
+                let p = crate::sys::paths::shown(&PathBuf::from(OsString::from_wide(&buf[..len])));
                 if !out.iter().any(|x| x.path == p) {
                     out.push(Mapped { path: p, deleted: false });
                 }

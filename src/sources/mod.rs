@@ -1,5 +1,5 @@
 //! Getting what profiles name with `from`: cuDNN releases from NVIDIA's redist server, PyPI,
-//! a URL or a local path, and wheel toolkit roots (CUDA toolkit roots built from wheels) from PyPI wheels ([`crate::wheel_toolkit`]).
+//! a URL or a local path, and wheel toolkit roots (CUDA toolkit roots built from wheels) from PyPI wheels ([`crate::toolkit::wheel`]).
 //!
 //! Runs in `apply` before resolution, under the writer lock: after it, the store and
 //! `<home>/toolkits` hold what the profiles need, and resolution proceeds as for anything
@@ -9,15 +9,15 @@
 
 use std::path::Path;
 
-use crate::binfmt::Platform;
 use crate::change::{Change, Kind, Subject};
+use crate::cudnn::platform::Platform;
+use crate::cudnn::version::{Op, Version};
 use crate::fetch::{self, Endpoints};
-use crate::layout::Layout;
+use crate::home::layout::Layout;
+use crate::home::writer_lock::WriterLock;
 use crate::profile::{self, Profile, ProfileFile, Requirement, Source};
-use crate::progress::Progress;
 use crate::store::{AddOptions, Store};
-use crate::version::{Op, Version};
-use crate::writer_lock::WriterLock;
+use crate::sys::progress::Progress;
 
 /// True when a `from` location is an http(s) URL (else it is a path).
 pub fn is_url(location: &str) -> bool {
@@ -73,18 +73,18 @@ struct RuntimesAhead {
     changed: std::sync::Condvar,
 }
 
-type RuntimeResult = Result<(std::path::PathBuf, bool), crate::wheel_toolkit::Error>;
+type RuntimeResult = Result<(std::path::PathBuf, bool), crate::toolkit::wheel::Error>;
 
 struct AheadState {
     /// The pinned wheels of each root, its endpoints, and its result once built (`None`
     /// inside the `Some` once taken).
-    slots: Vec<(Vec<crate::wheel_toolkit::WheelRecord>, Endpoints, Option<Option<RuntimeResult>>)>,
+    slots: Vec<(Vec<crate::toolkit::wheel::WheelRecord>, Endpoints, Option<Option<RuntimeResult>>)>,
     done: bool,
     cancelled: bool,
 }
 
 impl RuntimesAhead {
-    fn new(planned: Vec<(Vec<crate::wheel_toolkit::WheelRecord>, Endpoints)>) -> RuntimesAhead {
+    fn new(planned: Vec<(Vec<crate::toolkit::wheel::WheelRecord>, Endpoints)>) -> RuntimesAhead {
         let slots = planned.into_iter().map(|(w, ep)| (w, ep, None)).collect();
         RuntimesAhead { state: std::sync::Mutex::new(AheadState { slots, done: false, cancelled: false }), changed: std::sync::Condvar::new() }
     }
@@ -110,7 +110,7 @@ impl RuntimesAhead {
                 }
                 (st.slots[i].0.clone(), st.slots[i].1.clone())
             };
-            let r = crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.prefetch, cx.progress);
+            let r = crate::toolkit::wheel::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.prefetch, cx.progress);
             self.state.lock().unwrap().slots[i].2 = Some(Some(r));
             self.changed.notify_all();
         }
@@ -119,8 +119,8 @@ impl RuntimesAhead {
     /// The result of the root of exactly these `pinned` wheels, waiting while it is built;
     /// `None` when it was not planned or was taken already (the caller then waits for
     /// [`RuntimesAhead::wait_done`] and makes or finds it itself).
-    fn take(&self, pinned: &[crate::wheel_toolkit::WheelRecord]) -> Option<RuntimeResult> {
-        let same = |a: &[crate::wheel_toolkit::WheelRecord]| {
+    fn take(&self, pinned: &[crate::toolkit::wheel::WheelRecord]) -> Option<RuntimeResult> {
+        let same = |a: &[crate::toolkit::wheel::WheelRecord]| {
             a.len() == pinned.len()
                 && a.iter().zip(pinned).all(|(a, b)| a.project == b.project && a.version == b.version && a.sha256.eq_ignore_ascii_case(&b.sha256))
         };
@@ -160,7 +160,7 @@ fn cuda_major(cx: &Cx, file: &ProfileFile, p: &Profile, installed: &[Version], p
     }
     // Runtime roots are listed afresh: an earlier profile may have just made one. A file
     // that lists [toolkits] chooses only among them (resolve::Pool).
-    let wheels = if file.toolkits.is_empty() { crate::wheel_toolkit::list(cx.layout) } else { Vec::new() };
+    let wheels = if file.toolkits.is_empty() { crate::toolkit::wheel::list(cx.layout) } else { Vec::new() };
     let best = installed
         .iter()
         .cloned()
@@ -178,7 +178,7 @@ fn ensure_runtime(
     file: &ProfileFile,
     p: &Profile,
     lines: &mut Vec<String>,
-    pin: Option<&crate::lockfile::Pin>,
+    pin: Option<&crate::profile::lockfile::Pin>,
     platform: Platform,
 ) -> Result<(), Error> {
     if p.cuda.from.is_none() {
@@ -196,9 +196,9 @@ fn ensure_runtime(
                 r.wait_done();
             }
             if pin_fits {
-                crate::wheel_toolkit::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.prefetch, cx.progress)?
+                crate::toolkit::wheel::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.prefetch, cx.progress)?
             } else {
-                crate::wheel_toolkit::ensure(cx.layout, cx.lock, &ep, &v, platform, cx.prefetch, cx.progress)?
+                crate::toolkit::wheel::ensure(cx.layout, cx.lock, &ep, &v, platform, cx.prefetch, cx.progress)?
             }
         }
     };
@@ -210,11 +210,11 @@ fn ensure_runtime(
 }
 
 /// The CUDA runtime wheels `pin` names (`cuda-wheels` of `lab.lock`), without URLs.
-fn pinned_wheels(pin: Option<&crate::lockfile::Pin>) -> Vec<crate::wheel_toolkit::WheelRecord> {
+fn pinned_wheels(pin: Option<&crate::profile::lockfile::Pin>) -> Vec<crate::toolkit::wheel::WheelRecord> {
     pin.map(|pin| {
         pin.cuda_wheels
             .iter()
-            .map(|(project, version, sha256)| crate::wheel_toolkit::WheelRecord {
+            .map(|(project, version, sha256)| crate::toolkit::wheel::WheelRecord {
                 project: project.clone(),
                 version: version.clone(),
                 url: String::new(),
@@ -226,7 +226,7 @@ fn pinned_wheels(pin: Option<&crate::lockfile::Pin>) -> Vec<crate::wheel_toolkit
 }
 
 /// A pin is kept while the runtime it names still satisfies `cuda` (version `v`).
-fn pin_fits(pinned: &[crate::wheel_toolkit::WheelRecord], v: &Version) -> bool {
+fn pin_fits(pinned: &[crate::toolkit::wheel::WheelRecord], v: &Version) -> bool {
     pinned.first().and_then(|w| w.version.parse::<Version>().ok()).is_some_and(|pv| pv.starts_with(v))
 }
 
@@ -272,7 +272,7 @@ fn fetch_source(s: &Source) -> Option<fetch::Source> {
 /// profile's `from` list (which holds at least the PyPI or NVIDIA source `p` names).
 fn cudnn_request(
     p: &crate::profile::Profile,
-    pin: Option<&crate::lockfile::Pin>,
+    pin: Option<&crate::profile::lockfile::Pin>,
     version: Version,
     major: u64,
     platform: Platform,
@@ -393,7 +393,7 @@ pub fn ensure(
     lock: &WriterLock,
     file: &ProfileFile,
     platform: Platform,
-    pins: &crate::lockfile::Pins,
+    pins: &crate::profile::lockfile::Pins,
     ep: &Endpoints,
     progress: &dyn Progress,
 ) -> Result<Vec<String>, Error> {
@@ -430,7 +430,7 @@ pub fn ensure_reachable(
     lock: &WriterLock,
     file: &ProfileFile,
     platform: Platform,
-    pins: &crate::lockfile::Pins,
+    pins: &crate::profile::lockfile::Pins,
     ep: &Endpoints,
     allow_unreachable: bool,
     progress: &dyn Progress,
@@ -474,14 +474,14 @@ fn planned_downloads(
     cx: &Cx,
     file: &ProfileFile,
     platform: Platform,
-    pins: &crate::lockfile::Pins,
-) -> (Vec<fetch::Artifact>, Vec<(Vec<crate::wheel_toolkit::WheelRecord>, Endpoints)>) {
+    pins: &crate::profile::lockfile::Pins,
+) -> (Vec<fetch::Artifact>, Vec<(Vec<crate::toolkit::wheel::WheelRecord>, Endpoints)>) {
     let mut out = Vec::new();
-    let mut roots: Vec<(Vec<crate::wheel_toolkit::WheelRecord>, Endpoints)> = Vec::new();
+    let mut roots: Vec<(Vec<crate::toolkit::wheel::WheelRecord>, Endpoints)> = Vec::new();
     let client = fetch::Client::new(cx.ep.offline);
     let host = Platform::host() == Some(platform);
     let installed: Vec<Version> =
-        if host { crate::candidates::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
+        if host { crate::resolve::candidates::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
     for p in &file.profiles {
         let pin = pins.get(&p.name);
         let Ok(Some(major)) = cuda_major(cx, file, p, &installed, platform) else { continue };
@@ -489,7 +489,7 @@ fn planned_downloads(
             && let Ok(v) = plain_version(file, &p.cuda, "cuda")
         {
             let pinned = pinned_wheels(pin);
-            if pin_fits(&pinned, &v) && crate::wheel_toolkit::find_pinned(cx.layout, &pinned, platform).is_none() {
+            if pin_fits(&pinned, &v) && crate::toolkit::wheel::find_pinned(cx.layout, &pinned, platform).is_none() {
                 let ep = runtime_endpoints(file, p, cx.ep);
                 let mut found = Vec::new();
                 for w in &pinned {
@@ -532,7 +532,7 @@ fn planned_downloads(
 }
 
 /// [`ensure_reachable`] with the downloads of `cx.prefetch` (if any) taken from it.
-fn ensure_with(cx: &Cx, file: &ProfileFile, platform: Platform, pins: &crate::lockfile::Pins, allow_unreachable: bool) -> Result<Ensured, Error> {
+fn ensure_with(cx: &Cx, file: &ProfileFile, platform: Platform, pins: &crate::profile::lockfile::Pins, allow_unreachable: bool) -> Result<Ensured, Error> {
     let Cx { layout, lock, ep, progress, .. } = *cx;
     let mut out = Ensured::default();
     let host = Platform::host() == Some(platform);
@@ -551,13 +551,13 @@ fn ensure_with(cx: &Cx, file: &ProfileFile, platform: Platform, pins: &crate::lo
     // Versions of the installed toolkit roots, found once. A bad `[toolkits]` root is reported
     // (at its line) by resolution, after the fetches.
     let installed: Vec<Version> =
-        if host { crate::candidates::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
+        if host { crate::resolve::candidates::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
     for p in &file.profiles {
         let pin = pins.get(&p.name);
         let Some(major) = cuda_major(cx, file, p, &installed, platform)? else { continue };
         let runtime = |lines: &mut Vec<String>| -> Result<bool, Error> {
             match ensure_runtime(cx, file, p, lines, pin, platform) {
-                Err(Error::Runtime(crate::wheel_toolkit::Error::Fetch(e))) if allow_unreachable && unreachable(&e) => Ok(false),
+                Err(Error::Runtime(crate::toolkit::wheel::Error::Fetch(e))) if allow_unreachable && unreachable(&e) => Ok(false),
                 other => other.map(|()| true),
             }
         };
@@ -708,8 +708,8 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
     let entries = Store::new(layout).entries();
     let host = Platform::host() == Some(platform);
     let installed: Vec<Version> =
-        if host { crate::candidates::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
-    let wheels: Vec<Version> = crate::wheel_toolkit::list(layout).into_iter().filter(|(_, m)| m.platform == platform).map(|(_, m)| m.version).collect();
+        if host { crate::resolve::candidates::installed_toolkits(file).unwrap_or_default().into_iter().map(|(c, _)| c.version).collect() } else { Vec::new() };
+    let wheels: Vec<Version> = crate::toolkit::wheel::list(layout).into_iter().filter(|(_, m)| m.platform == platform).map(|(_, m)| m.version).collect();
     for p in &file.profiles {
         // The CUDA runtime from PyPI.
         let mut major = None;
@@ -717,7 +717,7 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
             && let Ok(v) = plain_version(file, &p.cuda, "cuda")
         {
             major = Some(v.major());
-            if crate::wheel_toolkit::find(layout, &v, platform).is_none() && !out.toolkits.iter().any(|t| t.version.starts_with(&v)) {
+            if crate::toolkit::wheel::find(layout, &v, platform).is_none() && !out.toolkits.iter().any(|t| t.version.starts_with(&v)) {
                 let folder = wheel_folder(file, p);
                 let from = folder.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "PyPI".into());
                 let mut detail = format!("CUDA runtime {} (cudart, cuBLAS, NVRTC) from {from}", p.cuda.version);
@@ -734,7 +734,7 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
                 if let Some((client, ep)) = &asked {
                     match lookup_runtime(client, ep, &v, platform) {
                         Ok((exact, size)) => {
-                            let size = size.map(|s| format!(", {} to download (cudart, cuBLAS, NVRTC)", crate::fsutil::human_size(s))).unwrap_or_default();
+                            let size = size.map(|s| format!(", {} to download (cudart, cuBLAS, NVRTC)", crate::sys::fsutil::human_size(s))).unwrap_or_default();
                             detail.push_str(&format!("; {} has {exact}{size}", if folder.is_some() { "the folder" } else { "PyPI" }));
                             version = exact.parse().unwrap_or(version);
                         }
@@ -788,7 +788,7 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
             let req = fetch::FetchRequest { version: v.clone(), cuda_major: major, from: order[0], platform, endpoints: ep.clone() };
             match find_cudnn(client, &req, &order) {
                 Ok((a, served)) => {
-                    let size = a.size.map(|s| format!(", {}", crate::fsutil::human_size(s))).unwrap_or_default();
+                    let size = a.size.map(|s| format!(", {}", crate::sys::fsutil::human_size(s))).unwrap_or_default();
                     detail.push_str(&format!("; {} has {} for CUDA {major}{size}", source_label(served), a.version));
                     version = a.version.parse().unwrap_or(version);
                 }
@@ -812,7 +812,7 @@ pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Op
 
 /// The exact version of the CUDA runtime wheel (`cudart`) PyPI has for `prefix`, and the
 /// download size of all three wheels (cudart, cuBLAS, NVRTC, as
-/// [`crate::wheel_toolkit::ensure`] picks them; `None` when an index gives no size);
+/// [`crate::toolkit::wheel::ensure`] picks them; `None` when an index gives no size);
 /// metadata only.
 fn lookup_runtime(client: &fetch::Client, ep: &Endpoints, prefix: &Version, platform: Platform) -> Result<(String, Option<u64>), fetch::Error> {
     let major = prefix.major();
@@ -867,7 +867,7 @@ pub enum Error {
     Profile(#[from] profile::Error),
     /// Building a wheel toolkit root from PyPI wheels failed.
     #[error(transparent)]
-    Runtime(#[from] crate::wheel_toolkit::Error),
+    Runtime(#[from] crate::toolkit::wheel::Error),
     /// Finding or downloading a cuDNN release failed.
     #[error(transparent)]
     Fetch(#[from] fetch::Error),

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::error::Diagnose;
-use crate::layout::Layout;
+use crate::home::layout::Layout;
 
 /// Errors while taking the lock.
 #[derive(Debug, thiserror::Error)]
@@ -21,7 +21,7 @@ pub enum LockError {
     Timeout { path: PathBuf, pid: String, secs: u64 },
     /// `CUENV_LOCK_TIMEOUT` is malformed.
     #[error(transparent)]
-    Setting(#[from] crate::settings::SettingError),
+    Setting(#[from] crate::home::settings::SettingError),
     /// The lock file could not be created or locked.
     #[error("cannot lock {path}")]
     Io {
@@ -57,7 +57,7 @@ impl WriterLock {
     /// Takes the lock, printing one "waiting for another cuenv (pid N)" line on stderr
     /// through `on_wait` if it has to wait. Creates the home folder if needed.
     pub fn acquire(layout: &Layout, on_wait: &mut dyn FnMut(&str)) -> Result<WriterLock, LockError> {
-        let secs = crate::settings::LOCK_TIMEOUT.get()?;
+        let secs = crate::home::settings::LOCK_TIMEOUT.get()?;
         let path = layout.writer_lock_file();
         let io = |source| LockError::Io { path: path.clone(), source };
         fs::create_dir_all(layout.home()).map_err(io)?;

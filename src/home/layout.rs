@@ -265,7 +265,7 @@ impl Layout {
         if now >= to {
             return Ok(());
         }
-        crate::fsutil::write_atomic(&self.format_file(), format!("{to}\n").as_bytes())
+        crate::sys::fsutil::write_atomic(&self.format_file(), format!("{to}\n").as_bytes())
     }
 
     /// Writes `<home>/format` when the home has none (a writer calls this once it holds the
@@ -275,7 +275,7 @@ impl Layout {
         if path.exists() {
             return Ok(());
         }
-        crate::fsutil::write_atomic(&path, format!("{HOME_FORMAT}\n").as_bytes()).map_err(|source| FormatError::Io { path, source })
+        crate::sys::fsutil::write_atomic(&path, format!("{HOME_FORMAT}\n").as_bytes()).map_err(|source| FormatError::Io { path, source })
     }
 }
 

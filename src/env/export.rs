@@ -1,6 +1,6 @@
 //! `cuenv export PROFILE --format F`: a profile's environment for tools that do not run cuenv
 //! (issue 19, item 4). Every format goes through the stable paths (`<home>/profiles/<name>/...`,
-//! [`crate::view::activation`]), so `use` and `rollback` never leave an export stale, as with
+//! [`crate::env::view::activation`]), so `use` and `rollback` never leave an export stale, as with
 //! shims (../shared/decisions.md 4). In the link-free mode exports name the real folders; a
 //! switch rewrites those written with `--out` (the `follow` module).
 //!
@@ -202,7 +202,7 @@ pub fn write(dir: &Path, name: &str, text: &str) -> Result<std::path::PathBuf, c
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| crate::error::IoError::new("create the folder", parent, e))?;
     }
-    crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| crate::error::IoError::new("write", &path, e))?;
+    crate::sys::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| crate::error::IoError::new("write", &path, e))?;
     Ok(path)
 }
 

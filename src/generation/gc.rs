@@ -8,11 +8,36 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use crate::generation;
-use crate::layout::Layout;
-use crate::lockfile;
-use crate::writer_lock::WriterLock;
+use crate::home::layout::Layout;
+use crate::home::writer_lock::WriterLock;
+use crate::profile::lockfile;
 
-use super::Error;
+/// Why `gc` or `store remove` failed: deleting a generation, or the store refusing or failing
+/// to remove an entry (`store::Error::InUse` names the generations that still use it).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A generation could not be read or deleted.
+    #[error(transparent)]
+    Generation(#[from] generation::Error),
+    /// The store could not find or remove an entry.
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+}
+
+impl crate::error::Diagnose for Error {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Error::Generation(e) => e.hint(),
+            Error::Store(e) => e.hint(),
+        }
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        match self {
+            Error::Generation(e) => e.exit_code(),
+            Error::Store(e) => e.exit_code(),
+        }
+    }
+}
 
 /// What `gc` deletes.
 #[derive(Debug, Default)]

@@ -29,6 +29,8 @@ use std::borrow::Cow;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::error::{Diagnose, ExitCode};
+
 /// The host's canonical path (symlinks and junctions resolved, absolute), through
 /// `dunce::canonicalize`: on Windows without the `\\?\` prefix where dropping it is safe,
 /// otherwise (long paths, reserved names, shares) with it. On Unix exactly
@@ -161,9 +163,137 @@ pub fn nt_path(s: &str) -> String {
     }
 }
 
+// ------------------------------------------------------------------ paths written as text
+
+// Every path cuenv publishes is written as text (into a generation's TOML manifest, shims,
+// `--json` output), so it must be valid Unicode: [`require_unicode`] refuses one that is not
+// with a [`NotUnicode`] naming it (lossy, U+FFFD for the bad bytes) and the folder to rename.
+
+/// What a path that must be written as text is (for [`NotUnicode`]'s message and hint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathRole {
+    /// The cuenv home.
+    Home,
+    /// The profile file a generation is built from (its path goes into the manifest).
+    ProfileFile,
+    /// A profile's toolkit root (or its runtime folder).
+    ToolkitRoot {
+        /// The profile.
+        profile: String,
+    },
+    /// A profile's conda env (its shims are written there).
+    CondaEnv {
+        /// The profile.
+        profile: String,
+    },
+}
+
+impl std::fmt::Display for PathRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathRole::Home => f.write_str("the cuenv home"),
+            PathRole::ProfileFile => f.write_str("the profile file"),
+            PathRole::ToolkitRoot { profile } => write!(f, "the toolkit root of profile `{profile}`"),
+            PathRole::CondaEnv { profile } => write!(f, "the conda env of profile `{profile}`"),
+        }
+    }
+}
+
+/// A path cuenv must write as text (a manifest, a shim) is not valid Unicode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{role} {} is not valid UTF-8 (the name of the folder {} is not; shown with U+FFFD for its bad bytes), and cuenv writes this path into its manifests and shims as text",
+    path.display(),
+    folder.display()
+)]
+pub struct NotUnicode {
+    /// What the path is.
+    pub role: PathRole,
+    /// The path.
+    pub path: PathBuf,
+    /// Its first component that is not valid UTF-8 (the folder to rename), as a path prefix.
+    pub folder: PathBuf,
+}
+
+impl Diagnose for NotUnicode {
+    fn hint(&self) -> Option<String> {
+        let rename = format!("rename the folder {} to a UTF-8 name", self.folder.display());
+        Some(match self.role {
+            PathRole::Home => format!("{rename}, or use a cuenv home whose path is UTF-8 (--home DIR or CUENV_HOME)"),
+            PathRole::ProfileFile => format!("{rename}, or keep the profile file in a folder whose path is UTF-8"),
+            PathRole::ToolkitRoot { .. } => {
+                format!("{rename}, or point [toolkits] (or CUENV_TOOLKIT_PATHS / CUDA_HOME) at a toolkit root whose path is UTF-8")
+            }
+            PathRole::CondaEnv { .. } => format!("{rename}, or use a conda env whose path is UTF-8"),
+        })
+    }
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::Invalid
+    }
+}
+
+/// The first prefix of `path` whose last component is not valid UTF-8 (the folder to
+/// rename), or `None` when the whole path is valid Unicode.
+pub fn first_non_unicode(path: &Path) -> Option<PathBuf> {
+    if path.to_str().is_some() {
+        return None;
+    }
+    let mut prefix = PathBuf::new();
+    for c in path.components() {
+        prefix.push(c);
+        if c.as_os_str().to_str().is_none() {
+            return Some(prefix);
+        }
+    }
+    Some(path.to_path_buf())
+}
+
+/// Serializes a path as its lossy text (U+FFFD for bytes that are not UTF-8), as the text
+/// output shows it: serde's own `Path` serialization fails on such a name, and every
+/// `--json` printer treats a serialization error as a bug (it panicked). For
+/// `#[serde(serialize_with = "crate::sys::paths::ser_lossy")]` on paths found on disk or in the
+/// environment.
+pub(crate) fn ser_lossy<S: serde::Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
+}
+
+/// [`ser_lossy`] for an optional path.
+pub(crate) fn ser_lossy_opt<S: serde::Serializer>(p: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    match p {
+        Some(p) => s.serialize_some(&p.to_string_lossy()),
+        None => s.serialize_none(),
+    }
+}
+
+/// `Ok` when `path` is valid Unicode, else a [`NotUnicode`] naming it as `role`.
+pub fn require_unicode(role: PathRole, path: &Path) -> Result<(), NotUnicode> {
+    match first_non_unicode(path) {
+        None => Ok(()),
+        Some(folder) => Err(NotUnicode { role, path: path.to_path_buf(), folder }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_non_unicode_path_is_named_with_the_folder_to_rename() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = Path::new("/data").join(std::ffi::OsStr::from_bytes(b"cudnn-\xff"));
+        let home = odd.join("cuenv");
+        assert_eq!(first_non_unicode(Path::new("/data/cuenv")), None);
+        assert_eq!(first_non_unicode(&home), Some(odd.clone()));
+        let e = require_unicode(PathRole::Home, &home).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the cuenv home /data/cudnn-\u{FFFD}/cuenv is not valid UTF-8 (the name of the folder /data/cudnn-\u{FFFD} is not; shown with U+FFFD for its bad bytes), and cuenv writes this path into its manifests and shims as text"
+        );
+        assert!(e.hint().unwrap().starts_with("rename the folder /data/cudnn-\u{FFFD} to a UTF-8 name"), "{:?}", e.hint());
+        assert_eq!(e.exit_code(), ExitCode::Invalid);
+        assert!(require_unicode(PathRole::Home, Path::new("/data/ünï")).is_ok());
+    }
 
     #[cfg(unix)]
     #[test]

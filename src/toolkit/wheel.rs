@@ -27,13 +27,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::binfmt::Platform;
+use crate::cudnn::platform::Platform;
+use crate::cudnn::version::Version;
 use crate::fetch::{self, Endpoints};
-use crate::fsutil;
-use crate::layout::Layout;
-use crate::progress::Progress;
-use crate::version::Version;
-use crate::writer_lock::WriterLock;
+use crate::home::layout::Layout;
+use crate::home::writer_lock::WriterLock;
+use crate::sys::fsutil;
+use crate::sys::progress::Progress;
 
 /// One wheel a wheel toolkit root was made from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -342,12 +342,13 @@ fn extract_libraries(wheels: &[&Path], dest: &Path, platform: Platform) -> Resul
                         };
                         let mut m = zip.by_index(j.index).map_err(|source| Error::Wheel { path: wheel.into(), source })?;
                         let path = dest.join(&j.file);
-                        let (_, sha) =
-                            crate::store::extract::stream_to_file(&mut m, &path, u64::MAX, &crate::progress::NoProgress, &mut buf).map_err(|e| match e {
+                        let (_, sha) = crate::store::extract::stream_to_file(&mut m, &path, u64::MAX, &crate::sys::progress::NoProgress, &mut buf).map_err(
+                            |e| match e {
                                 crate::store::extract::StreamError::Read(source) | crate::store::extract::StreamError::Write(source) => {
                                     Error::Write { path: path.clone(), source }
                                 }
-                            })?;
+                            },
+                        )?;
                         out.push((i, sha));
                     }
                     Ok(out)

@@ -43,10 +43,10 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::{DocumentMut, Item, Table, TableLike, Value};
 
-use crate::binfmt::Platform;
-use crate::diagnostic::{Located, Span};
+use crate::cudnn::platform::Platform;
+use crate::cudnn::version::Version;
+use crate::error::located::{Located, Span};
 use crate::error::{Diagnose, ExitCode};
-use crate::version::Version;
 
 /// The lock format version this cuenv writes (it also reads formats 1 and 2).
 pub const FORMAT_VERSION: i64 = 3;
@@ -271,7 +271,7 @@ fn read_text(path: &Path) -> Result<Option<String>, Error> {
     match std::fs::read(path) {
         Ok(bytes) => {
             let hint = "cuenv writes lab.lock as UTF-8: restore it from version control, or delete it and run `cuenv lock`";
-            let text = crate::diagnostic::decode_utf8(&bytes, path, hint).map_err(Error::Invalid)?;
+            let text = crate::error::located::decode_utf8(&bytes, path, hint).map_err(Error::Invalid)?;
             Ok(Some(text.strip_prefix('\u{FEFF}').unwrap_or(text).to_string()))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -308,7 +308,7 @@ pub fn write(path: &Path, platform: Platform, resolved: impl Into<LockFile>, pin
     if old.as_deref() == Some(new.as_str()) {
         return Ok(false);
     }
-    crate::fsutil::write_atomic(path, new.as_bytes()).map_err(|source| Error::Write { path: path.to_path_buf(), source })?;
+    crate::sys::fsutil::write_atomic(path, new.as_bytes()).map_err(|source| Error::Write { path: path.to_path_buf(), source })?;
     Ok(true)
 }
 

@@ -3,9 +3,9 @@
 //! failed, unless named) is the generation module's; this file adds the reads and the
 //! switch. Not part of the apply pipeline; calls only the domain below it.
 
+use crate::generation::profile_check;
 use crate::generation::{self, RollbackTarget};
-use crate::generation_check;
-use crate::layout::Layout;
+use crate::home::layout::Layout;
 
 /// There is no generation yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -34,7 +34,7 @@ pub struct Rollback {
 
 /// True when generation `n` was checked and a check failed.
 pub fn check_failed(layout: &Layout, n: u64) -> bool {
-    generation_check::load(layout, n).is_some_and(|c| !generation_check::acceptable(&c.profiles, false))
+    profile_check::load(layout, n).is_some_and(|c| !profile_check::acceptable(&c.profiles, false))
 }
 
 /// `rollback [--to N]`: makes [`generation::rollback_target`] current. `warn` hears that a

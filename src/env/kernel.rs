@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::export::Exported;
+use crate::env::export::Exported;
 
 /// The user's kernelspec folder (see the module docs).
 pub fn user_dir() -> Option<PathBuf> {

@@ -12,15 +12,17 @@
 //! - Every failure is a [`crate::profile::Error::Invalid`] at the span of the offending value, saying
 //!   what exists and what would satisfy it.
 
+pub mod candidates;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::binfmt::Platform;
-use crate::lockfile::{LockFile, LockedProfile};
+use crate::cudnn::platform::Platform;
+use crate::cudnn::version::Version;
+use crate::profile::lockfile::{LockFile, LockedProfile};
 use crate::profile::{Check, Error, Profile, ProfileFile};
-use crate::version::Version;
 
 /// A store entry that a profile may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -301,7 +303,7 @@ pub fn resolve_toolkit<'a>(file: &ProfileFile, profile: &Profile, candidates: &C
 /// The one version a profile's `cuda` names, to suggest in a hint (`"11.8"` for `cuda =
 /// "11.8"` or `"=11.8"`); the requirement as written when it names a range.
 pub fn fetchable_version(profile: &Profile) -> String {
-    use crate::version::Op;
+    use crate::cudnn::version::Op;
     match profile.cuda.version.comparators() {
         [c] if matches!(c.op, Op::Prefix | Op::Exact) => c.version.to_string(),
         _ => profile.cuda.version.to_string(),
@@ -473,7 +475,7 @@ impl From<&ResolvedProfile> for LockedProfile {
     }
 }
 
-/// A resolution as one platform's lock section (what [`crate::lockfile::write`] records).
+/// A resolution as one platform's lock section (what [`crate::profile::lockfile::write`] records).
 impl From<&Resolved> for LockFile {
     fn from(r: &Resolved) -> LockFile {
         LockFile { profiles: r.profiles.iter().map(LockedProfile::from).collect(), unpinned: Vec::new() }
@@ -802,7 +804,7 @@ pub(crate) mod tests {
     }
 
     fn lock_of(text: &str) -> LockFile {
-        crate::lockfile::parse(text, Path::new("lab.lock"), LINUX).unwrap_or_else(|e| panic!("{e}"))
+        crate::profile::lockfile::parse(text, Path::new("lab.lock"), LINUX).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]

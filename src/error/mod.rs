@@ -6,6 +6,9 @@
 //! renderer (`cli::diagnostics`) accepts only errors that implement [`Diagnose`], so an error
 //! type without a diagnosis cannot reach the top: forgetting one does not compile.
 
+pub mod located;
+pub mod suggest;
+
 /// Process exit codes, one per failure class (documented in README.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i32)]

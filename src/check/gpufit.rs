@@ -30,9 +30,9 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::cudnn::version::Version;
 use crate::error::{Diagnose, ExitCode};
 use crate::probe::Report;
-use crate::version::Version;
 
 /// The variable that stands for the driver's CUDA version (`major.minor`).
 pub const OVERRIDE_DRIVER_CUDA: &str = "CUENV_OVERRIDE_DRIVER_CUDA";
