@@ -141,3 +141,30 @@ pub fn remove_entry(layout: &Layout, lock: &WriterLock, id: &str) -> Result<crat
     store.remove(lock, &dir)?;
     Ok(meta)
 }
+/// Which generations `gc` keeps and which it deletes: the `keep` newest of `all` (ascending
+/// numbers), plus the current and the previous one whatever their age. Pure; like nix's
+/// `deleteGenerationsGreaterThan`, but the live ones are never candidates.
+pub fn gc_keep(all: &[u64], current: Option<u64>, previous: Option<u64>, keep: usize) -> (std::collections::BTreeSet<u64>, Vec<u64>) {
+    let mut kept: std::collections::BTreeSet<u64> = all.iter().rev().take(keep).copied().collect();
+    kept.extend(current);
+    kept.extend(previous);
+    let doomed = all.iter().copied().filter(|n| !kept.contains(n)).collect();
+    (kept, doomed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gc_keeps_the_newest_and_the_live_generations() {
+        let (kept, doomed) = gc_keep(&[1, 2, 3, 4, 5, 6], Some(2), Some(1), 3);
+        assert_eq!(kept.into_iter().collect::<Vec<_>>(), [1, 2, 4, 5, 6]);
+        assert_eq!(doomed, [3]);
+        let (kept, doomed) = gc_keep(&[1, 2, 3], Some(3), Some(2), 0);
+        assert_eq!(kept.into_iter().collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(doomed, [1]);
+        let (kept, doomed) = gc_keep(&[], None, None, 3);
+        assert!(kept.is_empty() && doomed.is_empty());
+    }
+}
