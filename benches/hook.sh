@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: the directory hook (`cuenv env --hook bash`, issue 19) in a real bash.
+# Benchmark: the directory hook (`cuenv env --hook bash`) in a real bash.
 #   - per prompt when the folder did not change (the common case): the hook's shell function
 #     only compares $PWD; goal: well under 10 ms;
 #   - per change of folder: one `cuenv env --hook-apply` child plus sourcing its output;

@@ -1,4 +1,4 @@
-//! The floor of importing a wheel the way `cuenv store add` must (issue 20): every member
+//! The floor of importing a wheel the way `cuenv store add` must: every member
 //! inflated, every extracted file hashed with SHA-256, and the archive itself hashed, measured
 //! on this machine with the same inflater (zlib-rs through flate2) and the same SHA-256 (sha2,
 //! SHA-NI where the CPU has it) that cuenv uses. No file is written.

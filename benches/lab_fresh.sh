@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (issue 20): the README's main command on a fresh home, `cuenv apply profiles/lab.toml`
+# Benchmark: the README's main command on a fresh home, `cuenv apply profiles/lab.toml`
 # (3 profiles, 9 linux-x86_64 wheels pinned by profiles/lab.lock, checks included: `no-gpu`
 # without an NVIDIA GPU), next to uv and pip installing the same 9 wheels with no cache. All three
 # download from one loopback index (benches/loopback_index.py on 127.0.0.1) serving the same

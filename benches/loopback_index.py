@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A loopback package index for benches/lab_fresh.sh (issue 20): serves a folder of wheels so
+"""A loopback package index for benches/lab_fresh.sh: serves a folder of wheels so
 that cuenv, uv and pip download the same bytes from 127.0.0.1, and the network does not decide.
 
   loopback_index.py gather LOCK INTO [REUSE]  put every linux-x86_64 wheel LOCK pins into INTO:

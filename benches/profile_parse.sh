@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark: `cuenv plan` of generated profile files, to show parsing is linear in the file's
-# size (issue 11, case 8). Each file holds N profiles, each with an unknown key (so every
+# size. Each file holds N profiles, each with an unknown key (so every
 # profile yields one diagnostic: the worst case for error rendering), plus one valid file and
 # a 10 MB file of 262,144 short valid profiles. Reports wall seconds, peak RSS and the exit code of each run.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (issue 20): cuenv next to uv, pip and unzip at what uv does, in one run, best of
+# Benchmark: cuenv next to uv, pip and unzip at what uv does, in one run, best of
 # RUNS (default 3) wall-clock seconds each, with the ratios measured in this same run:
 #   - importing the real nvidia-cudnn-cu12 9.5.0.50 and 8.9.4.25 manylinux wheels
 #     (`cuenv store add` into an empty home; `uv pip install --no-deps --no-cache --target`
@@ -87,6 +87,6 @@ peak_rss=$(sort -n "$work/rss" | tail -n1)
 echo "peak RSS of cuenv over these runs: $(( peak_rss / 1024 )) MiB (goal < 100)"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# The last row of issue 20's table: the README's main command on a fresh home.
+# The last row: the README's main command on a fresh home.
 echo
 benches/lab_fresh.sh

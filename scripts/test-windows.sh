@@ -30,7 +30,7 @@ wine_skips=(
   # Wine 8's cmd loses the exit code of a batch run with `call` (`exit /b 7`
   # comes back as 1); `cmd /c x.bat` and Command::new("x.bat") keep it.
   wine_smoke::cmd_c_call_bat_exit_code
-  # Issue 17: Wine refuses every junction (os error 50), so `link-mode = "auto"` builds
+  # Wine refuses every junction (os error 50), so `link-mode = "auto"` builds
   # link-free there and `apply`, `use`, `rollback`, `gc` and the transactions run under Wine
   # (tests/it/linkfree.rs, tests/it/wine_main_job.rs). These four assert on the links
   # themselves (view link targets, the `active` link, a cut view link), which a link-free
@@ -39,7 +39,7 @@ wine_skips=(
   apply::use_rollback_generations_gc
   apply::a_half_deleted_generation_is_never_switched_to
   apply::a_relative_home_makes_working_absolute_links
-  # Issue 18, item 6: asserts on view links it deletes and retargets (link-free under Wine).
+  # Asserts on view links it deletes and retargets (link-free under Wine).
   repair::apply_puts_back_deleted_and_retargeted_view_links
   # tests/it/fetch_local.rs: `apply` with `cuda = { from = "pypi" }` on the Windows host needs
   # the CUDA runtime's win_amd64 wheel, and the fixture index serves only manylinux wheels.
@@ -47,14 +47,14 @@ wine_skips=(
   fetch_local::store_fetch_records_a_root_and_apply_fetches_none
   fetch_local::a_source_list_falls_through_to_nvidia_and_the_lock_records_who_served
   fetch_local::lock_allow_unreachable_writes_an_unpinned_profile_that_apply_pins
-  # Issue 20: the same fixture index (downloading ahead is the same code on Windows).
+  # The same fixture index (downloading ahead is the same code on Windows).
   fetch_local::apply_downloads_ahead_and_a_broken_download_leaves_nothing_half_done
-  # Issue 18, items 2 and 5: the same (their wheel folders and the fixture index hold only
+  # The same (their wheel folders and the fixture index hold only
   # manylinux wheels).
   fetch_local::declared_toolkits_are_exclusive_and_plan_says_why
   fetch_local::an_air_gapped_lab_applies_the_shipped_file_from_a_wheel_folder
   fetch_local::a_cuda_runtime_from_a_folder_of_wheels
-  # Issue 18, item 3: its tour file asks for the Linux host's releases (linux-x86_64 names
+  # Its tour file asks for the Linux host's releases (linux-x86_64 names
   # in the expected messages; the Windows resolution is the same code).
   messages::plan_reports_every_resolution_error_of_the_tour_at_once_without_downloading
 )
@@ -96,7 +96,7 @@ if [[ ! -s $elf_dir/libfake.so ]]; then
 fi
 export CUENV_TEST_ELF_SO="$elf_dir/libfake.so"
 
-# The Windows loader tests (tests/it/loader_windows.rs, issue 14) run mingw-built stub DLLs
+# The Windows loader tests (tests/it/loader_windows.rs) run mingw-built stub DLLs
 # and an oracle program under Wine's loader; there is no compiler under Wine, so build them
 # here (a few seconds) and pass their folder.
 CUENV_TEST_MINGW_FIXTURES="$("$repo/tests/it/support/loader_win/build.sh" "$repo/target/$target/cuenv-test-fixtures/loader-win")"

@@ -261,7 +261,7 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desire
 pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMode) -> Result<Desired, Error> {
     let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
     check_link_mode(&file)?;
-    // Paths written as text into the manifest and shims (issue 11, case 10).
+    // Paths written as text into the manifest and shims.
     require_unicode(PathRole::Home, &stable_home(layout))?;
     require_unicode(PathRole::ProfileFile, &file.path)?;
     let Locking { resolved, changes, toolkits, entries } = resolve_locked(layout, &file, platform, locked)?;
@@ -370,7 +370,7 @@ fn conda_env(
 }
 
 /// Every error resolving `file` for `platform` would meet, found before anything is
-/// fetched or built (issue 18, item 3): `pre`'s (bad `from`, versions no source has,
+/// fetched or built: `pre`'s (bad `from`, versions no source has,
 /// sources that cannot be reached), each profile's toolkit and cuDNN against what exists
 /// plus what `pre` would fetch ([`crate::resolve::check_all`]), and each conda env. One
 /// error for all of them, in file order, or `Ok` when there is none.
@@ -403,8 +403,8 @@ pub fn check_all(layout: &Layout, file: &ProfileFile, platform: Platform, pre: c
     if errors.is_empty() { Ok(()) } else { Err(crate::profile::Error::combine(errors).into()) }
 }
 
-/// For a `platform` that has it (Windows), the full-path check of profile `name` (issue 11,
-/// case 9): its longest DLL path in the stable view (`<home>/profiles/<name>/cudnn-lib/<the
+/// For a `platform` that has it (Windows), the full-path check of profile `name`
+/// (MAX_PATH, docs/windows.md): its longest DLL path in the stable view (`<home>/profiles/<name>/cudnn-lib/<the
 /// longest of libraries>`) and its staging view folder (link-free: in `lib_dir`, the entry's
 /// own library folder, and no view), and its conda shims (`shim_paths`) must
 /// each fit [`WINDOWS_MAX_PATH`] UTF-16 units. Pure: a function of the planned paths and the
@@ -507,7 +507,7 @@ mod tests {
         assert_eq!(over_max_path(&[edge]), None);
     }
 
-    /// The Windows full-path check (issue 11, case 9) is a function of the planned paths and
+    /// The Windows full-path check is a function of the planned paths and
     /// the target platform, so it is driven here on every host: a home long enough that the
     /// profile's DLL path in its view passes 259 characters is refused at the profile's name
     /// for Windows, and not for Linux, where no such limit applies.

@@ -19,7 +19,7 @@ pub fn plan(layout: &Layout, desired: &Desired) -> Vec<Change> {
     let (empty_views, empty_shims) = (Vec::new(), Vec::new());
     let (cur_views, cur_shims) = cur.as_ref().map(|m| (&m.profiles, &m.shims)).unwrap_or((&empty_views, &empty_shims));
     let mut out = Vec::new();
-    // Why each profile's toolkit root won (issue 18, item 2).
+    // Why each profile's toolkit root won.
     let why = |name: &str| desired.resolved.profiles.iter().find(|r| r.name == name).map(|r| r.toolkit_why.0.clone()).unwrap_or_default();
     for v in &desired.views {
         match cur_views.iter().find(|c| c.name == v.name) {

@@ -1,6 +1,6 @@
 //! Repair, on `apply`'s "no changes" path: when the profile file already matches the current
 //! generation, the links and shims that generation's manifest records are put back where
-//! `cuenv status` finds them damaged (issue 18, item 6). The generation's content does not
+//! `cuenv status` finds them damaged. The generation's content does not
 //! change: a view link is made again (or pointed back) at the target the manifest gives, a
 //! shim is written again from the bytes stored under `generations/<N>/shims/`.
 //!

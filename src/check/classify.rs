@@ -397,7 +397,7 @@ mod tests {
         assert!(notes.contains("convolution matched"), "{notes}");
         assert!(notes.contains("cuDNN reports version 9.5.0, as the profile's entry (9.5.0.50)"), "{notes}");
         assert!(notes.contains("this cuDNN was built for CUDA 12.6"), "{notes}");
-        assert!(!notes.contains("90500") && !notes.contains("12060"), "versions print as 9.5.0 / 12.6 (issue 13, item 6): {notes}");
+        assert!(!notes.contains("90500") && !notes.contains("12060"), "versions print as 9.5.0 / 12.6: {notes}");
         assert!(notes.contains("NVIDIA H200"), "{notes}");
     }
 

@@ -47,7 +47,7 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
         ctx.print_json_sorted(&PlanJson { changes: &changes, lock_changes: &desired.lock_changes, resolved: &desired.resolved });
     } else if changes.is_empty() {
         let n = generation::current(&ctx.layout).unwrap_or(0);
-        // What `apply` of this file would put back in the current generation (issue 18, item 6).
+        // What `apply` of this file would put back in the current generation.
         let damage = match generation::current_manifest(&ctx.layout) {
             Some(m) => apply::damage(&ctx.layout, &m)?,
             None => apply::Repair::default(),

@@ -151,7 +151,7 @@ fn stale_kernels(ctx: &Ctx) -> Vec<doctor::Finding> {
 }
 
 /// The profile in effect in this shell uses a store entry added with `--allow-incomplete`
-/// (../shared/decisions.md 2: check and doctor warn).
+/// (docs/decisions.md 2: check and doctor warn).
 fn incomplete_entry(ctx: &Ctx, profile: Option<&str>) -> Option<doctor::Finding> {
     let m = crate::generation::current_manifest(&ctx.layout)?;
     let view = m.profile(profile?).ok()?;

@@ -194,14 +194,21 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
     }
 }
 
-/// Takes the writer lock and finishes or undoes an interrupted switch.
 /// For commands that act on a generation (`use`, `rollback`, `check`): a home that does not
 /// exist has none, and is not created just to say so (a mistyped `CUENV_HOME` would be left
 /// behind otherwise).
+///
+/// Errors: `NoGeneration` (exit 2) when the home does not exist.
 pub fn require_home(ctx: &Ctx) -> Result<(), Report> {
     if ctx.layout.home().exists() { Ok(()) } else { Err(crate::generation::rollback::NoGeneration.into()) }
 }
 
+/// Takes the writer lock ([`writer_lock`]), finishes or undoes a switch that a kill cut
+/// short (`generation::recover`, with a note saying which), and removes what an
+/// interrupted build, deletion or import left behind. Every command that changes the home
+/// starts here.
+///
+/// Errors: the lock's (a timeout, the home unwritable), recovery's, and the cleanups'.
 pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::home::writer_lock::WriterLock, Report> {
     let lock = writer_lock(ctx)?;
     if let Some(said) = crate::generation::recover(&ctx.layout)? {

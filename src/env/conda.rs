@@ -150,7 +150,7 @@ mod tests {
         assert!(is_path(r"D:\envs\torch2") && !is_path("torch2"));
     }
 
-    /// Issue 12: a name is found the way conda finds it, also through the root of the env the
+    /// A name is found the way conda finds it, also through the root of the env the
     /// shell is in (`CONDA_PREFIX`) and `envs_dirs` in `~/.condarc`.
     #[test]
     fn names_through_conda_prefix_and_condarc() {

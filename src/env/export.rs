@@ -1,7 +1,7 @@
-//! `cuenv export PROFILE --format F`: a profile's environment for tools that do not run cuenv
-//! (issue 19, item 4). Every format goes through the stable paths (`<home>/profiles/<name>/...`,
+//! `cuenv export PROFILE --format F`: a profile's environment for tools that do not run cuenv.
+//! Every format goes through the stable paths (`<home>/profiles/<name>/...`,
 //! [`crate::env::view::activation`]), so `use` and `rollback` never leave an export stale, as with
-//! shims (../shared/decisions.md 4). In the link-free mode exports name the real folders; a
+//! shims (docs/decisions.md 4). In the link-free mode exports name the real folders; a
 //! switch rewrites those written with `--out` (the `follow` module).
 //!
 //! Formats (each a text file; shapes below):

@@ -1,5 +1,5 @@
 //! Files outside the home that carry a profile's environment and follow it across switches
-//! (../shared/decisions.md 4, "exports and kernelspecs follow the same rule as shims"):
+//! (docs/decisions.md 4, "exports and kernelspecs follow the same rule as shims"):
 //! Jupyter kernelspecs bound to a profile of this home ([`crate::env::kernel`]) and the files
 //! `cuenv export --out` wrote ([`crate::env::export`]).
 //!

@@ -1,4 +1,4 @@
-//! Jupyter kernelspecs bound to a profile (issue 19, item 2). Jupyter kernels never run a conda
+//! Jupyter kernelspecs bound to a profile. Jupyter kernels never run a conda
 //! env's `activate.d` scripts: a kernel gets the server's environment merged with the `env`
 //! block of its `kernel.json` (jupyter_client's `KernelManager.pre_start_kernel`, which also
 //! expands `${VAR}` there from the server's environment with `string.Template.safe_substitute`).

@@ -7,7 +7,7 @@ use super::*;
 /// The activation of profile `view` of a generation built in `mode`: the real folders in the
 /// link-free mode ([`ViewRecord::real_folders`]), else through the stable path
 /// `<home>/profiles/<name>` ([`crate::env::view::activation`]). Shims, `cuenv env`, exports and
-/// the check all take theirs from here (../shared/decisions.md 4).
+/// the check all take theirs from here (docs/decisions.md 4).
 pub fn activation_of(layout: &Layout, mode: ViewMode, view: &ViewRecord, platform: crate::cudnn::platform::Platform) -> crate::shim::Activation {
     if mode.is_link_free() {
         crate::env::view::activation_at(&view.name, &view.real_folders(), platform)

@@ -150,7 +150,7 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                 if let Some(note) = damaged_shim_note(m, view) {
                     result.notes.push(note);
                 }
-                // Issue 14: scripts of other shells the check did not run.
+                // Scripts of other shells the check did not run.
                 for (script, vars) in view.conda_env.as_deref().map(activate::unrun_scripts).unwrap_or_default() {
                     result.notes.push(format!(
                         "{UNRUN_NOTE} {} changes {} and was not run by the check (it ran the {} scripts only): in a shell that runs it, this profile may load another cuDNN than the check saw",
@@ -256,7 +256,7 @@ mod tests {
     use super::*;
     use crate::profile::Check;
 
-    /// Versions print as `9.5.0` and `12.6`, never as cuDNN's integers (issue 13, item 6).
+    /// Versions print as `9.5.0` and `12.6`, never as cuDNN's integers.
     #[test]
     fn the_summary_prints_dotted_versions() {
         let report: crate::probe::Report = serde_json::from_str(

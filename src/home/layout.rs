@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 pub const HOME_FORMAT: u32 = 1;
 
 /// The format of a home that holds link-free generations (the pointer files `current` and
-/// `active`, issue 17): a cuenv from before them would find no `profiles` link and take the
+/// `active`): a cuenv from before them would find no `profiles` link and take the
 /// home for one without a generation, so the first switch to a link-free generation raises
 /// the home to this format ([`Layout::raise_format`]) and older cuenvs refuse it. Homes that
 /// only ever held linked generations stay at [`HOME_FORMAT`].

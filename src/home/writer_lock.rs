@@ -1,5 +1,7 @@
-//! The one lock that serializes cuenv writers (`store add`, `store remove`, and later
-//! `apply`, `use`, `rollback`, `gc`) across processes.
+//! The one lock that serializes cuenv writers across processes: every command that changes
+//! the home or records a profile in it (`store add`, `store remove`, `store fetch`, `apply`,
+//! `lock`, `use`, `rollback`, `gc`, `check`, `kernel install`, `export --out`) holds it from
+//! start to end.
 //!
 //! It is an OS file lock on `<home>/cuenv.lock` (std `File::try_lock`), polled every
 //! 100 ms until `CUENV_LOCK_TIMEOUT` seconds (default 300; a malformed value is an error) pass. The OS releases it when

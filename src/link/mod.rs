@@ -458,7 +458,7 @@ mod tests {
         assert!(!matches!(create(LinkKind::Symlink, &local, &link), Err(LinkError::NetworkShare { .. })));
     }
 
-    /// The OS errors that mean "this file system cannot hold links" (issue 11, case 11) are
+    /// The OS errors that mean "this file system cannot hold links" are
     /// one error kind, whatever link mode was asked: before, `ENOSYS` / `EOPNOTSUPP` (Rust's
     /// `ErrorKind::Unsupported`) read "symlinks do not exist on this platform" with the hint to
     /// use `link-mode = "auto"`, which was in use.
@@ -496,7 +496,7 @@ mod tests {
         }
     }
 
-    /// The Windows half of issue 11, case 11, on every host (the Windows API calls themselves
+    /// The Windows half of telling a volume that cannot hold links, on every host (the Windows API calls themselves
     /// are only compile-checked here): errors 1 and 50 with the volume's file system name
     /// make one "cannot hold links" error naming both; other Windows codes are refusals in
     /// words.

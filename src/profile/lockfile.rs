@@ -693,7 +693,7 @@ mod tests {
         assert!(new.contains("[platforms.windows-x86_64.profiles.torch2]"), "{new}");
     }
 
-    /// Issue 16: format 3 bumps the version; a format-2 lock is read as it is and rewritten
+    /// Format 3 bumps the version; a format-2 lock is read as it is and rewritten
     /// as format 3 with its sections, comments and values kept.
     #[test]
     fn a_format_2_lock_is_read_and_rewritten_as_format_3() {
@@ -705,7 +705,7 @@ mod tests {
         assert_eq!(again, v3.replace("[platforms.linux-x86_64.profiles.old]", "# mine\n[platforms.linux-x86_64.profiles.old]"));
     }
 
-    /// Issue 16: a profile unpinned for a platform (format 3): its table holds only
+    /// A profile unpinned for a platform (format 3): its table holds only
     /// `unpinned`; the reason first written is kept; pinning it later drops `unpinned`.
     #[test]
     fn unpinned_profiles_round_trip_and_are_pinned_later() {

@@ -527,7 +527,7 @@ check = "load"
         assert_eq!(all.iter().find(|l| l.message.contains("`foo`")).unwrap().hint.as_deref(), Some("expected one of: cuda, cudnn, conda-env, check"));
     }
 
-    /// Issue 16: `from` is a source or a list of sources tried in order; the single-string
+    /// `from` is a source or a list of sources tried in order; the single-string
     /// form keeps working.
     #[test]
     fn from_takes_a_list_of_sources_tried_in_order() {

@@ -62,7 +62,7 @@ pub enum Origin {
     Wheel,
 }
 
-/// The toolkit candidates one profile chooses among (issue 18, item 2):
+/// The toolkit candidates one profile chooses among:
 /// - `cuda = { ..., from = "pypi" }`: only CUDA runtimes fetched from PyPI;
 /// - else, in a file that lists `[toolkits]`: only those roots;
 /// - else: installed (discovered) toolkits and fetched runtimes alike.
@@ -679,7 +679,7 @@ pub(crate) mod tests {
         t
     }
 
-    /// Issue 18, item 2: a file listing [toolkits] chooses only among them; `from = "pypi"`
+    /// A file listing [toolkits] chooses only among them; `from = "pypi"`
     /// only among runtimes from PyPI; otherwise installed toolkits and runtimes alike.
     #[test]
     fn each_profile_chooses_among_its_pool_and_says_why() {

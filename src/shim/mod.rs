@@ -115,7 +115,7 @@ pub enum Layer {
     #[default]
     Shim,
     /// The directory hook (`cuenv env --hook`): a `.cuenv-profile` project's profile, below the
-    /// conda shims and above the setup layer (../shared/decisions.md 5).
+    /// conda shims and above the setup layer (docs/decisions.md 5).
     Hook,
     /// `cuenv env --setup` (through `<home>/active`), the layer below every other.
     Setup,

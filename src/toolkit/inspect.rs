@@ -425,7 +425,7 @@ fn find_hand_copied(root: &Path, problems: &mut Vec<String>) -> Option<HandCopie
 /// (`own`: the DLL's VERSIONINFO, the `libcudnn.so.X.Y.Z` file name, or the
 /// `cudnn_version_*` marker a sub-library embeds; with where it was read), else the header
 /// (3 parts). A header that disagrees with the library's own version is named as the stale
-/// one (issue 14). Returns `(version, source, problems)`.
+/// one. Returns `(version, source, problems)`.
 fn choose_cudnn_version(own: Option<(Version, String)>, header: Option<(Version, &str)>) -> (Option<Version>, String, Vec<String>) {
     let mut problems = Vec::new();
     let (version, source) = match (&own, &header) {
@@ -533,7 +533,7 @@ mod tests {
 
     const CUDART_13000: &str = "/* fake */\n#ifndef __CUDA_RUNTIME_API_H__\n#define CUDART_VERSION 13000\n#endif\n";
 
-    /// Issue 15, 1: a CUDA 13.0 root laid out like the real `/usr/local/cuda-13.0` (no
+    /// A CUDA 13.0 root laid out like the real `/usr/local/cuda-13.0` (no
     /// version.json; the runtime and the headers under `targets/x86_64-linux`, `lib64` and
     /// `include` links to them) gets its version from each source in turn.
     #[test]
@@ -717,7 +717,7 @@ mod tests {
             p[0].contains("include/cudnn_version.h says cuDNN 8.9.4, but the library's own version is 9.5.0.50 (VERSIONINFO): the header is stale"),
             "{p:?}"
         );
-        // Issue 14: the file name is the library's own version; the header used to win here
+        // The file name is the library's own version; the header used to win here
         // and the library was blamed.
         let (ver, src, p) = choose_cudnn_version(Some((v("8.9.7"), "file name".into())), Some((v("8.9.4"), "include/cudnn_version.h")));
         assert_eq!((ver, src.as_str()), (Some(v("8.9.7")), "file name"));

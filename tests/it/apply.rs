@@ -19,7 +19,7 @@ fn plan_apply_and_apply_again() {
     assert!(plan.contains("+ profile torch2: cuDNN 9.5.0.50"), "{plan}");
     assert!(plan.contains("+ profile tf: cuDNN 8.8.0.121"), "{plan}");
     assert!(plan.contains("+ profile legacy: cuDNN 8.9.4.25"), "{plan}");
-    // Each platform's own shells (issue 12): `.bat`/`.ps1` on Windows; `.sh`, `.fish`, `.csh`
+    // Each platform's own shells: `.bat`/`.ps1` on Windows; `.sh`, `.fish`, `.csh`
     // elsewhere (POSIX-family shims hold `:`-separated lists, which `C:\` paths would break).
     assert!(plan.contains("+ shim "), "{plan}");
     assert_eq!(plan.contains("cuenv-torch2.bat"), cfg!(windows), "{plan}");
@@ -297,11 +297,11 @@ fn foreign_shim_file_is_never_overwritten() {
 
 /// A link the volume refuses fails `apply` with the reason in words and the hint to move the home,
 /// and leaves no generation, staging folder or empty link folder behind. Linux: junctions do
-/// not exist: since issue 11 (case 9) that is an error at the `link-mode` line before anything
+/// not exist: that is an error at the `link-mode` line before anything
 /// is built (exit 2), not a refused link. Windows: `link-mode = "junction"`, which asks for
 /// junctions by name; under Wine the junction is refused (os error 50, as a FAT32 drive
-/// refuses with error 1); on real Windows NTFS it is created, and the apply succeeds. (Since
-/// issue 17 `auto` falls back to the link-free mode there instead: `wine_main_job.rs`.)
+/// refuses with error 1); on real Windows NTFS it is created, and the apply succeeds. (`auto`
+/// falls back to the link-free mode there instead: `wine_main_job.rs`.)
 #[test]
 fn refused_links_leave_nothing_behind() {
     let lab = Lab::new();
@@ -315,7 +315,7 @@ fn refused_links_leave_nothing_behind() {
     if cfg!(windows) {
         // Wine's refusal (os error 50, ERROR_NOT_SUPPORTED) is a file system that cannot hold
         // links, as a FAT32 drive's (error 1): the raw OS error stays as the cause, and the
-        // hint is to move the home or use the link-free mode (issues 11 and 17).
+        // hint is to move the home or use the link-free mode.
         assert!(err.starts_with("error: cannot create a junction at "), "{err}");
         assert!(err.contains("cannot hold links") && err.contains("os error 50"), "{err}");
         assert!(err.contains("hint: move the cuenv home"), "{err}");
@@ -328,7 +328,7 @@ fn refused_links_leave_nothing_behind() {
     assert!(!lab.ctx.path("lab.lock").exists(), "no lock for a failed apply");
 }
 
-/// `link-mode = "copy"` is the old name of the link-free mode (issue 17): nothing is copied
+/// `link-mode = "copy"` is the old name of the link-free mode: nothing is copied
 /// and no view is made; the shims and activations name the store entry itself. Before: the
 /// entry was copied into `profiles/a/cudnn`.
 #[test]
@@ -540,10 +540,10 @@ fn doctor_judges_the_active_profile_like_check() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Transactions (issue 10)
+// Transactions
 // ---------------------------------------------------------------------------------------
 
-/// Issue 10, case 3: a kill between a history record and its newline (the old code wrote
+/// A kill between a history record and its newline (the old code wrote
 /// them with two `write`s) left an unterminated last line, and the next switch glued its
 /// record to it: both records were lost. The next append now ends the cut line first.
 #[test]
@@ -564,7 +564,7 @@ fn a_history_line_cut_by_a_kill_loses_no_other_record() {
     assert!(fs::read_to_string(&history).unwrap().ends_with("}\n"));
 }
 
-/// Issue 10, case 7: a relative `--home` / `CUENV_HOME` made relative links that all
+/// A relative `--home` / `CUENV_HOME` made relative links that all
 /// dangled while `apply` said it succeeded. The home is made absolute once, at start.
 #[test]
 fn a_relative_home_makes_working_absolute_links() {
@@ -591,7 +591,7 @@ fn a_relative_home_makes_working_absolute_links() {
     }
 }
 
-/// Issue 12: shims are written for the platform's shells by default (`.sh`, `.fish`, `.csh` on
+/// Shims are written for the platform's shells by default (`.sh`, `.fish`, `.csh` on
 /// Linux; before, `.bat` and `.ps1` too, and no `.csh`: a tcsh user got no profile), Linux shims
 /// leave PATH alone (conda cannot take an entry back out on a switch), `[settings] shells`
 /// chooses, and an unknown shell is refused at its line.
@@ -620,7 +620,7 @@ fn shims_are_written_for_the_chosen_shells() {
     assert_eq!(lab.current(), 2);
 }
 
-/// Issue 10, case 7: a conda env named through a symlink is the same env. The old code
+/// A conda env named through a symlink is the same env. The old code
 /// judged the "new" shims (through the link) identical and skipped them, then deleted the
 /// "old" ones, which were the same files: every shim of the env was gone.
 #[cfg(unix)]
@@ -644,7 +644,7 @@ fn an_env_named_through_a_symlink_keeps_its_shims() {
     assert!(lab.env_b.join("etc/conda/activate.d/cuenv-tf.sh").exists());
 }
 
-/// Issue 10, case 2: `gc` deleted a generation in steps, so a kill left a manifest without
+/// `gc` deleted a generation in steps, so a kill left a manifest without
 /// some view links, and `rollback --to N` then made that half-deleted generation current.
 /// A generation now disappears in one rename, nothing switches to an incomplete one, and
 /// the next writer removes what an interrupted deletion left.
@@ -675,7 +675,7 @@ fn a_half_deleted_generation_is_never_switched_to() {
     assert!(!trash.exists(), "the next writer removes the leftover");
 }
 
-/// Issue 10, case 9: `gc --dry-run` lists what would go, with sizes, and changes nothing.
+/// `gc --dry-run` lists what would go, with sizes, and changes nothing.
 #[test]
 fn gc_dry_run_lists_what_would_go_with_sizes() {
     let lab = Lab::new();
@@ -699,7 +699,7 @@ fn gc_dry_run_lists_what_would_go_with_sizes() {
     assert!(!lab.ctx.home.join("generations/1").exists());
 }
 
-/// Issue 10, case 9: applying another profile file than the one that built the current
+/// Applying another profile file than the one that built the current
 /// generation silently removed that lab's profiles and conda shims. It now names what
 /// would go and needs `--replace`.
 #[test]
@@ -739,7 +739,7 @@ fn another_lab_file_needs_replace_to_remove_profiles() {
     assert!(!shim.exists());
 }
 
-/// Issue 10, case 8: what a kill leaves (half-written `.cuenv-tmp*` files in the home, a
+/// What a kill leaves (half-written `.cuenv-tmp*` files in the home, a
 /// conda env and the lab folder; `.profiles.new` / `.active.new` staging links; the
 /// `.link-probe` folder of apply's link test) is removed
 /// by the next writer; in folders other cuenv homes also write to, only files a minute old.
@@ -768,7 +768,7 @@ fn the_next_writer_removes_what_a_kill_left() {
     std::os::unix::fs::symlink(lab.ctx.home.join("profiles/tf"), &active_staging).unwrap();
     let gen_staging = lab.ctx.home.join("generations/.tmp-7");
     fs::create_dir_all(gen_staging.join("views")).unwrap();
-    // apply's link test, killed midway (issue 11).
+    // apply's link test, killed midway.
     let probe = lab.ctx.home.join(".link-probe");
     fs::create_dir_all(probe.join("target")).unwrap();
     std::os::unix::fs::symlink(probe.join("target"), probe.join("link")).unwrap();
@@ -786,7 +786,7 @@ fn the_next_writer_removes_what_a_kill_left() {
     assert_eq!(s["healthy"], true, "{s}");
 }
 
-/// Issue 10, case 3, the other cut: a record cut inside its JSON (the kill came mid-`write`)
+/// The other cut: a record cut inside its JSON (the kill came mid-`write`)
 /// is skipped alone; the records around it survive and the next one starts its own line.
 #[test]
 fn a_history_record_cut_mid_json_loses_only_itself() {
@@ -806,7 +806,7 @@ fn a_history_record_cut_mid_json_loses_only_itself() {
     assert_eq!(written.lines().count(), 3, "the cut line stays alone: {written}");
 }
 
-/// Issue 10, case 7, with checks on: the check fails (the stub cuDNN exports no API), and the
+/// With checks on: the check fails (the stub cuDNN exports no API), and the
 /// revert to the generation that named the env by its real path must not delete the shims
 /// that the link-spelled generation "owned" (the same files).
 #[cfg(unix)]
@@ -828,7 +828,7 @@ fn a_revert_through_a_symlinked_env_keeps_its_shims() {
     assert_eq!(s["healthy"], true, "{s}");
 }
 
-/// Driver and GPU fit (issue 13, item 4): under `CUENV_OVERRIDE_DRIVER_CUDA=11.4` a CUDA 12.6
+/// Driver and GPU fit: under `CUENV_OVERRIDE_DRIVER_CUDA=11.4` a CUDA 12.6
 /// profile is refused by `apply` before anything is written (exit 4, the home byte-identical),
 /// `--force` applies it, and `check` and `doctor` say which fact rules it out. A bad override
 /// value is exit 2 naming the variable.

@@ -1,4 +1,4 @@
-//! The apply transaction (issue 10, cases 1 and 5): switch -> check -> verdict -> lock ->
+//! The apply transaction: switch -> check -> verdict -> lock ->
 //! (revert) is one journaled transaction. A kill anywhere before the verdict, a signal
 //! during the check, or a lock that cannot be written leaves the previous generation
 //! current, with its shims and its lock.

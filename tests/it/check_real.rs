@@ -257,7 +257,7 @@ fn a_dispatcher_without_its_sub_libraries_aborts_the_child_and_names_the_missing
 /// `cuenv doctor --pid` on a process that really loaded the 9.5 wheel's libraries: the child
 /// loads `libcudnn.so.9` by name from the store entry and calls `cudnnGetVersion`, which makes
 /// the dispatcher load `libcudnn_graph.so.9` itself; both are attributed to the store entry
-/// with its release (issue 13, item 5).
+/// with its release.
 #[test]
 #[ignore = "needs the real cuDNN wheels (scripts/real-input.sh)"]
 fn doctor_pid_names_the_real_wheels_libraries_in_a_running_process() {

@@ -392,7 +392,7 @@ fn a_driver_without_devices_is_no_gpu() {
 
 /// A CUDA 12.6 profile under a driver that supports CUDA 11.4 only: cuDNN says
 /// `CUDNN_STATUS_NOT_INITIALIZED` ("the CUDA driver or device could not be initialized"),
-/// which names no cause; the driver's CUDA version in the probe report does (issue 13, item 4).
+/// which names no cause; the driver's CUDA version in the probe report does.
 #[test]
 fn a_driver_too_old_for_the_runtime_is_named_as_such() {
     use cuenv::check::gpufit::{Machine, Overrides, Want, judge};

@@ -1,4 +1,4 @@
-//! `cuenv completions SHELL` and `cuenv man` (issue 18, item 10): the scripts load in the real
+//! `cuenv completions SHELL` and `cuenv man`: the scripts load in the real
 //! shells (bash registers a completion for `cuenv` and completes a subcommand; fish parses
 //! its script), and the man page is roff with every top-level command.
 #![cfg(unix)]

@@ -1,4 +1,4 @@
-//! CUDA 13 (issue 15): toolkit roots without `version.json`, a cuDNN's CUDA major read from the
+//! CUDA 13: toolkit roots without `version.json`, a cuDNN's CUDA major read from the
 //! CUDA libraries it names, and the CUDA 13 layouts of archives, wheels and redist manifests.
 //! Fixtures are built at test time (hand-made PE/ELF files; on Linux also C stubs built with
 //! gcc); nothing of NVIDIA's is used.
@@ -39,7 +39,7 @@ fn toolkits(ctx: &TestContext, roots: &[&Path], under: &Path) -> (Vec<(String, V
     (rows, run(false))
 }
 
-/// Issue 15, 1: CUDA 13 roots laid out like the real installs, without `version.json`: Linux
+/// CUDA 13 roots laid out like the real installs, without `version.json`: Linux
 /// (`targets/x86_64-linux/lib/libcudart.so.13.0.96`, the header under `targets/.../include`)
 /// and Windows (`bin/x64/cudart64_13.dll` whose VERSIONINFO FileVersion is 6.14.11.13000, as
 /// in the real DLL). Before, both were listed with version `?`.
@@ -77,7 +77,7 @@ fn cuda13_roots_without_version_json_get_their_version() {
     assert!(!text.lines().any(|l| l.starts_with("13.0") && l.contains(" ? ")), "{text}");
 }
 
-/// Issue 15, 1 (Windows): the full version from a VERSIONINFO string table laid out as
+/// Windows: the full version from a VERSIONINFO string table laid out as
 /// windres writes it for the real `cudart64_13.dll` (`ProductName` `NVIDIA CUDA 13.0.96
 /// Runtime`), assembled in Rust (support::pe), so no mingw is needed.
 #[test]
@@ -89,7 +89,7 @@ fn cuda13_windows_runtime_versioninfo_string_table() {
     assert_eq!(rows, [("v13.0".to_string(), Value::from("13.0.96"), Value::from("runtime VERSIONINFO"))]);
 }
 
-/// Issue 15, 4: every cuDNN layout of CUDA 13 imports as a cuda13 entry: the
+/// Every cuDNN layout of CUDA 13 imports as a cuda13 entry: the
 /// `nvidia-cudnn-cu13` wheels (Windows, Linux), the `_cuda13` archives (Linux; Windows with
 /// `bin/x64/`), and NVIDIA's installer tree with a `13.0` variant folder beside `12.9`.
 #[test]
@@ -118,7 +118,7 @@ fn cuda13_cudnn_layouts_import_as_cuda13_entries() {
     assert_eq!(meta["layout"]["bin"].as_str(), Some("bin/13.0/x64"));
 }
 
-/// Issue 15, 2: the CUDA major a cuDNN is built for, read from the CUDA libraries it names
+/// The CUDA major a cuDNN is built for, read from the CUDA libraries it names
 /// (without loading them); a `--cuda` they contradict is refused. C stubs built at test time.
 #[cfg(target_os = "linux")]
 mod static_major {

@@ -86,7 +86,7 @@ fn nothing_loadable_is_a_problem_only_when_asked_and_hand_copied_cudnn_is_a_warn
         std::fs::write(tk.path().join("lib64").join(f), "not a library").unwrap();
     }
     let empty = tempfile::tempdir().unwrap();
-    // Issue 14: `--major 9` asked for and no cuDNN 9 reachable is a problem naming what is.
+    // `--major 9` asked for and no cuDNN 9 reachable is a problem naming what is.
     let (code, out, err) = doctor(home.path(), &[empty.path()], &[("CUENV_TOOLKIT_PATHS", tk.path().to_str().unwrap())], &[]);
     assert_eq!(code, 4, "{out}\n{err}");
     assert!(
@@ -213,7 +213,7 @@ fn a_dispatcher_with_a_missing_dependency_is_not_called_unusable() {
     assert!(out.contains("hint: put the folder that holds it on LD_LIBRARY_PATH"), "{out}");
 }
 
-/// Driver fit without a profile (issue 13, item 4): the cuDNN the loader picks was built for
+/// Driver fit without a profile: the cuDNN the loader picks was built for
 /// CUDA 12.6; under `CUENV_OVERRIDE_DRIVER_CUDA=11.4` that is a problem naming both versions.
 #[test]
 fn a_loaded_cudnn_built_for_a_newer_cuda_than_the_driver_is_a_problem() {
@@ -238,7 +238,7 @@ fn a_loaded_cudnn_built_for_a_newer_cuda_than_the_driver_is_a_problem() {
     assert_eq!(d["machine"]["driver_cuda"], "12.0");
 }
 
-/// Issue 14: one folder on LD_LIBRARY_PATH holding libraries of two releases (an 8.8.0
+/// One folder on LD_LIBRARY_PATH holding libraries of two releases (an 8.8.0
 /// `libcudnn_ops_train.so.8.8.0` among an 8.9.4 set whose `libcudnn_ops_infer.so.8` carries
 /// the 8.9.4.25 marker) is a problem naming both releases and their files; files of unknown
 /// version count for none.
@@ -269,7 +269,7 @@ fn a_folder_holding_two_releases_is_a_problem() {
     assert!(!out.contains("releases") && !out.contains("cuDNN 8 was asked for"), "{out}");
 }
 
-/// Issue 14: `doctor --major 8` where only cuDNN 9 is reachable (PyTorch's torch/lib holds
+/// `doctor --major 8` where only cuDNN 9 is reachable (PyTorch's torch/lib holds
 /// 9.x) is a problem (exit 4) naming what is reachable instead.
 #[test]
 fn an_asked_major_that_is_not_reachable_names_what_is() {
@@ -294,7 +294,7 @@ fn an_asked_major_that_is_not_reachable_names_what_is() {
     );
 }
 
-/// Issue 14: a search-path folder with no cuDNN of its own whose `<CUDA version>/` (or
+/// A search-path folder with no cuDNN of its own whose `<CUDA version>/` (or
 /// `<CUDA version>/x64/`) subfolder holds it (NVIDIA's exe installer: PATH lists
 /// `CUDNN\v9.5\bin`, the DLLs are in `bin\12.6\`) is a problem naming the folder to put on the
 /// search path. The Windows layout itself runs under Wine (tests/it/loader_windows.rs); here
@@ -327,7 +327,7 @@ fn the_exe_installer_layout_names_the_folder_to_use() {
     );
 }
 
-/// Issue 14: a stale `cudnn_version.h` beside hand-copied libraries whose own version is known
+/// A stale `cudnn_version.h` beside hand-copied libraries whose own version is known
 /// (here from the `cudnn_version_*` marker in the wheel-style `libcudnn_graph.so.9`, whose name
 /// carries only the major) is named as the stale one; the copy is reported with the library's
 /// version, not the header's.

@@ -1,5 +1,5 @@
-//! `cuenv doctor --pid PID` on a child process that really loaded a cuDNN library (issue 13,
-//! item 5): a small C program built with gcc at test time loads `libcudnn.so.9` by name with
+//! `cuenv doctor --pid PID` on a child process that really loaded a cuDNN library: a
+//! small C program built with gcc at test time loads `libcudnn.so.9` by name with
 //! a profile's activation (`LD_LIBRARY_PATH` = the view's folders, `CUENV_PROFILE`), then waits
 //! on stdin. Linux only (`/proc/<pid>/maps` and `environ`, ELF libraries).
 #![cfg(target_os = "linux")]

@@ -1,4 +1,4 @@
-//! Issue 14, last bullet: `check` runs only the platform shell's activation scripts (`.sh`;
+//! Last bullet: `check` runs only the platform shell's activation scripts (`.sh`;
 //! `.bat` on Windows), so it reports the scripts of other shells in the conda env's
 //! `activate.d` that change `PATH` / `LD_LIBRARY_PATH` and were not run; `doctor` says when a
 //! shell in a conda env with cuenv shims ran none of them.

@@ -1,4 +1,4 @@
-//! `cuenv export` (issue 19, item 4) read back by the real clients: python-dotenv (PyPI),
+//! `cuenv export` read back by the real clients: python-dotenv (PyPI),
 //! direnv (`direnv exec`), Lmod (`module load` / `module unload`, the Lua and the Tcl
 //! modulefile), and the JSON formats parsed. Clients that are not installed are skipped
 //! with a note, unless `CUENV_REQUIRE_SHELLS=1` (.ci/run installs them all).

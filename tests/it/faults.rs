@@ -1,4 +1,4 @@
-//! Faults of the file system under `apply` and `status` (issue 10, cases 4 and 11): a shim
+//! Faults of the file system under `apply` and `status`: a shim
 //! folder that refuses writes, and a full disk under the cuenv home or a conda env. After a
 //! failed command the previous generation is current and whole, the env holds exactly its
 //! shims, and the error names the path and the step, with a hint.
@@ -114,7 +114,7 @@ fn current(home: &Path) -> u64 {
 
 // ------------------------------------------------------------------ case 4
 
-/// Issue 10, case 4: writing a shim failed mid-apply (here: `deactivate.d` read-only, so the
+/// Writing a shim failed mid-apply (here: `deactivate.d` read-only, so the
 /// `activate.d` shim is written and the `deactivate.d` one fails). The env was left holding
 /// shims of two generations, `apply` exited 1 and `status` 0. The sync is now undone before
 /// the error returns, and `status` reports cuenv shims that are not the current
@@ -163,7 +163,7 @@ fn a_failing_shim_sync_is_undone_and_status_reports_stray_shims() {
     assert_eq!(code, 3, "{out}{err}");
     let line = out.lines().find(|l| l.contains(&ours.display().to_string())).unwrap_or_else(|| panic!("{out}"));
     assert!(line.trim_start().starts_with("stray"), "{out}");
-    // Issue 18, item 6: `apply` of the generation's file rewrites it.
+    // `apply` of the generation's file rewrites it.
     assert!(err.contains("hint: `cuenv apply ") && err.contains("puts back generation 1's"), "{err}");
     let out = lab.ok(&["apply", "--no-check", lab_file("tf").to_str().unwrap()]);
     assert!(out.contains(&format!("repaired: shim {} (held another generation's shim", ours.display())), "{out}");
@@ -212,7 +212,7 @@ impl TmpfsLab {
     }
 }
 
-/// Issue 10, case 11: of 66 `apply` runs failing on a full disk, 44 printed no `hint:` and
+/// Of 66 `apply` runs failing on a full disk, 44 printed no `hint:` and
 /// 40 only "No space left on device (os error 28)" with no path. Here the home's or the
 /// env's tmpfs is filled so that `apply` fails at different steps; every failure names a
 /// path under the home or the env, has a hint, and leaves the previous generation current

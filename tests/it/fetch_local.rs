@@ -418,7 +418,7 @@ fn pypi_three_part_version_picks_the_build() {
     assert!(text(&out.stdout).starts_with("added cudnn-9.5.0.50-cuda12-"), "{}", text(&out.stdout));
 }
 
-/// Issue 18, item 8: `store fetch cudnn@9.5` says which release it picked and why.
+/// `store fetch cudnn@9.5` says which release it picked and why.
 #[test]
 fn a_short_version_says_which_release_was_picked_and_why() {
     let env = Env::new();
@@ -738,7 +738,7 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let plan = text(&out.stdout);
     assert!(plan.contains("+ fetch CUDA runtime 12.6") && plan.contains("+ fetch cuDNN 9.5.0.50 from PyPI"), "{plan}");
-    // What the index said, from its metadata (issue 18, item 3).
+    // What the index said, from its metadata.
     assert!(plan.contains("; PyPI has 12.6.77, ") && plan.contains("; PyPI has 9.5.0.50 for CUDA 12, "), "{plan}");
     // The runtime's size counts all three wheels it downloads, not cudart alone.
     assert!(plan.contains(" to download (cudart, cuBLAS, NVRTC)"), "{plan}");
@@ -805,7 +805,7 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     third.assert_no_leftovers();
 }
 
-/// Issue 20: `apply` looks every pinned download up first and starts them together (at most
+/// `apply` looks every pinned download up first and starts them together (at most
 /// 3 at once), importing each while the next ones download; each file is fetched once, and a
 /// download that breaks off fails the apply with nothing half-imported or left behind.
 #[test]
@@ -863,7 +863,7 @@ fn apply_downloads_ahead_and_a_broken_download_leaves_nothing_half_done() {
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
-/// Issue 18, item 2: a file that lists `[toolkits]` chooses only among them, even when a CUDA
+/// A file that lists `[toolkits]` chooses only among them, even when a CUDA
 /// runtime fetched from PyPI for another lab is newer; `plan` says which root won and why.
 #[test]
 fn declared_toolkits_are_exclusive_and_plan_says_why() {
@@ -894,7 +894,7 @@ fn declared_toolkits_are_exclusive_and_plan_says_why() {
     );
 }
 
-/// Issue 18, item 5: an air-gapped lab applies the shipped `profiles/lab.toml` from wheels
+/// An air-gapped lab applies the shipped `profiles/lab.toml` from wheels
 /// copied in by hand: `CUENV_FIND_LINKS` names the folder, `--offline` keeps cuenv off the
 /// network, and the lock pins the bytes of those files (the same bytes PyPI serves).
 #[test]
@@ -949,7 +949,7 @@ fn an_air_gapped_lab_applies_the_shipped_file_from_a_wheel_folder() {
     assert!(env.server.log().is_empty());
 }
 
-/// Issue 18, item 5: a profile names local files itself: its CUDA runtime from a folder of
+/// A profile names local files itself: its CUDA runtime from a folder of
 /// the runtime's wheels (`cuda.from = "./wheels"`) and its cuDNN from a wheel path; applied
 /// offline, nothing else configured.
 #[test]
@@ -1153,7 +1153,7 @@ fn apply_keeps_other_platforms_sections_and_gc_their_entries() {
     assert_eq!(std::fs::read_to_string(dir.path().join("lab.lock")).unwrap(), both);
 }
 
-/// Issue 10, case 9: `store fetch` records its entry as added by hand (a gc root until
+/// `store fetch` records its entry as added by hand (a gc root until
 /// `store remove`); an entry `apply` fetched for a profile is no root, until `store fetch`
 /// asks for the same bytes by hand.
 #[test]
@@ -1186,7 +1186,7 @@ fn store_fetch_records_a_root_and_apply_fetches_none() {
 }
 
 // ---------------------------------------------------------------------------------------
-// CUDA 13 from PyPI (issue 15, 4): the runtime projects are unsuffixed (`nvidia-cuda-runtime`
+// CUDA 13 from PyPI: the runtime projects are unsuffixed (`nvidia-cuda-runtime`
 // 13.x; the `-cu13` names are empty placeholders) and put their libraries under a shared
 // `nvidia/cu13/`: `lib/*.so.13` on Linux, `bin/x86_64/*.dll` on Windows (next to
 // `lib/x64/*.lib` import libraries), as the real 13.0 wheels do (docs/facts.md §2).
@@ -1277,7 +1277,7 @@ fn cuda13_runtime_and_cudnn_from_pypi_for_both_platforms() {
 }
 
 /// NVIDIA's 9.11+ manifests offer `cuda12` and `cuda13` variants; a cuda13 Windows archive puts
-/// its DLLs in `bin/x64/` (issue 15, 4).
+/// its DLLs in `bin/x64/`.
 #[test]
 fn nvidia_cuda13_variant_for_linux_and_windows_bin_x64() {
     let env = Env::new();
@@ -1314,7 +1314,7 @@ fn nvidia_cuda13_variant_for_linux_and_windows_bin_x64() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Issue 16: a source list `from = ["pypi", "nvidia"]` tried in order; `lock --allow-unreachable`.
+// A source list `from = ["pypi", "nvidia"]` tried in order; `lock --allow-unreachable`.
 
 /// A lab of two profiles on the CUDA 12.6 runtime from PyPI whose cuDNN comes from PyPI,
 /// else NVIDIA: `torch` (9.5.0.50, which the local PyPI has a Linux wheel of) and `legacy`

@@ -1,4 +1,4 @@
-//! The directory hook (issue 19, item 3): in real bash (interactive, PROMPT_COMMAND), zsh
+//! The directory hook: in real bash (interactive, PROMPT_COMMAND), zsh
 //! (chpwd) and fish (`--on-variable PWD`), `cd` into a project with a `.cuenv-profile` gives
 //! the shell that profile (HOOK layer), `cd` out of it restores the environment exactly, and
 //! a conda env's shim activated inside the project goes in front of the hook's entries and

@@ -1,4 +1,4 @@
-//! `cuenv kernel install|list` (issue 19, item 2), checked with the real jupyter_client (PyPI):
+//! `cuenv kernel install|list`, checked with the real jupyter_client (PyPI):
 //! its `KernelSpecManager` lists the kernelspec, and its `KernelManager` starts the kernel's
 //! argv (a stand-in `ipykernel_launcher` module that writes its environment: ipykernel itself
 //! is not needed) with the profile's variables in the kernel's environment.

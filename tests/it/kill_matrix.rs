@@ -1,4 +1,4 @@
-//! The kill matrix (issue 10) for the commands beside `apply` (whose own fault points are in
+//! The kill matrix for the commands beside `apply` (whose own fault points are in
 //! `apply_tx.rs` and `apply.rs`): `use`, `rollback`, `gc`, `store add` and `store remove`
 //! are killed (`CUENV_TEST_ABORT_AT`, debug builds) at every step where a kill could leave
 //! a half-state. After each kill, the next writing command must leave the old state or the

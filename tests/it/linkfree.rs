@@ -1,4 +1,4 @@
-//! The link-free mode (issue 17): `link-mode = "none"` (or `copy`, its old name, or `auto` on
+//! The link-free mode: `link-mode = "none"` (or `copy`, its old name, or `auto` on
 //! a home that cannot hold links) makes no link anywhere. Generations have no views; shims,
 //! `cuenv env`, exports and `env --setup` name the store entries and toolkit roots
 //! themselves; the current generation is the pointer file `<home>/current` and the active

@@ -1,4 +1,4 @@
-//! Kernelspecs and exports follow their profile across switches (../shared/decisions.md 4):
+//! Kernelspecs and exports follow their profile across switches (docs/decisions.md 4):
 //! in the link-free mode they name the real folders of the current generation, so `apply`
 //! and `rollback` rewrite them inside the switch's transaction (a killed switch leaves them
 //! matching the generation that stays); in the link modes they name the stable paths and

@@ -186,7 +186,7 @@ fn rpath_dispatcher_still_takes_sub_libraries_from_ld_library_path() {
     );
 }
 
-/// Issue 13, item 1: a folder ahead on LD_LIBRARY_PATH holds only an older
+/// A folder ahead on LD_LIBRARY_PATH holds only an older
 /// `libcudnn_cnn_infer.so.8`; a complete set follows. Without a GPU the probe never loads
 /// cnn_infer, but the dispatcher's own `dlopen` would take it from the older folder: doctor
 /// says so (the oracle makes the dispatcher itself dlopen it).
@@ -309,7 +309,7 @@ fn real_runpath_wheel_loses_to_ld_library_path() {
     );
 }
 
-/// Issue 13, item 1 with the real files: a stray 8.8.0 `libcudnn_ops_infer.so.8` ahead of the
+/// Item 1 with the real files: a stray 8.8.0 `libcudnn_ops_infer.so.8` ahead of the
 /// real 8.9.4 set. The version cuDNN reports (8800) is the stray file's: the headline
 /// attributes it to that file, not to the 8.9.4 dispatcher.
 #[test]

@@ -68,7 +68,7 @@ fn windows_dll_versions_are_read_and_two_releases_are_refused() {
     assert_eq!(v("sub8_880.dll").as_deref(), Some("8.8.0.121"), "VERSIONINFO");
     assert_eq!(v("sub9_91.dll").as_deref(), Some("9.1.0.70"), "the marker in .rdata");
     assert_eq!(v("disp9.dll"), None, "unknown: neither");
-    // Issue 13, item 3: a DLL cut short is told by its section table.
+    // A DLL cut short is told by its section table.
     assert_eq!(cuenv::sys::binfmt::truncated(&fix.join("sub8_880.dll")).unwrap(), None);
     let bytes = std::fs::read(fix.join("sub8_880.dll")).unwrap();
     let cut = ctx.path("cut.dll");
@@ -263,7 +263,7 @@ mod under_windows {
         assert!(out.contains(&format!("hint: put {} on PATH instead of {}", bin.join("12.6").display(), bin.display())), "{out}");
     }
 
-    /// Issue 13, item 3: cuDNN 8.3 to 9.1 load `zlibwapi.dll` by name; none on PATH, or a
+    /// CuDNN 8.3 to 9.1 load `zlibwapi.dll` by name; none on PATH, or a
     /// 32-bit one first, is a problem.
     #[test]
     fn zlibwapi_for_cudnn_8_is_checked() {

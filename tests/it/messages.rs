@@ -1,4 +1,4 @@
-//! Issue 18, item 8: messages a new user met that said too little.
+//! Messages a new user met that said too little.
 
 use crate::support::lab::Lab;
 
@@ -104,7 +104,7 @@ fn store_remove_names_every_generation_using_the_entry_current_first() {
     assert!(err.contains("is used by generations 2 (current) and 1"), "{err}");
 }
 
-/// Issue 18, item 3: `plan` of the README tour file, on a machine with no toolkit, an empty
+/// `plan` of the README tour file, on a machine with no toolkit, an empty
 /// store, no conda env `tf` and a PyPI index that cannot be reached, reports every error in
 /// one run (exit 2), each at its line, and downloads nothing. The hints converge: no toolkit
 /// for `cuda = "11.8"` suggests the same version from PyPI.
@@ -178,7 +178,7 @@ cudnn = { version = "9.5.0.50", from = "pypi" }
     assert!(!ctx.home.join("store").join(".downloads").exists() && !ctx.home.join("toolkits").exists(), "{err}");
 }
 
-/// Issue 18, item 10: `--color always|never|auto` for clap's help and cuenv's error
+/// `--color always|never|auto` for clap's help and cuenv's error
 /// prefixes; `auto` (the default) colors only a terminal, and never with NO_COLOR set.
 #[test]
 fn color_follows_the_flag_and_no_color() {
@@ -211,7 +211,7 @@ fn color_follows_the_flag_and_no_color() {
     assert_eq!(code, Some(2), "{err}");
 }
 
-/// Issue 18, item 9: default output says what changes and what is wrong, one line each;
+/// Default output says what changes and what is wrong, one line each;
 /// `--verbose` shows everything (plan's view links, each no-GPU warning, whole generations lines).
 #[test]
 fn default_output_is_short_and_verbose_shows_everything() {

@@ -1,4 +1,4 @@
-//! Paths cuenv cannot take as they are (issue 11, cases 10 and 11): folders whose names are
+//! Paths cuenv cannot take as they are: folders whose names are
 //! not UTF-8 (on `LD_LIBRARY_PATH`, above a toolkit root, above the cuenv home, a stray shim's
 //! name; for `doctor`, `toolkits`, `plan`, `apply`, `env --setup`, `status --json`), and a cuenv
 //! home on a file system that cannot hold links (exFAT through FUSE on a loop device).
@@ -205,12 +205,11 @@ impl Drop for ExfatMount {
     }
 }
 
-/// A cuenv home on exFAT (FUSE), which cannot hold links (issue 17). `link-mode = "symlink"`,
+/// A cuenv home on exFAT (FUSE), which cannot hold links. `link-mode = "symlink"`,
 /// which asks for links by name, is an error at its line found by apply's test link before
 /// anything is built (exit 2). `auto` builds the generation link-free, saying once why (the
 /// file system and folder that refused the test link); `copy`, the old name of the link-free
-/// mode, does the same without a note. Before issue 17 both failed (exit 1: "the commit point
-/// `<home>/profiles` is a link in every mode"). Skips, saying why, where the exFAT mount
+/// mode, does the same without a note. Skips, saying why, where the exFAT mount
 /// cannot be made.
 #[test]
 fn a_home_on_a_file_system_without_links() {

@@ -1,4 +1,4 @@
-//! Output and settings under faults (issue 10, cases 6 and 11): a stdout that cannot be
+//! Output and settings under faults: a stdout that cannot be
 //! written (`/dev/full`, a closed pipe) never panics a command nor stops it half-way, and a
 //! malformed `CUENV_*` setting is an error (exit 2) instead of a silent default.
 

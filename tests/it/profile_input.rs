@@ -1,4 +1,4 @@
-//! Hostile and broken profile files (issue 11, cases 7-9): files that are not UTF-8, files
+//! Hostile and broken profile files (cases 7-9): files that are not UTF-8, files
 //! large enough to expose any cost above linear, names and link modes that look valid but
 //! would fail late; and a seeded mutation test of the parser (thousands of mutated files:
 //! no panic, nothing slow, every invalid one an error at a file:line:col).
@@ -181,7 +181,7 @@ fn a_long_profile_name_is_refused_at_parse_time() {
 /// long and the profile name the longest allowed, so that the store's own paths (the home
 /// and about 95 more) still fit while `<home>\profiles\<name>\cudnn-lib\<DLL>` does not.
 /// Needs no link: under Wine too. Asks for junctions by name: `auto` under Wine builds
-/// link-free generations (issue 17), whose DLLs load from the store entry, not from a view.
+/// link-free generations, whose DLLs load from the store entry, not from a view.
 #[cfg(windows)]
 #[test]
 fn a_profile_past_max_path_is_refused_at_its_name() {

@@ -1,4 +1,4 @@
-//! Issue 18, items 6 and 7, and item 9's part for `status`. Damage that `status` finds (a
+//! And item 9's part for `status`. Damage that `status` finds (a
 //! deleted or modified shim, a deleted or retargeted view link) has a way out: `apply` of the
 //! same file puts back what the current generation's manifest records, says what it put
 //! back (`plan` lists it first), and `status`'s hint says to run it; a file without cuenv's marker is never replaced.
@@ -47,7 +47,7 @@ fn applied(mode: Mode) -> (Lab, PathBuf) {
     (lab, file)
 }
 
-/// Issue 18, item 6: a deleted shim: `status` exits 3 with a hint naming `cuenv apply <file>`;
+/// A deleted shim: `status` exits 3 with a hint naming `cuenv apply <file>`;
 /// `apply` of the same file writes it back (saying so), builds no generation, and `status`
 /// is clean again. Both link modes.
 #[test]
@@ -87,7 +87,7 @@ fn apply_puts_back_a_deleted_shim() {
     }
 }
 
-/// Issue 18, item 6: a shim edited by hand (it still starts with cuenv's marker) is
+/// A shim edited by hand (it still starts with cuenv's marker) is
 /// `modified`; `apply` replaces it because it is cuenv's, and says so. A file without the
 /// marker at a shim's path is never replaced: `apply` exits 3 naming it, with a hint, and
 /// leaves it as it is; once it is moved away, `apply` writes the shim. Both link modes.
@@ -130,7 +130,7 @@ fn apply_replaces_a_modified_shim_but_never_a_foreign_file() {
     }
 }
 
-/// Issue 18, item 6, links: a deleted view link is `missing` and a retargeted one
+/// Links: a deleted view link is `missing` and a retargeted one
 /// `retargeted`; `status` points to `apply`, which puts both back at the manifest's targets.
 /// (Asserts on links: skipped under Wine, where `auto` is link-free.)
 #[test]
@@ -162,7 +162,7 @@ fn apply_puts_back_deleted_and_retargeted_view_links() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
-/// Issue 18, item 9: `status` lists only what is wrong, one line each, and counts the rest;
+/// `status` lists only what is wrong, one line each, and counts the rest;
 /// `--verbose` lists every link and shim; `--json` lists every one as before.
 #[test]
 fn status_lists_problems_and_counts_the_rest() {
@@ -185,7 +185,7 @@ fn status_lists_problems_and_counts_the_rest() {
     assert!(!out.lines().any(|l| l.trim_start().starts_with("ok ")), "{out}");
 }
 
-/// Issue 18, item 7: `use legacy`, then `rollback` to a generation without `legacy`: the
+/// `use legacy`, then `rollback` to a generation without `legacy`: the
 /// rollback says the active profile is not in that generation and points to
 /// `rollback --to 2` and `use`; `status`, `env`, `use legacy` and `check legacy` point there
 /// too, and none tells the user to add `legacy` (the file already has it). Both link modes.
@@ -225,7 +225,7 @@ fn a_rollback_past_the_active_profile_says_what_happened() {
     }
 }
 
-/// Issue 18, item 7: a profile the file declares but no generation has (added to the file
+/// A profile the file declares but no generation has (added to the file
 /// after the last apply): the hint says to apply the file, not to add the profile.
 #[test]
 fn a_profile_the_file_declares_but_no_generation_has_points_to_apply() {

@@ -856,7 +856,7 @@ fn scenario(name: &str, dx: bool, steps: &[(CStep, Want)]) -> Result<(), String>
         if a != expected {
             return Err(format!("{name}: step {i} {step:?}, want {want:?}:\n{}", env_diff(&a, &expected)));
         }
-        // Precedence (../shared/decisions.md 5): the profile in effect through the conda env
+        // Precedence (docs/decisions.md 5): the profile in effect through the conda env
         // comes before any other cuenv entry (the setup layer's) in PATH.
         if let Want::Profile(p) = want {
             let home_dir = home(&with.root).to_str().unwrap().to_string();

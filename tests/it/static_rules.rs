@@ -1,4 +1,4 @@
-//! Issue 13, item 3: static rules that need no GPU, each with a row in docs/loader.md's
+//! Static rules that need no GPU, each with a row in docs/loader.md's
 //! table ("Static rules"). Linux stubs built with the C compiler.
 #![cfg(target_os = "linux")]
 

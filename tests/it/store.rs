@@ -259,7 +259,7 @@ fn official_linux_tar_xz_keeps_symlink_chains() {
     assert_eq!(link["target"].as_str(), Some("libcudnn.so.9"));
 }
 
-/// Issue 15, 3: the `added` line counts libraries, not names: the Linux archive's 8 libraries
+/// The `added` line counts libraries, not names: the Linux archive's 8 libraries
 /// come as 24 names (`libX.so`, `libX.so.9`, `libX.so.9.5.0`), and the line said 24.
 #[test]
 fn the_added_line_counts_libraries_not_their_alias_names() {
@@ -877,7 +877,7 @@ refusals! {
         hostile::zip_with_member(&ctx.work, &format!("{}/entry.toml", Release::V9.windows_archive_stem()))
     };
 
-    // ---- control characters, encodings and overlong names (issue 11); names are shown escaped
+    // ---- control characters, encodings and overlong names; names are shown escaped
     refuses_a_zip_member_with_an_escape_sequence(ctx, zip) {
         hostile::zip_with_member(&ctx.work, &format!("{}/bin/\x1b]0;pwned\x07\x1b[2Jevil.dll", Release::V9.windows_archive_stem()))
     };
@@ -1258,7 +1258,7 @@ fn verify_prints_planted_names_escaped() {
     assert!(!out.stdout.iter().any(|b| *b == 0x1b || *b == 0x07), "raw control bytes printed: {text:?}");
 }
 
-/// Issue 13, item 2 (and ../shared/decisions.md 2): a set without the sub-libraries its major
+/// And docs/decisions.md 2: a set without the sub-libraries its major
 /// ships (the issue's "9.x folder missing one of its libraries imported silently, 7
 /// libraries") is refused, naming what is missing, unless `--allow-incomplete`, which the
 /// entry records; a library beyond the table (a newer 9.x sub-library) is accepted.
@@ -1330,7 +1330,7 @@ fn a_complete_entry_is_preferred_over_an_incomplete_one_of_the_same_version() {
     }
 }
 
-/// Issue 14 (and ../shared/decisions.md 2): libraries of two releases in one set are refused
+/// And docs/decisions.md 2: libraries of two releases in one set are refused
 /// (exit 2, naming the rule and each odd file with the version it carries): a tarball-style
 /// name (`libcudnn_ops.so.9.1.0` among 9.5.0 files) or the `cudnn_version_*` marker NVIDIA
 /// embeds in `libcudnn_graph.so.9` (wheel-style names carry only the major). A library whose
@@ -1370,7 +1370,7 @@ fn libraries_of_two_releases_in_one_set_are_refused() {
     ctx.add_ok(&folder, &["--cuda", "12"]);
 }
 
-/// Issue 14: a stale `cudnn_version.h` (9.1.0) beside libraries that carry 9.5.0 in their
+/// A stale `cudnn_version.h` (9.1.0) beside libraries that carry 9.5.0 in their
 /// names is named as the stale file, not blamed on the libraries.
 #[cfg(unix)]
 #[test]

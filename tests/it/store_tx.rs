@@ -1,4 +1,4 @@
-//! Issue 10, the store's side: integrity of the store's top level and of each entry's
+//! The store's side: integrity of the store's top level and of each entry's
 //! identity (case 10), entries added by hand as gc roots (case 9), and leftovers of an
 //! interrupted import / remove / download (case 8).
 

@@ -1,4 +1,4 @@
-//! README's tour, run as a new user would (issue 18, "Done when"): `scripts/tour.sh` clones
+//! README's tour, run as a new user would ("Done when"): `scripts/tour.sh` clones
 //! this repository's HEAD into a temp folder, builds stand-ins for what the tour assumes (a
 //! cuDNN archive, a wheel, an extracted folder, an installed CUDA 11.8 toolkit, a local wheel
 //! index), puts the `cuenv` that cargo built on `PATH` and runs the README's

@@ -1,4 +1,4 @@
-//! The Windows main job end to end (issue 17), on the real win_amd64 wheels: under Wine from
+//! The Windows main job end to end, on the real win_amd64 wheels: under Wine from
 //! Linux (`scripts/test-windows.sh --real`, which runs the ignored tests of this file and of
 //! `real_windows.rs` in a release build) or natively. Wine refuses every junction (os error
 //! 50), so `link-mode = "auto"` builds link-free there, and says so once.
@@ -174,7 +174,7 @@ fn the_windows_main_job_runs_end_to_end() {
     assert_eq!(read("after.txt"), read("before.txt"), "deactivation restores the environment exactly");
     eprintln!("wine_main_job: cmd: first cudnn64_9.dll on PATH in {}; deactivation restored {} variables", e9.display(), read("before.txt").lines().count());
 
-    // `cuenv run` (issue 19): the child loads cudnn64_9.dll from the store entry.
+    // `cuenv run`: the child loads cudnn64_9.dll from the store entry.
     let out = ctx.cmd().args(["run", "-p", "new", "--"]).arg(&exe).args(["__probe", "--major", "9", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
