@@ -170,11 +170,11 @@ struct Gathered {
 }
 
 /// Gathers what [`resolve_locked`] resolves against: lists the store, finds the toolkit
-/// roots, reads `lab.lock`.
-fn gather(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Gathered, Error> {
+/// roots, takes `platform`'s section of the `lab.lock` the command read.
+fn gather(layout: &Layout, file: &ProfileFile, platform: Platform, lock: &lockfile::LockText) -> Result<Gathered, Error> {
     let entries = Store::new(layout).entries();
     let toolkits = crate::resolve::candidates::toolkit_candidates(layout, file, platform)?;
-    let lock = lockfile::read(&lockfile::lock_path(&file.path), platform)?;
+    let lock = lock.section(platform)?;
     Ok(Gathered { entries, toolkits, lock })
 }
 
@@ -185,14 +185,21 @@ fn gather(layout: &Layout, file: &ProfileFile, platform: Platform) -> Result<Gat
 /// (pure: file + lock + candidates -> choices).
 ///
 /// Errors: profile errors (file, line, column; exit code 2), lock file errors, [`LockedDrift`].
-pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, locked: bool) -> Result<Locking, Error> {
-    resolve_locked_holding(layout, file, platform, locked, &[])
+pub fn resolve_locked(layout: &Layout, file: &ProfileFile, platform: Platform, locked: bool, lock: &lockfile::LockText) -> Result<Locking, Error> {
+    resolve_locked_holding(layout, file, platform, locked, &[], lock)
 }
 
 /// [`resolve_locked`] for every profile of `file` but the `held` ones (profiles `cuenv lock
 /// --allow-unreachable` could not fetch for): those are neither resolved nor compared with
 /// the lock (the caller keeps or unpins their lock entries).
-pub fn resolve_locked_holding(layout: &Layout, file: &ProfileFile, platform: Platform, locked: bool, held: &[String]) -> Result<Locking, Error> {
+pub fn resolve_locked_holding(
+    layout: &Layout,
+    file: &ProfileFile,
+    platform: Platform,
+    locked: bool,
+    held: &[String],
+    lock_text: &lockfile::LockText,
+) -> Result<Locking, Error> {
     let mut held_file;
     let file = if held.is_empty() {
         file
@@ -201,7 +208,7 @@ pub fn resolve_locked_holding(layout: &Layout, file: &ProfileFile, platform: Pla
         held_file.profiles.retain(|p| !held.contains(&p.name));
         &held_file
     };
-    let Gathered { entries, toolkits, mut lock } = gather(layout, file, platform)?;
+    let Gathered { entries, toolkits, mut lock } = gather(layout, file, platform, lock_text)?;
     if let Some(l) = lock.as_mut() {
         l.profiles.retain(|p| !held.contains(&p.name));
         l.unpinned.retain(|p| !held.contains(&p.name));
@@ -251,20 +258,20 @@ fn runtime_dir(t: &toolkit::Toolkit, platform: Platform) -> PathBuf {
 /// Resolves `file` into the desired generation content for this host. `locked`: fail
 /// instead of changing `lab.lock`. Errors carry the file, line and column (profile errors)
 /// and exit code 2.
-pub fn desire(layout: &Layout, file: ProfileFile, locked: bool) -> Result<Desired, Error> {
+pub fn desire(layout: &Layout, file: ProfileFile, locked: bool, lock: &lockfile::LockText) -> Result<Desired, Error> {
     let mode = planned_mode(layout, &file);
-    desire_in(layout, file, locked, mode)
+    desire_in(layout, file, locked, mode, lock)
 }
 
 /// [`desire`] for a generation built in `mode` (what [`check_link_mode_works`] chose):
 /// link-free shims name the store entries and toolkit roots themselves.
-pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMode) -> Result<Desired, Error> {
+pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMode, lock: &lockfile::LockText) -> Result<Desired, Error> {
     let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
     check_link_mode(&file)?;
     // Paths written as text into the manifest and shims.
     require_unicode(PathRole::Home, &stable_home(layout))?;
     require_unicode(PathRole::ProfileFile, &file.path)?;
-    let Locking { resolved, changes, toolkits, entries } = resolve_locked(layout, &file, platform, locked)?;
+    let Locking { resolved, changes, toolkits, entries } = resolve_locked(layout, &file, platform, locked, lock)?;
     let base_dir = file.path.parent().map(Path::to_path_buf).unwrap_or_default();
     let home_dir = dirs::home_dir();
     let mut views = Vec::new();

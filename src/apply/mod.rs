@@ -4,28 +4,33 @@
 //! domain modules below `apply`, never a later stage:
 //!
 //! ```text
-//! 1 parse    crate::profile::load          lab.toml            -> ProfileFile
-//!   links    desire::check_link_mode_works a link-mode this host cannot make: error at its line
-//! 2 fetch    crate::sources::ensure        ProfileFile + pins  -> store entries, toolkit roots
-//! 3 resolve  desire::desire                gather (I/O: store, toolkits, lab.lock), then
-//!              └ crate::resolve::honour    file + lock + candidates -> choices (pure)
-//!                                                              -> Desired (views + shims)
-//! 4 plan     plan::plan                    Desired vs. current generation -> changes
-//!   repair   repair::repair                no changes: the current generation's damaged
-//!                                          links and shims put back from its records
-//! 5 build    build::build                  Desired -> generations/<N>/ (staged, one rename)
-//!   record   record::preflight_lock        before building: lab.lock can take the change
-//! 6 switch   crate::generation::ApplyTx    journal, lab.lock, profiles -> generations/<N>/views
-//! 7 check    crate::generation::profile_check::run  probe each profile; verdict: commit, or revert
-//! 8 record   record::write_lock            lab.lock (this platform's section + pins), written
-//!                                          inside the transaction (a revert puts the old back)
+//! 1  parse     crate::profile::load          lab.toml            -> ProfileFile
+//!    inputs    run::Inputs                   read once: host, lab.lock (LockText), current generation
+//!    links     desire::check_link_mode_works a link-mode this host cannot make: error at its line
+//! 2  validate  desire::check_all             every resolution and conda-env error at once, before fetching
+//! 3  fetch     crate::sources::ensure        ProfileFile + pins  -> store entries, toolkit roots
+//! 4  resolve   desire::desire_in             gather (I/O: store, toolkits; the lock's section), then
+//!                └ crate::resolve::honour    file + lock + candidates -> choices (pure)
+//!                                                                -> Desired (views + shims)
+//! 5  gpu fit   run::gpu_fit                  a profile this driver or GPU cannot run: refused (--force skips)
+//! 6  plan      plan::plan                    Desired vs. current generation -> changes
+//!    repair    repair::repair                no changes: the current generation's damaged
+//!                                            links and shims put back from its records
+//!    preflight record::preflight_lock        before building: lab.lock can take the change
+//! 7  build     build::build                  Desired -> generations/<N>/ (staged, one rename)
+//! 8  record    record::write_lock            lab.lock (this platform's section + pins), written
+//!                                            once, inside the transaction (a revert puts the old back)
+//! 9  switch    crate::generation::ApplyTx    journal, profiles -> generations/<N>/views
+//! 10 check     crate::generation::profile_check::run  probe each profile
+//! 11 verdict   ApplyTx::commit / revert      commit, or revert when a profile failed
 //! ```
 //!
-//! Stages 6 to 8 are one journaled transaction ([`crate::generation::ApplyTx`]): until the
+//! Stages 8 to 11 are one journaled transaction ([`crate::generation::ApplyTx`]): until the
 //! verdict it can be undone, in process (a failed check, an error, SIGINT/SIGTERM, see
-//! [`interrupt`]) or by the next writer after a kill.
+//! [`interrupt`]) or by the next writer after a kill. `lab.lock` is read once, at stage 1,
+//! and written at most once, at stage 8 (or, with nothing to change, right after stage 6).
 //!
-//! `plan` (the command) runs 1, 3 and 4 without fetching; `lock` runs 1, 2, 3 and 8 for
+//! `plan` (the command) runs 1, 2, 4 and 6 without fetching; `lock` runs 1, 3, 4 and 8 for
 //! each platform asked for. `error` and `home_token` are leaves every stage may use.
 //! `rollback` and `gc`, the other commands that decide which generation is current or
 //! kept, live with the generations ([`crate::generation::rollback`], [`crate::generation::gc`]).

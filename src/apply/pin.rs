@@ -67,13 +67,15 @@ pub fn lock(
 ) -> Result<Vec<PlatformLock>, Error> {
     let parsed = profile::load(file)?;
     let lock_path = lockfile::lock_path(file);
+    // Read once: every platform's section, pins and write go through this snapshot.
+    let mut lock_text = lockfile::LockText::read(&lock_path)?;
     let mut platforms = platforms.to_vec();
     platforms.sort_by_key(|p| p.as_str());
     platforms.dedup();
     if locked {
         // Nothing to verify against: say so before fetching anything, for every platform.
         for &platform in &platforms {
-            let section = lockfile::read(&lock_path, platform)?;
+            let section = lock_text.section(platform)?;
             if let Some(drift) = super::missing_section(section.as_ref(), &parsed, platform) {
                 return Err(drift.into());
             }
@@ -87,9 +89,9 @@ pub fn lock(
     let endpoints = sources::endpoints(&parsed, offline);
     let mut done = Vec::new();
     for &platform in &platforms {
-        let pins = lockfile::read_pins(&lock_path, platform);
+        let pins = lock_text.pins(platform);
         let ensured = sources::ensure_reachable(layout, writer, &parsed, platform, &pins, &endpoints, allow_unreachable, progress)?;
-        let section = lockfile::read(&lock_path, platform)?.unwrap_or_default();
+        let section = lock_text.section(platform)?.unwrap_or_default();
         let mut held = Held::default();
         let mut unreachable = Vec::new();
         let mut new_unpinned = Vec::new();
@@ -115,12 +117,12 @@ pub fn lock(
         }
         let names: Vec<String> = ensured.unreachable.iter().map(|(n, _)| n.clone()).collect();
         // (A new unpinned profile is reported through `unreachable`, not as a change line.)
-        let locking = super::desire::resolve_locked_holding(layout, &parsed, platform, locked, &names)?;
+        let locking = super::desire::resolve_locked_holding(layout, &parsed, platform, locked, &names, &lock_text)?;
         done.push((platform, ensured.lines, locking, held, unreachable));
     }
     let mut out = Vec::new();
     for (platform, fetched, locking, held, unreachable) in done {
-        let changed = if locked { false } else { super::record::write_lock_section_held(layout, &parsed, platform, &locking.resolved, &held)? };
+        let changed = if locked { false } else { super::record::write_lock_section_held(layout, &parsed, platform, &locking.resolved, &held, &mut lock_text)? };
         out.push(PlatformLock { changed, changes: locking.changes, fetched, platform, resolved: locking.resolved, unreachable });
     }
     Ok(out)

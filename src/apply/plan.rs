@@ -6,16 +6,16 @@ use std::path::PathBuf;
 
 use crate::change::{Change, Kind, Subject};
 use crate::env::view::VIEW_LINKS;
-use crate::generation::{self, ViewRecord};
-use crate::home::layout::Layout;
+use crate::generation::{Manifest, ViewRecord};
 
 use super::desire::Desired;
 use super::error::Replacing;
 
-/// The change from the current generation to `desired` (see [`crate::change`]); empty when
-/// nothing would change. When a profile changes, every link of the new views follows.
-pub fn plan(layout: &Layout, desired: &Desired) -> Vec<Change> {
-    let cur = generation::current_manifest(layout);
+/// The change from the `current` generation (number and manifest, as the command read it)
+/// to `desired` (see [`crate::change`]); empty when nothing would change. When a profile
+/// changes, every link of the new views follows.
+pub fn plan(current: Option<&(u64, Manifest)>, desired: &Desired) -> Vec<Change> {
+    let cur = current.map(|(_, m)| m);
     let (empty_views, empty_shims) = (Vec::new(), Vec::new());
     let (cur_views, cur_shims) = cur.as_ref().map(|m| (&m.profiles, &m.shims)).unwrap_or((&empty_views, &empty_shims));
     let mut out = Vec::new();
@@ -94,9 +94,9 @@ pub(super) fn view_target(v: &ViewRecord, name: &str) -> PathBuf {
     }
 }
 
-/// True when `desired` equals what the current generation already has.
-pub fn unchanged(layout: &Layout, desired: &Desired) -> bool {
-    let Some(cur) = generation::current_manifest(layout) else { return false };
+/// True when `desired` equals what the `current` generation already has.
+pub fn unchanged(current: Option<&(u64, Manifest)>, desired: &Desired) -> bool {
+    let Some((_, cur)) = current else { return false };
     cur.profiles == desired.views
         && cur.link_mode == desired.link_mode
         && cur.shims.len() == desired.shims.len()
@@ -107,9 +107,9 @@ pub fn unchanged(layout: &Layout, desired: &Desired) -> bool {
 /// (another canonical path, or the old file is gone) and would remove some of its
 /// profiles; `None` when it is the same file, there is no current generation, or nothing
 /// would be removed (a file that only adds profiles replaces nothing).
-pub fn replacing(layout: &Layout, desired: &Desired) -> Option<Replacing> {
-    let n = generation::current(layout)?;
-    let m = generation::read(layout, n).ok()?;
+pub fn replacing(current: Option<&(u64, Manifest)>, desired: &Desired) -> Option<Replacing> {
+    let (n, m) = current?;
+    let n = *n;
     let same_file = match (crate::sys::paths::canonicalize(&m.source), crate::sys::paths::canonicalize(&desired.file.path)) {
         (Ok(a), Ok(b)) => crate::sys::paths::same_path(&a, &b),
         _ => false,
@@ -122,5 +122,5 @@ pub fn replacing(layout: &Layout, desired: &Desired) -> Option<Replacing> {
         return None;
     }
     let file = std::path::absolute(&desired.file.path).unwrap_or_else(|_| desired.file.path.clone());
-    Some(Replacing { generation: n, current: m.source, file, lost })
+    Some(Replacing { generation: n, current: m.source.clone(), file, lost })
 }

@@ -39,24 +39,25 @@ pub fn preview(layout: &Layout, file: &Path, locked: bool) -> Result<Preview, Er
     let host = Platform::host().ok_or(Error::UnsupportedPlatform)?;
     // Everything that can be known without downloading: the sources' metadata, resolution
     // against what exists plus what would be fetched, the conda envs; every error at once.
+    let lock_text = crate::profile::lockfile::LockText::read(&crate::profile::lockfile::lock_path(&parsed.path))?;
     let pre = sources::preflight(layout, &parsed, host, Some(&sources::endpoints(&parsed, false)));
     let fetches = pre.fetches.clone();
     desire::check_all(layout, &parsed, host, pre)?;
     // --locked with no lock (or no section, or unpinned profiles) fails here too, not only
     // once resolution can run.
     if locked {
-        let lock = crate::profile::lockfile::read(&crate::profile::lockfile::lock_path(&parsed.path), host)?;
+        let lock = lock_text.section(host)?;
         if let Some(drift) = desire::missing_section(lock.as_ref(), &parsed, host).or_else(|| desire::unpinned_drift(lock.as_ref(), &parsed, host)) {
             return Err(drift.into());
         }
     }
-    let desired = match desire::desire(layout, parsed, locked) {
+    let desired = match desire::desire(layout, parsed, locked, &lock_text) {
         Ok(d) => d,
         // What is still to be fetched cannot be resolved yet: show the fetches.
         Err(e) if !fetches.is_empty() => return Ok(Preview::Pending { fetches, unresolved: e.to_string() }),
         Err(e) => return Err(e),
     };
     let mut changes = fetches;
-    changes.extend(super::plan::plan(layout, &desired));
+    changes.extend(super::plan::plan(crate::generation::current_with_manifest(layout).as_ref(), &desired));
     Ok(Preview::Ready { changes, desired: Box::new(desired) })
 }

@@ -18,18 +18,18 @@ use super::Error;
 use super::desire::Desired;
 use super::home_token::to_home_token;
 
-/// Writes this host's section of `lab.lock` for `desired`; see [`write_lock_section`].
-pub fn write_lock(layout: &Layout, desired: &Desired) -> Result<bool, Error> {
-    let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
-    write_lock_section(layout, &desired.file, platform, &desired.resolved)
+/// Writes `platform`'s (the host's) section of `lab.lock` for `desired` over the `lock` the
+/// apply read; see [`write_lock_section`].
+pub fn write_lock(layout: &Layout, desired: &Desired, platform: Platform, lock: &mut lockfile::LockText) -> Result<bool, Error> {
+    write_lock_section(layout, &desired.file, platform, &desired.resolved, lock)
 }
 
 /// Writes `platform`'s section of `lab.lock` for `resolved`: toolkit roots inside the cuenv
 /// home written relative to [`super::HOME_TOKEN`], and for each profile with a `from` source the
 /// SHA-256 of the file its entry came from (and the URL, for a URL source), and the runtime
 /// wheels of a `cuda = { from = "pypi" }` root. Returns whether the file changed.
-pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platform, resolved: &Resolved) -> Result<bool, Error> {
-    write_lock_section_held(layout, file, platform, resolved, &Held::default())
+pub fn write_lock_section(layout: &Layout, file: &ProfileFile, platform: Platform, resolved: &Resolved, lock: &mut lockfile::LockText) -> Result<bool, Error> {
+    write_lock_section_held(layout, file, platform, resolved, &Held::default(), lock)
 }
 
 /// The profiles of a file that `cuenv lock --allow-unreachable` could not resolve for a
@@ -45,8 +45,15 @@ pub struct Held {
 
 /// [`write_lock_section`] for `resolved` (every profile of `file` but those in `held`) and
 /// the `held` profiles, in one atomic write.
-pub fn write_lock_section_held(layout: &Layout, file: &ProfileFile, platform: Platform, resolved: &Resolved, held: &Held) -> Result<bool, Error> {
-    let (path, portable, mut pins) = lock_section(layout, file, resolved);
+pub fn write_lock_section_held(
+    layout: &Layout,
+    file: &ProfileFile,
+    platform: Platform,
+    resolved: &Resolved,
+    held: &Held,
+    lock: &mut lockfile::LockText,
+) -> Result<bool, Error> {
+    let (_, portable, mut pins) = lock_section(layout, file, resolved);
     let mut section = lockfile::LockFile::from(&portable);
     for (locked, pin) in &held.kept {
         section.profiles.push(locked.clone());
@@ -56,26 +63,20 @@ pub fn write_lock_section_held(layout: &Layout, file: &ProfileFile, platform: Pl
     }
     section.unpinned.extend(held.unpinned.iter().cloned());
     // One atomic write: the choices and their pins never land apart.
-    Ok(lockfile::write(&path, platform, section, &pins)?)
+    Ok(lock.write(platform, section, &pins)?)
 }
 
 /// Tries, before anything is built or switched, that `lab.lock` can take `desired` (this
 /// host's section): when it must change, it may not be read-only and its folder must take
-/// a new file (the atomic write's temporary). Returns the lock file as it is now: what an
-/// undone apply puts back.
+/// a new file (the atomic write's temporary). Returns the lock file as the apply read it
+/// (`lock`): what an undone apply puts back.
 ///
 /// Errors: [`Error::LockReadOnly`]; an [`crate::error::IoError`] naming the lock file.
-pub fn preflight_lock(layout: &Layout, desired: &Desired) -> Result<crate::generation::LockBackup, Error> {
+pub fn preflight_lock(layout: &Layout, desired: &Desired, platform: Platform, lock: &lockfile::LockText) -> Result<crate::generation::LockBackup, Error> {
     use crate::error::IoError;
-    let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
     let (path, portable, pins) = lock_section(layout, &desired.file, &desired.resolved);
-    let before = match std::fs::read_to_string(&path) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(IoError::new("read the lock file", &path, e).into()),
-    };
-    let after = lockfile::with_pins(&lockfile::LockFile::render_updated(before.as_deref(), platform, &portable), platform, &pins);
-    if before.as_deref() != Some(after.as_str()) {
+    let before = lock.raw().map(str::to_string);
+    if lock.updated(platform, &portable, &pins).is_some() {
         if before.is_some() && std::fs::metadata(&path).is_ok_and(|m| m.permissions().readonly()) {
             return Err(Error::LockReadOnly { path });
         }

@@ -19,9 +19,10 @@ use crate::generation;
 use crate::generation::profile_check::{self, ProfileCheck};
 use crate::home::layout::Layout;
 use crate::home::writer_lock::WriterLock;
+use crate::profile::lockfile::{self, LockText};
 use crate::profile::{self, ProfileFile};
 use crate::sys::progress::Progress;
-use crate::{profile::lockfile, shim, sources};
+use crate::{shim, sources};
 
 /// Options of [`run`].
 pub struct Options {
@@ -87,17 +88,28 @@ pub enum Outcome {
     },
 }
 
+/// What one apply reads once, at its start and under the writer lock, and hands down to its
+/// stages: the host platform, the profile file's `lab.lock` (one read; the lock is written at
+/// most once, over this text) and the current generation with its manifest.
+struct Inputs {
+    host: Platform,
+    lock: LockText,
+    current: Option<(u64, generation::Manifest)>,
+}
+
 /// Applies the profile file `file`: see the module doc for the sequence. The caller holds
 /// the writer `lock` (and has recovered an interrupted switch).
 pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, progress: &dyn Progress, reporter: &mut dyn Reporter) -> Result<Outcome, Error> {
-    // 1. Parse.
+    // 1. Parse, and read the inputs every later stage uses.
     let parsed = profile::load(file)?;
+    let host = Platform::host().ok_or(Error::UnsupportedPlatform)?;
+    let mut inputs = Inputs { host, lock: LockText::read(&lockfile::lock_path(&parsed.path))?, current: generation::current_with_manifest(layout) };
     // A link mode this host cannot make is an error at its line before anything is fetched.
     let choice = desire::check_link_mode_works(layout, &parsed)?;
     // `auto` on a home that cannot hold links: said once (not again while the current
     // generation is link-free), with the reason.
     if let Some(why) = &choice.no_links
-        && !generation::current_manifest(layout).is_some_and(|m| m.link_mode.is_link_free())
+        && !inputs.current.as_ref().is_some_and(|(_, m)| m.link_mode.is_link_free())
     {
         reporter.warning(&format!(
             "note: this home cannot hold links ({why}): `link-mode = \"auto\"` builds the generation without links; shims and activations name the store entries and toolkit roots directly"
@@ -105,71 +117,59 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     }
     // --locked on a section that names a profile unpinned: said before anything is fetched.
     if opts.locked
-        && let Some(host) = Platform::host()
-        && let Some(drift) = desire::unpinned_drift(lockfile::read(&lockfile::lock_path(file), host)?.as_ref(), &parsed, host)
+        && let Some(drift) = desire::unpinned_drift(inputs.lock.section(host)?.as_ref(), &parsed, host)
     {
         return Err(drift.into());
     }
-    // Every error resolution and the conda envs would meet, at once, before anything is
-    // downloaded (the sources are asked when fetching, not here).
-    let host = Platform::host().ok_or(Error::UnsupportedPlatform)?;
+    // 2. Validate: every error resolution and the conda envs would meet, at once, before
+    // anything is downloaded (the sources are asked when fetching, not here).
     desire::check_all(layout, &parsed, host, sources::preflight(layout, &parsed, host, None))?;
-    // 2. Fetch what the store and `<home>/toolkits` lack.
-    let fetched = fetch_missing(layout, lock, &parsed, opts.offline, progress)?;
+    // 3. Fetch what the store and `<home>/toolkits` lack.
+    let fetched = fetch_missing(layout, lock, &parsed, &inputs, opts.offline, progress)?;
     reporter.fetched(&fetched);
-    // 3. Resolve: file + lock + candidates -> the desired views and shims.
-    let desired = desire::desire_in(layout, parsed, opts.locked, choice.mode)?;
-    // A profile known not to run on this machine's driver or GPU is refused before the plan:
-    // nothing is built, switched or recorded (`--force` skips this).
+    // 4. Resolve: file + lock + candidates -> the desired views and shims.
+    let desired = desire::desire_in(layout, parsed, opts.locked, choice.mode, &inputs.lock)?;
+    // 5. GPU fit: a profile known not to run on this machine's driver or GPU is refused
+    // before the plan: nothing is built, switched or recorded (`--force` skips this).
     if let Some(m) = &opts.machine {
-        let refused: Vec<(String, Vec<crate::check::gpufit::Misfit>)> = desired
-            .views
-            .iter()
-            .filter_map(|v| {
-                let want = crate::check::gpufit::Want::new(v.cudnn_version.parse().ok()?, &v.toolkit_version, v.cuda_major);
-                let why = crate::check::gpufit::judge(m, &want);
-                (!why.is_empty()).then(|| (v.name.clone(), why))
-            })
-            .collect();
-        if !refused.is_empty() {
-            return Err(crate::check::gpufit::Refusal { profiles: refused }.into());
-        }
+        gpu_fit(m, &desired)?;
     }
-    if plan::unchanged(layout, &desired) {
-        // 8. Record only. --locked: the lock already says all this; it is never rewritten
+    let current = inputs.current.as_ref();
+    if plan::unchanged(current, &desired) {
+        // 9. Record only. --locked: the lock already says all this; it is never rewritten
         // (not even to migrate its format).
         if !opts.locked {
-            record::preflight_lock(layout, &desired)?;
-            record::write_lock(layout, &desired)?;
+            record::preflight_lock(layout, &desired, host, &inputs.lock)?;
+            record::write_lock(layout, &desired, host, &mut inputs.lock)?;
         }
         // What `status` finds damaged in the current generation is put back from its records.
-        let repaired = match generation::current_manifest(layout) {
-            Some(m) => repair::repair(layout, &m)?,
+        let repaired = match current {
+            Some((_, m)) => repair::repair(layout, m)?,
             None => Repair::default(),
         };
-        return Ok(Outcome::Unchanged { generation: generation::current(layout).unwrap_or(0), repair: repaired });
+        return Ok(Outcome::Unchanged { generation: current.map_or(0, |(n, _)| *n), repair: repaired });
     }
-    // 4. Plan. Another lab's file may not silently remove that lab's profiles.
+    // 6. Plan. Another lab's file may not silently remove that lab's profiles.
     if !opts.replace
-        && let Some(r) = plan::replacing(layout, &desired)
+        && let Some(r) = plan::replacing(current, &desired)
     {
         return Err(r.into());
     }
-    let changes = plan::plan(layout, &desired);
+    let changes = plan::plan(current, &desired);
     if cfg!(windows) {
         warn_cmd_line_limit(layout, &desired, reporter);
     }
     generation::preflight_shims(&desired.shims.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>())?;
     // Everything that can fail is tried before anything is built: lab.lock can take the change.
-    let lock_backup = if opts.locked { None } else { Some(record::preflight_lock(layout, &desired)?) };
-    // 5. Build generation N (not yet current).
+    let lock_backup = if opts.locked { None } else { Some(record::preflight_lock(layout, &desired, host, &inputs.lock)?) };
+    // 7. Build generation N (not yet current).
     let n = build::build(layout, &desired)?;
     reporter.built(&changes);
-    // 6-8. One transaction under the journal: lab.lock, switch, check, verdict. SIGINT and
+    // 8-11. One transaction under the journal: lab.lock, switch, check, verdict. SIGINT and
     // SIGTERM only set a flag from here on, which the transaction polls.
     let _signals = interrupt::catch();
     let tx = generation::begin_apply(layout, n, opts.check.is_some(), lock_backup)?;
-    match transaction(layout, &tx, n, &desired, opts, progress, reporter) {
+    match transaction(layout, &tx, n, &desired, &mut inputs, opts, progress, reporter) {
         Ok(Verdict::Pass { checks, lock_changed }) => {
             tx.commit(layout)?;
             Ok(Outcome::Applied { generation: n, changes, checks, lock_changed, profiles: desired.views.len() })
@@ -188,6 +188,21 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     }
 }
 
+/// Stage 5, GPU fit: refuses `desired` when one of its profiles is known not to run on
+/// `machine`'s driver or GPU ([`crate::check::gpufit::judge`]).
+fn gpu_fit(machine: &crate::check::gpufit::Machine, desired: &Desired) -> Result<(), Error> {
+    let refused: Vec<(String, Vec<crate::check::gpufit::Misfit>)> = desired
+        .views
+        .iter()
+        .filter_map(|v| {
+            let want = crate::check::gpufit::Want::new(v.cudnn_version.parse().ok()?, &v.toolkit_version, v.cuda_major);
+            let why = crate::check::gpufit::judge(machine, &want);
+            (!why.is_empty()).then(|| (v.name.clone(), why))
+        })
+        .collect();
+    if refused.is_empty() { Ok(()) } else { Err(crate::check::gpufit::Refusal { profiles: refused }.into()) }
+}
+
 /// How a transaction's checks ended.
 enum Verdict {
     /// The new generation stays current.
@@ -196,14 +211,16 @@ enum Verdict {
     Fail { checks: Vec<ProfileCheck>, failed: Vec<String> },
 }
 
-/// Stages 6 to 8 inside the apply transaction `tx` (its journal is written): writes
-/// `lab.lock`, switches to generation `n`, checks it and gives the verdict. Any error, or
-/// a caught signal, is returned for the caller to revert.
+/// Stages 8 to 11 inside the apply transaction `tx` (its journal is written): writes
+/// `lab.lock` (over the text `inputs` read), switches to generation `n`, checks it and gives
+/// the verdict. Any error, or a caught signal, is returned for the caller to revert.
+#[allow(clippy::too_many_arguments)]
 fn transaction(
     layout: &Layout,
     tx: &generation::ApplyTx,
     n: u64,
     desired: &Desired,
+    inputs: &mut Inputs,
     opts: &Options,
     progress: &dyn Progress,
     reporter: &mut dyn Reporter,
@@ -217,18 +234,19 @@ fn transaction(
         generation::fault_error("write-lock")
             .map_err(|e| crate::error::IoError::new("write the lock file", crate::profile::lockfile::lock_path(&desired.file.path), e))?;
     }
-    let lock_changed = !opts.locked && record::write_lock(layout, desired)?;
+    let lock_changed = !opts.locked && record::write_lock(layout, desired, inputs.host, &mut inputs.lock)?;
     generation::fault_point("lock");
     interrupted()?;
-    // 6. Switch. The check runs through the stable paths, so the new generation is
+    // 9. Switch. The check runs through the stable paths, so the new generation is
     // switched in first.
     tx.switch(layout)?;
     interrupted()?;
     generation::fault_point("check-start");
-    // 7. Check.
+    // 10. Check.
     let checks = check(layout, n, opts, progress, reporter, &interrupted)?;
     generation::fault_point("check-saved");
     interrupted()?;
+    // 11. Verdict.
     if !profile_check::acceptable(&checks, opts.require_gpu) {
         let failed = checks.iter().filter(|c| !profile_check::acceptable(std::slice::from_ref(c), opts.require_gpu)).map(|c| c.profile.clone()).collect();
         return Ok(Verdict::Fail { checks, failed });
@@ -237,16 +255,23 @@ fn transaction(
     Ok(Verdict::Pass { checks, lock_changed })
 }
 
-/// Stage 2: fetches what `file`'s `from` sources name and the store lacks, for this host,
-/// matching the pins of `lab.lock` ([`sources::ensure`]). Returns one `+` line per fetch.
-fn fetch_missing(layout: &Layout, lock: &WriterLock, file: &ProfileFile, offline: bool, progress: &dyn Progress) -> Result<Vec<String>, Error> {
-    let host = Platform::host().ok_or(Error::UnsupportedPlatform)?;
-    let pins = lockfile::read_pins(&lockfile::lock_path(&file.path), host);
+/// Stage 3: fetches what `file`'s `from` sources name and the store lacks, for the host,
+/// matching the pins of the `lab.lock` that `inputs` read ([`sources::ensure`]). Returns one
+/// `+` line per fetch.
+fn fetch_missing(
+    layout: &Layout,
+    lock: &WriterLock,
+    file: &ProfileFile,
+    inputs: &Inputs,
+    offline: bool,
+    progress: &dyn Progress,
+) -> Result<Vec<String>, Error> {
+    let pins = inputs.lock.pins(inputs.host);
     let endpoints = sources::endpoints(file, offline);
-    Ok(sources::ensure(layout, lock, file, host, &pins, &endpoints, progress)?)
+    Ok(sources::ensure(layout, lock, file, inputs.host, &pins, &endpoints, progress)?)
 }
 
-/// Stage 7: runs the checks of generation `n` (now current) and saves their results; no
+/// Stage 10: runs the checks of generation `n` (now current) and saves their results; no
 /// checks with `--no-check`. The checks run on a worker thread while this one reports
 /// their results and polls `interrupted` (a signal stops the children and returns at once).
 fn check(

@@ -73,7 +73,7 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
     }
     // The truth about `apply`: another lab's file that would remove profiles is refused
     // without --replace; say so here rather than only when apply runs.
-    if let Some(r) = apply::replacing(&ctx.layout, &desired) {
+    if let Some(r) = apply::replacing(crate::generation::current_with_manifest(&ctx.layout).as_ref(), &desired) {
         use crate::error::Diagnose as _;
         writeln!(ctx.err(), "warning: `cuenv apply` refuses this: {r}");
         if let Some(h) = r.hint() {

@@ -375,6 +375,13 @@ pub fn current_manifest(layout: &Layout) -> Option<Manifest> {
     current(layout).and_then(|n| read(layout, n).ok())
 }
 
+/// The current generation's number and manifest, read once (`None`: no generation is
+/// current, or its manifest cannot be read).
+pub fn current_with_manifest(layout: &Layout) -> Option<(u64, Manifest)> {
+    let n = current(layout)?;
+    read(layout, n).ok().map(|m| (n, m))
+}
+
 /// The generation before the current one, by history (else the highest number below it).
 pub fn previous(layout: &Layout) -> Option<u64> {
     let cur = current(layout)?;

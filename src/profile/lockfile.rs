@@ -3,8 +3,9 @@
 //! still satisfy the file, and every machine of a lab gets the same bytes.
 //!
 //! Invariants:
-//! - Pure except [`read`] / [`read_all`] (read the one file) and [`write()`] (writes only the
-//!   lock file, atomically).
+//! - Pure except [`LockText::read`] (reads the one file; [`read`], [`read_all`] and
+//!   [`read_pins`] are one-read shorthands) and [`LockText::write`] (writes only the lock
+//!   file, atomically).
 //! - One section per platform (`windows-x86_64`, `linux-x86_64`, ...): toolkit roots, store
 //!   entry ids and download digests differ between platforms, so `apply` on Linux and on
 //!   Windows each read and write only their own section and keep the others as they are.
@@ -265,26 +266,118 @@ pub fn lock_path(profile_path: &Path) -> PathBuf {
     profile_path.with_extension("lock")
 }
 
-/// The lock file's text; `None` when it does not exist. Not UTF-8: [`Error::Invalid`] naming
-/// the encoding or the first bad byte's line and column.
+/// The lock file's text as it is on disk (a byte-order mark included); `None` when it does
+/// not exist. Not UTF-8: [`Error::Invalid`] naming the encoding or the first bad byte's line
+/// and column. Every read of a lock file goes through here (counted by [`io_counts`]).
 fn read_text(path: &Path) -> Result<Option<String>, Error> {
+    IO_COUNTS.with(|c| c.set((c.get().0 + 1, c.get().1)));
     match std::fs::read(path) {
         Ok(bytes) => {
             let hint = "cuenv writes lab.lock as UTF-8: restore it from version control, or delete it and run `cuenv lock`";
             let text = crate::error::located::decode_utf8(&bytes, path, hint).map_err(Error::Invalid)?;
-            Ok(Some(text.strip_prefix('\u{FEFF}').unwrap_or(text).to_string()))
+            Ok(Some(text.to_string()))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(Error::Read { path: path.to_path_buf(), source }),
     }
 }
 
+thread_local! {
+    /// Reads and writes of lock files made on this thread: (reads, writes).
+    static IO_COUNTS: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Test support: how many times this thread has read a lock file from disk and written one
+/// (`(reads, writes)`, since the thread started). A command reads its `lab.lock` once, as a
+/// [`LockText`], and hands that down; a test takes the counts before and after one command.
+#[doc(hidden)]
+pub fn io_counts() -> (usize, usize) {
+    IO_COUNTS.with(std::cell::Cell::get)
+}
+
+/// A lock file read once (at the start of a command, under the writer lock) and handed down
+/// to every stage that needs it: its sections, its pins, the text an undone apply puts back,
+/// and the base of the update it writes. [`LockText::write`] keeps the text it wrote, so the
+/// snapshot stays what is on disk.
+#[derive(Debug, Clone)]
+pub struct LockText {
+    path: PathBuf,
+    /// The file as read, byte-order mark included; `None`: there is no lock file.
+    raw: Option<String>,
+}
+
+impl LockText {
+    /// Reads the lock file at `path` (one read).
+    ///
+    /// Errors: [`Error::Invalid`] when it is not UTF-8, [`Error::Read`] for other I/O failures
+    /// than its absence.
+    pub fn read(path: &Path) -> Result<LockText, Error> {
+        Ok(LockText { path: path.to_path_buf(), raw: read_text(path)? })
+    }
+
+    /// The lock file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's text exactly as read (what an undone apply writes back); `None`: no file.
+    pub fn raw(&self) -> Option<&str> {
+        self.raw.as_deref()
+    }
+
+    /// The text to parse: [`LockText::raw`] without a byte-order mark.
+    fn text(&self) -> Option<&str> {
+        self.raw.as_deref().map(|t| t.strip_prefix('\u{FEFF}').unwrap_or(t))
+    }
+
+    /// `platform`'s section; `Ok(None)` when there is no lock file, an empty [`LockFile`]
+    /// when it has no section for `platform`.
+    ///
+    /// Errors: those of [`parse`].
+    pub fn section(&self, platform: Platform) -> Result<Option<LockFile>, Error> {
+        self.text().map(|text| parse(text, &self.path, platform)).transpose()
+    }
+
+    /// Every section, by platform (empty when there is no lock file).
+    ///
+    /// Errors: those of [`parse_all`].
+    pub fn all(&self) -> Result<Vec<(Platform, LockFile)>, Error> {
+        self.text().map(|text| parse_all(text, &self.path)).transpose().map(Option::unwrap_or_default)
+    }
+
+    /// The pins of `platform`'s section, by profile; none when there is no lock file or its
+    /// text is not TOML (parsing it reports that).
+    pub fn pins(&self, platform: Platform) -> Pins {
+        self.text().map(|t| pins_of(t, platform)).unwrap_or_default()
+    }
+
+    /// The text this lock file would have with `platform`'s section for `resolved` and its
+    /// `pins` ([`LockFile::render_updated`], [`with_pins`]); `None` when that is the text it has.
+    pub fn updated(&self, platform: Platform, resolved: impl Into<LockFile>, pins: &Pins) -> Option<String> {
+        let new = with_pins(&LockFile::render_updated(self.text(), platform, resolved), platform, pins);
+        (self.text() != Some(new.as_str())).then_some(new)
+    }
+
+    /// Writes [`LockText::updated`] in one atomic write when it differs, and keeps it as this
+    /// snapshot's text. Returns whether the file changed (false: not touched).
+    ///
+    /// Errors: [`Error::Write`].
+    pub fn write(&mut self, platform: Platform, resolved: impl Into<LockFile>, pins: &Pins) -> Result<bool, Error> {
+        let Some(new) = self.updated(platform, resolved, pins) else { return Ok(false) };
+        IO_COUNTS.with(|c| c.set((c.get().0, c.get().1 + 1)));
+        crate::sys::fsutil::write_atomic(&self.path, new.as_bytes()).map_err(|source| Error::Write { path: self.path.clone(), source })?;
+        self.raw = Some(new);
+        Ok(true)
+    }
+}
+
 /// Reads `platform`'s section of the lock file at `path`; `Ok(None)` when the file does not
-/// exist, an empty [`LockFile`] when it has no section for `platform`.
+/// exist, an empty [`LockFile`] when it has no section for `platform`. One read; a command
+/// that needs the lock more than once reads a [`LockText`].
 ///
 /// Errors: [`Error::Read`] for other I/O failures, else those of [`parse`].
 pub fn read(path: &Path, platform: Platform) -> Result<Option<LockFile>, Error> {
-    read_text(path)?.map(|text| parse(&text, path, platform)).transpose()
+    LockText::read(path)?.section(platform)
 }
 
 /// Reads every section of the lock file at `path` (empty when the file does not exist), by
@@ -292,24 +385,17 @@ pub fn read(path: &Path, platform: Platform) -> Result<Option<LockFile>, Error> 
 ///
 /// Errors: as [`read`].
 pub fn read_all(path: &Path) -> Result<Vec<(Platform, LockFile)>, Error> {
-    read_text(path)?.map(|text| parse_all(&text, path)).transpose().map(Option::unwrap_or_default)
+    LockText::read(path)?.all()
 }
 
 /// Writes `platform`'s section of the lock at `path` for `resolved` (a section, or anything
-/// that converts into one, such as a resolution) with its `pins`, in one
-/// atomic write, updating the lock already there as [`LockFile::render_updated`] and
-/// [`with_pins`] do. Returns whether the file changed (false: it already held exactly this
-/// text, and was not touched).
+/// that converts into one, such as a resolution) with its `pins`, in one atomic write,
+/// updating the lock already there ([`LockText::write`]). Returns whether the file changed
+/// (false: it already held exactly this text, and was not touched).
 ///
 /// Errors: [`Error::Read`] / [`Error::Write`] for I/O failures.
 pub fn write(path: &Path, platform: Platform, resolved: impl Into<LockFile>, pins: &Pins) -> Result<bool, Error> {
-    let old = read_text(path)?;
-    let new = with_pins(&LockFile::render_updated(old.as_deref(), platform, resolved), platform, pins);
-    if old.as_deref() == Some(new.as_str()) {
-        return Ok(false);
-    }
-    crate::sys::fsutil::write_atomic(path, new.as_bytes()).map_err(|source| Error::Write { path: path.to_path_buf(), source })?;
-    Ok(true)
+    LockText::read(path)?.write(platform, resolved, pins)
 }
 
 /// Parses the text of the lock file `path` (used only in diagnostics) and returns
@@ -464,8 +550,13 @@ fn section_profiles(doc: &DocumentMut, platform: Platform) -> Option<&dyn TableL
 /// The pins of `platform`'s section of a lock file, by profile. Absent or unreadable files
 /// give none.
 pub fn read_pins(path: &Path, platform: Platform) -> Pins {
+    LockText::read(path).map(|l| l.pins(platform)).unwrap_or_default()
+}
+
+/// The pins of `platform`'s section of the lock file text `text`, by profile (none when it
+/// is not TOML).
+fn pins_of(text: &str, platform: Platform) -> Pins {
     let mut out = std::collections::BTreeMap::new();
-    let Ok(text) = std::fs::read_to_string(path) else { return out };
     let Ok(doc) = text.parse::<DocumentMut>() else { return out };
     if let Some(profiles) = section_profiles(&doc, platform) {
         for (name, item) in profiles.iter() {

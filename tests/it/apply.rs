@@ -886,3 +886,38 @@ fn a_profile_the_driver_cannot_run_is_refused_unless_forced() {
         assert!(out.contains("problem: profile `torch2` is active, but in this environment: driver too old: the driver (CUDA version set by CUENV_OVERRIDE_DRIVER_CUDA) supports CUDA <= 11.4"), "{out}");
     }
 }
+
+/// Records nothing: what `apply::run` reports is not under test here.
+struct Quiet;
+
+impl cuenv::apply::Reporter for Quiet {
+    fn fetched(&mut self, _: &[String]) {}
+    fn warning(&mut self, _: &str) {}
+    fn built(&mut self, _: &[cuenv::change::Change]) {}
+    fn checked(&mut self, _: &cuenv::generation::profile_check::ProfileCheck) {}
+}
+
+/// One apply reads `lab.lock` once, at its start, and writes it at most once; a second apply
+/// with nothing to change reads it once and does not write it. The counts are those of
+/// `lockfile::io_counts` on this thread, where `apply::run` reads and writes the lock.
+#[test]
+fn one_apply_reads_lab_lock_once_and_writes_it_at_most_once() {
+    use cuenv::profile::lockfile::io_counts;
+    let lab = Lab::new();
+    let file = lab.three();
+    let layout = cuenv::home::layout::Layout::new(&lab.ctx.home);
+    let writer = cuenv::home::writer_lock::WriterLock::acquire(&layout, &mut |_| {}).unwrap();
+    let opts = cuenv::apply::Options { locked: false, check: None, require_gpu: false, offline: true, replace: false, machine: None };
+    let apply = || cuenv::apply::run(&layout, &writer, &file, &opts, &cuenv::sys::progress::NoProgress, &mut Quiet).unwrap();
+    let delta = |before: (usize, usize)| {
+        let after = io_counts();
+        (after.0 - before.0, after.1 - before.1)
+    };
+    let before = io_counts();
+    assert!(matches!(apply(), cuenv::apply::Outcome::Applied { generation: 1, lock_changed: true, .. }));
+    assert_eq!(delta(before), (1, 1), "(reads, writes) of lab.lock by the first apply");
+    let before = io_counts();
+    assert!(matches!(apply(), cuenv::apply::Outcome::Unchanged { generation: 1, .. }));
+    assert_eq!(delta(before), (1, 0), "(reads, writes) of lab.lock by an apply with nothing to change");
+    assert!(lab.ctx.path("lab.lock").is_file());
+}

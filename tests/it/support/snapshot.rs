@@ -11,7 +11,7 @@
 //! ```
 //!
 //! matched against an insta snapshot after filters that hide what differs between machines
-//! and runs (the temporary folder, content hashes of fixtures built with the local gcc, sizes,
+//! and runs (the temporary folder, the cuenv binary's path, content hashes of fixtures built with the local gcc, sizes,
 //! times, dates, process ids). Use through [`cuenv_snapshot!`].
 
 use std::process::Command;
@@ -67,6 +67,8 @@ impl TestContext {
     /// [`TestContext::snapshot_settings`] plus the filters of the module doc.
     pub fn cli_snapshot_settings(&self) -> insta::Settings {
         let mut s = self.snapshot_settings();
+        // The binary's own path (e.g. in `env --hook`'s script) depends on the target folder.
+        s.add_filter(&regex::escape(env!("CARGO_BIN_EXE_cuenv")), "[CUENV]");
         // Entry names end in a content hash of the fixture's bytes (gcc-built stubs differ
         // between machines); SHA-256 digests likewise.
         s.add_filter(r"\b[0-9a-f]{12,64}\b", "[HASH]");
