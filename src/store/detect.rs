@@ -134,12 +134,56 @@ fn root_of(lib_dir: &str) -> (String, Option<String>) {
 /// unknown platforms. Each names what to pass or fix.
 pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: &Hints) -> Result<Detected, Error> {
     // 1. Dispatchers and their roots.
+    let (root, variants) = release_root(source, items)?;
+
+    // 2. CUDA evidence from names.
+    let (mut cuda, versions) = named_evidence(hints, &root);
+
+    // 3. Pick the CUDA variant folder when the tree holds several.
+    let chosen_variant = choose_variant(source, &variants, &mut cuda)?;
+    let dispatcher = variants.get(&chosen_variant).expect("chosen among keys")[0].clone();
+
+    // 4. Keep the chosen variant only.
+    let keep = keep_variant(source, items, &root, chosen_variant.as_deref())?;
+
+    // 5. CUDA major: the libraries' own word first (the CUDA libraries they load by name, read
+    // without loading them), then all evidence must agree, and there must be some.
+    let lib_rel = rel_to(&root, parent(&dispatcher));
+    let (cuda_major, cuda_source) = agreed_cuda_major(source, raw, &root, &keep, &lib_rel, cuda)?;
+
+    // 6. Layout.
+    let (info, platform) = dispatcher_platform(source, raw, items, hints, &root, &dispatcher)?;
+    let (header, layout) = entry_layout(&keep, chosen_variant.as_ref(), &lib_rel, platform);
+
+    // 7. Library set and platform agreement.
+    let (libraries, file_versions) = library_set(source, raw, &root, &keep, &lib_rel, &info, platform)?;
+
+    // 8. Version: header (3 parts) and every 4-part source must agree.
+    let best = agreed_version(source, raw, &root, header.as_ref(), &file_versions, info.file_version, &dispatcher, versions)?;
+
+    // 9. The whole set: every sub-library the release ships beside the dispatcher.
+    let missing = complete_set(source, &best.0, platform, &libraries, &lib_rel, hints.allow_incomplete)?;
+    Ok(Detected { root, keep, version: best.0, version_source: best.1, cuda_major, cuda_source, platform, libraries, layout, missing })
+}
+
+/// Claims of a CUDA major or version, each with where it was read (`--cuda`, a name, ...).
+type Claims<T> = Vec<(T, String)>;
+
+/// The file names of libraries, each with the release version the file itself says.
+type FileVersions = Vec<(String, Version)>;
+
+/// The dispatchers of `items` under one release root, by CUDA variant folder (`None`: none).
+type Variants<'a> = BTreeMap<Option<String>, Vec<&'a String>>;
+
+/// Step 1 of [`detect`]: the release root of the tree's dispatchers, and the dispatchers by
+/// variant folder. Errors: [`Error::NoCudnn`], [`Error::SeveralReleases`].
+fn release_root<'a>(source: &Path, items: &'a BTreeMap<String, Item>) -> Result<(String, Variants<'a>), Error> {
     let dispatchers: Vec<&String> =
         items.iter().filter(|(p, it)| !matches!(it, Item::Dir) && libname::dispatcher_major(file_name(p)).is_some()).map(|(p, _)| p).collect();
     if dispatchers.is_empty() {
         return Err(Error::NoCudnn { path: source.into() });
     }
-    let mut roots: BTreeMap<String, BTreeMap<Option<String>, Vec<&String>>> = BTreeMap::new();
+    let mut roots: BTreeMap<String, Variants> = BTreeMap::new();
     for d in &dispatchers {
         let (root, variant) = root_of(parent(d));
         roots.entry(root).or_default().entry(variant).or_default().push(d);
@@ -147,15 +191,18 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     if roots.len() > 1 {
         return Err(Error::SeveralReleases { path: source.into(), roots: roots.keys().map(|r| if r.is_empty() { ".".into() } else { r.clone() }).collect() });
     }
-    let (root, variants) = roots.into_iter().next().expect("one root");
+    Ok(roots.into_iter().next().expect("one root"))
+}
 
-    // 2. CUDA evidence from names.
+/// Step 2 of [`detect`]: the CUDA majors and versions that `--cuda`, the source name, the
+/// release folder name and a wheel's METADATA claim, each with where it was read.
+fn named_evidence(hints: &Hints, root: &str) -> (Claims<u64>, Claims<Version>) {
     let mut cuda: Vec<(u64, String)> = Vec::new();
     let mut versions: Vec<(Version, String)> = Vec::new();
     if let Some(c) = hints.cuda {
         cuda.push((c, "--cuda".into()));
     }
-    let names = [(hints.source_name.as_str(), "the source name"), (file_name(&root), "the release folder name")];
+    let names = [(hints.source_name.as_str(), "the source name"), (file_name(root), "the release folder name")];
     for (name, what) in names {
         if let Some(m) = ARCHIVE_NAME.captures(name) {
             cuda.push((m[4].parse().unwrap_or(0), format!("{what} `{name}`")));
@@ -177,8 +224,14 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
             cuda.push((m.parse().unwrap_or(0), format!("wheel METADATA ({meta_name})")));
         }
     }
+    (cuda, versions)
+}
 
-    // 3. Pick the CUDA variant folder when the tree holds several.
+/// Step 3 of [`detect`]: the CUDA variant folder to keep (`None` for a tree without one),
+/// chosen by the first CUDA major claimed in `cuda` when the tree holds several; the chosen
+/// folder is added to `cuda` as evidence. Errors: [`Error::CudaUnknown`] when there is
+/// nothing to choose by, [`Error::CudaConflict`] when no variant has that major.
+fn choose_variant(source: &Path, variants: &Variants, cuda: &mut Vec<(u64, String)>) -> Result<Option<String>, Error> {
     let named_cuda = cuda.first().map(|c| c.0);
     let chosen_variant: Option<String> = if variants.len() == 1 {
         variants.keys().next().cloned().flatten()
@@ -204,21 +257,25 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
         let major: u64 = v.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
         cuda.push((major, format!("the variant folder `{v}`")));
     }
-    let dispatcher = variants.get(&chosen_variant).expect("chosen among keys")[0].clone();
+    Ok(chosen_variant)
+}
 
-    // 4. Keep the chosen variant only.
+/// Step 4 of [`detect`]: the items under `root` (relative to it), without the variant
+/// folders other than `chosen_variant`; every kept symlink is checked to stay within them.
+/// Errors: [`Error::BadMember`].
+fn keep_variant(source: &Path, items: &BTreeMap<String, Item>, root: &str, chosen_variant: Option<&str>) -> Result<BTreeMap<String, Item>, Error> {
     let mut keep = BTreeMap::new();
     for (p, it) in items {
         let in_root = root.is_empty() || p.starts_with(&format!("{root}/"));
         if !in_root {
             continue;
         }
-        let rel = rel_to(&root, p);
+        let rel = rel_to(root, p);
         let mut comps = rel.split('/');
         let _first = comps.next();
         if let Some(second) = comps.next()
             && VARIANT.is_match(second)
-            && Some(second) != chosen_variant.as_deref()
+            && Some(second) != chosen_variant
         {
             continue;
         }
@@ -236,11 +293,21 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
             return Err(bad(format!("the symlink target `{target}` resolves to `{resolved}`, which is not part of the entry")));
         }
     }
+    Ok(keep)
+}
 
-    // 5. CUDA major: the libraries' own word first (the CUDA libraries they load by name, read
-    // without loading them), then all evidence must agree, and there must be some.
-    let lib_rel = rel_to(&root, parent(&dispatcher));
-    let named_by_libraries = cuda_named_by_libraries(raw, &root, &keep, &lib_rel);
+/// Step 5 of [`detect`]: the CUDA major all of `cuda` and the libraries agree on, with where
+/// it was read. Errors: [`Error::CudaContradicted`], [`Error::CudaConflict`],
+/// [`Error::CudaUnknown`].
+fn agreed_cuda_major(
+    source: &Path,
+    raw: &Path,
+    root: &str,
+    keep: &BTreeMap<String, Item>,
+    lib_rel: &str,
+    mut cuda: Vec<(u64, String)>,
+) -> Result<(u64, String), Error> {
+    let named_by_libraries = cuda_named_by_libraries(raw, root, keep, lib_rel);
     if let Some((read, library, loads)) = &named_by_libraries {
         if let Some(claim) = cuda.iter().find(|c| c.0 != *read) {
             return Err(Error::CudaContradicted {
@@ -262,22 +329,40 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
         return Err(Error::CudaUnknown { path: source.into(), variants: Vec::new() });
     };
     let cuda_source = cuda.iter().find(|c| c.0 == cuda_major).map(|c| c.1.clone()).unwrap_or_default();
+    Ok((cuda_major, cuda_source))
+}
 
-    // 6. Layout.
-    let dispatcher_path = native(raw, &resolve_link(items, &dispatcher));
-    let info = binfmt::inspect(&dispatcher_path).map_err(|e| Error::BadLibrary { path: source.into(), member: dispatcher.clone(), detail: e.to_string() })?;
+/// Step 6 of [`detect`], the platform: the dispatcher's headers and the platform they name
+/// (a Jetson build when the names say `linux-aarch64`). Errors: [`Error::BadLibrary`].
+fn dispatcher_platform(
+    source: &Path,
+    raw: &Path,
+    items: &BTreeMap<String, Item>,
+    hints: &Hints,
+    root: &str,
+    dispatcher: &str,
+) -> Result<(binfmt::BinaryInfo, Platform), Error> {
+    let dispatcher_path = native(raw, &resolve_link(items, dispatcher));
+    let info =
+        binfmt::inspect(&dispatcher_path).map_err(|e| Error::BadLibrary { path: source.into(), member: dispatcher.to_string(), detail: e.to_string() })?;
     let Some(mut platform) = info.platform else {
         return Err(Error::BadLibrary {
             path: source.into(),
-            member: dispatcher.clone(),
+            member: dispatcher.to_string(),
             detail: format!("built for {}, which no cuDNN release targets", info.describe),
         });
     };
     if platform == Platform::LinuxSbsa && (hints.source_name.contains("linux-aarch64") || root.contains("linux-aarch64")) {
         platform = Platform::LinuxAarch64;
     }
+    Ok((info, platform))
+}
+
+/// Step 6 of [`detect`], the layout: the header (`cudnn_version.h`, else `cudnn.h`) of the
+/// chosen variant, and the entry's `bin` / `lib` / `include` folders.
+fn entry_layout(keep: &BTreeMap<String, Item>, chosen_variant: Option<&String>, lib_rel: &str, platform: Platform) -> (Option<String>, EntryLayout) {
     let mut layout = EntryLayout::default();
-    let in_variant = |p: &str| chosen_variant.as_ref().is_none_or(|v| p.split('/').any(|c| c == v));
+    let in_variant = |p: &str| chosen_variant.is_none_or(|v| p.split('/').any(|c| c == v));
     let header = keep
         .iter()
         .filter(|(p, it)| matches!(it, Item::File { .. }) && in_variant(p))
@@ -289,16 +374,29 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
         layout.include = Some(parent(h).to_string());
     }
     if platform.is_windows() {
-        layout.bin = Some(lib_rel.clone());
+        layout.bin = Some(lib_rel.to_string());
         layout.lib = keep.keys().filter(|p| file_name(p).eq_ignore_ascii_case("cudnn.lib") && in_variant(p)).map(|p| parent(p).to_string()).next();
     } else {
-        layout.lib = Some(lib_rel.clone());
+        layout.lib = Some(lib_rel.to_string());
     }
+    (header, layout)
+}
 
-    // 7. Library set and platform agreement.
+/// Step 7 of [`detect`]: the file names of the shared libraries in the library folder
+/// `lib_rel` (sorted), and the release each file says it is of (where it says one).
+/// Errors: [`Error::BadLibrary`] for a library of another machine than the dispatcher.
+fn library_set(
+    source: &Path,
+    raw: &Path,
+    root: &str,
+    keep: &BTreeMap<String, Item>,
+    lib_rel: &str,
+    info: &binfmt::BinaryInfo,
+    platform: Platform,
+) -> Result<(Vec<String>, FileVersions), Error> {
     let mut libraries = Vec::new();
     let mut file_versions: Vec<(String, Version)> = Vec::new();
-    for (p, it) in &keep {
+    for (p, it) in keep {
         if parent(p) != lib_rel || matches!(it, Item::Dir) || !is_library(file_name(p)) {
             continue;
         }
@@ -327,9 +425,25 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
         }
     }
     libraries.sort();
+    Ok((libraries, file_versions))
+}
 
-    // 8. Version: header (3 parts) and every 4-part source must agree.
-    if let Some(h) = &header {
+/// Step 8 of [`detect`]: the release version that the header, the dispatcher's VERSIONINFO
+/// (`file_version`), the names in `versions` and the libraries' own word (`file_versions`)
+/// agree on, with where it was read. Errors: [`Error::StaleHeader`],
+/// [`Error::VersionUnknown`], [`Error::VersionConflict`], [`Error::MixedReleases`].
+#[allow(clippy::too_many_arguments)]
+fn agreed_version(
+    source: &Path,
+    raw: &Path,
+    root: &str,
+    header: Option<&String>,
+    file_versions: &[(String, Version)],
+    file_version: Option<Version>,
+    dispatcher: &str,
+    mut versions: Vec<(Version, String)>,
+) -> Result<(Version, String), Error> {
+    if let Some(h) = header {
         let text = std::fs::read_to_string(native(raw, &if root.is_empty() { h.clone() } else { format!("{root}/{h}") })).unwrap_or_default();
         if let Some(v) = version::parse_cudnn_header(&text) {
             // A header that disagrees with what the libraries themselves say, when they agree
@@ -347,8 +461,8 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
             versions.push((v, format!("`{h}`")));
         }
     }
-    if let Some(fv) = info.file_version {
-        versions.push((fv, format!("the VERSIONINFO of `{}`", file_name(&dispatcher))));
+    if let Some(fv) = file_version {
+        versions.push((fv, format!("the VERSIONINFO of `{}`", file_name(dispatcher))));
     }
     // A folder extracted from a wheel has only the 3-part header and would lose its build
     // number: the 4-part release a library states itself (the `cudnn_version_8_9_4_25` marker
@@ -377,32 +491,45 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     if !odd.is_empty() {
         return Err(Error::MixedReleases { path: source.into(), release: Box::new((best.0.to_string(), best.1.clone())), odd });
     }
-    let dispatcher_major: u64 = libname::dispatcher_major(file_name(&dispatcher)).unwrap_or(0);
+    let dispatcher_major: u64 = libname::dispatcher_major(file_name(dispatcher)).unwrap_or(0);
     if dispatcher_major != best.0.major() {
         return Err(Error::VersionConflict {
             path: source.into(),
             claims: Box::new([
                 (best.0.to_string(), best.1.clone()),
-                (dispatcher_major.to_string(), format!("the dispatcher name `{}`", file_name(&dispatcher))),
+                (dispatcher_major.to_string(), format!("the dispatcher name `{}`", file_name(dispatcher))),
             ]),
         });
     }
-    // 9. The whole set: every sub-library the release ships beside the dispatcher.
-    let missing = missing_sublibraries(&best.0, platform, &libraries);
-    if !missing.is_empty() && !hints.allow_incomplete {
-        let since = SUBLIBRARIES.iter().find(|r| r.0 == best.0.major()).map(|r| r.1.to_string()).unwrap_or_default();
+    Ok(best)
+}
+
+/// Step 9 of [`detect`]: the sub-libraries of release `version` that `libraries` lacks
+/// ([`missing_sublibraries`]). Errors: [`Error::Incomplete`] when some are missing, unless
+/// `allow_incomplete`.
+fn complete_set(
+    source: &Path,
+    version: &Version,
+    platform: Platform,
+    libraries: &[String],
+    lib_rel: &str,
+    allow_incomplete: bool,
+) -> Result<Vec<String>, Error> {
+    let missing = missing_sublibraries(version, platform, libraries);
+    if !missing.is_empty() && !allow_incomplete {
+        let since = SUBLIBRARIES.iter().find(|r| r.0 == version.major()).map(|r| r.1.to_string()).unwrap_or_default();
         return Err(Error::Incomplete {
             path: source.into(),
             set: Box::new(super::IncompleteSet {
-                version: best.0.to_string(),
-                major: best.0.major(),
+                version: version.to_string(),
+                major: version.major(),
                 since,
-                folder: if lib_rel.is_empty() { ".".into() } else { lib_rel.clone() },
+                folder: if lib_rel.is_empty() { ".".into() } else { lib_rel.to_string() },
                 missing,
             }),
         });
     }
-    Ok(Detected { root, keep, version: best.0, version_source: best.1, cuda_major, cuda_source, platform, libraries, layout, missing })
+    Ok(missing)
 }
 
 /// The sub-libraries each cuDNN major ships beside its dispatcher, from the first release of

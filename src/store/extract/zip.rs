@@ -1,0 +1,452 @@
+//! Reading a zip or wheel: the members are checked and bounded up front, then shared out by
+//! size among worker threads that inflate, hash and write them chunk by chunk.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, mpsc};
+
+use sha2::{Digest, Sha256};
+
+use super::{
+    BUF, Extracted, Item, MAX_RATIO, RATIO_FLOOR, add_parents, admit, balance, corrupt, expansion_bound, finish_symlinks, hash_file, native, open,
+    worker_count, write_err,
+};
+use crate::store::Error;
+use crate::store::member::{self, CaseIndex, Kind, PathIndex};
+use crate::sys::progress::Progress;
+
+/// A zip is a wheel when its name ends in `.whl` or it holds a top-level `*.dist-info/`
+/// folder; a wheel must then have a valid RECORD (checked after extraction), so removing
+/// RECORD never turns a wheel into an unchecked plain zip.
+pub(super) fn is_wheel(path: &Path) -> Result<bool, Error> {
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("whl")) {
+        return Ok(true);
+    }
+    let Ok(zip) = zip::ZipArchive::new(open(path)?) else { return Ok(false) };
+    Ok(zip.file_names_raw().any(|n| {
+        let n = String::from_utf8_lossy(n);
+        let mut parts = n.split(['/', '\\']);
+        matches!((parts.next(), parts.next()), (Some(d), Some(_)) if d.ends_with(".dist-info"))
+    }))
+}
+struct ZipMember {
+    index: usize,
+    name: String,
+    path: String,
+    size: u64,
+}
+
+pub(super) fn extract_zip(source: &Path, raw: &Path, computed_sha256: Option<String>, progress: &dyn Progress) -> Result<Extracted, Error> {
+    let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, format!("not a readable zip ({e}); the file may be truncated")))?;
+    if zip.has_duplicate_names() {
+        // The zip crate keeps one of them; other tools may pick the other.
+        return Err(corrupt(source, "two members have the same name, so its content is ambiguous"));
+    }
+    let mut items = BTreeMap::new();
+    let mut case = CaseIndex::default();
+    let mut paths = PathIndex::default();
+    let mut files = Vec::new();
+    let mut symlinks = Vec::new();
+    // (local header offset, end of data, index, name) of every entry, to find shared data.
+    let mut spans = Vec::with_capacity(zip.len());
+    for index in 0..zip.len() {
+        let f = zip.by_index_raw(index).map_err(|e| corrupt(source, e))?;
+        let name = member::name_from_bytes(f.name_raw())
+            .map_err(|r| Error::BadMember { archive: source.into(), member: member::escape_bytes(f.name_raw()), rule: r.0 })?
+            .to_string();
+        let bad = |rule: String| Error::BadMember { archive: source.into(), member: name.clone(), rule };
+        let Some(path) = admit(source, &mut case, &name)? else { continue };
+        let start = f.header_start();
+        spans.push((start, f.data_start().unwrap_or(start).saturating_add(f.compressed_size()), index, name.clone()));
+        let kind = if f.is_dir() {
+            Kind::Dir
+        } else if f.is_symlink() {
+            Kind::Symlink
+        } else {
+            Kind::File
+        };
+        paths.claim(&path, kind).map_err(|r| bad(r.0))?;
+        if f.is_dir() {
+            items.insert(path, Item::Dir);
+        } else if f.is_symlink() {
+            if f.size() > 4096 {
+                return Err(bad("a symlink member longer than 4096 bytes".into()));
+            }
+            let mut target = String::new();
+            // by_index_raw gives the stored bytes; read the decompressed target instead.
+            drop(f);
+            zip.by_index(index).map_err(|e| corrupt(source, e))?.read_to_string(&mut target).map_err(|e| bad(format!("unreadable symlink target ({e})")))?;
+            member::resolve_symlink(&path, &target).map_err(|r| bad(r.0))?;
+            symlinks.push((path, target));
+        } else {
+            let (size, packed) = (f.size(), f.compressed_size());
+            if size > RATIO_FLOOR && size / packed.max(1) > MAX_RATIO {
+                return Err(Error::Bomb { archive: source.into(), member: name, size, packed, max_ratio: MAX_RATIO });
+            }
+            files.push(ZipMember { index, name, path, size });
+        }
+    }
+    // No two entries may share bytes: 300 entries naming one member's data would extract it
+    // 300 times from one copy.
+    spans.sort();
+    for w in spans.windows(2) {
+        let ((_, end, _, first), (start, _, _, second)) = (&w[0], &w[1]);
+        if start < end {
+            return Err(Error::BadMember {
+                archive: source.into(),
+                member: second.clone(),
+                rule: format!("its data overlaps that of `{first}` (two central-directory entries share one stored member); refusing a likely zip bomb"),
+            });
+        }
+    }
+    let input_size = fs::metadata(source).map_err(|e| Error::Read { path: source.into(), source: e })?.len();
+    let declared = files.iter().fold(0u64, |t, m| t.saturating_add(m.size));
+    let bound = expansion_bound(input_size);
+    if declared > bound {
+        return Err(Error::Expansion { archive: source.into(), member: None, total: declared, packed: input_size, bound });
+    }
+    // Every parent folder of every member exists before the workers start.
+    for m in &files {
+        add_parents(&mut items, &m.path);
+    }
+    for (p, _) in &symlinks {
+        add_parents(&mut items, p);
+    }
+    for (path, item) in &items {
+        if *item == Item::Dir {
+            fs::create_dir_all(native(raw, path)).map_err(write_err(raw))?;
+        }
+    }
+    progress.start("extracting", declared);
+    let shared =
+        Shared { source, raw, progress, results: Mutex::new(Vec::with_capacity(files.len())), failed: AtomicBool::new(false), first_error: Mutex::new(None) };
+    let buckets = balance(files, worker_count(), |m| m.size);
+    let source_hash = std::thread::scope(|s| {
+        // A SHA-256 this process computed while writing the input is not computed again.
+        let hasher = s.spawn(|| match computed_sha256 {
+            Some(sha) => Ok((input_size, sha)),
+            None => hash_file(source),
+        });
+        // One thread syncs finished files, so no inflater waits for the disk.
+        let (sync_tx, sync_rx) = mpsc::channel::<(File, PathBuf)>();
+        let shared = &shared;
+        s.spawn(move || {
+            for (file, path) in sync_rx {
+                if let Err(e) = file.sync_all() {
+                    shared.fail(Error::Write { path, source: e });
+                }
+            }
+        });
+        for bucket in buckets {
+            // One thread per bucket inflates, hashes and writes each of its members in turn:
+            // a chunk is hashed while it is still in the core's cache, and no thread waits on
+            // another's hand-over (a split inflater/sink pair cost 50,000 context switches
+            // per import).
+            let sync_tx = sync_tx.clone();
+            s.spawn(move || {
+                if let Err(e) = member_worker(shared, bucket, &sync_tx) {
+                    shared.fail(e);
+                }
+            });
+        }
+        drop(sync_tx);
+        hasher.join().expect("hash thread panicked")
+    });
+    progress.finish();
+    if let Some(e) = shared.first_error.into_inner().unwrap() {
+        return Err(e);
+    }
+    for (path, item) in shared.results.into_inner().unwrap() {
+        items.insert(path, item);
+    }
+    finish_symlinks(source, raw, &paths, &mut items, symlinks)?;
+    let (size, sha) = source_hash.map_err(|source_err| Error::Read { path: source.into(), source: source_err })?;
+    Ok(Extracted { items, source_sha256: Some(sha), source_size: Some(size) })
+}
+
+/// The output chunk of one worker, in bytes: large enough that the inflater rarely copies
+/// into its own 32 KiB window and that writes are few, small enough to stay in the core's
+/// L2 cache between inflating a chunk and hashing it.
+const CHUNK: usize = 256 << 10;
+
+/// What the zip threads share: the input, the staging folder, and where results and the
+/// first error go.
+struct Shared<'a> {
+    source: &'a Path,
+    raw: &'a Path,
+    progress: &'a dyn Progress,
+    results: Mutex<Vec<(String, Item)>>,
+    failed: AtomicBool,
+    first_error: Mutex<Option<Error>>,
+}
+
+impl Shared<'_> {
+    /// Records `e` (the first one wins) and tells every thread to stop.
+    fn fail(&self, e: Error) {
+        self.failed.store(true, Ordering::Relaxed);
+        self.first_error.lock().unwrap().get_or_insert(e);
+    }
+    fn stopped(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+}
+
+/// Reads `buf.len()` bytes or fewer at `offset` of `file` (no shared cursor: each thread reads
+/// its own members with positional reads).
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    loop {
+        #[cfg(unix)]
+        let r = std::os::unix::fs::FileExt::read_at(file, buf, offset);
+        #[cfg(windows)]
+        let r = std::os::windows::fs::FileExt::seek_read(file, buf, offset);
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+/// The zip crate's words for a member that yields more than its header declares.
+const LARGER: &str = "File is larger than its declared uncompressed size";
+
+/// A member being written: its file, SHA-256, CRC-32 (where the worker checks it) and
+/// byte count.
+struct Sink {
+    file: File,
+    dest: PathBuf,
+    sha: Sha256,
+    crc: Option<crc32fast::Hasher>,
+    written: u64,
+    /// Bytes whose write-back to disk was started ([`start_writeback`]).
+    flushed: u64,
+}
+
+/// A member's bytes are sent on to the disk every this many bytes ...
+const FLUSH_EVERY: u64 = 8 << 20;
+
+/// ... so that the `fsync` at its end waits for the last few MiB only, not for hundreds of
+/// MiB still in the page cache (the 430 MB `libcudnn_engines_precompiled.so.9` kept its import
+/// waiting 0.13 s after the last byte). Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`: it
+/// starts write-back of `len` bytes at `offset` and returns without waiting; durability still
+/// comes from the `fsync`. Elsewhere, and on any error, nothing happens here.
+fn start_writeback(file: &File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a plain syscall on an open file descriptor; no memory is passed.
+        unsafe {
+            libc::sync_file_range(file.as_raw_fd(), offset as libc::off64_t, len as libc::off64_t, libc::SYNC_FILE_RANGE_WRITE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
+}
+
+impl Sink {
+    /// Hashes and writes the next bytes of the member.
+    fn put(&mut self, bytes: &[u8], progress: &dyn Progress) -> Result<(), Error> {
+        self.sha.update(bytes);
+        if let Some(crc) = &mut self.crc {
+            crc.update(bytes);
+        }
+        self.file.write_all(bytes).map_err(write_err(&self.dest))?;
+        self.written += bytes.len() as u64;
+        if self.written - self.flushed >= FLUSH_EVERY {
+            start_writeback(&self.file, self.flushed, self.written - self.flushed);
+            self.flushed = self.written;
+        }
+        progress.advance(bytes.len() as u64);
+        Ok(())
+    }
+}
+
+/// Inflates `members` (stored and deflated ones directly from the file with large positional
+/// reads; any other method through the zip crate's reader), hashing and writing each chunk
+/// as it comes, checks each member's size and CRC at its end, then passes the file on to be
+/// synced. Output stops one byte past the declared size: more is an error, never written.
+fn member_worker(shared: &Shared, members: Vec<ZipMember>, sync: &mpsc::Sender<(File, PathBuf)>) -> Result<(), Error> {
+    let source = shared.source;
+    let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, e))?;
+    let file = open(source)?;
+    let mut input = vec![0u8; BUF];
+    let mut buf = vec![0u8; CHUNK];
+    let mut dec = flate2::Decompress::new(false);
+    for m in members {
+        if shared.stopped() {
+            return Ok(());
+        }
+        let dest = native(shared.raw, &m.path);
+        let name = m.name.clone();
+        let size = m.size;
+        let read_err = |e: io::Error| member_read_error(source, &name, e);
+        // The zip crate reads and checks the local header (and refuses what it cannot read).
+        let mut reader = zip.by_index(m.index).map_err(|e| corrupt(source, format!("member `{}`: {e}", m.name)))?;
+        let method = reader.compression();
+        let direct = matches!(method, zip::CompressionMethod::Stored | zip::CompressionMethod::Deflated);
+        let span = reader.data_start().map(|start| (start, start.saturating_add(reader.compressed_size())));
+        let crc = reader.crc32();
+        let created = File::create(&dest).map_err(write_err(&dest))?;
+        let (direct, span) = match span {
+            Some(span) if direct => (true, span),
+            _ => (false, (0, 0)),
+        };
+        // The zip crate's own reader checks the CRC of what it reads; the direct path here.
+        let mut sink = Sink { file: created, dest, sha: Sha256::new(), crc: direct.then(crc32fast::Hasher::new), written: 0, flushed: 0 };
+        let limit = size.saturating_add(1);
+        if !direct {
+            // Deflate64 and others: the zip crate's reader checks size and CRC itself.
+            loop {
+                let cap = (CHUNK as u64).min(limit - sink.written) as usize;
+                let mut filled = 0;
+                while filled < cap {
+                    match reader.read(&mut buf[filled..cap]) {
+                        Ok(0) => break,
+                        Ok(n) => filled += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(read_err(e)),
+                    }
+                }
+                if sink.written + filled as u64 > size {
+                    return Err(read_err(io::Error::new(io::ErrorKind::InvalidData, LARGER)));
+                }
+                sink.put(&buf[..filled], shared.progress)?;
+                if filled < cap || cap == 0 || shared.stopped() {
+                    break;
+                }
+            }
+        } else {
+            drop(reader);
+            let (mut offset, end) = span;
+            let stored = method == zip::CompressionMethod::Stored;
+            dec.reset(false);
+            let (mut in_pos, mut in_len) = (0usize, 0usize);
+            let mut ended = false;
+            while !ended {
+                let cap = (CHUNK as u64).min(limit - sink.written) as usize;
+                let mut filled = 0;
+                while filled < cap {
+                    if stored {
+                        let want = (cap - filled).min((end - offset).min(BUF as u64) as usize);
+                        let n = if want == 0 {
+                            0
+                        } else {
+                            read_at(&file, &mut buf[filled..filled + want], offset).map_err(|e| Error::Read { path: source.into(), source: e })?
+                        };
+                        if n == 0 {
+                            ended = true;
+                            break;
+                        }
+                        offset += n as u64;
+                        filled += n;
+                        continue;
+                    }
+                    if in_pos == in_len && offset < end {
+                        let want = (end - offset).min(BUF as u64) as usize;
+                        let n = read_at(&file, &mut input[..want], offset).map_err(|e| Error::Read { path: source.into(), source: e })?;
+                        if n == 0 {
+                            return Err(read_err(io::ErrorKind::UnexpectedEof.into()));
+                        }
+                        offset += n as u64;
+                        (in_pos, in_len) = (0, n);
+                    }
+                    let (before_in, before_out) = (dec.total_in(), dec.total_out());
+                    let status = dec
+                        .decompress(&input[in_pos..in_len], &mut buf[filled..cap], flate2::FlushDecompress::None)
+                        .map_err(|e| read_err(io::Error::new(io::ErrorKind::InvalidData, e)))?;
+                    let (used, made) = ((dec.total_in() - before_in) as usize, (dec.total_out() - before_out) as usize);
+                    in_pos += used;
+                    filled += made;
+                    if status == flate2::Status::StreamEnd {
+                        ended = true;
+                        break;
+                    }
+                    if used == 0 && made == 0 && in_pos == in_len && offset >= end {
+                        // The member's bytes end before its deflate stream does.
+                        return Err(read_err(io::ErrorKind::UnexpectedEof.into()));
+                    }
+                }
+                if sink.written + filled as u64 > size {
+                    return Err(read_err(io::Error::new(io::ErrorKind::InvalidData, LARGER)));
+                }
+                sink.put(&buf[..filled], shared.progress)?;
+                if shared.stopped() {
+                    return Ok(());
+                }
+            }
+        }
+        let Sink { file, dest, sha, crc: got, written, .. } = sink;
+        if got.is_some_and(|got| got.finalize() != crc) {
+            return Err(Error::BadCrc { archive: source.into(), member: m.name });
+        }
+        if written != size {
+            return Err(Error::SizeMismatch { archive: source.into(), member: m.name, declared: size, actual: written });
+        }
+        shared.results.lock().unwrap().push((m.path, Item::File { size: written, sha256: hex::encode(sha.finalize()) }));
+        let _ = sync.send((file, dest));
+    }
+    Ok(())
+}
+
+fn member_read_error(archive: &Path, member: &str, e: io::Error) -> Error {
+    let text = e.to_string();
+    if text.to_ascii_lowercase().contains("checksum") || text.contains("CRC") {
+        Error::BadCrc { archive: archive.into(), member: member.into() }
+    } else if e.kind() == io::ErrorKind::UnexpectedEof {
+        corrupt(archive, format!("member `{member}` ends early; the archive is truncated"))
+    } else {
+        corrupt(archive, format!("member `{member}`: {text}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::extract::{SourceKind, extract};
+
+    #[test]
+    fn balance_spreads_the_largest() {
+        let m = |i, size| ZipMember { index: i, name: String::new(), path: String::new(), size };
+        let b = balance(vec![m(0, 415), m(1, 200), m(2, 150), m(3, 60)], 2, |m| m.size);
+        let sums: Vec<u64> = b.iter().map(|v| v.iter().map(|m| m.size).sum()).collect();
+        assert_eq!(sums, vec![415, 410]);
+    }
+
+    /// A zip of two deflated members and one stored member, each `len` bytes.
+    fn small_zip(path: &Path, len: usize) {
+        let mut zip = zip::ZipWriter::new(File::create(path).unwrap());
+        let deflated = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        let stored = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        for (name, opts, byte) in [("lib/a.so", deflated, b'a'), ("lib/b.so", deflated, b'b'), ("include/c.h", stored, b'c')] {
+            zip.start_file(name, opts).unwrap();
+            zip.write_all(&vec![byte; len]).unwrap();
+        }
+        zip.finish().unwrap();
+    }
+
+    #[test]
+    fn a_zip_is_hashed_unless_its_hash_was_computed_while_writing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("x.zip");
+        small_zip(&input, 600_000);
+        let (size, sha) = hash_file(&input).unwrap();
+        let raw = dir.path().join("raw");
+        fs::create_dir(&raw).unwrap();
+        let got = extract(&input, SourceKind::Zip, &raw, None, &crate::sys::progress::NoProgress).unwrap();
+        assert_eq!((got.source_size, got.source_sha256.as_deref()), (Some(size), Some(sha.as_str())));
+        let want_a = hex::encode(Sha256::digest(vec![b'a'; 600_000]));
+        assert_eq!(got.items["lib/a.so"], Item::File { size: 600_000, sha256: want_a });
+        assert_eq!(fs::read(raw.join("include/c.h")).unwrap(), vec![b'c'; 600_000]);
+        // Given the hash a download computed, the input is not read again to hash it: the
+        // entry records the given value (a wrong one shows it was not recomputed), and every
+        // member is still hashed.
+        let raw2 = dir.path().join("raw2");
+        fs::create_dir(&raw2).unwrap();
+        let given = "ab".repeat(32);
+        let got2 = extract(&input, SourceKind::Zip, &raw2, Some(given.clone()), &crate::sys::progress::NoProgress).unwrap();
+        assert_eq!((got2.source_size, got2.source_sha256), (Some(size), Some(given)));
+        assert_eq!(got2.items, got.items);
+    }
+}
