@@ -447,7 +447,7 @@ fn agreed_version(
         let text = std::fs::read_to_string(native(raw, &if root.is_empty() { h.clone() } else { format!("{root}/{h}") })).unwrap_or_default();
         if let Some(v) = version::parse_cudnn_header(&text) {
             // A header that disagrees with what the libraries themselves say, when they agree
-            // among themselves, is the stale file (issue 14), not the libraries.
+            // among themselves, is the stale file, not the libraries.
             if let Some((f, lv)) = file_versions.first()
                 && file_versions.iter().all(|(_, w)| binfmt::same_release(w, lv))
                 && !binfmt::same_release(lv, &v)
@@ -564,7 +564,7 @@ pub fn missing_sublibraries(version: &Version, platform: Platform, libraries: &[
 }
 
 /// `cuda_source` of an entry whose CUDA major only the user gave (`--cuda`): its libraries
-/// name no CUDA library by major, so nothing could check it (../shared/decisions.md, 2).
+/// name no CUDA library by major, so nothing could check it (docs/decisions.md, 2).
 pub const CUDA_FROM_USER: &str = "--cuda (taken from the user: the libraries name no CUDA library by major)";
 
 /// The CUDA major the release's libraries name (`libcudnn_adv.so.9` loads `libcublasLt.so.13`;

@@ -64,7 +64,7 @@ pub enum Error {
     /// `claims`: two (version, where it was read) pairs that disagree (boxed: keeps `Error` small).
     #[error("{}: the version is ambiguous: {} says {}, but {} says {}", path.display(), claims[0].1, claims[0].0, claims[1].1, claims[1].0)]
     VersionConflict { path: PathBuf, claims: Box<[(String, String); 2]> },
-    /// Libraries of two releases in one set (../shared/decisions.md 2): `release` = (the
+    /// Libraries of two releases in one set (docs/decisions.md 2): `release` = (the
     /// release's version, where it was read); `odd` = (library, the version the file itself
     /// says) for each library of another release.
     #[error("{}: libraries of two cuDNN releases in one set: {} says {}, but {}", path.display(), release.1, release.0, odd.iter().map(|(f, v)| format!("`{}` is {v}", member::escape(f))).collect::<Vec<_>>().join(", "))]

@@ -69,11 +69,11 @@ pub struct AddOptions {
     /// The URL the input was downloaded from, recorded in `entry.toml`.
     pub source_url: Option<String>,
     /// Import a set that lacks sub-libraries its major and version ship (recorded in
-    /// `entry.toml` as `incomplete`); without it such a set is refused (../shared/decisions.md 2).
+    /// `entry.toml` as `incomplete`); without it such a set is refused (docs/decisions.md 2).
     pub allow_incomplete: bool,
     /// `sha256` was computed by this process over the very bytes it wrote to the input (a
     /// download into the home's downloads folder, written under the writer lock): the input is
-    /// then not read a second time to hash it (issue 20: nothing read twice). Members are still
+    /// then not read a second time to hash it (nothing is read twice). Members are still
     /// CRC-checked and every extracted file hashed. Ignored without `sha256`, and for a `.tar.*`
     /// input, which is hashed as it streams.
     pub sha256_computed: bool,

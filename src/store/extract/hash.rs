@@ -16,7 +16,7 @@ use crate::store::Error;
 /// special file.
 ///
 /// One thread reads while this one hashes, so the copy out of the page cache overlaps the
-/// hashing (a re-import costs this hash and little else, issue 20); they trade
+/// hashing (a re-import costs this hash and little else); they trade
 /// [`HASH_BUFFERS`] buffers of [`BUF`] bytes.
 pub(crate) fn hash_input(path: &Path) -> Result<(u64, String), Error> {
     let mut f = open(path)?;
