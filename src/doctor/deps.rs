@@ -1,4 +1,4 @@
-//! Run-time dependencies of the cuDNN the loader picks (issue 13, item 3), read without
+//! Run-time dependencies of the cuDNN the loader picks, read without
 //! loading anything: the CUDA libraries its files name by major (cuBLAS, cuBLASLt, NVRTC;
 //! [`crate::sys::binfmt::referenced_cuda_libraries`]), each looked up the way the loader model
 //! (docs/loader.md) says the library naming it would find it; and on Windows `zlibwapi.dll`,

@@ -35,7 +35,7 @@ pub fn own_release(dispatcher: &Path, major: u64) -> Option<Version> {
         return None;
     }
     // site-packages/nvidia/cudnn/{lib,bin} -> site-packages
-    super::wheel_version(dir.ancestors().nth(3)?).and_then(|v| v.parse().ok()).filter(|v: &Version| v.major() == major)
+    super::origin::wheel_version(dir.ancestors().nth(3)?).and_then(|v| v.parse().ok()).filter(|v: &Version| v.major() == major)
 }
 
 fn shown(v: Option<&str>) -> String {
@@ -171,7 +171,7 @@ pub fn judge(prefix: &Path, copies: &[(PathBuf, String, Dispatcher)], folders: &
 fn linux(prefix: &Path, folders: &[PathBuf], search_var: &str, out: &mut Vec<Finding>, derived: &mut Vec<(PathBuf, String)>) {
     let env = LinuxEnv::new(folders.to_vec());
     let alone = LinuxEnv { ld_library_path: Vec::new(), ..env.clone() };
-    for sp in super::site_packages(prefix) {
+    for sp in super::origin::site_packages(prefix) {
         for (consumer, major) in consumers(&sp.join("torch").join("lib")) {
             let name = libname::dispatcher_name(major, Os::Linux);
             let who = format!("PyTorch's {}", consumer.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());

@@ -1,5 +1,5 @@
 //! `cuenv doctor --pid PID`: which cuDNN and CUDA libraries a running process has mapped,
-//! where each comes from (attributed like the probe's: [`super::origin`]), and whether the
+//! where each comes from (attributed like the probe's: [`super::origin`](fn@super::origin)), and whether the
 //! cuDNN it loaded is still what its profile gives today.
 //!
 //! The process is only read ([`crate::sys::procmods`]): its mapped files, and on Linux its
@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{Finding, Severity, origin, wheel_version};
+use super::origin::{origin, wheel_version};
+use super::{Finding, Severity};
 use crate::cudnn::libname;
 use crate::generation;
 use crate::home::layout::Layout;
@@ -31,7 +32,7 @@ pub struct ProcessModule {
     pub name: String,
     /// What it is (cuDNN, cuBLAS, the runtime, ...).
     pub kind: ModuleKind,
-    /// Where it comes from, in words ([`super::origin`]).
+    /// Where it comes from, in words ([`super::origin`](fn@super::origin)).
     pub origin: String,
     /// Its release (`9.5.0.50`), where the store entry's name, the file name, the DLL's
     /// VERSIONINFO or the wheel's dist-info tells.

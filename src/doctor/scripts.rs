@@ -1,4 +1,4 @@
-//! Static rules on a conda env's activation scripts (issue 13, item 3), read without running
+//! Static rules on a conda env's activation scripts, read without running
 //! anything:
 //!
 //! - **Appending scripts.** A script in `etc/conda/activate.d` (not cuenv's own) that *appends*

@@ -12,7 +12,7 @@ const MAX_LINES: usize = 700;
 
 /// Files still over [`MAX_LINES`], each waiting for its split (docs/design.md, "Module map").
 /// A listed file that is no longer over the limit fails the test, so the list only shrinks.
-const OVER_THE_LIMIT: &[&str] = &["doctor/mod.rs", "sources/mod.rs"];
+const OVER_THE_LIMIT: &[&str] = &[];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

@@ -1,0 +1,277 @@
+//! Where what the doctor finds comes from: the origin of a loaded library in words (a cuenv
+//! store entry or runtime root, a toolkit root, a pip wheel, PyTorch's bundled copy, a conda
+//! env), the profile view the shell is activated for, the cuDNN copies frameworks load in the
+//! conda env, and cuDNN copied by hand into a toolkit root.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use super::search_path::{mixed_releases, scan_search_path};
+use super::{Dispatcher, Finding, Inputs, Loaded, SearchDir, Severity, frameworks};
+use crate::check::{self, ProbeOutcome};
+use crate::cudnn::libname::{self, Os};
+use crate::generation::{self, ViewRecord};
+use crate::home::layout::Layout;
+use crate::probe;
+use crate::sys::paths;
+use crate::toolkit::Toolkit;
+
+/// The profile this shell is activated for ([`super::Diagnosis::active_profile`]), whether
+/// it follows `<home>/active`, and its view in the current generation.
+pub(super) struct Active {
+    pub(super) profile: Option<String>,
+    pub(super) follows: bool,
+    pub(super) view: Option<ViewRecord>,
+}
+
+/// The active profile from `CUENV_PROFILE` (`cuenv_profile`), or `<home>/active`'s when the
+/// shell follows it, and its view; a finding when there is no such profile.
+pub(super) fn active_profile(layout: &Layout, cuenv_profile: Option<OsString>, findings: &mut Vec<Finding>) -> Active {
+    let mut active_profile = cuenv_profile.map(|v| v.to_string_lossy().into_owned()).filter(|s| !s.is_empty());
+    let follows_active = active_profile.as_deref() == Some("active");
+    let active_link = layout.active_link();
+    if follows_active {
+        // `cuenv env --setup`: the shell follows `<home>/active`, whichever profile
+        // `cuenv use` made active.
+        let target = crate::generation::active::name(layout);
+        if target.is_none() {
+            findings.push(Finding {
+                severity: Severity::Warning,
+                message: format!("this shell follows {} (`cuenv env --setup`), but no profile is active", active_link.display()),
+                hint: Some("`cuenv use <profile>` makes one active".into()),
+            });
+        }
+        active_profile = target;
+    }
+    let active_view = active_profile.as_ref().and_then(|name| {
+        let view = generation::current_manifest(layout).and_then(|m| m.profiles.into_iter().find(|p| &p.name == name));
+        if view.is_none() {
+            let (message, hint) = if follows_active {
+                (
+                    format!("{} points at profile `{name}`, which the current generation does not have", active_link.display()),
+                    "`cuenv use <profile>` picks one of the current generation (`cuenv status` lists them), `cuenv use --none` clears it, or `cuenv rollback --to N` goes back to a generation that has it",
+                )
+            } else {
+                (
+                    format!("CUENV_PROFILE says profile `{name}` is active, but the current generation has no such profile"),
+                    "deactivate and activate the conda env (or the `cuenv env` shell) again, or run `cuenv status` to see the profiles",
+                )
+            };
+            findings.push(Finding { severity: Severity::Problem, message, hint: Some(hint.into()) });
+        }
+        view
+    });
+    Active { profile: active_profile, follows: follows_active, view: active_view }
+}
+
+pub(super) fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option<&Path>) -> Loaded {
+    let mut l =
+        Loaded { major: o.major, dispatcher: None, origin: None, version: None, version_from: None, built_for_cuda: None, error: None, modules: Vec::new() };
+    let Some(r) = &o.report else {
+        l.error = Some(match &o.end {
+            check::ProbeEnd::Signaled { name, .. } => format!("the probe crashed ({name}) while loading it"),
+            check::ProbeEnd::TimedOut { after_ms } => format!("the probe did not finish within {after_ms} ms"),
+            check::ProbeEnd::SpawnFailed { error } => error.clone(),
+            check::ProbeEnd::Exited { code } => format!("the probe exited with code {code} without a report"),
+        });
+        return l;
+    };
+    l.modules = r.modules.clone();
+    if !r.dispatcher.loaded {
+        l.error = r.dispatcher.error.as_ref().map(|e| e.message.clone());
+        return l;
+    }
+    let want = libname::dispatcher_name(o.major, Os::HOST);
+    let d = r.modules.iter().find(|m| m.name.eq_ignore_ascii_case(&want)).or_else(|| r.modules.iter().find(|m| libname::is_dispatcher(&m.name)));
+    if let Some(d) = d {
+        let path = PathBuf::from(&d.path);
+        l.origin = Some(origin(&path, inp.layout, inp.toolkits, conda_prefix));
+        l.dispatcher = Some(path);
+    }
+    if let Some(v) = &r.cudnn {
+        l.version = Some(check::decode_cudnn(v.version));
+        let reporter = if o.major >= 9 { "graph" } else { "ops_infer" };
+        let own = l.dispatcher.as_deref().and_then(Path::parent).map(Path::to_path_buf);
+        l.version_from = r
+            .modules
+            .iter()
+            .find(|m| m.kind == probe::ModuleKind::Cudnn && libname::parse(&m.name).and_then(|x| x.stem).as_deref() == Some(reporter))
+            .map(|m| PathBuf::from(&m.path))
+            .filter(|p| own.as_deref().is_some_and(|own| p.parent().is_some_and(|d| !paths::same_path(d, own))));
+        l.built_for_cuda = (v.cudart_version > 0).then(|| check::cuda_version(v.cudart_version));
+    }
+    l
+}
+
+/// Where the file at `path` comes from, in words: a store entry, a toolkit root, a pip wheel,
+/// PyTorch's bundled copy, a conda env, or just its folder.
+pub fn origin(path: &Path, layout: &Layout, toolkits: &[Toolkit], conda_prefix: Option<&Path>) -> String {
+    // Canonical, but without Windows' `\\?\` verbatim prefix (never shown to users).
+    let canon = |p: &Path| paths::canonical_shown(p).unwrap_or_else(|_| p.to_path_buf());
+    let file = canon(path);
+    let store = canon(&layout.store_dir());
+    if let Ok(rest) = file.strip_prefix(&store)
+        && let Some(entry) = rest.components().next()
+    {
+        return format!("cuenv store entry {}", entry.as_os_str().to_string_lossy());
+    }
+    let toolkits_dir = canon(&layout.toolkits_dir());
+    if let Ok(rest) = file.strip_prefix(&toolkits_dir)
+        && let Some(root) = rest.components().next()
+    {
+        return format!("cuenv CUDA runtime root {}", root.as_os_str().to_string_lossy());
+    }
+    if let Some(t) = toolkits.iter().find(|t| file.starts_with(canon(&t.root))) {
+        let v = t.version.as_ref().map(|v| format!("CUDA {v} ")).unwrap_or_default();
+        return format!("the {v}toolkit root {} (copied in by hand)", t.root.display());
+    }
+    let text = file.to_string_lossy().replace('\\', "/");
+    let lower = text.to_ascii_lowercase();
+    if let Some(i) = lower.find("/site-packages/nvidia/") {
+        return format!("a pip wheel (nvidia-*) in {}", &text[..i + "/site-packages".len()]);
+    }
+    if let Some(i) = lower.find("/torch/lib/") {
+        return format!("PyTorch's bundled copy in {}", &text[..i + "/torch/lib".len()]);
+    }
+    if let Some(prefix) = conda_prefix
+        && file.starts_with(canon(prefix))
+    {
+        return format!("the conda env {}", prefix.display());
+    }
+    format!("the folder {}", file.parent().unwrap_or(&file).display())
+}
+
+/// cuDNN copies that frameworks load ahead of the search path, in a conda env `prefix`:
+/// PyTorch's `torch/lib` (Windows wheels bundle cuDNN there), the `nvidia-cudnn-cu*` pip
+/// wheel (`site-packages/nvidia/cudnn`, which Linux PyTorch wheels load through their RPATH),
+/// and the env's own library folder (conda's `cudnn` package). Returns (folder, what, dispatcher).
+pub fn framework_copies(prefix: &Path) -> Vec<(PathBuf, String, Dispatcher)> {
+    let mut places: Vec<(PathBuf, String)> = vec![(prefix.join(if cfg!(windows) { "Library/bin" } else { "lib" }), "conda's cudnn package".into())];
+    for sp in site_packages(prefix) {
+        places.push((sp.join("torch").join("lib"), "PyTorch".into()));
+        places.push((sp.join("nvidia").join("cudnn").join(if cfg!(windows) { "bin" } else { "lib" }), "the pip wheel nvidia-cudnn".into()));
+    }
+    let mut out = Vec::new();
+    for (dir, what) in places {
+        for found in scan_search_path(std::slice::from_ref(&dir)) {
+            for mut d in found.dispatchers {
+                if d.version.is_none() && what.starts_with("the pip wheel") {
+                    // site-packages/nvidia/cudnn/lib -> site-packages
+                    d.version = wheel_version(dir.ancestors().nth(3).unwrap_or(&dir));
+                }
+                out.push((dir.clone(), what.clone(), d));
+            }
+        }
+    }
+    out
+}
+
+/// The `site-packages` folders of the conda env `prefix` that exist: `Lib/site-packages`
+/// (Windows) and `lib/python*/site-packages`, sorted.
+pub(super) fn site_packages(prefix: &Path) -> Vec<PathBuf> {
+    let mut site_packages: Vec<PathBuf> = vec![prefix.join("Lib").join("site-packages")];
+    if let Ok(rd) = std::fs::read_dir(prefix.join("lib")) {
+        let mut pythons: Vec<PathBuf> =
+            rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("python")).map(|e| e.path().join("site-packages")).collect();
+        pythons.sort();
+        site_packages.extend(pythons);
+    }
+    site_packages.retain(|p| p.is_dir());
+    site_packages
+}
+
+/// The version of the `nvidia-cudnn-cu*` wheel installed in `site_packages`, from its
+/// `nvidia_cudnn_cu<N>-<version>.dist-info` folder name.
+pub(super) fn wheel_version(site_packages: &Path) -> Option<String> {
+    std::fs::read_dir(site_packages).ok()?.flatten().find_map(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let rest = name.strip_prefix("nvidia_cudnn_cu")?.strip_suffix(".dist-info")?;
+        Some(rest.split_once('-')?.1.to_string())
+    })
+}
+
+/// The findings of the conda env at `prefix`: its cuenv shims not run (when no profile is
+/// active, [`shim_not_run`]), framework copies holding two releases, and what the loader
+/// model predicts for the copies ([`frameworks::judge`]).
+pub(super) fn conda_env(prefix: &Path, profile_active: bool, search_path: &[SearchDir], folders: &[PathBuf], search_var: &str) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    if !profile_active && let Some(f) = shim_not_run(prefix) {
+        findings.push(f);
+    }
+    let copies = framework_copies(prefix);
+    let mut judged: Vec<&Path> = Vec::new();
+    for (dir, what, d) in &copies {
+        if !judged.contains(&dir.as_path()) && !search_path.iter().any(|s| paths::same_path(&s.path, dir)) {
+            findings.extend(mixed_releases(dir, d.major, &format!("({what} in the conda env)")));
+            judged.push(dir);
+        }
+    }
+    findings.extend(frameworks::judge(prefix, &copies, folders, search_var));
+    findings
+}
+
+/// The conda env at `prefix` holds cuenv shims (`etc/conda/activate.d/cuenv-<profile>.<ext>`),
+/// but this shell has no `CUENV_PROFILE`: it ran none of them (a shell conda has no script
+/// for, or the env entered without `conda activate`). A warning naming the shims.
+fn shim_not_run(prefix: &Path) -> Option<Finding> {
+    let dir = prefix.join("etc").join("conda").join("activate.d");
+    let mut shims: Vec<String> =
+        std::fs::read_dir(&dir).ok()?.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("cuenv-")).collect();
+    if shims.is_empty() {
+        return None;
+    }
+    shims.sort();
+    Some(Finding {
+        severity: Severity::Warning,
+        message: format!(
+            "the conda env {} has cuenv shims ({}), but this shell ran none of them (CUENV_PROFILE is unset): its cuDNN is whatever the search path gives",
+            prefix.display(),
+            shims.join(", ")
+        ),
+        hint: Some(
+            "activate the env with `conda activate` in a shell conda has a script for (bash/zsh, fish, PowerShell, cmd), or run `cuenv env <profile>` for this shell".into(),
+        ),
+    })
+}
+
+/// The toolkit roots' cuDNN findings: cuDNN copied in by hand, and the oddities about cuDNN
+/// [`crate::toolkit::inspect_root`] reports.
+pub(super) fn hand_copies(toolkits: &[Toolkit], search_var: &str) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for t in toolkits {
+        let label = t.version.as_ref().map(|v| format!("CUDA {v}")).unwrap_or_else(|| "toolkit".into());
+        if let Some(h) = &t.hand_copied_cudnn {
+            let v = h.version.as_ref().map(|v| format!("cuDNN {v}")).unwrap_or_else(|| "a cuDNN".into());
+            findings.push(Finding {
+                severity: Severity::Warning,
+                message: format!("{v} was copied by hand into the {label} root {} ({}): whatever puts that folder on {search_var} loads it, ahead of any profile that comes later", t.root.display(), h.dispatcher.display()),
+                hint: Some("import the release with `cuenv store add <archive or wheel>`, declare it in a profile, then delete the copied files from the toolkit root".into()),
+            });
+        }
+        for p in t.problems.iter().filter(|p| p.contains("cuDNN")) {
+            findings.push(Finding { severity: Severity::Warning, message: format!("{label} root {}: {p}", t.root.display()), hint: None });
+        }
+    }
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_in_words() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = Layout::new(tmp.path().join("home"));
+        let e = layout.store_dir().join("cudnn-9.5.0.50-cuda12-linux-x86_64-abc").join("lib");
+        std::fs::create_dir_all(&e).unwrap();
+        std::fs::write(e.join("libcudnn.so.9"), "x").unwrap();
+        assert_eq!(origin(&e.join("libcudnn.so.9"), &layout, &[], None), "cuenv store entry cudnn-9.5.0.50-cuda12-linux-x86_64-abc");
+        let sp = tmp.path().join("env/lib/python3.11/site-packages");
+        assert!(origin(&sp.join("nvidia/cudnn/lib/libcudnn.so.9"), &layout, &[], None).starts_with("a pip wheel (nvidia-*) in "));
+        assert!(origin(&sp.join("torch/lib/libcudnn.so.9"), &layout, &[], None).starts_with("PyTorch's bundled copy in "));
+        let env = tmp.path().join("env");
+        assert_eq!(origin(&env.join("lib/libcudnn.so.8"), &layout, &[], Some(&env)), format!("the conda env {}", env.display()));
+        assert_eq!(origin(Path::new("/opt/x/libcudnn.so.8"), &layout, &[], None), "the folder /opt/x");
+    }
+}
