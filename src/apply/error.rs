@@ -197,3 +197,29 @@ impl crate::error::Diagnose for Replacing {
         crate::error::ExitCode::Invalid
     }
 }
+
+/// `apply`'s verdict when a profile's check failed: generation `generation` was built, and the
+/// previous one (or none) is current again. Exit code 4.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the check failed for {}; generation {generation} was built but {}",
+    profiles.iter().map(|p| format!("profile {p}")).collect::<Vec<_>>().join(", "),
+    current.map(|p| format!("generation {p} stays current")).unwrap_or_else(|| "no generation is current".into())
+)]
+pub struct CheckReverted {
+    /// The profiles whose check failed.
+    pub profiles: Vec<String>,
+    /// The generation built and then reverted.
+    pub generation: u64,
+    /// The generation current again (`None`: none is).
+    pub current: Option<u64>,
+}
+
+impl Diagnose for CheckReverted {
+    fn hint(&self) -> Option<String> {
+        Some("fix what the reasons above say (or set `check = \"none\"` for that profile), then apply again; `cuenv check` re-runs the checks".into())
+    }
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::CheckFailed
+    }
+}

@@ -82,6 +82,26 @@ pub struct Unrepaired {
     pub why: String,
 }
 
+/// `apply` with nothing to change found links or shims damaged that are not cuenv's to put
+/// back (`unrepaired`, each with why); `file` is the profile file applied. Exit code 3.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("not repaired: {}", unrepaired.iter().map(|u| format!("{} {}", u.path.display(), u.why)).collect::<Vec<_>>().join("; "))]
+pub struct NotRepaired {
+    /// What was left as it is.
+    pub unrepaired: Vec<Unrepaired>,
+    /// The profile file applied.
+    pub file: PathBuf,
+}
+
+impl crate::error::Diagnose for NotRepaired {
+    fn hint(&self) -> Option<String> {
+        Some(format!("after that, `cuenv apply {}` repairs the rest; `cuenv status` shows what is still damaged", self.file.display()))
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        crate::error::ExitCode::Damaged
+    }
+}
+
 /// What [`repair`] did: the links and shims put back, and those left.
 #[derive(Debug, Default, Serialize)]
 pub struct Repair {

@@ -74,11 +74,7 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
     // The truth about `apply`: another lab's file that would remove profiles is refused
     // without --replace; say so here rather than only when apply runs.
     if let Some(r) = apply::replacing(crate::generation::current_with_manifest(&ctx.layout).as_ref(), &desired) {
-        use crate::error::Diagnose as _;
-        writeln!(ctx.err(), "warning: `cuenv apply` refuses this: {r}");
-        if let Some(h) = r.hint() {
-            writeln!(ctx.err(), "hint: {h}");
-        }
+        ctx.report("warning", &WouldRefuse(r));
     }
     Ok(ExitCode::Success)
 }
@@ -211,28 +207,21 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report
             if repair.unrepaired.is_empty() {
                 return Ok(ExitCode::Success);
             }
-            // What is damaged but not cuenv's to replace: an error line each, one hint, exit 3.
+            // What is damaged but not cuenv's to replace: one error naming each, a hint, exit 3.
+            let left = apply::NotRepaired { unrepaired: repair.unrepaired, file: file.to_path_buf() };
             if !opts.json {
-                for u in &repair.unrepaired {
-                    writeln!(ctx.err(), "error: not repaired: {} {}", u.path.display(), u.why);
-                }
-                writeln!(ctx.err(), "hint: after that, `cuenv apply {}` repairs the rest; `cuenv status` shows what is still damaged", file.display());
+                ctx.report("error", &left);
             }
-            Ok(ExitCode::Damaged)
+            Ok(crate::error::Diagnose::exit_code(&left))
         }
         Outcome::Reverted { generation: n, current, checks, failed } => {
-            let kept = current.map(|p| format!("generation {p} stays current")).unwrap_or_else(|| "no generation is current".into());
             if opts.json {
                 ctx.print_json_sorted(&Reverted { changed: false, checks: &checks, current, generation: n, reverted: true });
-            } else {
-                let names = failed.iter().map(|p| format!("profile {p}")).collect::<Vec<_>>().join(", ");
-                writeln!(ctx.err(), "error: the check failed for {names}; generation {n} was built but {kept}");
-                writeln!(
-                    ctx.err(),
-                    "hint: fix what the reasons above say (or set `check = \"none\"` for that profile), then apply again; `cuenv check` re-runs the checks"
-                );
+                return Ok(ExitCode::CheckFailed);
             }
-            Ok(ExitCode::CheckFailed)
+            let reverted = apply::CheckReverted { profiles: failed, generation: n, current };
+            ctx.report("error", &reverted);
+            Ok(crate::error::Diagnose::exit_code(&reverted))
         }
         Outcome::Applied { generation: n, changes, checks, lock_changed, profiles: k } => {
             warn_dangling_active(ctx);
@@ -302,4 +291,19 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> Result<ExitCode, Report> 
         writeln!(ctx.out(), "{}: {k} profile{} locked{unpinned}, {said} {}", p.platform, if k == 1 { "" } else { "s" }, lock_path.display());
     }
     Ok(ExitCode::Success)
+}
+
+/// `plan`'s warning that `apply` of the same file would refuse it ([`apply::Replacing`]),
+/// with that error's hint.
+#[derive(Debug, thiserror::Error)]
+#[error("`cuenv apply` refuses this: {0}")]
+struct WouldRefuse(apply::Replacing);
+
+impl crate::error::Diagnose for WouldRefuse {
+    fn hint(&self) -> Option<String> {
+        self.0.hint()
+    }
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::Success
+    }
 }

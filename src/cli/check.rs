@@ -94,10 +94,12 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
         return Ok(ExitCode::Success);
     }
     // The verdict, as an error line: a failed check, or (--require-gpu) one that found no GPU.
-    let failed: Vec<&str> = results.iter().filter(|r| !profile_check::acceptable(std::slice::from_ref(*r), require_gpu)).map(|r| r.profile.as_str()).collect();
-    let why = if require_gpu && results.iter().all(|r| r.result.status != CheckStatus::Fail) { " (no GPU found, and --require-gpu asks for one)" } else { "" };
+    let failed = profile_check::CheckFailed {
+        profiles: results.iter().filter(|r| !profile_check::acceptable(std::slice::from_ref(*r), require_gpu)).map(|r| r.profile.clone()).collect(),
+        no_gpu: require_gpu && results.iter().all(|r| r.result.status != CheckStatus::Fail),
+    };
     if !json {
-        writeln!(ctx.err(), "error: the check failed for {}{why}", failed.join(", "));
+        ctx.report("error", &failed);
     }
-    Ok(ExitCode::CheckFailed)
+    Ok(crate::error::Diagnose::exit_code(&failed))
 }

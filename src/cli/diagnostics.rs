@@ -30,16 +30,7 @@ impl Report {
     /// Renders the error as `error: ...`, one `  caused by: ...` line per cause, and a
     /// `hint: ...` line when the error has one. Every line ends with a newline.
     pub fn render(&self) -> String {
-        let mut out = format!("error: {}\n", self.0);
-        let mut cause = self.0.source();
-        while let Some(c) = cause {
-            let _ = writeln!(out, "  caused by: {c}");
-            cause = c.source();
-        }
-        if let Some(hint) = self.0.hint() {
-            let _ = writeln!(out, "hint: {hint}");
-        }
-        out
+        render_as("error", self.0.as_ref())
     }
 
     /// The failure class: the error's own.
@@ -48,10 +39,33 @@ impl Report {
     }
 }
 
+/// Renders `d` as `<label>: <message>`, one `  caused by: <cause>` line per source in its
+/// chain, and `hint: <hint>` when it has one; every line ends with a newline. The one
+/// renderer of errors (`label` = `error`, through [`Report::render`]) and of warnings that
+/// carry a hint (`warning`).
+pub fn render_as(label: &str, d: &(dyn Diagnose + '_)) -> String {
+    let mut out = format!("{label}: {d}\n");
+    let mut cause = d.source();
+    while let Some(c) = cause {
+        let _ = writeln!(out, "  caused by: {c}");
+        cause = c.source();
+    }
+    if let Some(hint) = d.hint() {
+        let _ = writeln!(out, "hint: {hint}");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::Hinted;
+
+    #[test]
+    fn a_warning_renders_like_an_error_under_its_own_label() {
+        let w = Hinted::new("the active profile is gone", "run `cuenv use <profile>`", ExitCode::Success);
+        assert_eq!(render_as("warning", &w), "warning: the active profile is gone\nhint: run `cuenv use <profile>`\n");
+    }
 
     #[test]
     fn a_hinted_error_renders_message_hint_and_code() {

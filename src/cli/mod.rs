@@ -49,6 +49,12 @@ impl Ctx {
         ErrOut
     }
 
+    /// Writes `d` to stderr through the one renderer ([`diagnostics::render_as`]): `error:` /
+    /// `warning:` (`label`), its causes and its hint, colored like a returned error.
+    pub fn report(&self, label: &str, d: &(dyn crate::error::Diagnose + '_)) {
+        write!(ErrOut, "{}", color::paint(&diagnostics::render_as(label, d)));
+    }
+
     /// Prints `value` as pretty JSON on stdout.
     pub(crate) fn print_json(&self, value: &impl serde::Serialize) {
         writeln!(self.out(), "{}", serde_json::to_string_pretty(value).expect("serializable"));
@@ -232,12 +238,8 @@ pub fn writer_lock(ctx: &Ctx) -> Result<crate::home::writer_lock::WriterLock, Re
 pub fn warn_dangling_active(ctx: &Ctx) {
     if let Some((name, false)) = crate::generation::status::active_profile(&ctx.layout) {
         // A warning, shown even with --quiet.
-        writeln!(
-            ctx.err(),
-            "warning: the active profile `{name}` is not in generation {}, now current, so {} points nowhere",
-            crate::generation::current(&ctx.layout).unwrap_or(0),
-            ctx.layout.active_link().display()
-        );
-        writeln!(ctx.err(), "hint: {}", status::dangling_way_out(&ctx.layout, &name));
+        let way_out = status::dangling_way_out(&ctx.layout, &name);
+        let generation = crate::generation::current(&ctx.layout).unwrap_or(0);
+        ctx.report("warning", &status::DanglingActive { name, generation, link: ctx.layout.active_link(), way_out });
     }
 }

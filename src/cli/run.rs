@@ -89,6 +89,33 @@ pub fn run(ctx: &Ctx, profile: Option<&str>, strict: bool, command: &[OsString])
     sys::run(ctx, cmd, program)
 }
 
+/// The program `run` was asked to start could not be started (`err`: why). `run` exits as a
+/// shell does: 127 when it is not found, 126 when it cannot be run.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot run {program}: {err}")]
+struct CannotRun {
+    program: String,
+    err: std::io::Error,
+}
+
+impl crate::error::Diagnose for CannotRun {
+    fn hint(&self) -> Option<String> {
+        Some("check the command's name and that it is on the profile's PATH".into())
+    }
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::Failure
+    }
+}
+
+impl CannotRun {
+    /// Reports the failure on stderr and exits with the shell's code for it.
+    fn exit(ctx: &Ctx, program: &std::ffi::OsStr, err: std::io::Error) -> ! {
+        let code = if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+        ctx.report("error", &CannotRun { program: program.to_string_lossy().into_owned(), err });
+        std::process::exit(code);
+    }
+}
+
 #[cfg(unix)]
 mod sys {
     use super::*;
@@ -97,11 +124,7 @@ mod sys {
     pub fn run(ctx: &Ctx, mut cmd: std::process::Command, program: &std::ffi::OsStr) -> Result<ExitCode, Report> {
         let _ = std::io::Write::flush(&mut std::io::stdout());
         let err = cmd.exec();
-        // Like a shell: 127 when the command is not found, 126 when it cannot be run.
-        let code = if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
-        writeln!(ctx.err(), "error: cannot run {}: {err}", program.to_string_lossy());
-        writeln!(ctx.err(), "hint: check the command's name and that it is on the profile's PATH");
-        std::process::exit(code);
+        CannotRun::exit(ctx, program, err)
     }
 }
 
@@ -113,12 +136,7 @@ mod sys {
         let _ = std::io::Write::flush(&mut std::io::stdout());
         match cmd.status() {
             Ok(status) => std::process::exit(status.code().unwrap_or(1)),
-            Err(err) => {
-                let code = if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
-                writeln!(ctx.err(), "error: cannot run {}: {err}", program.to_string_lossy());
-                writeln!(ctx.err(), "hint: check the command's name and that it is on the profile's PATH");
-                std::process::exit(code);
-            }
+            Err(err) => CannotRun::exit(ctx, program, err),
         }
     }
 }

@@ -72,6 +72,27 @@ pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
     Ok(if s.healthy { ExitCode::Success } else { ExitCode::Damaged })
 }
 
+/// A switch left `<home>/active` naming `name`, a profile the current generation
+/// (`generation`) lacks: the warning after `apply`, `rollback` and `use`, with
+/// [`dangling_way_out`] as its hint.
+#[derive(Debug, thiserror::Error)]
+#[error("the active profile `{name}` is not in generation {generation}, now current, so {} points nowhere", link.display())]
+pub(super) struct DanglingActive {
+    pub name: String,
+    pub generation: u64,
+    pub link: std::path::PathBuf,
+    pub way_out: String,
+}
+
+impl crate::error::Diagnose for DanglingActive {
+    fn hint(&self) -> Option<String> {
+        Some(self.way_out.clone())
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        crate::error::ExitCode::Success
+    }
+}
+
 /// The ways out of an `active` that names a profile the current generation lacks: the newest
 /// other generation that has it (`rollback --to N`), `use` of one the current generation has.
 pub(super) fn dangling_way_out(layout: &crate::home::layout::Layout, name: &str) -> String {

@@ -251,6 +251,31 @@ pub fn current_exe() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| Path::new("cuenv").to_path_buf())
 }
 
+/// `cuenv check`'s verdict when a profile failed (or, with `--require-gpu`, found no GPU):
+/// the error line after the per-profile results, with what to do next. Exit code 4.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the check failed for {}{}", profiles.join(", "), if *no_gpu { " (no GPU found, and --require-gpu asks for one)" } else { "" })]
+pub struct CheckFailed {
+    /// The profiles that did not pass, in check order.
+    pub profiles: Vec<String>,
+    /// Every profile that did not pass found no GPU (and `--require-gpu` asks for one).
+    pub no_gpu: bool,
+}
+
+impl crate::error::Diagnose for CheckFailed {
+    fn hint(&self) -> Option<String> {
+        Some(if self.no_gpu {
+            "run the check on a machine with an NVIDIA GPU and driver, or without --require-gpu".into()
+        } else {
+            "fix what the reasons above say (or set `check = \"none\"` for that profile), then run `cuenv check` again; --verbose shows every reason and note"
+                .into()
+        })
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        crate::error::ExitCode::CheckFailed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -131,3 +131,36 @@ fn completions_and_man() {
     cuenv_snapshot!(ctx, "completions_fish", ctx.snap_cmd().args(["completions", "fish"]));
     cuenv_snapshot!(ctx, "man", ctx.snap_cmd().arg("man"));
 }
+
+/// The verdicts and warnings that carry a hint, each through the one renderer: a failed check
+/// reverting an apply, a shim that is not cuenv's left unrepaired, the active profile left
+/// dangling by a switch, and `plan`'s warning that `apply` would refuse another lab's file.
+#[test]
+fn verdicts_and_warnings_with_hints() {
+    let (lab, file) = lab();
+    let ctx = &lab.ctx;
+    // The fixtures' libraries are not loadable: the check fails and the apply is reverted.
+    cuenv_snapshot!(ctx, "apply_check_fails", ctx.snap_cmd().args(["apply", &file]));
+    assert!(ctx.snap_cmd().args(["apply", "--no-check", &file]).status().unwrap().success());
+    // A file without cuenv's marker at a shim's path is left as it is.
+    let shim = lab.env_b.join("etc/conda/activate.d/cuenv-tf.sh");
+    std::fs::write(&shim, "echo mine\n").unwrap();
+    cuenv_snapshot!(ctx, "apply_not_repaired", ctx.snap_cmd().args(["apply", "--no-check", &file]));
+    std::fs::remove_file(&shim).unwrap();
+    // `tf` is active; a generation without it leaves `<home>/active` dangling.
+    assert!(ctx.snap_cmd().args(["use", "tf"]).status().unwrap().success());
+    let text = std::fs::read_to_string(&file).unwrap();
+    let start = text.find("[profiles.tf]").unwrap();
+    let end = text.find("[profiles.legacy]").unwrap();
+    std::fs::write(&file, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    cuenv_snapshot!(ctx, "apply_leaves_active_dangling", ctx.snap_cmd().args(["apply", "--no-check", &file]));
+    // Another lab's file that would remove this lab's profiles.
+    let other = ctx.path("other.toml");
+    std::fs::write(
+        &other,
+        text[..start].replace("[profiles.torch2]", "[profiles.solo]").split("[profiles.solo]").next().unwrap().to_string()
+            + "[profiles.solo]\ncuda = \"12\"\ncudnn = \"9.5\"\n",
+    )
+    .unwrap();
+    cuenv_snapshot!(ctx, "plan_another_labs_file", ctx.snap_cmd().args(["plan", other.to_str().unwrap()]));
+}

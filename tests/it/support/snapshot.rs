@@ -72,6 +72,8 @@ impl TestContext {
         // Entry names end in a content hash of the fixture's bytes (gcc-built stubs differ
         // between machines); SHA-256 digests likewise.
         s.add_filter(r"\b[0-9a-f]{12,64}\b", "[HASH]");
+        // Whether this machine has an NVIDIA driver: a check's `no driver` reason is left out.
+        s.add_filter(r"(?m)^    no driver: .*\n", "");
         // A size's digits vary, and so would the padding of its table column: one space is kept.
         s.add_filter(r" *\b\d+(\.\d+)? ?(B|bytes|KiB|MiB|GiB|kB|MB|GB)\b", " [SIZE]");
         s.add_filter(r"\b\d+(\.\d+)? ?(ns|µs|us|ms|s)\b", "[TIME]");
