@@ -105,15 +105,13 @@ fn profiles_with_unknown_keys(n: usize) -> String {
 #[test]
 fn many_errors_cost_linear_time() {
     // Before: each diagnostic rescanned the file from its start, and each name was compared
-    // with every earlier one (16,000 profiles: 7 s in a release build).
+    // with every earlier one (16,000 profiles: 7 s in a release build). How long it takes is
+    // measured by benches/profile_parse.sh, not here (a test does not time itself).
     let text = profiles_with_unknown_keys(MAX_PROFILES);
-    let start = Instant::now();
     let e = profile::parse(&text, Path::new("lab.toml")).unwrap_err();
-    let took = start.elapsed();
     assert_eq!(e.all_located().len(), MAX_PROFILES);
     let last = e.all_located()[MAX_PROFILES - 1];
     assert_eq!((last.line, last.column), (4 * MAX_PROFILES, 1));
-    assert!(took < Duration::from_secs(5), "{MAX_PROFILES} profiles with an unknown key took {took:?}");
 }
 
 #[test]
@@ -136,25 +134,20 @@ fn a_file_over_the_size_limit_is_refused_before_parsing() {
     let ctx = TestContext::new();
     let mut text = "# padding\n".repeat(MAX_FILE_BYTES / 10);
     text.push_str("# one more\n");
-    let start = Instant::now();
     let (code, err) = run_on(&ctx, "plan", text.as_bytes());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("lab.toml:1:1: the file is over 10 MiB: cuenv reads profile files of at most 10485760 bytes"), "{err}");
-    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
 }
 
-/// A 10 MB file (262,144 profiles, 39 bytes each): refused at the profile limit within 20 s
-/// in a debug build on a shared machine (about 5 s here; a release build: 1.1 s and 575 MB
-/// peak, see benches/profile_parse.sh; before: over 90 s, stopped; 370 s in the issue).
+/// A 10 MB file (262,144 profiles, 39 bytes each) is refused at the profile limit. Its cost
+/// is measured by benches/profile_parse.sh (a release build: 1.1 s and 575 MB peak; before
+/// parsing was made linear: 370 s), not by a time bound here.
 #[test]
 fn a_10_mb_file_is_answered_within_the_bound() {
     let text: String = (0..262_144).map(|i| format!("[profiles.p{i:06}]\ncuda=\"12\"\ncudnn=\"9\"\n")).collect();
     assert!(text.len() >= 10_000_000 && text.len() <= MAX_FILE_BYTES, "{}", text.len());
-    let start = Instant::now();
     let e = profile::parse(&text, Path::new("lab.toml")).unwrap_err();
-    let took = start.elapsed();
     assert!(e.to_string().contains("cuenv reads at most 10000 profiles per file"), "{e}");
-    assert!(took < Duration::from_secs(20), "took {took:?}");
 }
 
 // ------------------------------------------------------------------ case 9: late failures
