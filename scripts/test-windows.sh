@@ -56,7 +56,7 @@ wine_skips=(
   fetch_local::a_cuda_runtime_from_a_folder_of_wheels
   # Its tour file asks for the Linux host's releases (linux-x86_64 names
   # in the expected messages; the Windows resolution is the same code).
-  messages::plan_reports_every_resolution_error_of_the_tour_at_once_without_downloading
+  new_user_messages::plan_reports_every_resolution_error_of_the_tour_at_once_without_downloading
 )
 
 # --- prerequisites -----------------------------------------------------------

@@ -1,4 +1,4 @@
-//! Last bullet: `check` runs only the platform shell's activation scripts (`.sh`;
+//! Activation scripts of other shells: `check` runs only the platform shell's activation scripts (`.sh`;
 //! `.bat` on Windows), so it reports the scripts of other shells in the conda env's
 //! `activate.d` that change `PATH` / `LD_LIBRARY_PATH` and were not run; `doctor` says when a
 //! shell in a conda env with cuenv shims ran none of them.

@@ -1,4 +1,4 @@
-//! Hostile and broken profile files (cases 7-9): files that are not UTF-8, files
+//! Hostile and broken profile files: files that are not UTF-8, files
 //! large enough to expose any cost above linear, names and link modes that look valid but
 //! would fail late; and a seeded mutation test of the parser (thousands of mutated files:
 //! no panic, nothing slow, every invalid one an error at a file:line:col).
@@ -29,7 +29,7 @@ fn utf16(text: &str, big_endian: bool, bom: bool) -> Vec<u8> {
 
 const SMALL: &str = "[profiles.a]\ncuda = \"12\"\ncudnn = \"9\"\nconda-env = \"cafe\"\n";
 
-// ------------------------------------------------------------------ case 7: not UTF-8
+// ------------------------------------------------------------------ not UTF-8
 
 #[test]
 fn a_file_that_is_not_utf8_names_the_encoding_or_the_first_bad_byte() {
@@ -95,7 +95,7 @@ fn a_lock_file_that_is_not_utf8_names_the_byte() {
     assert!(err.contains("lab.lock:2:1: the file is not UTF-8: byte 0xFF"), "{err}");
 }
 
-// ------------------------------------------------------------------ case 8: linear cost
+// ------------------------------------------------------------------ linear cost
 
 /// `n` profiles, each with an unknown key (one diagnostic per profile: the worst case).
 fn profiles_with_unknown_keys(n: usize) -> String {
@@ -150,7 +150,7 @@ fn a_10_mb_file_is_answered_within_the_bound() {
     assert!(e.to_string().contains("cuenv reads at most 10000 profiles per file"), "{e}");
 }
 
-// ------------------------------------------------------------------ case 9: late failures
+// ------------------------------------------------------------------ late failures
 
 #[test]
 fn a_long_profile_name_is_refused_at_parse_time() {

@@ -1,4 +1,4 @@
-//! And item 9's part for `status`. Damage that `status` finds (a
+//! Repair, and what `status` says of damage. Damage that `status` finds (a
 //! deleted or modified shim, a deleted or retargeted view link) has a way out: `apply` of the
 //! same file puts back what the current generation's manifest records, says what it put
 //! back (`plan` lists it first), and `status`'s hint says to run it; a file without cuenv's marker is never replaced.

@@ -1,4 +1,4 @@
-//! `cuenv run` and `.cuenv-profile` (item 3): the command runs in the
+//! `cuenv run` and `.cuenv-profile`: the command runs in the
 //! profile's environment with its own exit code, signals and stdin; without `-p` the nearest
 //! `.cuenv-profile` names the profile, else the active one.
 #![cfg(unix)]

@@ -1,6 +1,6 @@
 //! The store's side: integrity of the store's top level and of each entry's
-//! identity (case 10), entries added by hand as gc roots (case 9), and leftovers of an
-//! interrupted import / remove / download (case 8).
+//! identity, entries added by hand as gc roots, and leftovers of an
+//! interrupted import / remove / download.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -31,7 +31,7 @@ fn hand_added(ctx: &TestContext) -> std::collections::BTreeSet<String> {
     cuenv::store::Store::new(&layout).hand_added_ids()
 }
 
-// ------------------------------------------------------------------ case 10: integrity
+// ------------------------------------------------------------------ integrity
 
 /// A symlink planted at the top of the store, pointing at an outside copy of an entry, is
 /// no entry: not listed, reported by `store verify` (exit 3, named, with a hint), and never
@@ -133,7 +133,7 @@ fn verify_recomputes_the_content_id() {
     assert!(report[0]["identity"].as_str().unwrap().contains(&name), "{report}");
 }
 
-// ------------------------------------------------------------------ case 9: roots
+// ------------------------------------------------------------------ roots
 
 /// Entries added with `store add` are gc roots until `store remove`, with or without
 /// generations; an old store without the roots record keeps every entry.
@@ -167,7 +167,7 @@ fn hand_added_entries_are_gc_roots_until_removed() {
     assert_eq!(hand_added(&ctx), [ida, idb].into_iter().collect());
 }
 
-// ------------------------------------------------------------------ case 8: leftovers
+// ------------------------------------------------------------------ leftovers
 
 /// Plants what a killed `store add`, `store remove` and download leave; returns their total size.
 fn plant_leftovers(ctx: &TestContext) -> u64 {
