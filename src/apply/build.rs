@@ -10,14 +10,13 @@
 use std::fs;
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
-
 use crate::env::view::VIEW_LINKS;
 use crate::error::IoError;
 use crate::generation::{self, Manifest};
 use crate::home::layout::{GENERATION_STAGING_PREFIX, Layout, MANIFEST_FILE};
 use crate::link;
 use crate::sys::fsutil;
+use crate::sys::sha256::Sha256;
 
 use super::Error;
 use super::desire::{Desired, link_kind};
@@ -79,7 +78,7 @@ fn build_into(tmp: &Path, n: u64, desired: &Desired) -> Result<(), Error> {
         number: n,
         created: generation::now(),
         source: std::path::absolute(&desired.file.path).unwrap_or_else(|_| desired.file.path.clone()),
-        source_sha256: hex::encode(Sha256::digest(desired.file.source.as_bytes())),
+        source_sha256: Sha256::of(desired.file.source.as_bytes()),
         link_mode: desired.link_mode,
         profiles: desired.views.clone(),
         shims: desired.shims.iter().map(|(r, _)| r.clone()).collect(),

@@ -109,7 +109,7 @@ fn lock_section(layout: &Layout, file: &ProfileFile, resolved: &Resolved) -> (st
         if let Some(from) = &profile.cudnn.from
             && let Some((_, meta)) = entries.iter().find(|(_, m)| m.id == r.cudnn_id)
         {
-            pin.sha256 = meta.source.sha256.clone();
+            pin.sha256 = meta.source.sha256.map(|s| s.to_string());
             pin.url = match &from.value {
                 crate::profile::Source::Location(l) if crate::sources::is_url(l) => Some(l.clone()),
                 _ => None,

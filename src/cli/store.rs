@@ -101,6 +101,7 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
             }
             let lock = super::writer_lock(ctx)?;
             store.clean_leftovers(&lock)?;
+            let sha256 = sha256.map(|s| s.parse().map_err(|_| crate::store::Error::BadSha256Arg(s))).transpose()?;
             let opts = AddOptions { sha256, cuda, allow_incomplete, ..Default::default() };
             let mut added = Vec::new();
             for path in &paths {

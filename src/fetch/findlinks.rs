@@ -16,11 +16,12 @@ use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use sha2::Digest;
 
 use super::{Artifact, Error, http};
 use crate::cudnn::platform::Platform;
 use crate::cudnn::version::Version;
+use crate::sys::sha256::Sha256;
 
 /// What the folder holds of one project.
 #[derive(Debug, PartialEq, Eq)]
@@ -114,7 +115,7 @@ pub fn copy_local(url: &str, dest: &Path, expect: &http::Expect) -> Result<http:
     })?;
     let write_err = |source| Error::Write { path: dest.to_path_buf(), source };
     let mut out = fs::File::create(dest).map_err(write_err)?;
-    let mut h = Sha256::new();
+    let mut h = sha2::Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut size = 0u64;
     loop {
@@ -128,7 +129,7 @@ pub fn copy_local(url: &str, dest: &Path, expect: &http::Expect) -> Result<http:
     }
     out.sync_all().map_err(write_err)?;
     drop(out);
-    let sha256 = hex::encode(h.finalize());
+    let sha256 = Sha256::finish(h);
     let fail = |e: Error| {
         let _ = fs::remove_file(dest);
         Err(e)
@@ -136,8 +137,8 @@ pub fn copy_local(url: &str, dest: &Path, expect: &http::Expect) -> Result<http:
     if let Some(want) = expect.size.filter(|w| *w != size) {
         return fail(Error::SizeMismatch { url: url.into(), expected: want, actual: size });
     }
-    if let Some(want) = expect.sha256.as_ref().filter(|w| !w.eq_ignore_ascii_case(&sha256)) {
-        return fail(Error::Sha256Mismatch { url: url.into(), expected: want.to_ascii_lowercase(), actual: sha256 });
+    if let Some(want) = expect.sha256.filter(|w| *w != sha256) {
+        return fail(Error::Sha256Mismatch { url: url.into(), expected: want, actual: sha256 });
     }
     Ok(http::Got { size, sha256 })
 }
@@ -160,7 +161,7 @@ mod tests {
         }
         let Found::Wheel(a) = find(dir.path(), "nvidia-cudnn-cu12", "9.5", Platform::LinuxX86_64).unwrap() else { panic!() };
         assert_eq!((a.version.as_str(), a.file_name.as_str()), ("9.5.0.50", "nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl"));
-        assert_eq!(a.sha256, hex::encode(Sha256::digest(a.file_name.as_bytes())));
+        assert_eq!(a.sha256, Sha256::of(a.file_name.as_bytes()));
         assert_eq!(local_path(&a.url).unwrap(), std::path::absolute(dir.path().join(&a.file_name)).unwrap());
         assert!(matches!(find(dir.path(), "NVIDIA_cudnn-cu12", "9.5.0.50", Platform::WindowsX86_64).unwrap(), Found::Wheel(_)));
         assert_eq!(
@@ -179,11 +180,11 @@ mod tests {
         fs::write(&src, b"wheel bytes").unwrap();
         let url = file_url(&std::path::absolute(&src).unwrap());
         let dest = dir.path().join("copy.whl");
-        let sha = hex::encode(Sha256::digest(b"wheel bytes"));
-        let got = copy_local(&url, &dest, &http::Expect { size: Some(11), sha256: Some(sha.to_uppercase()) }).unwrap();
-        assert_eq!((got.size, got.sha256.as_str()), (11, sha.as_str()));
+        let sha = Sha256::of(b"wheel bytes");
+        let got = copy_local(&url, &dest, &http::Expect { size: Some(11), sha256: Some(sha) }).unwrap();
+        assert_eq!((got.size, got.sha256), (11, sha));
         assert_eq!(fs::read(&dest).unwrap(), b"wheel bytes");
-        let e = copy_local(&url, &dest, &http::Expect { size: None, sha256: Some("00".repeat(32)) }).unwrap_err();
+        let e = copy_local(&url, &dest, &http::Expect { size: None, sha256: Some("00".repeat(32).parse().unwrap()) }).unwrap_err();
         assert!(matches!(e, Error::Sha256Mismatch { .. }), "{e}");
         assert!(!dest.exists());
         assert!(matches!(copy_local(&file_url(&dir.path().join("gone.whl")), &dest, &http::Expect { size: None, sha256: None }), Err(Error::NotFound { .. })));

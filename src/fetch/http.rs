@@ -24,18 +24,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
+use sha2::Digest;
 
 use super::Error;
 use crate::sys::progress::Progress;
+use crate::sys::sha256::Sha256;
 
 /// What a download must be.
 #[derive(Debug, Clone, Default)]
 pub struct Expect {
     /// Exact size in bytes.
     pub size: Option<u64>,
-    /// SHA-256, hex (any case).
-    pub sha256: Option<String>,
+    /// SHA-256.
+    pub sha256: Option<Sha256>,
 }
 
 /// What a download was.
@@ -43,8 +44,8 @@ pub struct Expect {
 pub struct Got {
     /// Size in bytes.
     pub size: u64,
-    /// Lowercase hex SHA-256.
-    pub sha256: String,
+    /// SHA-256.
+    pub sha256: Sha256,
 }
 
 /// The blocking HTTP client. Cheap to create; holds a connection pool.
@@ -146,7 +147,7 @@ impl Client {
             let write_err = |source| Try::Fatal(Error::Write { path: dir.into(), source });
             let mut tmp = tempfile::Builder::new().prefix(".part-").tempfile_in(dir).map_err(write_err)?;
             let mut reader = resp.body_mut().as_reader();
-            let mut hasher = Sha256::new();
+            let mut hasher = sha2::Sha256::new();
             let mut buf = vec![0u8; BUF];
             let mut received = 0u64;
             progress.start("download", total.unwrap_or(0));
@@ -176,9 +177,9 @@ impl Client {
             if let Some(want) = expect.size.filter(|w| received != *w) {
                 return Err(Try::Fatal(Error::SizeMismatch { url: url.into(), expected: want, actual: received }));
             }
-            let sha256 = hex::encode(hasher.finalize());
-            if let Some(want) = expect.sha256.as_ref().filter(|w| !w.eq_ignore_ascii_case(&sha256)) {
-                return Err(Try::Fatal(Error::Sha256Mismatch { url: url.into(), expected: want.to_ascii_lowercase(), actual: sha256 }));
+            let sha256 = Sha256::finish(hasher);
+            if let Some(want) = expect.sha256.filter(|w| *w != sha256) {
+                return Err(Try::Fatal(Error::Sha256Mismatch { url: url.into(), expected: want, actual: sha256 }));
             }
             // No fsync: a download is a scratch copy, deleted once imported, and the import
             // makes its own durable copy; after a crash the next fetch deletes it. Unsynced, a

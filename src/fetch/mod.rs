@@ -39,6 +39,7 @@ use crate::store::entry::EntryMeta;
 use crate::store::{AddOptions, Added, Store};
 use crate::sys::fsutil;
 use crate::sys::progress::Progress;
+use crate::sys::sha256::Sha256;
 
 pub use http::Client;
 
@@ -70,7 +71,7 @@ pub enum Error {
     #[error("{url}: got {actual} bytes, but {expected} were expected")]
     SizeMismatch { url: String, expected: u64, actual: u64 },
     #[error("{url}: SHA-256 is {actual}, but {expected} was expected")]
-    Sha256Mismatch { url: String, expected: String, actual: String },
+    Sha256Mismatch { url: String, expected: Sha256, actual: Sha256 },
     #[error("{url}: not the expected JSON: {detail}")]
     BadJson { url: String, detail: String },
     #[error("no project `{project}` on the index {index}")]
@@ -247,8 +248,8 @@ pub struct Artifact {
     /// The file name to store it under (the URL's last segment): `Store::add` reads the
     /// version and CUDA major from it.
     pub file_name: String,
-    /// Lowercase hex SHA-256.
-    pub sha256: String,
+    /// SHA-256 (lowercase hex in JSON).
+    pub sha256: Sha256,
     /// Size in bytes, when published.
     pub size: Option<u64>,
     /// The exact version the manifest or index names (4 parts).
@@ -260,8 +261,8 @@ pub struct Artifact {
 pub struct FetchedFrom {
     /// The artifact's URL.
     pub url: String,
-    /// Its SHA-256 (lowercase hex).
-    pub sha256: String,
+    /// Its SHA-256 (lowercase hex in JSON).
+    pub sha256: Sha256,
     /// Its size in bytes (0 when neither published nor downloaded).
     pub size: u64,
     /// False when the store already held an entry imported from these bytes.
@@ -278,8 +279,8 @@ pub struct Download {
     path: PathBuf,
     /// Where it came from.
     pub url: String,
-    /// Its SHA-256 (lowercase hex), computed while downloading.
-    pub sha256: String,
+    /// Its SHA-256, computed while downloading.
+    pub sha256: Sha256,
     /// Its size in bytes.
     pub size: u64,
 }
@@ -340,7 +341,7 @@ pub fn fetch_cudnn(layout: &Layout, lock: &WriterLock, req: &FetchRequest, progr
 }
 
 /// The store entry imported from a file whose SHA-256 is `sha256`, if any.
-pub fn find_by_source_sha256(layout: &Layout, sha256: &str) -> Option<(PathBuf, EntryMeta)> {
+pub fn find_by_source_sha256(layout: &Layout, sha256: &Sha256) -> Option<(PathBuf, EntryMeta)> {
     Store::new(layout).find_by_source(sha256)
 }
 
@@ -403,7 +404,7 @@ fn import_artifact_as(
             Store::new(layout).record_hand_added(lock, &meta.id, &meta.name)?;
         }
         let size = artifact.size.or(meta.source.size).unwrap_or(0);
-        let from = FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256.clone(), size, downloaded: false };
+        let from = FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256, size, downloaded: false };
         return Ok((Added { meta, dir, existed: true }, from));
     }
     let download = match prefetch.and_then(|p| p.take(artifact)) {
@@ -411,11 +412,10 @@ fn import_artifact_as(
         None => download(layout, lock, client, artifact, progress)?,
     };
     // The download hashed the bytes as it wrote them: the import does not read them again.
-    let opts =
-        AddOptions { sha256: Some(download.sha256.clone()), cuda, source_url: Some(download.url.clone()), allow_incomplete: false, sha256_computed: true };
+    let opts = AddOptions { sha256: Some(download.sha256), cuda, source_url: Some(download.url.clone()), allow_incomplete: false, sha256_computed: true };
     let store = Store::new(layout);
     let added = if by_hand { store.add_by_hand(lock, download.path(), &opts, progress)? } else { store.add(lock, download.path(), &opts, progress)? };
-    let from = FetchedFrom { url: download.url.clone(), sha256: download.sha256.clone(), size: download.size, downloaded: true };
+    let from = FetchedFrom { url: download.url.clone(), sha256: download.sha256, size: download.size, downloaded: true };
     drop(download);
     Ok((added, from))
 }
@@ -507,7 +507,7 @@ impl Prefetch {
     pub fn new(artifacts: Vec<Artifact>) -> Prefetch {
         let mut unique: Vec<Artifact> = Vec::new();
         for a in artifacts {
-            if !unique.iter().any(|u| u.sha256.eq_ignore_ascii_case(&a.sha256)) {
+            if !unique.iter().any(|u| u.sha256 == a.sha256) {
                 unique.push(a);
             }
         }
@@ -562,7 +562,7 @@ impl Prefetch {
     /// this prefetch does not hold it, it was taken already, or it has not started (then it
     /// never will: the caller downloads it).
     pub fn take(&self, artifact: &Artifact) -> Option<Result<Download, Error>> {
-        let i = self.artifacts.iter().position(|a| a.url == artifact.url && a.sha256.eq_ignore_ascii_case(&artifact.sha256))?;
+        let i = self.artifacts.iter().position(|a| a.url == artifact.url && a.sha256 == artifact.sha256)?;
         let mut slots = self.slots.lock().unwrap();
         loop {
             match std::mem::replace(&mut slots[i], Slot::Taken) {
@@ -609,7 +609,7 @@ pub fn download(layout: &Layout, _lock: &WriterLock, client: &Client, artifact: 
     fs::create_dir_all(&root).map_err(|source| Error::Write { path: root.clone(), source })?;
     let dir = tempfile::Builder::new().prefix(&mine).tempdir_in(&root).map_err(|source| Error::Write { path: root.clone(), source })?;
     let path = dir.path().join(&artifact.file_name);
-    let expect = http::Expect { size: artifact.size, sha256: Some(artifact.sha256.clone()) };
+    let expect = http::Expect { size: artifact.size, sha256: Some(artifact.sha256) };
     let got = if local { findlinks::copy_local(&artifact.url, &path, &expect)? } else { client.download(&artifact.url, &path, &expect, progress)? };
     Ok(Download { dir, path, url: artifact.url.clone(), sha256: got.sha256, size: got.size })
 }

@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::{Artifact, Client, Error, file_name_of};
 use crate::cudnn::platform::Platform;
 use crate::cudnn::version::Version;
+use crate::sys::sha256::Sha256;
 
 /// One archive a manifest offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,10 +73,7 @@ pub fn offers(doc: &Value, base: &str, url: &str) -> Result<(String, Vec<Offer>)
         if rel.starts_with('/') || rel.contains("://") || rel.split('/').any(|s| s == "..") {
             return Err(bad(format!("`cudnn.{where_}.relative_path` `{rel}` leaves the redist folder")));
         }
-        let sha256 = field("sha256")?.to_ascii_lowercase();
-        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad(format!("`cudnn.{where_}.sha256` is not a SHA-256")));
-        }
+        let sha256: Sha256 = field("sha256")?.parse().map_err(|_| bad(format!("`cudnn.{where_}.sha256` is not a SHA-256")))?;
         let size = match a.get("size") {
             Some(Value::String(s)) => Some(s.trim().parse::<u64>().map_err(|_| bad(format!("`cudnn.{where_}.size` `{s}` is not a number")))?),
             Some(Value::Number(n)) => n.as_u64(),
@@ -164,7 +162,7 @@ mod tests {
         assert_eq!(list[1].artifact.url, "https://m.example/redist/cudnn/windows-x86_64/cudnn-windows-x86_64-8.5.0.96_cuda11-archive.zip");
         assert_eq!(list[1].artifact.file_name, "cudnn-windows-x86_64-8.5.0.96_cuda11-archive.zip");
         assert_eq!(list[1].artifact.size, Some(2000));
-        assert_eq!(list[1].artifact.sha256, B);
+        assert_eq!(list[1].artifact.sha256.to_string(), B);
     }
 
     #[test]
@@ -192,7 +190,7 @@ mod tests {
         let (_, list) = offers(&doc, BASE, "u").unwrap();
         assert_eq!(list.len(), 2);
         let o = list.iter().find(|o| o.cuda == Some(12)).unwrap();
-        assert_eq!(o.artifact.sha256, "d8a23705e3884b137b7e05449fb2b61bfa524e7cfc3fda80743d633f423c6ce4");
+        assert_eq!(o.artifact.sha256.to_string(), "d8a23705e3884b137b7e05449fb2b61bfa524e7cfc3fda80743d633f423c6ce4");
         assert_eq!(o.artifact.size, Some(675349654));
     }
 

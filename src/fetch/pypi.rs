@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::{Artifact, Client, Error, file_name_of};
 use crate::cudnn::platform::Platform;
 use crate::cudnn::version::Version;
+use crate::sys::sha256::Sha256;
 
 /// `nvidia-cudnn-cu<major>`.
 pub fn cudnn_project(cuda_major: u64) -> String {
@@ -82,9 +83,8 @@ pub fn pick_wheel(doc: &Value, url: &str, project: &str, version: &str, platform
     let sha256 = f
         .pointer("/digests/sha256")
         .and_then(Value::as_str)
-        .filter(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()))
-        .ok_or_else(|| bad(&format!("`{name}` has no digests.sha256")))?
-        .to_ascii_lowercase();
+        .and_then(|s| s.parse::<Sha256>().ok())
+        .ok_or_else(|| bad(&format!("`{name}` has no digests.sha256")))?;
     let size = f.get("size").and_then(|s| s.as_u64().or_else(|| s.as_str().and_then(|s| s.parse().ok())));
     let full = join_url(url, href);
     let exact = doc.pointer("/info/version").and_then(Value::as_str).unwrap_or(version).to_string();
@@ -216,7 +216,7 @@ mod tests {
         let d = doc();
         let a = pick_wheel(&d, "https://pypi.example/pypi/nvidia-cudnn-cu12/9.5.0.50/json", "nvidia-cudnn-cu12", "9.5.0.50", Platform::LinuxX86_64).unwrap();
         assert_eq!(a.file_name, "nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl");
-        assert_eq!(a.sha256, SHA);
+        assert_eq!(a.sha256.to_string(), SHA);
         assert_eq!(a.size, Some(571000000));
         assert_eq!(a.version, "9.5.0.50");
         let w = pick_wheel(&d, "https://pypi.example/pypi/nvidia-cudnn-cu12/9.5.0.50/json", "nvidia-cudnn-cu12", "9.5.0.50", Platform::WindowsX86_64).unwrap();

@@ -68,6 +68,7 @@ use serde::{Deserialize, Serialize};
 use crate::home::layout::Layout;
 use crate::link::{self, LinkKind};
 use crate::sys::fsutil;
+use crate::sys::sha256::Sha256;
 
 /// How a generation's views reach their store entries: `symlink`, `junction` or `copy`
 /// in `manifest.toml` (see `docs/design.md`, link modes).
@@ -171,7 +172,7 @@ pub struct ShimRecord {
     /// File name of its stored copy under `generations/<N>/shims/`.
     pub stored: String,
     /// SHA-256 of its content.
-    pub sha256: String,
+    pub sha256: Sha256,
 }
 
 /// `manifest.toml` of one generation.
@@ -183,7 +184,7 @@ pub struct Manifest {
     pub created: String,
     /// The profile file it was built from, and that file's SHA-256.
     pub source: PathBuf,
-    pub source_sha256: String,
+    pub source_sha256: Sha256,
     /// How the views were made.
     pub link_mode: ViewMode,
     /// The views, in profile-file order.

@@ -96,7 +96,7 @@ fn damaged_shim_note(m: &crate::generation::Manifest, view: &crate::generation::
     })?;
     let state = match std::fs::read(&s.path) {
         Err(_) => "is missing",
-        Ok(b) if !crate::generation::shim_sha256(&b).eq_ignore_ascii_case(&s.sha256) => "was changed since cuenv wrote it",
+        Ok(b) if crate::generation::shim_sha256(&b) != s.sha256 => "was changed since cuenv wrote it",
         Ok(_) => return None,
     };
     Some(format!(

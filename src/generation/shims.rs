@@ -4,14 +4,14 @@
 
 use super::*;
 
-/// The hex SHA-256 of a shim's bytes, as [`ShimRecord::sha256`] records it.
-pub fn shim_sha256(bytes: &[u8]) -> String {
-    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes))
+/// The SHA-256 of a shim's bytes, as [`ShimRecord::sha256`] records it.
+pub fn shim_sha256(bytes: &[u8]) -> Sha256 {
+    Sha256::of(bytes)
 }
 
 /// The SHA-256 of every shim the generations other than `m` recorded: a shim holding one of
 /// them was written by cuenv for another generation, not changed by hand.
-pub fn other_generations_shim_hashes(layout: &Layout, m: &Manifest) -> std::collections::HashSet<String> {
+pub fn other_generations_shim_hashes(layout: &Layout, m: &Manifest) -> std::collections::HashSet<Sha256> {
     list(layout).into_iter().filter(|n| *n != m.number).filter_map(|n| read(layout, n).ok()).flat_map(|g| g.shims.into_iter().map(|s| s.sha256)).collect()
 }
 

@@ -104,17 +104,17 @@ pub fn active_profile(layout: &Layout) -> Option<(String, bool)> {
 }
 
 /// A shim's state from its bytes (`None`: unreadable) and the SHA-256 the manifest recorded.
-pub fn shim_state(bytes: Option<&[u8]>, sha256: &str) -> &'static str {
+pub fn shim_state(bytes: Option<&[u8]>, sha256: &crate::sys::sha256::Sha256) -> &'static str {
     match bytes {
         None => "missing",
         Some(b) if !shim::is_ours(&String::from_utf8_lossy(b)) => "foreign",
-        Some(b) if generation::shim_sha256(b) != sha256 => "modified",
+        Some(b) if generation::shim_sha256(b) != *sha256 => "modified",
         Some(_) => "ok",
     }
 }
 
 /// The SHA-256 of every shim of the other generations that differs from all of `m`'s.
-fn other_shim_hashes(layout: &Layout, m: &generation::Manifest) -> std::collections::HashSet<String> {
+fn other_shim_hashes(layout: &Layout, m: &generation::Manifest) -> std::collections::HashSet<crate::sys::sha256::Sha256> {
     let mut h = generation::other_generations_shim_hashes(layout, m);
     h.retain(|sha| !m.shims.iter().any(|s| &s.sha256 == sha));
     h
@@ -246,9 +246,9 @@ mod tests {
             shim::Shell::Posix,
             &shim::render_activate(shim::Shell::Posix, &crate::env::view::activation(&Layout::new("/h"), "p", crate::cudnn::platform::Platform::LinuxX86_64)),
         );
-        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&ours));
+        let sha = crate::sys::sha256::Sha256::of(&ours);
         assert_eq!(shim_state(Some(&ours), &sha), "ok");
-        assert_eq!(shim_state(Some(&ours), &"0".repeat(64)), "modified");
+        assert_eq!(shim_state(Some(&ours), &"0".repeat(64).parse().unwrap()), "modified");
         assert_eq!(shim_state(Some(b"echo hi\n"), &sha), "foreign");
         assert_eq!(shim_state(None, &sha), "missing");
     }

@@ -278,8 +278,8 @@ pub struct Requirement {
     /// `from = "..."`): tried when the ones before have no file for the platform (see
     /// the `sources` module). Only `"pypi"` and `"nvidia"` can be listed, each once.
     pub fallbacks: Vec<Spanned<Source>>,
-    /// `sha256` (64 lowercase hex digits), when given in the table form.
-    pub sha256: Option<Spanned<String>>,
+    /// `sha256` (64 hex digits, either case), when given in the table form.
+    pub sha256: Option<Spanned<crate::sys::sha256::Sha256>>,
 }
 
 impl Requirement {
@@ -449,7 +449,7 @@ check = "load"
         assert_eq!(tf.conda_env_is_path(), Some(false));
         let t2 = &f.profiles[1];
         assert_eq!(t2.cudnn.from.as_ref().unwrap().value, Source::Pypi);
-        assert_eq!(t2.cudnn.sha256.as_ref().unwrap().value, "d8a23705e3884b137b7e05449fb2b61bfa524e7cfc3fda80743d633f423c6ce4");
+        assert_eq!(t2.cudnn.sha256.as_ref().unwrap().value.to_string(), "d8a23705e3884b137b7e05449fb2b61bfa524e7cfc3fda80743d633f423c6ce4");
         assert_eq!(f.text(&t2.cudnn.span), "\"9.5.0.50\"");
         assert_eq!(t2.check, Check::Load);
         assert_eq!(t2.conda_env_is_path(), Some(true));

@@ -9,6 +9,7 @@ use toml_edit::{Item, TableLike};
 
 use super::*;
 use crate::error::suggest::did_you_mean;
+use crate::sys::sha256::Sha256;
 
 // ---------------------------------------------------------------------------------------------
 // Parsing
@@ -513,9 +514,9 @@ impl Cx<'_> {
         })
     }
 
-    fn sha256(&self, s: Spanned<String>) -> Result<Spanned<String>, Error> {
-        if s.value.len() == 64 && s.value.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Ok(Spanned { value: s.value.to_ascii_lowercase(), span: s.span });
+    fn sha256(&self, s: Spanned<String>) -> Result<Spanned<Sha256>, Error> {
+        if let Ok(value) = s.value.parse::<Sha256>() {
+            return Ok(Spanned { value, span: s.span });
         }
         Err(self.invalid(
             s.span.clone(),

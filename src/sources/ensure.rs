@@ -14,6 +14,7 @@ use crate::home::writer_lock::WriterLock;
 use crate::profile::{Profile, ProfileFile, Source, Spanned};
 use crate::store::{AddOptions, Added, Store};
 use crate::sys::progress::Progress;
+use crate::sys::sha256::Sha256;
 
 /// Makes sure every `from` source of `file` for `platform` is in the store (and every
 /// `from = "pypi"` CUDA runtime in `<home>/toolkits`); `pins` are `platform`'s section of
@@ -129,7 +130,7 @@ fn planned_downloads(
                 for w in &pinned {
                     let what = format!("{} {} ({platform}) from PyPI", w.project, w.version);
                     match fetch::resolve_wheel(&client, &ep, &w.project, &w.version, platform, &what) {
-                        Ok(a) if a.sha256.eq_ignore_ascii_case(&w.sha256) => found.push(a),
+                        Ok(a) if w.sha256.parse::<Sha256>().ok() == Some(a.sha256) => found.push(a),
                         _ => break,
                     }
                 }
@@ -141,8 +142,8 @@ fn planned_downloads(
             }
         }
         let Some(from) = &p.cudnn.from else { continue };
-        let pin_sha = pin.and_then(|pin| pin.sha256.clone());
-        let Some(sha) = pin_sha.clone() else { continue };
+        // A pin that is not a SHA-256 matches nothing: the profile is left to `ensure`.
+        let Some(sha) = pin.and_then(|pin| pin.sha256.as_deref()?.parse::<Sha256>().ok()) else { continue };
         if fetch::find_by_source_sha256(cx.layout, &sha).is_some() {
             continue;
         }
@@ -151,7 +152,7 @@ fn planned_downloads(
                 let Ok(version) = plain_version(file, &p.cudnn, "cudnn") else { continue };
                 let (req, order) = cudnn_request(p, pin, version, major, platform, cx.ep);
                 match find_cudnn(&client, &req, &order) {
-                    Ok((a, _)) if a.sha256.eq_ignore_ascii_case(&sha) => a,
+                    Ok((a, _)) if a.sha256 == sha => a,
                     _ => continue,
                 }
             }
@@ -274,7 +275,7 @@ fn ensure_profile(j: &Job, out: &mut Ensured) -> Result<(), Error> {
     let store = Store::new(layout);
     let pin_sha = pin.and_then(|pin| pin.sha256.clone());
     let have = match &pin_sha {
-        Some(sha) => fetch::find_by_source_sha256(layout, sha).is_some(),
+        Some(sha) => sha.parse::<Sha256>().is_ok_and(|sha| fetch::find_by_source_sha256(layout, &sha).is_some()),
         None => store.entries().into_iter().any(|(_, m)| m.platform == platform && m.cuda_major == major && p.cudnn.version.matches(&m.version)),
     };
     if have {
@@ -314,8 +315,8 @@ fn fetch_named(j: &Job, client: &fetch::Client, pin_sha: &Option<String>, out: &
         }
         Err(mut tried) => return Err(tried.pop().expect("at least one source is tried").1.into()),
     };
-    if let Some(pinned) = pin_sha.as_ref().filter(|sha| !sha.eq_ignore_ascii_case(&artifact.sha256)) {
-        return Err(PinMismatch { profile: p.name.clone(), url: artifact.url, pinned: pinned.clone(), served: artifact.sha256 }.into());
+    if let Some(pinned) = pin_sha.as_ref().filter(|sha| sha.parse::<Sha256>().ok() != Some(artifact.sha256)) {
+        return Err(PinMismatch { profile: p.name.clone(), url: artifact.url, pinned: pinned.clone(), served: artifact.sha256.to_string() }.into());
     }
     if !j.runtime(&mut out.lines)? {
         j.runtime_unreachable(out);
@@ -336,7 +337,7 @@ fn fetch_url(
     out: &mut Ensured,
 ) -> Result<Option<(Added, String)>, Error> {
     let Job { file, p, .. } = *j;
-    let Some(sha) = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin_sha.clone()) else {
+    let Some(sha) = given_or_pinned(p, pin_sha)? else {
         return Err(file
             .error_at(
                 from.span.clone(),
@@ -366,7 +367,7 @@ fn import_path(j: &Job, store: &Store, loc: &str, pin_sha: &Option<String>, out:
     }
     let base = file.path.parent().unwrap_or(Path::new("."));
     let path = base.join(loc);
-    let sha256 = p.cudnn.sha256.as_ref().map(|s| s.value.clone()).or_else(|| pin_sha.clone());
+    let sha256 = given_or_pinned(p, pin_sha)?;
     let opts = AddOptions { sha256, cuda: Some(major), ..Default::default() };
     Ok(Some((store.add(lock, &path, &opts, progress)?, path.display().to_string())))
 }
@@ -393,4 +394,15 @@ fn check_added(j: &Job, from: &Spanned<Source>, added: &Added, from_what: &str) 
             .into());
     }
     Ok(())
+}
+
+/// The SHA-256 a path or URL source must have: the profile's `sha256`, else the pin of
+/// `lab.lock`. Errors: [`crate::store::Error::BadSha256Arg`] for a pin that is not 64 hex
+/// digits.
+fn given_or_pinned(p: &Profile, pin_sha: &Option<String>) -> Result<Option<Sha256>, Error> {
+    match (&p.cudnn.sha256, pin_sha) {
+        (Some(s), _) => Ok(Some(s.value)),
+        (None, Some(pin)) => Ok(Some(pin.parse::<Sha256>().map_err(|_| crate::store::Error::BadSha256Arg(pin.clone()))?)),
+        (None, None) => Ok(None),
+    }
 }

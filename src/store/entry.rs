@@ -9,12 +9,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use sha2::Digest;
 
 use super::detect::EntryLayout;
 use super::extract::{Item, SourceKind};
 use crate::cudnn::platform::Platform;
 use crate::cudnn::version::Version;
+use crate::sys::sha256::Sha256;
 
 /// The file name of the metadata file at the root of every store entry.
 pub const ENTRY_FILE: &str = "entry.toml";
@@ -31,7 +32,7 @@ pub struct SourceInfo {
     pub size: Option<u64>,
     /// SHA-256 of the input file (absent for folders).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
+    pub sha256: Option<Sha256>,
     /// The URL it was downloaded from (`store fetch`, or `apply` fetching a `from` source).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
@@ -77,9 +78,9 @@ pub struct FileRecord {
     /// Size in bytes (files only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
-    /// Lowercase hex SHA-256 (files only).
+    /// SHA-256 (files only; lowercase hex in `entry.toml`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
+    pub sha256: Option<Sha256>,
     /// Link target (symlinks only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
@@ -144,9 +145,7 @@ pub fn records(items: &BTreeMap<String, Item>) -> Vec<FileRecord> {
         .iter()
         .map(|(path, item)| match item {
             Item::Dir => FileRecord { path: path.clone(), kind: FileKind::Dir, size: None, sha256: None, target: None },
-            Item::File { size, sha256 } => {
-                FileRecord { path: path.clone(), kind: FileKind::File, size: Some(*size), sha256: Some(sha256.clone()), target: None }
-            }
+            Item::File { size, sha256 } => FileRecord { path: path.clone(), kind: FileKind::File, size: Some(*size), sha256: Some(*sha256), target: None },
             Item::Symlink { target } => FileRecord { path: path.clone(), kind: FileKind::Symlink, size: None, sha256: None, target: Some(target.clone()) },
         })
         .collect()
@@ -156,9 +155,10 @@ pub fn records(items: &BTreeMap<String, Item>) -> Vec<FileRecord> {
 pub fn content_id(records: &[FileRecord]) -> String {
     let mut sorted: Vec<&FileRecord> = records.iter().collect();
     sorted.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
-    let mut h = Sha256::new();
+    let mut h = sha2::Sha256::new();
     for r in sorted {
-        let digest = r.sha256.as_deref().or(r.target.as_deref()).unwrap_or("");
+        let sha256 = r.sha256.map(|s| s.to_string());
+        let digest = sha256.as_deref().or(r.target.as_deref()).unwrap_or("");
         h.update(format!("{}\t{}\t{}\n", r.path, r.kind.as_str(), digest).as_bytes());
     }
     hex::encode(h.finalize())
@@ -175,11 +175,11 @@ mod tests {
 
     #[test]
     fn id_ignores_order_and_names_content() {
-        let a = FileRecord { path: "b".into(), kind: FileKind::File, size: Some(1), sha256: Some("aa".into()), target: None };
+        let a = FileRecord { path: "b".into(), kind: FileKind::File, size: Some(1), sha256: Some("aa".repeat(32).parse().unwrap()), target: None };
         let b = FileRecord { path: "a".into(), kind: FileKind::Dir, size: None, sha256: None, target: None };
         assert_eq!(content_id(&[a.clone(), b.clone()]), content_id(&[b.clone(), a.clone()]));
         let mut c = a.clone();
-        c.sha256 = Some("ab".into());
+        c.sha256 = Some("ab".repeat(32).parse().unwrap());
         assert_ne!(content_id(&[a, b.clone()]), content_id(&[c, b]));
         let v: Version = "9.5.0.50".parse().unwrap();
         assert_eq!(entry_name(&v, 12, Platform::WindowsX86_64, "0123456789abcdef"), "cudnn-9.5.0.50-cuda12-windows-x86_64-0123456789ab");

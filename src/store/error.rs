@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::{IncompleteSet, extract, member};
 use crate::error::{Diagnose, ExitCode};
+use crate::sys::sha256::Sha256;
 
 /// Errors of the store. Each names the archive, member or path involved.
 #[derive(Debug, thiserror::Error)]
@@ -41,7 +42,7 @@ pub enum Error {
     #[error("{} is damaged: {}", esc_path(archive), member::escape(detail))]
     Corrupt { archive: PathBuf, detail: String },
     #[error("{}: SHA-256 is {actual}, but {expected} was expected", path.display())]
-    Sha256Mismatch { path: PathBuf, expected: String, actual: String },
+    Sha256Mismatch { path: PathBuf, expected: Sha256, actual: Sha256 },
     #[error("{}: `{}` does not match the wheel's RECORD: {}", esc_path(archive), member::shown(member), member::escape(why))]
     Record { archive: PathBuf, member: String, why: String },
     #[error("no cuDNN found in {}: no cudnn64_<N>.dll or libcudnn.so.<N> inside", path.display())]

@@ -36,6 +36,7 @@ use crate::home::layout::Layout;
 use crate::home::writer_lock::WriterLock;
 use crate::sys::fsutil;
 use crate::sys::progress::Progress;
+use crate::sys::sha256::Sha256;
 
 use entry::{ENTRY_FILE, EntryMeta, FileKind};
 pub use error::Error;
@@ -62,8 +63,9 @@ pub struct IncompleteSet {
 
 #[derive(Debug, Default, Clone)]
 pub struct AddOptions {
-    /// Expected SHA-256 of the input file (lowercase or uppercase hex).
-    pub sha256: Option<String>,
+    /// Expected SHA-256 of the input file (`--sha256`, parsed by the caller: a malformed
+    /// one is [`Error::BadSha256Arg`]).
+    pub sha256: Option<Sha256>,
     /// The CUDA major to record or to pick among an installer tree's variants.
     pub cuda: Option<u64>,
     /// The URL the input was downloaded from, recorded in `entry.toml`.
@@ -152,19 +154,15 @@ impl<'a> Store<'a> {
     }
 
     fn add_as(&self, lock: &WriterLock, input: &Path, opts: &AddOptions, by_hand: bool, progress: &dyn Progress) -> Result<Added, Error> {
-        let expected = match &opts.sha256 {
-            Some(s) if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => Some(s.to_ascii_lowercase()),
-            Some(s) => return Err(Error::BadSha256Arg(s.clone())),
-            None => None,
-        };
+        let expected = opts.sha256;
         let kind = extract::detect_kind(input)?;
         if kind == SourceKind::Folder && expected.is_some() {
             return Err(Error::Sha256OnFolder { path: input.into() });
         }
         self.clean_staging(lock)?;
-        let computed = expected.clone().filter(|_| opts.sha256_computed);
+        let computed = expected.filter(|_| opts.sha256_computed);
         if kind != SourceKind::Folder
-            && let Some(added) = self.re_import(lock, input, expected.as_deref(), computed.as_deref(), opts, by_hand)?
+            && let Some(added) = self.re_import(lock, input, expected, computed, opts, by_hand)?
         {
             return Ok(added);
         }
@@ -192,8 +190,8 @@ impl<'a> Store<'a> {
         &self,
         lock: &WriterLock,
         input: &Path,
-        expected: Option<&str>,
-        computed: Option<&str>,
+        expected: Option<Sha256>,
+        computed: Option<Sha256>,
         opts: &AddOptions,
         by_hand: bool,
     ) -> Result<Option<Added>, Error> {
@@ -202,11 +200,11 @@ impl<'a> Store<'a> {
             return Ok(None);
         }
         let sha = match computed {
-            Some(sha) => sha.to_string(),
+            Some(sha) => sha,
             None => extract::hash_input(input)?.1,
         };
         if let Some(want) = expected.filter(|w| *w != sha) {
-            return Err(Error::Sha256Mismatch { path: input.into(), expected: want.to_string(), actual: sha });
+            return Err(Error::Sha256Mismatch { path: input.into(), expected: want, actual: sha });
         }
         let Some((dir, meta)) = self.find_by_source(&sha) else { return Ok(None) };
         if opts.cuda.is_some_and(|c| c != meta.cuda_major) || (!meta.incomplete.is_empty() && !opts.allow_incomplete) || !quick_check(&dir, &meta) {
@@ -225,19 +223,19 @@ impl<'a> Store<'a> {
         staging: &Path,
         input: &Path,
         kind: SourceKind,
-        expected: Option<String>,
+        expected: Option<Sha256>,
         opts: &AddOptions,
         by_hand: bool,
         progress: &dyn Progress,
     ) -> Result<Added, Error> {
         let raw = staging.join("raw");
         fs::create_dir(&raw).map_err(|source| Error::Write { path: raw.clone(), source })?;
-        let computed = expected.clone().filter(|_| opts.sha256_computed);
+        let computed = expected.filter(|_| opts.sha256_computed);
         let extracted = extract::extract(input, kind, &raw, computed, progress)?;
         if let (Some(want), Some(got)) = (&expected, &extracted.source_sha256)
             && want != got
         {
-            return Err(Error::Sha256Mismatch { path: input.into(), expected: want.clone(), actual: got.clone() });
+            return Err(Error::Sha256Mismatch { path: input.into(), expected: *want, actual: *got });
         }
         let source_name = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| input.display().to_string());
         let mut hints = detect::Hints { source_name: source_name.clone(), cuda: opts.cuda, metadata: None, allow_incomplete: opts.allow_incomplete };
@@ -310,7 +308,7 @@ impl<'a> Store<'a> {
             self.ensure_roots(lock)?;
         }
         if let (Some(sha), Some(size)) = (&meta.source.sha256, meta.source.size) {
-            self.record_source(lock, sha, size, &meta.name)?;
+            self.record_source(lock, *sha, size, &meta.name)?;
         }
         fsutil::fault_point("store-rooted");
         // The commit point: one rename makes the complete entry visible.
@@ -413,7 +411,7 @@ impl<'a> Store<'a> {
                     || (cfg!(windows) && ft.is_file()),
                 ),
                 FileKind::File if ft.is_file() => {
-                    jobs.push((checks.len(), e.path().to_path_buf(), rec.size, rec.sha256.clone()));
+                    jobs.push((checks.len(), e.path().to_path_buf(), rec.size, rec.sha256));
                     None
                 }
                 FileKind::File => Some(false),
@@ -451,7 +449,7 @@ impl<'a> Store<'a> {
 /// Hashes the files of `jobs` (index, path, recorded size, recorded sha256) on as many
 /// threads as there are cores (at most 8), largest first; returns (index, whether size and
 /// hash match) for each. Memory: one [`extract::hash_file`] buffer per thread.
-fn hash_all(mut jobs: Vec<(usize, PathBuf, Option<u64>, Option<String>)>) -> Vec<(usize, bool)> {
+fn hash_all(mut jobs: Vec<(usize, PathBuf, Option<u64>, Option<Sha256>)>) -> Vec<(usize, bool)> {
     jobs.sort_by_key(|j| std::cmp::Reverse(fs::metadata(&j.1).map(|m| m.len()).unwrap_or(0)));
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8).min(jobs.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -462,7 +460,7 @@ fn hash_all(mut jobs: Vec<(usize, PathBuf, Option<u64>, Option<String>)>) -> Vec
                 loop {
                     let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some((i, path, size, sha)) = jobs.get(k) else { break };
-                    let ok = extract::hash_file(path).map(|(n, h)| Some(n) == *size && Some(&h) == sha.as_ref()).unwrap_or(false);
+                    let ok = extract::hash_file(path).map(|(n, h)| Some(n) == *size && Some(h) == *sha).unwrap_or(false);
                     out.lock().unwrap().push((*i, ok));
                 }
             });

@@ -22,6 +22,7 @@ use super::entry::EntryMeta;
 use super::{Error, Store};
 use crate::home::writer_lock::WriterLock;
 use crate::sys::fsutil;
+use crate::sys::sha256::Sha256;
 
 /// The index's file name under `<home>/store`.
 pub const SOURCES_FILE: &str = ".sources.toml";
@@ -38,7 +39,7 @@ struct Source {
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Index {
     #[serde(default)]
-    sources: BTreeMap<String, Source>,
+    sources: BTreeMap<Sha256, Source>,
 }
 
 impl Store<'_> {
@@ -48,14 +49,14 @@ impl Store<'_> {
     }
 
     /// The index as written; `None` when it is missing or unreadable.
-    fn read_sources(&self) -> Option<BTreeMap<String, Source>> {
+    fn read_sources(&self) -> Option<BTreeMap<Sha256, Source>> {
         let text = fs::read_to_string(self.sources_path()).ok()?;
         toml::from_str::<Index>(&text).ok().map(|i| i.sources)
     }
 
     /// The index rebuilt from every entry's `entry.toml`.
-    fn scan_sources(&self) -> BTreeMap<String, Source> {
-        self.entries().into_iter().filter_map(|(_, m)| Some((m.source.sha256.clone()?, Source { entry: m.name.clone(), size: m.source.size? }))).collect()
+    fn scan_sources(&self) -> BTreeMap<Sha256, Source> {
+        self.entries().into_iter().filter_map(|(_, m)| Some((m.source.sha256?, Source { entry: m.name.clone(), size: m.source.size? }))).collect()
     }
 
     /// True when some entry was imported from an archive of exactly `size` bytes (only then
@@ -64,18 +65,18 @@ impl Store<'_> {
         self.read_sources().unwrap_or_else(|| self.scan_sources()).values().any(|s| s.size == size)
     }
 
-    /// The entry imported from an archive whose SHA-256 is `sha256` (any case), checked
+    /// The entry imported from an archive whose SHA-256 is `sha256`, checked
     /// against that entry's own `entry.toml`; the entries themselves are read when the index
     /// is missing, unreadable, or names an entry that is gone or says otherwise.
-    pub fn find_by_source(&self, sha256: &str) -> Option<(PathBuf, EntryMeta)> {
-        let want = sha256.to_ascii_lowercase();
+    pub fn find_by_source(&self, sha256: &Sha256) -> Option<(PathBuf, EntryMeta)> {
+        let want = *sha256;
         let index = self.read_sources();
         if let Some(hit) = index.as_ref().and_then(|i| i.get(&want)) {
             let dir = self.layout.store_dir().join(&hit.entry);
             // A link planted at the top of the store is never an entry.
             if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir())
                 && let Ok(meta) = EntryMeta::read(&dir)
-                && meta.source.sha256.as_deref() == Some(want.as_str())
+                && meta.source.sha256 == Some(want)
             {
                 return Some((dir, meta));
             }
@@ -83,13 +84,13 @@ impl Store<'_> {
             // Every published entry has its line (written before the commit rename).
             return None;
         }
-        self.entries().into_iter().find(|(_, m)| m.source.sha256.as_deref() == Some(want.as_str()))
+        self.entries().into_iter().find(|(_, m)| m.source.sha256 == Some(want))
     }
 
     /// Rewrites the index (atomically), dropping lines whose entry folder
     /// is gone; rebuilt from the entries when missing or unreadable. Needs the writer lock.
     /// `adding` names an entry about to be published, kept although its folder is not there yet.
-    fn update_sources(&self, _lock: &WriterLock, adding: Option<(String, Source)>) -> Result<(), Error> {
+    fn update_sources(&self, _lock: &WriterLock, adding: Option<(Sha256, Source)>) -> Result<(), Error> {
         let mut sources = self.read_sources().unwrap_or_else(|| self.scan_sources());
         let store = self.layout.store_dir();
         sources.retain(|_, s| store.join(&s.entry).is_dir());
@@ -103,8 +104,8 @@ impl Store<'_> {
 
     /// Records that the entry `name`, about to be published, was imported from an archive of
     /// `size` bytes whose SHA-256 is `sha256`. Written before the commit rename.
-    pub(crate) fn record_source(&self, lock: &WriterLock, sha256: &str, size: u64, name: &str) -> Result<(), Error> {
-        self.update_sources(lock, Some((sha256.to_ascii_lowercase(), Source { entry: name.to_string(), size })))
+    pub(crate) fn record_source(&self, lock: &WriterLock, sha256: Sha256, size: u64, name: &str) -> Result<(), Error> {
+        self.update_sources(lock, Some((sha256, Source { entry: name.to_string(), size })))
     }
 
     /// Drops the lines of entries that are gone (after `store remove` / `gc`'s rename).

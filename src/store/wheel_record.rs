@@ -62,7 +62,7 @@ pub(super) fn verify_record(archive: &Path, raw: &Path, items: &BTreeMap<String,
         let digest = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(b64.trim_end_matches('='))
             .map_err(|_| rec(path, format!("RECORD hash `{b64}` is not base64")))?;
-        if hex::encode(digest) != *sha256 {
+        if digest.as_slice() != sha256.as_bytes() {
             return Err(rec(path, "its SHA-256 differs from RECORD's".into()));
         }
         if !rsize.is_empty() && rsize.parse::<u64>().ok() != Some(*size) {

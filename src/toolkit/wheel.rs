@@ -195,8 +195,8 @@ pub fn ensure_pinned(
     let mut downloads = Vec::new();
     for (w, d) in pinned.iter().zip(fetch::download_all(layout, lock, &client, &artifacts, prefetch, progress)) {
         let d = d?;
-        if !d.sha256.eq_ignore_ascii_case(&w.sha256) {
-            return Err(Error::PinMismatch { project: format!("{}=={}", w.project, w.version), pinned: w.sha256.clone(), served: d.sha256.clone() });
+        if w.sha256.parse::<crate::sys::sha256::Sha256>().ok() != Some(d.sha256) {
+            return Err(Error::PinMismatch { project: format!("{}=={}", w.project, w.version), pinned: w.sha256.clone(), served: d.sha256.to_string() });
         }
         downloads.push((w.project.clone(), d));
     }
@@ -233,7 +233,7 @@ fn assemble(layout: &Layout, prefix: &Version, platform: Platform, downloads: Ve
     files.extend(extract_libraries(&paths, &lib, platform)?);
     for (project, d) in &downloads {
         let version = d.path().file_name().and_then(|n| n.to_str()).and_then(|n| n.split('-').nth(1)).unwrap_or("").to_string();
-        wheels.push(WheelRecord { project: project.clone(), version, url: d.url.clone(), sha256: d.sha256.clone() });
+        wheels.push(WheelRecord { project: project.clone(), version, url: d.url.clone(), sha256: d.sha256.to_string() });
     }
     let version: Version = wheels[0].version.parse().unwrap_or_else(|_| prefix.clone());
     files.sort();
@@ -349,7 +349,7 @@ fn extract_libraries(wheels: &[&Path], dest: &Path, platform: Platform) -> Resul
                                 }
                             },
                         )?;
-                        out.push((i, sha));
+                        out.push((i, sha.to_string()));
                     }
                     Ok(out)
                 })

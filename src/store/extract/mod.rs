@@ -31,7 +31,7 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use sha2::Digest;
 
 use self::folder::copy_folder;
 pub use self::hash::hash_file;
@@ -41,6 +41,7 @@ use self::zip::{extract_zip, is_wheel};
 use super::Error;
 use super::member::{self, CaseIndex, Kind, PathIndex};
 use crate::sys::progress::Progress;
+use crate::sys::sha256::Sha256;
 
 /// The buffer size of one streaming worker, in bytes.
 const BUF: usize = 1 << 20;
@@ -87,8 +88,8 @@ pub enum SourceKind {
 /// One item of an extracted tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
-    /// A regular file: size in bytes and lowercase hex SHA-256.
-    File { size: u64, sha256: String },
+    /// A regular file: size in bytes and SHA-256.
+    File { size: u64, sha256: Sha256 },
     /// A folder.
     Dir,
     /// A symbolic link; `target` as stored (relative), already checked to stay inside.
@@ -101,7 +102,7 @@ pub struct Extracted {
     /// Every item by normalized relative path (`/` separators).
     pub items: BTreeMap<String, Item>,
     /// SHA-256 of the input file's bytes (none for a folder).
-    pub source_sha256: Option<String>,
+    pub source_sha256: Option<Sha256>,
     /// Size of the input file in bytes (none for a folder).
     pub source_size: Option<u64>,
 }
@@ -175,7 +176,7 @@ fn special_file(path: &Path, meta: &fs::Metadata) -> Error {
 /// Errors: any refused member, size or CRC mismatch, truncated archive, or I/O error, as
 /// an [`Error`] naming the archive and member. On error `raw` may hold partial files; the
 /// caller discards the whole staging folder.
-pub fn extract(source: &Path, kind: SourceKind, raw: &Path, computed_sha256: Option<String>, progress: &dyn Progress) -> Result<Extracted, Error> {
+pub fn extract(source: &Path, kind: SourceKind, raw: &Path, computed_sha256: Option<Sha256>, progress: &dyn Progress) -> Result<Extracted, Error> {
     match kind {
         SourceKind::Zip | SourceKind::Wheel => extract_zip(source, raw, computed_sha256, progress),
         SourceKind::TarXz => {
@@ -218,12 +219,12 @@ fn write_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
     move |source| Error::Write { path: path.into(), source }
 }
 
-/// Copies `reader` into a new file at `dest`, hashing as it goes. Returns (bytes, hex sha256).
+/// Copies `reader` into a new file at `dest`, hashing as it goes. Returns (bytes, SHA-256).
 /// Stops with `Ok` after at most `limit` bytes (`u64::MAX` for none) plus one, so callers can
 /// tell "more than declared" from "exactly declared".
-pub(crate) fn stream_to_file(reader: &mut dyn Read, dest: &Path, limit: u64, progress: &dyn Progress, buf: &mut [u8]) -> Result<(u64, String), StreamError> {
+pub(crate) fn stream_to_file(reader: &mut dyn Read, dest: &Path, limit: u64, progress: &dyn Progress, buf: &mut [u8]) -> Result<(u64, Sha256), StreamError> {
     let mut out = File::create(dest).map_err(StreamError::Write)?;
-    let mut hasher = Sha256::new();
+    let mut hasher = sha2::Sha256::new();
     let mut total = 0u64;
     loop {
         let want = (buf.len() as u64).min(limit.saturating_add(1) - total.min(limit.saturating_add(1))) as usize;
@@ -242,7 +243,7 @@ pub(crate) fn stream_to_file(reader: &mut dyn Read, dest: &Path, limit: u64, pro
         progress.advance(n as u64);
     }
     out.sync_all().map_err(StreamError::Write)?;
-    Ok((total, hex::encode(hasher.finalize())))
+    Ok((total, Sha256::finish(hasher)))
 }
 
 /// Why [`stream_to_file`] stopped: reading the source or writing the file failed.

@@ -7,17 +7,18 @@ use std::io::{self, Read};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use sha2::{Digest, Sha256};
+use sha2::Digest;
 
 use super::{BUF, Extracted, Item, StreamError, add_parents, admit, corrupt, expansion_bound, finish_symlinks, native, stream_to_file, write_err};
 use crate::store::Error;
 use crate::store::member::{self, CaseIndex, Kind, PathIndex};
 use crate::sys::progress::Progress;
+use crate::sys::sha256::Sha256;
 
 /// Counts and hashes the compressed bytes as the decoder pulls them.
 pub(super) struct HashingReader<R> {
     inner: R,
-    hasher: Sha256,
+    hasher: sha2::Sha256,
     count: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
@@ -42,7 +43,7 @@ pub(super) fn extract_tar(
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
     progress.start("extracting", total);
     let count = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let mut hashing = HashingReader { inner: file, hasher: Sha256::new(), count: count.clone() };
+    let mut hashing = HashingReader { inner: file, hasher: sha2::Sha256::new(), count: count.clone() };
     let mut items = BTreeMap::new();
     let mut index = PathIndex::default();
     let mut symlinks = Vec::new();
@@ -139,7 +140,7 @@ pub(super) fn extract_tar(
     io::copy(&mut hashing, &mut io::sink()).map_err(|e| Error::Read { path: source.into(), source: e })?;
     progress.finish();
     let size = count.load(Ordering::Relaxed);
-    Ok(Extracted { items, source_sha256: Some(hex::encode(hashing.hasher.finalize())), source_size: Some(size) })
+    Ok(Extracted { items, source_sha256: Some(Sha256::finish(hashing.hasher)), source_size: Some(size) })
 }
 
 /// The size of the earlier file a tar hard link copies (0 when it names none: refused later).

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, mpsc};
 
-use sha2::{Digest, Sha256};
+use sha2::Digest;
 
 use super::{
     BUF, Extracted, Item, MAX_RATIO, RATIO_FLOOR, add_parents, admit, balance, corrupt, expansion_bound, finish_symlinks, hash_file, native, open,
@@ -17,6 +17,7 @@ use super::{
 use crate::store::Error;
 use crate::store::member::{self, CaseIndex, Kind, PathIndex};
 use crate::sys::progress::Progress;
+use crate::sys::sha256::Sha256;
 
 /// A zip is a wheel when its name ends in `.whl` or it holds a top-level `*.dist-info/`
 /// folder; a wheel must then have a valid RECORD (checked after extraction), so removing
@@ -39,7 +40,7 @@ struct ZipMember {
     size: u64,
 }
 
-pub(super) fn extract_zip(source: &Path, raw: &Path, computed_sha256: Option<String>, progress: &dyn Progress) -> Result<Extracted, Error> {
+pub(super) fn extract_zip(source: &Path, raw: &Path, computed_sha256: Option<Sha256>, progress: &dyn Progress) -> Result<Extracted, Error> {
     let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, format!("not a readable zip ({e}); the file may be truncated")))?;
     if zip.has_duplicate_names() {
         // The zip crate keeps one of them; other tools may pick the other.
@@ -217,7 +218,7 @@ const LARGER: &str = "File is larger than its declared uncompressed size";
 struct Sink {
     file: File,
     dest: PathBuf,
-    sha: Sha256,
+    sha: sha2::Sha256,
     crc: Option<crc32fast::Hasher>,
     written: u64,
     /// Bytes whose write-back to disk was started ([`start_writeback`]).
@@ -294,7 +295,7 @@ fn member_worker(shared: &Shared, members: Vec<ZipMember>, sync: &mpsc::Sender<(
             _ => (false, (0, 0)),
         };
         // The zip crate's own reader checks the CRC of what it reads; the direct path here.
-        let mut sink = Sink { file: created, dest, sha: Sha256::new(), crc: direct.then(crc32fast::Hasher::new), written: 0, flushed: 0 };
+        let mut sink = Sink { file: created, dest, sha: sha2::Sha256::new(), crc: direct.then(crc32fast::Hasher::new), written: 0, flushed: 0 };
         let limit = size.saturating_add(1);
         if !direct {
             // Deflate64 and others: the zip crate's reader checks size and CRC itself.
@@ -384,7 +385,7 @@ fn member_worker(shared: &Shared, members: Vec<ZipMember>, sync: &mpsc::Sender<(
         if written != size {
             return Err(Error::SizeMismatch { archive: source.into(), member: m.name, declared: size, actual: written });
         }
-        shared.results.lock().unwrap().push((m.path, Item::File { size: written, sha256: hex::encode(sha.finalize()) }));
+        shared.results.lock().unwrap().push((m.path, Item::File { size: written, sha256: Sha256::finish(sha) }));
         let _ = sync.send((file, dest));
     }
     Ok(())
@@ -435,8 +436,8 @@ mod tests {
         let raw = dir.path().join("raw");
         fs::create_dir(&raw).unwrap();
         let got = extract(&input, SourceKind::Zip, &raw, None, &crate::sys::progress::NoProgress).unwrap();
-        assert_eq!((got.source_size, got.source_sha256.as_deref()), (Some(size), Some(sha.as_str())));
-        let want_a = hex::encode(Sha256::digest(vec![b'a'; 600_000]));
+        assert_eq!((got.source_size, got.source_sha256), (Some(size), Some(sha)));
+        let want_a = Sha256::of(&vec![b'a'; 600_000]);
         assert_eq!(got.items["lib/a.so"], Item::File { size: 600_000, sha256: want_a });
         assert_eq!(fs::read(raw.join("include/c.h")).unwrap(), vec![b'c'; 600_000]);
         // Given the hash a download computed, the input is not read again to hash it: the
@@ -444,8 +445,8 @@ mod tests {
         // member is still hashed.
         let raw2 = dir.path().join("raw2");
         fs::create_dir(&raw2).unwrap();
-        let given = "ab".repeat(32);
-        let got2 = extract(&input, SourceKind::Zip, &raw2, Some(given.clone()), &crate::sys::progress::NoProgress).unwrap();
+        let given: Sha256 = "ab".repeat(32).parse().unwrap();
+        let got2 = extract(&input, SourceKind::Zip, &raw2, Some(given), &crate::sys::progress::NoProgress).unwrap();
         assert_eq!((got2.source_size, got2.source_sha256), (Some(size), Some(given)));
         assert_eq!(got2.items, got.items);
     }
