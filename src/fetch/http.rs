@@ -116,9 +116,9 @@ impl Client {
         Ok(())
     }
 
-    /// GETs `url` and parses JSON; `Ok(None)` on HTTP 404. `what` names the thing being
+    /// GETs `url` and parses its JSON into `T`; `Ok(None)` on HTTP 404. `what` names the thing being
     /// looked up, for the offline error.
-    pub fn get_json(&self, url: &str, what: &str) -> Result<Option<serde_json::Value>, Error> {
+    pub fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str, what: &str) -> Result<Option<T>, Error> {
         self.check_online(url, what)?;
         self.retrying(|n| {
             let Some(mut resp) = self.send(url, n, true)? else { return Ok(None) };
@@ -234,7 +234,7 @@ mod tests {
     #[test]
     fn offline_touches_nothing() {
         let c = Client::new(true);
-        let e = c.get_json("http://127.0.0.1:9/x.json", "cuDNN 9.5.0.50").unwrap_err();
+        let e = c.get_json::<serde_json::Value>("http://127.0.0.1:9/x.json", "cuDNN 9.5.0.50").unwrap_err();
         assert_eq!(e.to_string(), "offline: cannot get cuDNN 9.5.0.50; that needs http://127.0.0.1:9/x.json");
     }
 
@@ -248,7 +248,7 @@ mod tests {
         c.retries = 1;
         c.backoff = Duration::from_millis(1);
         let url = format!("http://127.0.0.1:{port}/x.json");
-        let e = c.get_json(&url, "x").unwrap_err();
+        let e = c.get_json::<serde_json::Value>(&url, "x").unwrap_err();
         assert!(matches!(e, Error::Connect { attempts: 2, .. }), "{e:?}");
         assert_eq!(e.to_string(), format!("cannot reach {url} (tried 2 times)"));
     }

@@ -11,12 +11,19 @@
 //! Manifest names vary: 9.x uses 3 parts (`redistrib_9.5.0.json`); 8.x uses 4 parts
 //! (`redistrib_8.9.4.25.json`, one CUDA major) and sometimes 3 (`redistrib_8.9.4.json`,
 //! all majors). [`resolve`] tries the name as given, then its first 3 parts.
+//!
+//! A manifest is read into [`Manifest`] (`#[derive(Deserialize)]`), leniently like the
+//! PyPI documents: fields of another JSON type read as absent, so a manifest with more in
+//! it than cuenv reads still parses, and an artifact that lacks what cuenv needs is named.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
 use regex::Regex;
+use serde::Deserialize;
 use serde_json::Value;
+
+use super::pypi::lenient;
 
 use super::{Artifact, Client, Error, file_name_of};
 use crate::cudnn::platform::Platform;
@@ -45,6 +52,50 @@ impl Offer {
     }
 }
 
+/// A redist manifest: its `release_product` and its `cudnn` product (other products, such as
+/// `cudnn_samples`, are not read).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Manifest {
+    /// `release_product` (`cudnn-v8-9-cuda-12` in the 8.9-era files that hold one CUDA major).
+    #[serde(default, deserialize_with = "lenient")]
+    pub release_product: Option<String>,
+    /// The `cudnn` product; `None`: the manifest has none.
+    #[serde(default, deserialize_with = "lenient")]
+    pub cudnn: Option<Product>,
+}
+
+/// The `cudnn` product of a manifest: its version and, by platform key, either an artifact
+/// (an object with `relative_path`) or `{"cudaN": artifact}`; other keys (`name`, `license`)
+/// are not objects and are passed over.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Product {
+    /// The release's 4-part version.
+    #[serde(default, deserialize_with = "lenient")]
+    pub version: Option<String>,
+    /// Every other key of the product, as written.
+    #[serde(flatten)]
+    pub platforms: BTreeMap<String, Value>,
+}
+
+/// One archive as a manifest describes it (each field absent when missing or of another type).
+#[derive(Debug, Clone, Default, Deserialize)]
+struct RawArtifact {
+    #[serde(default, deserialize_with = "lenient")]
+    relative_path: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    sha256: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    size: Option<RawSize>,
+}
+
+/// A `size` as a manifest writes it: a string (NVIDIA's files), or a number.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum RawSize {
+    Text(String),
+    Number(serde_json::Number),
+}
+
 /// Manifest file names to try for `version`, in order.
 pub fn manifest_names(version: &Version) -> Vec<String> {
     let mut names = vec![format!("redistrib_{version}.json")];
@@ -62,28 +113,30 @@ static CUDA_KEY: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^cuda(\d+)$").u
 /// `base` is the manifest's folder (ending in `/`), `url` the manifest's own URL.
 ///
 /// Errors: [`Error::BadJson`] when there is no `cudnn` product or an artifact lacks fields.
-pub fn offers(doc: &Value, base: &str, url: &str) -> Result<(String, Vec<Offer>), Error> {
+pub fn offers(doc: &Manifest, base: &str, url: &str) -> Result<(String, Vec<Offer>), Error> {
     let bad = |detail: String| Error::BadJson { url: url.into(), detail };
-    let product = doc.get("cudnn").and_then(Value::as_object).ok_or_else(|| bad("no `cudnn` product".into()))?;
-    let version = product.get("version").and_then(Value::as_str).ok_or_else(|| bad("`cudnn` has no `version`".into()))?.to_string();
-    let product_cuda = doc.get("release_product").and_then(Value::as_str).and_then(|p| CUDA_IN_PRODUCT.captures(p)).and_then(|c| c[1].parse().ok());
+    let product = doc.cudnn.as_ref().ok_or_else(|| bad("no `cudnn` product".into()))?;
+    let version = product.version.clone().ok_or_else(|| bad("`cudnn` has no `version`".into()))?;
+    let product_cuda = doc.release_product.as_deref().and_then(|p| CUDA_IN_PRODUCT.captures(p)).and_then(|c| c[1].parse().ok());
     let artifact = |where_: &str, a: &Value| -> Result<Artifact, Error> {
-        let field = |k: &str| a.get(k).and_then(Value::as_str).ok_or_else(|| bad(format!("`cudnn.{where_}` has no `{k}`")));
-        let rel = field("relative_path")?;
+        let a = RawArtifact::deserialize(a).unwrap_or_default();
+        let missing = |k: &str| bad(format!("`cudnn.{where_}` has no `{k}`"));
+        let rel = a.relative_path.as_deref().ok_or_else(|| missing("relative_path"))?;
         if rel.starts_with('/') || rel.contains("://") || rel.split('/').any(|s| s == "..") {
             return Err(bad(format!("`cudnn.{where_}.relative_path` `{rel}` leaves the redist folder")));
         }
-        let sha256: Sha256 = field("sha256")?.parse().map_err(|_| bad(format!("`cudnn.{where_}.sha256` is not a SHA-256")))?;
-        let size = match a.get("size") {
-            Some(Value::String(s)) => Some(s.trim().parse::<u64>().map_err(|_| bad(format!("`cudnn.{where_}.size` `{s}` is not a number")))?),
-            Some(Value::Number(n)) => n.as_u64(),
-            _ => None,
+        let sha256: Sha256 =
+            a.sha256.as_deref().ok_or_else(|| missing("sha256"))?.parse().map_err(|_| bad(format!("`cudnn.{where_}.sha256` is not a SHA-256")))?;
+        let size = match &a.size {
+            Some(RawSize::Text(s)) => Some(s.trim().parse::<u64>().map_err(|_| bad(format!("`cudnn.{where_}.size` `{s}` is not a number")))?),
+            Some(RawSize::Number(n)) => n.as_u64(),
+            None => None,
         };
         let full = super::pypi::join_url(base, rel);
         Ok(Artifact { file_name: file_name_of(&full), url: full, sha256, size, version: version.clone() })
     };
     let mut out = Vec::new();
-    for (key, value) in product {
+    for (key, value) in &product.platforms {
         let Some(obj) = value.as_object() else { continue };
         if obj.contains_key("relative_path") {
             let a = artifact(key, value)?;
@@ -114,7 +167,7 @@ pub fn resolve(client: &Client, base: &str, version: &Version, cuda: u64, platfo
     for name in manifest_names(version) {
         let url = super::pypi::join_url(base, &name);
         tried.push(name);
-        let Some(doc) = client.get_json(&url, what)? else { continue };
+        let Some(doc) = client.get_json::<Manifest>(&url, what)? else { continue };
         found_any = true;
         let (found, list) = offers(&doc, base, &url)?;
         if !found.parse::<Version>().is_ok_and(|f| f.starts_with(version)) {
@@ -134,14 +187,20 @@ pub fn resolve(client: &Client, base: &str, version: &Version, cuda: u64, platfo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    /// `json!`, read as a [`Manifest`].
+    macro_rules! json {
+        ($($t:tt)*) => {
+            serde_json::from_value::<Manifest>(serde_json::json!($($t)*)).unwrap()
+        };
+    }
 
     const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
     const BASE: &str = "https://m.example/redist/";
 
     fn art(rel: &str, sha: &str, size: &str) -> Value {
-        json!({"relative_path": rel, "sha256": sha, "md5": "x", "size": size})
+        serde_json::json!({"relative_path": rel, "sha256": sha, "md5": "x", "size": size})
     }
 
     #[test]

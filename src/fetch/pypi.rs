@@ -9,13 +9,115 @@
 //! missing (some mirrors and proxies serve only `GET <index>/pypi/<project>/json`), the
 //! project document's `releases[<version>]` is used: it lists the same files. The parsing
 //! here is pure; only [`resolve`] does I/O.
+//!
+//! Both documents are read into [`IndexDoc`] (`#[derive(Deserialize)]`), leniently: a field
+//! of an unexpected JSON type reads as absent and a list entry that is not an object is
+//! skipped, so what cuenv cannot use is named or passed over, never a parse failure of the
+//! whole document (indexes and mirrors differ in what they add).
 
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, Deserializer};
 use serde_json::Value;
 
 use super::{Artifact, Client, Error, file_name_of};
 use crate::cudnn::platform::Platform;
 use crate::cudnn::version::Version;
 use crate::sys::sha256::Sha256;
+
+/// A document of the PyPI JSON API: a release's (`info`, `urls`) or a project's
+/// (`releases`: version -> files). Fields of an unexpected type read as absent.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct IndexDoc {
+    /// `info` (only `info.version` is read).
+    #[serde(default, deserialize_with = "lenient")]
+    pub info: Option<Info>,
+    /// A release document's files; `None`: no `urls` list.
+    #[serde(default, deserialize_with = "lenient_list")]
+    pub urls: Option<Vec<IndexFile>>,
+    /// A project document's releases, by version as written.
+    #[serde(default, deserialize_with = "lenient")]
+    pub releases: Option<BTreeMap<String, Files>>,
+}
+
+/// The `info` object of a document.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Info {
+    /// The release's exact version.
+    #[serde(default, deserialize_with = "lenient")]
+    pub version: Option<String>,
+}
+
+/// One file of a release: its name, URL, digest and size (each absent when missing or of
+/// another type).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct IndexFile {
+    /// `filename`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub filename: Option<String>,
+    /// `url`, absolute or relative to the document's URL.
+    #[serde(default, deserialize_with = "lenient")]
+    pub url: Option<String>,
+    /// `digests` (only `sha256` is read).
+    #[serde(default, deserialize_with = "lenient")]
+    pub digests: Option<Digests>,
+    /// `size` in bytes: a JSON number, or a string holding one (some mirrors).
+    #[serde(default, deserialize_with = "lenient")]
+    pub size: Option<Size>,
+}
+
+/// A file's `digests`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Digests {
+    /// Hex SHA-256 of the file.
+    #[serde(default, deserialize_with = "lenient")]
+    pub sha256: Option<String>,
+}
+
+/// A `size` as the index writes it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Size {
+    /// A JSON number.
+    Number(u64),
+    /// A string of digits.
+    Text(String),
+}
+
+impl Size {
+    /// The size in bytes; `None` for a string that is not a number.
+    fn bytes(&self) -> Option<u64> {
+        match self {
+            Size::Number(n) => Some(*n),
+            Size::Text(t) => t.parse().ok(),
+        }
+    }
+}
+
+/// The files of one release in a project document (entries that are not objects skipped).
+#[derive(Debug, Clone, Default)]
+pub struct Files(pub Vec<IndexFile>);
+
+impl<'de> Deserialize<'de> for Files {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Files, D::Error> {
+        Ok(Files(lenient_list(d)?.unwrap_or_default()))
+    }
+}
+
+/// A field that does not deserialize as `T` (another JSON type) reads as `None`.
+pub(super) fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+    Ok(serde_json::from_value(Value::deserialize(d)?).ok())
+}
+
+/// A JSON list whose entries that do not deserialize as `T` are skipped; `None` when the
+/// value is not a list.
+fn lenient_list<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Array(items) => Some(items.into_iter().filter_map(|v| serde_json::from_value(v).ok()).collect()),
+        _ => None,
+    })
+}
 
 /// `nvidia-cudnn-cu<major>`.
 pub fn cudnn_project(cuda_major: u64) -> String {
@@ -58,36 +160,36 @@ pub fn wheel_fits(file_name: &str, platform: Platform) -> bool {
 /// Picks the wheel for `platform` from a version JSON document (its `urls`).
 ///
 /// Errors: [`Error::NoWheel`] listing the wheels offered; [`Error::BadJson`].
-pub fn pick_wheel(doc: &Value, url: &str, project: &str, version: &str, platform: Platform) -> Result<Artifact, Error> {
+pub fn pick_wheel(doc: &IndexDoc, url: &str, project: &str, version: &str, platform: Platform) -> Result<Artifact, Error> {
     let bad = |detail: &str| Error::BadJson { url: url.into(), detail: detail.into() };
-    let files = doc.get("urls").and_then(Value::as_array).ok_or_else(|| bad("no `urls` list"))?;
+    let files = doc.urls.as_ref().ok_or_else(|| bad("no `urls` list"))?;
     let mut offered = Vec::new();
-    let mut fitting: Vec<&Value> = Vec::new();
+    let mut fitting: Vec<(&str, &IndexFile)> = Vec::new();
     for f in files {
-        let Some(name) = f.get("filename").and_then(Value::as_str) else { continue };
+        let Some(name) = f.filename.as_deref() else { continue };
         if !name.ends_with(".whl") {
             continue;
         }
         offered.push(name.to_string());
         if wheel_fits(name, platform) {
-            fitting.push(f);
+            fitting.push((name, f));
         }
     }
-    fitting.sort_by_key(|f| f.get("filename").and_then(Value::as_str).unwrap_or("").to_string());
-    let Some(f) = fitting.first() else {
+    fitting.sort_by_key(|(name, _)| name.to_string());
+    let Some(&(name, f)) = fitting.first() else {
         offered.sort();
         return Err(Error::NoWheel { project: project.into(), version: version.into(), platform, offered });
     };
-    let name = f["filename"].as_str().unwrap_or_default();
-    let href = f.get("url").and_then(Value::as_str).ok_or_else(|| bad(&format!("`{name}` has no url")))?;
+    let href = f.url.as_deref().ok_or_else(|| bad(&format!("`{name}` has no url")))?;
     let sha256 = f
-        .pointer("/digests/sha256")
-        .and_then(Value::as_str)
+        .digests
+        .as_ref()
+        .and_then(|d| d.sha256.as_deref())
         .and_then(|s| s.parse::<Sha256>().ok())
         .ok_or_else(|| bad(&format!("`{name}` has no digests.sha256")))?;
-    let size = f.get("size").and_then(|s| s.as_u64().or_else(|| s.as_str().and_then(|s| s.parse().ok())));
+    let size = f.size.as_ref().and_then(Size::bytes);
     let full = join_url(url, href);
-    let exact = doc.pointer("/info/version").and_then(Value::as_str).unwrap_or(version).to_string();
+    let exact = doc.info.as_ref().and_then(|i| i.version.clone()).unwrap_or_else(|| version.to_string());
     let file_name = if file_name_of(&full) == "download" { name.to_string() } else { file_name_of(&full) };
     Ok(Artifact { url: full, file_name, sha256, size, version: exact })
 }
@@ -95,13 +197,10 @@ pub fn pick_wheel(doc: &Value, url: &str, project: &str, version: &str, platform
 /// Release versions of a project JSON document (`releases` keys with at least one file)
 /// near `wanted`: the same major.minor if any, else the same major, else all; sorted, at
 /// most the last 12.
-pub fn nearby_versions(doc: &Value, wanted: &str) -> Vec<String> {
-    let Some(releases) = doc.get("releases").and_then(Value::as_object) else { return Vec::new() };
-    let mut all: Vec<(Version, String)> = releases
-        .iter()
-        .filter(|(_, files)| files.as_array().is_some_and(|a| !a.is_empty()))
-        .filter_map(|(v, _)| v.parse::<Version>().ok().map(|p| (p, v.clone())))
-        .collect();
+pub fn nearby_versions(doc: &IndexDoc, wanted: &str) -> Vec<String> {
+    let Some(releases) = &doc.releases else { return Vec::new() };
+    let mut all: Vec<(Version, String)> =
+        releases.iter().filter(|(_, files)| !files.0.is_empty()).filter_map(|(v, _)| v.parse::<Version>().ok().map(|p| (p, v.clone()))).collect();
     all.sort();
     let want = wanted.parse::<Version>().ok();
     let pick = |n: usize| -> Vec<String> {
@@ -121,11 +220,11 @@ pub fn nearby_versions(doc: &Value, wanted: &str) -> Vec<String> {
 
 /// The highest release of a project JSON document whose version starts with `prefix`
 /// (e.g. `9.5.0` -> `9.5.0.50`).
-pub fn newest_with_prefix(doc: &Value, prefix: &Version) -> Option<String> {
-    let releases = doc.get("releases").and_then(Value::as_object)?;
+pub fn newest_with_prefix(doc: &IndexDoc, prefix: &Version) -> Option<String> {
+    let releases = doc.releases.as_ref()?;
     releases
         .iter()
-        .filter(|(_, files)| files.as_array().is_some_and(|a| !a.is_empty()))
+        .filter(|(_, files)| !files.0.is_empty())
         .filter_map(|(v, _)| v.parse::<Version>().ok().map(|p| (p, v.clone())))
         .filter(|(v, _)| v.starts_with(prefix) && v.parts().len() > prefix.parts().len())
         .max()
@@ -141,11 +240,11 @@ pub fn newest_with_prefix(doc: &Value, prefix: &Version) -> Option<String> {
 /// versions), [`Error::NoWheel`], and HTTP errors.
 pub fn resolve(client: &Client, index: &str, project: &str, version: &str, platform: Platform, what: &str) -> Result<Artifact, Error> {
     let url = version_url(index, project, version);
-    if let Some(doc) = client.get_json(&url, what)? {
+    if let Some(doc) = client.get_json::<IndexDoc>(&url, what)? {
         return pick_wheel(&doc, &url, project, version, platform);
     }
     let purl = project_url(index, project);
-    let Some(pdoc) = client.get_json(&purl, what)? else {
+    let Some(pdoc) = client.get_json::<IndexDoc>(&purl, what)? else {
         return Err(Error::NoSuchProject { project: project.into(), index: index.into() });
     };
     // Some mirrors serve only the project document; its `releases` hold the same entries.
@@ -161,12 +260,12 @@ pub fn resolve(client: &Client, index: &str, project: &str, version: &str, platf
 
 /// A version document (`{info: {version}, urls}`) made from the project document's
 /// `releases[version]`, when that lists files.
-pub fn release_doc(project_doc: &Value, version: &str) -> Option<Value> {
-    let files = project_doc.pointer(&format!("/releases/{}", version.replace('~', "~0").replace('/', "~1")))?.as_array()?;
-    if files.is_empty() {
+pub fn release_doc(project_doc: &IndexDoc, version: &str) -> Option<IndexDoc> {
+    let files = project_doc.releases.as_ref()?.get(version)?;
+    if files.0.is_empty() {
         return None;
     }
-    Some(serde_json::json!({"info": {"version": version}, "urls": files}))
+    Some(IndexDoc { info: Some(Info { version: Some(version.to_string()) }), urls: Some(files.0.clone()), releases: None })
 }
 
 /// `href` resolved against `base` (the URL of the document that holds it), as a browser
@@ -187,8 +286,12 @@ mod tests {
 
     const SHA: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-    fn doc() -> Value {
-        json!({
+    fn parse(v: Value) -> IndexDoc {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn doc() -> IndexDoc {
+        parse(json!({
             "info": {"name": "nvidia-cudnn-cu12", "version": "9.5.0.50"},
             "urls": [
                 {"filename": "nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_aarch64.manylinux_2_17_aarch64.whl", "url": "https://files.example/a.whl", "digests": {"sha256": SHA}, "size": 1},
@@ -196,7 +299,7 @@ mod tests {
                 {"filename": "nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl", "url": "/packages/w.whl", "digests": {"sha256": SHA}, "size": 557000000},
                 {"filename": "nvidia-cudnn-cu12-9.5.0.50.tar.gz", "url": "https://files.example/s.tar.gz", "digests": {"sha256": SHA}, "size": 5}
             ]
-        })
+        }))
     }
 
     #[test]
@@ -238,24 +341,45 @@ mod tests {
 
     #[test]
     fn missing_digest_is_bad_json() {
-        let d = json!({"urls": [{"filename": "x-1-py3-none-win_amd64.whl", "url": "https://f/x.whl", "digests": {}}]});
+        let d = parse(json!({"urls": [{"filename": "x-1-py3-none-win_amd64.whl", "url": "https://f/x.whl", "digests": {}}]}));
         let e = pick_wheel(&d, "https://i/pypi/x/1/json", "x", "1", Platform::WindowsX86_64).unwrap_err();
         assert_eq!(e.to_string(), "https://i/pypi/x/1/json: not the expected JSON: `x-1-py3-none-win_amd64.whl` has no digests.sha256");
     }
 
     #[test]
+    fn fields_of_another_type_read_as_absent_and_non_objects_are_skipped() {
+        let d = parse(json!({
+            "info": "not an object",
+            "urls": [
+                "not an object",
+                {"filename": 7, "url": "https://f/seven.whl"},
+                {"filename": "x-1-py3-none-win_amd64.whl", "url": "https://f/x.whl", "digests": {"sha256": SHA}, "size": "12"},
+                {"filename": "x-1-py3-none-manylinux1_x86_64.whl", "url": 5, "digests": {"sha256": SHA}, "size": -1}
+            ]
+        }));
+        let w = pick_wheel(&d, "https://i/pypi/x/1/json", "x", "1", Platform::WindowsX86_64).unwrap();
+        assert_eq!((w.size, w.version.as_str()), (Some(12), "1"));
+        let e = pick_wheel(&d, "https://i/pypi/x/1/json", "x", "1", Platform::LinuxX86_64).unwrap_err();
+        assert_eq!(e.to_string(), "https://i/pypi/x/1/json: not the expected JSON: `x-1-py3-none-manylinux1_x86_64.whl` has no url");
+        let none = parse(json!({"urls": "nope"}));
+        assert!(pick_wheel(&none, "u", "x", "1", Platform::WindowsX86_64).unwrap_err().to_string().ends_with("no `urls` list"));
+    }
+
+    #[test]
     fn nearby_and_prefix() {
         let f = json!([{"filename": "f"}]);
-        let d = json!({"releases": {"9.1.0.70": f, "9.5.0.50": f, "9.5.1.17": f, "8.9.4.25": f, "9.6.0.74": f, "0.0.1": [], "junk-version": f}});
+        let d = parse(json!({"releases": {"9.1.0.70": f, "9.5.0.50": f, "9.5.1.17": f, "8.9.4.25": f, "9.6.0.74": f, "0.0.1": [], "junk-version": f}}));
         assert_eq!(nearby_versions(&d, "9.5.0.5"), vec!["9.5.0.50", "9.5.1.17"]);
         assert_eq!(nearby_versions(&d, "9.4.0.1"), vec!["9.1.0.70", "9.5.0.50", "9.5.1.17", "9.6.0.74"]);
         assert_eq!(nearby_versions(&d, "7.0"), vec!["8.9.4.25", "9.1.0.70", "9.5.0.50", "9.5.1.17", "9.6.0.74"]);
         assert_eq!(newest_with_prefix(&d, &"9.5".parse().unwrap()).as_deref(), Some("9.5.1.17"));
         assert_eq!(newest_with_prefix(&d, &"9.5.0".parse().unwrap()).as_deref(), Some("9.5.0.50"));
         assert_eq!(newest_with_prefix(&d, &"9.7".parse().unwrap()), None);
-        assert_eq!(release_doc(&d, "9.5.0.50").unwrap(), json!({"info": {"version": "9.5.0.50"}, "urls": [{"filename": "f"}]}));
-        assert_eq!(release_doc(&d, "0.0.1"), None);
-        assert_eq!(release_doc(&d, "9.9"), None);
+        let r = release_doc(&d, "9.5.0.50").unwrap();
+        assert_eq!(r.info.and_then(|i| i.version).as_deref(), Some("9.5.0.50"));
+        assert_eq!(r.urls.unwrap().iter().map(|f| f.filename.clone()).collect::<Vec<_>>(), [Some("f".to_string())]);
+        assert!(release_doc(&d, "0.0.1").is_none());
+        assert!(release_doc(&d, "9.9").is_none());
     }
 
     #[test]
