@@ -288,7 +288,7 @@ pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMod
             toolkit_version: r.toolkit_version.to_string(),
             cudnn_id: r.cudnn_id.clone(),
             cudnn_name: r.cudnn_name.clone(),
-            cudnn_version: r.cudnn_version.to_string(),
+            cudnn_version: r.cudnn_version.clone(),
             cuda_major: meta.cuda_major,
             entry_dir: entry_dir.clone(),
             cudnn_lib,

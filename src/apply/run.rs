@@ -195,7 +195,7 @@ fn gpu_fit(machine: &crate::check::gpufit::Machine, desired: &Desired) -> Result
         .views
         .iter()
         .filter_map(|v| {
-            let want = crate::check::gpufit::Want::new(v.cudnn_version.parse().ok()?, &v.toolkit_version, v.cuda_major);
+            let want = crate::check::gpufit::Want::new(v.cudnn_version.clone(), &v.toolkit_version, v.cuda_major);
             let why = crate::check::gpufit::judge(machine, &want);
             (!why.is_empty()).then(|| (v.name.clone(), why))
         })

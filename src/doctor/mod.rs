@@ -274,7 +274,7 @@ fn majors_to_probe(asked: &[u64], active_major: Option<u64>) -> Vec<u64> {
 /// why nothing loaded. Returns the loads, the active profile's check and the machine.
 fn probe_majors(s: &Scene, active: &origin::Active, findings: &mut Vec<Finding>) -> (Vec<Loaded>, Option<CheckResult>, gpufit::Machine) {
     let inp = s.inp;
-    let active_major = active.view.as_ref().map(|v| v.cudnn_version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(9));
+    let active_major = active.view.as_ref().map(|v| v.cudnn_version.major());
     let mut loaded = Vec::new();
     let mut active_check = None;
     let mut machine = gpufit::Machine::from_report(None, &inp.overrides);
@@ -288,7 +288,7 @@ fn probe_majors(s: &Scene, active: &origin::Active, findings: &mut Vec<Finding>)
             findings.extend(predicted_loads(s, d, &l, major));
         }
         if let (Some(v), Some(name)) = (active.view.as_ref().filter(|_| active_major == Some(major)), &active.profile) {
-            let (c, found) = judge_active(&o, v, name, major, &machine, s.search_var);
+            let (c, found) = judge_active(&o, v, name, &machine, s.search_var);
             findings.extend(found);
             active_check = Some(c);
         } else if let Some(d) = &l.dispatcher {
@@ -313,15 +313,11 @@ fn predicted_loads(s: &Scene, d: &Path, l: &Loaded, major: u64) -> Vec<Finding> 
     findings
 }
 
-/// The load of cuDNN `major` judged against the active profile `name`'s view `v`, as
+/// The load of cuDNN judged against the active profile `name`'s view `v`, as
 /// `cuenv check` judges it, with the driver and GPU fit.
-fn judge_active(o: &ProbeOutcome, v: &ViewRecord, name: &str, major: u64, machine: &gpufit::Machine, search_var: &str) -> (CheckResult, Vec<Finding>) {
+fn judge_active(o: &ProbeOutcome, v: &ViewRecord, name: &str, machine: &gpufit::Machine, search_var: &str) -> (CheckResult, Vec<Finding>) {
     let mut findings = Vec::new();
-    let expected = Expected {
-        entry_dir: v.entry_dir.clone(),
-        version: v.cudnn_version.parse().unwrap_or_else(|_| Version::new(&[major])),
-        cuda_major: Some(v.cuda_major),
-    };
+    let expected = Expected { entry_dir: v.entry_dir.clone(), version: v.cudnn_version.clone(), cuda_major: Some(v.cuda_major) };
     let mut c = check::classify(o, &expected);
     c.add_misfits(&gpufit::judge(machine, &gpufit::Want::new(expected.version.clone(), &v.toolkit_version, v.cuda_major)));
     // A shadowed dispatcher drags its sub-libraries along: "mixed" then says nothing new.

@@ -211,7 +211,7 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
                     };
                     findings.push(Finding { severity: Severity::Problem, message, hint: Some(hint) });
                 }
-                profile_now = Some(ProfileNow { name: v.name.clone(), cudnn_version: v.cudnn_version.clone(), entry: v.cudnn_name.clone(), current });
+                profile_now = Some(ProfileNow { name: v.name.clone(), cudnn_version: v.cudnn_version.to_string(), entry: v.cudnn_name.clone(), current });
             }
         }
     }

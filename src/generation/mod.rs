@@ -143,7 +143,7 @@ pub struct ViewRecord {
     pub cudnn_id: String,
     pub cudnn_name: String,
     /// cuDNN version of the entry.
-    pub cudnn_version: String,
+    pub cudnn_version: crate::cudnn::version::Version,
     /// CUDA major of the entry.
     pub cuda_major: u64,
     /// The store entry folder.

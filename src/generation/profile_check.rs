@@ -129,11 +129,11 @@ pub fn to_check<'a>(m: &'a Manifest, only: &'a [String]) -> impl Iterator<Item =
 pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_result: &mut dyn FnMut(&ProfileCheck)) -> Vec<ProfileCheck> {
     let mut out = Vec::new();
     for view in to_check(m, only) {
-        let major = view.cudnn_version.split('.').next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let major = view.cudnn_version.major();
         let expected = Expected {
             // The entry as the profile sees it: the store entry, or the view's copy.
             entry_dir: if view.copied { layout.profiles_dir().join(&view.name).join("cudnn") } else { view.entry_dir.clone() },
-            version: view.cudnn_version.parse().unwrap_or_else(|_| crate::cudnn::version::Version::new(&[0])),
+            version: view.cudnn_version.clone(),
             cuda_major: Some(view.cuda_major),
         };
         let pc = match profile_env(layout, m.link_mode, view, &opts.base_env) {
