@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cudnn::platform::Platform;
 use crate::cudnn::version::Version;
-use crate::error::{Diagnose, ExitCode};
+use crate::error::ExitCode;
 use crate::home::layout::Layout;
 use crate::home::writer_lock::WriterLock;
 use crate::store::entry::EntryMeta;
@@ -95,38 +95,39 @@ pub enum Error {
     Store(#[from] crate::store::Error),
 }
 
-impl Diagnose for Error {
-    fn hint(&self) -> Option<String> {
-        use Error::*;
-        Some(match self {
-            Offline { .. } => "drop --offline (or unset CUENV_OFFLINE); without network, copy the wheels into a folder and name it with CUENV_FIND_LINKS=DIR or `[settings] find-links` (`pip download --no-deps --only-binary=:all: <project>==<version>` gets them on another machine), or import a cuDNN archive or wheel with `cuenv store add <file> --sha256 <hex>`".into(),
-            Connect { source, .. } if source.to_string().contains("certificate") => "the server's TLS certificate is not trusted: if a proxy intercepts TLS, add its CA to the system store, or point SSL_CERT_FILE at a bundle that holds it".into(),
-            Connect { .. } | Interrupted { .. } => "check the network; behind a proxy set HTTPS_PROXY (and NO_PROXY); CUENV_HTTP_RETRIES and CUENV_HTTP_TIMEOUT (seconds) tune retries and timeouts".into(),
-            Status { status, .. } if *status >= 500 => "the server failed; try again later, or use the other source (--from nvidia|pypi)".into(),
-            Status { .. } => "check the URL; for a mirror, check CUENV_NVIDIA_MIRROR / CUENV_PYPI_INDEX".into(),
-            NotFound { .. } => "the index or manifest points at a file the server lacks; check the mirror (CUENV_NVIDIA_MIRROR / CUENV_PYPI_INDEX)".into(),
-            SizeMismatch { .. } | Sha256Mismatch { .. } => "the server sent other bytes than the manifest or index publishes; nothing was imported. Try again, or check the mirror or proxy".into(),
-            BadJson { .. } => "the URL does not serve a PyPI JSON API or an NVIDIA redist manifest; check CUENV_PYPI_INDEX / CUENV_NVIDIA_MIRROR".into(),
-            NoSuchProject { .. } => "check the index URL (CUENV_PYPI_INDEX) and the CUDA major (--cuda)".into(),
-            NoSuchVersion { nearby, .. } => {
-                if nearby.is_empty() { "check the version; PyPI wheels need the full 4-part version (e.g. 9.5.0.50)".into() } else { format!("pick one of: {}", nearby.join(", ")) }
-            }
-            NoWheel { .. } => "pass --platform for another platform, or use --from nvidia".into(),
-            NoManifest { .. } => "check the version (NVIDIA publishes redistrib_<version>.json for cuDNN 8.3 and later), or the mirror (CUENV_NVIDIA_MIRROR)".into(),
-            NoArtifact { .. } => "pick a CUDA major and platform the release is built for (--cuda, --platform)".into(),
-            ManifestVersion { .. } => "the manifest's name and content disagree; check the mirror".into(),
-            Write { path, source } => crate::error::io_hint(path, source),
-            Store(e) => return e.hint(),
-        })
-    }
+crate::error::diagnose! {
+    impl Diagnose for Error {
+        transparent Store;
+        fn hint(&self) -> Option<String> {
+            use Error::*;
+            Some(match self {
+                Offline { .. } => "drop --offline (or unset CUENV_OFFLINE); without network, copy the wheels into a folder and name it with CUENV_FIND_LINKS=DIR or `[settings] find-links` (`pip download --no-deps --only-binary=:all: <project>==<version>` gets them on another machine), or import a cuDNN archive or wheel with `cuenv store add <file> --sha256 <hex>`".into(),
+                Connect { source, .. } if source.to_string().contains("certificate") => "the server's TLS certificate is not trusted: if a proxy intercepts TLS, add its CA to the system store, or point SSL_CERT_FILE at a bundle that holds it".into(),
+                Connect { .. } | Interrupted { .. } => "check the network; behind a proxy set HTTPS_PROXY (and NO_PROXY); CUENV_HTTP_RETRIES and CUENV_HTTP_TIMEOUT (seconds) tune retries and timeouts".into(),
+                Status { status, .. } if *status >= 500 => "the server failed; try again later, or use the other source (--from nvidia|pypi)".into(),
+                Status { .. } => "check the URL; for a mirror, check CUENV_NVIDIA_MIRROR / CUENV_PYPI_INDEX".into(),
+                NotFound { .. } => "the index or manifest points at a file the server lacks; check the mirror (CUENV_NVIDIA_MIRROR / CUENV_PYPI_INDEX)".into(),
+                SizeMismatch { .. } | Sha256Mismatch { .. } => "the server sent other bytes than the manifest or index publishes; nothing was imported. Try again, or check the mirror or proxy".into(),
+                BadJson { .. } => "the URL does not serve a PyPI JSON API or an NVIDIA redist manifest; check CUENV_PYPI_INDEX / CUENV_NVIDIA_MIRROR".into(),
+                NoSuchProject { .. } => "check the index URL (CUENV_PYPI_INDEX) and the CUDA major (--cuda)".into(),
+                NoSuchVersion { nearby, .. } => {
+                    if nearby.is_empty() { "check the version; PyPI wheels need the full 4-part version (e.g. 9.5.0.50)".into() } else { format!("pick one of: {}", nearby.join(", ")) }
+                },
+                NoWheel { .. } => "pass --platform for another platform, or use --from nvidia".into(),
+                NoManifest { .. } => "check the version (NVIDIA publishes redistrib_<version>.json for cuDNN 8.3 and later), or the mirror (CUENV_NVIDIA_MIRROR)".into(),
+                NoArtifact { .. } => "pick a CUDA major and platform the release is built for (--cuda, --platform)".into(),
+                ManifestVersion { .. } => "the manifest's name and content disagree; check the mirror".into(),
+                Write { path, source } => crate::error::io_hint(path, source),
+            })
+        }
 
-    fn exit_code(&self) -> ExitCode {
-        use Error::*;
-        match self {
-            NoSuchProject { .. } | NoSuchVersion { .. } | NoWheel { .. } | NoManifest { .. } | NoArtifact { .. } => ExitCode::Invalid,
-            SizeMismatch { .. } | Sha256Mismatch { .. } | ManifestVersion { .. } | BadJson { .. } => ExitCode::Invalid,
-            Store(e) => e.exit_code(),
-            Offline { .. } | Connect { .. } | Status { .. } | NotFound { .. } | Interrupted { .. } | Write { .. } => ExitCode::Failure,
+        fn exit_code(&self) -> ExitCode {
+            use Error::*;
+            match self {
+                NoSuchProject { .. } | NoSuchVersion { .. } | NoWheel { .. } | NoManifest { .. } | NoArtifact { .. } => ExitCode::Invalid,
+                SizeMismatch { .. } | Sha256Mismatch { .. } | ManifestVersion { .. } | BadJson { .. } => ExitCode::Invalid,
+                Offline { .. } | Connect { .. } | Status { .. } | NotFound { .. } | Interrupted { .. } | Write { .. } => ExitCode::Failure,
+            }
         }
     }
 }

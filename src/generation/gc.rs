@@ -24,20 +24,7 @@ pub enum Error {
     Store(#[from] crate::store::Error),
 }
 
-impl crate::error::Diagnose for Error {
-    fn hint(&self) -> Option<String> {
-        match self {
-            Error::Generation(e) => e.hint(),
-            Error::Store(e) => e.hint(),
-        }
-    }
-    fn exit_code(&self) -> crate::error::ExitCode {
-        match self {
-            Error::Generation(e) => e.exit_code(),
-            Error::Store(e) => e.exit_code(),
-        }
-    }
-}
+crate::error::diagnose!(impl Diagnose for Error { transparent Generation, Store; });
 
 /// What `gc` deletes.
 #[derive(Debug, Default)]

@@ -222,23 +222,4 @@ pub enum Error {
     Pin(#[from] PinMismatch),
 }
 
-impl crate::error::Diagnose for Error {
-    fn hint(&self) -> Option<String> {
-        match self {
-            Error::Profile(e) => e.hint(),
-            Error::Runtime(e) => e.hint(),
-            Error::Fetch(e) => e.hint(),
-            Error::Store(e) => e.hint(),
-            Error::Pin(e) => e.hint(),
-        }
-    }
-    fn exit_code(&self) -> crate::error::ExitCode {
-        match self {
-            Error::Profile(e) => e.exit_code(),
-            Error::Runtime(e) => e.exit_code(),
-            Error::Fetch(e) => e.exit_code(),
-            Error::Store(e) => e.exit_code(),
-            Error::Pin(e) => e.exit_code(),
-        }
-    }
-}
+crate::error::diagnose!(impl Diagnose for Error { transparent Profile, Runtime, Fetch, Store, Pin; });

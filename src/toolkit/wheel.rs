@@ -78,23 +78,24 @@ pub enum Error {
     PinMismatch { project: String, pinned: String, served: String },
 }
 
-impl crate::error::Diagnose for Error {
-    fn hint(&self) -> Option<String> {
-        match self {
-            Error::Fetch(e) => e.hint(),
-            Error::Wheel { .. } | Error::Empty { .. } => Some("the index served an unexpected wheel; check `pypi-index` / CUENV_PYPI_INDEX".into()),
-            Error::Write { path, source } => Some(crate::error::io_hint(path, source)),
-            Error::PinMismatch { .. } => Some(
-                "the index serves a different file for this version: check `pypi-index` / CUENV_PYPI_INDEX, or delete `cuda-wheels` from lab.lock to accept it"
-                    .into(),
-            ),
+crate::error::diagnose! {
+    impl Diagnose for Error {
+        transparent Fetch;
+        fn hint(&self) -> Option<String> {
+            match self {
+                Error::Wheel { .. } | Error::Empty { .. } => Some("the index served an unexpected wheel; check `pypi-index` / CUENV_PYPI_INDEX".into()),
+                Error::Write { path, source } => Some(crate::error::io_hint(path, source)),
+                Error::PinMismatch { .. } => Some(
+                    "the index serves a different file for this version: check `pypi-index` / CUENV_PYPI_INDEX, or delete `cuda-wheels` from lab.lock to accept it"
+                        .into(),
+                ),
+            }
         }
-    }
-    fn exit_code(&self) -> crate::error::ExitCode {
-        match self {
-            Error::Fetch(e) => e.exit_code(),
-            Error::PinMismatch { .. } => crate::error::ExitCode::Invalid,
-            _ => crate::error::ExitCode::Failure,
+        fn exit_code(&self) -> crate::error::ExitCode {
+            match self {
+                Error::PinMismatch { .. } => crate::error::ExitCode::Invalid,
+                _ => crate::error::ExitCode::Failure,
+            }
         }
     }
 }
