@@ -49,7 +49,7 @@ pub fn hook(ctx: &Ctx, shell: &str) -> Result<ExitCode, Report> {
 /// generation), or nothing when that profile is already in effect. Never fails: the shell
 /// evaluates the output at every change of folder, so problems are one line on stderr.
 pub fn hook_apply(ctx: &Ctx, shell: Shell) -> ExitCode {
-    let current = std::env::var("CUENV_HOOK_PROFILE").ok().filter(|p| !p.is_empty());
+    let current = std::env::var(crate::home::settings::HOOK_PROFILE_VAR).ok().filter(|p| !p.is_empty());
     let platform = Platform::host().unwrap_or(crate::cudnn::platform::Platform::LinuxX86_64);
     let layered = |name: &str| {
         let mut a = generation::activation(&ctx.layout, name, platform);

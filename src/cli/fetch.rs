@@ -32,16 +32,16 @@ pub struct FetchArgs {
     #[arg(long, value_name = "PLATFORM")]
     pub platform: Option<Platform>,
     /// PyPI index base URL (its JSON API is under <URL>/pypi/).
-    #[arg(long, env = "CUENV_PYPI_INDEX", value_name = "URL", default_value = fetch::DEFAULT_PYPI_INDEX)]
+    #[arg(long, env = crate::home::settings::PYPI_INDEX_VAR, value_name = "URL", default_value = fetch::DEFAULT_PYPI_INDEX)]
     pub pypi_index: String,
     /// NVIDIA redist folder holding redistrib_<version>.json (a lab mirror).
-    #[arg(long, env = "CUENV_NVIDIA_MIRROR", value_name = "URL", default_value = fetch::DEFAULT_NVIDIA_MIRROR)]
+    #[arg(long, env = crate::home::settings::NVIDIA_MIRROR_VAR, value_name = "URL", default_value = fetch::DEFAULT_NVIDIA_MIRROR)]
     pub nvidia_mirror: String,
     /// A folder of wheels to look in before the PyPI index (pip's --find-links).
-    #[arg(long, env = "CUENV_FIND_LINKS", value_name = "DIR")]
+    #[arg(long, env = crate::home::settings::FIND_LINKS_VAR, value_name = "DIR")]
     pub find_links: Option<std::path::PathBuf>,
     /// Never use the network: fail with an error naming what is missing and the URL it needs.
-    #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+    #[arg(long, env = crate::home::settings::OFFLINE_VAR, value_parser = clap::builder::FalseyValueParser::new())]
     pub offline: bool,
     /// Print the entry and its source as JSON.
     #[arg(long)]

@@ -127,7 +127,7 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
     }
     // CUENV_HOME is read here rather than by clap: clap shows an argument set from the
     // environment in every usage line, as if it were required.
-    let home = match cli.home.or_else(|| std::env::var_os("CUENV_HOME").filter(|v| !v.is_empty()).map(std::path::PathBuf::from)) {
+    let home = match cli.home.or_else(|| std::env::var_os(crate::home::settings::HOME_VAR).filter(|v| !v.is_empty()).map(std::path::PathBuf::from)) {
         Some(h) => h,
         None => {
             Layout::default_home().ok_or_else(|| Hinted::new("cannot find a home folder for cuenv", "pass --home DIR or set CUENV_HOME", ExitCode::Failure))?

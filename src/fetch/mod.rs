@@ -193,12 +193,13 @@ impl Endpoints {
     /// [`crate::home::settings::offline`]; a malformed value means off here: the CLI refuses it
     /// before any command runs).
     pub fn from_env() -> Endpoints {
+        use crate::home::settings;
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         Endpoints {
-            pypi_index: var("CUENV_PYPI_INDEX"),
-            nvidia_mirror: var("CUENV_NVIDIA_MIRROR"),
+            pypi_index: var(settings::PYPI_INDEX_VAR),
+            nvidia_mirror: var(settings::NVIDIA_MIRROR_VAR),
             offline: crate::home::settings::offline().unwrap_or(false),
-            find_links: var("CUENV_FIND_LINKS").map(PathBuf::from),
+            find_links: var(settings::FIND_LINKS_VAR).map(PathBuf::from),
         }
     }
 

@@ -213,7 +213,7 @@ fn scalars(a: &Activation) -> Vec<(String, String)> {
         set.retain(|(n, _)| n != name);
         set.push((name.clone(), shim_path(value)));
     }
-    set.push(("CUENV_PROFILE".to_string(), a.profile.clone()));
+    set.push((crate::home::settings::PROFILE_VAR.to_string(), a.profile.clone()));
     set
 }
 
