@@ -90,8 +90,8 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
         platform,
         endpoints: Endpoints { pypi_index: Some(args.pypi_index), nvidia_mirror: Some(args.nvidia_mirror), offline: args.offline, find_links: args.find_links },
     };
-    let lock = super::writer_lock(ctx)?;
-    crate::store::Store::new(&ctx.layout).clean_leftovers(&lock)?;
+    let writer = super::writer_lock(ctx)?;
+    crate::store::Store::new(&ctx.layout).clean_leftovers(&writer)?;
     let client = Client::new(req.endpoints.offline);
     let artifact = fetch::resolve_cudnn(&client, &req)?;
     if artifact.version != req.version.to_string() {
@@ -109,7 +109,7 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
         ctx.note(&format!("downloading {}{size}", artifact.url));
     }
     let progress = reporter::for_stderr(ctx.quiet);
-    let (added, from) = fetch::import_artifact_by_hand(&ctx.layout, &lock, &client, &artifact, Some(req.cuda_major), progress.as_ref())?;
+    let (added, from) = fetch::import_artifact_by_hand(&ctx.layout, &writer, &client, &artifact, Some(req.cuda_major), progress.as_ref())?;
     let m = &added.meta;
     if args.json {
         ctx.print_json(&Row {

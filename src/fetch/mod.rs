@@ -335,10 +335,10 @@ pub fn resolve_wheel(client: &Client, endpoints: &Endpoints, project: &str, vers
 /// the artifact's sha256 and `req.cuda_major`. The download is deleted afterwards.
 ///
 /// Errors: [`Error`]; on any error the store is unchanged and no download is left behind.
-pub fn fetch_cudnn(layout: &Layout, lock: &WriterLock, req: &FetchRequest, progress: &dyn Progress) -> Result<(Added, FetchedFrom), Error> {
+pub fn fetch_cudnn(layout: &Layout, writer: &WriterLock, req: &FetchRequest, progress: &dyn Progress) -> Result<(Added, FetchedFrom), Error> {
     let client = Client::new(req.endpoints.offline);
     let artifact = resolve_cudnn(&client, req)?;
-    import_artifact(layout, lock, &client, &artifact, Some(req.cuda_major), progress)
+    import_artifact(layout, writer, &client, &artifact, Some(req.cuda_major), progress)
 }
 
 /// The store entry imported from a file whose SHA-256 is `sha256`, if any.
@@ -353,46 +353,46 @@ pub fn find_by_source_sha256(layout: &Layout, sha256: &str) -> Option<(PathBuf, 
 /// Works offline when the store already holds it.
 pub fn import_artifact(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     client: &Client,
     artifact: &Artifact,
     cuda: Option<u64>,
     progress: &dyn Progress,
 ) -> Result<(Added, FetchedFrom), Error> {
-    import_artifact_as(layout, lock, client, artifact, cuda, false, None, progress)
+    import_artifact_as(layout, writer, client, artifact, cuda, false, None, progress)
 }
 
 /// [`import_artifact`], taking the download from `prefetch` when it holds (or is getting)
 /// this artifact ([`Prefetch::take`]), else downloading it here.
 pub fn import_artifact_prefetched(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     client: &Client,
     artifact: &Artifact,
     cuda: Option<u64>,
     prefetch: &Prefetch,
     progress: &dyn Progress,
 ) -> Result<(Added, FetchedFrom), Error> {
-    import_artifact_as(layout, lock, client, artifact, cuda, false, Some(prefetch), progress)
+    import_artifact_as(layout, writer, client, artifact, cuda, false, Some(prefetch), progress)
 }
 
 /// [`import_artifact`] for `store fetch`: the entry, new or already present, is recorded as
 /// added by hand (a gc root until `store remove`, see `Store::hand_added_ids`).
 pub fn import_artifact_by_hand(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     client: &Client,
     artifact: &Artifact,
     cuda: Option<u64>,
     progress: &dyn Progress,
 ) -> Result<(Added, FetchedFrom), Error> {
-    import_artifact_as(layout, lock, client, artifact, cuda, true, None, progress)
+    import_artifact_as(layout, writer, client, artifact, cuda, true, None, progress)
 }
 
 #[allow(clippy::too_many_arguments)]
 fn import_artifact_as(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     client: &Client,
     artifact: &Artifact,
     cuda: Option<u64>,
@@ -402,7 +402,7 @@ fn import_artifact_as(
 ) -> Result<(Added, FetchedFrom), Error> {
     if let Some((dir, meta)) = find_by_source_sha256(layout, &artifact.sha256) {
         if by_hand {
-            Store::new(layout).record_hand_added(lock, &meta.id, &meta.name)?;
+            Store::new(layout).record_hand_added(writer, &meta.id, &meta.name)?;
         }
         let size = artifact.size.or(meta.source.size).unwrap_or(0);
         let from = FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256.clone(), size, downloaded: false };
@@ -410,13 +410,13 @@ fn import_artifact_as(
     }
     let download = match prefetch.and_then(|p| p.take(artifact)) {
         Some(d) => d?,
-        None => download(layout, lock, client, artifact, progress)?,
+        None => download(layout, writer, client, artifact, progress)?,
     };
     // The download hashed the bytes as it wrote them: the import does not read them again.
     let opts =
         AddOptions { sha256: Some(download.sha256.clone()), cuda, source_url: Some(download.url.clone()), allow_incomplete: false, sha256_computed: true };
     let store = Store::new(layout);
-    let added = if by_hand { store.add_by_hand(lock, download.path(), &opts, progress)? } else { store.add(lock, download.path(), &opts, progress)? };
+    let added = if by_hand { store.add_by_hand(writer, download.path(), &opts, progress)? } else { store.add(writer, download.path(), &opts, progress)? };
     let from = FetchedFrom { url: download.url.clone(), sha256: download.sha256.clone(), size: download.size, downloaded: true };
     drop(download);
     Ok((added, from))
@@ -427,7 +427,7 @@ fn import_artifact_as(
 /// sha256. The caller imports it and drops the [`Download`], which deletes it.
 pub fn fetch_wheel(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     endpoints: &Endpoints,
     project: &str,
     version: &str,
@@ -437,7 +437,7 @@ pub fn fetch_wheel(
     let client = Client::new(endpoints.offline);
     let what = format!("{project} {version} ({platform}) from PyPI");
     let artifact = resolve_wheel(&client, endpoints, project, version, platform, &what)?;
-    download(layout, lock, &client, &artifact, progress)
+    download(layout, writer, &client, &artifact, progress)
 }
 
 /// At most this many downloads run at once ([`download_all`]).
@@ -450,7 +450,7 @@ pub const MAX_PARALLEL_DOWNLOADS: usize = 3;
 /// An artifact `prefetch` holds (or is getting) is taken from it ([`Prefetch::take`]).
 pub fn download_all(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     client: &Client,
     artifacts: &[Artifact],
     prefetch: Option<&Prefetch>,
@@ -467,7 +467,7 @@ pub fn download_all(
                     let Some(a) = artifacts.get(i) else { break };
                     let r = match prefetch.and_then(|p| p.take(a)) {
                         Some(r) => r,
-                        None => download(layout, lock, client, a, task.as_ref()),
+                        None => download(layout, writer, client, a, task.as_ref()),
                     };
                     results.lock().unwrap()[i] = Some(r);
                 }
@@ -529,7 +529,7 @@ impl Prefetch {
 
     /// Downloads queued artifacts, in order, on the calling thread until none is left or
     /// [`Prefetch::cancel`] is called. Call it from up to [`MAX_PARALLEL_DOWNLOADS`] threads.
-    pub fn run(&self, layout: &Layout, lock: &WriterLock, client: &Client, progress: &dyn Progress) {
+    pub fn run(&self, layout: &Layout, writer: &WriterLock, client: &Client, progress: &dyn Progress) {
         let client = client.cancellable(self.cancelled.clone());
         let task = progress.task();
         loop {
@@ -551,7 +551,7 @@ impl Prefetch {
                 }
             }
             let unwind = Unwind(self, i);
-            let r = download(layout, lock, &client, &self.artifacts[i], task.as_ref());
+            let r = download(layout, writer, &client, &self.artifacts[i], task.as_ref());
             drop(unwind);
             let mut slots = self.slots.lock().unwrap();
             // A download finished after cancel() is dropped here (its folder deleted).
@@ -591,7 +591,7 @@ impl Prefetch {
 /// Downloads `artifact` into a fresh folder `download-<pid>-<random>` under
 /// [`Layout::downloads_dir`] (after deleting folders other processes left there), checking
 /// its size and sha256.
-pub fn download(layout: &Layout, _lock: &WriterLock, client: &Client, artifact: &Artifact, progress: &dyn Progress) -> Result<Download, Error> {
+pub fn download(layout: &Layout, _writer: &WriterLock, client: &Client, artifact: &Artifact, progress: &dyn Progress) -> Result<Download, Error> {
     let root = layout.downloads_dir();
     // Under the writer lock, a folder of another process is left by a crash. This
     // process's own folders may still be in use (several wheels fetched for one apply).

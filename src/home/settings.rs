@@ -3,7 +3,7 @@
 //!
 //! Invariant: a set but malformed value is an error naming the variable and the value
 //! ([`SettingError`], exit 2), never a silent default; an unset or empty variable means the
-//! default. The CLI checks them all ([`check_all`]) before a command reads or writes
+//! default. The CLI checks them all ([`validate_all`]) before a command reads or writes
 //! anything, so a bad setting stops every command the same way. Path and URL variables
 //! (`CUENV_HOME`, `CUENV_TOOLKIT_PATHS`, `CUENV_PYPI_INDEX`, ...) are read where they are used.
 //!
@@ -115,7 +115,7 @@ pub fn offline() -> Result<bool, SettingError> {
 }
 
 /// Checks every setting this module knows; the first malformed one is the error.
-pub fn check_all() -> Result<(), SettingError> {
+pub fn validate_all() -> Result<(), SettingError> {
     for s in [LOCK_TIMEOUT, HTTP_TIMEOUT, HTTP_RETRIES] {
         s.get()?;
     }

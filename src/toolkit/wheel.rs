@@ -138,7 +138,7 @@ pub fn find(layout: &Layout, prefix: &Version, platform: Platform) -> Option<Pat
 /// `prefetch` holds is taken from it ([`fetch::Prefetch::take`]).
 pub fn ensure(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     endpoints: &Endpoints,
     prefix: &Version,
     platform: Platform,
@@ -166,7 +166,7 @@ pub fn ensure(
         artifacts.push(a);
     }
     let mut downloads = Vec::new();
-    for (project, d) in projects.iter().zip(fetch::download_all(layout, lock, &client, &artifacts, prefetch, progress)) {
+    for (project, d) in projects.iter().zip(fetch::download_all(layout, writer, &client, &artifacts, prefetch, progress)) {
         downloads.push((project.clone(), d?));
     }
     assemble(layout, prefix, platform, downloads)
@@ -177,7 +177,7 @@ pub fn ensure(
 /// `prefetch` holds is taken from it ([`fetch::Prefetch::take`]).
 pub fn ensure_pinned(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     endpoints: &Endpoints,
     pinned: &[WheelRecord],
     platform: Platform,
@@ -194,7 +194,7 @@ pub fn ensure_pinned(
         artifacts.push(fetch::resolve_wheel(&client, endpoints, &w.project, &w.version, platform, &what)?);
     }
     let mut downloads = Vec::new();
-    for (w, d) in pinned.iter().zip(fetch::download_all(layout, lock, &client, &artifacts, prefetch, progress)) {
+    for (w, d) in pinned.iter().zip(fetch::download_all(layout, writer, &client, &artifacts, prefetch, progress)) {
         let d = d?;
         if !d.sha256.eq_ignore_ascii_case(&w.sha256) {
             return Err(Error::PinMismatch { project: format!("{}=={}", w.project, w.version), pinned: w.sha256.clone(), served: d.sha256.clone() });
