@@ -58,7 +58,7 @@ pub fn link_kind(mode: LinkMode) -> Option<LinkKind> {
 /// A `link-mode` this host cannot make (`junction` off Windows) is an error at the file's
 /// `link-mode` line, before anything is resolved or built. Checked here, not when parsing:
 /// one lab file serves Linux and Windows machines.
-fn check_link_mode(file: &ProfileFile) -> Result<(), crate::profile::Error> {
+fn validate_link_mode(file: &ProfileFile) -> Result<(), crate::profile::Error> {
     if file.settings.link_mode != LinkMode::Junction || cfg!(windows) {
         return Ok(());
     }
@@ -69,7 +69,7 @@ fn check_link_mode(file: &ProfileFile) -> Result<(), crate::profile::Error> {
     ))
 }
 
-/// At apply time, before anything is fetched or built: `check_link_mode`, and for
+/// At apply time, before anything is fetched or built: `validate_link_mode`, and for
 /// `link-mode = "symlink"` a test link in the home ([`link::probe`] in
 /// [`Layout::link_probe`]), because a Windows process without administrator rights or
 /// Developer Mode cannot make symlinks (error 1314), and Wine says it made one but did not
@@ -84,8 +84,8 @@ fn check_link_mode(file: &ProfileFile) -> Result<(), crate::profile::Error> {
 ///
 /// Errors: the profile error at the `link-mode` line; [`link::LinkError::Io`] (exit 1) when
 /// the probe folder cannot be made or removed.
-pub fn check_link_mode_works(layout: &Layout, file: &ProfileFile) -> Result<LinkChoice, Error> {
-    check_link_mode(file)?;
+pub fn validate_link_mode_works(layout: &Layout, file: &ProfileFile) -> Result<LinkChoice, Error> {
+    validate_link_mode(file)?;
     let named = LinkChoice { mode: mode_name(file.settings.link_mode), no_links: None };
     if file.settings.link_mode == LinkMode::Auto {
         return match link::probe(LinkKind::native(), &layout.link_probe()) {
@@ -125,7 +125,7 @@ fn mode_name(mode: LinkMode) -> ViewMode {
     }
 }
 
-/// The mode `apply` builds in ([`check_link_mode_works`]).
+/// The mode `apply` builds in ([`validate_link_mode_works`]).
 #[derive(Debug)]
 pub struct LinkChoice {
     /// The generation's mode.
@@ -263,11 +263,11 @@ pub fn desire(layout: &Layout, file: ProfileFile, locked: bool, lock: &lockfile:
     desire_in(layout, file, locked, mode, lock)
 }
 
-/// [`desire`] for a generation built in `mode` (what [`check_link_mode_works`] chose):
+/// [`desire`] for a generation built in `mode` (what [`validate_link_mode_works`] chose):
 /// link-free shims name the store entries and toolkit roots themselves.
 pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMode, lock: &lockfile::LockText) -> Result<Desired, Error> {
     let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
-    check_link_mode(&file)?;
+    validate_link_mode(&file)?;
     // Paths written as text into the manifest and shims.
     require_unicode(PathRole::Home, &stable_home(layout))?;
     require_unicode(PathRole::ProfileFile, &file.path)?;
@@ -335,7 +335,7 @@ pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMod
         }
         let shim_paths: Vec<PathBuf> = shims.iter().filter(|(r, _)| r.profile == view.name).map(|(r, _)| r.path.clone()).collect();
         let lib_dir = mode.is_link_free().then(|| view.real_folders().cudnn_lib);
-        check_max_path(platform, layout, &file, profile.name_span.clone(), &view.name, lib_dir.as_deref(), &meta.libraries, &shim_paths)?;
+        validate_max_path(platform, layout, &file, profile.name_span.clone(), &view.name, lib_dir.as_deref(), &meta.libraries, &shim_paths)?;
         views.push(view);
     }
     for (i, (rec, _)) in shims.iter_mut().enumerate() {
@@ -379,11 +379,11 @@ fn conda_env(
 /// Every error resolving `file` for `platform` would meet, found before anything is
 /// fetched or built: `pre`'s (bad `from`, versions no source has,
 /// sources that cannot be reached), each profile's toolkit and cuDNN against what exists
-/// plus what `pre` would fetch ([`crate::resolve::check_all`]), and each conda env. One
+/// plus what `pre` would fetch ([`crate::resolve::validate_all`]), and each conda env. One
 /// error for all of them, in file order, or `Ok` when there is none.
 ///
 /// Errors: the combined profile error (exit 2); a bad `[toolkits]` root alone.
-pub fn check_all(layout: &Layout, file: &ProfileFile, platform: Platform, pre: crate::sources::Preflight) -> Result<(), Error> {
+pub fn validate_all(layout: &Layout, file: &ProfileFile, platform: Platform, pre: crate::sources::Preflight) -> Result<(), Error> {
     let mut errors = pre.errors;
     let mut toolkits: Vec<ToolkitCandidate> = match crate::resolve::candidates::toolkit_candidates(layout, file, platform) {
         Ok(t) => t.into_iter().map(|(c, _)| c).collect(),
@@ -399,7 +399,7 @@ pub fn check_all(layout: &Layout, file: &ProfileFile, platform: Platform, pre: c
         .map(|(_, m)| CudnnCandidate { id: m.id, name: m.name, version: m.version, cuda_major: m.cuda_major, platform: m.platform })
         .collect();
     store.extend(pre.entries);
-    errors.extend(crate::resolve::check_all(file, &Candidates { toolkits: &toolkits, store: &store, platform }, &pre.unsure));
+    errors.extend(crate::resolve::validate_all(file, &Candidates { toolkits: &toolkits, store: &store, platform }, &pre.unsure));
     if Platform::host() == Some(platform) {
         let base_dir = file.path.parent().map(Path::to_path_buf).unwrap_or_default();
         let home_dir = dirs::home_dir();
@@ -420,7 +420,7 @@ pub fn check_all(layout: &Layout, file: &ProfileFile, platform: Platform, pre: c
 /// Errors: the profile error at the profile's name (`name_span`; exit 2) naming the first path
 /// too long and its length, with the hint to move the home or the env, or shorten the name.
 #[allow(clippy::too_many_arguments)] // the planned paths, each its own argument, so tests drive it on every host
-fn check_max_path(
+fn validate_max_path(
     platform: Platform,
     layout: &Layout,
     file: &ProfileFile,
@@ -534,8 +534,8 @@ mod tests {
             let layout = Layout::new(home(h));
             let dll = dll_of(h);
             assert_eq!(dll.as_os_str().len(), if refused { 260 } else { 259 }, "{}", dll.display());
-            assert!(check_max_path(Platform::LinuxX86_64, &layout, &file, span.clone(), "tf", None, &libs, &[]).is_ok());
-            let got = check_max_path(Platform::WindowsX86_64, &layout, &file, span.clone(), "tf", None, &libs, &[]);
+            assert!(validate_max_path(Platform::LinuxX86_64, &layout, &file, span.clone(), "tf", None, &libs, &[]).is_ok());
+            let got = validate_max_path(Platform::WindowsX86_64, &layout, &file, span.clone(), "tf", None, &libs, &[]);
             if !refused {
                 assert!(got.is_ok(), "{got:?}");
                 continue;
@@ -551,7 +551,7 @@ mod tests {
         // A conda shim path past the limit is refused too, with a short home.
         let layout = Layout::new(root.join("h"));
         let shim = root.join("e".repeat(300)).join("cuenv-tf.bat");
-        let e = check_max_path(Platform::WindowsX86_64, &layout, &file, span, "tf", None, &libs, std::slice::from_ref(&shim)).unwrap_err();
+        let e = validate_max_path(Platform::WindowsX86_64, &layout, &file, span, "tf", None, &libs, std::slice::from_ref(&shim)).unwrap_err();
         assert!(e.to_string().contains(&format!("needs the path {}", shim.display())), "{e}");
     }
 }

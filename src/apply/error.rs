@@ -78,51 +78,30 @@ pub enum Error {
     },
 }
 
-impl Diagnose for Error {
-    fn hint(&self) -> Option<String> {
-        match self {
-            Error::Profile(e) => e.hint(),
-            Error::Lockfile(e) => e.hint(),
-            Error::Drift(e) => e.hint(),
-            Error::Replacing(e) => e.hint(),
-            Error::Sources(e) => e.hint(),
-            Error::Generation(e) => e.hint(),
-            Error::Link(e) => e.hint(),
-            Error::Store(e) => e.hint(),
-            Error::Lock(e) => e.hint(),
-            Error::Io(e) => e.hint(),
-            Error::NotUnicode(e) => e.hint(),
-            Error::GpuFit(e) => e.hint(),
-            Error::Walk(e) => Some(match e.path() {
-                Some(p) => format!("cuenv could not read {} while copying a store entry; `cuenv store verify` checks the store", p.display()),
-                None => "cuenv could not read a store entry while copying it; `cuenv store verify` checks the store".into(),
-            }),
-            Error::Manifest(_) => Some("this is a bug in cuenv: please report it with the profile file".into()),
-            Error::UnsupportedPlatform => Some("cuDNN exists for windows-x86_64, linux-x86_64, linux-sbsa, linux-aarch64 and linux-ppc64le only".into()),
-            Error::Vanished(_) => Some("another process changed the store while apply ran; run `cuenv apply` again".into()),
-            Error::LockReadOnly { path } => Some(format!(
-                "nothing was built or switched; make it writable (`chmod u+w {}`) and apply again, or apply with --locked to keep it as it is",
-                path.display()
-            )),
-            Error::Interrupted { .. } => Some("run `cuenv apply` again to apply the profile file".into()),
+crate::error::diagnose! {
+    impl Diagnose for Error {
+        transparent Profile, Lockfile, Drift, Replacing, Sources, Generation, Link, Store, Lock, Io, NotUnicode, GpuFit;
+        fn hint(&self) -> Option<String> {
+            match self {
+                Error::Walk(e) => Some(match e.path() {
+                    Some(p) => format!("cuenv could not read {} while copying a store entry; `cuenv store verify` checks the store", p.display()),
+                    None => "cuenv could not read a store entry while copying it; `cuenv store verify` checks the store".into(),
+                }),
+                Error::Manifest(_) => Some("this is a bug in cuenv: please report it with the profile file".into()),
+                Error::UnsupportedPlatform => Some("cuDNN exists for windows-x86_64, linux-x86_64, linux-sbsa, linux-aarch64 and linux-ppc64le only".into()),
+                Error::Vanished(_) => Some("another process changed the store while apply ran; run `cuenv apply` again".into()),
+                Error::LockReadOnly { path } => Some(format!(
+                    "nothing was built or switched; make it writable (`chmod u+w {}`) and apply again, or apply with --locked to keep it as it is",
+                    path.display()
+                )),
+                Error::Interrupted { .. } => Some("run `cuenv apply` again to apply the profile file".into()),
+            }
         }
-    }
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            Error::Profile(e) => e.exit_code(),
-            Error::Lockfile(e) => e.exit_code(),
-            Error::Drift(e) => e.exit_code(),
-            Error::Replacing(e) => e.exit_code(),
-            Error::Sources(e) => e.exit_code(),
-            Error::Generation(e) => e.exit_code(),
-            Error::Link(e) => e.exit_code(),
-            Error::Store(e) => e.exit_code(),
-            Error::Lock(e) => e.exit_code(),
-            Error::Io(e) => e.exit_code(),
-            Error::NotUnicode(e) => e.exit_code(),
-            Error::GpuFit(e) => e.exit_code(),
-            Error::Walk(_) | Error::Manifest(_) | Error::UnsupportedPlatform | Error::Vanished(_) | Error::Interrupted { .. } => ExitCode::Failure,
-            Error::LockReadOnly { .. } => ExitCode::Invalid,
+        fn exit_code(&self) -> ExitCode {
+            match self {
+                Error::Walk(_) | Error::Manifest(_) | Error::UnsupportedPlatform | Error::Vanished(_) | Error::Interrupted { .. } => ExitCode::Failure,
+                Error::LockReadOnly { .. } => ExitCode::Invalid,
+            }
         }
     }
 }

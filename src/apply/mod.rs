@@ -6,8 +6,8 @@
 //! ```text
 //! 1  parse     crate::profile::load          lab.toml            -> ProfileFile
 //!    inputs    run::Inputs                   read once: host, lab.lock (LockText), current generation
-//!    links     desire::check_link_mode_works a link-mode this host cannot make: error at its line
-//! 2  validate  desire::check_all             every resolution and conda-env error at once, before fetching
+//!    links     desire::validate_link_mode_works a link-mode this host cannot make: error at its line
+//! 2  validate  desire::validate_all          every resolution and conda-env error at once, before fetching
 //! 3  fetch     crate::sources::ensure        ProfileFile + pins  -> store entries, toolkit roots
 //! 4  resolve   desire::desire_in             gather (I/O: store, toolkits; the lock's section), then
 //!                └ crate::resolve::honour    file + lock + candidates -> choices (pure)

@@ -1,7 +1,7 @@
 //! `cuenv plan` (and `apply --dry-run`): stages 1–4 of the pipeline without effects. What a
 //! `from` source still has to fetch is looked up (metadata only) and listed first; every
 //! error that resolution, the sources or the conda envs would meet is reported at once
-//! ([`desire::check_all`]); when resolution needs the fetches, the preview stops there and
+//! ([`desire::validate_all`]); when resolution needs the fetches, the preview stops there and
 //! says so instead of failing.
 
 use std::path::Path;
@@ -42,7 +42,7 @@ pub fn preview(layout: &Layout, file: &Path, locked: bool) -> Result<Preview, Er
     let lock_text = crate::profile::lockfile::LockText::read(&crate::profile::lockfile::lock_path(&parsed.path))?;
     let pre = sources::preflight(layout, &parsed, host, Some(&sources::endpoints(&parsed, false)));
     let fetches = pre.fetches.clone();
-    desire::check_all(layout, &parsed, host, pre)?;
+    desire::validate_all(layout, &parsed, host, pre)?;
     // --locked with no lock (or no section, or unpinned profiles) fails here too, not only
     // once resolution can run.
     if locked {

@@ -98,14 +98,14 @@ struct Inputs {
 }
 
 /// Applies the profile file `file`: see the module doc for the sequence. The caller holds
-/// the writer `lock` (and has recovered an interrupted switch).
-pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, progress: &dyn Progress, reporter: &mut dyn Reporter) -> Result<Outcome, Error> {
+/// the writer lock `writer` (and has recovered an interrupted switch).
+pub fn run(layout: &Layout, writer: &WriterLock, file: &Path, opts: &Options, progress: &dyn Progress, reporter: &mut dyn Reporter) -> Result<Outcome, Error> {
     // 1. Parse, and read the inputs every later stage uses.
     let parsed = profile::load(file)?;
     let host = Platform::host().ok_or(Error::UnsupportedPlatform)?;
     let mut inputs = Inputs { host, lock: LockText::read(&lockfile::lock_path(&parsed.path))?, current: generation::current_with_manifest(layout) };
     // A link mode this host cannot make is an error at its line before anything is fetched.
-    let choice = desire::check_link_mode_works(layout, &parsed)?;
+    let choice = desire::validate_link_mode_works(layout, &parsed)?;
     // `auto` on a home that cannot hold links: said once (not again while the current
     // generation is link-free), with the reason.
     if let Some(why) = &choice.no_links
@@ -123,9 +123,9 @@ pub fn run(layout: &Layout, lock: &WriterLock, file: &Path, opts: &Options, prog
     }
     // 2. Validate: every error resolution and the conda envs would meet, at once, before
     // anything is downloaded (the sources are asked when fetching, not here).
-    desire::check_all(layout, &parsed, host, sources::preflight(layout, &parsed, host, None))?;
+    desire::validate_all(layout, &parsed, host, sources::preflight(layout, &parsed, host, None))?;
     // 3. Fetch what the store and `<home>/toolkits` lack.
-    let fetched = fetch_missing(layout, lock, &parsed, &inputs, opts.offline, progress)?;
+    let fetched = fetch_missing(layout, writer, &parsed, &inputs, opts.offline, progress)?;
     reporter.fetched(&fetched);
     // 4. Resolve: file + lock + candidates -> the desired views and shims.
     let desired = desire::desire_in(layout, parsed, opts.locked, choice.mode, &inputs.lock)?;
@@ -260,7 +260,7 @@ fn transaction(
 /// `+` line per fetch.
 fn fetch_missing(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     file: &ProfileFile,
     inputs: &Inputs,
     offline: bool,
@@ -268,7 +268,7 @@ fn fetch_missing(
 ) -> Result<Vec<String>, Error> {
     let pins = inputs.lock.pins(inputs.host);
     let endpoints = sources::endpoints(file, offline);
-    Ok(sources::ensure(layout, lock, file, inputs.host, &pins, &endpoints, progress)?)
+    Ok(sources::ensure(layout, writer, file, inputs.host, &pins, &endpoints, progress)?)
 }
 
 /// Stage 10: runs the checks of generation `n` (now current) and saves their results; no
@@ -337,7 +337,7 @@ fn warn_cmd_line_limit(layout: &Layout, desired: &Desired, reporter: &mut dyn Re
     let path_len = std::env::var_os("PATH").map(|p| p.len()).unwrap_or(0);
     for v in desired.views.iter().filter(|v| v.conda_env.is_some()) {
         let act = generation::activation_of(layout, desired.link_mode, v, Platform::WindowsX86_64);
-        if let Err(why) = shim::check_cmd_line_limit(path_len, &act) {
+        if let Err(why) = shim::validate_cmd_line_limit(path_len, &act) {
             reporter.warning(&format!("warning: profile {}: {why}", v.name));
         }
     }

@@ -43,7 +43,7 @@ pub fn apply_activation(base: &[(OsString, OsString)], act: &Activation) -> Env 
     for (k, v) in &act.set {
         set(&mut env, k, v.clone().into_os_string());
     }
-    set(&mut env, "CUENV_PROFILE", OsString::from(&act.profile));
+    set(&mut env, crate::home::settings::PROFILE_VAR, OsString::from(&act.profile));
     env
 }
 

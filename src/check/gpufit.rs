@@ -34,10 +34,7 @@ use crate::cudnn::version::Version;
 use crate::error::{Diagnose, ExitCode};
 use crate::probe::Report;
 
-/// The variable that stands for the driver's CUDA version (`major.minor`).
-pub const OVERRIDE_DRIVER_CUDA: &str = "CUENV_OVERRIDE_DRIVER_CUDA";
-/// The variable that stands for every GPU's compute capability (`major.minor`).
-pub const OVERRIDE_COMPUTE_CAPABILITY: &str = "CUENV_OVERRIDE_COMPUTE_CAPABILITY";
+use crate::home::settings::{OVERRIDE_COMPUTE_CAPABILITY, OVERRIDE_DRIVER_CUDA};
 
 /// The oldest driver release of a CUDA major family (minor-version compatibility).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -157,7 +157,7 @@ struct Applied<'a> {
 
 /// `cuenv apply FILE`.
 pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report> {
-    let lock = lock_and_recover(ctx)?;
+    let writer = lock_and_recover(ctx)?;
     let check = if opts.check { Some(super::check::options(opts.timeout)?) } else { None };
     // Driver and GPU fit: what this machine offers, read by a driver-only probe child (plus
     // the override variables), unless --force.
@@ -172,11 +172,11 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report
     let run_opts = apply::Options { locked: opts.locked, check, require_gpu: opts.require_gpu, offline: opts.offline, replace: opts.replace, machine };
     let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
     let lock_path = lockfile::lock_path(file);
-    let outcome = match apply::run(&ctx.layout, &lock, file, &run_opts, progress.as_ref(), &mut Printer { ctx, json: opts.json }) {
+    let outcome = match apply::run(&ctx.layout, &writer, file, &run_opts, progress.as_ref(), &mut Printer { ctx, json: opts.json }) {
         // SIGINT/SIGTERM: the transaction was undone; say so, then end by that signal.
         Err(e @ apply::Error::Interrupted { signal, .. }) => {
             write!(ctx.err(), "{}", Report::from(e).render());
-            drop(lock);
+            drop(writer);
             apply::interrupt::reraise(signal)
         }
         r => r?,
@@ -261,7 +261,7 @@ struct LockJson {
 /// fetching and verifying what its `from` sources name (bytes pinned in lab.lock must
 /// match), and writes those platforms' sections of lab.lock. Builds no generation.
 pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> Result<ExitCode, Report> {
-    let lock = lock_and_recover(ctx)?;
+    let writer = lock_and_recover(ctx)?;
     let platforms = if opts.platforms.is_empty() {
         vec![Platform::host().ok_or_else(|| {
             Hinted::unsupported_platform("cuDNN is not built for this platform: name one with --platform", "lock for one of those with --platform")
@@ -271,7 +271,7 @@ pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> Result<ExitCode, Report> 
     };
     let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
     let lock_path = lockfile::lock_path(file);
-    let report = apply::lock(&ctx.layout, &lock, file, &platforms, opts.locked, opts.offline, opts.allow_unreachable, progress.as_ref())?;
+    let report = apply::lock(&ctx.layout, &writer, file, &platforms, opts.locked, opts.offline, opts.allow_unreachable, progress.as_ref())?;
     if opts.json {
         ctx.print_json_sorted(&LockJson { lock: lock_path, platforms: report });
         return Ok(ExitCode::Success);

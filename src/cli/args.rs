@@ -86,7 +86,7 @@ pub enum Command {
         #[arg(long, default_value_t = 120, value_name = "SECS")]
         timeout: u64,
         /// Never use the network: fail if a `from` source is not in the store yet.
-        #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+        #[arg(long, env = crate::home::settings::OFFLINE_VAR, value_parser = clap::builder::FalseyValueParser::new())]
         offline: bool,
         /// Let this profile file replace the one that built the current generation, removing
         /// the profiles (and conda shims) only that one declared.
@@ -123,7 +123,7 @@ pub enum Command {
         #[arg(long)]
         allow_unreachable: bool,
         /// Never use the network: fail if a `from` source is not in the store yet.
-        #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+        #[arg(long, env = crate::home::settings::OFFLINE_VAR, value_parser = clap::builder::FalseyValueParser::new())]
         offline: bool,
         /// Print JSON.
         #[arg(long)]

@@ -65,7 +65,7 @@ struct CheckJson<'a> {
 /// `cuenv check [PROFILE...]`: checks the current generation's profiles.
 pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, json: bool) -> Result<ExitCode, Report> {
     super::require_home(ctx)?;
-    let _lock = lock_and_recover(ctx)?;
+    let _writer = lock_and_recover(ctx)?;
     let n = generation::current(&ctx.layout).ok_or(NoGeneration)?;
     let m = generation::read(&ctx.layout, n)?;
     for p in profiles {

@@ -82,7 +82,7 @@ fn render(d: &Diagnosis) -> String {
             let _ = writeln!(s, "  {:>2}. {}: {}{tail}", dir.position, dir.path.display(), items.join(", "));
         }
     }
-    let via = if d.follows_active { "<home>/active, through `cuenv env --setup`" } else { "CUENV_PROFILE" };
+    let via = if d.follows_active { "<home>/active, through `cuenv env --setup`" } else { crate::home::settings::PROFILE_VAR };
     match (&d.active_profile, &d.active_check) {
         (Some(p), Some(c)) => {
             let _ = writeln!(s, "active profile ({via}): {p}: {}", c.status);

@@ -49,7 +49,7 @@ pub fn hook(ctx: &Ctx, shell: &str) -> Result<ExitCode, Report> {
 /// generation), or nothing when that profile is already in effect. Never fails: the shell
 /// evaluates the output at every change of folder, so problems are one line on stderr.
 pub fn hook_apply(ctx: &Ctx, shell: Shell) -> ExitCode {
-    let current = std::env::var("CUENV_HOOK_PROFILE").ok().filter(|p| !p.is_empty());
+    let current = std::env::var(crate::home::settings::HOOK_PROFILE_VAR).ok().filter(|p| !p.is_empty());
     let platform = Platform::host().unwrap_or(crate::cudnn::platform::Platform::LinuxX86_64);
     let layered = |name: &str| {
         let mut a = generation::activation(&ctx.layout, name, platform);
@@ -120,7 +120,7 @@ pub fn export(ctx: &Ctx, profile: Option<&str>, format: &str, all: bool, out: Op
     }
     // Files written with --out follow the profile across switches (`crate::env::follow`): recorded
     // under the writer lock, so that no switch reads the record half-way.
-    let lock = match out {
+    let writer = match out {
         Some(_) => Some(super::writer_lock(ctx)?),
         None => None,
     };
@@ -136,7 +136,7 @@ pub fn export(ctx: &Ctx, profile: Option<&str>, format: &str, all: bool, out: Op
             None => write!(ctx.out(), "{text}"),
         }
     }
-    drop(lock);
+    drop(writer);
     Ok(ExitCode::Success)
 }
 
@@ -197,10 +197,10 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
             let sep = if platform.is_windows() { ';' } else { ':' };
             let spec = crate::env::kernel::spec(&e, &python, &format!("Python (cuenv: {profile})"), &view::stable_home(&ctx.layout), sep);
             let text = format!("{}\n", serde_json::to_string_pretty(&spec).expect("serializable"));
-            let lock = super::writer_lock(ctx)?;
+            let writer = super::writer_lock(ctx)?;
             let path = crate::env::export::write(&dir.join(&name), "kernel.json", &text)?;
             follow(ctx, &path, &profile, crate::env::follow::KERNEL);
-            drop(lock);
+            drop(writer);
             writeln!(ctx.out(), "installed kernel {name} for profile {profile}: {}", path.display());
             // The spec is written either way (ipykernel may be installed later); say now what
             // would make the kernel fail to start rather than leave it to the notebook server.

@@ -32,16 +32,16 @@ pub struct FetchArgs {
     #[arg(long, value_name = "PLATFORM")]
     pub platform: Option<Platform>,
     /// PyPI index base URL (its JSON API is under <URL>/pypi/).
-    #[arg(long, env = "CUENV_PYPI_INDEX", value_name = "URL", default_value = fetch::DEFAULT_PYPI_INDEX)]
+    #[arg(long, env = crate::home::settings::PYPI_INDEX_VAR, value_name = "URL", default_value = fetch::DEFAULT_PYPI_INDEX)]
     pub pypi_index: String,
     /// NVIDIA redist folder holding redistrib_<version>.json (a lab mirror).
-    #[arg(long, env = "CUENV_NVIDIA_MIRROR", value_name = "URL", default_value = fetch::DEFAULT_NVIDIA_MIRROR)]
+    #[arg(long, env = crate::home::settings::NVIDIA_MIRROR_VAR, value_name = "URL", default_value = fetch::DEFAULT_NVIDIA_MIRROR)]
     pub nvidia_mirror: String,
     /// A folder of wheels to look in before the PyPI index (pip's --find-links).
-    #[arg(long, env = "CUENV_FIND_LINKS", value_name = "DIR")]
+    #[arg(long, env = crate::home::settings::FIND_LINKS_VAR, value_name = "DIR")]
     pub find_links: Option<std::path::PathBuf>,
     /// Never use the network: fail with an error naming what is missing and the URL it needs.
-    #[arg(long, env = "CUENV_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+    #[arg(long, env = crate::home::settings::OFFLINE_VAR, value_parser = clap::builder::FalseyValueParser::new())]
     pub offline: bool,
     /// Print the entry and its source as JSON.
     #[arg(long)]
@@ -90,8 +90,8 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
         platform,
         endpoints: Endpoints { pypi_index: Some(args.pypi_index), nvidia_mirror: Some(args.nvidia_mirror), offline: args.offline, find_links: args.find_links },
     };
-    let lock = super::writer_lock(ctx)?;
-    crate::store::Store::new(&ctx.layout).clean_leftovers(&lock)?;
+    let writer = super::writer_lock(ctx)?;
+    crate::store::Store::new(&ctx.layout).clean_leftovers(&writer)?;
     let client = Client::new(req.endpoints.offline);
     let artifact = fetch::resolve_cudnn(&client, &req)?;
     if artifact.version != req.version.to_string() {
@@ -109,7 +109,7 @@ pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
         ctx.note(&format!("downloading {}{size}", artifact.url));
     }
     let progress = reporter::for_stderr(ctx.quiet);
-    let (added, from) = fetch::import_artifact_by_hand(&ctx.layout, &lock, &client, &artifact, Some(req.cuda_major), progress.as_ref())?;
+    let (added, from) = fetch::import_artifact_by_hand(&ctx.layout, &writer, &client, &artifact, Some(req.cuda_major), progress.as_ref())?;
     let m = &added.meta;
     if args.json {
         ctx.print_json(&Row {

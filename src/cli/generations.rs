@@ -17,7 +17,7 @@ use crate::generation::rollback;
 /// `cuenv use PROFILE` / `cuenv use --none`.
 pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
     super::require_home(ctx)?;
-    let _lock = lock_and_recover(ctx)?;
+    let _writer = lock_and_recover(ctx)?;
     let Some(name) = name else {
         active::clear(&ctx.layout)?;
         writeln!(ctx.out(), "no profile is active");
@@ -31,7 +31,7 @@ pub fn use_profile(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, Report> {
 /// `cuenv rollback [--to N]`.
 pub fn rollback(ctx: &Ctx, to: Option<u64>) -> Result<ExitCode, Report> {
     super::require_home(ctx)?;
-    let _lock = lock_and_recover(ctx)?;
+    let _writer = lock_and_recover(ctx)?;
     let r = rollback::rollback(&ctx.layout, to, &mut |m| ctx.note(m))?;
     let (cur, target) = (r.from, r.to.target);
     if !r.switched {
@@ -121,7 +121,7 @@ pub fn generations(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
 
 /// `cuenv gc`.
 pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
-    let lock = lock_and_recover(ctx)?;
+    let writer = lock_and_recover(ctx)?;
     let plan = gc::gc_plan(&ctx.layout, keep);
     let verb = if dry_run { "would delete" } else { "deleted" };
     let size = |b: u64| crate::sys::fsutil::human_size(b);
@@ -133,7 +133,7 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
         plan.generations.iter().for_each(|n| say(Deleted::Generation(*n)));
         plan.entries.iter().for_each(|(_, name)| say(Deleted::Entry(name)));
     } else {
-        gc::gc(&ctx.layout, &lock, &plan, &mut |d| say(d))?;
+        gc::gc(&ctx.layout, &writer, &plan, &mut |d| say(d))?;
     }
     if plan.generations.is_empty() && plan.entries.is_empty() {
         writeln!(ctx.out(), "nothing to delete ({} generation{} kept)", plan.kept, if plan.kept == 1 { "" } else { "s" });

@@ -109,7 +109,7 @@ pub fn main() -> i32 {
 
 fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
     // A malformed CUENV_* setting stops every command before it reads or writes anything.
-    crate::home::settings::check_all()?;
+    crate::home::settings::validate_all()?;
     if let Command::Probe(args) = &cli.command {
         return probe::run(args); // needs no home
     }
@@ -133,7 +133,7 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
     }
     // CUENV_HOME is read here rather than by clap: clap shows an argument set from the
     // environment in every usage line, as if it were required.
-    let home = match cli.home.or_else(|| std::env::var_os("CUENV_HOME").filter(|v| !v.is_empty()).map(std::path::PathBuf::from)) {
+    let home = match cli.home.or_else(|| std::env::var_os(crate::home::settings::HOME_VAR).filter(|v| !v.is_empty()).map(std::path::PathBuf::from)) {
         Some(h) => h,
         None => {
             Layout::default_home().ok_or_else(|| Hinted::new("cannot find a home folder for cuenv", "pass --home DIR or set CUENV_HOME", ExitCode::Failure))?
@@ -152,7 +152,7 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
     }
     let ctx = Ctx { layout: Layout::new(home), quiet: cli.quiet, verbose: cli.verbose, out };
     // A home written by a newer cuenv is refused before anything reads or writes it.
-    ctx.layout.check_format()?;
+    ctx.layout.validate_format()?;
     match cli.command {
         Command::Store(cmd) => store::run(&ctx, cmd),
         Command::Toolkits { json } => toolkits::run(&ctx, json),
@@ -216,22 +216,22 @@ pub fn require_home(ctx: &Ctx) -> Result<(), Report> {
 ///
 /// Errors: the lock's (a timeout, the home unwritable), recovery's, and the cleanups'.
 pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::home::writer_lock::WriterLock, Report> {
-    let lock = writer_lock(ctx)?;
+    let writer = writer_lock(ctx)?;
     if let Some(said) = crate::generation::recover(&ctx.layout)? {
         ctx.note(&format!("note: {said}"));
     }
     // What an interrupted build or deletion left (no live cuenv owns it under the lock).
     crate::generation::clean_leftovers(&ctx.layout)?;
-    crate::store::Store::new(&ctx.layout).clean_leftovers(&lock)?;
-    Ok(lock)
+    crate::store::Store::new(&ctx.layout).clean_leftovers(&writer)?;
+    Ok(writer)
 }
 
 /// Takes the writer lock (saying once that it waits for another cuenv) and records the
 /// home's format if the home has none yet.
 pub fn writer_lock(ctx: &Ctx) -> Result<crate::home::writer_lock::WriterLock, Report> {
-    let lock = crate::home::writer_lock::WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
+    let writer = crate::home::writer_lock::WriterLock::acquire(&ctx.layout, &mut |m| ctx.note(m))?;
     ctx.layout.record_format()?;
-    Ok(lock)
+    Ok(writer)
 }
 
 /// Warns when a switch left `<home>/active` pointing at a profile the current generation lacks.

@@ -99,14 +99,14 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
                 )
                 .into());
             }
-            let lock = super::writer_lock(ctx)?;
-            store.clean_leftovers(&lock)?;
+            let writer = super::writer_lock(ctx)?;
+            store.clean_leftovers(&writer)?;
             let sha256 = sha256.map(|s| s.parse().map_err(|_| crate::store::Error::BadSha256Arg(s))).transpose()?;
             let opts = AddOptions { sha256, cuda, allow_incomplete, ..Default::default() };
             let mut added = Vec::new();
             for path in &paths {
                 let progress = reporter::for_stderr(ctx.quiet);
-                let a = store.add_by_hand(&lock, path, &opts, progress.as_ref())?;
+                let a = store.add_by_hand(&writer, path, &opts, progress.as_ref())?;
                 if !json {
                     if a.existed {
                         writeln!(ctx.out(), "already in store: {} (from {})", a.meta.name, path.display());
@@ -275,9 +275,9 @@ pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
         }
         StoreCommand::Fetch(args) => super::fetch::run(ctx, args),
         StoreCommand::Remove { id } => {
-            let lock = super::writer_lock(ctx)?;
-            store.clean_leftovers(&lock)?;
-            let meta = crate::generation::gc::remove_entry(&ctx.layout, &lock, &id)?;
+            let writer = super::writer_lock(ctx)?;
+            store.clean_leftovers(&writer)?;
+            let meta = crate::generation::gc::remove_entry(&ctx.layout, &writer, &id)?;
             writeln!(ctx.out(), "removed {}", meta.name);
             Ok(ExitCode::Success)
         }

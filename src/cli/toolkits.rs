@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 use super::Ctx;
 use super::diagnostics::Report;
 use crate::error::ExitCode;
-use crate::toolkit::{self, Discovery, PATHS_VAR, ProcessEnv, Toolkit};
+// Named `PATHS_VAR` here, as the lines below say it.
+use crate::home::settings::TOOLKIT_PATHS_VAR as PATHS_VAR;
+use crate::toolkit::{self, Discovery, ProcessEnv, Toolkit};
 
 /// Lists the toolkit roots found (and, on stderr, those named but skipped).
 pub fn run(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {

@@ -215,7 +215,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     let (mut findings, cut_short) = search_path::judge(&search_path, &search_var);
 
     // The active profile (set by cuenv's shims) is judged like `cuenv check` judges it.
-    let active = origin::active_profile(inp.layout, get("CUENV_PROFILE"), &mut findings);
+    let active = origin::active_profile(inp.layout, get(crate::home::settings::PROFILE_VAR), &mut findings);
     let scene = Scene { inp, env, search_var: &search_var, folders: &folders, search_path: &search_path, conda_prefix: conda_prefix.as_deref(), cut_short };
     let (loaded, active_check, machine) = probe_majors(&scene, &active, &mut findings);
 

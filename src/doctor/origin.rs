@@ -12,6 +12,7 @@ use crate::check::{self, ProbeOutcome};
 use crate::cudnn::libname::{self, Os};
 use crate::generation::{self, ViewRecord};
 use crate::home::layout::Layout;
+use crate::home::settings::PROFILE_VAR;
 use crate::probe;
 use crate::sys::paths;
 use crate::toolkit::Toolkit;
@@ -53,7 +54,7 @@ pub(super) fn active_profile(layout: &Layout, cuenv_profile: Option<OsString>, f
                 )
             } else {
                 (
-                    format!("CUENV_PROFILE says profile `{name}` is active, but the current generation has no such profile"),
+                    format!("{PROFILE_VAR} says profile `{name}` is active, but the current generation has no such profile"),
                     "deactivate and activate the conda env (or the `cuenv env` shell) again, or run `cuenv status` to see the profiles",
                 )
             };

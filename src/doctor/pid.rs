@@ -17,6 +17,7 @@ use super::{Finding, Severity};
 use crate::cudnn::libname;
 use crate::generation;
 use crate::home::layout::Layout;
+use crate::home::settings::PROFILE_VAR;
 use crate::probe::{self, ModuleKind};
 use crate::sys::paths;
 use crate::sys::procmods::{self, ProcError};
@@ -171,7 +172,7 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
     // The profile it runs under, and what that profile gives now.
     let (mut name, mut from) = match profile {
         Some(p) => (Some(p.to_string()), Some("--profile".to_string())),
-        None => (get("CUENV_PROFILE").filter(|s| !s.is_empty()), Some("CUENV_PROFILE".to_string())),
+        None => (get(PROFILE_VAR).filter(|s| !s.is_empty()), Some(PROFILE_VAR.to_string())),
     };
     if name.as_deref() == Some("active") {
         name = crate::generation::active::name(layout);

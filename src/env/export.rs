@@ -87,7 +87,7 @@ pub struct Exported {
 pub fn from_activation(mut a: Activation, profile: &str, direct: bool) -> Exported {
     a.path_prepend.retain(|p| p.is_dir());
     let mut set: std::collections::BTreeMap<String, String> = a.set.iter().map(|(k, v)| (k.clone(), shim_path(v))).collect();
-    set.insert("CUENV_PROFILE".into(), profile.into());
+    set.insert(crate::home::settings::PROFILE_VAR.into(), profile.into());
     let mut prepend = std::collections::BTreeMap::new();
     for (name, dirs) in [("PATH", &a.path_prepend), ("LD_LIBRARY_PATH", &a.ld_library_path_prepend)] {
         if !dirs.is_empty() {

@@ -36,6 +36,81 @@ pub trait Diagnose: std::error::Error {
     fn exit_code(&self) -> ExitCode;
 }
 
+/// Implements [`Diagnose`] for a wrapper enum whose `transparent` variants each hold one
+/// error that already implements it: their arms (`Self::V(e) => e.hint()`, and the same for
+/// `exit_code`) are generated, listed once for both methods; the other variants' arms are
+/// written by hand after the list, as in a plain `match`. The methods take `self` from the
+/// caller (`fn hint(&self)`), so hand-written arms can name it.
+///
+/// ```text
+/// crate::error::diagnose! {
+///     impl Diagnose for Error {
+///         transparent Store, Io;
+///         fn hint(&self) -> Option<String> {
+///             match self {
+///                 Error::Gone { .. } => Some("run `cuenv apply` again".into()),
+///             }
+///         }
+///         fn exit_code(&self) -> ExitCode {
+///             match self {
+///                 Error::Gone { .. } => ExitCode::Failure,
+///             }
+///         }
+///     }
+/// }
+/// ```
+///
+/// A method body may begin with a glob import of the enum's variants (`use Error::*;`), and
+/// a `hint` may be `Some(match self { ... })` (each hand-written arm gives the hint itself,
+/// not an `Option`). Where every variant is transparent, the two methods are left out.
+macro_rules! diagnose {
+    (impl Diagnose for $ty:ident { transparent $($v:ident),+ $(,)? ; }) => {
+        impl $crate::error::Diagnose for $ty {
+            fn hint(&self) -> Option<String> {
+                match self { $(Self::$v(e) => $crate::error::Diagnose::hint(e),)+ }
+            }
+            fn exit_code(&self) -> $crate::error::ExitCode {
+                match self { $(Self::$v(e) => $crate::error::Diagnose::exit_code(e),)+ }
+            }
+        }
+    };
+    (
+        impl Diagnose for $ty:ident {
+            transparent $($v:ident),+ $(,)? ;
+            fn hint(&$hs:ident) -> $hr:ty { $($hint:tt)* }
+            fn exit_code(&$es:ident) -> $er:ty { $($exit:tt)* }
+        }
+    ) => {
+        impl $crate::error::Diagnose for $ty {
+            #[allow(unused_braces)]
+            fn hint(&$hs) -> $hr {
+                $crate::error::diagnose!(@arms hint [$($v)+] { $($hint)* })
+            }
+            fn exit_code(&$es) -> $er {
+                $crate::error::diagnose!(@arms exit_code [$($v)+] { $($exit)* })
+            }
+        }
+    };
+    (@arms $method:ident [$($v:ident)+] { $(use $u:ident::*;)? match $s:ident { $($arms:tt)* } }) => {{
+        $(use $u::*;)?
+        match $s {
+            $(Self::$v(e) => $crate::error::Diagnose::$method(e),)+
+            $($arms)*
+        }
+    }};
+    (@arms $method:ident [$($v:ident)+] {
+        $(use $u:ident::*;)?
+        Some(match $s:ident { $($pat:pat $(if $guard:expr)? => $body:expr),* $(,)? })
+    }) => {{
+        $(use $u::*;)?
+        match $s {
+            $(Self::$v(e) => $crate::error::Diagnose::$method(e),)+
+            $($pat $(if $guard)? => Some($body),)*
+        }
+    }};
+}
+pub(crate) use diagnose;
+
 /// An error that is only a message, a hint and an exit code (e.g. "no generation yet");
 /// modules with more to say use their own typed errors instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -158,5 +233,99 @@ mod tests {
         let hint = io_hint(at, &std::io::Error::from_raw_os_error(long));
         assert!(hint.starts_with("the path named above is longer than this system allows"), "{hint}");
         assert!(!io_hint(at, &std::io::Error::from_raw_os_error(other)).contains("longer than"));
+    }
+
+    /// The inner error of [`Wrapper`].
+    #[derive(Debug, thiserror::Error)]
+    #[error("inner")]
+    struct Inner(ExitCode);
+
+    impl Diagnose for Inner {
+        fn hint(&self) -> Option<String> {
+            Some(format!("inner hint {:?}", self.0))
+        }
+        fn exit_code(&self) -> ExitCode {
+            self.0
+        }
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    enum Wrapper {
+        #[error(transparent)]
+        Inner(Inner),
+        #[error(transparent)]
+        Hinted(Hinted),
+        #[error("own {0}")]
+        Own(u8),
+    }
+
+    diagnose! {
+        impl Diagnose for Wrapper {
+            transparent Inner, Hinted;
+            fn hint(&self) -> Option<String> {
+                match self {
+                    Wrapper::Own(n) if *n > 9 => None,
+                    Wrapper::Own(_) => Some(format!("own hint: {self}")),
+                }
+            }
+            fn exit_code(&self) -> ExitCode {
+                match self {
+                    Wrapper::Own(_) => ExitCode::Invalid,
+                }
+            }
+        }
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    enum Glob {
+        #[error(transparent)]
+        Inner(Inner),
+        #[error("own")]
+        Own { big: bool },
+    }
+
+    diagnose! {
+        impl Diagnose for Glob {
+            transparent Inner;
+            fn hint(&self) -> Option<String> {
+                use Glob::*;
+                Some(match self {
+                    Own { big: true } => "big".into(),
+                    Own { .. } => { "small".into() }
+                })
+            }
+            fn exit_code(&self) -> ExitCode {
+                use Glob::*;
+                match self {
+                    Own { .. } => ExitCode::Damaged,
+                }
+            }
+        }
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    enum AllTransparent {
+        #[error(transparent)]
+        Inner(Inner),
+    }
+
+    diagnose!(impl Diagnose for AllTransparent { transparent Inner; });
+
+    /// `diagnose!` delegates the transparent variants to their error and keeps the
+    /// hand-written arms (guards, `self`, a glob import, `Some(match ...)`) as written.
+    #[test]
+    fn diagnose_delegates_transparent_variants() {
+        let w = Wrapper::Inner(Inner(ExitCode::Damaged));
+        assert_eq!((w.hint().as_deref(), w.exit_code()), (Some("inner hint Damaged"), ExitCode::Damaged));
+        let w = Wrapper::Hinted(Hinted::new("m", "h", ExitCode::CheckFailed));
+        assert_eq!((w.hint().as_deref(), w.exit_code()), (Some("h"), ExitCode::CheckFailed));
+        assert_eq!((Wrapper::Own(1).hint().as_deref(), Wrapper::Own(1).exit_code()), (Some("own hint: own 1"), ExitCode::Invalid));
+        assert_eq!(Wrapper::Own(10).hint(), None);
+        let g = Glob::Inner(Inner(ExitCode::Failure));
+        assert_eq!((g.hint().as_deref(), g.exit_code()), (Some("inner hint Failure"), ExitCode::Failure));
+        assert_eq!(Glob::Own { big: true }.hint().as_deref(), Some("big"));
+        assert_eq!((Glob::Own { big: false }.hint().as_deref(), Glob::Own { big: false }.exit_code()), (Some("small"), ExitCode::Damaged));
+        let a = AllTransparent::Inner(Inner(ExitCode::Invalid));
+        assert_eq!((a.hint().as_deref(), a.exit_code()), (Some("inner hint Invalid"), ExitCode::Invalid));
     }
 }

@@ -74,7 +74,7 @@ impl Client {
     /// A client; `offline` refuses all network access. Reads `CUENV_HTTP_TIMEOUT` and
     /// `CUENV_HTTP_RETRIES` (see the module docs) and the proxy variables. A malformed
     /// value means the default here: the CLI refuses it before any command runs
-    /// ([`crate::home::settings::check_all`]).
+    /// ([`crate::home::settings::validate_all`]).
     pub fn new(offline: bool) -> Client {
         use crate::home::settings::{HTTP_RETRIES, HTTP_TIMEOUT};
         let timeout = Some(Duration::from_secs(HTTP_TIMEOUT.get().unwrap_or(HTTP_TIMEOUT.default)));

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cudnn::platform::Platform;
 use crate::cudnn::version::Version;
-use crate::error::{Diagnose, ExitCode};
+use crate::error::ExitCode;
 use crate::home::layout::Layout;
 use crate::home::writer_lock::WriterLock;
 use crate::store::entry::EntryMeta;
@@ -96,38 +96,39 @@ pub enum Error {
     Store(#[from] crate::store::Error),
 }
 
-impl Diagnose for Error {
-    fn hint(&self) -> Option<String> {
-        use Error::*;
-        Some(match self {
-            Offline { .. } => "drop --offline (or unset CUENV_OFFLINE); without network, copy the wheels into a folder and name it with CUENV_FIND_LINKS=DIR or `[settings] find-links` (`pip download --no-deps --only-binary=:all: <project>==<version>` gets them on another machine), or import a cuDNN archive or wheel with `cuenv store add <file> --sha256 <hex>`".into(),
-            Connect { source, .. } if source.to_string().contains("certificate") => "the server's TLS certificate is not trusted: if a proxy intercepts TLS, add its CA to the system store, or point SSL_CERT_FILE at a bundle that holds it".into(),
-            Connect { .. } | Interrupted { .. } => "check the network; behind a proxy set HTTPS_PROXY (and NO_PROXY); CUENV_HTTP_RETRIES and CUENV_HTTP_TIMEOUT (seconds) tune retries and timeouts".into(),
-            Status { status, .. } if *status >= 500 => "the server failed; try again later, or use the other source (--from nvidia|pypi)".into(),
-            Status { .. } => "check the URL; for a mirror, check CUENV_NVIDIA_MIRROR / CUENV_PYPI_INDEX".into(),
-            NotFound { .. } => "the index or manifest points at a file the server lacks; check the mirror (CUENV_NVIDIA_MIRROR / CUENV_PYPI_INDEX)".into(),
-            SizeMismatch { .. } | Sha256Mismatch { .. } => "the server sent other bytes than the manifest or index publishes; nothing was imported. Try again, or check the mirror or proxy".into(),
-            BadJson { .. } => "the URL does not serve a PyPI JSON API or an NVIDIA redist manifest; check CUENV_PYPI_INDEX / CUENV_NVIDIA_MIRROR".into(),
-            NoSuchProject { .. } => "check the index URL (CUENV_PYPI_INDEX) and the CUDA major (--cuda)".into(),
-            NoSuchVersion { nearby, .. } => {
-                if nearby.is_empty() { "check the version; PyPI wheels need the full 4-part version (e.g. 9.5.0.50)".into() } else { format!("pick one of: {}", nearby.join(", ")) }
-            }
-            NoWheel { .. } => "pass --platform for another platform, or use --from nvidia".into(),
-            NoManifest { .. } => "check the version (NVIDIA publishes redistrib_<version>.json for cuDNN 8.3 and later), or the mirror (CUENV_NVIDIA_MIRROR)".into(),
-            NoArtifact { .. } => "pick a CUDA major and platform the release is built for (--cuda, --platform)".into(),
-            ManifestVersion { .. } => "the manifest's name and content disagree; check the mirror".into(),
-            Write { path, source } => crate::error::io_hint(path, source),
-            Store(e) => return e.hint(),
-        })
-    }
+crate::error::diagnose! {
+    impl Diagnose for Error {
+        transparent Store;
+        fn hint(&self) -> Option<String> {
+            use Error::*;
+            Some(match self {
+                Offline { .. } => "drop --offline (or unset CUENV_OFFLINE); without network, copy the wheels into a folder and name it with CUENV_FIND_LINKS=DIR or `[settings] find-links` (`pip download --no-deps --only-binary=:all: <project>==<version>` gets them on another machine), or import a cuDNN archive or wheel with `cuenv store add <file> --sha256 <hex>`".into(),
+                Connect { source, .. } if source.to_string().contains("certificate") => "the server's TLS certificate is not trusted: if a proxy intercepts TLS, add its CA to the system store, or point SSL_CERT_FILE at a bundle that holds it".into(),
+                Connect { .. } | Interrupted { .. } => "check the network; behind a proxy set HTTPS_PROXY (and NO_PROXY); CUENV_HTTP_RETRIES and CUENV_HTTP_TIMEOUT (seconds) tune retries and timeouts".into(),
+                Status { status, .. } if *status >= 500 => "the server failed; try again later, or use the other source (--from nvidia|pypi)".into(),
+                Status { .. } => "check the URL; for a mirror, check CUENV_NVIDIA_MIRROR / CUENV_PYPI_INDEX".into(),
+                NotFound { .. } => "the index or manifest points at a file the server lacks; check the mirror (CUENV_NVIDIA_MIRROR / CUENV_PYPI_INDEX)".into(),
+                SizeMismatch { .. } | Sha256Mismatch { .. } => "the server sent other bytes than the manifest or index publishes; nothing was imported. Try again, or check the mirror or proxy".into(),
+                BadJson { .. } => "the URL does not serve a PyPI JSON API or an NVIDIA redist manifest; check CUENV_PYPI_INDEX / CUENV_NVIDIA_MIRROR".into(),
+                NoSuchProject { .. } => "check the index URL (CUENV_PYPI_INDEX) and the CUDA major (--cuda)".into(),
+                NoSuchVersion { nearby, .. } => {
+                    if nearby.is_empty() { "check the version; PyPI wheels need the full 4-part version (e.g. 9.5.0.50)".into() } else { format!("pick one of: {}", nearby.join(", ")) }
+                },
+                NoWheel { .. } => "pass --platform for another platform, or use --from nvidia".into(),
+                NoManifest { .. } => "check the version (NVIDIA publishes redistrib_<version>.json for cuDNN 8.3 and later), or the mirror (CUENV_NVIDIA_MIRROR)".into(),
+                NoArtifact { .. } => "pick a CUDA major and platform the release is built for (--cuda, --platform)".into(),
+                ManifestVersion { .. } => "the manifest's name and content disagree; check the mirror".into(),
+                Write { path, source } => crate::error::io_hint(path, source),
+            })
+        }
 
-    fn exit_code(&self) -> ExitCode {
-        use Error::*;
-        match self {
-            NoSuchProject { .. } | NoSuchVersion { .. } | NoWheel { .. } | NoManifest { .. } | NoArtifact { .. } => ExitCode::Invalid,
-            SizeMismatch { .. } | Sha256Mismatch { .. } | ManifestVersion { .. } | BadJson { .. } => ExitCode::Invalid,
-            Store(e) => e.exit_code(),
-            Offline { .. } | Connect { .. } | Status { .. } | NotFound { .. } | Interrupted { .. } | Write { .. } => ExitCode::Failure,
+        fn exit_code(&self) -> ExitCode {
+            use Error::*;
+            match self {
+                NoSuchProject { .. } | NoSuchVersion { .. } | NoWheel { .. } | NoManifest { .. } | NoArtifact { .. } => ExitCode::Invalid,
+                SizeMismatch { .. } | Sha256Mismatch { .. } | ManifestVersion { .. } | BadJson { .. } => ExitCode::Invalid,
+                Offline { .. } | Connect { .. } | Status { .. } | NotFound { .. } | Interrupted { .. } | Write { .. } => ExitCode::Failure,
+            }
         }
     }
 }
@@ -193,12 +194,13 @@ impl Endpoints {
     /// [`crate::home::settings::offline`]; a malformed value means off here: the CLI refuses it
     /// before any command runs).
     pub fn from_env() -> Endpoints {
+        use crate::home::settings;
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         Endpoints {
-            pypi_index: var("CUENV_PYPI_INDEX"),
-            nvidia_mirror: var("CUENV_NVIDIA_MIRROR"),
+            pypi_index: var(settings::PYPI_INDEX_VAR),
+            nvidia_mirror: var(settings::NVIDIA_MIRROR_VAR),
             offline: crate::home::settings::offline().unwrap_or(false),
-            find_links: var("CUENV_FIND_LINKS").map(PathBuf::from),
+            find_links: var(settings::FIND_LINKS_VAR).map(PathBuf::from),
         }
     }
 
@@ -334,10 +336,10 @@ pub fn resolve_wheel(client: &Client, endpoints: &Endpoints, project: &str, vers
 /// the artifact's sha256 and `req.cuda_major`. The download is deleted afterwards.
 ///
 /// Errors: [`Error`]; on any error the store is unchanged and no download is left behind.
-pub fn fetch_cudnn(layout: &Layout, lock: &WriterLock, req: &FetchRequest, progress: &dyn Progress) -> Result<(Added, FetchedFrom), Error> {
+pub fn fetch_cudnn(layout: &Layout, writer: &WriterLock, req: &FetchRequest, progress: &dyn Progress) -> Result<(Added, FetchedFrom), Error> {
     let client = Client::new(req.endpoints.offline);
     let artifact = resolve_cudnn(&client, req)?;
-    import_artifact(layout, lock, &client, &artifact, Some(req.cuda_major), progress)
+    import_artifact(layout, writer, &client, &artifact, Some(req.cuda_major), progress)
 }
 
 /// The store entry imported from a file whose SHA-256 is `sha256`, if any.
@@ -352,46 +354,46 @@ pub fn find_by_source_sha256(layout: &Layout, sha256: &Sha256) -> Option<(PathBu
 /// Works offline when the store already holds it.
 pub fn import_artifact(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     client: &Client,
     artifact: &Artifact,
     cuda: Option<u64>,
     progress: &dyn Progress,
 ) -> Result<(Added, FetchedFrom), Error> {
-    import_artifact_as(layout, lock, client, artifact, cuda, false, None, progress)
+    import_artifact_as(layout, writer, client, artifact, cuda, false, None, progress)
 }
 
 /// [`import_artifact`], taking the download from `prefetch` when it holds (or is getting)
 /// this artifact ([`Prefetch::take`]), else downloading it here.
 pub fn import_artifact_prefetched(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     client: &Client,
     artifact: &Artifact,
     cuda: Option<u64>,
     prefetch: &Prefetch,
     progress: &dyn Progress,
 ) -> Result<(Added, FetchedFrom), Error> {
-    import_artifact_as(layout, lock, client, artifact, cuda, false, Some(prefetch), progress)
+    import_artifact_as(layout, writer, client, artifact, cuda, false, Some(prefetch), progress)
 }
 
 /// [`import_artifact`] for `store fetch`: the entry, new or already present, is recorded as
 /// added by hand (a gc root until `store remove`, see `Store::hand_added_ids`).
 pub fn import_artifact_by_hand(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     client: &Client,
     artifact: &Artifact,
     cuda: Option<u64>,
     progress: &dyn Progress,
 ) -> Result<(Added, FetchedFrom), Error> {
-    import_artifact_as(layout, lock, client, artifact, cuda, true, None, progress)
+    import_artifact_as(layout, writer, client, artifact, cuda, true, None, progress)
 }
 
 #[allow(clippy::too_many_arguments)]
 fn import_artifact_as(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     client: &Client,
     artifact: &Artifact,
     cuda: Option<u64>,
@@ -401,7 +403,7 @@ fn import_artifact_as(
 ) -> Result<(Added, FetchedFrom), Error> {
     if let Some((dir, meta)) = find_by_source_sha256(layout, &artifact.sha256) {
         if by_hand {
-            Store::new(layout).record_hand_added(lock, &meta.id, &meta.name)?;
+            Store::new(layout).record_hand_added(writer, &meta.id, &meta.name)?;
         }
         let size = artifact.size.or(meta.source.size).unwrap_or(0);
         let from = FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256, size, downloaded: false };
@@ -409,12 +411,12 @@ fn import_artifact_as(
     }
     let download = match prefetch.and_then(|p| p.take(artifact)) {
         Some(d) => d?,
-        None => download(layout, lock, client, artifact, progress)?,
+        None => download(layout, writer, client, artifact, progress)?,
     };
     // The download hashed the bytes as it wrote them: the import does not read them again.
     let opts = AddOptions { sha256: Some(download.sha256), cuda, source_url: Some(download.url.clone()), allow_incomplete: false, sha256_computed: true };
     let store = Store::new(layout);
-    let added = if by_hand { store.add_by_hand(lock, download.path(), &opts, progress)? } else { store.add(lock, download.path(), &opts, progress)? };
+    let added = if by_hand { store.add_by_hand(writer, download.path(), &opts, progress)? } else { store.add(writer, download.path(), &opts, progress)? };
     let from = FetchedFrom { url: download.url.clone(), sha256: download.sha256, size: download.size, downloaded: true };
     drop(download);
     Ok((added, from))
@@ -425,7 +427,7 @@ fn import_artifact_as(
 /// sha256. The caller imports it and drops the [`Download`], which deletes it.
 pub fn fetch_wheel(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     endpoints: &Endpoints,
     project: &str,
     version: &str,
@@ -435,7 +437,7 @@ pub fn fetch_wheel(
     let client = Client::new(endpoints.offline);
     let what = format!("{project} {version} ({platform}) from PyPI");
     let artifact = resolve_wheel(&client, endpoints, project, version, platform, &what)?;
-    download(layout, lock, &client, &artifact, progress)
+    download(layout, writer, &client, &artifact, progress)
 }
 
 /// At most this many downloads run at once ([`download_all`]).
@@ -448,7 +450,7 @@ pub const MAX_PARALLEL_DOWNLOADS: usize = 3;
 /// An artifact `prefetch` holds (or is getting) is taken from it ([`Prefetch::take`]).
 pub fn download_all(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     client: &Client,
     artifacts: &[Artifact],
     prefetch: Option<&Prefetch>,
@@ -465,7 +467,7 @@ pub fn download_all(
                     let Some(a) = artifacts.get(i) else { break };
                     let r = match prefetch.and_then(|p| p.take(a)) {
                         Some(r) => r,
-                        None => download(layout, lock, client, a, task.as_ref()),
+                        None => download(layout, writer, client, a, task.as_ref()),
                     };
                     results.lock().unwrap()[i] = Some(r);
                 }
@@ -527,7 +529,7 @@ impl Prefetch {
 
     /// Downloads queued artifacts, in order, on the calling thread until none is left or
     /// [`Prefetch::cancel`] is called. Call it from up to [`MAX_PARALLEL_DOWNLOADS`] threads.
-    pub fn run(&self, layout: &Layout, lock: &WriterLock, client: &Client, progress: &dyn Progress) {
+    pub fn run(&self, layout: &Layout, writer: &WriterLock, client: &Client, progress: &dyn Progress) {
         let client = client.cancellable(self.cancelled.clone());
         let task = progress.task();
         loop {
@@ -549,7 +551,7 @@ impl Prefetch {
                 }
             }
             let unwind = Unwind(self, i);
-            let r = download(layout, lock, &client, &self.artifacts[i], task.as_ref());
+            let r = download(layout, writer, &client, &self.artifacts[i], task.as_ref());
             drop(unwind);
             let mut slots = self.slots.lock().unwrap();
             // A download finished after cancel() is dropped here (its folder deleted).
@@ -589,7 +591,7 @@ impl Prefetch {
 /// Downloads `artifact` into a fresh folder `download-<pid>-<random>` under
 /// [`Layout::downloads_dir`] (after deleting folders other processes left there), checking
 /// its size and sha256.
-pub fn download(layout: &Layout, _lock: &WriterLock, client: &Client, artifact: &Artifact, progress: &dyn Progress) -> Result<Download, Error> {
+pub fn download(layout: &Layout, _writer: &WriterLock, client: &Client, artifact: &Artifact, progress: &dyn Progress) -> Result<Download, Error> {
     let root = layout.downloads_dir();
     // Under the writer lock, a folder of another process is left by a crash. This
     // process's own folders may still be in use (several wheels fetched for one apply).

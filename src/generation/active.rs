@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::{Diagnose, ExitCode, IoError};
+use crate::error::{ExitCode, IoError};
 use crate::generation::{self, UnknownProfile};
 use crate::home::layout::Layout;
 use crate::link::{self, LinkKind};
@@ -35,23 +35,18 @@ pub enum Error {
     Io(#[from] IoError),
 }
 
-impl Diagnose for Error {
-    fn hint(&self) -> Option<String> {
-        match self {
-            Error::NoGeneration => Some("run `cuenv apply <lab.toml>` first".into()),
-            Error::Unknown(e) => e.hint(),
-            Error::Generation(e) => e.hint(),
-            Error::Link(e) => e.hint(),
-            Error::Io(e) => e.hint(),
+crate::error::diagnose! {
+    impl Diagnose for Error {
+        transparent Unknown, Generation, Link, Io;
+        fn hint(&self) -> Option<String> {
+            match self {
+                Error::NoGeneration => Some("run `cuenv apply <lab.toml>` first".into()),
+            }
         }
-    }
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            Error::NoGeneration => ExitCode::Invalid,
-            Error::Unknown(e) => e.exit_code(),
-            Error::Generation(e) => e.exit_code(),
-            Error::Link(e) => e.exit_code(),
-            Error::Io(e) => e.exit_code(),
+        fn exit_code(&self) -> ExitCode {
+            match self {
+                Error::NoGeneration => ExitCode::Invalid,
+            }
         }
     }
 }

@@ -24,20 +24,7 @@ pub enum Error {
     Store(#[from] crate::store::Error),
 }
 
-impl crate::error::Diagnose for Error {
-    fn hint(&self) -> Option<String> {
-        match self {
-            Error::Generation(e) => e.hint(),
-            Error::Store(e) => e.hint(),
-        }
-    }
-    fn exit_code(&self) -> crate::error::ExitCode {
-        match self {
-            Error::Generation(e) => e.exit_code(),
-            Error::Store(e) => e.exit_code(),
-        }
-    }
-}
+crate::error::diagnose!(impl Diagnose for Error { transparent Generation, Store; });
 
 /// What `gc` deletes.
 #[derive(Debug, Default)]
@@ -107,14 +94,14 @@ pub enum Deleted<'a> {
 }
 
 /// Deletes what `plan` names, generations first; `done` hears of each deletion as it happens.
-pub fn gc(layout: &Layout, lock: &WriterLock, plan: &GcPlan, done: &mut dyn FnMut(Deleted)) -> Result<(), Error> {
+pub fn gc(layout: &Layout, writer: &WriterLock, plan: &GcPlan, done: &mut dyn FnMut(Deleted)) -> Result<(), Error> {
     for n in &plan.generations {
         generation::delete(layout, *n)?;
         done(Deleted::Generation(*n));
     }
     let store = crate::store::Store::new(layout);
     for (dir, name) in &plan.entries {
-        store.remove(lock, dir)?;
+        store.remove(writer, dir)?;
         done(Deleted::Entry(name));
     }
     Ok(())
@@ -124,7 +111,7 @@ pub fn gc(layout: &Layout, lock: &WriterLock, plan: &GcPlan, done: &mut dyn FnMu
 /// least 4 hex digits), unless a generation still uses it (`store::Error::InUse`, naming the
 /// first such generation: deleting it would leave that generation's views dangling). Returns
 /// what was removed. The entry stops being a hand-added gc root with it.
-pub fn remove_entry(layout: &Layout, lock: &WriterLock, id: &str) -> Result<crate::store::entry::EntryMeta, Error> {
+pub fn remove_entry(layout: &Layout, writer: &WriterLock, id: &str) -> Result<crate::store::entry::EntryMeta, Error> {
     let store = crate::store::Store::new(layout);
     let (dir, meta) = store.find(id)?;
     let current = generation::current(layout);
@@ -138,7 +125,7 @@ pub fn remove_entry(layout: &Layout, lock: &WriterLock, id: &str) -> Result<crat
         users.sort_by_key(|(n, cur)| (!cur, std::cmp::Reverse(*n)));
         return Err(crate::store::Error::InUse { name: meta.name.clone(), generations: users }.into());
     }
-    store.remove(lock, &dir)?;
+    store.remove(writer, &dir)?;
     Ok(meta)
 }
 /// Which generations `gc` keeps and which it deletes: the `keep` newest of `all` (ascending

@@ -219,25 +219,26 @@ pub enum Error {
     Fs(#[from] crate::error::IoError),
 }
 
-impl crate::error::Diagnose for Error {
-    fn hint(&self) -> Option<String> {
-        match self {
-            Error::ForeignShim { .. } => {
-                Some("move that file away (cuenv only touches files that start with its marker line), then run the command again".into())
+crate::error::diagnose! {
+    impl Diagnose for Error {
+        transparent Link, Fs;
+        fn hint(&self) -> Option<String> {
+            match self {
+                Error::ForeignShim { .. } => {
+                    Some("move that file away (cuenv only touches files that start with its marker line), then run the command again".into())
+                }
+                Error::NoSuchGeneration(_) => Some("run `cuenv generations` to see the generations that exist".into()),
+                Error::BadManifest { .. } => Some("the generation folder was edited or damaged; apply the profile file again".into()),
+                Error::Io { path, source, .. } => Some(crate::error::io_hint(path, source)),
+                Error::Incomplete { .. } => Some("`cuenv gc` deletes it; `cuenv generations` lists the others to switch to".into()),
             }
-            Error::NoSuchGeneration(_) => Some("run `cuenv generations` to see the generations that exist".into()),
-            Error::BadManifest { .. } => Some("the generation folder was edited or damaged; apply the profile file again".into()),
-            Error::Link(e) => e.hint(),
-            Error::Io { path, source, .. } => Some(crate::error::io_hint(path, source)),
-            Error::Incomplete { .. } => Some("`cuenv gc` deletes it; `cuenv generations` lists the others to switch to".into()),
-            Error::Fs(e) => e.hint(),
         }
-    }
-    fn exit_code(&self) -> crate::error::ExitCode {
-        match self {
-            Error::NoSuchGeneration(_) | Error::ForeignShim { .. } => crate::error::ExitCode::Invalid,
-            Error::Incomplete { .. } => crate::error::ExitCode::Damaged,
-            _ => crate::error::ExitCode::Failure,
+        fn exit_code(&self) -> crate::error::ExitCode {
+            match self {
+                Error::NoSuchGeneration(_) | Error::ForeignShim { .. } => crate::error::ExitCode::Invalid,
+                Error::Incomplete { .. } => crate::error::ExitCode::Damaged,
+                _ => crate::error::ExitCode::Failure,
+            }
         }
     }
 }

@@ -67,22 +67,7 @@ pub enum RollbackError {
     Generation(#[from] generation::Error),
 }
 
-impl crate::error::Diagnose for RollbackError {
-    fn hint(&self) -> Option<String> {
-        match self {
-            RollbackError::NoGeneration(e) => e.hint(),
-            RollbackError::Nothing(e) => e.hint(),
-            RollbackError::Generation(e) => e.hint(),
-        }
-    }
-    fn exit_code(&self) -> crate::error::ExitCode {
-        match self {
-            RollbackError::NoGeneration(e) => e.exit_code(),
-            RollbackError::Nothing(e) => e.exit_code(),
-            RollbackError::Generation(e) => e.exit_code(),
-        }
-    }
-}
+crate::error::diagnose!(impl Diagnose for RollbackError { transparent NoGeneration, Nothing, Generation; });
 /// Where `rollback` goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RollbackTarget {

@@ -8,14 +8,14 @@
 //! The home carries a format version in `<home>/format` (one decimal number). A home
 //! without that file is format 1 (every home written before the file existed); cuenv
 //! reads homes of its own format or older and refuses newer ones
-//! ([`Layout::check_format`]), so an old cuenv never half-understands a newer home.
+//! ([`Layout::validate_format`]), so an old cuenv never half-understands a newer home.
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 /// The format of the homes this cuenv writes. Bump it when a file cuenv keeps in the home
-/// changes in a way an older cuenv would misread, and teach [`Layout::check_format`] to
+/// changes in a way an older cuenv would misread, and teach [`Layout::validate_format`] to
 /// read (or migrate) the older ones.
 pub const HOME_FORMAT: u32 = 1;
 
@@ -250,7 +250,7 @@ impl Layout {
 
     /// Checked at start by every command that reads the home: a home of a newer format is
     /// refused ([`FormatError::Newer`]). Returns the home's format.
-    pub fn check_format(&self) -> Result<u32, FormatError> {
+    pub fn validate_format(&self) -> Result<u32, FormatError> {
         let found = self.format()?;
         if found > NEWEST_FORMAT {
             return Err(FormatError::Newer { home: self.home.clone(), found });
@@ -287,12 +287,12 @@ mod tests {
     fn a_home_without_a_format_file_is_format_1() {
         let tmp = tempfile::tempdir().unwrap();
         let l = Layout::new(tmp.path().join("never-made"));
-        assert_eq!(l.check_format().unwrap(), 1);
+        assert_eq!(l.validate_format().unwrap(), 1);
         let l = Layout::new(tmp.path());
-        assert_eq!(l.check_format().unwrap(), 1);
+        assert_eq!(l.validate_format().unwrap(), 1);
         l.record_format().unwrap();
         assert_eq!(fs::read_to_string(l.format_file()).unwrap(), format!("{HOME_FORMAT}\n"));
-        assert_eq!(l.check_format().unwrap(), HOME_FORMAT);
+        assert_eq!(l.validate_format().unwrap(), HOME_FORMAT);
     }
 
     #[test]
@@ -301,7 +301,7 @@ mod tests {
         let l = Layout::new(tmp.path());
         l.record_format().unwrap();
         l.raise_format(LINK_FREE_FORMAT).unwrap();
-        assert_eq!(l.check_format().unwrap(), LINK_FREE_FORMAT);
+        assert_eq!(l.validate_format().unwrap(), LINK_FREE_FORMAT);
         l.raise_format(HOME_FORMAT).unwrap();
         assert_eq!(fs::read_to_string(l.format_file()).unwrap(), format!("{LINK_FREE_FORMAT}\n"));
     }
@@ -311,11 +311,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let l = Layout::new(tmp.path());
         fs::write(l.format_file(), format!("{}\n", NEWEST_FORMAT + 1)).unwrap();
-        let e = l.check_format().unwrap_err();
+        let e = l.validate_format().unwrap_err();
         assert!(matches!(e, FormatError::Newer { found, .. } if found == NEWEST_FORMAT + 1), "{e}");
         assert!(e.to_string().contains("newer than this cuenv"), "{e}");
         fs::write(l.format_file(), "two").unwrap();
-        assert!(matches!(l.check_format().unwrap_err(), FormatError::Unreadable { .. }));
+        assert!(matches!(l.validate_format().unwrap_err(), FormatError::Unreadable { .. }));
         // An existing format file is never rewritten.
         l.record_format().unwrap();
         assert_eq!(fs::read_to_string(l.format_file()).unwrap(), "two");

@@ -3,9 +3,12 @@
 //!
 //! Invariant: a set but malformed value is an error naming the variable and the value
 //! ([`SettingError`], exit 2), never a silent default; an unset or empty variable means the
-//! default. The CLI checks them all ([`check_all`]) before a command reads or writes
+//! default. The CLI checks them all ([`validate_all`]) before a command reads or writes
 //! anything, so a bad setting stops every command the same way. Path and URL variables
 //! (`CUENV_HOME`, `CUENV_TOOLKIT_PATHS`, `CUENV_PYPI_INDEX`, ...) are read where they are used.
+//!
+//! Every `CUENV_*` variable cuenv reads has its name here, once, as a constant; the code
+//! names the constant, not the text.
 
 use crate::error::{Diagnose, ExitCode};
 
@@ -17,6 +20,32 @@ pub const HTTP_TIMEOUT: Setting = Setting { var: "CUENV_HTTP_TIMEOUT", default: 
 pub const HTTP_RETRIES: Setting = Setting { var: "CUENV_HTTP_RETRIES", default: 3, min: 0, max: 10, unit: "a whole number from 0 to 10" };
 /// The variable that keeps cuenv off the network.
 pub const OFFLINE_VAR: &str = "CUENV_OFFLINE";
+/// The cuenv home folder, when `--home` is not given.
+pub const HOME_VAR: &str = "CUENV_HOME";
+/// The profile in effect: set by the shims, `cuenv env` and `cuenv export`, and for the check's
+/// child; read by `doctor`.
+pub const PROFILE_VAR: &str = "CUENV_PROFILE";
+/// The profile the shell hook put in effect (the hook layer's `PROFILE` state variable, see
+/// `shim::Layer::prefix`).
+pub const HOOK_PROFILE_VAR: &str = "CUENV_HOOK_PROFILE";
+/// Extra CUDA toolkit roots, separated like `PATH` (`:` on Linux, `;` on Windows).
+pub const TOOLKIT_PATHS_VAR: &str = "CUENV_TOOLKIT_PATHS";
+/// The PyPI base URL (its JSON API is under `<index>/pypi/...`).
+pub const PYPI_INDEX_VAR: &str = "CUENV_PYPI_INDEX";
+/// The redist folder holding NVIDIA's `redistrib_<version>.json` (a mirror of NVIDIA's).
+pub const NVIDIA_MIRROR_VAR: &str = "CUENV_NVIDIA_MIRROR";
+/// A local folder of wheels asked before the PyPI index.
+pub const FIND_LINKS_VAR: &str = "CUENV_FIND_LINKS";
+/// The variable that stands for the driver's CUDA version (`major.minor`).
+pub const OVERRIDE_DRIVER_CUDA: &str = "CUENV_OVERRIDE_DRIVER_CUDA";
+/// The variable that stands for every GPU's compute capability (`major.minor`).
+pub const OVERRIDE_COMPUTE_CAPABILITY: &str = "CUENV_OVERRIDE_COMPUTE_CAPABILITY";
+/// Debug builds: a lower cap, in bytes, on what an archive may expand to, so tests need not
+/// write gigabytes.
+pub const TEST_MAX_EXPANSION_VAR: &str = "CUENV_TEST_MAX_EXPANSION";
+// The test hooks of the fault points (debug builds) are read in `sys`, below `home`, and
+// named there.
+pub use crate::sys::fsutil::{TEST_ABORT_AT_VAR, TEST_FAIL_AT_VAR};
 
 /// A variable holding a whole number in `min..=max`.
 #[derive(Debug, Clone, Copy)]
@@ -86,7 +115,7 @@ pub fn offline() -> Result<bool, SettingError> {
 }
 
 /// Checks every setting this module knows; the first malformed one is the error.
-pub fn check_all() -> Result<(), SettingError> {
+pub fn validate_all() -> Result<(), SettingError> {
     for s in [LOCK_TIMEOUT, HTTP_TIMEOUT, HTTP_RETRIES] {
         s.get()?;
     }

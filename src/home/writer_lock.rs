@@ -12,7 +12,6 @@ use std::io::{Read, Seek, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::error::Diagnose;
 use crate::home::layout::Layout;
 
 /// Errors while taking the lock.
@@ -33,18 +32,19 @@ pub enum LockError {
     },
 }
 
-impl Diagnose for LockError {
-    fn hint(&self) -> Option<String> {
-        match self {
-            LockError::Timeout { .. } => Some("wait for the other cuenv to finish, or raise CUENV_LOCK_TIMEOUT (seconds)".into()),
-            LockError::Io { path, source } => Some(crate::error::io_hint(path, source)),
-            LockError::Setting(e) => e.hint(),
+crate::error::diagnose! {
+    impl Diagnose for LockError {
+        transparent Setting;
+        fn hint(&self) -> Option<String> {
+            match self {
+                LockError::Timeout { .. } => Some("wait for the other cuenv to finish, or raise CUENV_LOCK_TIMEOUT (seconds)".into()),
+                LockError::Io { path, source } => Some(crate::error::io_hint(path, source)),
+            }
         }
-    }
-    fn exit_code(&self) -> crate::error::ExitCode {
-        match self {
-            LockError::Setting(e) => e.exit_code(),
-            _ => crate::error::ExitCode::Failure,
+        fn exit_code(&self) -> crate::error::ExitCode {
+            match self {
+                _ => crate::error::ExitCode::Failure,
+            }
         }
     }
 }

@@ -51,13 +51,13 @@ pub fn load(path: &Path) -> Result<ProfileFile, Error> {
 /// encoding when it is UTF-16 or UTF-32, else the line and column of the first bad byte),
 /// else those of [`parse`].
 pub fn parse_bytes(bytes: &[u8], path: &Path) -> Result<ProfileFile, Error> {
-    check_size(bytes, path)?;
+    validate_size(bytes, path)?;
     let text = crate::error::located::decode_utf8(bytes, path, SAVE_AS_UTF8).map_err(Error::Syntax)?;
     parse(text, path)
 }
 
 /// Refuses a file over [`MAX_FILE_BYTES`], at 1:1 (showing its first line).
-fn check_size(bytes: &[u8], path: &Path) -> Result<(), Error> {
+fn validate_size(bytes: &[u8], path: &Path) -> Result<(), Error> {
     if bytes.len() <= MAX_FILE_BYTES {
         return Ok(());
     }
@@ -92,13 +92,13 @@ fn looks_like_folder(l: &str) -> bool {
 }
 
 pub fn parse(text: &str, path: &Path) -> Result<ProfileFile, Error> {
-    check_size(text.as_bytes(), path)?;
+    validate_size(text.as_bytes(), path)?;
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let cx = Cx { path, src: text, lines: std::cell::OnceCell::new() };
     let doc = toml_edit::Document::parse(text).map_err(|e| cx.syntax(&e))?;
     let root: &dyn TableLike = doc.as_table();
     let mut errors = Vec::new();
-    if let Err(e) = cx.check_keys(root, &TOP_KEYS, "the top level") {
+    if let Err(e) = cx.validate_keys(root, &TOP_KEYS, "the top level") {
         errors.push(e);
     }
     let settings = match cx.table_at(root, "settings").and_then(|t| t.map(|t| cx.settings(t)).transpose()) {
@@ -186,7 +186,7 @@ impl Cx<'_> {
     }
 
     /// Rejects any key of `table` not in `allowed`, suggesting the closest allowed one.
-    fn check_keys(&self, table: &dyn TableLike, allowed: &[&str], place: &str) -> Result<(), Error> {
+    fn validate_keys(&self, table: &dyn TableLike, allowed: &[&str], place: &str) -> Result<(), Error> {
         let errors: Vec<Error> = table
             .iter()
             .filter(|(k, _)| !allowed.contains(k))
@@ -247,7 +247,7 @@ impl Cx<'_> {
     }
 
     fn settings(&self, t: &dyn TableLike) -> Result<Settings, Error> {
-        self.check_keys(t, &SETTINGS_KEYS, "[settings]")?;
+        self.validate_keys(t, &SETTINGS_KEYS, "[settings]")?;
         let mut s = Settings {
             find_links: self.string(t, "find-links")?.map(|v| PathBuf::from(v.value)),
             nvidia_mirror: self.string(t, "nvidia-mirror")?.map(|v| v.value),
@@ -312,7 +312,7 @@ impl Cx<'_> {
         for (name, item) in t.iter() {
             let name_span = self.key_span(t, name);
             let one = || -> Result<Profile, Error> {
-                self.check_profile_name(name, &name_span)?;
+                self.validate_profile_name(name, &name_span)?;
                 if let Some(other) = names.get(&name.to_ascii_lowercase()) {
                     return Err(self.invalid(
                         name_span.clone(),
@@ -338,7 +338,7 @@ impl Cx<'_> {
         out
     }
 
-    fn check_profile_name(&self, name: &str, span: &Span) -> Result<(), Error> {
+    fn validate_profile_name(&self, name: &str, span: &Span) -> Result<(), Error> {
         let long;
         let why = if name.is_empty() {
             Some("is empty")
@@ -373,11 +373,11 @@ impl Cx<'_> {
                 errors.push(e);
             }
         };
-        keep(self.check_keys(t, &PROFILE_KEYS, &place));
+        keep(self.validate_keys(t, &PROFILE_KEYS, &place));
         let cuda = self.requirement(t, "cuda", &CUDA_TABLE_KEYS, name, &name_span);
         let cudnn = self.requirement(t, "cudnn", &REQUIREMENT_KEYS, name, &name_span);
         // A CUDA runtime comes from PyPI, or from a folder of its wheels (`from = "./wheels"`,
-        // a path alone: whether it exists is checked before fetching, `sources::check`).
+        // a path alone: whether it exists is checked before fetching, `sources::validate`).
         let wheel_folder =
             |req: &Requirement| matches!(&req.from, Some(Spanned { value: Source::Location(l), .. }) if req.fallbacks.is_empty() && looks_like_folder(l));
         if let Ok(req) = &cuda
@@ -395,7 +395,7 @@ impl Cx<'_> {
             )));
         }
         // A cuDNN `from` that is a near miss of a source name, not a path or URL, is a typo
-        // (whether a real path exists is checked before fetching: `sources::check`).
+        // (whether a real path exists is checked before fetching: `sources::validate`).
         if let Ok(Requirement { from: Some(src), .. }) = &cudnn
             && let Source::Location(l) = &src.value
             && !l.contains(['/', '\\', '.', ':'])
@@ -409,7 +409,7 @@ impl Cx<'_> {
         }
         let conda_env = self.string(t, "conda-env").and_then(|env| {
             if let Some(e) = &env {
-                self.check_conda_env(e)?;
+                self.validate_conda_env(e)?;
             }
             Ok(env)
         });
@@ -425,7 +425,7 @@ impl Cx<'_> {
         Ok(Profile { name: name.to_string(), name_span, cuda, cudnn, conda_env, check: check.unwrap_or_default() })
     }
 
-    fn check_conda_env(&self, env: &Spanned<String>) -> Result<(), Error> {
+    fn validate_conda_env(&self, env: &Spanned<String>) -> Result<(), Error> {
         if looks_like_path(&env.value) || !env.value.contains([' ', ':', '#']) {
             return Ok(());
         }
@@ -453,7 +453,7 @@ impl Cx<'_> {
             return Ok(Requirement { version, span: s.span, from: None, fallbacks: Vec::new(), sha256: None });
         }
         let table = item.as_table_like().expect("checked above");
-        self.check_keys(table, allowed, &format!("`{key}` of [profiles.{profile}]"))?;
+        self.validate_keys(table, allowed, &format!("`{key}` of [profiles.{profile}]"))?;
         let Some(v) = self.string(table, "version")? else {
             return Err(self.invalid(
                 self.value_span(t, key),

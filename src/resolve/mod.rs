@@ -190,7 +190,7 @@ pub fn resolve(file: &ProfileFile, candidates: &Candidates) -> Result<Resolved, 
 /// toolkit matches, against the CUDA major its `cuda` names (so one run shows both).
 ///
 /// `unsure`: profiles whose cuDNN cannot be judged yet (only their toolkit is).
-pub fn check_all(file: &ProfileFile, candidates: &Candidates, unsure: &[String]) -> Vec<Error> {
+pub fn validate_all(file: &ProfileFile, candidates: &Candidates, unsure: &[String]) -> Vec<Error> {
     let mut errors = Vec::new();
     for p in &file.profiles {
         let judge_cudnn = !unsure.contains(&p.name);

@@ -27,7 +27,7 @@
 //! Every other guarantee of the old shims stays: no `SETLOCAL`, bodies for delayed expansion
 //! off and on, the UTF-8 code page around non-ASCII text, `%` doubled and `set "N=v"` quoting,
 //! and the refusal, with nothing changed, of a `PATH` too long for cmd's 8191-character line
-//! ([`check_cmd_line_limit`]).
+//! ([`validate_cmd_line_limit`]).
 
 use super::{Activation, CMD_LINE_MAX, LISTS, Layer, fill, profile_note as note, quote, shim_path};
 
@@ -105,7 +105,7 @@ fn max_old_len(block: &str) -> usize {
 /// keeps every line that expands `PATH` within [`CMD_LINE_MAX`] whatever the script does to it
 /// (it also holds when `PATH` already holds an older block that activation removes first). The
 /// error says by how much the limit is missed, for cuenv to warn at apply time.
-pub fn check_cmd_line_limit(current_path_len: usize, a: &Activation) -> Result<(), String> {
+pub fn validate_cmd_line_limit(current_path_len: usize, a: &Activation) -> Result<(), String> {
     if a.path_prepend.is_empty() {
         return Ok(());
     }

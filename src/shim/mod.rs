@@ -32,7 +32,7 @@
 //!   shim holding non-ASCII text switches the console code page to UTF-8 (65001) and back, since
 //!   cmd decodes each batch line in the current console code page (the file is UTF-8, no BOM).
 //!   A new `PATH` that would not fit cmd's 8191-character line is refused with a message and no
-//!   change ([`check_cmd_line_limit`] is the same test, for cuenv to warn at apply time).
+//!   change ([`validate_cmd_line_limit`] is the same test, for cuenv to warn at apply time).
 //!
 //! The script text lives in `templates/<shell>/*` (real scripts, included with `include_str!`);
 //! rendering fills `{{KEY}}` slots with quoted values in one pass (a value is never re-scanned).
@@ -43,7 +43,7 @@ mod posix;
 mod powershell;
 mod quote;
 
-pub use cmd::check_cmd_line_limit;
+pub use cmd::validate_cmd_line_limit;
 pub use file::{Error, WriteOutcome, encode, remove, write};
 
 use std::path::{Path, PathBuf};
@@ -213,7 +213,7 @@ fn scalars(a: &Activation) -> Vec<(String, String)> {
         set.retain(|(n, _)| n != name);
         set.push((name.clone(), shim_path(value)));
     }
-    set.push(("CUENV_PROFILE".to_string(), a.profile.clone()));
+    set.push((crate::home::settings::PROFILE_VAR.to_string(), a.profile.clone()));
     set
 }
 

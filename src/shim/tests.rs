@@ -436,8 +436,8 @@ fn cmd_line_limit_matches_the_bat() {
     let a = ascii_win_activation();
     let dir = r"C:\cuenv\profiles\tf28\cudnn\bin";
     let max = CMD_LINE_MAX - cmd::FIXED - 11 - dir.len();
-    assert!(check_cmd_line_limit(max, &a).is_ok());
-    let err = check_cmd_line_limit(max + 1, &a).unwrap_err();
+    assert!(validate_cmd_line_limit(max, &a).is_ok());
+    let err = validate_cmd_line_limit(max + 1, &a).unwrap_err();
     assert!(err.contains("8191") && err.contains("1 too many"), "{err}");
     // The .bat refuses at the same length: it copies at most max+1 characters and looks 2
     // characters from the end, in both bodies.
@@ -465,10 +465,10 @@ fn cmd_line_limit_matches_the_bat() {
     assert!(cmd::FIXED - longest < 8, "FIXED is {} but the longest fixed part is {longest}", cmd::FIXED);
     // Non-ASCII counts in UTF-16 units, and no prepend means no limit.
     let b = win_activation();
-    assert!(check_cmd_line_limit(100_000, &Activation { path_prepend: vec![], ..b.clone() }).is_ok());
+    assert!(validate_cmd_line_limit(100_000, &Activation { path_prepend: vec![], ..b.clone() }).is_ok());
     let units = b.path_prepend.iter().map(|p| shim_path(p)).collect::<Vec<_>>().join(";").encode_utf16().count();
     let max_b = CMD_LINE_MAX - cmd::FIXED - 11 - units;
-    assert!(check_cmd_line_limit(max_b, &b).is_ok() && check_cmd_line_limit(max_b + 1, &b).is_err());
+    assert!(validate_cmd_line_limit(max_b, &b).is_ok() && validate_cmd_line_limit(max_b + 1, &b).is_err());
 }
 
 // ---- snapshots -------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::runtimes::{RuntimesAhead, cuda_major, ensure_runtime, pin_fits, pinned_wheels, runtime_endpoints};
-use super::{Cx, Error, PinMismatch, check, fetch_source, find_cudnn, is_url, plain_version, unpinned_reason, unreachable};
+use super::{Cx, Error, PinMismatch, fetch_source, find_cudnn, is_url, plain_version, unpinned_reason, unreachable, validate};
 use crate::cudnn::platform::Platform;
 use crate::cudnn::version::Version;
 use crate::fetch::{self, Endpoints};
@@ -25,14 +25,14 @@ use crate::sys::sha256::Sha256;
 /// an error at its `cuda` value.
 pub fn ensure(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     file: &ProfileFile,
     platform: Platform,
     pins: &crate::profile::lockfile::Pins,
     ep: &Endpoints,
     progress: &dyn Progress,
 ) -> Result<Vec<String>, Error> {
-    Ok(ensure_reachable(layout, lock, file, platform, pins, ep, false, progress)?.lines)
+    Ok(ensure_reachable(layout, writer, file, platform, pins, ep, false, progress)?.lines)
 }
 
 /// What [`ensure_reachable`] got.
@@ -62,7 +62,7 @@ pub struct Ensured {
 #[allow(clippy::too_many_arguments)]
 pub fn ensure_reachable(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     file: &ProfileFile,
     platform: Platform,
     pins: &crate::profile::lockfile::Pins,
@@ -70,8 +70,8 @@ pub fn ensure_reachable(
     allow_unreachable: bool,
     progress: &dyn Progress,
 ) -> Result<Ensured, Error> {
-    check(file)?;
-    let cx = Cx { layout, lock, ep, progress, prefetch: None, runtimes: None };
+    validate(file)?;
+    let cx = Cx { layout, writer, ep, progress, prefetch: None, runtimes: None };
     // With allow_unreachable a profile left out must download nothing, and a file another
     // platform cannot serve fails before any download: no prefetch there.
     let host = Platform::host() == Some(platform);
@@ -87,7 +87,7 @@ pub fn ensure_reachable(
     let client = fetch::Client::new(ep.offline);
     std::thread::scope(|s| {
         for _ in 0..prefetch.len().min(fetch::MAX_PARALLEL_DOWNLOADS) {
-            s.spawn(|| prefetch.run(layout, lock, &client, progress));
+            s.spawn(|| prefetch.run(layout, writer, &client, progress));
         }
         let ahead = Cx { prefetch: Some(&prefetch), ..cx };
         let builder = &runtimes;
@@ -253,11 +253,11 @@ impl Job<'_> {
 
     /// Imports `artifact` (taken from `cx.prefetch` when it is there) as a cuDNN for the profile's CUDA major.
     fn import(&self, client: &fetch::Client, artifact: &fetch::Artifact) -> Result<(Added, fetch::FetchedFrom), fetch::Error> {
-        let Cx { layout, lock, progress, .. } = *self.cx;
+        let Cx { layout, writer, progress, .. } = *self.cx;
         let major = self.major;
         match self.cx.prefetch {
-            Some(pf) => fetch::import_artifact_prefetched(layout, lock, client, artifact, Some(major), pf, progress),
-            None => fetch::import_artifact(layout, lock, client, artifact, Some(major), progress),
+            Some(pf) => fetch::import_artifact_prefetched(layout, writer, client, artifact, Some(major), pf, progress),
+            None => fetch::import_artifact(layout, writer, client, artifact, Some(major), progress),
         }
     }
 }
@@ -291,7 +291,7 @@ fn ensure_profile(j: &Job, out: &mut Ensured) -> Result<(), Error> {
         Source::Location(loc) => import_path(j, &store, loc, &pin_sha, out)?,
     };
     let Some((added, from_what)) = got else { return Ok(()) };
-    check_added(j, from, &added, &from_what)?;
+    validate_added(j, from, &added, &from_what)?;
     if !added.existed {
         out.lines.push(format!("+ cuDNN {} for CUDA {major} from {from_what}", added.meta.version));
     }
@@ -360,7 +360,7 @@ fn fetch_url(
 /// reached).
 fn import_path(j: &Job, store: &Store, loc: &str, pin_sha: &Option<String>, out: &mut Ensured) -> Result<Option<(Added, String)>, Error> {
     let Job { cx, file, p, major, .. } = *j;
-    let Cx { lock, progress, .. } = *cx;
+    let Cx { writer, progress, .. } = *cx;
     if !j.runtime(&mut out.lines)? {
         j.runtime_unreachable(out);
         return Ok(None);
@@ -369,11 +369,11 @@ fn import_path(j: &Job, store: &Store, loc: &str, pin_sha: &Option<String>, out:
     let path = base.join(loc);
     let sha256 = given_or_pinned(p, pin_sha)?;
     let opts = AddOptions { sha256, cuda: Some(major), ..Default::default() };
-    Ok(Some((store.add(lock, &path, &opts, progress)?, path.display().to_string())))
+    Ok(Some((store.add(writer, &path, &opts, progress)?, path.display().to_string())))
 }
 
 /// What `from` gave (`from_what`) must be for the platform and satisfy the profile.
-fn check_added(j: &Job, from: &Spanned<Source>, added: &Added, from_what: &str) -> Result<(), Error> {
+fn validate_added(j: &Job, from: &Spanned<Source>, added: &Added, from_what: &str) -> Result<(), Error> {
     let Job { file, p, platform, major, .. } = *j;
     if added.meta.platform != platform {
         return Err(file

@@ -58,7 +58,7 @@ fn plain_version(file: &ProfileFile, req: &Requirement, what: &str) -> Result<Ve
 /// What every fetch needs: the home, the writer lock, the endpoints and a progress sink.
 struct Cx<'a> {
     layout: &'a Layout,
-    lock: &'a WriterLock,
+    writer: &'a WriterLock,
     ep: &'a Endpoints,
     progress: &'a dyn Progress,
     /// Downloads started ahead of need ([`ensure_reachable`]).
@@ -153,7 +153,7 @@ fn unpinned_reason(what: &str, tried: &[(fetch::Source, fetch::Error)]) -> Strin
 /// that is neither "pypi", "nvidia" nor an http(s) URL must be a path that exists (relative
 /// to the profile file). Every bad `from` is reported (with its line and a hint), not only
 /// the first. (A CUDA `from` other than "pypi" is refused by [`crate::profile::parse`].)
-pub fn check(file: &ProfileFile) -> Result<(), profile::Error> {
+pub fn validate(file: &ProfileFile) -> Result<(), profile::Error> {
     let mut errors = Vec::new();
     for p in &file.profiles {
         if let Some(dir) = runtimes::wheel_folder(file, p)
@@ -222,23 +222,4 @@ pub enum Error {
     Pin(#[from] PinMismatch),
 }
 
-impl crate::error::Diagnose for Error {
-    fn hint(&self) -> Option<String> {
-        match self {
-            Error::Profile(e) => e.hint(),
-            Error::Runtime(e) => e.hint(),
-            Error::Fetch(e) => e.hint(),
-            Error::Store(e) => e.hint(),
-            Error::Pin(e) => e.hint(),
-        }
-    }
-    fn exit_code(&self) -> crate::error::ExitCode {
-        match self {
-            Error::Profile(e) => e.exit_code(),
-            Error::Runtime(e) => e.exit_code(),
-            Error::Fetch(e) => e.exit_code(),
-            Error::Store(e) => e.exit_code(),
-            Error::Pin(e) => e.exit_code(),
-        }
-    }
-}
+crate::error::diagnose!(impl Diagnose for Error { transparent Profile, Runtime, Fetch, Store, Pin; });

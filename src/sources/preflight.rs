@@ -2,7 +2,7 @@
 //! what `plan` lists as fetches, with stand-ins for resolution, without downloading anything.
 
 use super::runtimes::{runtime_endpoints, wheel_folder};
-use super::{check, fetch_source, find_cudnn, not_offered, plain_version, source_label, unpinned_reason, unreachable};
+use super::{fetch_source, find_cudnn, not_offered, plain_version, source_label, unpinned_reason, unreachable, validate};
 use crate::change::{Change, Kind, Subject};
 use crate::cudnn::platform::Platform;
 use crate::cudnn::version::Version;
@@ -40,7 +40,7 @@ pub struct Preflight {
 pub fn preflight(layout: &Layout, file: &ProfileFile, platform: Platform, ep: Option<&Endpoints>) -> Preflight {
     use crate::resolve::{CudnnCandidate, Origin, Pool, ToolkitCandidate};
     let mut out = Preflight::default();
-    if let Err(e) = check(file) {
+    if let Err(e) = validate(file) {
         out.errors.push(e);
     }
     let unchecked = if ep.is_some_and(|e| e.offline) { "; not checked (offline)" } else { "" };

@@ -57,7 +57,7 @@ impl RuntimesAhead {
                 }
                 (st.slots[i].0.clone(), st.slots[i].1.clone())
             };
-            let r = crate::toolkit::wheel::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.prefetch, cx.progress);
+            let r = crate::toolkit::wheel::ensure_pinned(cx.layout, cx.writer, &ep, &pinned, platform, cx.prefetch, cx.progress);
             self.state.lock().unwrap().slots[i].2 = Some(Some(r));
             self.changed.notify_all();
         }
@@ -143,9 +143,9 @@ pub(super) fn ensure_runtime(
                 r.wait_done();
             }
             if pin_fits {
-                crate::toolkit::wheel::ensure_pinned(cx.layout, cx.lock, &ep, &pinned, platform, cx.prefetch, cx.progress)?
+                crate::toolkit::wheel::ensure_pinned(cx.layout, cx.writer, &ep, &pinned, platform, cx.prefetch, cx.progress)?
             } else {
-                crate::toolkit::wheel::ensure(cx.layout, cx.lock, &ep, &v, platform, cx.prefetch, cx.progress)?
+                crate::toolkit::wheel::ensure(cx.layout, cx.writer, &ep, &v, platform, cx.prefetch, cx.progress)?
             }
         }
     };

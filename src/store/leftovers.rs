@@ -53,7 +53,7 @@ impl Store<'_> {
     /// freed. Call it right after taking the writer lock.
     ///
     /// Errors: [`Error::Write`] naming the leftover that could not be deleted.
-    pub fn clean_leftovers(&self, _lock: &WriterLock) -> Result<u64, Error> {
+    pub fn clean_leftovers(&self, _writer: &WriterLock) -> Result<u64, Error> {
         let mut freed = 0;
         for p in self.leftovers() {
             let n = tree_size(&p);

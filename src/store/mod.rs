@@ -25,7 +25,7 @@ pub mod extract;
 mod leftovers;
 pub mod member;
 mod roots;
-mod sources;
+mod source_index;
 mod wheel_record;
 
 use std::collections::BTreeMap;
@@ -42,7 +42,7 @@ use entry::{ENTRY_FILE, EntryMeta, FileKind};
 pub use error::Error;
 use extract::{Item, SourceKind};
 pub use roots::ROOTS_FILE;
-pub use sources::SOURCES_FILE;
+pub use source_index::SOURCES_FILE;
 use wheel_record::{verify_record, wheel_metadata};
 
 /// Options of [`Store::add`].
@@ -127,7 +127,7 @@ impl<'a> Store<'a> {
 
     /// Deletes staging folders left by an interrupted import. Needs the writer lock,
     /// since a live import owns its staging folder.
-    pub fn clean_staging(&self, _lock: &WriterLock) -> Result<(), Error> {
+    pub fn clean_staging(&self, _writer: &WriterLock) -> Result<(), Error> {
         let dir = self.layout.staging_dir();
         let Ok(rd) = fs::read_dir(&dir) else { return Ok(()) };
         for e in rd.flatten() {
@@ -142,27 +142,27 @@ impl<'a> Store<'a> {
     /// this is `apply` importing a profile's source (gc collects it once no kept generation
     /// names it); `store add` uses [`Store::add_by_hand`]. Errors: see [`Error`]; on any error
     /// the store is unchanged (the staging folder is deleted).
-    pub fn add(&self, lock: &WriterLock, input: &Path, opts: &AddOptions, progress: &dyn Progress) -> Result<Added, Error> {
-        self.add_as(lock, input, opts, false, progress)
+    pub fn add(&self, writer: &WriterLock, input: &Path, opts: &AddOptions, progress: &dyn Progress) -> Result<Added, Error> {
+        self.add_as(writer, input, opts, false, progress)
     }
 
     /// [`Store::add`] for `store add` / `store fetch`: the entry (new or already present) is
     /// recorded as added by hand, a gc root until `store remove` (see [`Store::hand_added_ids`]).
     /// A new entry is recorded before its commit rename.
-    pub fn add_by_hand(&self, lock: &WriterLock, input: &Path, opts: &AddOptions, progress: &dyn Progress) -> Result<Added, Error> {
-        self.add_as(lock, input, opts, true, progress)
+    pub fn add_by_hand(&self, writer: &WriterLock, input: &Path, opts: &AddOptions, progress: &dyn Progress) -> Result<Added, Error> {
+        self.add_as(writer, input, opts, true, progress)
     }
 
-    fn add_as(&self, lock: &WriterLock, input: &Path, opts: &AddOptions, by_hand: bool, progress: &dyn Progress) -> Result<Added, Error> {
+    fn add_as(&self, writer: &WriterLock, input: &Path, opts: &AddOptions, by_hand: bool, progress: &dyn Progress) -> Result<Added, Error> {
         let expected = opts.sha256;
         let kind = extract::detect_kind(input)?;
         if kind == SourceKind::Folder && expected.is_some() {
             return Err(Error::Sha256OnFolder { path: input.into() });
         }
-        self.clean_staging(lock)?;
+        self.clean_staging(writer)?;
         let computed = expected.filter(|_| opts.sha256_computed);
         if kind != SourceKind::Folder
-            && let Some(added) = self.re_import(lock, input, expected, computed, opts, by_hand)?
+            && let Some(added) = self.re_import(writer, input, expected, computed, opts, by_hand)?
         {
             return Ok(added);
         }
@@ -170,7 +170,7 @@ impl<'a> Store<'a> {
         fs::create_dir_all(&staging_root).map_err(|source| Error::Write { path: staging_root.clone(), source })?;
         let staging =
             tempfile::Builder::new().prefix("import-").tempdir_in(&staging_root).map_err(|source| Error::Write { path: staging_root.clone(), source })?;
-        let result = self.add_staged(lock, staging.path(), input, kind, expected, opts, by_hand, progress);
+        let result = self.add_staged(writer, staging.path(), input, kind, expected, opts, by_hand, progress);
         // Read-only files inside would make TempDir's own cleanup fail on some systems.
         let _ = fsutil::remove_tree(staging.path());
         result
@@ -188,7 +188,7 @@ impl<'a> Store<'a> {
     /// Errors: [`Error::Read`] of the input, [`Error::Sha256Mismatch`] against `expected`.
     fn re_import(
         &self,
-        lock: &WriterLock,
+        writer: &WriterLock,
         input: &Path,
         expected: Option<Sha256>,
         computed: Option<Sha256>,
@@ -211,7 +211,7 @@ impl<'a> Store<'a> {
             return Ok(None);
         }
         if by_hand {
-            self.record_hand_added(lock, &meta.id, &meta.name)?;
+            self.record_hand_added(writer, &meta.id, &meta.name)?;
         }
         Ok(Some(Added { meta, dir, existed: true }))
     }
@@ -219,7 +219,7 @@ impl<'a> Store<'a> {
     #[allow(clippy::too_many_arguments)]
     fn add_staged(
         &self,
-        lock: &WriterLock,
+        writer: &WriterLock,
         staging: &Path,
         input: &Path,
         kind: SourceKind,
@@ -274,7 +274,7 @@ impl<'a> Store<'a> {
         let id = entry::content_id(&files);
         if let Some((dir, meta)) = self.find_id(&id) {
             if by_hand {
-                self.record_hand_added(lock, &meta.id, &meta.name)?;
+                self.record_hand_added(writer, &meta.id, &meta.name)?;
             }
             return Ok(Added { meta, dir, existed: true });
         }
@@ -303,12 +303,12 @@ impl<'a> Store<'a> {
         fsutil::fault_point("store-staged");
         // Before the commit point: a published hand-added entry is always a root.
         if by_hand {
-            self.record_hand_added(lock, &meta.id, &meta.name)?;
+            self.record_hand_added(writer, &meta.id, &meta.name)?;
         } else {
-            self.ensure_roots(lock)?;
+            self.ensure_roots(writer)?;
         }
         if let (Some(sha), Some(size)) = (&meta.source.sha256, meta.source.size) {
-            self.record_source(lock, *sha, size, &meta.name)?;
+            self.record_source(writer, *sha, size, &meta.name)?;
         }
         fsutil::fault_point("store-rooted");
         // The commit point: one rename makes the complete entry visible.
@@ -430,8 +430,8 @@ impl<'a> Store<'a> {
     /// Deletes the entry at `dir`: it is first renamed into staging (so it vanishes at
     /// once, as a whole), then deleted.
     /// Ends the entry's life as a gc root (its id leaves the record of hand-added entries).
-    pub fn remove(&self, lock: &WriterLock, dir: &Path) -> Result<(), Error> {
-        self.clean_staging(lock)?;
+    pub fn remove(&self, writer: &WriterLock, dir: &Path) -> Result<(), Error> {
+        self.clean_staging(writer)?;
         let staging_root = self.layout.staging_dir();
         fs::create_dir_all(&staging_root).map_err(|source| Error::Write { path: staging_root.clone(), source })?;
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -439,8 +439,8 @@ impl<'a> Store<'a> {
         fsutil::rename_with_retry(dir, &trash).map_err(|source| Error::Write { path: dir.into(), source })?;
         fsutil::fault_point("store-trashed");
         // After the commit point: the id has no folder now, so pruning drops it.
-        self.prune_roots(lock)?;
-        self.prune_sources(lock)?;
+        self.prune_roots(writer)?;
+        self.prune_sources(writer)?;
         fsutil::fault_point("store-pruned");
         fsutil::remove_tree(&trash).map_err(|source| Error::Write { path: trash.clone(), source })
     }

@@ -66,7 +66,7 @@ impl Store<'_> {
 
     /// Rewrites the record: seeded with every entry when missing, ids whose entry folder is gone
     /// pruned, then `edit` applied. Writes only when something changed.
-    fn update_roots(&self, _lock: &WriterLock, edit: impl FnOnce(&mut BTreeMap<String, String>)) -> Result<(), Error> {
+    fn update_roots(&self, _writer: &WriterLock, edit: impl FnOnce(&mut BTreeMap<String, String>)) -> Result<(), Error> {
         let existing = self.read_roots()?;
         let missing = existing.is_none();
         let mut map = existing.unwrap_or_else(|| self.entries().into_iter().map(|(_, m)| (m.id, m.name)).collect());
@@ -90,8 +90,8 @@ impl Store<'_> {
     /// Records the entry `id` (folder `name`) as added by hand.
     ///
     /// Errors: [`Error::BadRoots`] when the record is unreadable; [`Error::Write`].
-    pub(crate) fn record_hand_added(&self, lock: &WriterLock, id: &str, name: &str) -> Result<(), Error> {
-        self.update_roots(lock, |m| {
+    pub(crate) fn record_hand_added(&self, writer: &WriterLock, id: &str, name: &str) -> Result<(), Error> {
+        self.update_roots(writer, |m| {
             m.insert(id.to_string(), name.to_string());
         })
     }
@@ -99,18 +99,18 @@ impl Store<'_> {
     /// Before an import that is not by hand (`apply`): makes sure the record exists, so that
     /// the new entry does not become a root by the missing-file default. A damaged record is
     /// left as it is (every entry stays a root).
-    pub(crate) fn ensure_roots(&self, lock: &WriterLock) -> Result<(), Error> {
+    pub(crate) fn ensure_roots(&self, writer: &WriterLock) -> Result<(), Error> {
         match self.read_roots() {
             Ok(Some(_)) | Err(_) => Ok(()),
-            Ok(None) => self.update_roots(lock, |_| {}),
+            Ok(None) => self.update_roots(writer, |_| {}),
         }
     }
 
     /// After an entry folder is gone: drops ids without a folder. A damaged record is left alone.
-    pub(crate) fn prune_roots(&self, lock: &WriterLock) -> Result<(), Error> {
+    pub(crate) fn prune_roots(&self, writer: &WriterLock) -> Result<(), Error> {
         match self.read_roots() {
             Err(_) => Ok(()),
-            Ok(_) => self.update_roots(lock, |_| {}),
+            Ok(_) => self.update_roots(writer, |_| {}),
         }
     }
 }

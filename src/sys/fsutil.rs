@@ -157,6 +157,11 @@ pub fn human_size(bytes: u64) -> String {
     indicatif::BinaryBytes(bytes).to_string()
 }
 
+/// Debug builds: the step of [`fault_point`] at which the process aborts.
+pub const TEST_ABORT_AT_VAR: &str = "CUENV_TEST_ABORT_AT";
+/// Debug builds: the step of [`fault_error`] that fails with an I/O error.
+pub const TEST_FAIL_AT_VAR: &str = "CUENV_TEST_FAIL_AT";
+
 /// Test hook: `CUENV_TEST_ABORT_AT=<step>` aborts the process at that step, to prove that
 /// the next writer finishes or undoes what was cut short (the kill matrix in
 /// `tests/it/kill_matrix.rs` and `tests/it/apply_tx.rs`). Steps of a switch (`generation`):
@@ -170,7 +175,7 @@ pub fn human_size(bytes: u64) -> String {
 /// reads no such variable.
 #[cfg(debug_assertions)]
 pub fn fault_point(step: &str) {
-    if std::env::var("CUENV_TEST_ABORT_AT").is_ok_and(|s| s == step) {
+    if std::env::var(TEST_ABORT_AT_VAR).is_ok_and(|s| s == step) {
         std::process::abort();
     }
 }
@@ -184,7 +189,7 @@ pub fn fault_point(_step: &str) {}
 /// Steps (apply): `write-lock`, `save-checks`, `link-probe` (the test link of `link::probe`). Debug builds only.
 #[cfg(debug_assertions)]
 pub fn fault_error(step: &str) -> io::Result<()> {
-    match std::env::var("CUENV_TEST_FAIL_AT") {
+    match std::env::var(TEST_FAIL_AT_VAR) {
         Ok(s) if s == step => Err(io::Error::other(format!("failure injected at {step} (CUENV_TEST_FAIL_AT)"))),
         _ => Ok(()),
     }

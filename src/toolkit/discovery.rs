@@ -97,15 +97,15 @@ fn is_cuda_path_versioned(name: &str) -> bool {
     digits(parts.next()) && digits(parts.next()) && parts.next().is_none()
 }
 
-/// The roots named by [`PATHS_VAR`] (`std::env::split_paths`; empty entries ignored).
+/// The roots named by [`TOOLKIT_PATHS_VAR`] (`std::env::split_paths`; empty entries ignored).
 fn extra_roots(env: &dyn Env) -> Vec<Candidate> {
-    match nonempty(env.var(PATHS_VAR)) {
-        Some(v) => std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).map(|p| Candidate::new(p, PATHS_VAR, true)).collect(),
+    match nonempty(env.var(TOOLKIT_PATHS_VAR)) {
+        Some(v) => std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).map(|p| Candidate::new(p, TOOLKIT_PATHS_VAR, true)).collect(),
         None => Vec::new(),
     }
 }
 
-/// Finds the CUDA toolkits in [`default_roots`] and [`PATHS_VAR`]: deduplicated by
+/// Finds the CUDA toolkits in [`default_roots`] and [`TOOLKIT_PATHS_VAR`]: deduplicated by
 /// canonical path (compared case-insensitively on Windows; a `/usr/local/cuda` link to
 /// `/usr/local/cuda-12.6` is one toolkit found by two names), sorted by version (unknown
 /// last) then root. Roots that are missing or are not toolkits are left out; see
@@ -242,12 +242,12 @@ mod tests {
         let d = two_roots_by_paths_var(a.path(), b.path());
         let versions: Vec<String> = d.toolkits.iter().map(|t| t.version.as_ref().unwrap().to_string()).collect();
         assert_eq!(versions, ["11.8.0", "12.6.2"]);
-        assert!(d.toolkits.iter().all(|t| t.found_by == [PATHS_VAR]));
+        assert!(d.toolkits.iter().all(|t| t.found_by == [TOOLKIT_PATHS_VAR]));
         assert_eq!(d.skipped.len(), 1);
         assert_eq!(d.skipped[0].path, a.path().join("missing"));
         assert!(d.skipped[0].reason.contains("does not exist"), "{:?}", d.skipped);
         // Unset / empty variable: nothing.
-        assert!(discover(&FakeEnv::new().set(PATHS_VAR, "")).is_empty());
+        assert!(discover(&FakeEnv::new().set(TOOLKIT_PATHS_VAR, "")).is_empty());
     }
 
     #[test]

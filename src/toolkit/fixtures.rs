@@ -89,7 +89,7 @@ pub(crate) fn toolkit_with_hand_copied_cudnn8(dir: &Path) -> super::Toolkit {
     write(&dir.join("lib64/libcudnn.so.8"), "fake");
     write(&dir.join("lib64/libcudnn_ops_infer.so.8"), "fake");
     let mut t = super::inspect_root(dir).unwrap();
-    t.found_by.push(super::PATHS_VAR.into());
+    t.found_by.push(crate::home::settings::TOOLKIT_PATHS_VAR.into());
     t
 }
 
@@ -100,5 +100,5 @@ pub(crate) fn two_roots_by_paths_var(a: &Path, b: &Path) -> super::Discovery {
     linux_toolkit(b, "11.8.0");
     let missing = a.join("missing");
     let paths = std::env::join_paths([a, b, missing.as_path(), a]).unwrap();
-    super::discover_all(&FakeEnv::new().set(super::PATHS_VAR, paths))
+    super::discover_all(&FakeEnv::new().set(crate::home::settings::TOOLKIT_PATHS_VAR, paths))
 }

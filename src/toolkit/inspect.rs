@@ -514,7 +514,7 @@ mod tests {
         linux_toolkit(good.path(), "12.1.0");
         fs::remove_file(tmp.path().join("version.txt")).unwrap();
         let paths = std::env::join_paths([tmp.path(), good.path()]).unwrap();
-        let found = discover(&FakeEnv::new().set(PATHS_VAR, paths));
+        let found = discover(&FakeEnv::new().set(TOOLKIT_PATHS_VAR, paths));
         assert_eq!(found.len(), 2);
         assert_eq!(found[0].version, Some(v("12.1.0")));
         assert_eq!(found[1].version, None);

@@ -44,13 +44,11 @@ use serde::Serialize;
 use crate::cudnn::platform::Platform;
 use crate::cudnn::version::Version;
 use crate::error::{Diagnose, ExitCode};
+use crate::home::settings::TOOLKIT_PATHS_VAR;
 
 pub use discovery::{Candidate, default_roots, discover, discover_all, discover_from};
 pub use env::{Env, ProcessEnv};
 pub use inspect::inspect_root;
-
-/// The variable that names extra toolkit roots, separated like `PATH` (`:` on Linux, `;` on Windows).
-pub const PATHS_VAR: &str = "CUENV_TOOLKIT_PATHS";
 
 /// The `found_by` label of the Windows installer's default location.
 pub const WINDOWS_GLOB_LABEL: &str = r"%ProgramFiles%\NVIDIA GPU Computing Toolkit\CUDA\v*";
@@ -210,7 +208,7 @@ mod tests {
         let json = serde_json::to_value(&t).unwrap();
         assert_eq!(json["version"], "12.6.2");
         assert_eq!(json["version_source"], "version.json");
-        assert_eq!(json["found_by"][0], PATHS_VAR);
+        assert_eq!(json["found_by"][0], TOOLKIT_PATHS_VAR);
         assert_eq!(json["root"], t.root.to_string_lossy().as_ref());
         assert!(json["runtime"].as_str().unwrap().ends_with("libcudart.so.12"));
         assert!(json["platform"].is_null());

@@ -78,23 +78,24 @@ pub enum Error {
     PinMismatch { project: String, pinned: String, served: String },
 }
 
-impl crate::error::Diagnose for Error {
-    fn hint(&self) -> Option<String> {
-        match self {
-            Error::Fetch(e) => e.hint(),
-            Error::Wheel { .. } | Error::Empty { .. } => Some("the index served an unexpected wheel; check `pypi-index` / CUENV_PYPI_INDEX".into()),
-            Error::Write { path, source } => Some(crate::error::io_hint(path, source)),
-            Error::PinMismatch { .. } => Some(
-                "the index serves a different file for this version: check `pypi-index` / CUENV_PYPI_INDEX, or delete `cuda-wheels` from lab.lock to accept it"
-                    .into(),
-            ),
+crate::error::diagnose! {
+    impl Diagnose for Error {
+        transparent Fetch;
+        fn hint(&self) -> Option<String> {
+            match self {
+                Error::Wheel { .. } | Error::Empty { .. } => Some("the index served an unexpected wheel; check `pypi-index` / CUENV_PYPI_INDEX".into()),
+                Error::Write { path, source } => Some(crate::error::io_hint(path, source)),
+                Error::PinMismatch { .. } => Some(
+                    "the index serves a different file for this version: check `pypi-index` / CUENV_PYPI_INDEX, or delete `cuda-wheels` from lab.lock to accept it"
+                        .into(),
+                ),
+            }
         }
-    }
-    fn exit_code(&self) -> crate::error::ExitCode {
-        match self {
-            Error::Fetch(e) => e.exit_code(),
-            Error::PinMismatch { .. } => crate::error::ExitCode::Invalid,
-            _ => crate::error::ExitCode::Failure,
+        fn exit_code(&self) -> crate::error::ExitCode {
+            match self {
+                Error::PinMismatch { .. } => crate::error::ExitCode::Invalid,
+                _ => crate::error::ExitCode::Failure,
+            }
         }
     }
 }
@@ -137,7 +138,7 @@ pub fn find(layout: &Layout, prefix: &Version, platform: Platform) -> Option<Pat
 /// `prefetch` holds is taken from it ([`fetch::Prefetch::take`]).
 pub fn ensure(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     endpoints: &Endpoints,
     prefix: &Version,
     platform: Platform,
@@ -165,7 +166,7 @@ pub fn ensure(
         artifacts.push(a);
     }
     let mut downloads = Vec::new();
-    for (project, d) in projects.iter().zip(fetch::download_all(layout, lock, &client, &artifacts, prefetch, progress)) {
+    for (project, d) in projects.iter().zip(fetch::download_all(layout, writer, &client, &artifacts, prefetch, progress)) {
         downloads.push((project.clone(), d?));
     }
     assemble(layout, prefix, platform, downloads)
@@ -176,7 +177,7 @@ pub fn ensure(
 /// `prefetch` holds is taken from it ([`fetch::Prefetch::take`]).
 pub fn ensure_pinned(
     layout: &Layout,
-    lock: &WriterLock,
+    writer: &WriterLock,
     endpoints: &Endpoints,
     pinned: &[WheelRecord],
     platform: Platform,
@@ -193,7 +194,7 @@ pub fn ensure_pinned(
         artifacts.push(fetch::resolve_wheel(&client, endpoints, &w.project, &w.version, platform, &what)?);
     }
     let mut downloads = Vec::new();
-    for (w, d) in pinned.iter().zip(fetch::download_all(layout, lock, &client, &artifacts, prefetch, progress)) {
+    for (w, d) in pinned.iter().zip(fetch::download_all(layout, writer, &client, &artifacts, prefetch, progress)) {
         let d = d?;
         if w.sha256.parse::<crate::sys::sha256::Sha256>().ok() != Some(d.sha256) {
             return Err(Error::PinMismatch { project: format!("{}=={}", w.project, w.version), pinned: w.sha256.clone(), served: d.sha256.to_string() });

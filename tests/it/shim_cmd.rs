@@ -38,7 +38,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use cuenv::shim::{Activation, Layer, Shell, check_cmd_line_limit, file_name, render_activate, render_deactivate};
+use cuenv::shim::{Activation, Layer, Shell, file_name, render_activate, render_deactivate, validate_cmd_line_limit};
 
 type Env = BTreeMap<String, String>;
 
@@ -421,7 +421,7 @@ fn switching_profiles() {
 /// A PATH whose length is exactly the most the .bat accepts: activated, restored exactly.
 fn long_path_case(name: &'static str, extra: usize, dx: bool) -> (Activation, Run) {
     let a = activation("torch2", r"C:\cuenv\p");
-    let max = (0..20_000).rev().find(|&n| check_cmd_line_limit(n, &a).is_ok()).unwrap();
+    let max = (0..20_000).rev().find(|&n| validate_cmd_line_limit(n, &a).is_ok()).unwrap();
     let mut path = base_path();
     let mut i = 0;
     while path.len() < max + extra {

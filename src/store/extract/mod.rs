@@ -63,7 +63,7 @@ pub const MAX_TOTAL: u64 = 16 << 30;
 /// lower cap from `CUENV_TEST_MAX_EXPANSION` (bytes), so tests need not write gigabytes.
 pub fn expansion_bound(input_size: u64) -> u64 {
     #[cfg(debug_assertions)]
-    let cap = std::env::var("CUENV_TEST_MAX_EXPANSION").ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_TOTAL);
+    let cap = std::env::var(crate::home::settings::TEST_MAX_EXPANSION_VAR).ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_TOTAL);
     #[cfg(not(debug_assertions))]
     let cap = MAX_TOTAL;
     input_size.saturating_mul(MAX_TOTAL_RATIO).max(TOTAL_RATIO_FLOOR).min(cap)

@@ -90,7 +90,7 @@ impl Store<'_> {
     /// Rewrites the index (atomically), dropping lines whose entry folder
     /// is gone; rebuilt from the entries when missing or unreadable. Needs the writer lock.
     /// `adding` names an entry about to be published, kept although its folder is not there yet.
-    fn update_sources(&self, _lock: &WriterLock, adding: Option<(Sha256, Source)>) -> Result<(), Error> {
+    fn update_sources(&self, _writer: &WriterLock, adding: Option<(Sha256, Source)>) -> Result<(), Error> {
         let mut sources = self.read_sources().unwrap_or_else(|| self.scan_sources());
         let store = self.layout.store_dir();
         sources.retain(|_, s| store.join(&s.entry).is_dir());
@@ -104,15 +104,15 @@ impl Store<'_> {
 
     /// Records that the entry `name`, about to be published, was imported from an archive of
     /// `size` bytes whose SHA-256 is `sha256`. Written before the commit rename.
-    pub(crate) fn record_source(&self, lock: &WriterLock, sha256: Sha256, size: u64, name: &str) -> Result<(), Error> {
-        self.update_sources(lock, Some((sha256, Source { entry: name.to_string(), size })))
+    pub(crate) fn record_source(&self, writer: &WriterLock, sha256: Sha256, size: u64, name: &str) -> Result<(), Error> {
+        self.update_sources(writer, Some((sha256, Source { entry: name.to_string(), size })))
     }
 
     /// Drops the lines of entries that are gone (after `store remove` / `gc`'s rename).
-    pub(crate) fn prune_sources(&self, lock: &WriterLock) -> Result<(), Error> {
+    pub(crate) fn prune_sources(&self, writer: &WriterLock) -> Result<(), Error> {
         if !self.sources_path().exists() {
             return Ok(());
         }
-        self.update_sources(lock, None)
+        self.update_sources(writer, None)
     }
 }
