@@ -29,6 +29,26 @@ use crate::home::layout::Layout;
 use crate::link::{self, LinkKind};
 use crate::shim;
 
+/// What was put back: a view link or a conda shim (`link`, `shim` in JSON and in messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RepairKind {
+    /// A view link under `generations/<N>/views/`.
+    Link,
+    /// A conda shim the manifest names.
+    Shim,
+}
+
+impl RepairKind {
+    /// `link` or `shim`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RepairKind::Link => "link",
+            RepairKind::Shim => "shim",
+        }
+    }
+}
+
 /// What was wrong with a link or shim before it was put back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -46,8 +66,8 @@ pub enum Was {
 /// One link or shim put back.
 #[derive(Debug, Clone, Serialize)]
 pub struct Repaired {
-    /// `link` or `shim`.
-    pub kind: &'static str,
+    /// A link or a shim.
+    pub kind: RepairKind,
     /// Where it lives.
     pub path: PathBuf,
     /// What it was.
@@ -63,7 +83,7 @@ impl Repaired {
             Was::OtherGeneration => "held another generation's shim; it carries cuenv's marker, so it is cuenv's to replace",
             Was::Retargeted => "pointed elsewhere",
         };
-        format!("{} {} ({was})", self.kind, self.path.display())
+        format!("{} {} ({was})", self.kind.as_str(), self.path.display())
     }
 }
 
@@ -191,7 +211,7 @@ fn fix(layout: &Layout, m: &Manifest, write: bool) -> Result<Repair, generation:
             }
             crate::sys::fsutil::write_atomic(&s.path, &want).map_err(|e| io_err("write the shim", &s.path, e))?;
         }
-        out.repaired.push(Repaired { kind: "shim", path: s.path.clone(), was });
+        out.repaired.push(Repaired { kind: RepairKind::Shim, path: s.path.clone(), was });
     }
     Ok(out)
 }
@@ -213,7 +233,7 @@ fn repair_link(kind: LinkKind, at: &Path, target: &Path, write: bool, out: &mut 
                 let scratch = at.with_file_name(format!(".{}.new", at.file_name().unwrap_or_default().to_string_lossy()));
                 link::retarget(kind, at, target, &scratch)?;
             }
-            out.repaired.push(Repaired { kind: "link", path: at.to_path_buf(), was: Was::Retargeted });
+            out.repaired.push(Repaired { kind: RepairKind::Link, path: at.to_path_buf(), was: Was::Retargeted });
         }
         Err(_) if fs::symlink_metadata(at).is_ok() => out
             .unrepaired
@@ -225,7 +245,7 @@ fn repair_link(kind: LinkKind, at: &Path, target: &Path, write: bool, out: &mut 
                 }
                 link::create(kind, target, at)?;
             }
-            out.repaired.push(Repaired { kind: "link", path: at.to_path_buf(), was: Was::Deleted });
+            out.repaired.push(Repaired { kind: RepairKind::Link, path: at.to_path_buf(), was: Was::Deleted });
         }
     }
     Ok(())

@@ -193,8 +193,8 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report
                 for r in &repair.repaired {
                     writeln!(ctx.out(), "{r}");
                 }
-                let count = |kind: &str| repair.repaired.iter().filter(|r| r.kind == kind).count();
-                let (links, shims) = (count("link"), count("shim"));
+                let count = |kind: apply::RepairKind| repair.repaired.iter().filter(|r| r.kind == kind).count();
+                let (links, shims) = (count(apply::RepairKind::Link), count(apply::RepairKind::Shim));
                 let said = |k: usize, one: &str| (k > 0).then(|| format!("{k} {one}{}", if k == 1 { "" } else { "s" }));
                 let what: Vec<String> = [said(links, "link"), said(shims, "shim")].into_iter().flatten().collect();
                 writeln!(

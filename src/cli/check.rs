@@ -8,7 +8,7 @@ use super::{Ctx, lock_and_recover};
 use crate::check::CheckStatus;
 use crate::error::ExitCode;
 use crate::generation;
-use crate::generation::profile_check::{self, ProfileCheck};
+use crate::generation::profile_check::{self, NoteKind, ProfileCheck};
 use crate::generation::rollback::NoGeneration;
 
 /// The check options for this process: this executable as the probe child, this process's
@@ -37,12 +37,11 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
         }
     }
     if ctx.verbose {
-        for n in pc.result.notes.iter().filter(|n| !n.starts_with(profile_check::INCOMPLETE_NOTE) && !n.starts_with(profile_check::DAMAGED_NOTE)) {
+        for n in pc.result.notes.iter().filter(|n| !matches!(NoteKind::of(n), Some(NoteKind::Incomplete | NoteKind::Damaged))) {
             writeln!(ctx.out(), "    note: {n}");
         }
     }
-    let warned = [profile_check::INCOMPLETE_NOTE, profile_check::UNRUN_NOTE, profile_check::DAMAGED_NOTE];
-    for n in pc.result.notes.iter().filter(|n| warned.iter().any(|w| n.starts_with(w))) {
+    for n in pc.result.notes.iter().filter(|n| NoteKind::of(n).is_some()) {
         writeln!(ctx.err(), "warning: profile {}: {n}", pc.profile);
     }
     // No GPU: said once per run (each profile with --verbose).

@@ -8,7 +8,7 @@ use super::Ctx;
 use super::diagnostics::Report;
 use crate::error::ExitCode;
 use crate::generation::profile_check;
-use crate::generation::status::{self, Health};
+use crate::generation::status::{self, Health, State};
 
 /// `cuenv status`. Exit 3 when a link or shim is damaged or stray, or `active` dangles.
 pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
@@ -50,12 +50,12 @@ pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
             }
             for h in p.links.iter().chain(&p.shims) {
                 if ctx.verbose || !h.ok() {
-                    writeln!(ctx.out(), "    {:<9} {}", if h.ok() { "ok" } else { h.state.as_str() }, h.path.display());
+                    writeln!(ctx.out(), "    {:<9} {}", if h.ok() { &State::Ok } else { &h.state }, h.path.display());
                 }
             }
             // A link-free generation's "links" are the real folders it names (`ok (direct)`).
-            fine_folders += p.links.iter().filter(|h| h.state == "ok (direct)").count();
-            fine_links += p.links.iter().filter(|h| h.ok() && h.state != "ok (direct)").count();
+            fine_folders += p.links.iter().filter(|h| h.state == State::Direct).count();
+            fine_links += p.links.iter().filter(|h| h.ok() && h.state != State::Direct).count();
             fine_shims += p.shims.iter().filter(|h| h.ok()).count();
         }
         if !ctx.verbose && fine_links + fine_folders + fine_shims > 0 {
@@ -121,18 +121,18 @@ fn damage_hint(ctx: &Ctx, s: &status::Status) {
     let mut gone: Vec<&Path> = Vec::new();
     for p in &s.profiles {
         for h in &p.links {
-            match h.state.as_str() {
-                st if st.starts_with("ok") => {}
-                "missing" if h.path.starts_with(ctx.layout.profiles_dir()) => repairable.push(&h.path),
-                st if st.starts_with("retargeted") => repairable.push(&h.path),
+            match &h.state {
+                st if st.ok() => {}
+                State::Missing if h.path.starts_with(ctx.layout.profiles_dir()) => repairable.push(&h.path),
+                State::Retargeted(_) => repairable.push(&h.path),
                 _ => gone.push(&h.path),
             }
         }
         for h in &p.shims {
-            match h.state.as_str() {
-                "missing" | "modified" => repairable.push(&h.path),
-                status::STRAY if listed(h) => repairable.push(&h.path),
-                "foreign" => foreign.push(&h.path),
+            match h.state {
+                State::Missing | State::Modified => repairable.push(&h.path),
+                State::Stray if listed(h) => repairable.push(&h.path),
+                State::Foreign => foreign.push(&h.path),
                 _ => {}
             }
         }
@@ -176,7 +176,7 @@ fn stray_hint(ctx: &Ctx, s: &status::Status) {
         .profiles
         .iter()
         .flat_map(|p| &p.shims)
-        .filter(|h| h.state == status::STRAY && !s.listed_shims.iter().any(|l| l == &h.path))
+        .filter(|h| h.state == State::Stray && !s.listed_shims.iter().any(|l| l == &h.path))
         .map(|h| h.path.as_path())
         .collect();
     if unlisted.is_empty() {

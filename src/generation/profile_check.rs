@@ -71,17 +71,39 @@ pub fn profile_env(
     }
 }
 
-/// The start of the note a check adds for an entry added with `--allow-incomplete`; `check`
-/// prints such notes as warnings.
-pub const INCOMPLETE_NOTE: &str = "incomplete set:";
+/// The notes a check adds beyond the probe's own, each told by how its text starts
+/// ([`NoteKind::lead`]); `check` prints them as warnings. The notes stay text (`notes` in
+/// `--json` and in the saved results); [`NoteKind::of`] tells a note's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteKind {
+    /// The profile's store entry was added with `--allow-incomplete`.
+    Incomplete,
+    /// An activation script of another shell that the check did not run
+    /// ([`activate::unrun_scripts`]).
+    Unrun,
+    /// The profile's own conda shim (the one the check runs) is missing or no longer what
+    /// the generation wrote.
+    Damaged,
+}
 
-/// The start of the note a check adds for an activation script of another shell that it did
-/// not run ([`activate::unrun_scripts`]); `check` prints such notes as warnings.
-pub const UNRUN_NOTE: &str = "other shell:";
+impl NoteKind {
+    /// Every kind.
+    pub const ALL: [NoteKind; 3] = [NoteKind::Incomplete, NoteKind::Unrun, NoteKind::Damaged];
 
-/// The start of the note a check adds when the profile's own conda shim (the one the check
-/// runs) is missing or no longer what the generation wrote; `check` prints it as a warning.
-pub const DAMAGED_NOTE: &str = "damaged shim:";
+    /// The text a note of this kind starts with.
+    pub fn lead(self) -> &'static str {
+        match self {
+            NoteKind::Incomplete => "incomplete set:",
+            NoteKind::Unrun => "other shell:",
+            NoteKind::Damaged => "damaged shim:",
+        }
+    }
+
+    /// The kind of `note`; `None` for the probe's own notes.
+    pub fn of(note: &str) -> Option<NoteKind> {
+        NoteKind::ALL.into_iter().find(|k| note.starts_with(k.lead()))
+    }
+}
 
 /// The note for profile `view`'s activate shim of this platform's shell (`.sh`; `.bat` on
 /// Windows) in generation `m`, when it is missing or its bytes differ from the recorded hash:
@@ -100,7 +122,8 @@ fn damaged_shim_note(m: &crate::generation::Manifest, view: &crate::generation::
         Ok(_) => return None,
     };
     Some(format!(
-        "{DAMAGED_NOTE} {} {state}, so the check ran the conda env's activation without it; `cuenv apply {}` puts it back",
+        "{} {} {state}, so the check ran the conda env's activation without it; `cuenv apply {}` puts it back",
+        NoteKind::Damaged.lead(),
         s.path.display(),
         m.source.display()
     ))
@@ -111,7 +134,8 @@ fn incomplete_note(entry_dir: &std::path::Path) -> Option<String> {
     let meta = crate::store::entry::EntryMeta::read(entry_dir).ok()?;
     (!meta.incomplete.is_empty()).then(|| {
         format!(
-            "{INCOMPLETE_NOTE} the store entry {} was added with --allow-incomplete and lacks {}: the loader takes those from another folder, or cuDNN fails when it needs them",
+            "{} the store entry {} was added with --allow-incomplete and lacks {}: the loader takes those from another folder, or cuDNN fails when it needs them",
+            NoteKind::Incomplete.lead(),
             meta.name,
             meta.incomplete.join(", ")
         )
@@ -153,7 +177,8 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                 // Scripts of other shells the check did not run.
                 for (script, vars) in view.conda_env.as_deref().map(activate::unrun_scripts).unwrap_or_default() {
                     result.notes.push(format!(
-                        "{UNRUN_NOTE} {} changes {} and was not run by the check (it ran the {} scripts only): in a shell that runs it, this profile may load another cuDNN than the check saw",
+                        "{} {} changes {} and was not run by the check (it ran the {} scripts only): in a shell that runs it, this profile may load another cuDNN than the check saw",
+                        NoteKind::Unrun.lead(),
                         script.display(),
                         vars.join(" and "),
                         if cfg!(windows) { ".bat" } else { ".sh" }
@@ -280,6 +305,15 @@ impl crate::error::Diagnose for CheckFailed {
 mod tests {
     use super::*;
     use crate::profile::Check;
+
+    /// A note's kind is told by its lead; the probe's own notes have none.
+    #[test]
+    fn a_note_kind_is_told_by_its_lead() {
+        for k in NoteKind::ALL {
+            assert_eq!(NoteKind::of(&format!("{} something", k.lead())), Some(k));
+        }
+        assert_eq!(NoteKind::of("cuDNN loaded from the profile's entry: libcudnn.so.9"), None);
+    }
 
     /// Versions print as `9.5.0` and `12.6`, never as cuDNN's integers.
     #[test]

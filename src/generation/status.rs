@@ -23,22 +23,77 @@ use crate::home::layout::Layout;
 use crate::link;
 use crate::shim;
 
-/// One link's or shim's state: `ok -> <target>`, `ok (copy)`, `ok (direct)` (a real folder a
-/// link-free generation names), `ok`, `missing`, `dangling`, `retargeted -> <target>` (a view
-/// link to another place than the manifest's), `foreign`, `modified`, `stray`.
+/// One link's or shim's state. Said (and in JSON: `state`) as its text, given with each
+/// variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// `ok -> <target>`: a view link to the target the manifest gives.
+    Linked(PathBuf),
+    /// `ok (copy)`: a copied cuDNN entry of an old `copy` generation.
+    Copy,
+    /// `ok (direct)`: a real folder a link-free generation names.
+    Direct,
+    /// `ok`: a shim holding the bytes the manifest recorded.
+    Ok,
+    /// `missing`: nothing there.
+    Missing,
+    /// `dangling`: a view link whose target is gone.
+    Dangling,
+    /// `retargeted -> <target>`: a view link to another place than the manifest's.
+    Retargeted(PathBuf),
+    /// `foreign`: a file without cuenv's marker at a shim's path.
+    Foreign,
+    /// `modified`: a shim of cuenv's whose bytes differ from the recorded ones.
+    Modified,
+    /// `stray`: a shim of cuenv's that is not the current generation's.
+    Stray,
+}
+
+impl State {
+    /// Whether the state is one of the `ok` ones.
+    pub fn ok(&self) -> bool {
+        matches!(self, State::Linked(_) | State::Copy | State::Direct | State::Ok)
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = match self {
+            State::Linked(t) => return f.pad(&format!("ok -> {}", t.display())),
+            State::Retargeted(t) => return f.pad(&format!("retargeted -> {}", t.display())),
+            State::Copy => "ok (copy)",
+            State::Direct => "ok (direct)",
+            State::Ok => "ok",
+            State::Missing => "missing",
+            State::Dangling => "dangling",
+            State::Foreign => "foreign",
+            State::Modified => "modified",
+            State::Stray => "stray",
+        };
+        f.pad(text)
+    }
+}
+
+impl Serialize for State {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// One link's or shim's health.
 #[derive(Debug, Serialize)]
 pub struct Health {
     /// The link or shim (lossy in JSON: a stray shim's name may not be UTF-8).
     #[serde(serialize_with = "crate::sys::paths::ser_lossy")]
     pub path: PathBuf,
     /// Its state.
-    pub state: String,
+    pub state: State,
 }
 
 impl Health {
     /// Whether the state is one of the `ok` ones.
     pub fn ok(&self) -> bool {
-        self.state.starts_with("ok")
+        self.state.ok()
     }
 }
 
@@ -104,12 +159,12 @@ pub fn active_profile(layout: &Layout) -> Option<(String, bool)> {
 }
 
 /// A shim's state from its bytes (`None`: unreadable) and the SHA-256 the manifest recorded.
-pub fn shim_state(bytes: Option<&[u8]>, sha256: &crate::sys::sha256::Sha256) -> &'static str {
+pub fn shim_state(bytes: Option<&[u8]>, sha256: &crate::sys::sha256::Sha256) -> State {
     match bytes {
-        None => "missing",
-        Some(b) if !shim::is_ours(&String::from_utf8_lossy(b)) => "foreign",
-        Some(b) if generation::shim_sha256(b) != *sha256 => "modified",
-        Some(_) => "ok",
+        None => State::Missing,
+        Some(b) if !shim::is_ours(&String::from_utf8_lossy(b)) => State::Foreign,
+        Some(b) if generation::shim_sha256(b) != *sha256 => State::Modified,
+        Some(_) => State::Ok,
     }
 }
 
@@ -142,20 +197,17 @@ pub fn stray_shims(env: &std::path::Path, ours: &[generation::ShimRecord]) -> Ve
 /// A view link's state: `missing` (no link there), `retargeted -> <target>` (a link to
 /// another place than `want`, what the manifest gives), `dangling` (its target is gone),
 /// `ok -> <target>`; a copied cuDNN entry is `ok (copy)` or `missing`.
-fn link_state(at: &std::path::Path, want: &std::path::Path, copied: bool) -> String {
+fn link_state(at: &std::path::Path, want: &std::path::Path, copied: bool) -> State {
     if copied {
-        return if at.is_dir() { "ok (copy)" } else { "missing" }.to_string();
+        return if at.is_dir() { State::Copy } else { State::Missing };
     }
     match link::read(at) {
-        Err(_) => "missing".into(),
-        Ok(t) if !crate::sys::paths::same_path(&t, want) => format!("retargeted -> {}", t.display()),
-        Ok(_) if !at.exists() => "dangling".into(),
-        Ok(t) => format!("ok -> {}", t.display()),
+        Err(_) => State::Missing,
+        Ok(t) if !crate::sys::paths::same_path(&t, want) => State::Retargeted(t),
+        Ok(_) if !at.exists() => State::Dangling,
+        Ok(t) => State::Linked(t),
     }
 }
-
-/// The state of a cuenv shim that is not the current generation's.
-pub const STRAY: &str = "stray";
 
 /// Reads the state of `layout`'s home.
 pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
@@ -180,7 +232,7 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
                 [f.cuda, f.cudnn, f.cudnn_lib, f.cuda_lib]
                     .into_iter()
                     .map(|at| {
-                        let state = if at.is_dir() { "ok (direct)" } else { "missing" }.to_string();
+                        let state = if at.is_dir() { State::Direct } else { State::Missing };
                         Health { path: at, state }
                     })
                     .collect()
@@ -208,10 +260,10 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
                 .map(|s| {
                     let bytes = std::fs::read(&s.path).ok();
                     let state = match shim_state(bytes.as_deref(), &s.sha256) {
-                        "modified" if bytes.as_deref().is_some_and(|b| other_generations.contains(&generation::shim_sha256(b))) => STRAY,
+                        State::Modified if bytes.as_deref().is_some_and(|b| other_generations.contains(&generation::shim_sha256(b))) => State::Stray,
                         state => state,
                     };
-                    Health { path: s.path.clone(), state: state.into() }
+                    Health { path: s.path.clone(), state }
                 })
                 .collect();
             // The env's stray shims go with the first profile that names the env.
@@ -219,7 +271,7 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
                 && !scanned.iter().any(|e| crate::sys::paths::same_place(e, env))
             {
                 scanned.push(env.clone());
-                shims.extend(stray_shims(env, &m.shims).into_iter().map(|path| Health { path, state: STRAY.into() }));
+                shims.extend(stray_shims(env, &m.shims).into_iter().map(|path| Health { path, state: State::Stray }));
             }
             profiles.push(ProfileStatus {
                 name: p.name.clone(),
@@ -232,7 +284,7 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
             });
         }
     }
-    let healthy = !active_dangling && profiles.iter().all(|p| p.links.iter().all(Health::ok) && p.shims.iter().all(|h| h.state == "ok"));
+    let healthy = !active_dangling && profiles.iter().all(|p| p.links.iter().all(Health::ok) && p.shims.iter().all(|h| h.state == State::Ok));
     Ok(Status { active, active_dangling, generation: cur, healthy, interrupted_switch, profiles, source, listed_shims })
 }
 
@@ -247,10 +299,34 @@ mod tests {
             &shim::render_activate(shim::Shell::Posix, &crate::env::view::activation(&Layout::new("/h"), "p", crate::cudnn::platform::Platform::LinuxX86_64)),
         );
         let sha = crate::sys::sha256::Sha256::of(&ours);
-        assert_eq!(shim_state(Some(&ours), &sha), "ok");
-        assert_eq!(shim_state(Some(&ours), &"0".repeat(64).parse().unwrap()), "modified");
-        assert_eq!(shim_state(Some(b"echo hi\n"), &sha), "foreign");
-        assert_eq!(shim_state(None, &sha), "missing");
+        assert_eq!(shim_state(Some(&ours), &sha), State::Ok);
+        assert_eq!(shim_state(Some(&ours), &"0".repeat(64).parse().unwrap()), State::Modified);
+        assert_eq!(shim_state(Some(b"echo hi\n"), &sha), State::Foreign);
+        assert_eq!(shim_state(None, &sha), State::Missing);
+    }
+
+    /// Each state is said, and written in JSON, as its text; `status` pads it.
+    #[test]
+    fn states_are_said_as_their_text() {
+        let t = PathBuf::from("/t");
+        let all = [
+            State::Linked(t.clone()),
+            State::Copy,
+            State::Direct,
+            State::Ok,
+            State::Missing,
+            State::Dangling,
+            State::Retargeted(t.clone()),
+            State::Foreign,
+            State::Modified,
+            State::Stray,
+        ];
+        let said: Vec<String> = all.iter().map(State::to_string).collect();
+        let want = ["ok -> /t", "ok (copy)", "ok (direct)", "ok", "missing", "dangling", "retargeted -> /t", "foreign", "modified", "stray"];
+        assert_eq!(said, want);
+        assert_eq!(all.iter().filter(|s| s.ok()).count(), 4);
+        assert_eq!(serde_json::to_string(&State::Retargeted(t)).unwrap(), "\"retargeted -> /t\"");
+        assert_eq!(format!("{:<9}|", State::Missing), "missing  |");
     }
 
     #[test]
