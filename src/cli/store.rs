@@ -90,196 +90,216 @@ fn row<'a>(meta: &'a crate::store::entry::EntryMeta, dir: &std::path::Path, exis
 pub fn run(ctx: &Ctx, cmd: StoreCommand) -> Result<ExitCode, Report> {
     let store = Store::new(&ctx.layout);
     match cmd {
-        StoreCommand::Add { paths, sha256, cuda, allow_incomplete, json } => {
-            if sha256.is_some() && paths.len() > 1 {
-                return Err(crate::error::Hinted::new(
-                    format!("--sha256 applies to one input, but {} were given", paths.len()),
-                    "add them one at a time, each with its own --sha256",
-                    ExitCode::Invalid,
-                )
-                .into());
-            }
-            let writer = super::writer_lock(ctx)?;
-            store.clean_leftovers(&writer)?;
-            let sha256 = sha256.map(|s| s.parse().map_err(|_| crate::store::Error::BadSha256Arg(s))).transpose()?;
-            let opts = AddOptions { sha256, cuda, allow_incomplete, ..Default::default() };
-            let mut added = Vec::new();
-            for path in &paths {
-                let progress = reporter::for_stderr(ctx.quiet);
-                let a = store.add_by_hand(&writer, path, &opts, progress.as_ref())?;
-                if !json {
-                    if a.existed {
-                        writeln!(ctx.out(), "already in store: {} (from {})", a.meta.name, path.display());
-                        if let Some(c) = cuda.filter(|c| *c != a.meta.cuda_major) {
-                            let why = if a.meta.cuda_source == crate::store::detect::CUDA_FROM_USER {
-                                "given with --cuda when it was first added".to_string()
-                            } else {
-                                format!("read from {}", a.meta.cuda_source)
-                            };
-                            writeln!(
-                                ctx.err(),
-                                "warning: --cuda {c} contradicts the stored entry, which is for CUDA {} ({why}); the entry stays as it is",
-                                a.meta.cuda_major
-                            );
-                            writeln!(
-                                ctx.err(),
-                                "hint: if these files are for CUDA {c}, run `cuenv store remove {}`, then add them again with --cuda {c}",
-                                a.meta.name
-                            );
-                        }
-                    } else {
-                        writeln!(
-                            ctx.out(),
-                            "added {} (cuDNN {} for CUDA {}, {}, {} libraries, {})",
-                            a.meta.name,
-                            a.meta.version,
-                            a.meta.cuda_major,
-                            a.meta.platform,
-                            a.meta.library_count(),
-                            human_size(a.meta.content_size())
-                        );
-                        if a.meta.cuda_source == crate::store::detect::CUDA_FROM_USER {
-                            ctx.note(&format!(
-                                "note: CUDA {} was taken from --cuda: the libraries name no CUDA library by major, so it could not be checked",
-                                a.meta.cuda_major
-                            ));
-                        }
-                    }
-                }
-                added.push(a);
-            }
-            if json {
-                let rows: Vec<_> = added.iter().map(|a| row(&a.meta, &a.dir, Some(a.existed))).collect();
-                ctx.print_json(&rows);
-            }
-            Ok(ExitCode::Success)
-        }
-        StoreCommand::List { json } => {
-            let all = store.list();
-            if json {
-                let rows: Vec<_> = all.iter().filter_map(|(d, m)| m.as_ref().ok().map(|m| row(m, d, None))).collect();
-                ctx.print_json(&rows);
-            } else if all.is_empty() {
-                writeln!(ctx.out(), "the store at {} is empty; add a release with `cuenv store add <archive>`", ctx.layout.store_dir().display());
-            } else {
-                writeln!(ctx.out(), "{:<58} {:<10} {:>4} {:<15} {:>10}  SOURCE", "ENTRY", "CUDNN", "CUDA", "PLATFORM", "SIZE");
-                for (dir, m) in &all {
-                    match m {
-                        Ok(m) => writeln!(
-                            ctx.out(),
-                            "{:<58} {:<10} {:>4} {:<15} {:>10}  {}",
-                            m.name,
-                            m.version.to_string(),
-                            m.cuda_major,
-                            m.platform.to_string(),
-                            human_size(m.content_size()),
-                            if m.incomplete.is_empty() {
-                                m.source.name.clone()
-                            } else {
-                                format!("{} (incomplete: lacks {})", m.source.name, m.incomplete.join(", "))
-                            }
-                        ),
-                        Err(e) => writeln!(ctx.out(), "{:<58} unreadable: {e}", dir.file_name().unwrap_or_default().to_string_lossy()),
-                    }
-                }
-            }
-            for (_, m) in &all {
-                if let Err(e) = m {
-                    ctx.note(&format!("warning: {e}; run `cuenv store verify`"));
-                }
-            }
-            if let Some(note) = store.leftover_note() {
-                ctx.note(&note);
-            }
-            Ok(ExitCode::Success)
-        }
-        StoreCommand::Verify { ids, json } => {
-            // Names on disk may come from outside (a planted file): printed escaped.
-            use crate::store::member::escape;
-            // Links at the top of the store are no entries: named (all entries checked) as damage.
-            let links = if ids.is_empty() { store.top_level_links() } else { Vec::new() };
-            let targets: Vec<PathBuf> = if ids.is_empty() {
-                store.list().into_iter().map(|(d, _)| d).collect()
-            } else {
-                ids.iter().map(|q| store.find(q).map(|(d, _)| d)).collect::<Result<_, _>>()?
-            };
-            #[derive(Serialize)]
-            struct Report {
-                entry: String,
-                ok: bool,
-                #[serde(flatten)]
-                damage: crate::store::Damage,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                error: Option<String>,
-            }
-            let mut reports = Vec::new();
-            for dir in targets {
-                let entry = dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
-                match store.verify(&dir) {
-                    Ok(damage) => reports.push(Report { entry, ok: damage.is_clean(), damage, error: None }),
-                    Err(e) => reports.push(Report { entry, ok: false, damage: Default::default(), error: Some(e.to_string()) }),
-                }
-            }
-            for (link, target) in &links {
-                let entry = link.file_name().unwrap_or_default().to_string_lossy().into_owned();
-                let to = target.as_ref().map(|t| format!(" (to {})", t.display())).unwrap_or_default();
-                let error = format!("a link at the top of the store{to}, not an entry: cuenv never uses it");
-                reports.push(Report { entry, ok: false, damage: Default::default(), error: Some(error) });
-            }
-            let bad = reports.iter().filter(|r| !r.ok).count();
-            if json {
-                ctx.print_json(&reports);
-            } else {
-                for r in &reports {
-                    if r.ok {
-                        writeln!(ctx.out(), "ok       {}", escape(&r.entry));
-                        continue;
-                    }
-                    writeln!(ctx.out(), "DAMAGED  {}", escape(&r.entry));
-                    if let Some(e) = &r.error {
-                        writeln!(ctx.out(), "  {}", escape(e));
-                    }
-                    for (what, list) in [("modified", &r.damage.modified), ("missing", &r.damage.missing), ("extra", &r.damage.extra)] {
-                        for p in list {
-                            writeln!(ctx.out(), "  {what}: {}", escape(p));
-                        }
-                    }
-                    if let Some(why) = &r.damage.identity {
-                        writeln!(ctx.out(), "  {}", escape(why));
-                    }
-                }
-                if reports.is_empty() {
-                    writeln!(ctx.out(), "the store is empty; nothing to verify");
-                } else {
-                    writeln!(ctx.out(), "{} entries checked, {} damaged", reports.len(), bad);
-                }
-            }
-            if bad > 0 {
-                if !json {
-                    if bad > links.len() {
-                        writeln!(ctx.err(), "hint: remove a damaged entry with `cuenv store remove <entry>` and add its archive again");
-                    }
-                    if !links.is_empty() {
-                        let paths: Vec<String> = links.iter().map(|(l, _)| escape(&l.display().to_string())).collect();
-                        writeln!(
-                            ctx.err(),
-                            "hint: delete {} (store entries are real folders, made by `cuenv store add`): {}",
-                            if links.len() == 1 { "the link" } else { "the links" },
-                            paths.join(", ")
-                        );
-                    }
-                }
-                return Ok(ExitCode::Damaged);
-            }
-            Ok(ExitCode::Success)
-        }
+        StoreCommand::Add { paths, sha256, cuda, allow_incomplete, json } => add(ctx, &store, &paths, sha256, cuda, allow_incomplete, json),
+        StoreCommand::List { json } => list(ctx, &store, json),
+        StoreCommand::Verify { ids, json } => verify(ctx, &store, &ids, json),
         StoreCommand::Fetch(args) => super::fetch::run(ctx, args),
-        StoreCommand::Remove { id } => {
-            let writer = super::writer_lock(ctx)?;
-            store.clean_leftovers(&writer)?;
-            let meta = crate::generation::gc::remove_entry(&ctx.layout, &writer, &id)?;
-            writeln!(ctx.out(), "removed {}", meta.name);
-            Ok(ExitCode::Success)
+        StoreCommand::Remove { id } => remove(ctx, &store, &id),
+    }
+}
+
+/// `store add --cuda C` of files already stored as an entry for another CUDA major: the
+/// entry stays as it is; the warning says where its major came from (`why`) and how to
+/// store the files for `given` instead.
+#[derive(Debug, thiserror::Error)]
+#[error("--cuda {given} contradicts the stored entry, which is for CUDA {stored} ({why}); the entry stays as it is")]
+struct CudaContradicts {
+    given: u64,
+    stored: u64,
+    why: String,
+    entry: String,
+}
+
+impl crate::error::Diagnose for CudaContradicts {
+    fn hint(&self) -> Option<String> {
+        Some(format!("if these files are for CUDA {c}, run `cuenv store remove {}`, then add them again with --cuda {c}", self.entry, c = self.given))
+    }
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::Success
+    }
+}
+
+/// `store add PATH...`: imports each input by hand (a gc root), one line each.
+fn add(ctx: &Ctx, store: &Store, paths: &[PathBuf], sha256: Option<String>, cuda: Option<u64>, allow_incomplete: bool, json: bool) -> Result<ExitCode, Report> {
+    if sha256.is_some() && paths.len() > 1 {
+        return Err(crate::error::Hinted::new(
+            format!("--sha256 applies to one input, but {} were given", paths.len()),
+            "add them one at a time, each with its own --sha256",
+            ExitCode::Invalid,
+        )
+        .into());
+    }
+    let writer = super::writer_lock(ctx)?;
+    store.clean_leftovers(&writer)?;
+    let sha256 = sha256.map(|s| s.parse().map_err(|_| crate::store::Error::BadSha256Arg(s))).transpose()?;
+    let opts = AddOptions { sha256, cuda, allow_incomplete, ..Default::default() };
+    let mut added = Vec::new();
+    for path in paths {
+        let progress = reporter::for_stderr(ctx.quiet);
+        let a = store.add_by_hand(&writer, path, &opts, progress.as_ref())?;
+        if !json {
+            if a.existed {
+                writeln!(ctx.out(), "already in store: {} (from {})", a.meta.name, path.display());
+                if let Some(c) = cuda.filter(|c| *c != a.meta.cuda_major) {
+                    let why = if a.meta.cuda_source == crate::store::detect::CUDA_FROM_USER {
+                        "given with --cuda when it was first added".to_string()
+                    } else {
+                        format!("read from {}", a.meta.cuda_source)
+                    };
+                    ctx.report("warning", &CudaContradicts { given: c, stored: a.meta.cuda_major, why, entry: a.meta.name.clone() });
+                }
+            } else {
+                writeln!(
+                    ctx.out(),
+                    "added {} (cuDNN {} for CUDA {}, {}, {} libraries, {})",
+                    a.meta.name,
+                    a.meta.version,
+                    a.meta.cuda_major,
+                    a.meta.platform,
+                    a.meta.library_count(),
+                    human_size(a.meta.content_size())
+                );
+                if a.meta.cuda_source == crate::store::detect::CUDA_FROM_USER {
+                    ctx.note(&format!(
+                        "note: CUDA {} was taken from --cuda: the libraries name no CUDA library by major, so it could not be checked",
+                        a.meta.cuda_major
+                    ));
+                }
+            }
+        }
+        added.push(a);
+    }
+    if json {
+        let rows: Vec<_> = added.iter().map(|a| row(&a.meta, &a.dir, Some(a.existed))).collect();
+        ctx.print_json(&rows);
+    }
+    Ok(ExitCode::Success)
+}
+
+/// `store list`: a table of the entries (or JSON rows), notes on unreadable ones and leftovers.
+fn list(ctx: &Ctx, store: &Store, json: bool) -> Result<ExitCode, Report> {
+    let all = store.list();
+    if json {
+        let rows: Vec<_> = all.iter().filter_map(|(d, m)| m.as_ref().ok().map(|m| row(m, d, None))).collect();
+        ctx.print_json(&rows);
+    } else if all.is_empty() {
+        writeln!(ctx.out(), "the store at {} is empty; add a release with `cuenv store add <archive>`", ctx.layout.store_dir().display());
+    } else {
+        writeln!(ctx.out(), "{:<58} {:<10} {:>4} {:<15} {:>10}  SOURCE", "ENTRY", "CUDNN", "CUDA", "PLATFORM", "SIZE");
+        for (dir, m) in &all {
+            match m {
+                Ok(m) => writeln!(
+                    ctx.out(),
+                    "{:<58} {:<10} {:>4} {:<15} {:>10}  {}",
+                    m.name,
+                    m.version.to_string(),
+                    m.cuda_major,
+                    m.platform.to_string(),
+                    human_size(m.content_size()),
+                    if m.incomplete.is_empty() { m.source.name.clone() } else { format!("{} (incomplete: lacks {})", m.source.name, m.incomplete.join(", ")) }
+                ),
+                Err(e) => writeln!(ctx.out(), "{:<58} unreadable: {e}", dir.file_name().unwrap_or_default().to_string_lossy()),
+            }
         }
     }
+    for (_, m) in &all {
+        if let Err(e) = m {
+            ctx.note(&format!("warning: {e}; run `cuenv store verify`"));
+        }
+    }
+    if let Some(note) = store.leftover_note() {
+        ctx.note(&note);
+    }
+    Ok(ExitCode::Success)
+}
+
+/// `store verify [ID...]`: re-hashes each entry (all when none is named); exit 3 on damage.
+fn verify(ctx: &Ctx, store: &Store, ids: &[String], json: bool) -> Result<ExitCode, Report> {
+    // Names on disk may come from outside (a planted file): printed escaped.
+    use crate::store::member::escape;
+    // Links at the top of the store are no entries: named (all entries checked) as damage.
+    let links = if ids.is_empty() { store.top_level_links() } else { Vec::new() };
+    let targets: Vec<PathBuf> = if ids.is_empty() {
+        store.list().into_iter().map(|(d, _)| d).collect()
+    } else {
+        ids.iter().map(|q| store.find(q).map(|(d, _)| d)).collect::<Result<_, _>>()?
+    };
+    #[derive(Serialize)]
+    struct Report {
+        entry: String,
+        ok: bool,
+        #[serde(flatten)]
+        damage: crate::store::Damage,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    }
+    let mut reports = Vec::new();
+    for dir in targets {
+        let entry = dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        match store.verify(&dir) {
+            Ok(damage) => reports.push(Report { entry, ok: damage.is_clean(), damage, error: None }),
+            Err(e) => reports.push(Report { entry, ok: false, damage: Default::default(), error: Some(e.to_string()) }),
+        }
+    }
+    for (link, target) in &links {
+        let entry = link.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let to = target.as_ref().map(|t| format!(" (to {})", t.display())).unwrap_or_default();
+        let error = format!("a link at the top of the store{to}, not an entry: cuenv never uses it");
+        reports.push(Report { entry, ok: false, damage: Default::default(), error: Some(error) });
+    }
+    let bad = reports.iter().filter(|r| !r.ok).count();
+    if json {
+        ctx.print_json(&reports);
+    } else {
+        for r in &reports {
+            if r.ok {
+                writeln!(ctx.out(), "ok       {}", escape(&r.entry));
+                continue;
+            }
+            writeln!(ctx.out(), "DAMAGED  {}", escape(&r.entry));
+            if let Some(e) = &r.error {
+                writeln!(ctx.out(), "  {}", escape(e));
+            }
+            for (what, list) in [("modified", &r.damage.modified), ("missing", &r.damage.missing), ("extra", &r.damage.extra)] {
+                for p in list {
+                    writeln!(ctx.out(), "  {what}: {}", escape(p));
+                }
+            }
+            if let Some(why) = &r.damage.identity {
+                writeln!(ctx.out(), "  {}", escape(why));
+            }
+        }
+        if reports.is_empty() {
+            writeln!(ctx.out(), "the store is empty; nothing to verify");
+        } else {
+            writeln!(ctx.out(), "{} entries checked, {} damaged", reports.len(), bad);
+        }
+    }
+    if bad > 0 {
+        if !json {
+            if bad > links.len() {
+                writeln!(ctx.err(), "hint: remove a damaged entry with `cuenv store remove <entry>` and add its archive again");
+            }
+            if !links.is_empty() {
+                let paths: Vec<String> = links.iter().map(|(l, _)| escape(&l.display().to_string())).collect();
+                writeln!(
+                    ctx.err(),
+                    "hint: delete {} (store entries are real folders, made by `cuenv store add`): {}",
+                    if links.len() == 1 { "the link" } else { "the links" },
+                    paths.join(", ")
+                );
+            }
+        }
+        return Ok(ExitCode::Damaged);
+    }
+    Ok(ExitCode::Success)
+}
+
+/// `store remove ID`: deletes one entry no kept generation uses.
+fn remove(ctx: &Ctx, store: &Store, id: &str) -> Result<ExitCode, Report> {
+    let writer = super::writer_lock(ctx)?;
+    store.clean_leftovers(&writer)?;
+    let meta = crate::generation::gc::remove_entry(&ctx.layout, &writer, id)?;
+    writeln!(ctx.out(), "removed {}", meta.name);
+    Ok(ExitCode::Success)
 }
