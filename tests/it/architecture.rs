@@ -1,7 +1,7 @@
 //! The shape of `src/`, checked from the files: no import cycle between top-level modules (a
-//! folder counts as one), and no file longer than [`MAX_LINES`] before its tests. The module
-//! map of docs/design.md is this graph; `cargo test --test it architecture -- --nocapture`
-//! prints it.
+//! folder counts as one), no file longer than [`MAX_LINES`] before its tests, and the module
+//! map of docs/design.md ("Module map") drawing exactly this graph;
+//! `cargo test --test it architecture -- --nocapture` prints it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -231,4 +231,48 @@ fn no_file_is_over_the_limit_before_its_tests() {
         }
     }
     assert!(over.is_empty(), "files over {MAX_LINES} lines before their tests (split them along their sections):\n{}", over.join("\n"));
+}
+
+/// The graph docs/design.md draws in its "Module map" block: `  name ──▶ deps` rows (a row
+/// may go on over lines that start with spaces), and names with no arrow under `── leaves`.
+fn documented_graph(doc: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let section = &doc[doc.find("## Module map").expect("design.md has a Module map")..];
+    let block = &section[section.find("```text\n").expect("a text block") + 8..];
+    let block = &block[..block.find("```").expect("the block ends")];
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let (mut current, mut leaves) = (None::<String>, false);
+    for line in block.lines() {
+        if line.starts_with("──") {
+            leaves = line.contains("leaves");
+            current = None;
+        } else if let Some((name, deps)) = line.split_once("──▶") {
+            let name = name.trim().to_string();
+            g.entry(name.clone()).or_default().extend(deps.split_whitespace().map(String::from));
+            current = Some(name);
+        } else if leaves {
+            for name in line.split_whitespace() {
+                g.entry(name.to_string()).or_default();
+            }
+        } else if let Some(c) = &current {
+            g.get_mut(c).unwrap().extend(line.split_whitespace().map(String::from));
+        }
+    }
+    g
+}
+
+#[test]
+fn the_module_map_in_design_md_is_the_graph() {
+    let doc = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/design.md")).unwrap();
+    let drawn = documented_graph(&doc);
+    let real = graph();
+    let mut diff = Vec::new();
+    for m in real.keys().chain(drawn.keys()).collect::<BTreeSet<_>>() {
+        let (r, d) = (real.get(m).cloned().unwrap_or_default(), drawn.get(m).cloned().unwrap_or_default());
+        if r != d || real.contains_key(m) != drawn.contains_key(m) {
+            let missing: Vec<_> = r.difference(&d).cloned().collect();
+            let extra: Vec<_> = d.difference(&r).cloned().collect();
+            diff.push(format!("{m}: imports but not drawn {missing:?}; drawn but not imported {extra:?}"));
+        }
+    }
+    assert!(diff.is_empty(), "docs/design.md's Module map differs from the imports:\n{}", diff.join("\n"));
 }

@@ -578,7 +578,7 @@ fn conda_order_xonsh() {
 fn pixi_rattler_runs_the_shims() {
     let Some(py) = std::env::var_os("CUENV_CLIENTS_PYTHON") else {
         assert!(std::env::var_os("CUENV_REQUIRE_SHELLS").is_none(), "CUENV_CLIENTS_PYTHON is required (CUENV_REQUIRE_SHELLS)");
-        crate::support::skipped("CUENV_CLIENTS_PYTHON is not set: the py-rattler cells");
+        crate::support::skipped("CUENV_CLIENTS_PYTHON is not set (a Python with py-rattler; .ci/run makes one): the py-rattler cells");
         return;
     };
     let lab = Lab::new(true, Sh::Xonsh);

@@ -32,7 +32,7 @@ fn check_profile(lab: &Lab, env: &Env, p: &str, who: &str) {
 #[test]
 fn dotenv_is_read_by_python_dotenv() {
     let Some(py) = std::env::var_os("CUENV_CLIENTS_PYTHON") else {
-        have("CUENV_CLIENTS_PYTHON (python-dotenv)", false);
+        have("CUENV_CLIENTS_PYTHON (a Python with python-dotenv; .ci/run makes one)", false);
         return;
     };
     let lab = applied();

@@ -14,7 +14,7 @@ use crate::support::lab::Lab;
 fn a_kernel_is_listed_and_started_by_jupyter_client_with_the_profile() {
     let Some(py) = std::env::var_os("CUENV_CLIENTS_PYTHON") else {
         assert!(std::env::var_os("CUENV_REQUIRE_SHELLS").is_none(), "CUENV_CLIENTS_PYTHON is required");
-        crate::support::skipped("CUENV_CLIENTS_PYTHON is not set: the jupyter_client test");
+        crate::support::skipped("CUENV_CLIENTS_PYTHON is not set (a Python with jupyter_client; .ci/run makes one): the jupyter_client test");
         return;
     };
     let lab = Lab::new();

@@ -22,9 +22,9 @@ pub fn have(what: &str, found: bool) -> bool {
     found
 }
 
-/// [`have`] for a program on PATH.
+/// [`have`] for a program on PATH (its Debian package has the same name).
 pub fn have_bin(bin: &str) -> bool {
-    have(bin, on_path(bin))
+    have(&format!("{bin} (Debian: apt-get install {bin})"), on_path(bin))
 }
 
 /// The output of `env -0`, parsed (invalid UTF-8 shown with U+FFFD).
