@@ -4,7 +4,7 @@
 //! roots ([`crate::resolve::candidates`]) and reads `platform`'s section of `lab.lock`; then
 //! [`crate::resolve::honour`] (pure: file + lock + candidates -> choices) picks each
 //! profile's toolkit and store entry, keeping a locked choice while it still satisfies the
-//! file ([`resolve_locked`]). [`desire`] turns those choices into the views and conda shims
+//! file ([`resolve_locked`]). [`desire_in`] turns those choices into the views and conda shims
 //! a generation will hold (finding each profile's conda env on disk).
 //!
 //! Below plan, build and record; calls nothing of theirs.
@@ -136,10 +136,10 @@ pub struct LinkChoice {
 }
 
 /// The mode a preview (`cuenv plan`, which makes no test link) expects: the file's, except
-/// that `auto` stays link-free when the current generation is (the home refused links then).
-pub fn planned_mode(layout: &Layout, file: &ProfileFile) -> ViewMode {
+/// that `auto` stays link-free when the `current` generation is (the home refused links then).
+pub fn planned_mode(file: &ProfileFile, current: Option<&crate::generation::Manifest>) -> ViewMode {
     match file.settings.link_mode {
-        LinkMode::Auto if crate::generation::current_manifest(layout).is_some_and(|m| m.link_mode.is_link_free()) => ViewMode::LinkFree,
+        LinkMode::Auto if current.is_some_and(|m| m.link_mode.is_link_free()) => ViewMode::LinkFree,
         mode => mode_name(mode),
     }
 }
@@ -255,16 +255,10 @@ fn runtime_dir(t: &toolkit::Toolkit, platform: Platform) -> PathBuf {
     }
 }
 
-/// Resolves `file` into the desired generation content for this host. `locked`: fail
-/// instead of changing `lab.lock`. Errors carry the file, line and column (profile errors)
-/// and exit code 2.
-pub fn desire(layout: &Layout, file: ProfileFile, locked: bool, lock: &lockfile::LockText) -> Result<Desired, Error> {
-    let mode = planned_mode(layout, &file);
-    desire_in(layout, file, locked, mode, lock)
-}
-
-/// [`desire`] for a generation built in `mode` (what [`validate_link_mode_works`] chose):
-/// link-free shims name the store entries and toolkit roots themselves.
+/// Resolves `file` into the desired generation content for this host, built in `mode` (what
+/// [`validate_link_mode_works`] chose, or [`planned_mode`] for a preview): link-free shims
+/// name the store entries and toolkit roots themselves. `locked`: fail instead of changing
+/// `lab.lock`. Errors carry the file, line and column (profile errors) and exit code 2.
 pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMode, lock: &lockfile::LockText) -> Result<Desired, Error> {
     let platform = Platform::host().ok_or(Error::UnsupportedPlatform)?;
     validate_link_mode(&file)?;

@@ -51,7 +51,7 @@ mod run;
 
 pub use crate::env::view::{VIEW_LINKS, activation, stable_home};
 pub use build::{build, remove_generation_tree};
-pub use desire::{Desired, Locking, desire, link_kind, missing_section, resolve_locked};
+pub use desire::{Desired, Locking, link_kind, missing_section, resolve_locked};
 pub use error::{CheckReverted, Error, LockedDrift, Replacing};
 pub use home_token::{HOME_TOKEN, from_home_token, to_home_token};
 pub use pin::{PlatformLock, lock};

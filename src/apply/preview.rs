@@ -29,6 +29,8 @@ pub enum Preview {
         changes: Vec<Change>,
         /// The resolution behind them.
         desired: Box<Desired>,
+        /// The current generation and its manifest, as the preview read them.
+        current: Option<(u64, crate::generation::Manifest)>,
     },
 }
 
@@ -39,6 +41,7 @@ pub fn preview(layout: &Layout, file: &Path, locked: bool) -> Result<Preview, Er
     let host = Platform::host().ok_or(Error::UnsupportedPlatform)?;
     // Everything that can be known without downloading: the sources' metadata, resolution
     // against what exists plus what would be fetched, the conda envs; every error at once.
+    let current = crate::generation::current_with_manifest(layout);
     let lock_text = crate::profile::lockfile::LockText::read(&crate::profile::lockfile::lock_path(&parsed.path))?;
     let pre = sources::preflight(layout, &parsed, host, Some(&sources::endpoints(&parsed, false)));
     let fetches = pre.fetches.clone();
@@ -51,13 +54,14 @@ pub fn preview(layout: &Layout, file: &Path, locked: bool) -> Result<Preview, Er
             return Err(drift.into());
         }
     }
-    let desired = match desire::desire(layout, parsed, locked, &lock_text) {
+    let mode = desire::planned_mode(&parsed, current.as_ref().map(|(_, m)| m));
+    let desired = match desire::desire_in(layout, parsed, locked, mode, &lock_text) {
         Ok(d) => d,
         // What is still to be fetched cannot be resolved yet: show the fetches.
         Err(e) if !fetches.is_empty() => return Ok(Preview::Pending { fetches, unresolved: e.to_string() }),
         Err(e) => return Err(e),
     };
     let mut changes = fetches;
-    changes.extend(super::plan::plan(crate::generation::current_with_manifest(layout).as_ref(), &desired));
-    Ok(Preview::Ready { changes, desired: Box::new(desired) })
+    changes.extend(super::plan::plan(current.as_ref(), &desired));
+    Ok(Preview::Ready { changes, desired: Box::new(desired), current })
 }

@@ -11,7 +11,7 @@ use crate::change::{self, Change};
 use crate::cudnn::platform::Platform;
 use crate::error::{ExitCode, Hinted};
 use crate::generation::profile_check::ProfileCheck;
-use crate::{generation, profile::lockfile};
+use crate::profile::lockfile;
 
 #[derive(Serialize)]
 struct PlanPending<'a> {
@@ -29,7 +29,7 @@ struct PlanJson<'a> {
 
 /// `cuenv plan FILE` / `cuenv apply --dry-run FILE`.
 pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode, Report> {
-    let (changes, desired) = match apply::preview(&ctx.layout, file, locked)? {
+    let (changes, desired, current) = match apply::preview(&ctx.layout, file, locked)? {
         Preview::Pending { fetches, unresolved } => {
             if json {
                 ctx.print_json_sorted(&PlanPending { changes: [], fetch: &fetches, unresolved });
@@ -41,15 +41,15 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
             }
             return Ok(ExitCode::Success);
         }
-        Preview::Ready { changes, desired } => (changes, desired),
+        Preview::Ready { changes, desired, current } => (changes, desired, current),
     };
     if json {
         ctx.print_json_sorted(&PlanJson { changes: &changes, lock_changes: &desired.lock_changes, resolved: &desired.resolved });
     } else if changes.is_empty() {
-        let n = generation::current(&ctx.layout).unwrap_or(0);
+        let n = current.as_ref().map_or(0, |(n, _)| *n);
         // What `apply` of this file would put back in the current generation.
-        let damage = match generation::current_manifest(&ctx.layout) {
-            Some(m) => apply::damage(&ctx.layout, &m)?,
+        let damage = match &current {
+            Some((_, m)) => apply::damage(&ctx.layout, m)?,
             None => apply::Repair::default(),
         };
         if damage.repaired.is_empty() {
@@ -73,7 +73,7 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
     }
     // The truth about `apply`: another lab's file that would remove profiles is refused
     // without --replace; say so here rather than only when apply runs.
-    if let Some(r) = apply::replacing(crate::generation::current_with_manifest(&ctx.layout).as_ref(), &desired) {
+    if let Some(r) = apply::replacing(current.as_ref(), &desired) {
         ctx.report("warning", &WouldRefuse(r));
     }
     Ok(ExitCode::Success)

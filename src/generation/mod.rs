@@ -374,7 +374,7 @@ pub fn current(layout: &Layout) -> Option<u64> {
 /// The current generation's manifest, when there is a current generation and its manifest
 /// reads (commands that only inform, like `doctor` or the directory hook, go on without it).
 pub fn current_manifest(layout: &Layout) -> Option<Manifest> {
-    current(layout).and_then(|n| read(layout, n).ok())
+    current_with_manifest(layout).map(|(_, m)| m)
 }
 
 /// The current generation's number and manifest, read once (`None`: no generation is
