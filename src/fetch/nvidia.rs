@@ -23,7 +23,7 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::pypi::lenient;
+use super::pypi::{Size, lenient};
 
 use super::{Artifact, Client, Error, file_name_of};
 use crate::cudnn::platform::Platform;
@@ -84,16 +84,9 @@ struct RawArtifact {
     relative_path: Option<String>,
     #[serde(default, deserialize_with = "lenient")]
     sha256: Option<String>,
+    /// A string in NVIDIA's files; a number is taken too.
     #[serde(default, deserialize_with = "lenient")]
-    size: Option<RawSize>,
-}
-
-/// A `size` as a manifest writes it: a string (NVIDIA's files), or a number.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-enum RawSize {
-    Text(String),
-    Number(serde_json::Number),
+    size: Option<Size>,
 }
 
 /// Manifest file names to try for `version`, in order.
@@ -128,8 +121,8 @@ pub fn offers(doc: &Manifest, base: &str, url: &str) -> Result<(String, Vec<Offe
         let sha256: Sha256 =
             a.sha256.as_deref().ok_or_else(|| missing("sha256"))?.parse().map_err(|_| bad(format!("`cudnn.{where_}.sha256` is not a SHA-256")))?;
         let size = match &a.size {
-            Some(RawSize::Text(s)) => Some(s.trim().parse::<u64>().map_err(|_| bad(format!("`cudnn.{where_}.size` `{s}` is not a number")))?),
-            Some(RawSize::Number(n)) => n.as_u64(),
+            Some(Size::Text(s)) => Some(s.trim().parse::<u64>().map_err(|_| bad(format!("`cudnn.{where_}.size` `{s}` is not a number")))?),
+            Some(Size::Number(n)) => Some(*n),
             None => None,
         };
         let full = super::pypi::join_url(base, rel);

@@ -75,7 +75,8 @@ pub struct Digests {
     pub sha256: Option<String>,
 }
 
-/// A `size` as the index writes it.
+/// A `size` as an index or a redist manifest writes it (a number that is not a `u64`, such
+/// as `-1` or `1.5`, reads as no size).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum Size {

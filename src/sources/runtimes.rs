@@ -67,10 +67,7 @@ impl RuntimesAhead {
     /// `None` when it was not planned or was taken already (the caller then waits for
     /// [`RuntimesAhead::wait_done`] and makes or finds it itself).
     fn take(&self, pinned: &[crate::toolkit::wheel::WheelRecord]) -> Option<RuntimeResult> {
-        let same = |a: &[crate::toolkit::wheel::WheelRecord]| {
-            a.len() == pinned.len()
-                && a.iter().zip(pinned).all(|(a, b)| a.project == b.project && a.version == b.version && a.sha256.eq_ignore_ascii_case(&b.sha256))
-        };
+        let same = |a: &[crate::toolkit::wheel::WheelRecord]| crate::toolkit::wheel::WheelRecord::same_wheels(a, pinned);
         let mut st = self.state.lock().unwrap();
         let i = st.slots.iter().position(|(w, _, _)| same(w))?;
         loop {

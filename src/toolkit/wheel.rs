@@ -44,6 +44,14 @@ pub struct WheelRecord {
     pub sha256: String,
 }
 
+impl WheelRecord {
+    /// True when `a` and `b` name the same wheels in the same order: projects, versions and
+    /// SHA-256s (compared without regard to case); URLs may differ (another mirror).
+    pub fn same_wheels(a: &[WheelRecord], b: &[WheelRecord]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.project == b.project && a.version == b.version && a.sha256.eq_ignore_ascii_case(&b.sha256))
+    }
+}
+
 /// `runtime.toml` of a wheel toolkit root.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RuntimeMeta {
@@ -209,11 +217,7 @@ pub fn ensure_pinned(
 /// The runtime root under `<home>/toolkits` built from exactly the `pinned` wheels (same
 /// projects, versions and SHA-256s, in order) for `platform`, if there is one.
 pub fn find_pinned(layout: &Layout, pinned: &[WheelRecord], platform: Platform) -> Option<PathBuf> {
-    let same = |m: &RuntimeMeta| {
-        m.platform == platform
-            && m.wheels.len() == pinned.len()
-            && m.wheels.iter().zip(pinned).all(|(a, b)| a.project == b.project && a.version == b.version && a.sha256.eq_ignore_ascii_case(&b.sha256))
-    };
+    let same = |m: &RuntimeMeta| m.platform == platform && WheelRecord::same_wheels(&m.wheels, pinned);
     list(layout).into_iter().find(|(_, m)| same(m)).map(|(root, _)| root)
 }
 
