@@ -156,11 +156,7 @@ fn verdicts_and_warnings_with_hints() {
     cuenv_snapshot!(ctx, "apply_leaves_active_dangling", ctx.snap_cmd().args(["apply", "--no-check", &file]));
     // Another lab's file that would remove this lab's profiles.
     let other = ctx.path("other.toml");
-    std::fs::write(
-        &other,
-        text[..start].replace("[profiles.torch2]", "[profiles.solo]").split("[profiles.solo]").next().unwrap().to_string()
-            + "[profiles.solo]\ncuda = \"12\"\ncudnn = \"9.5\"\n",
-    )
-    .unwrap();
+    let toolkits = &text[..text.find("[profiles.").unwrap()];
+    std::fs::write(&other, format!("{toolkits}[profiles.solo]\ncuda = \"12\"\ncudnn = \"9.5\"\n")).unwrap();
     cuenv_snapshot!(ctx, "plan_another_labs_file", ctx.snap_cmd().args(["plan", other.to_str().unwrap()]));
 }
