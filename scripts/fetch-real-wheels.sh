@@ -2,6 +2,7 @@
 # Download the real NVIDIA wheels used by the real-input test suites into a cache
 # outside the repository (default: ~/.cache/cuenv-real-wheels, override with
 # CUENV_REAL_WHEELS). Wheels already present are reused, so CI pays the download once.
+# Members of further releases go to <cache>/members (scripts/fetch-real-members.py).
 #
 # Usage: scripts/fetch-real-wheels.sh   (prints the cache folder on its last line)
 set -euo pipefail
@@ -41,4 +42,7 @@ for item in "${wanted[@]}"; do
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
     --implementation cp "${extra[@]}" -d "$cache" "$spec" >&2
 done
+# Single members of other releases (a dispatcher, a graph library, one sub-library), taken
+# out of their wheels with HTTP range requests and checked against each wheel's RECORD.
+python3 "$(dirname "$0")/fetch-real-members.py" "$cache" >&2
 echo "$cache"

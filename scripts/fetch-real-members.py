@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Fetch single members of real NVIDIA wheels from PyPI without downloading the wheels.
+
+A wheel is a zip: its central directory (at the end) lists every member with its offset,
+so a few HTTP range requests bring one member (the dispatcher and graph library of a
+cuDNN release are a few MB to ~100 MB; the whole wheel is 700+ MB). Each member is checked
+against the sha256 the wheel's own RECORD lists for it (RECORD is fetched the same way),
+then kept in  <cache>/members/<wheel file name>/<member base name>.
+
+Usage: scripts/fetch-real-members.py CACHE   (members listed in WANTED below; reused when present)
+Standard library only: runs on any python3 >= 3.8.
+"""
+import base64
+import hashlib
+import io
+import json
+import os
+import sys
+import time
+import urllib.request
+import zipfile
+
+# (project, exact wheel file name, [member paths])
+WANTED = [
+    ("nvidia-cudnn-cu12", "nvidia_cudnn_cu12-9.27.0.42-py3-none-manylinux_2_27_x86_64.whl",
+     ["nvidia/cudnn/lib/libcudnn.so.9", "nvidia/cudnn/lib/libcudnn_graph.so.9"]),
+    ("nvidia-cudnn-cu12", "nvidia_cudnn_cu12-9.27.0.42-py3-none-win_amd64.whl",
+     ["nvidia/cudnn/bin/cudnn64_9.dll", "nvidia/cudnn/bin/cudnn_graph64_9.dll"]),
+    ("nvidia-cudnn-cu12", "nvidia_cudnn_cu12-9.4.0.58-py3-none-manylinux2014_x86_64.whl",
+     ["nvidia/cudnn/lib/libcudnn_cnn.so.9"]),
+    ("nvidia-cudnn-cu12", "nvidia_cudnn_cu12-9.4.0.58-py3-none-win_amd64.whl",
+     ["nvidia/cudnn/bin/cudnn_cnn64_9.dll"]),
+    ("nvidia-cudnn-cu12", "nvidia_cudnn_cu12-8.9.2.26-py3-none-manylinux1_x86_64.whl",
+     ["nvidia/cudnn/lib/libcudnn_ops_train.so.8"]),
+]
+
+
+class RangeFile(io.RawIOBase):
+    """A read-only, seekable view of a URL through HTTP range requests."""
+
+    def __init__(self, url, size):
+        self.url, self.size, self.pos = url, size, 0
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self.pos
+
+    def seek(self, off, whence=0):
+        self.pos = off if whence == 0 else self.pos + off if whence == 1 else self.size + off
+        return self.pos
+
+    def readinto(self, b):
+        if self.pos >= self.size or len(b) == 0:
+            return 0
+        end = min(self.size, self.pos + len(b)) - 1
+        for attempt in range(4):
+            try:
+                req = urllib.request.Request(self.url, headers={"Range": "bytes=%d-%d" % (self.pos, end)})
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    if r.status != 206:
+                        raise OSError("server ignored the range request (HTTP %d)" % r.status)
+                    data = r.read()
+                break
+            except OSError:
+                if attempt == 3:
+                    raise
+                time.sleep(2 * (attempt + 1))
+        b[: len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+
+def files_of(project):
+    req = urllib.request.Request("https://pypi.org/simple/%s/" % project, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.load(r)["files"]
+
+
+def record_hashes(z, record_name):
+    out = {}
+    for line in z.read(record_name).decode().splitlines():
+        parts = line.rsplit(",", 2)
+        if len(parts) == 3 and parts[1].startswith("sha256="):
+            out[parts[0]] = parts[1][len("sha256="):]
+    return out
+
+
+def main():
+    cache = sys.argv[1]
+    listings = {}
+    for project, wheel, members in WANTED:
+        folder = os.path.join(cache, "members", wheel)
+        todo = [m for m in members if not os.path.isfile(os.path.join(folder, os.path.basename(m)))]
+        if not todo:
+            continue
+        if project not in listings:
+            listings[project] = files_of(project)
+        entry = [f for f in listings[project] if f["filename"] == wheel]
+        if not entry:
+            sys.exit("fetch-real-members: %s is not on PyPI's index of %s" % (wheel, project))
+        size = entry[0].get("size") or int(urllib.request.urlopen(urllib.request.Request(entry[0]["url"], method="HEAD")).headers["Content-Length"])
+        z = zipfile.ZipFile(io.BufferedReader(RangeFile(entry[0]["url"], size), buffer_size=1 << 20))
+        record = [n for n in z.namelist() if n.endswith(".dist-info/RECORD")]
+        hashes = record_hashes(z, record[0])
+        os.makedirs(folder, exist_ok=True)
+        for m in todo:
+            print("fetching %s from %s" % (m, wheel), file=sys.stderr)
+            data = z.read(m)
+            got = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            if hashes.get(m) != got:
+                sys.exit("fetch-real-members: %s in %s does not match its RECORD hash" % (m, wheel))
+            tmp = os.path.join(folder, ".part-" + os.path.basename(m))
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, os.path.join(folder, os.path.basename(m)))
+    print(os.path.join(cache, "members"))
+
+
+if __name__ == "__main__":
+    main()
