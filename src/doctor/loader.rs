@@ -27,12 +27,12 @@
 //!
 //! Reads headers and folders only; loads nothing.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::cudnn::libname::{self, Os};
+use crate::cudnn::set;
 use crate::cudnn::version::Version;
 use crate::sys::binfmt::{self, ElfDynamic};
 use crate::sys::paths;
@@ -241,65 +241,67 @@ pub fn sub_names(stem: &str, major: u64, version: Option<&Version>, os: Os) -> V
     }
 }
 
-/// The cuDNN sub-library stems of `major` in the folders `dirs` (names of the loader's
-/// platform `os`), sorted.
-pub fn stems_in(dirs: &[&Path], major: u64, os: Os) -> Vec<String> {
-    let mut stems = BTreeSet::new();
-    for d in dirs {
-        let Ok(rd) = std::fs::read_dir(d) else { continue };
-        for e in rd.flatten() {
-            if let Some(l) = libname::parse(&e.file_name().to_string_lossy())
-                && l.os == os
-                && l.major == Some(major)
-                && let Some(s) = l.stem
-            {
-                stems.insert(s);
-            }
-        }
-    }
-    stems.into_iter().collect()
+/// The cuDNN library names the file at `path` carries ([`binfmt::References::cudnn`]);
+/// empty when it cannot be read.
+fn names_in(path: &Path) -> Vec<String> {
+    binfmt::referenced_libraries(path).map(|r| r.cudnn).unwrap_or_default()
 }
 
 /// The Linux model's answer for cuDNN `major` whose dispatcher is `dispatcher`, loaded by
-/// `loaders` (closest first; empty for a program without `DT_RPATH`): where each sub-library
-/// found in the dispatcher's folder or on `LD_LIBRARY_PATH` comes from. `version` is the
-/// dispatcher's release when known (it picks the names cuDNN 9 tries first).
+/// `loaders` (closest first; empty for a program without `DT_RPATH`): the set the release
+/// loads ([`set::walk`]: the sub-libraries the dispatcher names, then those the files it gets
+/// name in turn), each looked up by L1 and L4 with the library that names it as the asking
+/// object. `version` is the dispatcher's release when known (it picks the names cuDNN 9 tries
+/// first, and the table's rows when the dispatcher names nothing).
 pub fn linux_set(dispatcher: &Path, major: u64, version: Option<&Version>, loaders: &[&Object], env: &LinuxEnv) -> Vec<SubPick> {
-    let asker = Object::read(dispatcher).unwrap_or_else(|| Object::bare(dispatcher));
     let own = dispatcher.parent().unwrap_or(Path::new("")).to_path_buf();
-    let mut dirs: Vec<&Path> = vec![&own];
-    dirs.extend(env.ld_library_path.iter().map(PathBuf::as_path));
-    stems_in(&dirs, major, Os::Linux)
-        .into_iter()
-        .map(|stem| {
-            let pick = sub_names(&stem, major, version, Os::Linux).iter().find_map(|n| find(n, &asker, loaders, env));
-            let own_folder = pick.as_ref().is_some_and(|p| paths::same_path(&canon(p.dir()), &canon(&own)));
+    let mut picks: Vec<(String, Pick)> = Vec::new();
+    let find = |stem: &str, asker: &PathBuf| {
+        let asker = Object::read(asker).unwrap_or_else(|| Object::bare(asker));
+        let pick = sub_names(stem, major, version, Os::Linux).iter().find_map(|n| find(n, &asker, loaders, env))?;
+        picks.push((stem.to_string(), pick.clone()));
+        Some(pick.path)
+    };
+    let name = dispatcher.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let walked = set::walk(&dispatcher.to_path_buf(), &name, major, Os::Linux, version, |p| names_in(p), find);
+    sub_picks(&walked, picks, &own)
+}
+
+/// The [`SubPick`]s of a walked set, from the `picks` its `find` recorded (stem, pick).
+fn sub_picks(walked: &set::RequiredSet<PathBuf>, picks: Vec<(String, Pick)>, own: &Path) -> Vec<SubPick> {
+    walked
+        .members
+        .iter()
+        .map(|m| {
+            let pick = picks.iter().find(|(s, _)| *s == m.stem).map(|(_, p)| p.clone());
+            let own_folder = pick.as_ref().is_some_and(|p| paths::same_path(&canon(p.dir()), &canon(own)));
             let version = pick.as_ref().and_then(|p| file_version(&p.path)).map(|v| v.to_string());
-            SubPick { stem, pick, version, own_folder }
+            SubPick { stem: m.stem.clone(), pick, version, own_folder }
         })
         .collect()
 }
 
-/// The Windows model's answer for a dispatcher in `own` whose sub-libraries cuDNN loads by
-/// name: for each stem in `own` or on `PATH` (`path_dirs`, in order), the first `PATH`
-/// folder holding it (the application's folder, System32 and the Windows folder hold no
-/// cuDNN on a sane machine and are not read). `own` wins only when it is on `PATH` first.
+/// The Windows model's answer for the dispatcher `cudnn64_<major>.dll` in `own`, whose
+/// sub-libraries cuDNN loads by name: the set the release loads ([`set::walk`] from that
+/// dispatcher), each found in the first `PATH` folder holding it (`path_dirs`, in order; the
+/// application's folder, System32 and the Windows folder hold no cuDNN on a sane machine and
+/// are not read). `own` wins only when it is on `PATH` first.
 pub fn windows_set(own: &Path, major: u64, path_dirs: &[PathBuf]) -> Vec<SubPick> {
-    let mut dirs: Vec<&Path> = vec![own];
-    dirs.extend(path_dirs.iter().map(PathBuf::as_path));
-    stems_in(&dirs, major, Os::Windows)
-        .into_iter()
-        .map(|stem| {
-            let name = libname::sub_library_name(&stem, major, Os::Windows);
-            let pick = path_dirs.iter().enumerate().filter(|(_, d)| !d.as_os_str().is_empty()).find_map(|(i, d)| {
-                let f = find_ci(d, &name)?;
-                Some(Pick { path: f, via: Via::SearchVar { position: i + 1 } })
-            });
-            let own_folder = pick.as_ref().is_some_and(|p| paths::same_path(&canon(p.dir()), &canon(own)));
-            let version = pick.as_ref().and_then(|p| file_version(&p.path)).map(|v| v.to_string());
-            SubPick { stem, pick, version, own_folder }
-        })
-        .collect()
+    let dispatcher_name = libname::dispatcher_name(major, Os::Windows);
+    let dispatcher = find_ci(own, &dispatcher_name).unwrap_or_else(|| own.join(&dispatcher_name));
+    let mut picks: Vec<(String, Pick)> = Vec::new();
+    let find = |stem: &str, _asker: &PathBuf| {
+        let name = libname::sub_library_name(stem, major, Os::Windows);
+        let pick = path_dirs.iter().enumerate().filter(|(_, d)| !d.as_os_str().is_empty()).find_map(|(i, d)| {
+            let f = find_ci(d, &name)?;
+            Some(Pick { path: f, via: Via::SearchVar { position: i + 1 } })
+        })?;
+        picks.push((stem.to_string(), pick.clone()));
+        Some(pick.path)
+    };
+    let version = file_version(&dispatcher);
+    let walked = set::walk(&dispatcher, &dispatcher_name, major, Os::Windows, version.as_ref(), |p| names_in(p), find);
+    sub_picks(&walked, picks, own)
 }
 
 /// `dir/name` matched without regard to case (Windows names), when such a file exists.

@@ -25,6 +25,7 @@ use super::Error;
 use super::extract::{Item, native};
 use crate::cudnn::libname;
 use crate::cudnn::platform::Platform;
+use crate::cudnn::set;
 use crate::cudnn::version::{self, Version};
 use crate::sys::binfmt;
 
@@ -52,7 +53,7 @@ pub struct Hints {
     pub cuda: Option<u64>,
     /// METADATA text of the wheel (inside it, or beside a `site-packages/nvidia/cudnn`).
     pub metadata: Option<(String, String)>,
-    /// `--allow-incomplete`: keep a set that lacks sub-libraries (see [`missing_sublibraries`]).
+    /// `--allow-incomplete`: keep a set that lacks sub-libraries (see [`required_set`]).
     pub allow_incomplete: bool,
 }
 
@@ -147,9 +148,11 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     let keep = keep_variant(source, items, &root, chosen_variant.as_deref())?;
 
     // 5. CUDA major: the libraries' own word first (the CUDA libraries they load by name, read
-    // without loading them), then all evidence must agree, and there must be some.
+    // without loading them, in the same pass as the cuDNN libraries they name, for step 9),
+    // then all evidence must agree, and there must be some.
     let lib_rel = rel_to(&root, parent(&dispatcher));
-    let (cuda_major, cuda_source) = agreed_cuda_major(source, raw, &root, &keep, &lib_rel, cuda)?;
+    let refs = read_references(raw, &root, &keep, &lib_rel);
+    let (cuda_major, cuda_source) = agreed_cuda_major(source, &refs, cuda)?;
 
     // 6. Layout.
     let (info, platform) = dispatcher_platform(source, raw, items, hints, &root, &dispatcher)?;
@@ -161,8 +164,9 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     // 8. Version: header (3 parts) and every 4-part source must agree.
     let best = agreed_version(source, raw, &root, header.as_ref(), &file_versions, info.file_version, &dispatcher, versions)?;
 
-    // 9. The whole set: every sub-library the release ships beside the dispatcher.
-    let missing = complete_set(source, &best.0, platform, &libraries, &lib_rel, hints.allow_incomplete)?;
+    // 9. The whole set: every sub-library the release's own files name, found beside the dispatcher.
+    let dispatcher_rel = rel_to(&root, &dispatcher);
+    let missing = complete_set(source, &best.0, platform, &keep, &refs, &dispatcher_rel, &lib_rel, hints.allow_incomplete)?;
     Ok(Detected { root, keep, version: best.0, version_source: best.1, cuda_major, cuda_source, platform, libraries, layout, missing })
 }
 
@@ -299,15 +303,8 @@ fn keep_variant(source: &Path, items: &BTreeMap<String, Item>, root: &str, chose
 /// Step 5 of [`detect`]: the CUDA major all of `cuda` and the libraries agree on, with where
 /// it was read. Errors: [`Error::CudaContradicted`], [`Error::CudaConflict`],
 /// [`Error::CudaUnknown`].
-fn agreed_cuda_major(
-    source: &Path,
-    raw: &Path,
-    root: &str,
-    keep: &BTreeMap<String, Item>,
-    lib_rel: &str,
-    mut cuda: Vec<(u64, String)>,
-) -> Result<(u64, String), Error> {
-    let named_by_libraries = cuda_named_by_libraries(raw, root, keep, lib_rel);
+fn agreed_cuda_major(source: &Path, refs: &References, mut cuda: Vec<(u64, String)>) -> Result<(u64, String), Error> {
+    let named_by_libraries = cuda_named_by_libraries(refs);
     if let Some((read, library, loads)) = &named_by_libraries {
         if let Some(claim) = cuda.iter().find(|c| c.0 != *read) {
             return Err(Error::CudaContradicted {
@@ -504,63 +501,86 @@ fn agreed_version(
     Ok(best)
 }
 
-/// Step 9 of [`detect`]: the sub-libraries of release `version` that `libraries` lacks
-/// ([`missing_sublibraries`]). Errors: [`Error::Incomplete`] when some are missing, unless
+/// Step 9 of [`detect`]: the sub-libraries the release's files name ([`set::walk`] from the
+/// dispatcher `dispatcher` through `refs`) that the library folder `lib_rel` of `keep` lacks,
+/// as file names. Errors: [`Error::Incomplete`] when some are missing, unless
 /// `allow_incomplete`.
+#[allow(clippy::too_many_arguments)]
 fn complete_set(
     source: &Path,
     version: &Version,
     platform: Platform,
-    libraries: &[String],
+    keep: &BTreeMap<String, Item>,
+    refs: &References,
+    dispatcher: &str,
     lib_rel: &str,
     allow_incomplete: bool,
 ) -> Result<Vec<String>, Error> {
-    let missing = missing_sublibraries(version, platform, libraries);
+    let found = required_set(version, platform, keep, refs, dispatcher, lib_rel);
+    let missing = found.missing();
     if !missing.is_empty() && !allow_incomplete {
-        let since = SUBLIBRARIES.iter().find(|r| r.0 == version.major()).map(|r| r.1.to_string()).unwrap_or_default();
+        let named_by = found.members.iter().filter(|m| m.file.is_none()).map(|m| m.named_by.clone()).collect();
         return Err(Error::Incomplete {
             path: source.into(),
             set: Box::new(super::IncompleteSet {
                 version: version.to_string(),
                 major: version.major(),
-                since,
+                basis: found.basis,
                 folder: if lib_rel.is_empty() { ".".into() } else { lib_rel.to_string() },
                 missing,
+                named_by,
             }),
         });
     }
     Ok(missing)
 }
 
-/// The sub-libraries each cuDNN major ships beside its dispatcher, from the first release of
-/// the row on: `(major, first release, stems)`. A library is `libcudnn_<stem>.so.<major>` on
-/// Linux and `cudnn_<stem>64_<major>.dll` on Windows. Names beyond a row (sub-libraries later
-/// releases add, e.g. `engines_tensor_ir`) are accepted, never required.
-/// Sources: the cuDNN Installation Guide's file lists (8.x, 9.x) and the RECORD files of the
-/// real wheels `nvidia-cudnn-cu12` 8.9.4.25 and 9.5.0.50, `nvidia-cudnn-cu11` 8.8.0.121 and
-/// `nvidia-cudnn-cu13` 9.14.0.64 (docs/facts.md §2).
-pub const SUBLIBRARIES: &[(u64, &str, &[&str])] = &[
-    (8, "8.0.0", &["ops_infer", "ops_train", "cnn_infer", "cnn_train", "adv_infer", "adv_train"]),
-    (9, "9.0.0", &["graph", "engines_precompiled", "engines_runtime_compiled", "heuristic", "ops", "cnn", "adv"]),
-];
+/// What the library files of the entry's folder name, read once ([`binfmt::referenced_libraries`]):
+/// by path relative to the release root, for every file (not link) in the folder.
+type References = BTreeMap<String, binfmt::References>;
 
-/// The sub-libraries a cuDNN `version` for `platform` ships that `libraries` (file names in
-/// the entry's library folder) lacks, as file names, in the table's order; empty for a major
-/// the table does not know.
-pub fn missing_sublibraries(version: &Version, platform: Platform, libraries: &[String]) -> Vec<String> {
+/// Step 5 of [`detect`], first half: [`References`] of the library files in `lib_rel` of the
+/// kept items. A file that cannot be read as PE or ELF names nothing.
+fn read_references(raw: &Path, root: &str, keep: &BTreeMap<String, Item>, lib_rel: &str) -> References {
+    let mut out = References::new();
+    for (p, it) in keep {
+        if parent(p) != lib_rel || !matches!(it, Item::File { .. }) || !is_library(file_name(p)) {
+            continue;
+        }
+        let member = if root.is_empty() { p.clone() } else { format!("{root}/{p}") };
+        if let Ok(found) = binfmt::referenced_libraries(&native(raw, &member)) {
+            out.insert(p.clone(), found);
+        }
+    }
+    out
+}
+
+/// The set of libraries the release in `keep` loads ([`set::walk`]): from the dispatcher
+/// (`dispatcher`, relative to the root) through the names the files carry (`refs`), each
+/// member looked up in the library folder `lib_rel` by the loader's name (any case on
+/// Windows; on Linux the soname or a longer name of its chain, `libcudnn_ops.so.9.5.0`), links
+/// followed inside the tree.
+pub fn required_set(
+    version: &Version,
+    platform: Platform,
+    keep: &BTreeMap<String, Item>,
+    refs: &References,
+    dispatcher: &str,
+    lib_rel: &str,
+) -> set::RequiredSet<String> {
+    let os = if platform.is_windows() { libname::Os::Windows } else { libname::Os::Linux };
     let major = version.major();
-    let Some((_, _, stems)) = SUBLIBRARIES.iter().find(|r| r.0 == major) else { return Vec::new() };
-    stems
-        .iter()
-        .map(|stem| if platform.is_windows() { format!("cudnn_{stem}64_{major}.dll") } else { format!("libcudnn_{stem}.so.{major}") })
-        .filter(|want| {
-            !libraries.iter().any(
-                |have| {
-                    if platform.is_windows() { have.eq_ignore_ascii_case(want) } else { have == want || have.starts_with(&format!("{want}.")) }
-                },
-            )
-        })
-        .collect()
+    let in_folder: Vec<&String> = keep.keys().filter(|p| parent(p) == lib_rel && is_library(file_name(p))).collect();
+    let find = |stem: &str, _asker: &String| -> Option<String> {
+        let want = libname::sub_library_name(stem, major, os);
+        let hit = in_folder.iter().find(|p| {
+            let have = file_name(p);
+            if os == libname::Os::Windows { have.eq_ignore_ascii_case(&want) } else { have == want || have.starts_with(&format!("{want}.")) }
+        })?;
+        Some(resolve_link(keep, hit))
+    };
+    let names_in = |file: &String| refs.get(&resolve_link(keep, file)).map(|r| r.cudnn.clone()).unwrap_or_default();
+    set::walk(&dispatcher.to_string(), file_name(dispatcher), major, os, Some(version), names_in, find)
 }
 
 /// `cuda_source` of an entry whose CUDA major only the user gave (`--cuda`): its libraries
@@ -568,23 +588,18 @@ pub fn missing_sublibraries(version: &Version, platform: Platform, libraries: &[
 pub const CUDA_FROM_USER: &str = "--cuda (taken from the user: the libraries name no CUDA library by major)";
 
 /// The CUDA major the release's libraries name (`libcudnn_adv.so.9` loads `libcublasLt.so.13`;
-/// [`binfmt::referenced_cuda_libraries`]), read from the files in the library folder `lib_rel`
-/// of the kept items, without loading them. Returns `(major, library, name it loads)` from the
-/// first library (by name) naming one; `None` when none names one, or when they name several
-/// majors (then nothing is claimed).
-fn cuda_named_by_libraries(raw: &Path, root: &str, keep: &BTreeMap<String, Item>, lib_rel: &str) -> Option<(u64, String, String)> {
+/// [`binfmt::referenced_cuda_libraries`]), as read into `refs` ([`read_references`]), without
+/// loading them. Returns `(major, library, name it loads)` from the first library (by name)
+/// naming one; `None` when none names one, or when they name several majors (then nothing is
+/// claimed).
+fn cuda_named_by_libraries(refs: &References) -> Option<(u64, String, String)> {
     let mut first: Option<(u64, String, String)> = None;
     let mut majors = BTreeSet::new();
-    for (p, it) in keep {
-        if parent(p) != lib_rel || !matches!(it, Item::File { .. }) || !is_library(file_name(p)) {
-            continue;
-        }
-        let member = if root.is_empty() { p.clone() } else { format!("{root}/{p}") };
-        let Ok(found) = binfmt::referenced_cuda_libraries(&native(raw, &member)) else { continue };
-        for (major, name) in found {
-            majors.insert(major);
+    for (p, found) in refs {
+        for (major, name) in &found.cuda {
+            majors.insert(*major);
             if first.is_none() {
-                first = Some((major, file_name(p).to_string(), name));
+                first = Some((*major, file_name(p).to_string(), name.clone()));
             }
         }
     }

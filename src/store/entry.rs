@@ -108,7 +108,7 @@ pub struct EntryMeta {
     /// File names of the shared libraries found in the library folder.
     pub libraries: Vec<String>,
     /// Sub-libraries the release ships that this entry lacks: only set for an entry added with
-    /// `--allow-incomplete` ([`crate::store::detect::missing_sublibraries`]).
+    /// `--allow-incomplete` ([`crate::store::detect::required_set`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub incomplete: Vec<String>,
     /// Where `bin`, `lib` and `include` are inside the entry.

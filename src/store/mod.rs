@@ -53,12 +53,34 @@ pub struct IncompleteSet {
     pub version: String,
     /// Its major.
     pub major: u64,
-    /// The first release of the table row ([`detect::SUBLIBRARIES`]).
-    pub since: String,
+    /// How the set is known: named by its files, or from the table.
+    pub basis: crate::cudnn::set::Basis,
     /// The entry's library folder, relative to the release root.
     pub folder: String,
     /// The missing sub-libraries' file names.
     pub missing: Vec<String>,
+    /// For each of `missing`, the file name of the library that names it.
+    pub named_by: Vec<String>,
+}
+
+impl IncompleteSet {
+    /// Why the missing files belong to the set, in words: which library names each
+    /// (`` `libcudnn.so.9` names `libcudnn_ext.so.9` ``), or that the table says so.
+    pub fn why(&self) -> String {
+        use crate::cudnn::set::{Basis, checked_through};
+        match self.basis {
+            Basis::Files => self.missing.iter().zip(&self.named_by).map(|(m, by)| format!("`{by}` names `{m}`")).collect::<Vec<_>>().join(", "),
+            Basis::Table { beyond } => format!(
+                "its libraries name none of their sub-libraries, and cuenv's table says cuDNN {} ships them{}",
+                self.version,
+                if beyond {
+                    format!(" (the table is checked through {}: later additions are not verified)", checked_through(self.major).unwrap_or("no release"))
+                } else {
+                    String::new()
+                }
+            ),
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone)]

@@ -84,8 +84,31 @@ pub fn inspect(path: &Path) -> io::Result<BinaryInfo> {
 ///
 /// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
 pub fn referenced_cuda_libraries(path: &Path) -> io::Result<Vec<(u64, String)>> {
+    Ok(referenced_libraries(path)?.cuda)
+}
+
+/// What one library names, read from the same sections as [`referenced_cuda_libraries`] in
+/// one pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct References {
+    /// CUDA libraries with their major, as [`referenced_cuda_libraries`] returns them.
+    pub cuda: Vec<(u64, String)>,
+    /// cuDNN library names as written, in file order without repeats: Linux
+    /// `libcudnn[_<stem>].so[.<N>...]` (cuDNN 9's dispatcher writes the bare `libcudnn_ops.so`
+    /// and appends the version at run time: `%s.%d.%d.%d`), Windows
+    /// `cudnn[_<stem>]64_<N>.dll` in any case. The file's own name is among them when it
+    /// carries it (its `DT_SONAME`); [`crate::cudnn::libname::parse`] reads what each is.
+    pub cudnn: Vec<String>,
+}
+
+/// Reads what the library at `path` names ([`References`]): `.dynstr`, `.rodata`, `.lrodata`,
+/// `.rdata` and `.idata`, each at most 256 MiB, scanned in chunks (a `.rodata` of 100 MiB is
+/// never held whole). The real cuDNN 9.5 set's sections add up to 53 MB (most of it the
+/// 36 MB `.lrodata` of `libcudnn_heuristic.so.9`).
+///
+/// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
+pub fn referenced_libraries(path: &Path) -> io::Result<References> {
     let ranges = section_ranges(path, &[".dynstr", ".rodata", ".lrodata", ".rdata", ".idata"])?;
-    // Each section is scanned in chunks (a `.rodata` of 100 MiB is never held whole).
     scan_ranges(&mut File::open(path)?, &ranges)
 }
 
@@ -130,22 +153,48 @@ fn scan_chunks(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)], mut vi
     Ok(())
 }
 
-/// [`cuda_library_names`] of the byte ranges `(start, len)` of `f`, read [`SCAN_CHUNK`] bytes
-/// at a time; chunks overlap by [`SCAN_OVERLAP`], and a name is taken from the chunk it starts
-/// in before the overlap, so no name is cut or counted twice. A range past the end of `f` is
+/// [`References`] of the byte ranges `(start, len)` of `f`, read [`SCAN_CHUNK`] bytes at a
+/// time; chunks overlap by [`SCAN_OVERLAP`], and a name is taken from the chunk it starts in
+/// before the overlap, so no name is cut or counted twice. A range past the end of `f` is
 /// read as far as it goes.
-fn scan_ranges(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)]) -> io::Result<Vec<(u64, String)>> {
-    let mut out: Vec<(u64, String)> = Vec::new();
+fn scan_ranges(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)]) -> io::Result<References> {
+    let mut out = References::default();
     scan_chunks(f, ranges, |chunk, last| {
+        // A name starting in the overlap is read whole by the next chunk.
+        let whole = |pos: usize| last || pos < chunk.len() - SCAN_OVERLAP;
         for (found, pos) in cuda_library_names_at(chunk) {
-            // A name starting in the overlap is read whole by the next chunk.
-            if (last || pos < chunk.len() - SCAN_OVERLAP) && !out.contains(&found) {
-                out.push(found);
+            if whole(pos) && !out.cuda.contains(&found) {
+                out.cuda.push(found);
+            }
+        }
+        for (found, pos) in cudnn_library_names_at(chunk) {
+            if whole(pos) && !out.cudnn.contains(&found) {
+                out.cudnn.push(found);
             }
         }
         ControlFlow::Continue(())
     })?;
     Ok(out)
+}
+
+/// Every cuDNN library name in `bytes` ([`References::cudnn`]) with the offset where it
+/// starts, in order.
+fn cudnn_library_names_at(bytes: &[u8]) -> Vec<(String, usize)> {
+    use std::sync::LazyLock;
+    static NAMES: LazyLock<regex::bytes::Regex> =
+        LazyLock::new(|| regex::bytes::Regex::new(r"(?-u)libcudnn(?:_[a-z0-9_]+)?\.so(?:\.\d+)*|(?i:cudnn(?:_[a-z0-9_]+)?64_\d+\.dll)").unwrap());
+    NAMES.find_iter(bytes).map(|m| (String::from_utf8_lossy(m.as_bytes()).into_owned(), m.start())).collect()
+}
+
+/// The cuDNN library names in `bytes` ([`References::cudnn`]), in order without repeats.
+pub fn cudnn_library_names(bytes: &[u8]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (found, _) in cudnn_library_names_at(bytes) {
+        if !out.contains(&found) {
+            out.push(found);
+        }
+    }
+    out
 }
 
 /// The chunk [`referenced_cuda_libraries`] scans at a time, in bytes ...
@@ -558,7 +607,19 @@ mod tests {
         // Inside the overlap of the second and third chunks.
         put(2 * SCAN_CHUNK - SCAN_OVERLAP - 100, b"cublasLt64_11.dll");
         put(3 * SCAN_CHUNK - 20, b"libnvrtc.so.13");
+        put(SCAN_CHUNK + 4000, b"libcudnn_ops.so");
+        put(2 * SCAN_CHUNK - 2 * SCAN_OVERLAP - 10, b"cudnn_engines_tensor_ir64_9.dll");
         let found = scan_ranges(&mut std::io::Cursor::new(&bytes), &[(0, bytes.len() as u64)]).unwrap();
-        assert_eq!(found, vec![(12, "libcudart.so.12".to_string()), (11, "cublasLt64_11.dll".to_string()), (13, "libnvrtc.so.13".to_string())]);
+        assert_eq!(found.cuda, vec![(12, "libcudart.so.12".to_string()), (11, "cublasLt64_11.dll".to_string()), (13, "libnvrtc.so.13".to_string())]);
+        assert_eq!(found.cudnn, ["libcudnn_ops.so", "cudnn_engines_tensor_ir64_9.dll"]);
+    }
+
+    #[test]
+    fn cudnn_names_as_the_real_dispatchers_write_them() {
+        // The strings of the real 9.5.0.50 `libcudnn.so.9` (the version is appended at run
+        // time) and `cudnn64_9.dll`, and a format string that is no name.
+        let blob =
+            b"%s.%d.%d.%d\0libcudnn_graph.so\0cudnnGetVersion\0libcudnn.so.9\0CUDNN_ADV64_9.DLL\0cudnn_engines_runtime_compiled64_9.dll\0libcudnn_%s.so\0";
+        assert_eq!(cudnn_library_names(blob), ["libcudnn_graph.so", "libcudnn.so.9", "CUDNN_ADV64_9.DLL", "cudnn_engines_runtime_compiled64_9.dll"]);
     }
 }

@@ -186,6 +186,10 @@ fn rpath_dispatcher_still_takes_sub_libraries_from_ld_library_path() {
     );
 }
 
+/// `-D` flag of a stub dispatcher naming the six sub-libraries the real 8.x dispatcher names.
+const NAMES_8: &str =
+    "NAMES=\"libcudnn_ops_infer.so.8 libcudnn_ops_train.so.8 libcudnn_cnn_infer.so.8 libcudnn_cnn_train.so.8 libcudnn_adv_infer.so.8 libcudnn_adv_train.so.8\"";
+
 /// A folder ahead on LD_LIBRARY_PATH holds only an older
 /// `libcudnn_cnn_infer.so.8`; a complete set follows. Without a GPU the probe never loads
 /// cnn_infer, but the dispatcher's own `dlopen` would take it from the older folder: doctor
@@ -198,7 +202,8 @@ fn a_stray_sub_library_ahead_on_the_path_is_found_without_loading_it() {
     std::fs::create_dir_all(&set).unwrap();
     std::fs::create_dir_all(&stray).unwrap();
     let sub = "SUBLIB=\"libcudnn_ops_infer.so.8\"";
-    stub(&s, &set, "libcudnn.so.8", &["MODE_SUB", sub]);
+    // Like the real 8.x dispatcher, it names the sub-libraries it loads.
+    stub(&s, &set, "libcudnn.so.8", &["MODE_SUB", sub, NAMES_8]);
     stub(&s, &set, "libcudnn_ops_infer.so.8", &["GRAPH", "VERSION=8904", "MARKER=\"cudnn_version_8_9_4_25_c33150885_e0\""]);
     stub(&s, &set, "libcudnn_cnn_infer.so.8", &["GRAPH", "VERSION=8904"]);
     stub(&s, &stray, "libcudnn_cnn_infer.so.8.8.0", &["GRAPH", "VERSION=8800"]);
@@ -379,4 +384,62 @@ fn real_libraries_versions_and_completeness() {
             assert!(cuenv::sys::binfmt::truncated(&path).unwrap().is_some(), "{wheel}: {name} cut in half");
         }
     }
+}
+
+/// `-D` flags of stub cuDNN 9 libraries naming what the real ones name: the 9.5 dispatcher
+/// (graph, ops, cnn, adv; the version appended at run time) and graph (heuristic and the two
+/// engines), and the 9.21+ graph that adds `engines_tensor_ir`.
+const NAMES_9_DISPATCHER: &str = "NAMES=\"libcudnn_graph.so libcudnn_ops.so libcudnn_cnn.so libcudnn_adv.so\"";
+const NAMES_9_GRAPH: &str = "NAMES=\"libcudnn_heuristic.so libcudnn_engines_precompiled.so libcudnn_engines_runtime_compiled.so\"";
+const NAMES_921_GRAPH: &str =
+    "NAMES=\"libcudnn_heuristic.so libcudnn_engines_precompiled.so libcudnn_engines_runtime_compiled.so libcudnn_engines_tensor_ir.so\"";
+
+/// A whole stub cuDNN 9.5.0.50 set in `dir` whose graph library names `graph_names`.
+fn stub_set_9(s: &Stubs, dir: &Path, graph_names: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    stub(s, dir, "libcudnn.so.9", &["MODE_SUB", NAMES_9_DISPATCHER]);
+    stub(s, dir, "libcudnn_graph.so.9", &["GRAPH", "VERSION=90500", "MARKER=\"cudnn_version_9_5_0_50_34937467_e0\"", graph_names]);
+    for f in [
+        "libcudnn_ops.so.9",
+        "libcudnn_cnn.so.9",
+        "libcudnn_adv.so.9",
+        "libcudnn_heuristic.so.9",
+        "libcudnn_engines_precompiled.so.9",
+        "libcudnn_engines_runtime_compiled.so.9",
+    ] {
+        stub(s, dir, f, &["GRAPH", "VERSION=90500"]);
+    }
+}
+
+/// The input: a 9.5 set, then a later `LD_LIBRARY_PATH` folder holding only a stub
+/// `libcudnn_engines_tensor_ir.so.9`. No 9.5 library names that file, so nothing loads it
+/// (the real loader maps none) and doctor reports no set from two folders. The same stub
+/// *ahead* of a set whose graph names it (9.21 and later) is a problem naming it: the set is
+/// what the files name, not what the folders hold.
+#[test]
+fn a_sub_library_the_release_does_not_name_is_not_part_of_its_set() {
+    let s = Stubs::new();
+    let set = s.tmp.path().join("cudnn-9.5");
+    stub_set_9(&s, &set, NAMES_9_GRAPH);
+    let later = s.tmp.path().join("later");
+    std::fs::create_dir_all(&later).unwrap();
+    stub(&s, &later, "libcudnn_engines_tensor_ir.so.9", &["GRAPH", "VERSION=92100"]);
+    let rt = s.cudart();
+
+    let m = oracle(s.tmp.path(), &[&set, &later, &rt], &set.join("libcudnn.so.9"), "cudnnGetVersion", None);
+    assert_eq!(m.value, 90500);
+    assert!(!m.files.iter().any(|f| f.to_string_lossy().contains("tensor_ir")), "{:?}", m.files);
+    let (code, out) = doctor("9", &[&set, &later, &rt], None);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("more than one folder") && !out.contains("problem:"), "{out}");
+
+    // A 9.21-style graph names engines_tensor_ir: now the stray ahead on the path is lent to it.
+    let newer = s.tmp.path().join("cudnn-9.21");
+    stub_set_9(&s, &newer, NAMES_921_GRAPH);
+    let (code, out) = doctor("9", &[&later, &newer, &rt], None);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains(&format!("libcudnn_engines_tensor_ir.so.9 from {}", later.display())) && out.contains("more than one folder"), "{out}");
+    // And the graph library of that set, asked by name from the graph, really gets the stray.
+    let m = oracle(s.tmp.path(), &[&later, &newer, &rt], &newer.join("libcudnn.so.9"), "stub_dlopen", Some("libcudnn_engines_tensor_ir.so.9"));
+    assert_eq!(m.file("libcudnn_engines_tensor_ir.so.9"), later.join("libcudnn_engines_tensor_ir.so.9"));
 }

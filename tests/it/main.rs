@@ -39,6 +39,7 @@ mod real_apply;
 mod real_sources;
 mod real_wheels;
 mod real_windows;
+mod release_set;
 mod repair;
 mod run;
 mod shim_cmd;

@@ -20,6 +20,12 @@ pub const STUB_C: &str = r#"
 void *stub_load_cuda_library(void) { return dlopen(LOADS, RTLD_LAZY); }
 #endif
 
+#ifdef NAMES
+/* Like cuDNN's dispatcher and graph library: the names of the sub-libraries it loads by
+   name, in its read-only data (space-separated here). */
+__attribute__((used)) const char stub_names[] = NAMES;
+#endif
+
 #ifdef MARKER
 /* The version marker NVIDIA embeds in libcudnn_ops_infer.so.8 / libcudnn_graph.so.9. */
 __attribute__((used)) const char stub_marker[] = MARKER;
