@@ -124,7 +124,8 @@ pub fn origin(path: &Path, layout: &Layout, toolkits: &[Toolkit], conda_prefix: 
     }
     if let Some(t) = toolkits.iter().find(|t| file.starts_with(canon(&t.root))) {
         let v = t.version.as_ref().map(|v| format!("CUDA {v} ")).unwrap_or_default();
-        return format!("the {v}toolkit root {} (copied in by hand)", t.root.display());
+        let how = if copied_into_toolkit(&file) { " (copied in by hand)" } else { "" };
+        return format!("the {v}toolkit root {}{how}", t.root.display());
     }
     let text = file.to_string_lossy().replace('\\', "/");
     let lower = text.to_ascii_lowercase();
@@ -140,6 +141,15 @@ pub fn origin(path: &Path, layout: &Layout, toolkits: &[Toolkit], conda_prefix: 
         return format!("the conda env {}", prefix.display());
     }
     format!("the folder {}", file.parent().unwrap_or(&file).display())
+}
+
+/// Whether a file found in a CUDA toolkit root is one the toolkit does not ship, so someone
+/// put it there: a cuDNN library or `zlibwapi.dll` (NVIDIA ships both apart from the toolkit;
+/// docs/facts.md §1, §2). The toolkit's own libraries (its CUDA runtime, cuBLAS, NVRTC, the
+/// driver stubs) and files cuenv cannot name are not called copies.
+fn copied_into_toolkit(file: &Path) -> bool {
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    matches!(probe::module_kind(&name), Some(probe::ModuleKind::Cudnn | probe::ModuleKind::Zlib))
 }
 
 /// cuDNN copies that frameworks load ahead of the search path, in a conda env `prefix`:
@@ -274,5 +284,32 @@ mod tests {
         let env = tmp.path().join("env");
         assert_eq!(origin(&env.join("lib/libcudnn.so.8"), &layout, &[], Some(&env)), format!("the conda env {}", env.display()));
         assert_eq!(origin(Path::new("/opt/x/libcudnn.so.8"), &layout, &[], None), "the folder /opt/x");
+    }
+
+    /// A toolkit root's own runtime is the toolkit's, not a copy; cuDNN in it is a copy.
+    #[test]
+    fn only_what_a_toolkit_does_not_ship_is_called_copied_in_by_hand() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = Layout::new(tmp.path().join("home"));
+        let root = tmp.path().join("cuda-13.0");
+        let lib = root.join("targets/x86_64-linux/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        let t = crate::toolkit::Toolkit {
+            root: root.clone(),
+            version: Some("13.0".parse().unwrap()),
+            version_source: None,
+            found_by: Vec::new(),
+            runtime: Some(lib.join("libcudart.so.13")),
+            platform: None,
+            hand_copied_cudnn: None,
+            problems: Vec::new(),
+        };
+        let tks = std::slice::from_ref(&t);
+        for own in ["libcudart.so.13", "libcublasLt.so.13", "libnvrtc.so.13", "cudart64_13.dll"] {
+            assert_eq!(origin(&lib.join(own), &layout, tks, None), format!("the CUDA 13.0 toolkit root {}", root.display()), "{own}");
+        }
+        for copy in ["libcudnn.so.9", "libcudnn_graph.so.9", "cudnn64_9.dll", "zlibwapi.dll"] {
+            assert_eq!(origin(&lib.join(copy), &layout, tks, None), format!("the CUDA 13.0 toolkit root {} (copied in by hand)", root.display()), "{copy}");
+        }
     }
 }
