@@ -7,9 +7,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::search_path::{mixed_releases, scan_search_path};
-use super::{Dispatcher, Finding, Inputs, Loaded, SearchDir, Severity, frameworks};
+use super::{Dispatcher, Finding, Inputs, Loaded, SearchDir, Severity, frameworks, loader};
 use crate::check::{self, ProbeOutcome};
 use crate::cudnn::libname::{self, Os};
+use crate::cudnn::version::Version;
 use crate::generation::{self, ViewRecord};
 use crate::home::layout::Layout;
 use crate::home::settings::PROFILE_VAR;
@@ -170,11 +171,55 @@ pub fn framework_copies(prefix: &Path) -> Vec<(PathBuf, String, Dispatcher)> {
                     // site-packages/nvidia/cudnn/lib -> site-packages
                     d.version = wheel_version(dir.ancestors().nth(3).unwrap_or(&dir));
                 }
+                if d.version.is_none() {
+                    let record = if what.starts_with("conda's") { conda_record_version(prefix) } else { None };
+                    (d.version, d.version_from) = copy_version(&dir, d.major, record);
+                }
                 out.push((dir.clone(), what.clone(), d));
             }
         }
     }
     out
+}
+
+/// The version of a framework copy of cuDNN `major` in `dir` whose dispatcher's own file does
+/// not tell it, from what can be read, with where each part came from: the release the
+/// folder's files carry (the `cudnn_version_...` marker of `graph` / `ops_infer`,
+/// [`loader::folder_versions`]) and a package record, `(version, record file)`. Both agree:
+/// the record's (it has the build number), naming both; they disagree: the files' (they are
+/// what loads), naming what the record says.
+fn copy_version(dir: &Path, major: u64, record: Option<(Version, String)>) -> (Option<String>, Option<String>) {
+    let found = loader::folder_versions(dir, major);
+    let files = (found.len() == 1).then(|| found[0].clone());
+    match (files, record) {
+        (Some((fv, names)), Some((rv, rec))) if loader::same_release(&fv, &rv) => {
+            let v = if rv.to_string().len() >= fv.to_string().len() { rv } else { fv };
+            (Some(v.to_string()), Some(format!("{rec}; the version marker of {}", names.join(", "))))
+        }
+        (Some((fv, names)), Some((rv, rec))) => (Some(fv.to_string()), Some(format!("the version marker of {}; {rec} says {rv}", names.join(", ")))),
+        (Some((fv, names)), None) => (Some(fv.to_string()), Some(format!("the version marker of {}", names.join(", ")))),
+        (None, Some((rv, rec))) => (Some(rv.to_string()), Some(rec)),
+        (None, None) => (None, None),
+    }
+}
+
+/// The version conda's record of the `cudnn` package in the env `prefix` names:
+/// `conda-meta/cudnn-<version>-<build>.json`, its `"version"` field; with the record's path
+/// relative to the env.
+fn conda_record_version(prefix: &Path) -> Option<(Version, String)> {
+    let meta = prefix.join("conda-meta");
+    let mut names: Vec<String> = std::fs::read_dir(&meta)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.strip_prefix("cudnn-").is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit())) && n.ends_with(".json"))
+        .collect();
+    names.sort();
+    let name = names.pop()?;
+    let text = std::fs::read_to_string(meta.join(&name)).ok()?;
+    let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let v: Version = doc.get("name").and_then(|n| n.as_str()).filter(|n| *n == "cudnn").and(doc.get("version")?.as_str())?.parse().ok()?;
+    Some((v, format!("conda-meta/{name}")))
 }
 
 /// The `site-packages` folders of the conda env `prefix` that exist: `Lib/site-packages`
