@@ -132,7 +132,7 @@ pub fn run(layout: &Layout, writer: &WriterLock, file: &Path, opts: &Options, pr
     // 5. GPU fit: a profile known not to run on this machine's driver or GPU is refused
     // before the plan: nothing is built, switched or recorded (`--force` skips this).
     if let Some(m) = &opts.machine {
-        gpu_fit(m, &desired)?;
+        gpu_fit(m, &desired, inputs.current.as_ref().map(|(n, _)| *n), opts.check.is_some())?;
     }
     let current = inputs.current.as_ref();
     if plan::unchanged(current, &desired) {
@@ -190,7 +190,8 @@ pub fn run(layout: &Layout, writer: &WriterLock, file: &Path, opts: &Options, pr
 
 /// Stage 5, GPU fit: refuses `desired` when one of its profiles is known not to run on
 /// `machine`'s driver or GPU ([`crate::check::gpufit::judge`]).
-fn gpu_fit(machine: &crate::check::gpufit::Machine, desired: &Desired) -> Result<(), Error> {
+/// `current` and `checked` say what `--force` would do instead ([`crate::check::gpufit::Refusal`]).
+fn gpu_fit(machine: &crate::check::gpufit::Machine, desired: &Desired, current: Option<u64>, checked: bool) -> Result<(), Error> {
     let refused: Vec<(String, Vec<crate::check::gpufit::Misfit>)> = desired
         .views
         .iter()
@@ -200,7 +201,7 @@ fn gpu_fit(machine: &crate::check::gpufit::Machine, desired: &Desired) -> Result
             (!why.is_empty()).then(|| (v.name.clone(), why))
         })
         .collect();
-    if refused.is_empty() { Ok(()) } else { Err(crate::check::gpufit::Refusal { profiles: refused }.into()) }
+    if refused.is_empty() { Ok(()) } else { Err(crate::check::gpufit::Refusal { profiles: refused, current, checked }.into()) }
 }
 
 /// How a transaction's checks ended.

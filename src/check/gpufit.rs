@@ -451,6 +451,10 @@ pub fn judge_as(m: &Machine, want: &Want, subject: &str) -> Vec<Misfit> {
 pub struct Refusal {
     /// (profile, why) for each profile ruled out.
     pub profiles: Vec<(String, Vec<Misfit>)>,
+    /// The generation current when the apply was refused (`None`: none is).
+    pub current: Option<u64>,
+    /// Whether the apply would have checked the profiles (not `--no-check`).
+    pub checked: bool,
 }
 
 impl Refusal {
@@ -468,10 +472,22 @@ impl Refusal {
 }
 
 impl Diagnose for Refusal {
+    /// What `--force` does from here: with the check on, the check fails on the same rule
+    /// ([`crate::check::CheckResult::add_misfits`]) and apply switches back to the generation
+    /// current now, or to none; only `--no-check` keeps the forced generation.
     fn hint(&self) -> Option<String> {
-        Some(format!(
-            "nothing was built or switched; `cuenv apply --force` applies it anyway (the check will fail); {OVERRIDE_DRIVER_CUDA} and {OVERRIDE_COMPUTE_CAPABILITY} plan for another machine"
-        ))
+        let force = if self.checked {
+            let back = match self.current {
+                Some(n) => format!("generation {n} stays current"),
+                None => "no generation is current".into(),
+            };
+            format!(
+                "`cuenv apply --force` builds and switches to it anyway, but its check fails on the same rule, so the apply is undone and {back}; `--force --no-check` keeps it without a check"
+            )
+        } else {
+            "`cuenv apply --force --no-check` makes it current anyway (`cuenv check` then fails on the same rule)".into()
+        };
+        Some(format!("nothing was built or switched; {force}; {OVERRIDE_DRIVER_CUDA} and {OVERRIDE_COMPUTE_CAPABILITY} plan for another machine"))
     }
     fn exit_code(&self) -> ExitCode {
         ExitCode::CheckFailed

@@ -50,6 +50,23 @@ fn same_dir(a: &Path, b: &Path) -> bool {
     paths::same_path(&canon(a), &canon(b))
 }
 
+/// A sub-library's release in words: its file's own version; else, when the other files of
+/// its folder carry one release ([`loader::folder_versions`], the same reading the search
+/// path's listing shows), that one, saying so; else "version unknown".
+fn sub_release(own: Option<&str>, file: &Path) -> String {
+    if let Some(v) = own {
+        return v.to_string();
+    }
+    let major = file.file_name().and_then(|n| libname::parse(&n.to_string_lossy())?.major);
+    match (file.parent(), major) {
+        (Some(dir), Some(major)) => match loader::folder_versions(dir, major).as_slice() {
+            [(v, _)] => format!("{v}, as the other files of its folder say"),
+            _ => shown(None),
+        },
+        _ => shown(None),
+    }
+}
+
 /// Sub-libraries of the set `subs` that the model places outside the dispatcher's folder,
 /// in words (`libcudnn_cnn_infer.so.8 from /x (8.8.0) through LD_LIBRARY_PATH (position 1)`).
 fn away(subs: &[SubPick], search_var: &str, skip: &dyn Fn(&str) -> bool) -> Vec<String> {
@@ -61,7 +78,7 @@ fn away(subs: &[SubPick], search_var: &str, skip: &dyn Fn(&str) -> bool) -> Vec<
                 "{} from {} ({}) {}",
                 p.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
                 canon(p.dir()).display(),
-                shown(s.version.as_deref()),
+                sub_release(s.version.as_deref(), &p.path),
                 p.via.describe(search_var)
             ))
         })
@@ -72,7 +89,9 @@ fn away(subs: &[SubPick], search_var: &str, skip: &dyn Fn(&str) -> bool) -> Vec<
 /// loaded by name with the search folders `folders`, for those the probe did not map itself
 /// (`mapped`: file names of the cuDNN modules it mapped; those are facts and judged
 /// elsewhere). One problem naming every sub-library that would come from another folder.
-pub fn probe_set(dispatcher: &Path, major: u64, mapped: &[String], folders: &[PathBuf], search_var: &str) -> Option<Finding> {
+/// `reported`: the version the probe's `cudnnGetVersion` gave, when a library of the
+/// dispatcher's own folder reported it (said when the files do not tell the release).
+pub fn probe_set(dispatcher: &Path, major: u64, mapped: &[String], reported: Option<&str>, folders: &[PathBuf], search_var: &str) -> Option<Finding> {
     let own = dispatcher.parent()?;
     let release = own_release(dispatcher, major);
     let subs = if cfg!(windows) {
@@ -96,7 +115,11 @@ pub fn probe_set(dispatcher: &Path, major: u64, mapped: &[String], folders: &[Pa
         message: format!(
             "cuDNN {major} from {} ({}): {rule}, so it would load {}: a set of libraries from more than one folder",
             dispatcher.display(),
-            shown(release.map(|v| v.to_string()).as_deref()),
+            match (&release, reported) {
+                (Some(v), _) => v.to_string(),
+                (None, Some(r)) => format!("{r}, as cudnnGetVersion reports"),
+                (None, None) => shown(None),
+            },
             list.join("; ")
         ),
         hint: Some(format!(
@@ -148,7 +171,11 @@ pub fn judge(prefix: &Path, copies: &[(PathBuf, String, Dispatcher)], folders: &
         linux(prefix, folders, search_var, &mut out, &mut derived);
     }
     for (dir, what, d) in copies {
-        let v = d.version.as_deref().map(|v| format!("cuDNN {v}")).unwrap_or_else(|| format!("cuDNN {} (its files do not tell the exact version)", d.major));
+        let v = match (&d.version, &d.version_from) {
+            (Some(v), Some(from)) => format!("cuDNN {v} (from {from})"),
+            (Some(v), None) => format!("cuDNN {v}"),
+            (None, _) => format!("cuDNN {} (its files do not tell the exact version)", d.major),
+        };
         let hint = derived.iter().find(|(f, _)| same_dir(f, dir)).map(|(_, h)| h.clone()).unwrap_or_else(|| {
             if cfg!(windows) {
                 format!("cuDNN finds its sub-libraries by name through PATH: keep {} at the profile's cuDNN version, or remove it", dir.display())
@@ -250,6 +277,30 @@ fn linux(prefix: &Path, folders: &[PathBuf], search_var: &str, out: &mut Vec<Fin
     }
 }
 
+/// The sub-library cuDNN `major`'s dispatcher loads first, by name, at its first call: the
+/// one its "Could not locate <dll>" names when none can be found. cuDNN 9 forwards even
+/// `cudnnGetVersion` to `graph` ("Could not locate cudnn_graph64_9.dll" with the dispatcher
+/// alone), cuDNN 8 to `ops_infer` (docs/facts.md §2, §7; the Wine oracle's stub dispatchers
+/// load the same, `tests/it/loader_windows.rs`).
+fn loaded_first(major: u64) -> Option<&'static str> {
+    match major {
+        9 => Some("graph"),
+        8 => Some("ops_infer"),
+        _ => None,
+    }
+}
+
+/// What cuDNN `major` says when the sub-libraries `stems` cannot be found: it aborts at the
+/// first one it loads ([`loaded_first`]); when that one is not among them, which of them it
+/// names is not known, and the sentence says so.
+fn could_not_locate(major: u64, stems: &[&str]) -> String {
+    let name = |stem: &str| libname::sub_library_name(stem, major, Os::Windows);
+    match loaded_first(major).filter(|first| stems.contains(first)) {
+        Some(first) => format!("cuDNN aborts with \"Could not locate {}\"", name(first)),
+        None => format!("cuDNN aborts with \"Could not locate ...\" at the first of {} it loads", stems.iter().map(|s| name(s)).collect::<Vec<_>>().join(", ")),
+    }
+}
+
 fn windows(copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], search_var: &str, out: &mut Vec<Finding>, derived: &mut Vec<(PathBuf, String)>) {
     for (dir, what, d) in copies {
         let torch = what == "PyTorch";
@@ -278,16 +329,16 @@ fn windows(copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], search
             });
             continue;
         }
-        let unreachable: Vec<String> = subs.iter().filter(|s| s.pick.is_none()).map(|s| libname::sub_library_name(&s.stem, d.major, Os::Windows)).collect();
+        let unreachable: Vec<&str> = subs.iter().filter(|s| s.pick.is_none()).map(|s| s.stem.as_str()).collect();
         if !unreachable.is_empty() && !torch {
             out.push(Finding {
                 severity: Severity::Problem,
                 message: format!(
-                    "{what}'s cuDNN {} dispatcher {} ({own_v}) finds its sub-libraries by name through PATH only (folders added with os.add_dll_directory are not searched), and {} is not on PATH: cuDNN aborts with \"Could not locate {}\"",
+                    "{what}'s cuDNN {} dispatcher {} ({own_v}) finds its sub-libraries by name through PATH only (folders added with os.add_dll_directory are not searched), and {} is not on PATH: {}",
                     d.major,
                     dir.join(&d.file).display(),
                     dir.display(),
-                    unreachable[0]
+                    could_not_locate(d.major, &unreachable)
                 ),
                 hint: Some(format!("put {} on PATH (a cuenv profile's activation does this for its own cuDNN)", dir.display())),
             });
@@ -306,5 +357,25 @@ fn windows(copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], search
             )
         };
         derived.push((dir.clone(), hint));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The predicted "Could not locate" names the sub-library the dispatcher loads first,
+    /// not the first in file-name order (`adv` sorts before `graph` and `ops_infer`).
+    #[test]
+    fn could_not_locate_names_the_sub_library_loaded_first() {
+        let nine = ["adv", "cnn", "engines_precompiled", "engines_runtime_compiled", "graph", "heuristic", "ops"];
+        assert_eq!(could_not_locate(9, &nine), "cuDNN aborts with \"Could not locate cudnn_graph64_9.dll\"");
+        let eight = ["adv_infer", "adv_train", "cnn_infer", "cnn_train", "ops_infer", "ops_train"];
+        assert_eq!(could_not_locate(8, &eight), "cuDNN aborts with \"Could not locate cudnn_ops_infer64_8.dll\"");
+        // Graph found, others not: which one cuDNN names first is not known, and not claimed.
+        assert_eq!(
+            could_not_locate(9, &["adv", "ops"]),
+            "cuDNN aborts with \"Could not locate ...\" at the first of cudnn_adv64_9.dll, cudnn_ops64_9.dll it loads"
+        );
     }
 }

@@ -149,6 +149,10 @@ pub struct Dispatcher {
     /// Its version: the DLL's VERSIONINFO, or a `libcudnn.so.X.Y.Z` beside it; `None` when
     /// neither tells.
     pub version: Option<String>,
+    /// Where `version` was read, when that is not the dispatcher's own file (a framework
+    /// copy's files or package record: `conda-meta/cudnn-9.5.0.50-h1234.json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version_from: Option<String>,
     /// Whether it is the first of its major in search order (the one the variable makes win).
     pub first: bool,
 }
@@ -294,7 +298,7 @@ fn probe_majors(s: &Scene, active: &origin::Active, findings: &mut Vec<Finding>)
         } else if let Some(d) = &l.dispatcher {
             findings.extend(judge_own_folder(&o, &l, d, major, &machine, s.search_var));
         } else if o.report.is_none() {
-            findings.extend(judge_no_report(&o, major, s.cut_short, s.search_var));
+            findings.extend(judge_no_report(&o, major, s.cut_short, s.search_path, s.search_var));
         } else if let Some(dir) = s.search_path.iter().find(|d| d.dispatchers.iter().any(|x| x.major == major && x.first)) {
             findings.push(judge_unloadable(&o, &l, dir, major, s.search_var));
         }
@@ -308,7 +312,8 @@ fn probe_majors(s: &Scene, active: &origin::Active, findings: &mut Vec<Finding>)
 fn predicted_loads(s: &Scene, d: &Path, l: &Loaded, major: u64) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mapped: Vec<String> = l.modules.iter().filter(|m| m.kind == probe::ModuleKind::Cudnn).map(|m| m.name.clone()).collect();
-    findings.extend(frameworks::probe_set(d, major, &mapped, s.folders, s.search_var));
+    let reported = l.version.as_deref().filter(|_| l.version_from.is_none());
+    findings.extend(frameworks::probe_set(d, major, &mapped, reported, s.folders, s.search_var));
     findings.extend(deps::judge(d, major, l.version.as_deref(), s.folders, s.search_var));
     findings
 }
@@ -373,12 +378,25 @@ fn judge_own_folder(o: &ProbeOutcome, l: &Loaded, d: &Path, major: u64, machine:
 
 /// The probe of cuDNN `major` gave no report (it crashed, timed out or did not start):
 /// why, with a hint (`cut_short`: a cuDNN library on the search path is cut short).
-fn judge_no_report(o: &ProbeOutcome, major: u64, cut_short: bool, search_var: &str) -> Vec<Finding> {
+fn judge_no_report(o: &ProbeOutcome, major: u64, cut_short: bool, search_path: &[SearchDir], search_var: &str) -> Vec<Finding> {
     let mut findings = Vec::new();
     let c = check::classify(o, &Expected { entry_dir: PathBuf::new(), version: Version::new(&[major]), cuda_major: None });
+    // What the files of the folder that wins say about the set, when it is incomplete.
+    let incomplete =
+        search_path.iter().find(|d| d.dispatchers.iter().any(|x| x.major == major && x.first)).and_then(|d| incomplete_set(&d.path, major, search_var));
+    let missing = c.reasons.iter().any(|r| r.kind == ReasonKind::MissingLibrary);
+    // cuDNN's own end when it cannot load a sub-library: abort() (SIGABRT; exit 3 or the
+    // fail-fast 0xC0000409 on Windows, 9 under Wine), as the classifier reads it.
+    let aborted = matches!(o.end, check::ProbeEnd::Signaled { signal: 6, .. } | check::ProbeEnd::Exited { code: 3 | 9 | 134 })
+        || matches!(o.end, check::ProbeEnd::Exited { code } if code as u32 == 0xC000_0409);
+    let incomplete = incomplete.filter(|_| missing || aborted);
     for r in c.reasons.iter().filter(|r| r.kind.is_failure()) {
         let hint = if cut_short && r.kind == ReasonKind::Crash {
             "a cuDNN library on the search path is cut short (see its problem): copy it again; the crash follows from it".to_string()
+        } else if let Some(why) = incomplete.as_ref().filter(|_| matches!(r.kind, ReasonKind::Crash | ReasonKind::MissingLibrary)) {
+            why.clone()
+        } else if missing && r.kind == ReasonKind::Crash {
+            "cuDNN aborts when it cannot load a sub-library: the crash follows from the missing library above".to_string()
         } else {
             hint_for(r.kind, major, search_var)
         };
@@ -406,6 +424,48 @@ fn judge_unloadable(o: &ProbeOutcome, l: &Loaded, dir: &SearchDir, major: u64, s
         ),
     };
     Finding { severity: Severity::Problem, message, hint: Some(hint) }
+}
+
+/// The sub-libraries of cuDNN `major` that the folder `dir` lacks, as file names, by the
+/// store's completeness rule (`store add` refuses such a set).
+fn missing_sublibraries_in(dir: &Path, major: u64) -> Vec<String> {
+    let Some(platform) = crate::cudnn::platform::Platform::host() else { return Vec::new() };
+    let names: Vec<String> = std::fs::read_dir(dir).map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
+    crate::store::detect::missing_sublibraries(&Version::new(&[major]), platform, &names)
+}
+
+/// A hint when the folder `dir` that gives cuDNN `major` lacks sub-libraries, from its files:
+/// a lone dispatcher that is a link into a folder holding the whole set (cuDNN looks for its
+/// sub-libraries beside the name it was loaded by, docs/loader.md L8), or a set that lacks
+/// them. `None` when the folder holds the whole set.
+fn incomplete_set(dir: &Path, major: u64, search_var: &str) -> Option<String> {
+    let missing = missing_sublibraries_in(dir, major);
+    if missing.is_empty() {
+        return None;
+    }
+    let name = libname::dispatcher_name(major, Os::HOST);
+    let link = dir.join(&name);
+    if std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink())
+        && let Ok(target) = paths::canonical_shown(&link)
+        && let Some(target_dir) = target.parent()
+        && !paths::same_path(target_dir, &paths::canonical_shown(dir).unwrap_or_else(|_| dir.to_path_buf()))
+        && missing_sublibraries_in(target_dir, major).is_empty()
+    {
+        return Some(format!(
+            "{} is a link to {}: cuDNN looks for its sub-libraries beside the name it was loaded by, not beside the link's target, and {} lacks {}; put {} on {search_var} instead, or link the folder {} rather than the file",
+            link.display(),
+            target.display(),
+            dir.display(),
+            missing.join(", "),
+            target_dir.display(),
+            target_dir.display()
+        ));
+    }
+    Some(format!(
+        "{} lacks {} (cuDNN {major} ships them beside the dispatcher), and cuDNN aborts when it cannot load one: put the folder holding the whole set on {search_var}, or copy the missing files from the same release",
+        dir.display(),
+        missing.join(", ")
+    ))
 }
 
 /// Activation scripts of the env in use and of every env the current generation shims.
@@ -492,7 +552,7 @@ fn hint_for(kind: ReasonKind, major: u64, search_var: &str) -> String {
             format!("put the folder that holds it on {search_var} (a cuenv profile's activation puts the profile's CUDA runtime there), or install it")
         }
         ReasonKind::Crash | ReasonKind::Timeout | ReasonKind::BadReport => {
-            "`cuenv doctor --json` shows the probe's output; libraries from two releases in one process are the usual cause".into()
+            "`cuenv doctor --json` shows the probe's output (what cuDNN printed before it ended)".into()
         }
         _ => "`cuenv doctor --json` shows the probe's full report".into(),
     }

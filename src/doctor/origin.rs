@@ -7,9 +7,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::search_path::{mixed_releases, scan_search_path};
-use super::{Dispatcher, Finding, Inputs, Loaded, SearchDir, Severity, frameworks};
+use super::{Dispatcher, Finding, Inputs, Loaded, SearchDir, Severity, frameworks, loader};
 use crate::check::{self, ProbeOutcome};
 use crate::cudnn::libname::{self, Os};
+use crate::cudnn::version::Version;
 use crate::generation::{self, ViewRecord};
 use crate::home::layout::Layout;
 use crate::home::settings::PROFILE_VAR;
@@ -124,7 +125,8 @@ pub fn origin(path: &Path, layout: &Layout, toolkits: &[Toolkit], conda_prefix: 
     }
     if let Some(t) = toolkits.iter().find(|t| file.starts_with(canon(&t.root))) {
         let v = t.version.as_ref().map(|v| format!("CUDA {v} ")).unwrap_or_default();
-        return format!("the {v}toolkit root {} (copied in by hand)", t.root.display());
+        let how = if copied_into_toolkit(&file) { " (copied in by hand)" } else { "" };
+        return format!("the {v}toolkit root {}{how}", t.root.display());
     }
     let text = file.to_string_lossy().replace('\\', "/");
     let lower = text.to_ascii_lowercase();
@@ -140,6 +142,15 @@ pub fn origin(path: &Path, layout: &Layout, toolkits: &[Toolkit], conda_prefix: 
         return format!("the conda env {}", prefix.display());
     }
     format!("the folder {}", file.parent().unwrap_or(&file).display())
+}
+
+/// Whether a file found in a CUDA toolkit root is one the toolkit does not ship, so someone
+/// put it there: a cuDNN library or `zlibwapi.dll` (NVIDIA ships both apart from the toolkit;
+/// docs/facts.md §1, §2). The toolkit's own libraries (its CUDA runtime, cuBLAS, NVRTC, the
+/// driver stubs) and files cuenv cannot name are not called copies.
+fn copied_into_toolkit(file: &Path) -> bool {
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    matches!(probe::module_kind(&name), Some(probe::ModuleKind::Cudnn | probe::ModuleKind::Zlib))
 }
 
 /// cuDNN copies that frameworks load ahead of the search path, in a conda env `prefix`:
@@ -160,11 +171,55 @@ pub fn framework_copies(prefix: &Path) -> Vec<(PathBuf, String, Dispatcher)> {
                     // site-packages/nvidia/cudnn/lib -> site-packages
                     d.version = wheel_version(dir.ancestors().nth(3).unwrap_or(&dir));
                 }
+                if d.version.is_none() {
+                    let record = if what.starts_with("conda's") { conda_record_version(prefix) } else { None };
+                    (d.version, d.version_from) = copy_version(&dir, d.major, record);
+                }
                 out.push((dir.clone(), what.clone(), d));
             }
         }
     }
     out
+}
+
+/// The version of a framework copy of cuDNN `major` in `dir` whose dispatcher's own file does
+/// not tell it, from what can be read, with where each part came from: the release the
+/// folder's files carry (the `cudnn_version_...` marker of `graph` / `ops_infer`,
+/// [`loader::folder_versions`]) and a package record, `(version, record file)`. Both agree:
+/// the record's (it has the build number), naming both; they disagree: the files' (they are
+/// what loads), naming what the record says.
+fn copy_version(dir: &Path, major: u64, record: Option<(Version, String)>) -> (Option<String>, Option<String>) {
+    let found = loader::folder_versions(dir, major);
+    let files = (found.len() == 1).then(|| found[0].clone());
+    match (files, record) {
+        (Some((fv, names)), Some((rv, rec))) if loader::same_release(&fv, &rv) => {
+            let v = if rv.to_string().len() >= fv.to_string().len() { rv } else { fv };
+            (Some(v.to_string()), Some(format!("{rec}; the version marker of {}", names.join(", "))))
+        }
+        (Some((fv, names)), Some((rv, rec))) => (Some(fv.to_string()), Some(format!("the version marker of {}; {rec} says {rv}", names.join(", ")))),
+        (Some((fv, names)), None) => (Some(fv.to_string()), Some(format!("the version marker of {}", names.join(", ")))),
+        (None, Some((rv, rec))) => (Some(rv.to_string()), Some(rec)),
+        (None, None) => (None, None),
+    }
+}
+
+/// The version conda's record of the `cudnn` package in the env `prefix` names:
+/// `conda-meta/cudnn-<version>-<build>.json`, its `"version"` field; with the record's path
+/// relative to the env.
+fn conda_record_version(prefix: &Path) -> Option<(Version, String)> {
+    let meta = prefix.join("conda-meta");
+    let mut names: Vec<String> = std::fs::read_dir(&meta)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.strip_prefix("cudnn-").is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit())) && n.ends_with(".json"))
+        .collect();
+    names.sort();
+    let name = names.pop()?;
+    let text = std::fs::read_to_string(meta.join(&name)).ok()?;
+    let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let v: Version = doc.get("name").and_then(|n| n.as_str()).filter(|n| *n == "cudnn").and(doc.get("version")?.as_str())?.parse().ok()?;
+    Some((v, format!("conda-meta/{name}")))
 }
 
 /// The `site-packages` folders of the conda env `prefix` that exist: `Lib/site-packages`
@@ -274,5 +329,32 @@ mod tests {
         let env = tmp.path().join("env");
         assert_eq!(origin(&env.join("lib/libcudnn.so.8"), &layout, &[], Some(&env)), format!("the conda env {}", env.display()));
         assert_eq!(origin(Path::new("/opt/x/libcudnn.so.8"), &layout, &[], None), "the folder /opt/x");
+    }
+
+    /// A toolkit root's own runtime is the toolkit's, not a copy; cuDNN in it is a copy.
+    #[test]
+    fn only_what_a_toolkit_does_not_ship_is_called_copied_in_by_hand() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = Layout::new(tmp.path().join("home"));
+        let root = tmp.path().join("cuda-13.0");
+        let lib = root.join("targets/x86_64-linux/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        let t = crate::toolkit::Toolkit {
+            root: root.clone(),
+            version: Some("13.0".parse().unwrap()),
+            version_source: None,
+            found_by: Vec::new(),
+            runtime: Some(lib.join("libcudart.so.13")),
+            platform: None,
+            hand_copied_cudnn: None,
+            problems: Vec::new(),
+        };
+        let tks = std::slice::from_ref(&t);
+        for own in ["libcudart.so.13", "libcublasLt.so.13", "libnvrtc.so.13", "cudart64_13.dll"] {
+            assert_eq!(origin(&lib.join(own), &layout, tks, None), format!("the CUDA 13.0 toolkit root {}", root.display()), "{own}");
+        }
+        for copy in ["libcudnn.so.9", "libcudnn_graph.so.9", "cudnn64_9.dll", "zlibwapi.dll"] {
+            assert_eq!(origin(&lib.join(copy), &layout, tks, None), format!("the CUDA 13.0 toolkit root {} (copied in by hand)", root.display()), "{copy}");
+        }
     }
 }

@@ -73,7 +73,7 @@ pub(super) fn scan_search_path(folders: &[PathBuf]) -> Vec<SearchDir> {
             .iter()
             .filter_map(|n| {
                 let major = libname::loader_dispatcher_major(n, Os::HOST)?;
-                Some(Dispatcher { file: n.clone(), major, version: file_version(folder, n, major, &names), first: false })
+                Some(Dispatcher { file: n.clone(), major, version: file_version(folder, n, major, &names), version_from: None, first: false })
             })
             .collect();
         if dispatchers.is_empty() {

@@ -236,12 +236,12 @@ fn named_evidence(hints: &Hints, root: &str) -> (Claims<u64>, Claims<Version>) {
 /// folder is added to `cuda` as evidence. Errors: [`Error::CudaUnknown`] when there is
 /// nothing to choose by, [`Error::CudaConflict`] when no variant has that major.
 fn choose_variant(source: &Path, variants: &Variants, cuda: &mut Vec<(u64, String)>) -> Result<Option<String>, Error> {
-    let named_cuda = cuda.first().map(|c| c.0);
+    let named_cuda = cuda.first().cloned();
     let chosen_variant: Option<String> = if variants.len() == 1 {
         variants.keys().next().cloned().flatten()
     } else {
         let all: Vec<String> = variants.keys().flatten().cloned().collect();
-        let Some(want) = named_cuda else {
+        let Some((want, said_by)) = named_cuda else {
             return Err(Error::CudaUnknown { path: source.into(), variants: all });
         };
         let mut matching: Vec<&String> = all.iter().filter(|v| v.split('.').next() == Some(&want.to_string())).collect();
@@ -251,7 +251,8 @@ fn choose_variant(source: &Path, variants: &Variants, cuda: &mut Vec<(u64, Strin
             None => {
                 return Err(Error::CudaConflict {
                     path: source.into(),
-                    claims: vec![(want, "--cuda".into())],
+                    // Named as what said it: `--cuda`, the file name, the wheel's METADATA.
+                    claims: vec![(want, said_by)],
                     detail: format!("this tree only holds CUDA variants {}", all.join(", ")),
                 });
             }

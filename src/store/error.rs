@@ -143,10 +143,20 @@ impl Diagnose for Error {
                     format!("pass {}", majors.join(" or "))
                 }
             }
-            CudaConflict { .. } => "pass the --cuda value that matches the archive, or fix the file name".into(),
+            CudaConflict { claims, .. } => {
+                if claims.iter().any(|c| c.1 == "--cuda") {
+                    "pass the --cuda value that matches the archive, or fix the file name".into()
+                } else {
+                    "what the names say disagrees with the content: rename the input so that it names the CUDA major of the build it holds".into()
+                }
+            }
             CudaContradicted { claim, read, .. } => {
                 if claim.1 == "--cuda" {
                     format!("pass --cuda {read} (or leave it out: the libraries say it), or import the cuDNN built for CUDA {}", claim.0)
+                } else if claim.1.starts_with("the variant folder") {
+                    format!("{} holds libraries built for CUDA {read}: install that CUDA variant again from NVIDIA's installer", claim.1)
+                } else if claim.1.starts_with("wheel METADATA") {
+                    format!("the wheel's METADATA does not match its libraries: download the wheel again (the CUDA {read} build is nvidia-cudnn-cu{read})")
                 } else {
                     format!("the name does not match the content: download the CUDA {} build again, or rename the file to say cuda{read}", claim.0)
                 }

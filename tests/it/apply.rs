@@ -856,7 +856,12 @@ fn a_profile_the_driver_cannot_run_is_refused_unless_forced() {
         )),
         "{err}"
     );
-    assert!(err.contains("hint: nothing was built or switched; `cuenv apply --force` applies it anyway"), "{err}");
+    assert!(
+        err.contains(
+            "hint: nothing was built or switched; `cuenv apply --force --no-check` makes it current anyway (`cuenv check` then fails on the same rule)"
+        ),
+        "{err}"
+    );
     assert_eq!(home_digest(&lab.ctx.home), before, "a refused apply writes nothing");
     assert!(!lab.ctx.path("lab.lock").exists());
 
@@ -885,6 +890,39 @@ fn a_profile_the_driver_cannot_run_is_refused_unless_forced() {
         assert_eq!(code, 4, "{out}");
         assert!(out.contains("problem: profile `torch2` is active, but in this environment: driver too old: the driver (CUDA version set by CUENV_OVERRIDE_DRIVER_CUDA) supports CUDA <= 11.4"), "{out}");
     }
+}
+
+/// The refusal's hint says what `--force` does with the check on, and it does that: with no
+/// generation current, a forced apply builds and switches, the check fails on the driver rule,
+/// the apply is undone and no generation is current; `--force --no-check` keeps it.
+#[test]
+fn the_refusals_force_hint_says_what_force_does() {
+    let lab = Lab::new();
+    let file = lab.lab("[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\n");
+    let f = file.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = lab.ctx.cmd().env("CUENV_OVERRIDE_DRIVER_CUDA", "11.4").args(args).output().unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, out, err) = run(&["apply", f]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(
+        err.contains("hint: nothing was built or switched; `cuenv apply --force` builds and switches to it anyway, but its check fails on the same rule, so the apply is undone and no generation is current; `--force --no-check` keeps it without a check"),
+        "{err}"
+    );
+    assert!(!err.contains("applies it anyway"), "{err}");
+    let (code, out, err) = run(&["apply", "--force", f]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(out.contains("driver too old"), "{out}\n{err}");
+    assert!(err.contains("generation 1 was built but no generation is current"), "{out}\n{err}");
+    let (code, out, err) = run(&["apply", "--force", "--no-check", f]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let s: serde_json::Value = serde_json::from_str(&lab.ok(&["generations", "--json"])).unwrap();
+    let n = s["generations"].as_array().and_then(|g| g.iter().find(|g| g["current"] == true)).map(|g| g["number"].clone()).unwrap_or_else(|| panic!("{s}"));
+    // A generation is current now: the hint names it.
+    let (code, out, err) = run(&["apply", f]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(err.contains(&format!("so the apply is undone and generation {n} stays current;")), "{err}");
 }
 
 /// Records nothing: what `apply::run` reports is not under test here.

@@ -351,3 +351,114 @@ fn a_stale_header_is_named_as_stale() {
         "{out}"
     );
 }
+
+/// A probe that crashes because a sub-library is missing is explained by what the files say,
+/// not by "two releases": a folder holding only a link `libcudnn.so.9` into a folder with the
+/// whole set (the dispatcher, with `DT_RUNPATH` `$ORIGIN` like NVIDIA's, looks beside the link:
+/// the real loader crashes it), and a folder holding the dispatcher alone.
+#[test]
+fn a_crash_from_a_missing_sub_library_is_explained_by_the_files() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    let full = s.build_with("full", "libcudnn.so.9", &["MODE_SUB"], &["-Wl,-rpath,$ORIGIN", "-Wl,--enable-new-dtags"]);
+    for stem in ["graph", "engines_precompiled", "engines_runtime_compiled", "heuristic", "ops", "cnn", "adv"] {
+        s.build("full", &format!("libcudnn_{stem}.so.9"), &["GRAPH", "VERSION=90500"]);
+    }
+    let rt = s.cudart();
+    // The whole set loads through its own folder.
+    let (code, out, err) = doctor(home.path(), &[&full, &rt], &[], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("cuDNN 9: 9.5.0"), "{out}");
+
+    let lone = s.tmp.path().join("lone");
+    std::fs::create_dir_all(&lone).unwrap();
+    std::os::unix::fs::symlink(full.join("libcudnn.so.9"), lone.join("libcudnn.so.9")).unwrap();
+    let (code, out, err) = doctor(home.path(), &[&lone, &rt], &[], &[]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(out.contains("problem: cuDNN 9: crash") && out.contains("cuDNN could not load its sub-library libcudnn_graph.so.9"), "{out}");
+    let full_c = std::fs::canonicalize(&full).unwrap();
+    assert!(
+        out.contains(&format!(
+            "hint: {} is a link to {}: cuDNN looks for its sub-libraries beside the name it was loaded by, not beside the link's target, and {} lacks libcudnn_graph.so.9, ",
+            lone.join("libcudnn.so.9").display(),
+            full_c.join("libcudnn.so.9").display(),
+            lone.display()
+        )) && out.contains(&format!("put {} on LD_LIBRARY_PATH instead, or link the folder {} rather than the file", full_c.display(), full_c.display())),
+        "{out}"
+    );
+    assert!(!out.contains("two releases"), "{out}");
+
+    // A copy of the dispatcher alone.
+    let alone = s.build("alone", "libcudnn.so.9", &["MODE_SUB"]);
+    let (code, out, err) = doctor(home.path(), &[&alone, &rt], &[], &[]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(out.contains(&format!("hint: {} lacks libcudnn_graph.so.9, libcudnn_engines_precompiled.so.9", alone.display())), "{out}");
+    assert!(out.contains("cuDNN aborts when it cannot load one"), "{out}");
+    assert!(!out.contains("two releases"), "{out}");
+}
+
+/// conda's `cudnn` package whose dispatcher's name tells no version: the version is what its
+/// graph library's marker and conda's record (`conda-meta/cudnn-*.json`) say, naming both;
+/// not "its files do not tell the exact version".
+#[test]
+fn a_conda_cudnn_is_told_by_its_marker_and_its_record() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    let env = s.tmp.path().join("env");
+    let lib = env.join("lib");
+    std::fs::create_dir_all(env.join("conda-meta")).unwrap();
+    let built = s.build("c", "libcudnn.so.9", &["VERSION=90500"]);
+    s.build("c", "libcudnn_graph.so.9", &["GRAPH", "VERSION=90500", "MARKER=\"cudnn_version_9_5_0_50_34937467_e0\""]);
+    std::fs::rename(&built, &lib).unwrap();
+    let record = "cudnn-9.5.0.50-h8f4b3c2_0.json";
+    std::fs::write(env.join("conda-meta").join(record), r#"{"name": "cudnn", "version": "9.5.0.50", "build": "h8f4b3c2_0"}"#).unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let (code, out, err) = doctor(home.path(), &[empty.path()], &[("CONDA_PREFIX", env.to_str().unwrap())], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains(&format!(
+            "warning: conda's cudnn package in the conda env {} carries its own cuDNN 9.5.0.50 (from conda-meta/{record}; the version marker of libcudnn_graph.so.9): {}",
+            env.display(),
+            lib.join("libcudnn.so.9").display()
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("do not tell the exact version"), "{out}");
+    // A record of another release: the files win, and the record is named with what it says.
+    std::fs::write(env.join("conda-meta").join(record), r#"{"name": "cudnn", "version": "9.1.0.70", "build": "h8f4b3c2_0"}"#).unwrap();
+    let (_, out, _) = doctor(home.path(), &[empty.path()], &[("CONDA_PREFIX", env.to_str().unwrap())], &[]);
+    assert!(
+        out.contains(&format!("carries its own cuDNN 9.5.0.50 (from the version marker of libcudnn_graph.so.9; conda-meta/{record} says 9.1.0.70)")),
+        "{out}"
+    );
+}
+
+/// One run does not contradict itself: a sub-library whose own file tells no version, in a
+/// folder whose other files carry one release, is given that release (the search path's
+/// listing names it) instead of "version unknown"; a dispatcher whose files tell nothing is
+/// given what cudnnGetVersion reported.
+#[test]
+fn a_version_read_once_is_used_by_later_sentences() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    let entry = s.build("entry", "libcudnn.so.9", &["VERSION=90500"]);
+    s.build("entry", "libcudnn_graph.so.9", &["GRAPH", "VERSION=90500", "MARKER=\"cudnn_version_9_5_0_50_34937467_e0\""]);
+    s.build("entry", "libcudnn_ops.so.9", &["GRAPH", "VERSION=90500"]);
+    let stray = s.build("stray", "libcudnn_graph.so.9", &["GRAPH", "VERSION=90100", "MARKER=\"cudnn_version_9_1_0_70_34937467_e0\""]);
+    s.build("stray", "libcudnn_ops.so.9", &["GRAPH", "VERSION=90100"]);
+    let rt = s.cudart();
+    let (code, out, err) = doctor(home.path(), &[&stray, &entry, &rt], &[], &[]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(out.contains(&format!("{}: libcudnn_graph.so.9 (9.1.0.70), libcudnn_ops.so.9 [no dispatcher]", stray.display())), "{out}");
+    assert!(out.contains(&format!("libcudnn_ops.so.9 from {} (9.1.0.70, as the other files of its folder say)", stray.display())), "{out}");
+    assert!(!out.contains("version unknown"), "{out}");
+
+    // The dispatcher's folder tells nothing: the sentence uses what the probe reported.
+    let bare = s.build("bare", "libcudnn.so.9", &["VERSION=90500"]);
+    s.build("bare", "libcudnn_ops.so.9", &["GRAPH", "VERSION=90500"]);
+    let (code, out, err) = doctor(home.path(), &[&stray, &bare, &rt], &[], &[]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(out.contains("cuDNN 9: 9.5.0"), "{out}");
+    assert!(out.contains(&format!("cuDNN 9 from {} (9.5.0, as cudnnGetVersion reports)", bare.join("libcudnn.so.9").display())), "{out}");
+    assert!(!out.contains("version unknown"), "{out}");
+}

@@ -144,3 +144,32 @@ fn a_process_that_does_not_exist_is_exit_2() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("error: no process with id 4294967294 is running") && err.contains("hint: check the id"), "{err}");
 }
+
+/// A process that loaded a CUDA toolkit root's own runtime (`<root>/targets/x86_64-linux/lib/
+/// libcudart.so.13`) is told the file comes from that toolkit root, not that it was copied in
+/// by hand; a cuDNN dispatcher in the same root is.
+#[test]
+fn a_toolkit_roots_own_runtime_is_not_called_copied_in_by_hand() {
+    let ctx = crate::support::TestContext::new();
+    let s = crate::support::stubs::Stubs::new();
+    let root = ctx.path("cuda-13.0");
+    let lib = root.join("targets/x86_64-linux/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::write(root.join("version.json"), r#"{"cuda": {"name": "CUDA SDK", "version": "13.0.2"}}"#).unwrap();
+    let built = s.build("rt", "libcudart.so.13", &["CUDART=13000"]);
+    std::fs::copy(built.join("libcudart.so.13"), lib.join("libcudart.so.13")).unwrap();
+    let disp = s.build("d", "libcudnn.so.9", &["VERSION=90500"]);
+    std::fs::copy(disp.join("libcudnn.so.9"), lib.join("libcudnn.so.9")).unwrap();
+    let exe = build_child(&ctx.work);
+    let root = std::fs::canonicalize(&root).unwrap();
+    for (name, copied) in [("libcudart.so.13", false), ("libcudnn.so.9", true)] {
+        let child = start(&exe, &[name], std::slice::from_ref(&lib), "");
+        let pid = child.id().to_string();
+        let out = ctx.cmd().env("CUENV_TOOLKIT_PATHS", &root).args(["doctor", "--pid", &pid, "--json"]).output().unwrap();
+        stop(child);
+        let d: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let m = d["modules"].as_array().unwrap().iter().find(|m| m["name"] == name).unwrap_or_else(|| panic!("{d}"));
+        let want = format!("the CUDA 13.0.2 toolkit root {}{}", root.display(), if copied { " (copied in by hand)" } else { "" });
+        assert_eq!(m["origin"].as_str(), Some(want.as_str()), "{name}: {m}");
+    }
+}

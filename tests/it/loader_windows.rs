@@ -192,6 +192,9 @@ mod under_windows {
         let bin = env.join("Lib/site-packages/nvidia/cudnn/bin");
         place(&fix, "disp8.dll", &bin, "cudnn64_8.dll");
         place(&fix, "sub8_894.dll", &bin, "cudnn_ops_infer64_8.dll");
+        // A sub-library that sorts before ops_infer: the prediction must still name the one
+        // the dispatcher loads first.
+        place(&fix, "sub8_894.dll", &bin, "cudnn_adv_infer64_8.dll");
         std::fs::create_dir_all(env.join("Lib/site-packages/nvidia_cudnn_cu12-8.9.4.25.dist-info")).unwrap();
 
         let l = oracle(&fix, &[os("--add-dll-dir"), bin.as_os_str(), os("--path"), bin.join("cudnn64_8.dll").as_os_str()], &[]);

@@ -33,7 +33,7 @@ fn a_truncated_or_foreign_library_is_named() {
     assert_eq!(code, 4, "{out}");
     assert!(out.contains(&format!("problem: {} is cut short: its headers need {} bytes, the file has {}", f.display(), full.len(), full.len() / 2)), "{out}");
     assert!(out.contains("hint: copy libcudnn.so.9 again from its release"), "{out}");
-    assert!(!out.contains("libraries from two releases in one process are the usual cause"), "{out}");
+    assert!(!out.contains("two releases in one process"), "{out}");
 
     let other = s.tmp.path().join("arm");
     std::fs::create_dir_all(&other).unwrap();

@@ -1410,3 +1410,27 @@ fn a_wheel_folder_takes_its_build_number_from_the_library_marker() {
     let meta = ctx.entry_toml(&ctx.only_entry());
     assert_eq!(meta["version_source"].as_str(), Some("the version string in `libcudnn_ops_infer.so.8`"), "{meta:?}");
 }
+
+/// An installer tree whose folder name says CUDA 13 while it holds only the 11.8 and 12.6
+/// variants, added without `--cuda`: the refusal names the folder name as the claim's source,
+/// never `--cuda`.
+#[test]
+fn a_cuda_claim_is_named_by_its_real_source() {
+    let ctx = TestContext::new();
+    let r = Release::V9;
+    let tree = installer_tree(&ctx.work, &r, &["11.8", "12.6"]);
+    let named = ctx.path("cudnn-windows-x86_64-9.5.0.50_cuda13-archive");
+    fs::rename(&tree, &named).unwrap();
+    let err = ctx.add_refused(&named, &[]);
+    assert!(!err.contains("--cuda says"), "{err}");
+    assert!(
+        err.contains(
+            "the CUDA major is ambiguous: the source name `cudnn-windows-x86_64-9.5.0.50_cuda13-archive` says 13; this tree only holds CUDA variants 11.8, 12.6"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("hint: what the names say disagrees with the content"), "{err}");
+    // With --cuda, the claim is --cuda's.
+    let err = ctx.add_refused(&named, &["--cuda", "11"]);
+    assert!(err.contains("--cuda says 11, the source name `cudnn-windows-x86_64-9.5.0.50_cuda13-archive` says 13"), "{err}");
+}
