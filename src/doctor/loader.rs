@@ -304,6 +304,26 @@ pub fn windows_set(own: &Path, major: u64, path_dirs: &[PathBuf]) -> Vec<SubPick
     sub_picks(&walked, picks, own)
 }
 
+/// The set of the cuDNN `major` dispatcher in the folder `dir` ([`set::walk`]), each member
+/// looked up in `dir` alone: what the release needs beside its dispatcher (`store add`'s rule
+/// R2, docs/loader.md). Names of the loader's platform ([`Os::HOST`]); the walk reads through
+/// links, so a linked dispatcher names its target's set. Empty when `dir` holds no dispatcher
+/// of `major`.
+pub fn folder_set(dir: &Path, major: u64) -> set::RequiredSet<PathBuf> {
+    let os = Os::HOST;
+    let dispatcher_name = libname::dispatcher_name(major, os);
+    let Some(dispatcher) = find_ci(dir, &dispatcher_name).filter(|_| os == Os::Windows).or_else(|| Some(dir.join(&dispatcher_name)).filter(|p| p.is_file()))
+    else {
+        return set::RequiredSet { major, os, members: Vec::new(), basis: set::Basis::Files };
+    };
+    let version = file_version(&dispatcher);
+    let find = |stem: &str, _asker: &PathBuf| match os {
+        Os::Windows => find_ci(dir, &libname::sub_library_name(stem, major, os)),
+        Os::Linux => sub_names(stem, major, version.as_ref(), os).into_iter().map(|n| dir.join(n)).find(|p| p.is_file()),
+    };
+    set::walk(&dispatcher, &dispatcher_name, major, os, version.as_ref(), |p| names_in(p), find)
+}
+
 /// `dir/name` matched without regard to case (Windows names), when such a file exists.
 fn find_ci(dir: &Path, name: &str) -> Option<PathBuf> {
     let exact = dir.join(name);

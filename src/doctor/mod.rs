@@ -426,12 +426,11 @@ fn judge_unloadable(o: &ProbeOutcome, l: &Loaded, dir: &SearchDir, major: u64, s
     Finding { severity: Severity::Problem, message, hint: Some(hint) }
 }
 
-/// The sub-libraries of cuDNN `major` that the folder `dir` lacks, as file names, by the
-/// store's completeness rule (`store add` refuses such a set).
+/// The sub-libraries of cuDNN `major` that the folder `dir` lacks, as file names: the
+/// members of its release's set ([`loader::folder_set`]) not beside the dispatcher (`store
+/// add` refuses such a set).
 fn missing_sublibraries_in(dir: &Path, major: u64) -> Vec<String> {
-    let Some(platform) = crate::cudnn::platform::Platform::host() else { return Vec::new() };
-    let names: Vec<String> = std::fs::read_dir(dir).map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
-    crate::store::detect::missing_sublibraries(&Version::new(&[major]), platform, &names)
+    loader::folder_set(dir, major).missing()
 }
 
 /// A hint when the folder `dir` that gives cuDNN `major` lacks sub-libraries, from its files:

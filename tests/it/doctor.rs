@@ -360,8 +360,12 @@ fn a_stale_header_is_named_as_stale() {
 fn a_crash_from_a_missing_sub_library_is_explained_by_the_files() {
     let s = Stubs::new();
     let home = tempfile::tempdir().unwrap();
-    let full = s.build_with("full", "libcudnn.so.9", &["MODE_SUB"], &["-Wl,-rpath,$ORIGIN", "-Wl,--enable-new-dtags"]);
-    for stem in ["graph", "engines_precompiled", "engines_runtime_compiled", "heuristic", "ops", "cnn", "adv"] {
+    // The dispatcher and graph name what the real 9.5 ones name (docs/loader.md R1).
+    let dispatcher_names = "NAMES=\"libcudnn_graph.so libcudnn_ops.so libcudnn_cnn.so libcudnn_adv.so\"";
+    let graph_names = "NAMES=\"libcudnn_heuristic.so libcudnn_engines_precompiled.so libcudnn_engines_runtime_compiled.so\"";
+    let full = s.build_with("full", "libcudnn.so.9", &["MODE_SUB", dispatcher_names], &["-Wl,-rpath,$ORIGIN", "-Wl,--enable-new-dtags"]);
+    s.build("full", "libcudnn_graph.so.9", &["GRAPH", "VERSION=90500", graph_names]);
+    for stem in ["engines_precompiled", "engines_runtime_compiled", "heuristic", "ops", "cnn", "adv"] {
         s.build("full", &format!("libcudnn_{stem}.so.9"), &["GRAPH", "VERSION=90500"]);
     }
     let rt = s.cudart();
@@ -389,10 +393,11 @@ fn a_crash_from_a_missing_sub_library_is_explained_by_the_files() {
     assert!(!out.contains("two releases"), "{out}");
 
     // A copy of the dispatcher alone.
-    let alone = s.build("alone", "libcudnn.so.9", &["MODE_SUB"]);
+    let alone = s.build("alone", "libcudnn.so.9", &["MODE_SUB", dispatcher_names]);
     let (code, out, err) = doctor(home.path(), &[&alone, &rt], &[], &[]);
     assert_eq!(code, 4, "{out}\n{err}");
-    assert!(out.contains(&format!("hint: {} lacks libcudnn_graph.so.9, libcudnn_engines_precompiled.so.9", alone.display())), "{out}");
+    // What the dispatcher names; graph's own names cannot be read without graph.
+    assert!(out.contains(&format!("hint: {} lacks libcudnn_graph.so.9, libcudnn_ops.so.9, libcudnn_cnn.so.9, libcudnn_adv.so.9", alone.display())), "{out}");
     assert!(out.contains("cuDNN aborts when it cannot load one"), "{out}");
     assert!(!out.contains("two releases"), "{out}");
 }
