@@ -39,12 +39,12 @@ impl Report {
     }
 }
 
-/// Renders `d` as `<label>: <message>`, one `  caused by: <cause>` line per source in its
+/// Renders `d` as `<label>: <message>` (`<label>[<rule id>]` when it cites a rule), one `  caused by: <cause>` line per source in its
 /// chain, and `hint: <hint>` when it has one; every line ends with a newline. The one
 /// renderer of errors (`label` = `error`, through [`Report::render`]) and of warnings that
 /// carry a hint (`warning`).
 pub fn render_as(label: &str, d: &(dyn Diagnose + '_)) -> String {
-    let mut out = format!("{label}: {d}\n");
+    let mut out = format!("{}: {d}\n", crate::error::rule::labelled(label, d.rule()));
     let mut cause = d.source();
     while let Some(c) = cause {
         let _ = writeln!(out, "  caused by: {c}");

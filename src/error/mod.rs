@@ -7,7 +7,10 @@
 //! type without a diagnosis cannot reach the top: forgetting one does not compile.
 
 pub mod located;
+pub mod rule;
 pub mod suggest;
+
+pub use rule::Rule;
 
 /// Process exit codes, one per failure class (documented in README.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +37,12 @@ pub trait Diagnose: std::error::Error {
     fn hint(&self) -> Option<String>;
     /// The failure class of this error.
     fn exit_code(&self) -> ExitCode;
+    /// The docs/loader.md rule this error is a verdict of ([`Rule`]), for the few errors that
+    /// judge a cuDNN set (`store add`'s refusals of an incomplete set or two releases); the
+    /// renderer prints it as `error[R2]:`. `None` for every other error, hence the default.
+    fn rule(&self) -> Option<Rule> {
+        None
+    }
 }
 
 /// Implements [`Diagnose`] for a wrapper enum whose `transparent` variants each hold one
@@ -72,6 +81,9 @@ macro_rules! diagnose {
             fn exit_code(&self) -> $crate::error::ExitCode {
                 match self { $(Self::$v(e) => $crate::error::Diagnose::exit_code(e),)+ }
             }
+            fn rule(&self) -> Option<$crate::error::Rule> {
+                match self { $(Self::$v(e) => $crate::error::Diagnose::rule(e),)+ }
+            }
         }
     };
     (
@@ -88,6 +100,13 @@ macro_rules! diagnose {
             }
             fn exit_code(&$es) -> $er {
                 $crate::error::diagnose!(@arms exit_code [$($v)+] { $($exit)* })
+            }
+            fn rule(&self) -> Option<$crate::error::Rule> {
+                #[allow(unreachable_patterns)]
+                match self {
+                    $(Self::$v(e) => $crate::error::Diagnose::rule(e),)+
+                    _ => None,
+                }
             }
         }
     };

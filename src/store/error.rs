@@ -195,4 +195,13 @@ impl Diagnose for Error {
             _ => ExitCode::Invalid,
         }
     }
+
+    fn rule(&self) -> Option<crate::error::Rule> {
+        use crate::error::Rule;
+        match self {
+            Error::Incomplete { .. } => Some(Rule::IncompleteSet),
+            Error::MixedReleases { .. } => Some(Rule::TwoReleases),
+            _ => None,
+        }
+    }
 }

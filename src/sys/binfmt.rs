@@ -286,8 +286,10 @@ pub fn elf_dynamic(path: &Path) -> io::Result<Option<ElfDynamic>> {
 /// `cudnn_ops_infer64_8.dll` in 8.x, `libcudnn_graph.so.9` / `cudnn_graph64_9.dll` in 9.x:
 /// `cudnn_version_9_5_0_50_34937467_e0` in the 9.5.0.50 wheels; docs/facts.md §7b), read from
 /// its read-only data (`.rodata`, `.lrodata`, `.rdata`); else, for a DLL, the FileVersion of
-/// its VERSIONINFO. `Ok(None)` when the file tells neither (most sub-libraries: their version
-/// is unknown, which is never a mismatch).
+/// its VERSIONINFO; else the value of the `cudnn_<x>_version` object it exports
+/// ([`exported_version`]: 8.x sub-libraries, and graph, ops and adv in 9.x). `Ok(None)` when
+/// the file tells none of these (9.x cnn, heuristic and the engines: their version is
+/// unknown, which is never a mismatch).
 ///
 /// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
 pub fn library_version(path: &Path) -> io::Result<Option<Version>> {
@@ -295,7 +297,43 @@ pub fn library_version(path: &Path) -> io::Result<Option<Version>> {
     if let Some(v) = scan_version(&mut File::open(path)?, &ranges)? {
         return Ok(Some(v));
     }
-    Ok(inspect(path)?.file_version)
+    if let Some(v) = inspect(path)?.file_version {
+        return Ok(Some(v));
+    }
+    Ok(exported_version(path)?.map(|(_, v)| v))
+}
+
+/// The version a cuDNN sub-library exports as data: the 4-byte object `cudnn_<x>_version`
+/// (`cudnn_ops_train_version` in `libcudnn_ops_train.so.8` / `cudnn_ops_train64_8.dll`,
+/// `cudnn_graph_version` in `libcudnn_graph.so.9`), whose value is `M << 16 | m << 8 | p`
+/// (0x080904 in 8.9.4.25, 0x080902 in 8.9.2.26, 0x090500 in 9.5.0.50). The libraries that
+/// depend on it import it and compare it in their `cudnn*VersionCheck`. Read from the ELF
+/// dynamic symbol table or the PE export table, then the 4 bytes at the symbol's address; only
+/// the headers, the symbol table and those bytes are read. Returns `(symbol, version)` of the
+/// first such export; `Ok(None)` when there is none.
+///
+/// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
+pub fn exported_version(path: &Path) -> io::Result<Option<(String, Version)>> {
+    use object::{Object as _, ObjectSection as _};
+    let cache = ReadCache::new(File::open(path)?);
+    let file = object::File::parse(&cache).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a PE or ELF file: {e}")))?;
+    let Ok(exports) = file.exports() else { return Ok(None) };
+    for e in exports.flatten() {
+        let (object::read::NameOrOrdinal::Name(raw), object::read::ExportTarget::Address { address: at }) = (e.name(), e.target()) else { continue };
+        let name = String::from_utf8_lossy(raw).into_owned();
+        let Some(stem) = name.strip_prefix("cudnn_").and_then(|n| n.strip_suffix("_version")) else { continue };
+        if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+            continue;
+        }
+        let Some(section) = file.sections().find(|s| s.address() <= at && at + 4 <= s.address() + s.size()) else { continue };
+        let Ok(Some(bytes)) = section.data_range(at, 4) else { continue };
+        let v = u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+        let (major, minor, patch) = (u64::from(v >> 16), u64::from((v >> 8) & 0xff), u64::from(v & 0xff));
+        if major > 0 {
+            return Ok(Some((name, Version::new(&[major, minor, patch]))));
+        }
+    }
+    Ok(None)
 }
 
 /// The version marker of [`library_version`]: `cudnn_version_<M>_<m>_<p>_<build>_`.

@@ -63,7 +63,12 @@ fn a_set_lacking_what_its_dispatcher_and_graph_name_is_refused() {
     let ctx = TestContext::new();
     let folder = fake_927(&ctx.path("cudnn-9.27-partial"), &["cudnn_ext64_9.dll", "cudnn_engines_tensor_ir64_9.dll"]);
     let err = ctx.add_refused(&folder, &["--cuda", "12"]);
-    assert!(err.contains("incomplete cuDNN 9.27.0.42 set") && err.contains("lacks cudnn_ext64_9.dll, cudnn_engines_tensor_ir64_9.dll"), "{err}");
+    assert!(
+        err.starts_with("error[R2]: ")
+            && err.contains("incomplete cuDNN 9.27.0.42 set")
+            && err.contains("lacks cudnn_ext64_9.dll, cudnn_engines_tensor_ir64_9.dll"),
+        "{err}"
+    );
     assert!(
         err.contains("`cudnn64_9.dll` names `cudnn_ext64_9.dll`") && err.contains("`cudnn_graph64_9.dll` names `cudnn_engines_tensor_ir64_9.dll`"),
         "{err}"
@@ -184,4 +189,28 @@ fn real_927_dispatcher_and_graph_name_ext_and_engines_tensor_ir() {
         let toml = ctx.entry_toml(&ctx.store_dir().join(row["name"].as_str().unwrap()));
         assert_eq!(toml["libraries"].as_array().unwrap().len(), 10, "{wheel}: {toml}");
     }
+}
+
+/// The input: the real 8.9.4.25 set with its `libcudnn_ops_train.so.8` taken from
+/// 8.9.2.26. Each 8.x sub-library exports its own version as data (`cudnn_ops_train_version`
+/// = 0x080902 here, 0x080904 in the rest: `binfmt::exported_version`), so `store add` sees
+/// two releases without running anything and refuses the set (V2); the untouched set imports.
+#[test]
+#[ignore = "real-input: needs the real 8.9.4.25 wheel and 8.9.2.26's ops_train (scripts/real-input.sh)"]
+fn real_894_with_892_ops_train_is_two_releases() {
+    let ctx = TestContext::new();
+    let wheel = real_wheel("nvidia_cudnn_cu12-8.9.4.25-py3-none-manylinux1_x86_64.whl");
+    let root = ctx.path("site-packages");
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(&wheel).unwrap()).unwrap();
+    zip.extract(&root).unwrap();
+    let lib = root.join("nvidia/cudnn/lib");
+    let ops_train = lib.join("libcudnn_ops_train.so.8");
+    std::fs::remove_file(&ops_train).unwrap();
+    std::fs::copy(real_member("nvidia_cudnn_cu12-8.9.2.26-py3-none-manylinux1_x86_64.whl", "libcudnn_ops_train.so.8"), &ops_train).unwrap();
+    let err = ctx.add_refused(&root.join("nvidia/cudnn"), &[]);
+    assert!(
+        err.starts_with("error[V2]: ") && err.contains("libraries of two cuDNN releases in one set") && err.contains("`libcudnn_ops_train.so.8` is 8.9.2"),
+        "{err}"
+    );
+    ctx.assert_store_unchanged();
 }

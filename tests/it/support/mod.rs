@@ -115,7 +115,9 @@ impl TestContext {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         eprintln!("{stderr}"); // shown with --nocapture, to read the messages
         assert_eq!(out.status.code(), Some(2), "expected exit 2 for {}; stderr:\n{stderr}", path.display());
-        assert!(stderr.starts_with("error: "), "no `error:` line:\n{stderr}");
+        // `error:`, or `error[<rule id>]:` for a refusal that cites a docs/loader.md rule.
+        let first = stderr.lines().next().unwrap_or("");
+        assert!(first.starts_with("error: ") || (first.starts_with("error[") && first.contains("]: ")), "no `error:` line:\n{stderr}");
         assert!(stderr.lines().any(|l| l.starts_with("hint: ")), "no `hint:` line:\n{stderr}");
         assert!(out.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&out.stdout));
         self.assert_store_unchanged();
