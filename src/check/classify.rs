@@ -379,7 +379,7 @@ impl Classifier<'_> {
             self.notes.push(format!("not verified: cuDNN's own version checks were not called ({e})"));
             return;
         }
-        if vc.checks.is_empty() {
+        if vc.checks.is_empty() && vc.not_called.is_empty() {
             self.notes.push(format!(
                 "not verified: the dispatcher {} exports no cuDNN version check, so the sub-libraries' releases are not compared",
                 r.dispatcher.name
@@ -415,7 +415,14 @@ impl Classifier<'_> {
                 ),
             );
         }
-        if passed.len() == vc.checks.len() {
+        if !vc.not_called.is_empty() {
+            self.notes.push(format!(
+                "not verified: {} not called: the sub-library is in neither the dispatcher's folder nor a folder on {} (cuDNN would abort the process at the call)",
+                vc.not_called.join(", "),
+                self.outcome.search_var
+            ));
+        }
+        if passed.len() == vc.checks.len() && !passed.is_empty() {
             self.notes.push(format!("cuDNN's own version checks passed: {} (CUDNN_STATUS_SUCCESS)", passed.join(", ")));
         }
         if !vc.unchecked.is_empty() {

@@ -124,6 +124,11 @@ pub struct VersionChecks {
     /// (they export only a dummy symbol). cuDNN's checks say nothing of them.
     #[serde(default)]
     pub unchecked: Vec<String>,
+    /// Checks not called because their sub-library is in neither the dispatcher's folder nor
+    /// a folder of the loader's variable (`LD_LIBRARY_PATH` / `PATH`): cuDNN aborts the
+    /// process at such a call, and the rest of the report would be lost (an incomplete set).
+    #[serde(default)]
+    pub not_called: Vec<String>,
 }
 
 /// One version check and its answer.
@@ -180,6 +185,16 @@ fn unchecked_in(dir: &Path, major: u64, stems: &[String]) -> Vec<String> {
         .collect();
     out.sort();
     out
+}
+
+/// Whether folder `dir` holds a cuDNN `major` library of sub-library `stem` under a name
+/// the loader may be asked for.
+fn has_sub_library(dir: &Path, major: u64, stem: &str) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else { return false };
+    rd.flatten().any(|e| {
+        crate::cudnn::libname::parse(&e.file_name().to_string_lossy())
+            .is_some_and(|l| l.os == crate::cudnn::libname::Os::HOST && l.stem.as_deref() == Some(stem) && l.major.is_none_or(|m| m == major))
+    })
 }
 
 /// The CUDA runtime library.
@@ -505,6 +520,7 @@ fn version_checks(lib: &libloading::Library, api: &ffi::Cudnn, major: u64) -> Ve
             checks: Vec::new(),
             error: Some("the dispatcher does not appear in the process's module list".into()),
             unchecked: Vec::new(),
+            not_called: Vec::new(),
         };
     };
     let shown = file.to_string_lossy().into_owned();
@@ -516,13 +532,27 @@ fn version_checks(lib: &libloading::Library, api: &ffi::Cudnn, major: u64) -> Ve
                 checks: Vec::new(),
                 error: Some(format!("its export table could not be read: {e}")),
                 unchecked: Vec::new(),
+                not_called: Vec::new(),
             };
         }
     };
     let stems: Vec<String> = names.iter().filter_map(|n| check_stem(n)).collect();
     let unchecked = file.parent().map(|d| unchecked_in(d, major, &stems)).unwrap_or_default();
-    let checks = names.into_iter().filter_map(|name| Some(VersionCheck { status: api.version_check(lib, &name)?, name })).collect();
-    VersionChecks { file: Some(shown), checks, error: None, unchecked }
+    let var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" };
+    let mut dirs: Vec<std::path::PathBuf> = file.parent().map(Path::to_path_buf).into_iter().collect();
+    dirs.extend(std::env::var_os(var).map(|v| std::env::split_paths(&v).collect::<Vec<_>>()).unwrap_or_default());
+    let mut not_called = Vec::new();
+    let mut checks = Vec::new();
+    for name in names {
+        if check_stem(&name).is_some_and(|stem| !dirs.iter().any(|d| has_sub_library(d, major, &stem))) {
+            not_called.push(name);
+            continue;
+        }
+        if let Some(status) = api.version_check(lib, &name) {
+            checks.push(VersionCheck { name, status });
+        }
+    }
+    VersionChecks { file: Some(shown), checks, error: None, unchecked, not_called }
 }
 
 fn probe_driver(report: &mut Report) -> Option<libloading::Library> {
@@ -630,6 +660,7 @@ mod tests {
                 }],
                 error: None,
                 unchecked: vec!["libcudnn_heuristic.so.9".into()],
+                not_called: vec![],
             }),
             cudart: None,
             driver: None,

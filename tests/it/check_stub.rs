@@ -103,7 +103,10 @@ fn every_exported_version_check_is_called_and_a_mismatch_fails_the_check() {
     let s = Stubs::new();
     let entry = s.build("entry/lib", "libcudnn.so.9", &["VERSION=90500", "VCHECK_GRAPH=0", "VCHECK_CNN_FROM=\"libcudnn_cnn.so.9\"", "VCHECK_NEW=0"]);
     s.build("entry/lib", "libcudnn_cnn.so.9", &["GRAPH", "VERSION=90400", "STUB_CHECK=1002"]);
-    s.build("entry/lib", "libcudnn_heuristic.so.9", &["GRAPH", "VERSION=90500"]);
+    // Each check's sub-library is in the set (a check whose library is nowhere is not called).
+    for n in ["libcudnn_heuristic.so.9", "libcudnn_graph.so.9", "libcudnn_new.so.9"] {
+        s.build("entry/lib", n, &["GRAPH", "VERSION=90500"]);
+    }
     let rt = s.cudart();
     let o = run_probe(cuenv(), &env_with(&[&entry, &rt]), 9, false, T);
     assert_eq!(o.end, ProbeEnd::Exited { code: 0 }, "{o:?}");
@@ -135,13 +138,22 @@ fn every_exported_version_check_is_called_and_a_mismatch_fails_the_check() {
     assert!(c.notes.iter().any(|n| n.contains("version checks passed: cudnnCnnVersionCheck, cudnnGraphVersionCheck, cudnnNewVersionCheck")), "{:?}", c.notes);
 }
 
-/// A version check whose sub-library is missing aborts the process (as cuDNN does): the
-/// step line written before the call names the check, and the library is named missing.
+/// A version check whose sub-library is present but cannot be loaded aborts the process (as
+/// cuDNN does): the step line written before the call names the check. One whose
+/// sub-library is nowhere to be found is not called (the report survives) and is "not verified".
 #[test]
-fn a_version_check_of_a_missing_sub_library_is_the_step_that_died() {
+fn a_version_check_of_a_broken_sub_library_is_the_step_that_died() {
     let s = Stubs::new();
     let entry = s.build("entry", "libcudnn.so.9", &["VERSION=90500", "VCHECK_CNN_FROM=\"libcudnn_cnn.so.9\""]);
     let rt = s.cudart();
+    let o = run_probe(cuenv(), &env_with(&[&entry, &rt]), 9, false, T);
+    assert_eq!(o.end, ProbeEnd::Exited { code: 0 }, "{o:?}");
+    let vc = o.report.as_ref().unwrap().version_checks.clone().unwrap();
+    assert_eq!((vc.checks.len(), vc.not_called.clone()), (0, vec!["cudnnCnnVersionCheck".to_string()]));
+    let c = classify(&o, &expected(&entry, "9.5.0.50"));
+    assert!(c.notes.iter().any(|n| n.starts_with("not verified: cudnnCnnVersionCheck not called")), "{:?}", c.notes);
+
+    std::fs::write(entry.join("libcudnn_cnn.so.9"), b"not a library").unwrap();
     let o = run_probe(cuenv(), &env_with(&[&entry, &rt]), 9, false, T);
     assert_eq!(o.end, ProbeEnd::Signaled { signal: 6, name: "SIGABRT".into() }, "{o:?}");
     assert_eq!(o.last_step.as_deref(), Some("cudnnCnnVersionCheck"));

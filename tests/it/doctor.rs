@@ -85,7 +85,9 @@ fn a_failed_version_check_is_a_problem_and_wins_over_the_model() {
     let s = Stubs::new();
     let home = tempfile::tempdir().unwrap();
     let set = s.build("set", "libcudnn.so.9", &["VERSION=90500", "VCHECK_GRAPH=0", "VCHECK_CNN=1002"]);
-    s.build("set", "libcudnn_heuristic.so.9", &["GRAPH", "VERSION=90500"]);
+    for n in ["libcudnn_heuristic.so.9", "libcudnn_graph.so.9", "libcudnn_cnn.so.9"] {
+        s.build("set", n, &["GRAPH", "VERSION=90500"]);
+    }
     let rt = s.cudart();
     let (code, out, err) = doctor(home.path(), &[&set, &rt], &[], &[]);
     assert_eq!(code, 4, "{out}\n{err}");
@@ -102,6 +104,9 @@ fn a_failed_version_check_is_a_problem_and_wins_over_the_model() {
     assert!(out.contains("warning: cuDNN 9 from") && out.contains("not verified: libcudnn_heuristic.so.9 has no version check of cuDNN"), "{out}");
     // All checks answering 0: no problem of that kind.
     let ok = s.build("ok", "libcudnn.so.9", &["VERSION=90500", "VCHECK_GRAPH=0", "VCHECK_CNN=0"]);
+    for n in ["libcudnn_graph.so.9", "libcudnn_cnn.so.9"] {
+        s.build("ok", n, &["GRAPH", "VERSION=90500"]);
+    }
     let (_, out, _) = doctor(home.path(), &[&ok, &rt], &[], &[]);
     assert!(!out.contains("sub-library version check"), "{out}");
 }
