@@ -94,6 +94,7 @@ impl Classifier<'_> {
         }
         self.modules(r);
         self.versions(r);
+        self.version_checks(r);
         if let Some(rt) = &r.cudart {
             if !rt.load.loaded {
                 self.load_failure(&rt.load, "the CUDA runtime");
@@ -364,6 +365,74 @@ impl Classifier<'_> {
             );
         } else {
             self.notes.push(format!("this cuDNN was built for CUDA {}", cuda_version(v.cudart_version)));
+        }
+    }
+}
+
+impl Classifier<'_> {
+    /// cuDNN's own version checks (docs/loader.md, C1): each non-zero answer is a failure
+    /// naming the check, its status, the sub-library it concerns and the file the loader
+    /// mapped for it; the libraries no check covers are said to be not verified.
+    fn version_checks(&mut self, r: &Report) {
+        let Some(vc) = &r.version_checks else { return };
+        if let Some(e) = &vc.error {
+            self.notes.push(format!("not verified: cuDNN's own version checks were not called ({e})"));
+            return;
+        }
+        if vc.checks.is_empty() && vc.not_called.is_empty() {
+            self.notes.push(format!(
+                "not verified: the dispatcher {} exports no cuDNN version check, so the sub-libraries' releases are not compared",
+                r.dispatcher.name
+            ));
+            return;
+        }
+        let entry = canonical(&self.expected.entry_dir);
+        let os = if r.os == "windows" { libname::Os::Windows } else { libname::Os::Linux };
+        let mut passed = Vec::new();
+        for c in &vc.checks {
+            if c.status.ok() {
+                passed.push(c.name.as_str());
+                continue;
+            }
+            let stem = probe::check_stem(&c.name).unwrap_or_default();
+            let file = libname::sub_library_name(&stem, r.major, os);
+            let mapped =
+                r.modules.iter().find(|m| m.kind == ModuleKind::Cudnn && libname::parse(&m.name).and_then(|l| l.stem).as_deref() == Some(stem.as_str()));
+            let from = match mapped {
+                Some(m) => {
+                    let p = canonical(Path::new(&m.path));
+                    let inside = if is_under(&p, &entry) { "inside" } else { "outside" };
+                    format!("loaded from {} ({inside} {})", p.display(), entry.display())
+                }
+                None => "not among the modules the process mapped".to_string(),
+            };
+            let why = explain_cudnn_status(&c.status.name).unwrap_or("cuDNN refused the set");
+            self.fail(
+                ReasonKind::SubLibraryMismatch,
+                format!(
+                    "cuDNN's own version check {} returned {} ({}): {why}; it concerns the sub-library {file} (`{stem}`), {from}, and the libraries it depends on",
+                    c.name, c.status.name, c.status.code
+                ),
+            );
+        }
+        if !vc.not_called.is_empty() {
+            self.notes.push(format!(
+                "not verified: {} not called: the sub-library is in neither the dispatcher's folder nor a folder on {} (cuDNN would abort the process at the call)",
+                vc.not_called.join(", "),
+                self.outcome.search_var
+            ));
+        }
+        if passed.len() == vc.checks.len() && !passed.is_empty() {
+            self.notes.push(format!("cuDNN's own version checks passed: {} (CUDNN_STATUS_SUCCESS)", passed.join(", ")));
+        }
+        if !vc.unchecked.is_empty() {
+            self.notes.push(format!(
+                "not verified: {} {} no version check of {} own, so cuDNN's checks say nothing of {}",
+                vc.unchecked.join(", "),
+                if vc.unchecked.len() == 1 { "has" } else { "have" },
+                if vc.unchecked.len() == 1 { "its" } else { "their" },
+                if vc.unchecked.len() == 1 { "it" } else { "them" },
+            ));
         }
     }
 }
@@ -717,5 +786,59 @@ mod tests {
         let c = classify(&outcome(Some(report(&f)), ProbeEnd::Signaled { signal: 11, name: "SIGSEGV".into() }, vec![]), &expected(&f));
         assert_eq!(c.status, CheckStatus::Pass);
         assert!(c.notes.iter().any(|n| n.contains("SIGSEGV") && n.contains("after it had reported")), "{:?}", c.notes);
+    }
+
+    #[test]
+    fn a_failing_version_check_fails_the_check_naming_the_sub_library_and_its_file() {
+        let f = fx();
+        let mut r = report(&f);
+        r.version_checks = Some(checks(&f, &[("Adv", 0), ("Cnn", 1002), ("Graph", 0), ("Ops", 0)]));
+        r.modules.push(module(&f.entry.join("lib"), "libcudnn_cnn.so.9"));
+        let c = classify_report(&f, r.clone());
+        assert_eq!(c.status, CheckStatus::Fail);
+        assert_eq!(kinds(&c), vec![ReasonKind::SubLibraryMismatch]);
+        let m = &c.reasons[0].message;
+        for want in ["cudnnCnnVersionCheck", "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (1002)", "libcudnn_cnn.so.9 (`cnn`)", "inside"] {
+            assert!(m.contains(want), "{want}: {m}");
+        }
+        assert!(m.contains(&f.entry.join("lib").join("libcudnn_cnn.so.9").display().to_string()), "{m}");
+        assert!(!c.notes.iter().any(|n| n.contains("checks passed")), "{:?}", c.notes);
+        // A Windows report names the DLL; an 8.x one its train/infer stem.
+        r.os = "windows".into();
+        let c = classify_report(&f, r.clone());
+        assert!(c.reasons[0].message.contains("cudnn_cnn64_9.dll"), "{}", c.reasons[0]);
+        r.os = "linux".into();
+        r.major = 8;
+        r.version_checks = Some(checks(&f, &[("OpsTrain", 14)]));
+        let c = classify_report(&f, r);
+        let m = &c.reasons.iter().find(|x| x.kind == ReasonKind::SubLibraryMismatch).unwrap().message;
+        assert!(
+            m.contains("cudnnOpsTrainVersionCheck returned CUDNN_STATUS_VERSION_MISMATCH (14)") && m.contains("libcudnn_ops_train.so.8 (`ops_train`)"),
+            "{m}"
+        );
+        assert!(m.contains("not among the modules"), "{m}");
+    }
+
+    #[test]
+    fn passing_version_checks_are_a_note_and_libraries_without_one_are_not_verified() {
+        let f = fx();
+        let c = classify_report(&f, report(&f));
+        assert_eq!(c.status, CheckStatus::Pass, "{:?}", c.reasons);
+        let notes = c.notes.join("\n");
+        assert!(
+            notes.contains("cuDNN's own version checks passed: cudnnAdvVersionCheck, cudnnCnnVersionCheck, cudnnGraphVersionCheck, cudnnOpsVersionCheck"),
+            "{notes}"
+        );
+        assert!(notes.contains("not verified: libcudnn_engines_precompiled.so.9, libcudnn_heuristic.so.9 have no version check"), "{notes}");
+        assert!(!notes.contains("fine"), "{notes}");
+        // A dispatcher without checks, or one whose exports could not be read: not verified.
+        let mut r = report(&f);
+        r.version_checks = Some(probe::VersionChecks { checks: vec![], ..checks(&f, &[]) });
+        let c = classify_report(&f, r.clone());
+        assert_eq!(c.status, CheckStatus::Pass);
+        assert!(c.notes.iter().any(|n| n.starts_with("not verified: the dispatcher libcudnn.so.9 exports no cuDNN version check")), "{:?}", c.notes);
+        r.version_checks = Some(probe::VersionChecks { error: Some("its export table could not be read: x".into()), ..checks(&f, &[]) });
+        let c = classify_report(&f, r);
+        assert!(c.notes.iter().any(|n| n.contains("not verified: cuDNN's own version checks were not called")), "{:?}", c.notes);
     }
 }

@@ -67,6 +67,7 @@ pub(super) fn report(f: &Fx) -> Report {
         major: 9,
         dispatcher: LoadAttempt { name: "libcudnn.so.9".into(), loaded: true, error: None },
         cudnn: Some(CudnnVersions { version: 90500, cudart_version: 12060, max_device_version: Some(900) }),
+        version_checks: Some(checks(f, &[("Adv", 0), ("Cnn", 0), ("Graph", 0), ("Ops", 0)])),
         cudart: Some(Cudart {
             load: LoadAttempt { name: "libcudart.so.12".into(), loaded: true, error: None },
             runtime_version: Some(12060),
@@ -78,6 +79,23 @@ pub(super) fn report(f: &Fx) -> Report {
         conv: done(1e-6),
         modules: vec![module(&f.entry.join("lib"), "libcudnn.so.9"), module(&f.entry.join("lib"), "libcudnn_graph.so.9")],
         elapsed_ms: 100.0,
+    }
+}
+
+/// The version checks of a 9.x dispatcher in the entry: `cudnn<Sub>VersionCheck` with its code.
+pub(super) fn checks(f: &Fx, codes: &[(&str, i64)]) -> probe::VersionChecks {
+    let name = |c: i64| match c {
+        0 => "CUDNN_STATUS_SUCCESS",
+        14 => "CUDNN_STATUS_VERSION_MISMATCH",
+        1002 => "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH",
+        _ => "CUDNN_STATUS_UNKNOWN",
+    };
+    probe::VersionChecks {
+        file: Some(f.entry.join("lib").join("libcudnn.so.9").display().to_string()),
+        checks: codes.iter().map(|(s, c)| probe::VersionCheck { name: format!("cudnn{s}VersionCheck"), status: status(*c, name(*c)) }).collect(),
+        error: None,
+        unchecked: vec!["libcudnn_engines_precompiled.so.9".into(), "libcudnn_heuristic.so.9".into()],
+        not_called: vec![],
     }
 }
 

@@ -97,6 +97,9 @@ pub enum ReasonKind {
     LoaderError,
     /// A cuDNN call returned an error status.
     CudnnStatus,
+    /// One of cuDNN's own version checks (`cudnn<Sub>VersionCheck`) returned an error: the
+    /// sub-library it concerns and the libraries it depends on are of two releases.
+    SubLibraryMismatch,
     /// The convolution ran but its result is wrong.
     WrongResult,
     /// A convolution call failed.
@@ -153,6 +156,7 @@ impl Reason {
             ReasonKind::MissingLibrary => "missing library",
             ReasonKind::LoaderError => "loader error",
             ReasonKind::CudnnStatus => "cuDNN error",
+            ReasonKind::SubLibraryMismatch => "sub-library version check",
             ReasonKind::WrongResult => "wrong convolution result",
             ReasonKind::ConvFailed => "convolution failed",
             ReasonKind::Crash => "crash",

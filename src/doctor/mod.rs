@@ -360,12 +360,14 @@ fn judge_own_folder(o: &ProbeOutcome, l: &Loaded, d: &Path, major: u64, machine:
         l.version_from.is_some() && (r.kind == ReasonKind::WrongCudaMajor || (r.kind == ReasonKind::MissingLibrary && r.message.contains("the CUDA runtime")))
     };
     for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed) && !stray_cuda(r)) {
+        let model = if r.kind == ReasonKind::SubLibraryMismatch { model_beside_check(d, major) } else { String::new() };
         findings.push(Finding {
             severity: Severity::Problem,
-            message: format!("cuDNN {major} from {}: {r}", d.display()),
+            message: format!("cuDNN {major} from {}: {r}{model}", d.display()),
             hint: Some(hint_for(r.kind, major, search_var)),
         });
     }
+    findings.extend(not_verified(o, d, major));
     // Driver and GPU fit of the cuDNN loaded here, for the CUDA it was built for.
     if let Some(cuda) = l.built_for_cuda.as_deref() {
         let want = gpufit::Want::new(expected.version.clone(), cuda, expected.cuda_major.unwrap_or(0));
@@ -374,6 +376,52 @@ fn judge_own_folder(o: &ProbeOutcome, l: &Loaded, d: &Path, major: u64, machine:
         }
     }
     findings
+}
+
+/// What the loader model ([`loader::folder_versions`]: the releases the files of the
+/// dispatcher's folder tell) says beside a failed version check of cuDNN `major` loaded from
+/// `d`, as the end of the sentence: the check is an observation, so where the model saw
+/// one release it is overruled (docs/decisions.md 7, docs/loader.md C2).
+fn model_beside_check(d: &Path, major: u64) -> String {
+    let Some(dir) = d.parent() else { return String::new() };
+    let found = loader::folder_versions(dir, major);
+    let list = |f: &[(Version, Vec<String>)]| f.iter().map(|(v, n)| format!("{v}: {}", n.join(", "))).collect::<Vec<_>>().join("; ");
+    match found.len() {
+        0 => format!("; the files in {} tell no release, so the loader model saw no mismatch: cuDNN's own check wins", dir.display()),
+        1 => format!(
+            "; the files in {} that tell their release all say {} (the others tell none), so the loader model saw one release: cuDNN's own check wins",
+            dir.display(),
+            found[0].0
+        ),
+        _ => format!("; the files' own versions say so too ({})", list(&found)),
+    }
+}
+
+/// The sub-libraries of the set loaded from `d` that nothing verifies: no version check of
+/// cuDNN covers them (the probe's `unchecked`) and their file tells no release
+/// ([`loader::file_version`]; one that does is compared by the two-releases rule, V1). A
+/// warning each load, never "fine".
+fn not_verified(o: &ProbeOutcome, d: &Path, major: u64) -> Vec<Finding> {
+    let Some(vc) = o.report.as_ref().and_then(|r| r.version_checks.as_ref()) else { return Vec::new() };
+    let Some(dir) = d.parent() else { return Vec::new() };
+    let silent: Vec<&String> = vc.unchecked.iter().filter(|n| loader::file_version(&dir.join(n)).is_none()).collect();
+    if silent.is_empty() || vc.checks.is_empty() {
+        return Vec::new();
+    }
+    vec![Finding {
+        severity: Severity::Warning,
+        message: format!(
+            "cuDNN {major} from {}: not verified: {} {} no version check of cuDNN and {} no release, so a copy from another release would go unnoticed here",
+            d.display(),
+            silent.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+            if silent.len() == 1 { "has" } else { "have" },
+            if silent.len() == 1 { "its file tells" } else { "their files tell" },
+        ),
+        hint: Some(format!(
+            "make sure {} came with the rest of the release (a wheel's RECORD, `cuenv store verify`)",
+            if silent.len() == 1 { "it" } else { "they" }
+        )),
+    }]
 }
 
 /// The probe of cuDNN `major` gave no report (it crashed, timed out or did not start):
@@ -544,6 +592,9 @@ fn hint_for(kind: ReasonKind, major: u64, search_var: &str) -> String {
         ReasonKind::MixedVersions => {
             format!("keep every cuDNN {major} library of one release in one folder, or let a cuenv profile provide them (`cuenv apply`, then activate it)")
         }
+        ReasonKind::SubLibraryMismatch => format!(
+            "keep every cuDNN {major} library of one release in one folder: replace the sub-library the check names (and whatever came with it) with its release's own copy"
+        ),
         ReasonKind::WrongCudaMajor => {
             "put the CUDA runtime of the major this cuDNN was built for ahead of the others, or use a cuDNN built for the runtime you have".into()
         }

@@ -68,6 +68,9 @@ pub struct FwdAlgoPerf {
 type FnSizeT = unsafe extern "system" fn() -> usize;
 type FnErrorString = unsafe extern "system" fn(CStatus) -> *const c_char;
 type FnCreate = unsafe extern "system" fn(*mut Handle) -> CStatus;
+/// `cudnnStatus_t cudnn<Sub>VersionCheck(void)`: 8.x `cudnn_{ops,cnn,adv}_{infer,train}.h`,
+/// 9.x `cudnn_{graph,ops,cnn,adv}.h` (9.5: `cudnnStatus_t CUDNNWINAPI cudnnCnnVersionCheck(void);`).
+type FnVersionCheck = unsafe extern "system" fn() -> CStatus;
 type FnDestroy = unsafe extern "system" fn(Handle) -> CStatus;
 /// `cudnnSetTensor4dDescriptor(desc, format, dataType, n, c, h, w)`.
 pub type FnSetTensor4d = unsafe extern "system" fn(Handle, c_int, c_int, c_int, c_int, c_int, c_int) -> CStatus;
@@ -209,6 +212,16 @@ impl Cudnn {
             .and_then(|f| c_str(unsafe { f(code) }))
             .unwrap_or_else(|| format!("cuDNN status {code}"));
         Status { code: code as i64, name }
+    }
+
+    /// Calls the exported `cudnn<Sub>VersionCheck` named `name` in `lib` (announced as a step:
+    /// the dispatcher forwards it to the sub-library, loading it by name, and aborts the
+    /// process when it cannot). `None` when `lib` does not export `name`.
+    pub fn version_check(&self, lib: &Library, name: &str) -> Option<Status> {
+        let f: FnVersionCheck = sym(lib, name)?;
+        super::step(name);
+        // SAFETY: `cudnnStatus_t f(void)` per the headers above.
+        Some(self.status(unsafe { f() }))
     }
 
     /// `cudnnCreate`: the status, and the handle (valid only when the status is success).

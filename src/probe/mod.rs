@@ -31,7 +31,9 @@ use serde::{Deserialize, Serialize};
 pub use conv::{ConvProblem, cpu_reference};
 
 /// The version of the JSON shape; the parent refuses reports of another schema.
-pub const SCHEMA: u32 = 1;
+/// 2: `version_checks` (reports of schema 1, in older `check.json` files, lack it and still
+/// read: the field defaults to absent).
+pub const SCHEMA: u32 = 2;
 
 /// Prefix of the progress lines the child writes to stderr before each native step.
 pub const STEP_PREFIX: &str = "cuenv-probe: step ";
@@ -52,6 +54,10 @@ pub struct Report {
     pub dispatcher: LoadAttempt,
     /// The version calls; absent when the dispatcher did not load.
     pub cudnn: Option<CudnnVersions>,
+    /// cuDNN's own version checks (`cudnn*VersionCheck`), as many as the dispatcher exports;
+    /// absent when the dispatcher did not load (and in schema 1 reports).
+    #[serde(default)]
+    pub version_checks: Option<VersionChecks>,
     /// The CUDA runtime of the cuDNN build's CUDA major, loaded by name; absent when the
     /// dispatcher did not load.
     pub cudart: Option<Cudart>,
@@ -98,6 +104,97 @@ pub struct CudnnVersions {
     pub cudart_version: u64,
     /// `cudnnGetMaxDeviceVersion()` where the symbol exists (900 = compute capability 9.0).
     pub max_device_version: Option<u64>,
+}
+
+/// cuDNN's own version checks: every `cudnn<Sub>VersionCheck` the loaded dispatcher exports
+/// (8.x `cudnn{Ops,Cnn,Adv}{Infer,Train}VersionCheck`, 9.x `cudnn{Graph,Ops,Cnn,Adv}VersionCheck`:
+/// no argument, a `cudnnStatus_t`), each forwarded to its sub-library, which compares its own
+/// version with the libraries it depends on; no GPU needed (docs/facts.md §7c).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct VersionChecks {
+    /// The dispatcher file whose export table named the checks (as the loader mapped it).
+    pub file: Option<String>,
+    /// Each check called, in name order.
+    pub checks: Vec<VersionCheck>,
+    /// Why no check could be named (the mapped dispatcher was not found, or its export table
+    /// could not be read); `checks` is then empty.
+    pub error: Option<String>,
+    /// The cuDNN libraries of this major in the dispatcher's folder that no check names
+    /// ([`check_stem`]): 9.x `engines_precompiled`, `engines_runtime_compiled`, `heuristic`
+    /// (they export only a dummy symbol). cuDNN's checks say nothing of them.
+    #[serde(default)]
+    pub unchecked: Vec<String>,
+    /// Checks not called because their sub-library is in neither the dispatcher's folder nor
+    /// a folder of the loader's variable (`LD_LIBRARY_PATH` / `PATH`): cuDNN aborts the
+    /// process at such a call, and the rest of the report would be lost (an incomplete set).
+    #[serde(default)]
+    pub not_called: Vec<String>,
+}
+
+/// One version check and its answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct VersionCheck {
+    /// The exported function (`cudnnCnnVersionCheck`).
+    pub name: String,
+    /// What it returned, with `cudnnGetErrorString`'s name (`CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH`).
+    pub status: Status,
+}
+
+/// The version checks among a dispatcher's exported names: those named
+/// `cudnn<Something>VersionCheck`, each once, in name order. Derived from the file, never
+/// from a list, so the checks of a newer release are called too.
+pub fn version_check_names<S: AsRef<str>>(exports: &[S]) -> Vec<String> {
+    let mut out: Vec<String> = exports
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|n| n.len() > "cudnnVersionCheck".len() && n.starts_with("cudnn") && n.ends_with("VersionCheck"))
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The sub-library stem a version check concerns: `cudnnCnnVersionCheck` -> `cnn`,
+/// `cudnnOpsTrainVersionCheck` -> `ops_train` (the stem of `libcudnn_cnn.so.9`,
+/// `cudnn_ops_train64_8.dll`). `None` for a name that is no version check.
+pub fn check_stem(check: &str) -> Option<String> {
+    let camel = check.strip_prefix("cudnn")?.strip_suffix("VersionCheck").filter(|c| !c.is_empty())?;
+    let mut out = String::new();
+    for (i, ch) in camel.chars().enumerate() {
+        if ch.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(ch.to_ascii_lowercase());
+    }
+    Some(out)
+}
+
+/// The file names of the cuDNN `major` libraries in `dir` (sub-libraries only) whose stem is
+/// none of `stems`, sorted.
+fn unchecked_in(dir: &Path, major: u64, stems: &[String]) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out: Vec<String> = rd
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            crate::cudnn::libname::parse(n).is_some_and(|l| {
+                l.major == Some(major) && l.os == crate::cudnn::libname::Os::HOST && l.stem.as_ref().is_some_and(|s| !stems.contains(s)) && l.is_loader_name()
+            })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Whether folder `dir` holds a cuDNN `major` library of sub-library `stem` under a name
+/// the loader may be asked for.
+fn has_sub_library(dir: &Path, major: u64, stem: &str) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else { return false };
+    rd.flatten().any(|e| {
+        crate::cudnn::libname::parse(&e.file_name().to_string_lossy())
+            .is_some_and(|l| l.os == crate::cudnn::libname::Os::HOST && l.stem.as_deref() == Some(stem) && l.major.is_none_or(|m| m == major))
+    })
 }
 
 /// The CUDA runtime library.
@@ -316,6 +413,7 @@ pub fn run(req: &ProbeRequest) -> Report {
         major: req.major,
         dispatcher: LoadAttempt { name: crate::cudnn::libname::dispatcher_name(req.major, crate::cudnn::libname::Os::HOST), loaded: false, error: None },
         cudnn: None,
+        version_checks: None,
         cudart: None,
         driver: None,
         driver_absent: None,
@@ -350,6 +448,7 @@ pub fn run(req: &ProbeRequest) -> Report {
     if let Some(cudnn) = &cudnn {
         let api = ffi::Cudnn::new(cudnn);
         report.cudnn = api.versions();
+        report.version_checks = Some(version_checks(cudnn, &api, req.major));
         let cuda_major = req.cuda_major.or_else(|| report.cudnn.as_ref().map(|v| v.cudart_version / 1000));
         let mut rt = None;
         if let Some(m) = cuda_major {
@@ -406,6 +505,54 @@ pub fn run(req: &ProbeRequest) -> Report {
     report.modules = list_modules();
     report.elapsed_ms = start.elapsed().as_secs_f64() * 1000.0;
     report
+}
+
+/// Calls every version check the dispatcher of `major` exports: the checks are named by the
+/// export table of the dispatcher file the loader mapped (found in this process's module
+/// list), then looked up in the loaded library and called one by one, each announced as a step.
+fn version_checks(lib: &libloading::Library, api: &ffi::Cudnn, major: u64) -> VersionChecks {
+    let file = sys::loaded_module_paths()
+        .into_iter()
+        .find(|p| p.file_name().and_then(|n| crate::cudnn::libname::parse(&n.to_string_lossy())).is_some_and(|l| l.is_dispatcher() && l.major == Some(major)));
+    let Some(file) = file else {
+        return VersionChecks {
+            file: None,
+            checks: Vec::new(),
+            error: Some("the dispatcher does not appear in the process's module list".into()),
+            unchecked: Vec::new(),
+            not_called: Vec::new(),
+        };
+    };
+    let shown = file.to_string_lossy().into_owned();
+    let names = match crate::sys::binfmt::exported_names(&file) {
+        Ok(exports) => version_check_names(&exports),
+        Err(e) => {
+            return VersionChecks {
+                file: Some(shown),
+                checks: Vec::new(),
+                error: Some(format!("its export table could not be read: {e}")),
+                unchecked: Vec::new(),
+                not_called: Vec::new(),
+            };
+        }
+    };
+    let stems: Vec<String> = names.iter().filter_map(|n| check_stem(n)).collect();
+    let unchecked = file.parent().map(|d| unchecked_in(d, major, &stems)).unwrap_or_default();
+    let var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" };
+    let mut dirs: Vec<std::path::PathBuf> = file.parent().map(Path::to_path_buf).into_iter().collect();
+    dirs.extend(std::env::var_os(var).map(|v| std::env::split_paths(&v).collect::<Vec<_>>()).unwrap_or_default());
+    let mut not_called = Vec::new();
+    let mut checks = Vec::new();
+    for name in names {
+        if check_stem(&name).is_some_and(|stem| !dirs.iter().any(|d| has_sub_library(d, major, &stem))) {
+            not_called.push(name);
+            continue;
+        }
+        if let Some(status) = api.version_check(lib, &name) {
+            checks.push(VersionCheck { name, status });
+        }
+    }
+    VersionChecks { file: Some(shown), checks, error: None, unchecked, not_called }
 }
 
 fn probe_driver(report: &mut Report) -> Option<libloading::Library> {
@@ -505,6 +652,16 @@ mod tests {
             major: 9,
             dispatcher: LoadAttempt { name: "libcudnn.so.9".into(), loaded: true, error: None },
             cudnn: Some(CudnnVersions { version: 90500, cudart_version: 12060, max_device_version: Some(900) }),
+            version_checks: Some(VersionChecks {
+                file: Some("/x/libcudnn.so.9".into()),
+                checks: vec![VersionCheck {
+                    name: "cudnnCnnVersionCheck".into(),
+                    status: Status { code: 1002, name: "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH".into() },
+                }],
+                error: None,
+                unchecked: vec!["libcudnn_heuristic.so.9".into()],
+                not_called: vec![],
+            }),
             cudart: None,
             driver: None,
             driver_absent: Some("libcuda.so.1 could not be loaded".into()),
@@ -517,5 +674,50 @@ mod tests {
         assert!(s.contains(r#""conv":{"state":"skipped","why":"no NVIDIA driver"}"#), "{s}");
         let back: Report = serde_json::from_str(&s).unwrap();
         assert_eq!(back, r);
+        // A schema 1 report (older check.json files) has no version checks and still reads.
+        let old = s.replace(r#""schema":2"#, r#""schema":1"#);
+        let start = old.find(r#","version_checks""#).unwrap();
+        let end = old.find(r#","cudart""#).unwrap();
+        let old = format!("{}{}", &old[..start], &old[end..]);
+        let back: Report = serde_json::from_str(&old).unwrap();
+        assert_eq!(back.version_checks, None);
+    }
+
+    #[test]
+    fn version_checks_are_named_by_the_exports() {
+        // The exports of the real 9.5.0.50 and 8.9.4.25 dispatchers (`nm -D --defined-only`)
+        // give exactly the checks their headers declare: the list only cross-checks.
+        let v9 = ["cudnnGetVersion", "cudnnOpsVersionCheck", "cudnnCnnVersionCheck", "cudnnAdvVersionCheck", "cudnnGraphVersionCheck", "cudnnCreate"];
+        assert_eq!(version_check_names(&v9), ["cudnnAdvVersionCheck", "cudnnCnnVersionCheck", "cudnnGraphVersionCheck", "cudnnOpsVersionCheck"]);
+        let v8: Vec<String> = ["Ops", "Cnn", "Adv"].iter().flat_map(|s| ["Infer", "Train"].map(|t| format!("cudnn{s}{t}VersionCheck"))).collect();
+        assert_eq!(version_check_names(&v8).len(), 6);
+        // A newer release's check is called as well; look-alikes are not.
+        assert_eq!(
+            version_check_names(&["cudnnExtVersionCheck", "cudnnVersionCheck", "VersionCheck", "cudnnGetVersion", "xcudnnOpsVersionCheck"]),
+            ["cudnnExtVersionCheck"]
+        );
+    }
+
+    #[test]
+    fn a_check_names_the_stem_of_its_sub_library() {
+        for (check, stem) in [
+            ("cudnnCnnVersionCheck", Some("cnn")),
+            ("cudnnGraphVersionCheck", Some("graph")),
+            ("cudnnOpsTrainVersionCheck", Some("ops_train")),
+            ("cudnnAdvInferVersionCheck", Some("adv_infer")),
+            ("cudnnVersionCheck", None),
+            ("cudnnGetVersion", None),
+        ] {
+            assert_eq!(check_stem(check).as_deref(), stem, "{check}");
+        }
+        // Each stem names a real file of its release (docs/facts.md §2).
+        assert_eq!(
+            crate::cudnn::libname::sub_library_name(&check_stem("cudnnCnnVersionCheck").unwrap(), 9, crate::cudnn::libname::Os::Windows),
+            "cudnn_cnn64_9.dll"
+        );
+        assert_eq!(
+            crate::cudnn::libname::sub_library_name(&check_stem("cudnnOpsTrainVersionCheck").unwrap(), 8, crate::cudnn::libname::Os::Linux),
+            "libcudnn_ops_train.so.8"
+        );
     }
 }

@@ -237,6 +237,29 @@ fn cuda_library_names_at(bytes: &[u8]) -> Vec<((u64, String), usize)> {
     out
 }
 
+/// The names the PE or ELF file at `path` exports: a DLL's export table, or the dynamic
+/// symbols an ELF shared library defines (without their symbol version: `cudnnGetVersion`,
+/// not `cudnnGetVersion@@libcudnn.so.9`), each once, in file order. The probe derives the
+/// cuDNN calls to make from them (`cudnn*VersionCheck`: docs/loader.md, C1).
+///
+/// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF or its tables are damaged.
+pub fn exported_names(path: &Path) -> io::Result<Vec<String>> {
+    use object::Object as _;
+    let cache = ReadCache::new(File::open(path)?);
+    let bad = |e: object::read::Error| io::Error::new(io::ErrorKind::InvalidData, format!("not a readable PE or ELF file: {e}"));
+    let file = object::File::parse(&cache).map_err(bad)?;
+    let mut out: Vec<String> = Vec::new();
+    for e in file.exports().map_err(bad)? {
+        let e = e.map_err(bad)?;
+        // Exports by ordinal only have no name to call.
+        let Some(name) = e.name().name().map(|n| String::from_utf8_lossy(n).into_owned()) else { continue };
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    Ok(out)
+}
+
 /// The dynamic section of an ELF shared library or program: what the loader reads to find
 /// its dependencies (ld.so(8), "Rpath token expansion" and the search order; docs/loader.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -287,20 +310,23 @@ pub fn elf_dynamic(path: &Path) -> io::Result<Option<ElfDynamic>> {
 /// `cudnn_version_9_5_0_50_34937467_e0` in the 9.5.0.50 wheels; docs/facts.md §7b), read from
 /// its read-only data (`.rodata`, `.lrodata`, `.rdata`); else, for a DLL, the FileVersion of
 /// its VERSIONINFO; else the value of the `cudnn_<x>_version` object it exports
-/// ([`exported_version`]: 8.x sub-libraries, and graph, ops and adv in 9.x). `Ok(None)` when
-/// the file tells none of these (9.x cnn, heuristic and the engines: their version is
-/// unknown, which is never a mismatch).
+/// ([`exported_version`]: 8.x sub-libraries, and graph, ops and adv in 9.x); else the release
+/// its build asserts in the same data, `cudnn_version != (9 * 10000 + 5 * 100 + 0)` (three
+/// parts: 9.x engines and graph, 8.x `cnn_infer`/`cnn_train`; docs/facts.md §7c). `Ok(None)`
+/// when the file tells none of them (9.x `cnn` and `heuristic`: their version is unknown,
+/// which is never a mismatch).
 ///
 /// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF.
 pub fn library_version(path: &Path) -> io::Result<Option<Version>> {
     let ranges = section_ranges(path, &[".rodata", ".lrodata", ".rdata"])?;
-    if let Some(v) = scan_version(&mut File::open(path)?, &ranges)? {
+    let (marker, build) = scan_version(&mut File::open(path)?, &ranges)?;
+    if let Some(v) = marker {
         return Ok(Some(v));
     }
     if let Some(v) = inspect(path)?.file_version {
         return Ok(Some(v));
     }
-    Ok(exported_version(path)?.map(|(_, v)| v))
+    Ok(exported_version(path)?.map(|(_, v)| v).or(build))
 }
 
 /// The version a cuDNN sub-library exports as data: the 4-byte object `cudnn_<x>_version`
@@ -340,22 +366,35 @@ pub fn exported_version(path: &Path) -> io::Result<Option<(String, Version)>> {
 static VERSION_MARKER: std::sync::LazyLock<regex::bytes::Regex> =
     std::sync::LazyLock::new(|| regex::bytes::Regex::new(r"(?-u)cudnn_version_(\d{1,3})_(\d{1,3})_(\d{1,3})_(\d{1,6})_").unwrap());
 
-/// The version of the first [`VERSION_MARKER`] in the byte ranges `(start, len)` of `f`,
-/// walked by [`scan_chunks`] (the overlap is longer than any marker:
-/// `cudnn_version_999_999_999_999999_` is 33 bytes), so memory stays bounded whatever the
-/// section size (the `.rodata` of `libcudnn_ops_infer.so.8` 8.9.4.25 is tens of MB, once read
-/// whole).
-fn scan_version(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)]) -> io::Result<Option<Version>> {
+/// The build's own release in an assertion text of [`library_version`]:
+/// `cudnn_version != (<M> * 10000 + <m> * 100 + <p>)` (9.x encoding) or `(<M> * 1000 + ...)` (8.x).
+static BUILD_ASSERT: std::sync::LazyLock<regex::bytes::Regex> =
+    std::sync::LazyLock::new(|| regex::bytes::Regex::new(r"(?-u)cudnn_version != \((\d{1,3}) \* 10{3,4} \+ (\d{1,3}) \* 100 \+ (\d{1,3})\)").unwrap());
+
+/// The version of the first [`VERSION_MARKER`] in the byte ranges `(start, len)` of `f`, and
+/// the first [`BUILD_ASSERT`]'s (only looked for until a marker is found), walked by
+/// [`scan_chunks`] (the overlap is longer than either text: `cudnn_version_999_999_999_999999_`
+/// is 33 bytes, the assertion at most 47), so memory stays bounded whatever the section size
+/// (the `.rodata` of `libcudnn_ops_infer.so.8` 8.9.4.25 is tens of MB, once read whole).
+fn scan_version(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)]) -> io::Result<(Option<Version>, Option<Version>)> {
     let mut found = None;
-    scan_chunks(f, ranges, |chunk, _| match VERSION_MARKER.captures(chunk) {
-        Some(c) => {
-            let part = |i: usize| std::str::from_utf8(&c[i]).ok().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
-            found = Some(Version::new(&[part(1), part(2), part(3), part(4)]));
-            ControlFlow::Break(())
+    let mut build = None;
+    let number = |b: &[u8]| std::str::from_utf8(b).ok().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
+    scan_chunks(f, ranges, |chunk, _| {
+        if build.is_none()
+            && let Some(c) = BUILD_ASSERT.captures(chunk)
+        {
+            build = Some(Version::new(&[number(&c[1]), number(&c[2]), number(&c[3])]));
         }
-        None => ControlFlow::Continue(()),
+        match VERSION_MARKER.captures(chunk) {
+            Some(c) => {
+                found = Some(Version::new(&[number(&c[1]), number(&c[2]), number(&c[3]), number(&c[4])]));
+                ControlFlow::Break(())
+            }
+            None => ControlFlow::Continue(()),
+        }
     })?;
-    Ok(found)
+    Ok((found, build))
 }
 
 /// Whether the PE or ELF file at `path` is shorter than its own headers say: an image cut
@@ -628,12 +667,32 @@ mod tests {
             let mut bytes = vec![b'x'; 3 * SCAN_CHUNK];
             let marker = b"cudnn_version_8_9_4_25_120000_e0";
             bytes[start..start + marker.len()].copy_from_slice(marker);
-            let found = scan_version(&mut std::io::Cursor::new(&bytes), &[(0, bytes.len() as u64)]).unwrap();
+            let (found, _) = scan_version(&mut std::io::Cursor::new(&bytes), &[(0, bytes.len() as u64)]).unwrap();
             assert_eq!(found, Some(Version::new(&[8, 9, 4, 25])), "marker at {start}");
             // Outside the range scanned, it is not found.
-            let found = scan_version(&mut std::io::Cursor::new(&bytes), &[((start + 1) as u64, SCAN_CHUNK as u64)]).unwrap();
+            let (found, _) = scan_version(&mut std::io::Cursor::new(&bytes), &[((start + 1) as u64, SCAN_CHUNK as u64)]).unwrap();
             assert_eq!(found, None, "marker at {start}");
         }
+    }
+
+    #[test]
+    fn a_build_assertion_tells_three_parts_and_a_marker_wins_over_it() {
+        // As in the real 9.5.0.50 `libcudnn_engines_runtime_compiled.so.9` and 8.9.4.25
+        // `libcudnn_cnn_infer.so.8` (docs/facts.md §7c), cut by a chunk's end.
+        for (text, want) in [(&b"cudnn_version != (9 * 10000 + 5 * 100 + 0)"[..], [9, 5, 0]), (b"cudnn_version != (8 * 1000 + 9 * 100 + 4)", [8, 9, 4])] {
+            let mut bytes = vec![b'x'; 2 * SCAN_CHUNK];
+            let at = SCAN_CHUNK - 20;
+            bytes[at..at + text.len()].copy_from_slice(text);
+            let (marker, build) = scan_version(&mut std::io::Cursor::new(&bytes), &[(0, bytes.len() as u64)]).unwrap();
+            assert_eq!((marker, build), (None, Some(Version::new(&want))));
+            // With a marker too, both are read and the caller takes the marker.
+            let m = b"cudnn_version_9_5_0_50_34937467_e0";
+            bytes[100..100 + m.len()].copy_from_slice(m);
+            let (marker, _) = scan_version(&mut std::io::Cursor::new(&bytes), &[(0, bytes.len() as u64)]).unwrap();
+            assert_eq!(marker, Some(Version::new(&[9, 5, 0, 50])));
+        }
+        let (_, build) = scan_version(&mut std::io::Cursor::new(b"cudnn_version != (9 * 10 + 5 * 100 + 0)".to_vec()), &[(0, 40)]).unwrap();
+        assert_eq!(build, None);
     }
 
     #[test]

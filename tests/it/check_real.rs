@@ -280,3 +280,149 @@ fn doctor_pid_names_the_real_wheels_libraries_in_a_running_process() {
     }
     println!("check_real: doctor --pid on the 9.5 wheel: {} modules", d["modules"].as_array().unwrap().len());
 }
+
+/// A folder holding the real set of `e` with one file replaced by another release's copy
+/// (`member`, from scripts/fetch-real-members.py's cache): links to the entry's files (never
+/// written through), the odd file copied in.
+fn mixed_set(e: &Entry, name: &str, member: &Path) -> PathBuf {
+    let dir = scratch(name);
+    let odd = member.file_name().unwrap().to_owned();
+    for f in std::fs::read_dir(&e.lib).unwrap().flatten() {
+        if f.file_name() != odd && f.file_name().to_string_lossy().contains(".so") {
+            std::fs::hard_link(f.path(), dir.join(f.file_name())).unwrap_or_else(|_| {
+                std::fs::copy(f.path(), dir.join(f.file_name())).unwrap();
+            });
+        }
+    }
+    std::fs::copy(member, dir.join(&odd)).unwrap();
+    dir
+}
+
+/// `cuenv doctor --major N` with `LD_LIBRARY_PATH` = `ld` only: (exit code, stdout).
+fn doctor(ld: &[&Path], major: u64) -> (i32, String) {
+    let home = scratch(&format!("doctor-home-{major}"));
+    let out = Command::new(cuenv())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CUENV_HOME", &home)
+        .env("CUENV_TOOLKIT_PATHS", "")
+        .env("LD_LIBRARY_PATH", std::env::join_paths(ld).unwrap())
+        .args(["doctor", "--major", &major.to_string()])
+        .output()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn check_codes(o: &ProbeOutcome) -> Vec<(String, i64)> {
+    let vc = o.report.as_ref().and_then(|r| r.version_checks.as_ref()).expect("version checks");
+    assert_eq!(vc.error, None);
+    vc.checks.iter().map(|c| (c.name.clone(), c.status.code)).collect()
+}
+
+/// docs/loader.md C1, C2 with the real loader and cuDNN as the judges: the real sets answer
+/// every version check with 0; a 9.5.0.50 set with 9.4.0.58's `libcudnn_cnn.so.9`, and an
+/// 8.9.4.25 set with 8.9.2.26's `libcudnn_ops_train.so.8` (issue 27; both pass `store add`:
+/// those files tell no release), answer 1002 / 14 (docs/facts.md §7c): `check` fails and
+/// `doctor` exits 4, naming the check and its status.
+#[test]
+#[ignore = "needs the real cuDNN wheels and members (CUENV_REAL_WHEELS, scripts/fetch-real-members.py)"]
+fn real_sets_of_two_releases_fail_cudnns_own_version_checks() {
+    let r = real();
+    let members = wheels_dir().join("members");
+    let v9 = ["cudnnAdvVersionCheck", "cudnnCnnVersionCheck", "cudnnGraphVersionCheck", "cudnnOpsVersionCheck"];
+    let v8 = [
+        "cudnnAdvInferVersionCheck",
+        "cudnnAdvTrainVersionCheck",
+        "cudnnCnnInferVersionCheck",
+        "cudnnCnnTrainVersionCheck",
+        "cudnnOpsInferVersionCheck",
+        "cudnnOpsTrainVersionCheck",
+    ];
+    /// (release, its checks, the odd file's wheel, the odd file, the checks failing with it, their words)
+    type Case<'a> = (&'a str, &'a [&'a str], &'a str, &'a str, &'a [(&'a str, i64)], &'a str);
+    let cases: [Case; 2] = [
+        (
+            "9.5.0.50",
+            &v9,
+            "nvidia_cudnn_cu12-9.4.0.58-py3-none-manylinux2014_x86_64.whl",
+            "libcudnn_cnn.so.9",
+            &[("cudnnCnnVersionCheck", 1002)],
+            "cudnnCnnVersionCheck returned CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (1002)",
+        ),
+        (
+            "8.9.4.25",
+            &v8,
+            "nvidia_cudnn_cu12-8.9.2.26-py3-none-manylinux1_x86_64.whl",
+            "libcudnn_ops_train.so.8",
+            // cnn_train and adv_train depend on ops_train: their checks fail with it.
+            &[("cudnnAdvTrainVersionCheck", 14), ("cudnnCnnTrainVersionCheck", 14), ("cudnnOpsTrainVersionCheck", 14)],
+            "cudnnOpsTrainVersionCheck returned CUDNN_STATUS_VERSION_MISMATCH (14)",
+        ),
+    ];
+    for (version, names, wheel, file, failing, words) in cases {
+        let e = r.entry(version);
+        let major = e.version.major();
+        // The real set: every check exported, every answer 0.
+        let o = run_probe(cuenv(), &env_with(&[&e.lib, r.cudart(e.cuda)]), major, false, T);
+        let c = classify(&o, &expected(e));
+        let codes = check_codes(&o);
+        assert_eq!(codes, names.iter().map(|n| (n.to_string(), 0)).collect::<Vec<_>>(), "{version}: {}", show(&o, &c));
+        assert!(!c.has(ReasonKind::SubLibraryMismatch), "{version}: {}", show(&o, &c));
+        eprintln!("{version}: {codes:?}");
+
+        // The mixed set, in one folder.
+        let member = members.join(wheel).join(file);
+        assert!(member.is_file(), "{} is missing: run scripts/fetch-real-members.py {}", member.display(), wheels_dir().display());
+        let set = mixed_set(e, &format!("mixed-{version}"), &member);
+        let o = run_probe(cuenv(), &env_with(&[&set, r.cudart(e.cuda)]), major, false, T);
+        let c = classify(&o, &Expected { entry_dir: set.clone(), ..expected(e) });
+        let codes = check_codes(&o);
+        let want: Vec<(String, i64)> = names.iter().map(|n| (n.to_string(), failing.iter().find(|(f, _)| f == n).map_or(0, |(_, code)| *code))).collect();
+        assert_eq!(codes, want, "{version} + {file} of {wheel}: {}", show(&o, &c));
+        assert_eq!(c.status, CheckStatus::Fail, "{}", show(&o, &c));
+        let m = c.reasons.iter().find(|x| x.kind == ReasonKind::SubLibraryMismatch && x.message.contains(words)).unwrap_or_else(|| panic!("{}", show(&o, &c)));
+        let odd = std::fs::canonicalize(set.join(file)).unwrap();
+        assert!(m.message.contains(&format!("{file} (`")) && m.message.contains(&odd.display().to_string()), "{m}");
+        eprintln!("{version} + {file}: {codes:?}\n{}", c.messages().join("\n"));
+
+        let (code, out) = doctor(&[&set, r.cudart(e.cuda)], major);
+        assert_eq!(code, 4, "{out}");
+        let line = out.lines().find(|l| l.contains(words)).unwrap_or_else(|| panic!("{out}"));
+        assert!(line.starts_with(&format!("problem: cuDNN {major} from")) && line.contains("cuDNN's own check wins"), "{line}");
+        eprintln!("doctor: {line}");
+    }
+}
+
+/// docs/loader.md V4: the build assertion of the real files reads as their release
+/// (docs/facts.md §7c), the heuristic library tells none, and a 9.5.0.50 folder holding
+/// 9.4.0.58's `libcudnn_engines_runtime_compiled.so.9` is two releases for doctor (V1) while
+/// every version check answers 0 (no check covers it).
+#[test]
+#[ignore = "needs the real cuDNN wheels and members (CUENV_REAL_WHEELS, scripts/fetch-real-members.py)"]
+fn real_build_assertions_tell_the_release_of_engines() {
+    use cuenv::sys::binfmt::library_version;
+    let r = real();
+    let e9 = r.entry("9.5.0.50");
+    let e8 = r.entry("8.9.4.25");
+    let m94 = wheels_dir().join("members/nvidia_cudnn_cu12-9.4.0.58-py3-none-manylinux2014_x86_64.whl");
+    let v = |p: PathBuf| library_version(&p).unwrap().map(|v| v.to_string());
+    assert_eq!(v(e9.lib.join("libcudnn_engines_precompiled.so.9")).as_deref(), Some("9.5.0"));
+    assert_eq!(v(e9.lib.join("libcudnn_engines_runtime_compiled.so.9")).as_deref(), Some("9.5.0"));
+    assert_eq!(v(e9.lib.join("libcudnn_graph.so.9")).as_deref(), Some("9.5.0.50"), "the marker wins");
+    assert_eq!(v(e9.lib.join("libcudnn_heuristic.so.9")), None);
+    assert_eq!(v(e9.lib.join("libcudnn_cnn.so.9")), None);
+    assert_eq!(v(e8.lib.join("libcudnn_cnn_infer.so.8")).as_deref(), Some("8.9.4"));
+    assert_eq!(v(e8.lib.join("libcudnn_ops_infer.so.8")).as_deref(), Some("8.9.4.25"));
+    let odd = m94.join("libcudnn_engines_runtime_compiled.so.9");
+    assert!(odd.is_file(), "{} is missing: run scripts/fetch-real-members.py {}", odd.display(), wheels_dir().display());
+    assert_eq!(v(odd.clone()).as_deref(), Some("9.4.0"));
+
+    let set = mixed_set(e9, "mixed-engines", &odd);
+    let o = run_probe(cuenv(), &env_with(&[&set, &r.cudart12]), 9, false, T);
+    assert!(check_codes(&o).iter().all(|(_, c)| *c == 0), "{:?}", check_codes(&o));
+    let (code, out) = doctor(&[&set, &r.cudart12], 9);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("holds cuDNN 9 libraries of 2 releases") && out.contains("9.4.0: libcudnn_engines_runtime_compiled.so.9"), "{out}");
+    assert!(out.contains("not verified: libcudnn_heuristic.so.9"), "{out}");
+    eprintln!("{out}");
+}

@@ -94,6 +94,74 @@ fn a_sub_library_from_another_folder_is_mixed() {
     assert!(sh.message.starts_with("libcudnn_graph.so.9 came from"), "{sh}");
 }
 
+/// docs/loader.md C1: the probe calls every `cudnn*VersionCheck` the dispatcher's export
+/// table names (a check no release has yet included), each forwarded as the dispatcher
+/// forwards it, and a non-zero answer fails the check naming the check, its status and the
+/// sub-library with the file the loader mapped.
+#[test]
+fn every_exported_version_check_is_called_and_a_mismatch_fails_the_check() {
+    let s = Stubs::new();
+    let entry = s.build("entry/lib", "libcudnn.so.9", &["VERSION=90500", "VCHECK_GRAPH=0", "VCHECK_CNN_FROM=\"libcudnn_cnn.so.9\"", "VCHECK_NEW=0"]);
+    s.build("entry/lib", "libcudnn_cnn.so.9", &["GRAPH", "VERSION=90400", "STUB_CHECK=1002"]);
+    // Each check's sub-library is in the set (a check whose library is nowhere is not called).
+    for n in ["libcudnn_heuristic.so.9", "libcudnn_graph.so.9", "libcudnn_new.so.9"] {
+        s.build("entry/lib", n, &["GRAPH", "VERSION=90500"]);
+    }
+    let rt = s.cudart();
+    let o = run_probe(cuenv(), &env_with(&[&entry, &rt]), 9, false, T);
+    assert_eq!(o.end, ProbeEnd::Exited { code: 0 }, "{o:?}");
+    let vc = o.report.as_ref().unwrap().version_checks.clone().expect("version checks");
+    let got: Vec<(String, i64, String)> = vc.checks.iter().map(|c| (c.name.clone(), c.status.code, c.status.name.clone())).collect();
+    assert_eq!(
+        got,
+        [
+            ("cudnnCnnVersionCheck".to_string(), 1002, "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH".to_string()),
+            ("cudnnGraphVersionCheck".to_string(), 0, "CUDNN_STATUS_SUCCESS".to_string()),
+            ("cudnnNewVersionCheck".to_string(), 0, "CUDNN_STATUS_SUCCESS".to_string()),
+        ]
+    );
+    assert_eq!(vc.unchecked, ["libcudnn_heuristic.so.9"]);
+    let c = classify(&o, &expected(entry.parent().unwrap(), "9.5.0.50"));
+    assert_eq!(c.status, CheckStatus::Fail, "{:?}", c.reasons);
+    let r = c.reasons.iter().find(|x| x.kind == ReasonKind::SubLibraryMismatch).unwrap_or_else(|| panic!("{:?}", c.reasons));
+    let cnn = std::fs::canonicalize(entry.join("libcudnn_cnn.so.9")).unwrap();
+    for want in ["cudnnCnnVersionCheck returned CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (1002)", "libcudnn_cnn.so.9 (`cnn`)", &cnn.display().to_string()] {
+        assert!(r.message.contains(want), "{want}: {r}");
+    }
+    assert!(c.notes.iter().any(|n| n.starts_with("not verified: libcudnn_heuristic.so.9 has no version check")), "{:?}", c.notes);
+
+    // Every check answering 0: no failure, and the note lists them.
+    s.build("entry/lib", "libcudnn_cnn.so.9", &["GRAPH", "VERSION=90500", "STUB_CHECK=0"]);
+    let o = run_probe(cuenv(), &env_with(&[&entry, &rt]), 9, false, T);
+    let c = classify(&o, &expected(entry.parent().unwrap(), "9.5.0.50"));
+    assert!(!c.reasons.iter().any(|x| x.kind.is_failure()), "{:?}", c.reasons);
+    assert!(c.notes.iter().any(|n| n.contains("version checks passed: cudnnCnnVersionCheck, cudnnGraphVersionCheck, cudnnNewVersionCheck")), "{:?}", c.notes);
+}
+
+/// A version check whose sub-library is present but cannot be loaded aborts the process (as
+/// cuDNN does): the step line written before the call names the check. One whose
+/// sub-library is nowhere to be found is not called (the report survives) and is "not verified".
+#[test]
+fn a_version_check_of_a_broken_sub_library_is_the_step_that_died() {
+    let s = Stubs::new();
+    let entry = s.build("entry", "libcudnn.so.9", &["VERSION=90500", "VCHECK_CNN_FROM=\"libcudnn_cnn.so.9\""]);
+    let rt = s.cudart();
+    let o = run_probe(cuenv(), &env_with(&[&entry, &rt]), 9, false, T);
+    assert_eq!(o.end, ProbeEnd::Exited { code: 0 }, "{o:?}");
+    let vc = o.report.as_ref().unwrap().version_checks.clone().unwrap();
+    assert_eq!((vc.checks.len(), vc.not_called.clone()), (0, vec!["cudnnCnnVersionCheck".to_string()]));
+    let c = classify(&o, &expected(&entry, "9.5.0.50"));
+    assert!(c.notes.iter().any(|n| n.starts_with("not verified: cudnnCnnVersionCheck not called")), "{:?}", c.notes);
+
+    std::fs::write(entry.join("libcudnn_cnn.so.9"), b"not a library").unwrap();
+    let o = run_probe(cuenv(), &env_with(&[&entry, &rt]), 9, false, T);
+    assert_eq!(o.end, ProbeEnd::Signaled { signal: 6, name: "SIGABRT".into() }, "{o:?}");
+    assert_eq!(o.last_step.as_deref(), Some("cudnnCnnVersionCheck"));
+    let c = classify(&o, &expected(&entry, "9.5.0.50"));
+    let m = c.reasons.iter().find(|x| x.kind == ReasonKind::MissingLibrary).unwrap_or_else(|| panic!("{:?}", c.reasons));
+    assert!(m.message.contains("libcudnn_cnn.so.9"), "{m}");
+}
+
 #[test]
 fn a_missing_sub_library_crashes_the_child_not_cuenv() {
     let s = Stubs::new();

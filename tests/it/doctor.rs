@@ -76,6 +76,41 @@ fn a_sub_library_from_another_folder_is_a_problem() {
     assert!(out.contains("hint: keep every cuDNN 9 library of one release in one folder"), "{out}");
 }
 
+/// docs/loader.md C2: a version check answering non-zero is a problem (exit 4) naming the
+/// check, its status and the sub-library; the loader model (the files tell no release here)
+/// saw none, and the sentence says the check wins. A sub-library no check covers and whose
+/// file tells nothing is "not verified" (a warning).
+#[test]
+fn a_failed_version_check_is_a_problem_and_wins_over_the_model() {
+    let s = Stubs::new();
+    let home = tempfile::tempdir().unwrap();
+    let set = s.build("set", "libcudnn.so.9", &["VERSION=90500", "VCHECK_GRAPH=0", "VCHECK_CNN=1002"]);
+    for n in ["libcudnn_heuristic.so.9", "libcudnn_graph.so.9", "libcudnn_cnn.so.9"] {
+        s.build("set", n, &["GRAPH", "VERSION=90500"]);
+    }
+    let rt = s.cudart();
+    let (code, out, err) = doctor(home.path(), &[&set, &rt], &[], &[]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    let line = out.lines().find(|l| l.contains("sub-library version check")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.starts_with("problem: cuDNN 9 from"), "{line}");
+    for want in [
+        "cudnnCnnVersionCheck returned CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (1002)",
+        "libcudnn_cnn.so.9 (`cnn`)",
+        "the loader model saw no mismatch: cuDNN's own check wins",
+    ] {
+        assert!(line.contains(want), "{want}: {line}");
+    }
+    assert!(out.contains("hint: keep every cuDNN 9 library of one release in one folder: replace the sub-library the check names"), "{out}");
+    assert!(out.contains("warning: cuDNN 9 from") && out.contains("not verified: libcudnn_heuristic.so.9 has no version check of cuDNN"), "{out}");
+    // All checks answering 0: no problem of that kind.
+    let ok = s.build("ok", "libcudnn.so.9", &["VERSION=90500", "VCHECK_GRAPH=0", "VCHECK_CNN=0"]);
+    for n in ["libcudnn_graph.so.9", "libcudnn_cnn.so.9"] {
+        s.build("ok", n, &["GRAPH", "VERSION=90500"]);
+    }
+    let (_, out, _) = doctor(home.path(), &[&ok, &rt], &[], &[]);
+    assert!(!out.contains("sub-library version check"), "{out}");
+}
+
 #[test]
 fn nothing_loadable_is_a_problem_only_when_asked_and_hand_copied_cudnn_is_a_warning() {
     let home = tempfile::tempdir().unwrap();

@@ -34,6 +34,10 @@ __attribute__((used)) const char stub_marker[] = MARKER;
 #ifdef GRAPH
 /* A stub sub-library: reports its own version. */
 size_t stub_graph_version(void) { return VERSION; }
+#ifdef STUB_CHECK
+/* What its version check answers when the dispatcher forwards one to it. */
+int stub_check(void) { return STUB_CHECK; }
+#endif
 #elif defined(CUDART)
 int cudaRuntimeGetVersion(int *v) { *v = CUDART; return 0; }
 const char *cudaGetErrorName(int e) { return e == 0 ? "cudaSuccess" : "cudaErrorUnknown"; }
@@ -73,9 +77,45 @@ size_t cudnnGetVersion(void) {
 #endif
 size_t cudnnGetCudartVersion(void) { return CUDNN_CUDART; }
 const char *cudnnGetErrorString(int s) {
-    return s == 0 ? "CUDNN_STATUS_SUCCESS" : s == 1001 ? "CUDNN_STATUS_NOT_INITIALIZED" : "CUDNN_STATUS_UNKNOWN";
+    return s == 0 ? "CUDNN_STATUS_SUCCESS" : s == 1001 ? "CUDNN_STATUS_NOT_INITIALIZED"
+        : s == 14 ? "CUDNN_STATUS_VERSION_MISMATCH" : s == 1002 ? "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH" : "CUDNN_STATUS_UNKNOWN";
 }
 int cudnnCreate(void **h) { *h = (void *)1; return 0; }
+/* cuDNN's version checks (cudnnStatus_t f(void)), each exported only when its -D flag is
+   given, answering that code: VCHECK_GRAPH=0, VCHECK_CNN=1002, VCHECK_OPS_TRAIN=14, ...
+   VCHECK_NEW is a check no release has (yet): the probe must find it by the export table.
+   VCHECK_CNN_FROM="libcudnn_cnn.so.9" forwards cudnnCnnVersionCheck to that sub-library,
+   loaded by name like cuDNN does (its stub_check answers; cuDNN aborts when it is missing). */
+#ifdef VCHECK_GRAPH
+int cudnnGraphVersionCheck(void) { return VCHECK_GRAPH; }
+#endif
+#ifdef VCHECK_OPS
+int cudnnOpsVersionCheck(void) { return VCHECK_OPS; }
+#endif
+#ifdef VCHECK_CNN
+int cudnnCnnVersionCheck(void) { return VCHECK_CNN; }
+#endif
+#ifdef VCHECK_CNN_FROM
+int cudnnCnnVersionCheck(void) {
+    void *h = dlopen(VCHECK_CNN_FROM, RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "Unable to load any of {libcudnn_cnn.so.9.5.0, libcudnn_cnn.so.9.5, libcudnn_cnn.so.9, libcudnn_cnn.so}\n");
+        fprintf(stderr, "Invalid handle. Cannot load symbol cudnnCnnVersionCheck\n");
+        abort();
+    }
+    int (*f)(void) = (int (*)(void))dlsym(h, "stub_check");
+    return f();
+}
+#endif
+#ifdef VCHECK_ADV
+int cudnnAdvVersionCheck(void) { return VCHECK_ADV; }
+#endif
+#ifdef VCHECK_OPS_TRAIN
+int cudnnOpsTrainVersionCheck(void) { return VCHECK_OPS_TRAIN; }
+#endif
+#ifdef VCHECK_NEW
+int cudnnNewVersionCheck(void) { return VCHECK_NEW; }
+#endif
 int cudnnDestroy(void *h) { (void)h; return 0; }
 #endif
 "#;
