@@ -12,6 +12,7 @@ use super::explain::{
 };
 use super::{CheckResult, CheckStatus, Expected, ProbeEnd, ProbeOutcome, Reason, ReasonKind};
 use crate::cudnn::libname;
+use crate::error::Rule;
 use crate::probe::{self, Conv, LoadAttempt, ModuleKind, Report};
 pub(super) use crate::sys::paths::is_under;
 use crate::sys::paths::{self, same_path};
@@ -44,6 +45,15 @@ struct Classifier<'a> {
 impl Classifier<'_> {
     fn fail(&mut self, kind: ReasonKind, msg: impl Into<String>) {
         self.reasons.push(Reason::new(kind, msg));
+    }
+
+    /// [`Classifier::fail`] with the docs/loader.md rule the reason is a verdict of.
+    fn fail_citing(&mut self, kind: ReasonKind, msg: impl Into<String>, rule: Option<Rule>) {
+        let r = Reason::new(kind, msg);
+        self.reasons.push(match rule {
+            Some(rule) => r.citing(rule),
+            None => r,
+        });
     }
 
     fn run(&mut self) {
@@ -239,12 +249,13 @@ impl Classifier<'_> {
 
     fn missing_from_text(&mut self, text: &str) {
         for m in missing_libraries(text) {
-            self.fail(
+            self.fail_citing(
                 ReasonKind::MissingLibrary,
                 format!(
                     "cuDNN could not load its sub-library {m}; it is missing from the folder the dispatcher came from and from {}",
                     self.outcome.search_var
                 ),
+                libname::parse(&m).is_some_and(|l| l.stem.is_some()).then_some(Rule::IncompleteSet),
             );
         }
     }
@@ -407,12 +418,13 @@ impl Classifier<'_> {
                 None => "not among the modules the process mapped".to_string(),
             };
             let why = explain_cudnn_status(&c.status.name).unwrap_or("cuDNN refused the set");
-            self.fail(
+            self.fail_citing(
                 ReasonKind::SubLibraryMismatch,
                 format!(
                     "cuDNN's own version check {} returned {} ({}): {why}; it concerns the sub-library {file} (`{stem}`), {from}, and the libraries it depends on",
                     c.name, c.status.name, c.status.code
                 ),
+                rule_of_status(c.status.code),
             );
         }
         if !vc.not_called.is_empty() {
@@ -440,6 +452,19 @@ impl Classifier<'_> {
 /// `p` canonical, as users see it (no `\\?\` prefix); `p` itself when it cannot be resolved.
 pub(super) fn canonical(p: &Path) -> PathBuf {
     paths::canonical_shown(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The rule a non-zero answer of a `cudnn*VersionCheck` is a verdict of (cuDNN API
+/// reference, `cudnnStatus_t`): `CUDNN_STATUS_VERSION_MISMATCH` (14, 8.x) and
+/// `CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH` (1002, 9.x) say two releases (V2);
+/// `CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED` (3009, 9.x: the sub-library could not be loaded)
+/// says the set lacks it (R2). Other answers cite no rule.
+pub fn rule_of_status(code: i64) -> Option<Rule> {
+    match code {
+        14 | 1002 => Some(Rule::TwoReleases),
+        3009 => Some(Rule::IncompleteSet),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

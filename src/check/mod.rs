@@ -134,6 +134,10 @@ pub struct Reason {
     pub kind: ReasonKind,
     /// What happened and, where known, why.
     pub message: String,
+    /// The docs/loader.md rule this reason is a verdict of, when it judges the cuDNN set
+    /// (decisions.md 7: the id `store add`, `doctor` and `doctor --pid` give the same set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<crate::error::Rule>,
 }
 
 impl fmt::Display for Reason {
@@ -143,8 +147,22 @@ impl fmt::Display for Reason {
 }
 
 impl Reason {
-    fn new(kind: ReasonKind, message: impl Into<String>) -> Self {
-        Reason { kind, message: message.into() }
+    /// A reason of `kind` citing no rule.
+    pub fn new(kind: ReasonKind, message: impl Into<String>) -> Self {
+        Reason { kind, message: message.into(), rule: None }
+    }
+
+    /// The reason as `check` prints it: its kind with the rule's id when it cites one
+    /// (`sub-library version check[V2]: ...`). Its `Display` leaves the id out, for sentences
+    /// that embed it under a label of their own (doctor's `problem[V2]:`).
+    pub fn cited(&self) -> String {
+        format!("{}: {}", crate::error::rule::labelled(self.kind_word(), self.rule), self.message)
+    }
+
+    /// The same reason citing `rule`.
+    pub fn citing(mut self, rule: crate::error::Rule) -> Self {
+        self.rule = Some(rule);
+        self
     }
 
     fn kind_word(&self) -> &'static str {
@@ -207,6 +225,7 @@ impl CheckResult {
                 crate::check::gpufit::MisfitKind::UnsupportedGpu => ReasonKind::UnsupportedGpu,
             },
             message: m.to_string(),
+            rule: None,
         });
         self.reasons.splice(0..0, front);
         self.status = CheckStatus::Fail;

@@ -33,7 +33,7 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
     // Reasons say what is wrong: always for a failed profile; otherwise with --verbose.
     if ctx.verbose || pc.result.status == CheckStatus::Fail {
         for r in &pc.result.reasons {
-            writeln!(ctx.out(), "    {r}");
+            writeln!(ctx.out(), "    {}", r.cited());
         }
     }
     if ctx.verbose {
@@ -42,7 +42,8 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
         }
     }
     for n in pc.result.notes.iter().filter(|n| NoteKind::of(n).is_some()) {
-        writeln!(ctx.err(), "warning: profile {}: {n}", pc.profile);
+        let rule = (NoteKind::of(n) == Some(NoteKind::Incomplete)).then_some(crate::error::Rule::IncompleteSet);
+        writeln!(ctx.err(), "{}: profile {}: {n}", crate::error::rule::labelled("warning", rule), pc.profile);
     }
     // No GPU: said once per run (each profile with --verbose).
     static NO_GPU_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

@@ -134,6 +134,7 @@ fn stale_kernels(ctx: &Ctx) -> Vec<doctor::Finding> {
         .into_iter()
         .filter(|k| k.home == home && !known.contains(&k.profile))
         .map(|k| doctor::Finding {
+            rule: None,
             severity: doctor::Severity::Warning,
             message: format!(
                 "the Jupyter kernel {} ({}) is bound to profile {}, which the current generation does not have",
@@ -157,6 +158,7 @@ fn incomplete_entry(ctx: &Ctx, profile: Option<&str>) -> Option<doctor::Finding>
     let view = m.profile(profile?).ok()?;
     let meta = crate::store::entry::EntryMeta::read(&view.entry_dir).ok()?;
     (!meta.incomplete.is_empty()).then(|| doctor::Finding {
+        rule: Some(crate::error::Rule::IncompleteSet),
         severity: doctor::Severity::Warning,
         message: format!(
             "profile {} uses the store entry {}, added with --allow-incomplete: it lacks {}, which the loader takes from another folder (or cuDNN fails when it needs them)",

@@ -43,7 +43,7 @@ pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
                 Some(c) => {
                     writeln!(ctx.out(), "    check     {}", profile_check::summary(c));
                     for r in &c.result.reasons {
-                        writeln!(ctx.out(), "              {r}");
+                        writeln!(ctx.out(), "              {}", r.cited());
                     }
                 }
                 None => writeln!(ctx.out(), "    check     not run (`cuenv check`)"),

@@ -159,6 +159,15 @@ fn add(ctx: &Ctx, store: &Store, paths: &[PathBuf], sha256: Option<String>, cuda
                     a.meta.library_count(),
                     human_size(a.meta.content_size())
                 );
+                if !a.meta.incomplete.is_empty() {
+                    writeln!(
+                        ctx.err(),
+                        "{}: {} lacks {} (added with --allow-incomplete): the loader takes those from another folder, or cuDNN fails when it needs them; `check` and `doctor` warn",
+                        crate::error::rule::labelled("warning", Some(crate::error::Rule::IncompleteSet)),
+                        a.meta.name,
+                        a.meta.incomplete.join(", ")
+                    );
+                }
                 if a.meta.cuda_source == crate::store::detect::CUDA_FROM_USER {
                     ctx.note(&format!(
                         "note: CUDA {} was taken from --cuda: the libraries name no CUDA library by major, so it could not be checked",

@@ -66,6 +66,7 @@ pub fn judge(dispatcher: &Path, major: u64, version: Option<&str>, folders: &[Pa
     if !missing.is_empty() {
         let list: Vec<String> = missing.iter().map(|(n, by)| format!("{n} (named by {by})")).collect();
         out.push(Finding {
+            rule: None,
             severity: Severity::Problem,
             message: format!(
                 "cuDNN {major} from {} loads {} at run time, and no folder its loader searches holds {}: cuDNN fails when a network needs {}",
@@ -98,6 +99,7 @@ fn zlibwapi(v: &Version, folders: &[PathBuf]) -> Option<Finding> {
     let first = folders.iter().filter(|d| !d.as_os_str().is_empty()).find_map(|d| find_ci(d, "zlibwapi.dll"));
     match first {
         None => Some(Finding {
+            rule: None,
             severity: Severity::Problem,
             message: format!("cuDNN {v} loads zlibwapi.dll at run time (cuDNN 8.3 to 9.1 do), and no folder on PATH holds it: convolutions fail"),
             hint: Some("put an x64 zlibwapi.dll in a folder on PATH (conda: `conda install zlib-wapi`), or use cuDNN 9.2 or later".into()),
@@ -105,6 +107,7 @@ fn zlibwapi(v: &Version, folders: &[PathBuf]) -> Option<Finding> {
         Some(p) => {
             let info = binfmt::inspect(&p).ok()?;
             (info.platform != Some(crate::cudnn::platform::Platform::WindowsX86_64)).then(|| Finding {
+                rule: None,
                 severity: Severity::Problem,
                 message: format!("the first zlibwapi.dll on PATH, {}, is {}: cuDNN {v} cannot load it (error 193)", p.display(), info.describe),
                 hint: Some(format!(
@@ -125,6 +128,7 @@ pub fn wsl_driver(wsl_lib: &Path, ld_library_path: &[PathBuf]) -> Option<Finding
         return None;
     }
     Some(Finding {
+        rule: None,
         severity: Severity::Warning,
         message: format!(
             "this is WSL: the GPU driver's libraries are in {}, which is not on LD_LIBRARY_PATH; the ld.so cache holds only libcuda.so.1 from there, and cuDNN 8 loads the unversioned libcuda.so, so it finds no driver",

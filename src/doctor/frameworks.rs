@@ -111,6 +111,7 @@ pub fn probe_set(dispatcher: &Path, major: u64, mapped: &[String], reported: Opt
         format!("cuDNN loads its sub-libraries by name, and the loader searches {search_var} before the dispatcher's DT_RUNPATH{runpath}")
     };
     Some(Finding {
+        rule: None,
         severity: Severity::Problem,
         message: format!(
             "cuDNN {major} from {} ({}): {rule}, so it would load {}: a set of libraries from more than one folder",
@@ -187,6 +188,7 @@ pub fn judge(prefix: &Path, copies: &[(PathBuf, String, Dispatcher)], folders: &
             }
         });
         out.push(Finding {
+            rule: None,
             severity: Severity::Warning,
             message: format!("{what} in the conda env {} carries its own {v}: {}", prefix.display(), dir.join(&d.file).display()),
             hint: Some(hint),
@@ -206,6 +208,7 @@ fn linux(prefix: &Path, folders: &[PathBuf], search_var: &str, out: &mut Vec<Fin
             let own = loader::find(&name, &consumer, &[], &alone);
             let Some(got) = loader::find(&name, &consumer, &[], &env) else {
                 out.push(Finding {
+                    rule: None,
                     severity: Severity::Problem,
                     message: format!("{who} names {name} (with {link}), but no folder it searches holds it: importing it fails"),
                     hint: Some(format!(
@@ -221,6 +224,7 @@ fn linux(prefix: &Path, folders: &[PathBuf], search_var: &str, out: &mut Vec<Fin
                     let same = matches!((&got_v, &own_v), (Some(a), Some(b)) if loader::same_release(a, b));
                     if !same {
                         out.push(Finding {
+                            rule: None,
                             severity: Severity::Problem,
                             message: format!(
                                 "{who} names {name} with {link}, and the loader searches {search_var} before DT_RUNPATH: it takes {} ({}) {}, not its own {} ({})",
@@ -261,6 +265,7 @@ fn linux(prefix: &Path, folders: &[PathBuf], search_var: &str, out: &mut Vec<Fin
             if !list.is_empty() {
                 let runpath = Object::read(&got.path).and_then(|o| o.dynamic.runpath).map(|r| format!(" `{}`", r.join(":"))).unwrap_or_default();
                 out.push(Finding {
+                    rule: None,
                     severity: Severity::Problem,
                     message: format!(
                         "{who} gets the cuDNN {major} dispatcher {} ({}), which loads its sub-libraries by name, and the loader searches {search_var} before the dispatcher's DT_RUNPATH{runpath}: it would load {}: a set of libraries from more than one folder",
@@ -314,6 +319,7 @@ fn windows(copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], search
                 ""
             };
             out.push(Finding {
+                rule: None,
                 severity: Severity::Problem,
                 message: format!(
                     "{what}'s cuDNN {} dispatcher {} ({own_v}) loads its sub-libraries by name through the standard search order, not from its own folder: it would load {}{torch_note}",
@@ -332,6 +338,7 @@ fn windows(copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], search
         let unreachable: Vec<&str> = subs.iter().filter(|s| s.pick.is_none()).map(|s| s.stem.as_str()).collect();
         if !unreachable.is_empty() && !torch {
             out.push(Finding {
+                rule: None,
                 severity: Severity::Problem,
                 message: format!(
                     "{what}'s cuDNN {} dispatcher {} ({own_v}) finds its sub-libraries by name through PATH only (folders added with os.add_dll_directory are not searched), and {} is not on PATH: {}",

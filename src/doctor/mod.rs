@@ -64,6 +64,10 @@ pub enum Severity {
 /// One thing the doctor noticed, in words, with what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
+    /// The docs/loader.md rule this finding is a verdict of, when it judges a cuDNN set
+    /// (decisions.md 7: the same id as `store add`, `check` and `doctor --pid` give it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<crate::error::Rule>,
     /// Problem or warning.
     pub severity: Severity,
     /// What is wrong and where.
@@ -78,7 +82,7 @@ impl fmt::Display for Finding {
             Severity::Problem => "problem",
             Severity::Warning => "warning",
         };
-        write!(f, "{word}: {}", self.message)?;
+        write!(f, "{}: {}", crate::error::rule::labelled(word, self.rule), self.message)?;
         if let Some(h) = &self.hint {
             write!(f, "\n  hint: {h}")?;
         }
@@ -297,6 +301,7 @@ fn probe_majors(s: &Scene, active: &origin::Active, findings: &mut Vec<Finding>)
             active_check = Some(c);
         } else if let Some(d) = &l.dispatcher {
             findings.extend(judge_own_folder(&o, &l, d, major, &machine, s.search_var));
+            findings.extend(lacking_set(d, major, inp.layout, &format!("cuDNN {major} from {}", d.display())));
         } else if o.report.is_none() {
             findings.extend(judge_no_report(&o, major, s.cut_short, s.search_path, s.search_var));
         } else if let Some(dir) = s.search_path.iter().find(|d| d.dispatchers.iter().any(|x| x.major == major && x.first)) {
@@ -337,7 +342,12 @@ fn judge_active(o: &ProbeOutcome, v: &ViewRecord, name: &str, machine: &gpufit::
             }
             _ => format!("`cuenv check {name}` runs the same check in the profile's own environment"),
         };
-        findings.push(Finding { severity: Severity::Problem, message: format!("profile `{name}` is active, but in this environment: {r}"), hint: Some(hint) });
+        findings.push(Finding {
+            rule: r.rule,
+            severity: Severity::Problem,
+            message: format!("profile `{name}` is active, but in this environment: {r}"),
+            hint: Some(hint),
+        });
     }
     (c, findings)
 }
@@ -362,6 +372,7 @@ fn judge_own_folder(o: &ProbeOutcome, l: &Loaded, d: &Path, major: u64, machine:
     for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed) && !stray_cuda(r)) {
         let model = if r.kind == ReasonKind::SubLibraryMismatch { model_beside_check(d, major) } else { String::new() };
         findings.push(Finding {
+            rule: r.rule,
             severity: Severity::Problem,
             message: format!("cuDNN {major} from {}: {r}{model}", d.display()),
             hint: Some(hint_for(r.kind, major, search_var)),
@@ -372,7 +383,12 @@ fn judge_own_folder(o: &ProbeOutcome, l: &Loaded, d: &Path, major: u64, machine:
     if let Some(cuda) = l.built_for_cuda.as_deref() {
         let want = gpufit::Want::new(expected.version.clone(), cuda, expected.cuda_major.unwrap_or(0));
         for m in gpufit::judge_as(machine, &want, "it was built for CUDA") {
-            findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major} from {}: {}", d.display(), m.message), hint: Some(m.hint) });
+            findings.push(Finding {
+                rule: None,
+                severity: Severity::Problem,
+                message: format!("cuDNN {major} from {}: {}", d.display(), m.message),
+                hint: Some(m.hint),
+            });
         }
     }
     findings
@@ -409,6 +425,7 @@ fn not_verified(o: &ProbeOutcome, d: &Path, major: u64) -> Vec<Finding> {
         return Vec::new();
     }
     vec![Finding {
+        rule: None,
         severity: Severity::Warning,
         message: format!(
             "cuDNN {major} from {}: not verified: {} {} no version check of cuDNN and {} no release, so a copy from another release would go unnoticed here",
@@ -448,7 +465,11 @@ fn judge_no_report(o: &ProbeOutcome, major: u64, cut_short: bool, search_path: &
         } else {
             hint_for(r.kind, major, search_var)
         };
-        findings.push(Finding { severity: Severity::Problem, message: format!("cuDNN {major}: {r}"), hint: Some(hint) });
+        // A crash the folder's files explain as a missing sub-library is that rule's verdict.
+        let rule = r.rule.or_else(|| {
+            (incomplete.is_some() && matches!(r.kind, ReasonKind::Crash | ReasonKind::MissingLibrary)).then_some(crate::error::Rule::IncompleteSet)
+        });
+        findings.push(Finding { rule, severity: Severity::Problem, message: format!("cuDNN {major}: {r}"), hint: Some(hint) });
     }
     findings
 }
@@ -460,6 +481,7 @@ fn judge_unloadable(o: &ProbeOutcome, l: &Loaded, dir: &SearchDir, major: u64, s
     let file = dir.path.join(libname::dispatcher_name(major, Os::HOST));
     let c = check::classify(o, &Expected { entry_dir: dir.path.clone(), version: Version::new(&[major]), cuda_major: None });
     let missing = c.reasons.iter().find(|r| r.kind == ReasonKind::MissingLibrary);
+    let rule = missing.and_then(|r| r.rule);
     let (message, hint) = match missing {
         Some(r) => (format!("cuDNN {major} from {}: {r}", file.display()), hint_for(r.kind, major, search_var)),
         None => (
@@ -471,7 +493,46 @@ fn judge_unloadable(o: &ProbeOutcome, l: &Loaded, dir: &SearchDir, major: u64, s
             ),
         ),
     };
-    Finding { severity: Severity::Problem, message, hint: Some(hint) }
+    Finding { rule, severity: Severity::Problem, message, hint: Some(hint) }
+}
+
+/// R2 (docs/loader.md) for the dispatcher `d` of cuDNN `major` that a process loaded: the
+/// members of its release's set ([`loader::folder_set`]: what its files name) that its folder
+/// lacks, each with the library that names it; `subject` begins the sentence. A problem,
+/// except in a store entry added with `--allow-incomplete` (the user's recorded override:
+/// a warning, decisions.md 2). `None` when the folder holds the whole set, and when its files
+/// name no sub-library (R3: the table's rows are a cross-check, decisions.md 8).
+pub(crate) fn lacking_set(d: &Path, major: u64, layout: &Layout, subject: &str) -> Option<Finding> {
+    let dir = d.parent()?;
+    let set = loader::folder_set(dir, major);
+    let missing = set.missing();
+    // A set its files do not name is the table's guess (R3): `store add` judged it at import;
+    // here it proves nothing about what loads.
+    if missing.is_empty() || set.basis != crate::cudnn::set::Basis::Files {
+        return None;
+    }
+    let named: Vec<String> = set.members.iter().filter(|m| m.file.is_none()).map(|m| format!("`{}` names `{}`", m.named_by, set.file_name(&m.stem))).collect();
+    let canon = |p: &Path| paths::canonical_shown(p).unwrap_or_else(|_| p.to_path_buf());
+    let store = canon(&layout.store_dir());
+    let allowed = canon(dir)
+        .strip_prefix(&store)
+        .ok()
+        .and_then(|rest| rest.components().next())
+        .and_then(|e| crate::store::entry::EntryMeta::read(&store.join(e.as_os_str())).ok())
+        .is_some_and(|m| !m.incomplete.is_empty());
+    Some(Finding {
+        rule: Some(crate::error::Rule::IncompleteSet),
+        severity: if allowed { Severity::Warning } else { Severity::Problem },
+        message: format!(
+            "{subject}, whose folder lacks {} ({}){}: cuDNN takes those from whatever folder the loader finds next, or fails when it needs them",
+            missing.join(", "),
+            named.join(", "),
+            if allowed { ", a store entry added with --allow-incomplete" } else { "" }
+        ),
+        hint: Some(format!(
+            "give it a whole cuDNN {major} release in one folder (`cuenv store add` the archive or wheel as NVIDIA ships it, and use a profile)"
+        )),
+    })
 }
 
 /// The sub-libraries of cuDNN `major` that the folder `dir` lacks, as file names: the
@@ -575,6 +636,7 @@ fn unreachable_majors(asked: &[u64], loaded: &[Loaded], search_path: &[SearchDir
             format!("reachable instead: {}", reachable.join("; "))
         };
         out.push(Finding {
+            rule: None,
             severity: Severity::Problem,
             message: format!("cuDNN {m} was asked for (--major {m}), but none is reachable in this environment; {instead}"),
             hint: Some(format!(

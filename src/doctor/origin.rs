@@ -38,6 +38,7 @@ pub(super) fn active_profile(layout: &Layout, cuenv_profile: Option<OsString>, f
         let target = crate::generation::active::name(layout);
         if target.is_none() {
             findings.push(Finding {
+                rule: None,
                 severity: Severity::Warning,
                 message: format!("this shell follows {} (`cuenv env --setup`), but no profile is active", active_link.display()),
                 hint: Some("`cuenv use <profile>` makes one active".into()),
@@ -59,7 +60,7 @@ pub(super) fn active_profile(layout: &Layout, cuenv_profile: Option<OsString>, f
                     "deactivate and activate the conda env (or the `cuenv env` shell) again, or run `cuenv status` to see the profiles",
                 )
             };
-            findings.push(Finding { severity: Severity::Problem, message, hint: Some(hint.into()) });
+            findings.push(Finding { rule: None, severity: Severity::Problem, message, hint: Some(hint.into()) });
         }
         view
     });
@@ -278,6 +279,7 @@ fn shim_not_run(prefix: &Path) -> Option<Finding> {
     }
     shims.sort();
     Some(Finding {
+        rule: None,
         severity: Severity::Warning,
         message: format!(
             "the conda env {} has cuenv shims ({}), but this shell ran none of them (CUENV_PROFILE is unset): its cuDNN is whatever the search path gives",
@@ -299,13 +301,14 @@ pub(super) fn hand_copies(toolkits: &[Toolkit], search_var: &str) -> Vec<Finding
         if let Some(h) = &t.hand_copied_cudnn {
             let v = h.version.as_ref().map(|v| format!("cuDNN {v}")).unwrap_or_else(|| "a cuDNN".into());
             findings.push(Finding {
+                rule: None,
                 severity: Severity::Warning,
                 message: format!("{v} was copied by hand into the {label} root {} ({}): whatever puts that folder on {search_var} loads it, ahead of any profile that comes later", t.root.display(), h.dispatcher.display()),
                 hint: Some("import the release with `cuenv store add <archive or wheel>`, declare it in a profile, then delete the copied files from the toolkit root".into()),
             });
         }
         for p in t.problems.iter().filter(|p| p.contains("cuDNN")) {
-            findings.push(Finding { severity: Severity::Warning, message: format!("{label} root {}: {p}", t.root.display()), hint: None });
+            findings.push(Finding { rule: None, severity: Severity::Warning, message: format!("{label} root {}: {p}", t.root.display()), hint: None });
         }
     }
     findings

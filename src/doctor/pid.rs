@@ -144,6 +144,7 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
 
     for m in modules.iter().filter(|m| m.deleted) {
         findings.push(Finding {
+            rule: None,
             severity: Severity::Warning,
             message: format!("process {pid} maps {}, which was deleted or replaced after it was loaded", m.path.display()),
             hint: Some("restart the process to load what its environment gives now".into()),
@@ -159,6 +160,7 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
     }
     if folders.len() > 1 {
         findings.push(Finding {
+            rule: None,
             severity: Severity::Problem,
             message: format!(
                 "process {pid} has cuDNN libraries from {} folders mapped: {}",
@@ -167,6 +169,19 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
             ),
             hint: Some("keep one cuDNN release on the process's search path (a cuenv profile's activation puts its own first), then restart it".into()),
         });
+    }
+
+    // The set of the mapped dispatcher's folder, judged as `store add` would see it
+    // (decisions.md 7): what the release's files name and lack (R2), and two releases (V2).
+    if let Some(d) = dispatcher
+        && let Some(major) = libname::dispatcher_major(&d.name)
+        && let Some(dir) = d.path.parent()
+    {
+        findings.extend(super::lacking_set(&d.path, major, layout, &format!("process {pid} maps the cuDNN {major} dispatcher {}", d.path.display())));
+        if let Some(mut f) = super::search_path::mixed_releases(dir, major, &format!("of the dispatcher process {pid} maps")) {
+            f.message = f.message.replacen("so one process gets", "so the process gets", 1);
+            findings.push(f);
+        }
     }
 
     // The profile it runs under, and what that profile gives now.
@@ -186,6 +201,7 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
         let view = generation::current_manifest(layout).and_then(|m| m.profiles.into_iter().find(|v| &v.name == p));
         match view {
             None => findings.push(Finding {
+                rule: None,
                 severity: Severity::Warning,
                 message: format!("process {pid} runs under profile `{p}`, which the current generation does not have"),
                 hint: Some("`cuenv status` lists the profiles of the current generation".into()),
@@ -210,7 +226,7 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
                             "something in the process's environment put another cuDNN first: `cuenv doctor` in that environment names it".to_string(),
                         )
                     };
-                    findings.push(Finding { severity: Severity::Problem, message, hint: Some(hint) });
+                    findings.push(Finding { rule: None, severity: Severity::Problem, message, hint: Some(hint) });
                 }
                 profile_now = Some(ProfileNow { name: v.name.clone(), cudnn_version: v.cudnn_version.to_string(), entry: v.cudnn_name.clone(), current });
             }

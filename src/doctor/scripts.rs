@@ -40,6 +40,7 @@ pub fn judge(prefix: &Path) -> Vec<Finding> {
     let mut out = Vec::new();
     if scripts.iter().any(|p| ours(p)) && prefix.to_string_lossy().contains(['[', '*', '?']) {
         out.push(Finding {
+            rule: None,
             severity: Severity::Warning,
             message: format!(
                 "the conda env path {} contains a glob metacharacter ('[', '*' or '?'): conda before 4.9 (conda/conda#9889) and other tools that list activate.d with a glob pattern find no script there, so cuenv's shims would not run",
@@ -61,6 +62,7 @@ pub fn judge(prefix: &Path) -> Vec<Finding> {
             }
             let shown = resolved.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| folder.clone());
             out.push(Finding {
+                rule: None,
                 severity: Severity::Warning,
                 message: format!(
                     "{} appends {shown} to {var}: every folder already on {var} comes first, so the cuDNN/CUDA libraries there lose to any earlier copy",

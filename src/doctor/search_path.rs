@@ -17,6 +17,7 @@ pub(super) fn judge(search_path: &[SearchDir], search_var: &str) -> (Vec<Finding
     for d in search_path {
         if let Some(folder) = crate::sys::paths::first_non_unicode(&d.path) {
             findings.push(Finding {
+                rule: None,
                 severity: Severity::Warning,
                 message: format!(
                     "the folder {} on {search_var} (position {}) holds cuDNN, but its path is not valid UTF-8 (the name of {} is not; shown with U+FFFD for its bad bytes): no cuenv profile can use it, and tools that print it may mangle it",
@@ -42,6 +43,7 @@ pub(super) fn judge(search_path: &[SearchDir], search_var: &str) -> (Vec<Finding
         if holders.len() > 1 {
             let later: Vec<String> = holders[1..].iter().map(|d| d.path.display().to_string()).collect();
             findings.push(Finding {
+                rule: None,
                 severity: Severity::Warning,
                 message: format!(
                     "{} folders on {search_var} hold cuDNN {major}: {} comes first and wins; shadowed: {}",
@@ -170,6 +172,7 @@ pub(super) fn installer_layout(folders: &[PathBuf], loaded: &[Loaded], search_va
         let names: Vec<String> = majors.iter().map(|m| libname::dispatcher_name(*m, Os::HOST)).collect();
         let others: Vec<String> = found.iter().skip(1).map(|(k, _)| k.display().to_string()).collect();
         out.push(Finding {
+            rule: None,
             severity: if loads { Severity::Warning } else { Severity::Problem },
             message: format!(
                 "the folder {} on {search_var} (position {}) holds no cuDNN library, but its subfolder {} holds {} (the layout of NVIDIA's exe installer: one subfolder per CUDA version); the loader does not look into subfolders",
@@ -208,6 +211,7 @@ fn damaged_images(search_path: &[SearchDir]) -> Vec<Finding> {
             seen.push(real);
             if let Ok(Some((need, have))) = crate::sys::binfmt::truncated(&file) {
                 out.push(Finding {
+                    rule: None,
                     severity: Severity::Problem,
                     message: format!(
                         "{} is cut short: its headers need {need} bytes, the file has {have} (an interrupted copy or download); the loader maps it and the process dies (SIGBUS) or refuses it",
@@ -219,6 +223,7 @@ fn damaged_images(search_path: &[SearchDir]) -> Vec<Finding> {
                 && info.platform != crate::cudnn::platform::Platform::host()
             {
                 out.push(Finding {
+                    rule: None,
                     severity: Severity::Problem,
                     message: format!("{} is built for {}, not for this machine: the loader refuses it", file.display(), info.describe),
                     hint: Some(format!(
@@ -243,6 +248,7 @@ pub(super) fn mixed_releases(dir: &Path, major: u64, where_: &str) -> Option<Fin
     }
     let parts: Vec<String> = found.iter().map(|(v, files)| format!("{v}: {}", files.join(", "))).collect();
     Some(Finding {
+        rule: Some(crate::error::Rule::TwoReleases),
         severity: Severity::Problem,
         message: format!(
             "the folder {} {where_} holds cuDNN {major} libraries of {} releases ({}): the dispatcher loads its sub-libraries from there, so one process gets a set from two releases",

@@ -191,7 +191,7 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                 check: view.check,
                 result: CheckResult {
                     status: CheckStatus::Fail,
-                    reasons: vec![check::Reason { kind: check::ReasonKind::LoaderError, message: e.to_string() }],
+                    reasons: vec![check::Reason::new(check::ReasonKind::LoaderError, e.to_string())],
                     notes: Vec::new(),
                     report: None,
                 },

@@ -92,7 +92,7 @@ fn a_failed_version_check_is_a_problem_and_wins_over_the_model() {
     let (code, out, err) = doctor(home.path(), &[&set, &rt], &[], &[]);
     assert_eq!(code, 4, "{out}\n{err}");
     let line = out.lines().find(|l| l.contains("sub-library version check")).unwrap_or_else(|| panic!("{out}"));
-    assert!(line.starts_with("problem: cuDNN 9 from"), "{line}");
+    assert!(line.starts_with("problem[V2]: cuDNN 9 from"), "{line}");
     for want in [
         "cudnnCnnVersionCheck returned CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (1002)",
         "libcudnn_cnn.so.9 (`cnn`)",
@@ -291,7 +291,7 @@ fn a_folder_holding_two_releases_is_a_problem() {
     assert_eq!(code, 4, "{out}\n{err}");
     assert!(
         out.contains(&format!(
-            "problem: the folder {} on LD_LIBRARY_PATH (position 1) holds cuDNN 8 libraries of 2 releases (8.9.4.25: libcudnn_ops_infer.so.8; 8.8.0: libcudnn_ops_train.so.8)",
+            "problem[V2]: the folder {} on LD_LIBRARY_PATH (position 1) holds cuDNN 8 libraries of 2 releases (8.9.4.25: libcudnn_ops_infer.so.8; 8.8.0: libcudnn_ops_train.so.8)",
             set.display()
         )),
         "{out}"
@@ -414,7 +414,7 @@ fn a_crash_from_a_missing_sub_library_is_explained_by_the_files() {
     std::os::unix::fs::symlink(full.join("libcudnn.so.9"), lone.join("libcudnn.so.9")).unwrap();
     let (code, out, err) = doctor(home.path(), &[&lone, &rt], &[], &[]);
     assert_eq!(code, 4, "{out}\n{err}");
-    assert!(out.contains("problem: cuDNN 9: crash") && out.contains("cuDNN could not load its sub-library libcudnn_graph.so.9"), "{out}");
+    assert!(out.contains("problem[R2]: cuDNN 9: crash") && out.contains("cuDNN could not load its sub-library libcudnn_graph.so.9"), "{out}");
     let full_c = std::fs::canonicalize(&full).unwrap();
     assert!(
         out.contains(&format!(

@@ -49,6 +49,7 @@ mod stdout_faults;
 mod store;
 mod store_tx;
 mod tour;
+mod verdicts;
 mod windows_paths;
 mod wine_main_job;
 mod wine_smoke;

@@ -1290,7 +1290,7 @@ fn an_incomplete_set_is_refused_unless_allowed_and_recorded() {
     assert!(out.status.success(), "{out:?}");
     let out = ctx.cmd().arg("check").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("warning: profile p: incomplete set: the store entry") && err.contains("lacks libcudnn_cnn.so.9"), "{err}");
+    assert!(err.contains("warning[R2]: profile p: incomplete set: the store entry") && err.contains("lacks libcudnn_cnn.so.9"), "{err}");
     // `doctor` in a shell where that profile is in effect warns too.
     let out = ctx.cmd().arg("doctor").env("CUENV_PROFILE", "p").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

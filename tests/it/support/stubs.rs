@@ -26,6 +26,12 @@ void *stub_load_cuda_library(void) { return dlopen(LOADS, RTLD_LAZY); }
 __attribute__((used)) const char stub_names[] = NAMES;
 #endif
 
+#ifdef OWN_VERSION
+/* Like every 8.x sub-library and 9.x graph/ops/adv: its own version as exported data,
+   M << 16 | m << 8 | p (binfmt::exported_version). */
+__attribute__((visibility("default"))) const unsigned int cudnn_stub_version = OWN_VERSION;
+#endif
+
 #ifdef MARKER
 /* The version marker NVIDIA embeds in libcudnn_ops_infer.so.8 / libcudnn_graph.so.9. */
 __attribute__((used)) const char stub_marker[] = MARKER;
