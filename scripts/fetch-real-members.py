@@ -23,7 +23,7 @@ import zipfile
 # (project, exact wheel file name, [member paths])
 WANTED = [
     ("nvidia-cudnn-cu12", "nvidia_cudnn_cu12-9.27.0.42-py3-none-manylinux_2_27_x86_64.whl",
-     ["nvidia/cudnn/lib/libcudnn.so.9", "nvidia/cudnn/lib/libcudnn_graph.so.9"]),
+     ["nvidia/cudnn/lib/libcudnn.so.9", "nvidia/cudnn/lib/libcudnn_graph.so.9", "nvidia/cudnn/lib/libcudnn_ext.so.9"]),
     ("nvidia-cudnn-cu12", "nvidia_cudnn_cu12-9.27.0.42-py3-none-win_amd64.whl",
      ["nvidia/cudnn/bin/cudnn64_9.dll", "nvidia/cudnn/bin/cudnn_graph64_9.dll"]),
     ("nvidia-cudnn-cu12", "nvidia_cudnn_cu12-9.4.0.58-py3-none-manylinux2014_x86_64.whl",

@@ -405,7 +405,8 @@ impl Classifier<'_> {
                 passed.push(c.name.as_str());
                 continue;
             }
-            let stem = probe::check_stem(&c.name).unwrap_or_default();
+            // The library that exports the check (read from the files), else the name's convention.
+            let stem = c.library.as_deref().and_then(libname::parse).and_then(|l| l.stem).or_else(|| probe::check_stem(&c.name)).unwrap_or_default();
             let file = libname::sub_library_name(&stem, r.major, os);
             let mapped =
                 r.modules.iter().find(|m| m.kind == ModuleKind::Cudnn && libname::parse(&m.name).and_then(|l| l.stem).as_deref() == Some(stem.as_str()));

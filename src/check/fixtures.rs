@@ -92,7 +92,7 @@ pub(super) fn checks(f: &Fx, codes: &[(&str, i64)]) -> probe::VersionChecks {
     };
     probe::VersionChecks {
         file: Some(f.entry.join("lib").join("libcudnn.so.9").display().to_string()),
-        checks: codes.iter().map(|(s, c)| probe::VersionCheck { name: format!("cudnn{s}VersionCheck"), status: status(*c, name(*c)) }).collect(),
+        checks: codes.iter().map(|(s, c)| probe::VersionCheck { name: format!("cudnn{s}VersionCheck"), library: None, status: status(*c, name(*c)) }).collect(),
         error: None,
         unchecked: vec!["libcudnn_engines_precompiled.so.9".into(), "libcudnn_heuristic.so.9".into()],
         not_called: vec![],

@@ -282,25 +282,15 @@ fn linux(prefix: &Path, folders: &[PathBuf], search_var: &str, out: &mut Vec<Fin
     }
 }
 
-/// The sub-library cuDNN `major`'s dispatcher loads first, by name, at its first call: the
-/// one its "Could not locate <dll>" names when none can be found. cuDNN 9 forwards even
-/// `cudnnGetVersion` to `graph` ("Could not locate cudnn_graph64_9.dll" with the dispatcher
-/// alone), cuDNN 8 to `ops_infer` (docs/facts.md §2, §7; the Wine oracle's stub dispatchers
-/// load the same, `tests/it/loader_windows.rs`).
-fn loaded_first(major: u64) -> Option<&'static str> {
-    match major {
-        9 => Some("graph"),
-        8 => Some("ops_infer"),
-        _ => None,
-    }
-}
-
 /// What cuDNN `major` says when the sub-libraries `stems` cannot be found: it aborts at the
-/// first one it loads ([`loaded_first`]); when that one is not among them, which of them it
-/// names is not known, and the sentence says so.
-fn could_not_locate(major: u64, stems: &[&str]) -> String {
+/// first one it loads, `first`: the first sub-library its dispatcher names (in file order,
+/// the walk's first member: `graph` in 9.x, `ops_infer` in 8.x in every real dispatcher read,
+/// docs/facts.md §2; cuDNN 9 forwards even `cudnnGetVersion` to it, "Could not locate
+/// cudnn_graph64_9.dll" with the dispatcher alone). When that one is not among `stems`, which
+/// of them it names is not known, and the sentence says so.
+fn could_not_locate(major: u64, first: Option<&str>, stems: &[&str]) -> String {
     let name = |stem: &str| libname::sub_library_name(stem, major, Os::Windows);
-    match loaded_first(major).filter(|first| stems.contains(first)) {
+    match first.filter(|first| stems.contains(first)) {
         Some(first) => format!("cuDNN aborts with \"Could not locate {}\"", name(first)),
         None => format!("cuDNN aborts with \"Could not locate ...\" at the first of {} it loads", stems.iter().map(|s| name(s)).collect::<Vec<_>>().join(", ")),
     }
@@ -345,7 +335,7 @@ fn windows(copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], search
                     d.major,
                     dir.join(&d.file).display(),
                     dir.display(),
-                    could_not_locate(d.major, &unreachable)
+                    could_not_locate(d.major, subs.first().map(|s| s.stem.as_str()), &unreachable)
                 ),
                 hint: Some(format!("put {} on PATH (a cuenv profile's activation does this for its own cuDNN)", dir.display())),
             });
@@ -371,17 +361,18 @@ fn windows(copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], search
 mod tests {
     use super::*;
 
-    /// The predicted "Could not locate" names the sub-library the dispatcher loads first,
-    /// not the first in file-name order (`adv` sorts before `graph` and `ops_infer`).
+    /// The predicted "Could not locate" names the sub-library the dispatcher loads first (the
+    /// first it names), not the first in file-name order (`adv` sorts before `graph` and
+    /// `ops_infer`).
     #[test]
     fn could_not_locate_names_the_sub_library_loaded_first() {
         let nine = ["adv", "cnn", "engines_precompiled", "engines_runtime_compiled", "graph", "heuristic", "ops"];
-        assert_eq!(could_not_locate(9, &nine), "cuDNN aborts with \"Could not locate cudnn_graph64_9.dll\"");
+        assert_eq!(could_not_locate(9, Some("graph"), &nine), "cuDNN aborts with \"Could not locate cudnn_graph64_9.dll\"");
         let eight = ["adv_infer", "adv_train", "cnn_infer", "cnn_train", "ops_infer", "ops_train"];
-        assert_eq!(could_not_locate(8, &eight), "cuDNN aborts with \"Could not locate cudnn_ops_infer64_8.dll\"");
+        assert_eq!(could_not_locate(8, Some("ops_infer"), &eight), "cuDNN aborts with \"Could not locate cudnn_ops_infer64_8.dll\"");
         // Graph found, others not: which one cuDNN names first is not known, and not claimed.
         assert_eq!(
-            could_not_locate(9, &["adv", "ops"]),
+            could_not_locate(9, Some("graph"), &["adv", "ops"]),
             "cuDNN aborts with \"Could not locate ...\" at the first of cudnn_adv64_9.dll, cudnn_ops64_9.dll it loads"
         );
     }

@@ -93,12 +93,15 @@ pub(super) fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option
     }
     if let Some(v) = &r.cudnn {
         l.version = Some(check::decode_cudnn(v.version));
-        let reporter = if o.major >= 9 { "graph" } else { "ops_infer" };
         let own = l.dispatcher.as_deref().and_then(Path::parent).map(Path::to_path_buf);
+        // cuDNN forwards cudnnGetVersion to the first sub-library its dispatcher names (`graph`
+        // in 9.x, `ops_infer` in 8.x in every real dispatcher; docs/facts.md §2).
+        let set = own.as_deref().map(|d| super::loader::folder_set(d, o.major));
+        let reporter = set.as_ref().and_then(|s| s.members.first()).map(|m| m.stem.clone()).unwrap_or_default();
         l.version_from = r
             .modules
             .iter()
-            .find(|m| m.kind == probe::ModuleKind::Cudnn && libname::parse(&m.name).and_then(|x| x.stem).as_deref() == Some(reporter))
+            .find(|m| m.kind == probe::ModuleKind::Cudnn && libname::parse(&m.name).and_then(|x| x.stem).as_deref() == Some(reporter.as_str()))
             .map(|m| PathBuf::from(&m.path))
             .filter(|p| own.as_deref().is_some_and(|own| p.parent().is_some_and(|d| !paths::same_path(d, own))));
         l.built_for_cuda = (v.cudart_version > 0).then(|| check::cuda_version(v.cudart_version));

@@ -136,6 +136,12 @@ pub struct VersionChecks {
 pub struct VersionCheck {
     /// The exported function (`cudnnCnnVersionCheck`).
     pub name: String,
+    /// The sub-library file that exports the same function, which the dispatcher forwards the
+    /// call to (`libcudnn_ext.so.9` for 9.27's `cudnnSubquadraticOpsVersionCheck`: read from
+    /// the export tables, [`check_libraries`]); `None` where no file of the searched folders
+    /// exports it and the library is named by [`check_stem`]'s convention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
     /// What it returned, with `cudnnGetErrorString`'s name (`CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH`).
     pub status: Status,
 }
@@ -189,6 +195,34 @@ fn unchecked_in(dir: &Path, major: u64, stems: &[String]) -> Vec<String> {
 
 /// Whether folder `dir` holds a cuDNN `major` library of sub-library `stem` under a name
 /// the loader may be asked for.
+/// For each version check in `checks`, the first cuDNN `major` sub-library (by the loader's
+/// name, in `dirs` in order, each folder's files in name order) that exports a function of
+/// the same name: the library the dispatcher forwards it to. Derived from the export tables,
+/// so a check whose name follows no convention (`cudnnSubquadraticOpsVersionCheck` in
+/// `libcudnn_ext.so.9`, 9.27.0.42) finds its library. Returns (check, library file name).
+pub fn check_libraries<S: AsRef<str>>(dirs: &[std::path::PathBuf], major: u64, checks: &[S]) -> Vec<(String, String)> {
+    use crate::cudnn::libname::{self, Os};
+    let mut out: Vec<(String, String)> = Vec::new();
+    for d in dirs.iter().filter(|d| !d.as_os_str().is_empty()) {
+        let Ok(rd) = std::fs::read_dir(d) else { continue };
+        let mut files: Vec<String> = rd
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| libname::parse(n).is_some_and(|l| l.os == Os::HOST && l.stem.is_some() && l.major == Some(major) && l.is_loader_name()))
+            .collect();
+        files.sort();
+        for f in files {
+            let Ok(exports) = crate::sys::binfmt::exported_names(&d.join(&f)) else { continue };
+            for c in checks.iter().map(AsRef::as_ref) {
+                if !out.iter().any(|(x, _)| x == c) && exports.iter().any(|e| e == c) {
+                    out.push((c.to_string(), f.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
 fn has_sub_library(dir: &Path, major: u64, stem: &str) -> bool {
     let Ok(rd) = std::fs::read_dir(dir) else { return false };
     rd.flatten().any(|e| {
@@ -536,20 +570,29 @@ fn version_checks(lib: &libloading::Library, api: &ffi::Cudnn, major: u64) -> Ve
             };
         }
     };
-    let stems: Vec<String> = names.iter().filter_map(|n| check_stem(n)).collect();
-    let unchecked = file.parent().map(|d| unchecked_in(d, major, &stems)).unwrap_or_default();
     let var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" };
     let mut dirs: Vec<std::path::PathBuf> = file.parent().map(Path::to_path_buf).into_iter().collect();
     dirs.extend(std::env::var_os(var).map(|v| std::env::split_paths(&v).collect::<Vec<_>>()).unwrap_or_default());
+    let exporters = check_libraries(&dirs, major, &names);
+    // The stems the checks cover: each exporter's, else the name's convention.
+    let stems: Vec<String> = names
+        .iter()
+        .filter_map(|n| match exporters.iter().find(|(c, _)| c == n) {
+            Some((_, lib)) => crate::cudnn::libname::parse(lib).and_then(|l| l.stem),
+            None => check_stem(n),
+        })
+        .collect();
+    let unchecked = file.parent().map(|d| unchecked_in(d, major, &stems)).unwrap_or_default();
     let mut not_called = Vec::new();
     let mut checks = Vec::new();
     for name in names {
-        if check_stem(&name).is_some_and(|stem| !dirs.iter().any(|d| has_sub_library(d, major, &stem))) {
+        let library = exporters.iter().find(|(c, _)| *c == name).map(|(_, l)| l.clone());
+        if library.is_none() && check_stem(&name).is_some_and(|stem| !dirs.iter().any(|d| has_sub_library(d, major, &stem))) {
             not_called.push(name);
             continue;
         }
         if let Some(status) = api.version_check(lib, &name) {
-            checks.push(VersionCheck { name, status });
+            checks.push(VersionCheck { name, library, status });
         }
     }
     VersionChecks { file: Some(shown), checks, error: None, unchecked, not_called }
@@ -656,6 +699,7 @@ mod tests {
                 file: Some("/x/libcudnn.so.9".into()),
                 checks: vec![VersionCheck {
                     name: "cudnnCnnVersionCheck".into(),
+                    library: Some("libcudnn_cnn.so.9".into()),
                     status: Status { code: 1002, name: "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH".into() },
                 }],
                 error: None,

@@ -214,3 +214,21 @@ fn real_894_with_892_ops_train_is_two_releases() {
     );
     ctx.assert_store_unchanged();
 }
+
+/// 9.27.0.42's dispatcher exports `cudnnSubquadraticOpsVersionCheck`, whose name follows no
+/// library's: the library it is forwarded to is the one exporting the same function, read
+/// from the export tables (`probe::check_libraries`): `libcudnn_ext.so.9`.
+#[test]
+#[ignore = "real-input: needs members of the real 9.27.0.42 wheels (scripts/real-input.sh)"]
+fn real_927_version_check_of_ext_is_found_by_its_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_ext.so.9"] {
+        std::fs::copy(real_member(WHEEL_927_LINUX, f), dir.path().join(f)).unwrap();
+    }
+    let exports = cuenv::sys::binfmt::exported_names(&dir.path().join("libcudnn.so.9")).unwrap();
+    let checks = cuenv::probe::version_check_names(&exports);
+    assert!(checks.iter().any(|c| c == "cudnnSubquadraticOpsVersionCheck"), "{checks:?}");
+    let found = cuenv::probe::check_libraries(&[dir.path().to_path_buf()], 9, &checks);
+    assert!(found.contains(&("cudnnSubquadraticOpsVersionCheck".to_string(), "libcudnn_ext.so.9".to_string())), "{found:?}");
+    assert!(found.contains(&("cudnnGraphVersionCheck".to_string(), "libcudnn_graph.so.9".to_string())), "{found:?}");
+}
