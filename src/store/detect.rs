@@ -165,8 +165,8 @@ pub fn detect(source: &Path, raw: &Path, items: &BTreeMap<String, Item>, hints: 
     let best = agreed_version(source, raw, &root, header.as_ref(), &file_versions, info.file_version, &dispatcher, versions)?;
 
     // 9. The whole set: every sub-library the release's own files name, found beside the dispatcher.
-    let dispatcher_rel = rel_to(&root, &dispatcher);
-    let missing = complete_set(source, &best.0, platform, &keep, &refs, &dispatcher_rel, &lib_rel, hints.allow_incomplete)?;
+    let found = required_set(&best.0, platform, &keep, &refs, &rel_to(&root, &dispatcher), &lib_rel);
+    let missing = complete_set(source, &best.0, &found, &lib_rel, hints.allow_incomplete)?;
     Ok(Detected { root, keep, version: best.0, version_source: best.1, cuda_major, cuda_source, platform, libraries, layout, missing })
 }
 
@@ -502,22 +502,10 @@ fn agreed_version(
     Ok(best)
 }
 
-/// Step 9 of [`detect`]: the sub-libraries the release's files name ([`set::walk`] from the
-/// dispatcher `dispatcher` through `refs`) that the library folder `lib_rel` of `keep` lacks,
-/// as file names. Errors: [`Error::Incomplete`] when some are missing, unless
-/// `allow_incomplete`.
-#[allow(clippy::too_many_arguments)]
-fn complete_set(
-    source: &Path,
-    version: &Version,
-    platform: Platform,
-    keep: &BTreeMap<String, Item>,
-    refs: &References,
-    dispatcher: &str,
-    lib_rel: &str,
-    allow_incomplete: bool,
-) -> Result<Vec<String>, Error> {
-    let found = required_set(version, platform, keep, refs, dispatcher, lib_rel);
+/// Step 9 of [`detect`]: the members of the release's set (`found`, [`required_set`]) that
+/// the library folder `lib_rel` lacks, as file names. Errors: [`Error::Incomplete`] when some
+/// are missing, unless `allow_incomplete`.
+fn complete_set(source: &Path, version: &Version, found: &set::RequiredSet<String>, lib_rel: &str, allow_incomplete: bool) -> Result<Vec<String>, Error> {
     let missing = found.missing();
     if !missing.is_empty() && !allow_incomplete {
         let named_by = found.members.iter().filter(|m| m.file.is_none()).map(|m| m.named_by.clone()).collect();
