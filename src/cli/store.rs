@@ -160,9 +160,18 @@ fn add(ctx: &Ctx, store: &Store, paths: &[PathBuf], sha256: Option<String>, cuda
                     human_size(a.meta.content_size())
                 );
                 if !a.meta.incomplete.is_empty() {
+                    let why = if allow_incomplete {
+                        "added with --allow-incomplete".to_string()
+                    } else {
+                        // Only a set past the table's last checked release is kept without the flag.
+                        format!(
+                            "not verified: its dispatcher names none of its sub-libraries, and cuenv's table, checked through cuDNN {}, lists them",
+                            crate::cudnn::set::checked_through(a.meta.version.major()).unwrap_or("no release")
+                        )
+                    };
                     writeln!(
                         ctx.err(),
-                        "{}: {} lacks {} (added with --allow-incomplete): the loader takes those from another folder, or cuDNN fails when it needs them; `check` and `doctor` warn",
+                        "{}: {} lacks {} ({why}): the loader takes those from another folder, or cuDNN fails when it needs them; `check` and `doctor` warn",
                         crate::error::rule::labelled("warning", Some(crate::error::Rule::IncompleteSet)),
                         a.meta.name,
                         a.meta.incomplete.join(", ")

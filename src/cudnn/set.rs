@@ -84,9 +84,9 @@ impl<P> RequiredSet<P> {
     pub fn basis_words(&self) -> String {
         match self.basis {
             Basis::Files => "as its own libraries name them".into(),
-            Basis::Table { beyond: false } => "from cuenv's table (its libraries name none of them)".into(),
+            Basis::Table { beyond: false } => "from cuenv's table (the dispatcher names none of its sub-libraries)".into(),
             Basis::Table { beyond: true } => format!(
-                "from cuenv's table, checked through cuDNN {} (its libraries name none of them): a sub-library added by a later release is not verified",
+                "from cuenv's table, checked through cuDNN {} (the dispatcher names none of its sub-libraries): a sub-library added by a later release is not verified",
                 checked_through(self.major).unwrap_or("?")
             ),
         }

@@ -371,11 +371,19 @@ fn judge_own_folder(o: &ProbeOutcome, l: &Loaded, d: &Path, major: u64, machine:
     };
     for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !matches!(r.kind, ReasonKind::VersionMismatch | ReasonKind::Shadowed) && !stray_cuda(r)) {
         let model = if r.kind == ReasonKind::SubLibraryMismatch { model_beside_check(d, major) } else { String::new() };
+        let hint = match odd_files(d, major).filter(|_| r.kind == ReasonKind::SubLibraryMismatch) {
+            // The files tell which ones are of the other release: name those, not the
+            // library whose check failed (it may be the release's own, depending on them).
+            Some(odd) => format!(
+                "replace {odd} with the copies of the release the rest of the folder is, or keep every cuDNN {major} library of one release in one folder"
+            ),
+            None => hint_for(r.kind, major, search_var),
+        };
         findings.push(Finding {
             rule: r.rule,
             severity: Severity::Problem,
             message: format!("cuDNN {major} from {}: {r}{model}", d.display()),
-            hint: Some(hint_for(r.kind, major, search_var)),
+            hint: Some(hint),
         });
     }
     findings.extend(not_verified(o, d, major));
@@ -403,14 +411,29 @@ fn model_beside_check(d: &Path, major: u64) -> String {
     let found = loader::folder_versions(dir, major);
     let list = |f: &[(Version, Vec<String>)]| f.iter().map(|(v, n)| format!("{v}: {}", n.join(", "))).collect::<Vec<_>>().join("; ");
     match found.len() {
-        0 => format!("; the files in {} tell no release, so the loader model saw no mismatch: cuDNN's own check wins", dir.display()),
+        0 => format!("; the files in the dispatcher's folder {} tell no release, so they show no mismatch: cuDNN's own check wins", dir.display()),
         1 => format!(
-            "; the files in {} that tell their release all say {} (the others tell none), so the loader model saw one release: cuDNN's own check wins",
+            "; the files in the dispatcher's folder {} that tell their release all say {} (the others tell none; a sub-library from another folder is not among them): cuDNN's own check wins",
             dir.display(),
             found[0].0
         ),
         _ => format!("; the files' own versions say so too ({})", list(&found)),
     }
+}
+
+/// The files of the folder of the dispatcher `d` that are of another release than most, in
+/// words (`libcudnn_ops_train.so.8 (8.9.2)`), when the files tell two or more releases
+/// ([`loader::folder_versions`]); the release with the most files, the dispatcher's own
+/// breaking a tie, counts as the folder's.
+fn odd_files(d: &Path, major: u64) -> Option<String> {
+    let found = loader::folder_versions(d.parent()?, major);
+    if found.len() < 2 {
+        return None;
+    }
+    let own = loader::file_version(d);
+    let main = found.iter().max_by_key(|(v, files)| (files.len(), own.as_ref().is_some_and(|o| loader::same_release(o, v))))?;
+    let odd: Vec<String> = found.iter().filter(|(v, _)| v != &main.0).flat_map(|(v, files)| files.iter().map(move |f| format!("{f} ({v})"))).collect();
+    Some(odd.join(", "))
 }
 
 /// The sub-libraries of the set loaded from `d` that nothing verifies: no version check of

@@ -503,11 +503,14 @@ fn agreed_version(
 }
 
 /// Step 9 of [`detect`]: the members of the release's set (`found`, [`required_set`]) that
-/// the library folder `lib_rel` lacks, as file names. Errors: [`Error::Incomplete`] when some
-/// are missing, unless `allow_incomplete`.
+/// the library folder `lib_rel` lacks, as file names (recorded as the entry's `incomplete`).
+/// Errors: [`Error::Incomplete`] when some are missing, unless `allow_incomplete`, or unless
+/// the set is the table's for a release past its last checked one: then the table cannot
+/// refuse, the set is "not verified" (docs/decisions.md 8) and the missing files are recorded.
 fn complete_set(source: &Path, version: &Version, found: &set::RequiredSet<String>, lib_rel: &str, allow_incomplete: bool) -> Result<Vec<String>, Error> {
     let missing = found.missing();
-    if !missing.is_empty() && !allow_incomplete {
+    let unverified = found.basis == set::Basis::Table { beyond: true };
+    if !missing.is_empty() && !allow_incomplete && !unverified {
         let named_by = found.members.iter().filter(|m| m.file.is_none()).map(|m| m.named_by.clone()).collect();
         return Err(Error::Incomplete {
             path: source.into(),

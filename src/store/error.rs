@@ -49,7 +49,7 @@ pub enum Error {
     NoCudnn { path: PathBuf },
     #[error("{} holds several cuDNN releases (in {})", esc_path(path), member::escape(&roots.join(", ")))]
     SeveralReleases { path: PathBuf, roots: Vec<String> },
-    #[error("{}: incomplete cuDNN {} set: the library folder {} lacks {} ({}; the loader would take them from whatever folder comes next, or fail)", path.display(), set.version, set.folder, set.missing.join(", "), set.why())]
+    #[error("{}: incomplete cuDNN {} set: the library folder {} lacks {} ({}; the loader would take {} from whatever folder comes next, or fail)", path.display(), set.version, set.folder, set.missing.join(", "), set.why(), if set.missing.len() == 1 { "it" } else { "them" })]
     Incomplete { path: PathBuf, set: Box<IncompleteSet> },
     #[error("{}: cannot tell which CUDA major this cuDNN is built for{}", path.display(), if variants.is_empty() { String::new() } else { format!(" (it holds CUDA variants {})", variants.join(", ")) })]
     CudaUnknown { path: PathBuf, variants: Vec<String> },

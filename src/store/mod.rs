@@ -71,10 +71,11 @@ impl IncompleteSet {
         match self.basis {
             Basis::Files => self.missing.iter().zip(&self.named_by).map(|(m, by)| format!("`{by}` names `{m}`")).collect::<Vec<_>>().join(", "),
             Basis::Table { beyond } => format!(
-                "its libraries name none of their sub-libraries, and cuenv's table says cuDNN {} ships them{}",
+                "its dispatcher names none of its sub-libraries, so cuenv's table decides: cuDNN {} ships {}{}",
                 self.version,
+                if self.missing.len() == 1 { "it" } else { "them" },
                 if beyond {
-                    format!(" (the table is checked through {}: later additions are not verified)", checked_through(self.major).unwrap_or("no release"))
+                    format!("; the table is checked through {}, so later additions are not verified", checked_through(self.major).unwrap_or("no release"))
                 } else {
                     String::new()
                 }

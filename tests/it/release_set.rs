@@ -110,9 +110,28 @@ fn the_files_not_the_table_decide_and_the_table_says_when_it_decided() {
     let err = ctx.add_refused(&dir, &["--cuda", "12"]);
     assert!(
         err.contains("lacks cudnn_graph64_9.dll")
-            && err.contains("its libraries name none of their sub-libraries, and cuenv's table says cuDNN 9.5.0.50 ships them"),
+            && err.contains("its dispatcher names none of its sub-libraries, so cuenv's table decides: cuDNN 9.5.0.50 ships them"),
         "{err}"
     );
+
+    // Past the table's last checked release the table cannot refuse (decisions.md 8): the set
+    // is kept, "not verified", with what the table lists recorded as missing, and a warning.
+    let ctx = TestContext::new();
+    let dir = ctx.path("future");
+    let bin = dir.join("bin");
+    PeDll::new(PeArch::Amd64, "d").version(Some([9, 99, 0, 1])).write(&bin, "cudnn64_9.dll");
+    PeDll::new(PeArch::Amd64, "o").version(Some([9, 99, 0, 1])).write(&bin, "cudnn_ops64_9.dll");
+    let out = ctx.cmd().args(["store", "add", "--cuda", "12"]).arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning[R2]: ")
+            && err.contains("lacks cudnn_graph64_9.dll")
+            && err.contains("not verified: its dispatcher names none of its sub-libraries, and cuenv's table, checked through cuDNN 9.28.0.42, lists them"),
+        "{err}"
+    );
+    let toml = ctx.entry_toml(&ctx.only_entry());
+    assert!(toml["incomplete"].as_array().is_some_and(|a| a.iter().any(|v| v.as_str() == Some("cudnn_graph64_9.dll"))), "{toml}");
 }
 
 /// A member of a real wheel, fetched by scripts/fetch-real-members.py.
