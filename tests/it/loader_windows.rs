@@ -302,4 +302,29 @@ mod under_windows {
             "{out}"
         );
     }
+
+    /// docs/loader.md R1 under Windows: a stray `cudnn_engines_tensor_ir64_9.dll` in a folder
+    /// *ahead* on PATH is nothing to a set whose dispatcher and graph do not name it (the stub
+    /// dispatcher names only `cudnn_graph64_9.dll`, like 9.5's names no tensor_ir): the real
+    /// loader maps no tensor_ir, and doctor reports no set from two folders. (It used to judge
+    /// every sub-library any PATH folder held, and called this a mixed set.)
+    #[test]
+    fn a_stray_sub_library_the_release_does_not_name_is_no_part_of_its_set() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fix = fixtures(tmp.path());
+        let set = tmp.path().join("cudnn-9.5");
+        place(&fix, "disp9.dll", &set, "cudnn64_9.dll");
+        place(&fix, "sub9_95.dll", &set, "cudnn_graph64_9.dll");
+        let stray = tmp.path().join("stray");
+        place(&fix, "sub9_91.dll", &stray, "cudnn_engines_tensor_ir64_9.dll");
+
+        let l = oracle(&fix, &[os("--name"), os("cudnn64_9.dll")], &[&stray, &set]);
+        assert_eq!(l.version, Some(90500), "{}\n{}", l.stdout, l.stderr);
+        assert!(!l.modules.iter().any(|m| m.to_string_lossy().to_ascii_lowercase().contains("tensor_ir")), "{:?}", l.modules);
+
+        // (The stub set has no CUDA runtime: doctor's other problems are about that.)
+        let (_, out) = doctor("9", &[&stray, &set], None);
+        assert!(out.contains("stray: cudnn_engines_tensor_ir64_9.dll (9.1.0.70) [no dispatcher]"), "doctor saw the stray: {out}");
+        assert!(!out.contains("more than one folder") && !out.contains("engines_tensor_ir64_9.dll from"), "{out}");
+    }
 }
