@@ -200,3 +200,50 @@ fn win_amd64_cu12_8_9_4_25() {
         no_versioninfo: &[],
     });
 }
+
+/// docs/loader.md C1 with the real Windows DLLs under Wine's loader: the 9.5.0.50 win_amd64
+/// set answers every exported `cudnn*VersionCheck` with 0, each matched to the DLL that
+/// exports it; with 9.4.0.58's `cudnn_cnn64_9.dll` in its place (a member fetched by
+/// scripts/fetch-real-members.py) `cudnnCnnVersionCheck` answers 1002, no GPU needed, and
+/// `doctor` reports it as `problem[V2]`.
+#[test]
+#[ignore = "real NVIDIA wheel (557 MB) and a 9.4.0.58 member; run scripts/test-windows.sh --real"]
+fn win_amd64_version_checks_see_a_cnn_of_another_release() {
+    let wheel = real_wheels_dir().join("nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl");
+    let runtime = real_wheels_dir().join("nvidia_cuda_runtime_cu12-12.6.77-py3-none-win_amd64.whl");
+    let cnn94 = real_wheels_dir().join("members/nvidia_cudnn_cu12-9.4.0.58-py3-none-win_amd64.whl/cudnn_cnn64_9.dll");
+    for p in [&wheel, &runtime, &cnn94] {
+        assert!(p.is_file(), "{} is missing: run scripts/fetch-real-wheels.sh (or set CUENV_REAL_WHEELS)", p.display());
+    }
+    let ctx = TestContext::new();
+    let bin = ctx.path("cudnn-9.5-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for w in [&wheel, &runtime] {
+        let mut zip = zip::ZipArchive::new(std::fs::File::open(w).unwrap()).unwrap();
+        for i in 0..zip.len() {
+            let mut f = zip.by_index(i).unwrap();
+            let name = f.name().unwrap().rsplit('/').next().unwrap_or("").to_string();
+            if name.to_ascii_lowercase().ends_with(".dll") {
+                std::io::copy(&mut f, &mut std::fs::File::create(bin.join(&name)).unwrap()).unwrap();
+            }
+        }
+    }
+    let doctor = || {
+        let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).unwrap();
+        let o = ctx.cmd().args(["doctor", "--major", "9"]).env("PATH", path).env_remove("CUENV_PROFILE").env_remove("CONDA_PREFIX").output().unwrap();
+        (o.status.code(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+    };
+    let (_, out) = doctor();
+    assert!(!out.contains("sub-library version check"), "the real set as shipped: {out}");
+    std::fs::copy(&cnn94, bin.join("cudnn_cnn64_9.dll")).unwrap();
+    let (code, out) = doctor();
+    assert_eq!(code, Some(4), "{out}");
+    let line = out.lines().find(|l| l.contains("cudnnCnnVersionCheck")).unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.starts_with("problem[V2]: cuDNN 9 from")
+            && line.contains("returned CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (1002)")
+            && line.contains("cudnn_cnn64_9.dll (`cnn`)"),
+        "{line}"
+    );
+    eprintln!("real_windows: {line}");
+}
