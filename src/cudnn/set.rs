@@ -78,19 +78,6 @@ impl<P> RequiredSet<P> {
     pub fn stems(&self) -> Vec<&str> {
         self.members.iter().map(|m| m.stem.as_str()).collect()
     }
-
-    /// In words, for a sentence about how the set is known: `named by its own files`, or what
-    /// the table covers.
-    pub fn basis_words(&self) -> String {
-        match self.basis {
-            Basis::Files => "as its own libraries name them".into(),
-            Basis::Table { beyond: false } => "from cuenv's table (the dispatcher names none of its sub-libraries)".into(),
-            Basis::Table { beyond: true } => format!(
-                "from cuenv's table, checked through cuDNN {} (the dispatcher names none of its sub-libraries): a sub-library added by a later release is not verified",
-                checked_through(self.major).unwrap_or("?")
-            ),
-        }
-    }
 }
 
 /// Follows the names the set's files carry, from the `dispatcher` (file name
@@ -281,7 +268,6 @@ mod tests {
         assert!(!set.stems().contains(&"ext") && set.stems().contains(&"engines_tensor_ir"));
         assert_eq!(walk_in(&dir, "libcudnn.so.9", 9, Os::Linux, Some("9.29.0.1")).basis, Basis::Table { beyond: true });
         assert_eq!(walk_in(&dir, "libcudnn.so.9", 9, Os::Linux, None).basis, Basis::Table { beyond: true });
-        assert!(walk_in(&dir, "libcudnn.so.9", 9, Os::Linux, None).basis_words().contains("not verified"));
         let (stems, beyond) = table_stems(10, Some(&"10.0.0".parse().unwrap()));
         assert!(stems.is_empty() && beyond);
     }

@@ -324,6 +324,17 @@ pub fn folder_set(dir: &Path, major: u64) -> set::RequiredSet<PathBuf> {
     set::walk(&dispatcher, &dispatcher_name, major, os, version.as_ref(), |p| names_in(p), find)
 }
 
+/// The first sub-library the cuDNN `major` dispatcher at `dispatcher` names (in file order:
+/// `graph` in 9.x, `ops_infer` in 8.x in every real dispatcher): the one it loads first and
+/// forwards `cudnnGetVersion` to. Reads the dispatcher alone (the walk finds no member, so it
+/// follows none); the table's first row when it names none.
+pub fn named_first(dispatcher: &Path, major: u64) -> Option<String> {
+    let name = dispatcher.file_name()?.to_string_lossy().into_owned();
+    let os = libname::parse(&name)?.os;
+    let set = set::walk(&dispatcher.to_path_buf(), &name, major, os, file_version(dispatcher).as_ref(), |p| names_in(p), |_, _| None);
+    set.members.into_iter().next().map(|m| m.stem)
+}
+
 /// `dir/name` matched without regard to case (Windows names), when such a file exists.
 fn find_ci(dir: &Path, name: &str) -> Option<PathBuf> {
     let exact = dir.join(name);

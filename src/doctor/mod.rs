@@ -535,13 +535,8 @@ pub(crate) fn lacking_set(d: &Path, major: u64, layout: &Layout, subject: &str) 
         return None;
     }
     let named: Vec<String> = set.members.iter().filter(|m| m.file.is_none()).map(|m| format!("`{}` names `{}`", m.named_by, set.file_name(&m.stem))).collect();
-    let canon = |p: &Path| paths::canonical_shown(p).unwrap_or_else(|_| p.to_path_buf());
-    let store = canon(&layout.store_dir());
-    let allowed = canon(dir)
-        .strip_prefix(&store)
-        .ok()
-        .and_then(|rest| rest.components().next())
-        .and_then(|e| crate::store::entry::EntryMeta::read(&store.join(e.as_os_str())).ok())
+    let allowed = origin::store_entry(dir, layout)
+        .and_then(|e| crate::store::entry::EntryMeta::read(&layout.store_dir().join(e)).ok())
         .is_some_and(|m| !m.incomplete.is_empty());
     Some(Finding {
         rule: Some(crate::error::Rule::IncompleteSet),

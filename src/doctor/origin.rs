@@ -96,8 +96,7 @@ pub(super) fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option
         let own = l.dispatcher.as_deref().and_then(Path::parent).map(Path::to_path_buf);
         // cuDNN forwards cudnnGetVersion to the first sub-library its dispatcher names (`graph`
         // in 9.x, `ops_infer` in 8.x in every real dispatcher; docs/facts.md §2).
-        let set = own.as_deref().map(|d| super::loader::folder_set(d, o.major));
-        let reporter = set.as_ref().and_then(|s| s.members.first()).map(|m| m.stem.clone()).unwrap_or_default();
+        let reporter = l.dispatcher.as_deref().and_then(|d| super::loader::named_first(d, o.major)).unwrap_or_default();
         l.version_from = r
             .modules
             .iter()
@@ -109,17 +108,22 @@ pub(super) fn describe_load(o: &ProbeOutcome, inp: &Inputs, conda_prefix: Option
     l
 }
 
+/// The folder name of the store entry the file or folder `path` lies in, if any (both
+/// canonical, without Windows' `\\?\` verbatim prefix).
+pub(super) fn store_entry(path: &Path, layout: &Layout) -> Option<String> {
+    let canon = |p: &Path| paths::canonical_shown(p).unwrap_or_else(|_| p.to_path_buf());
+    let rest = canon(path).strip_prefix(canon(&layout.store_dir())).ok()?.to_path_buf();
+    rest.components().next().map(|c| c.as_os_str().to_string_lossy().into_owned())
+}
+
 /// Where the file at `path` comes from, in words: a store entry, a toolkit root, a pip wheel,
 /// PyTorch's bundled copy, a conda env, or just its folder.
 pub fn origin(path: &Path, layout: &Layout, toolkits: &[Toolkit], conda_prefix: Option<&Path>) -> String {
     // Canonical, but without Windows' `\\?\` verbatim prefix (never shown to users).
     let canon = |p: &Path| paths::canonical_shown(p).unwrap_or_else(|_| p.to_path_buf());
     let file = canon(path);
-    let store = canon(&layout.store_dir());
-    if let Ok(rest) = file.strip_prefix(&store)
-        && let Some(entry) = rest.components().next()
-    {
-        return format!("cuenv store entry {}", entry.as_os_str().to_string_lossy());
+    if let Some(entry) = store_entry(&file, layout) {
+        return format!("cuenv store entry {entry}");
     }
     let toolkits_dir = canon(&layout.toolkits_dir());
     if let Ok(rest) = file.strip_prefix(&toolkits_dir)

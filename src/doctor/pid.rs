@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::origin::{origin, wheel_version};
+use super::origin::{origin, store_entry, wheel_version};
 use super::{Finding, Severity};
 use crate::cudnn::libname;
 use crate::generation;
@@ -86,13 +86,6 @@ fn entry_version(entry: &str) -> Option<String> {
     let rest = entry.strip_prefix("cudnn-")?;
     let v = rest.split('-').next()?;
     v.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())).then(|| v.to_string())
-}
-
-/// The store entry folder name a file lies in, if any.
-fn store_entry(file: &Path, layout: &Layout) -> Option<String> {
-    let canon = |p: &Path| paths::canonical_shown(p).unwrap_or_else(|_| p.to_path_buf());
-    let rest = canon(file).strip_prefix(canon(&layout.store_dir())).ok()?.to_path_buf();
-    rest.components().next().map(|c| c.as_os_str().to_string_lossy().into_owned())
 }
 
 /// A mapped library's release: the store entry's name, else the file name

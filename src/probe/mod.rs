@@ -193,8 +193,6 @@ fn unchecked_in(dir: &Path, major: u64, stems: &[String]) -> Vec<String> {
     out
 }
 
-/// Whether folder `dir` holds a cuDNN `major` library of sub-library `stem` under a name
-/// the loader may be asked for.
 /// For each version check in `checks`, the first cuDNN `major` sub-library (by the loader's
 /// name, in `dirs` in order, each folder's files in name order) that exports a function of
 /// the same name: the library the dispatcher forwards it to. Derived from the export tables,
@@ -223,6 +221,8 @@ pub fn check_libraries<S: AsRef<str>>(dirs: &[std::path::PathBuf], major: u64, c
     out
 }
 
+/// Whether folder `dir` holds a cuDNN `major` library of sub-library `stem` under a name
+/// the loader may be asked for.
 fn has_sub_library(dir: &Path, major: u64, stem: &str) -> bool {
     let Ok(rd) = std::fs::read_dir(dir) else { return false };
     rd.flatten().any(|e| {

@@ -249,11 +249,12 @@ pub fn exported_names(path: &Path) -> io::Result<Vec<String>> {
     let bad = |e: object::read::Error| io::Error::new(io::ErrorKind::InvalidData, format!("not a readable PE or ELF file: {e}"));
     let file = object::File::parse(&cache).map_err(bad)?;
     let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for e in file.exports().map_err(bad)? {
         let e = e.map_err(bad)?;
         // Exports by ordinal only have no name to call.
         let Some(name) = e.name().name().map(|n| String::from_utf8_lossy(n).into_owned()) else { continue };
-        if !out.contains(&name) {
+        if seen.insert(name.clone()) {
             out.push(name);
         }
     }
