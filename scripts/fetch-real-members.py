@@ -33,6 +33,16 @@ WANTED = [
      ["nvidia/cudnn/bin/cudnn_cnn64_9.dll"]),
     ("nvidia-cudnn-cu12", "nvidia_cudnn_cu12-8.9.2.26-py3-none-manylinux1_x86_64.whl",
      ["nvidia/cudnn/lib/libcudnn_ops_train.so.8"]),
+    # The libraries around cuDNN (docs/loader.md "CUDA library families"): NVRTC with its
+    # builtins, an nvJitLink older than the cuSOLVER that imports it.
+    ("nvidia-cuda-nvrtc-cu12", "nvidia_cuda_nvrtc_cu12-12.6.77-py3-none-manylinux2014_x86_64.whl",
+     ["nvidia/cuda_nvrtc/lib/libnvrtc.so.12", "nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.6"]),
+    ("nvidia-nvjitlink-cu12", "nvidia_nvjitlink_cu12-12.4.127-py3-none-manylinux2014_x86_64.whl",
+     ["nvidia/nvjitlink/lib/libnvJitLink.so.12"]),
+    ("nvidia-nvjitlink-cu12", "nvidia_nvjitlink_cu12-12.6.85-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
+     ["nvidia/nvjitlink/lib/libnvJitLink.so.12"]),
+    ("nvidia-cusparse-cu12", "nvidia_cusparse_cu12-12.5.4.2-py3-none-manylinux2014_x86_64.whl",
+     ["nvidia/cusparse/lib/libcusparse.so.12"]),
 ]
 
 

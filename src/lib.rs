@@ -15,6 +15,7 @@ pub mod apply;
 pub mod change;
 pub mod check;
 pub mod cli;
+pub mod companion;
 pub mod cudnn;
 pub mod doctor;
 pub mod env;

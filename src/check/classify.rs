@@ -105,6 +105,7 @@ impl Classifier<'_> {
         self.modules(r);
         self.versions(r);
         self.version_checks(r);
+        self.companions(r);
         if let Some(rt) = &r.cudart {
             if !rt.load.loaded {
                 self.load_failure(&rt.load, "the CUDA runtime");
@@ -384,6 +385,28 @@ impl Classifier<'_> {
     /// cuDNN's own version checks (docs/loader.md, C1): each non-zero answer is a failure
     /// naming the check, its status, the sub-library it concerns and the file the loader
     /// mapped for it; the libraries no check covers are said to be not verified.
+    /// The CUDA libraries around cuDNN (F1-F4: [`crate::companion`]): what the probe observed
+    /// loading them, and the files it had mapped at the end.
+    fn companions(&mut self, r: &Report) {
+        let Some(loads) = &r.companions else { return };
+        let mapped: Vec<std::path::PathBuf> = r.modules.iter().map(|m| std::path::PathBuf::from(&m.path)).collect();
+        let verdicts = crate::companion::judge_loads(loads, |_| None).into_iter().chain(crate::companion::judge_mapped(&mapped));
+        let mut failed = false;
+        for v in verdicts {
+            failed = true;
+            self.reasons.push(Reason::new(ReasonKind::Companion, v.message).citing(v.rule).hinting(v.hint));
+        }
+        if failed {
+            return;
+        }
+        for l in loads {
+            if let Some(p) = &l.path {
+                let compiled = l.compile.as_ref().map(|c| format!("; it compiled a trivial program in {:.0} ms", c.ms)).unwrap_or_default();
+                self.notes.push(format!("{} {} from {}{compiled}", l.wanted.family, l.loaded.as_deref().unwrap_or_default(), p));
+            }
+        }
+    }
+
     fn version_checks(&mut self, r: &Report) {
         let Some(vc) = &r.version_checks else { return };
         if let Some(e) = &vc.error {

@@ -68,6 +68,7 @@ pub(super) fn report(f: &Fx) -> Report {
         dispatcher: LoadAttempt { name: "libcudnn.so.9".into(), loaded: true, error: None },
         cudnn: Some(CudnnVersions { version: 90500, cudart_version: 12060, max_device_version: Some(900) }),
         version_checks: Some(checks(f, &[("Adv", 0), ("Cnn", 0), ("Graph", 0), ("Ops", 0)])),
+        companions: None,
         cudart: Some(Cudart {
             load: LoadAttempt { name: "libcudart.so.12".into(), loaded: true, error: None },
             runtime_version: Some(12060),

@@ -100,6 +100,10 @@ pub enum ReasonKind {
     /// One of cuDNN's own version checks (`cudnn<Sub>VersionCheck`) returned an error: the
     /// sub-library it concerns and the libraries it depends on are of two releases.
     SubLibraryMismatch,
+    /// A CUDA library around cuDNN is wrong: one cuDNN loads by name is missing or of another
+    /// CUDA major, NVRTC cannot compile (its builtins), an nvJitLink is older than its user,
+    /// or one family is mapped in two majors ([`crate::companion`], docs/loader.md F1-F4).
+    Companion,
     /// The convolution ran but its result is wrong.
     WrongResult,
     /// A convolution call failed.
@@ -138,6 +142,10 @@ pub struct Reason {
     /// (decisions.md 7: the id `store add`, `doctor` and `doctor --pid` give the same set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<crate::error::Rule>,
+    /// What to do next, where the rule that made the reason says it (the CUDA library rules,
+    /// [`crate::companion::Verdict::hint`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 impl fmt::Display for Reason {
@@ -149,7 +157,7 @@ impl fmt::Display for Reason {
 impl Reason {
     /// A reason of `kind` citing no rule.
     pub fn new(kind: ReasonKind, message: impl Into<String>) -> Self {
-        Reason { kind, message: message.into(), rule: None }
+        Reason { kind, message: message.into(), rule: None, hint: None }
     }
 
     /// The reason as `check` prints it: its kind with the rule's id when it cites one
@@ -157,6 +165,12 @@ impl Reason {
     /// that embed it under a label of their own (doctor's `problem[V2]:`).
     pub fn cited(&self) -> String {
         format!("{}: {}", crate::error::rule::labelled(self.kind_word(), self.rule), self.message)
+    }
+
+    /// The same reason with `hint`.
+    pub fn hinting(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
     }
 
     /// The same reason citing `rule`.
@@ -175,6 +189,7 @@ impl Reason {
             ReasonKind::LoaderError => "loader error",
             ReasonKind::CudnnStatus => "cuDNN error",
             ReasonKind::SubLibraryMismatch => "sub-library version check",
+            ReasonKind::Companion => "CUDA library",
             ReasonKind::WrongResult => "wrong convolution result",
             ReasonKind::ConvFailed => "convolution failed",
             ReasonKind::Crash => "crash",
@@ -226,9 +241,23 @@ impl CheckResult {
             },
             message: m.to_string(),
             rule: None,
+            hint: None,
         });
         self.reasons.splice(0..0, front);
         self.status = CheckStatus::Fail;
+    }
+
+    /// Adds the verdicts of the CUDA library rules judged without the probe
+    /// ([`crate::companion::judge_jitlink_users`] over the profile's folders) as failing
+    /// reasons citing their rule; any of them makes the status `fail`.
+    pub fn add_companion_verdicts(&mut self, verdicts: Vec<crate::companion::Verdict>) {
+        for v in verdicts {
+            if self.reasons.iter().any(|r| r.message == v.message) {
+                continue;
+            }
+            self.reasons.push(Reason::new(ReasonKind::Companion, v.message).citing(v.rule).hinting(v.hint));
+            self.status = CheckStatus::Fail;
+        }
     }
 }
 

@@ -34,6 +34,9 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
     if ctx.verbose || pc.result.status == CheckStatus::Fail {
         for r in &pc.result.reasons {
             writeln!(ctx.out(), "    {}", r.cited());
+            if let Some(h) = &r.hint {
+                writeln!(ctx.out(), "      hint: {h}");
+            }
         }
     }
     if ctx.verbose {

@@ -1,92 +1,22 @@
-//! Run-time dependencies of the cuDNN the loader picks, read without
-//! loading anything: the CUDA libraries its files name by major (cuBLAS, cuBLASLt, NVRTC;
-//! [`crate::sys::binfmt::referenced_cuda_libraries`]), each looked up the way the loader model
-//! (docs/loader.md) says the library naming it would find it; and on Windows `zlibwapi.dll`,
+//! Run-time dependencies of the cuDNN the loader picks that are no CUDA library (those are
+//! [`crate::companion`]'s, judged from the probe's observations through `check::classify`):
+//! on Windows `zlibwapi.dll`,
 //! which cuDNN 8.3 to 9.1 loads by name (NVIDIA's cuDNN installation notes for Windows:
 //! "zlib is a data-compression software library that is needed by cuDNN", dropped when 9.2
 //! linked zlib statically), and which must be the x64 build (a 32-bit one fails with error 193).
 
 use std::path::{Path, PathBuf};
 
-use super::loader::{self, LinuxEnv, Object};
 use super::{Finding, Severity};
-use crate::cudnn::libname::{self, Os};
 use crate::cudnn::version::Version;
 use crate::sys::binfmt;
 
-/// The cuDNN `major` library files in `dir` (one name per file), sorted.
-fn set_files(dir: &Path, major: u64) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-    names.sort();
-    let mut seen: Vec<PathBuf> = Vec::new();
-    let mut out = Vec::new();
-    for n in names {
-        if !libname::parse(&n).is_some_and(|l| l.os == Os::HOST && l.major == Some(major)) {
-            continue;
-        }
-        let p = dir.join(&n);
-        let real = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
-        if !seen.contains(&real) {
-            seen.push(real);
-            out.push(p);
-        }
-    }
-    out
-}
-
-/// Problems with the run-time dependencies of the cuDNN `major` whose dispatcher is
-/// `dispatcher` (`version`: the version it reports, when known), with the loader's search
-/// folders `folders`.
-pub fn judge(dispatcher: &Path, major: u64, version: Option<&str>, folders: &[PathBuf], search_var: &str) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let Some(own) = dispatcher.parent() else { return out };
-    let env = LinuxEnv::new(folders.to_vec());
-    // (name, the library naming it), first naming library only.
-    let mut missing: Vec<(String, String)> = Vec::new();
-    for file in set_files(own, major) {
-        let Ok(named) = binfmt::referenced_cuda_libraries(&file) else { continue };
-        let by = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        for (_, name) in named {
-            // The CUDA runtime is loaded and judged by the probe itself.
-            if name.to_ascii_lowercase().contains("cudart") || missing.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
-                continue;
-            }
-            let found = if cfg!(windows) {
-                folders.iter().any(|d| !d.as_os_str().is_empty() && find_ci(d, &name).is_some())
-            } else {
-                let asker = Object::read(&file).unwrap_or_else(|| Object::bare(&file));
-                loader::find(&name, &asker, &[], &env).is_some()
-            };
-            if !found {
-                missing.push((name, by.clone()));
-            }
-        }
-    }
-    if !missing.is_empty() {
-        let list: Vec<String> = missing.iter().map(|(n, by)| format!("{n} (named by {by})")).collect();
-        out.push(Finding {
-            rule: None,
-            severity: Severity::Problem,
-            message: format!(
-                "cuDNN {major} from {} loads {} at run time, and no folder its loader searches holds {}: cuDNN fails when a network needs {}",
-                dispatcher.display(),
-                list.join(", "),
-                if missing.len() == 1 { "it" } else { "them" },
-                if missing.len() == 1 { "it" } else { "them" }
-            ),
-            hint: Some(format!(
-                "put the lib folder of the CUDA toolkit (or of the nvidia-cublas / nvidia-cuda-nvrtc wheels) of that CUDA major on {search_var}; a cuenv profile's activation puts its toolkit's there"
-            )),
-        });
-    }
-    if cfg!(windows)
-        && let Some(v) = version.and_then(|v| v.parse::<Version>().ok())
-        && needs_zlibwapi(&v)
-    {
-        out.extend(zlibwapi(&v, folders));
-    }
-    out
+/// On Windows: the `zlibwapi.dll` finding for the cuDNN of `version` (as `cudnnGetVersion`
+/// reported it), with the loader's search folders `folders`; nothing for a release that does
+/// not load it or an unknown version.
+pub fn zlibwapi_for(version: Option<&str>, folders: &[PathBuf]) -> Option<Finding> {
+    let v = version.and_then(|v| v.parse::<Version>().ok())?;
+    if needs_zlibwapi(&v) { zlibwapi(&v, folders) } else { None }
 }
 
 /// Whether cuDNN `v` loads `zlibwapi.dll` at run time: 8.3 <= v < 9.2 (see the module doc).

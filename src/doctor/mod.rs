@@ -235,6 +235,10 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     if cfg!(target_os = "linux") {
         findings.extend(deps::wsl_driver(Path::new("/usr/lib/wsl/lib"), &folders));
     }
+    // nvJitLink against the libraries on the search path that import it (F3).
+    for v in crate::companion::judge_jitlink_users(&folders, |n, a| crate::companion::search(&folders, n, a)) {
+        findings.push(Finding { rule: Some(v.rule), severity: Severity::Problem, message: v.message, hint: Some(v.hint) });
+    }
     if inp.asked {
         findings.extend(unreachable_majors(inp.majors, &loaded, &search_path, conda_prefix.as_deref(), &search_var));
     }
@@ -319,7 +323,9 @@ fn predicted_loads(s: &Scene, d: &Path, l: &Loaded, major: u64) -> Vec<Finding> 
     let mapped: Vec<String> = l.modules.iter().filter(|m| m.kind == probe::ModuleKind::Cudnn).map(|m| m.name.clone()).collect();
     let reported = l.version.as_deref().filter(|_| l.version_from.is_none());
     findings.extend(frameworks::probe_set(d, major, &mapped, reported, s.folders, s.search_var));
-    findings.extend(deps::judge(d, major, l.version.as_deref(), s.folders, s.search_var));
+    if cfg!(windows) {
+        findings.extend(deps::zlibwapi_for(l.version.as_deref(), s.folders));
+    }
     findings
 }
 
@@ -340,7 +346,10 @@ fn judge_active(o: &ProbeOutcome, v: &ViewRecord, name: &str, machine: &gpufit::
             ReasonKind::DriverTooOld | ReasonKind::UnsupportedGpu => {
                 format!("the reason says what to do; `cuenv check {name}` gives the same verdict in the profile's own environment")
             }
-            _ => format!("`cuenv check {name}` runs the same check in the profile's own environment"),
+            _ => match &r.hint {
+                Some(h) => format!("{h}; `cuenv check {name}` runs the same check in the profile's own environment"),
+                None => format!("`cuenv check {name}` runs the same check in the profile's own environment"),
+            },
         };
         findings.push(Finding {
             rule: r.rule,
@@ -377,7 +386,7 @@ fn judge_own_folder(o: &ProbeOutcome, l: &Loaded, d: &Path, major: u64, machine:
             Some(odd) => format!(
                 "replace {odd} with the copies of the release the rest of the folder is, or keep every cuDNN {major} library of one release in one folder"
             ),
-            None => hint_for(r.kind, major, search_var),
+            None => r.hint.clone().unwrap_or_else(|| hint_for(r.kind, major, search_var)),
         };
         findings.push(Finding {
             rule: r.rule,

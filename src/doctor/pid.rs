@@ -164,6 +164,34 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
         });
     }
 
+    // The CUDA libraries around cuDNN it maps (F1-F3, crate::companion): one major per
+    // family, NVRTC's own builtins, an nvJitLink not older than its users.
+    // What it has not mapped yet (cuDNN loads cuBLAS and NVRTC when a network needs them) is
+    // judged with the process's own search folders, as the loader would find it (F4, F2, F3).
+    let cuda: Vec<PathBuf> = modules.iter().filter(|m| m.kind != ModuleKind::Cudnn).map(|m| m.path.clone()).collect();
+    let var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" };
+    let dirs: Vec<PathBuf> = get(var).map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
+    let mut verdicts = crate::companion::judge_mapped(&cuda);
+    if let Some(d) = dispatcher
+        && let (Some(major), Some(dir)) = (libname::dispatcher_major(&d.name), d.path.parent())
+    {
+        let loads = crate::companion::model_loads(&crate::companion::cudnn_files(dir, major), &dirs, &cuda);
+        verdicts.extend(crate::companion::judge_loads(&loads, |_| None));
+        // The builtins of an NVRTC of the right major only (another one is F4 already).
+        let right_major =
+            |l: &&crate::companion::Load| l.path.as_deref().and_then(|p| crate::companion::of_file(Path::new(p))).is_some_and(|c| c.major == l.wanted.major);
+        for l in loads.iter().filter(|l| l.wanted.family == "nvrtc").filter(right_major) {
+            verdicts.extend(l.path.as_deref().and_then(|p| crate::companion::builtins_missing(Path::new(p), &dirs)));
+        }
+    }
+    let mut user_dirs = dirs.clone();
+    user_dirs.extend(cuda.iter().filter_map(|p| p.parent().map(Path::to_path_buf)));
+    verdicts.extend(crate::companion::judge_jitlink_users(&user_dirs, |name, asker| crate::companion::search(&dirs, name, asker)));
+    verdicts.dedup();
+    for v in verdicts {
+        findings.push(Finding { rule: Some(v.rule), severity: Severity::Problem, message: format!("process {pid}: {}", v.message), hint: Some(v.hint) });
+    }
+
     // The set of the mapped dispatcher's folder, judged as `store add` would see it
     // (decisions.md 7): what the release's files name and lack (R2), and two releases (V2).
     if let Some(d) = dispatcher

@@ -17,14 +17,34 @@ pub enum Rule {
     /// V2: the set holds libraries of two releases (their files' own versions, or observed:
     /// a version check answering a version mismatch).
     TwoReleases,
+    /// F1: one process maps libraries of one CUDA family (cudart, cuBLAS, NVRTC, ...) of two
+    /// majors (`libcudart.so.12` and `libcudart.so.13`).
+    OneMajorPerFamily,
+    /// F2: NVRTC's builtins are not the ones its own file names (missing, or of another
+    /// release; observed: compiling a trivial program fails).
+    BuiltinsOfNvrtc,
+    /// F3: a library imports versioned nvJitLink entry points (`__nvJitLinkAddData_12_6`)
+    /// that the nvJitLink it gets does not export: that nvJitLink is older than its user.
+    JitLinkOlderThanUser,
+    /// F4: a CUDA library cuDNN loads by name at run time (cuBLAS, cuBLASLt, NVRTC) is not
+    /// found, or the name gives a library of another CUDA major.
+    CompanionMissing,
 }
 
 impl Rule {
+    /// Every rule, in id order.
+    pub const ALL: [Rule; 6] =
+        [Rule::IncompleteSet, Rule::TwoReleases, Rule::OneMajorPerFamily, Rule::BuiltinsOfNvrtc, Rule::JitLinkOlderThanUser, Rule::CompanionMissing];
+
     /// The id docs/loader.md gives the rule.
     pub fn id(self) -> &'static str {
         match self {
             Rule::IncompleteSet => "R2",
             Rule::TwoReleases => "V2",
+            Rule::OneMajorPerFamily => "F1",
+            Rule::BuiltinsOfNvrtc => "F2",
+            Rule::JitLinkOlderThanUser => "F3",
+            Rule::CompanionMissing => "F4",
         }
     }
 }
@@ -44,7 +64,7 @@ impl serde::Serialize for Rule {
 impl<'de> serde::Deserialize<'de> for Rule {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Rule, D::Error> {
         let id = String::deserialize(d)?;
-        [Rule::IncompleteSet, Rule::TwoReleases].into_iter().find(|r| r.id() == id).ok_or_else(|| serde::de::Error::custom(format!("unknown rule id `{id}`")))
+        Rule::ALL.into_iter().find(|r| r.id() == id).ok_or_else(|| serde::de::Error::custom(format!("unknown rule id `{id}`")))
     }
 }
 

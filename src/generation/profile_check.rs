@@ -168,6 +168,12 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                 // Driver and GPU fit: which fact rules the profile out on this machine.
                 let machine = gpufit::Machine::from_report(outcome.report.as_ref(), &opts.overrides);
                 result.add_misfits(&gpufit::judge(&machine, &gpufit::Want::new(expected.version.clone(), &view.toolkit_version, view.cuda_major)));
+                // nvJitLink against its users in the profile's folders (F3; the probe loads
+                // neither).
+                let var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" };
+                let dirs: Vec<std::path::PathBuf> =
+                    env.iter().rev().find(|(k, _)| k == var).map(|(_, v)| std::env::split_paths(v).collect()).unwrap_or_default();
+                result.add_companion_verdicts(crate::companion::judge_jitlink_users(&dirs, |n, a| crate::companion::search(&dirs, n, a)));
                 if let Some(note) = incomplete_note(&view.entry_dir) {
                     result.notes.push(note);
                 }

@@ -435,3 +435,63 @@ impl DriverApi {
         d
     }
 }
+
+// ---- NVRTC (nvrtc.h of CUDA 12.6: `nvrtcResult` is a C enum, `nvrtcProgram` an opaque
+// pointer; no call needs a GPU) ----
+type FnNvrtcVersion = unsafe extern "system" fn(*mut c_int, *mut c_int) -> c_int;
+type FnNvrtcCreate = unsafe extern "system" fn(*mut Handle, *const c_char, *const c_char, c_int, *const *const c_char, *const *const c_char) -> c_int;
+type FnNvrtcCompile = unsafe extern "system" fn(Handle, c_int, *const *const c_char) -> c_int;
+type FnNvrtcLogSize = unsafe extern "system" fn(Handle, *mut usize) -> c_int;
+type FnNvrtcLog = unsafe extern "system" fn(Handle, *mut c_char) -> c_int;
+type FnNvrtcDestroy = unsafe extern "system" fn(*mut Handle) -> c_int;
+type FnNvrtcErrorString = unsafe extern "system" fn(c_int) -> *const c_char;
+
+/// `nvrtcVersion`: `major.minor`, or `None` when not exported or failing.
+pub fn nvrtc_version(lib: &Library) -> Option<String> {
+    let f: FnNvrtcVersion = sym(lib, "nvrtcVersion")?;
+    let (mut major, mut minor) = (0, 0);
+    super::step("nvrtcVersion");
+    // SAFETY: `nvrtcResult nvrtcVersion(int *major, int *minor)`.
+    (unsafe { f(&mut major, &mut minor) } == 0).then(|| format!("{major}.{minor}"))
+}
+
+/// NVRTC compiling a trivial kernel (`nvrtcCreateProgram`, `nvrtcCompileProgram`, the log,
+/// `nvrtcDestroyProgram`), each call announced as a step: NVRTC loads its builtins library
+/// here (docs/loader.md F2). `None` when the calls are not exported.
+pub fn nvrtc_compile(lib: &Library) -> Option<crate::companion::Compile> {
+    let create: FnNvrtcCreate = sym(lib, "nvrtcCreateProgram")?;
+    let compile: FnNvrtcCompile = sym(lib, "nvrtcCompileProgram")?;
+    let destroy: Option<FnNvrtcDestroy> = sym(lib, "nvrtcDestroyProgram");
+    let log_size: Option<FnNvrtcLogSize> = sym(lib, "nvrtcGetProgramLogSize");
+    let get_log: Option<FnNvrtcLog> = sym(lib, "nvrtcGetProgramLog");
+    let err: Option<FnNvrtcErrorString> = sym(lib, "nvrtcGetErrorString");
+    let start = std::time::Instant::now();
+    let src = c"extern \"C\" __global__ void cuenv_k(float *x) { x[threadIdx.x] += 1.0f; }";
+    let mut prog: Handle = std::ptr::null_mut();
+    super::step("nvrtcCreateProgram");
+    // SAFETY: prototypes from nvrtc.h; no headers, NUL-terminated strings that outlive the call.
+    let mut code = unsafe { create(&mut prog, src.as_ptr(), c"cuenv_k.cu".as_ptr(), 0, std::ptr::null(), std::ptr::null()) };
+    let mut log = String::new();
+    if code == 0 {
+        super::step("nvrtcCompileProgram");
+        // SAFETY: `prog` came from a successful nvrtcCreateProgram; no options.
+        code = unsafe { compile(prog, 0, std::ptr::null()) };
+        if let (Some(size), Some(get)) = (log_size, get_log) {
+            let mut n = 0usize;
+            // SAFETY: as above; the buffer holds `n` bytes, the size NVRTC gave.
+            if unsafe { size(prog, &mut n) } == 0 && n > 1 {
+                let mut buf = vec![0u8; n];
+                if unsafe { get(prog, buf.as_mut_ptr().cast()) } == 0 {
+                    log = String::from_utf8_lossy(&buf[..n - 1]).trim().to_string();
+                }
+            }
+        }
+        if let Some(d) = destroy {
+            // SAFETY: as above.
+            unsafe { d(&mut prog) };
+        }
+    }
+    // SAFETY: `const char *nvrtcGetErrorString(nvrtcResult)`; static storage.
+    let name = err.and_then(|f| c_str(unsafe { f(code) })).unwrap_or_else(|| format!("nvrtcResult {code}"));
+    Some(crate::companion::Compile { code: code as i64, name, log, ms: start.elapsed().as_secs_f64() * 1000.0 })
+}

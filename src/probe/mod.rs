@@ -19,6 +19,7 @@
 //! - An absent driver or device is a normal outcome (`driver: null` + `driver_absent`), not
 //!   an error; without a device the convolution is `skipped`.
 
+mod companions;
 mod conv;
 mod ffi;
 mod sys;
@@ -31,9 +32,9 @@ use serde::{Deserialize, Serialize};
 pub use conv::{ConvProblem, cpu_reference};
 
 /// The version of the JSON shape; the parent refuses reports of another schema.
-/// 2: `version_checks` (reports of schema 1, in older `check.json` files, lack it and still
-/// read: the field defaults to absent).
-pub const SCHEMA: u32 = 2;
+/// 2: `version_checks`; 3: `companions` (reports of older schemas, in older `check.json`
+/// files, lack them and still read: the fields default to absent).
+pub const SCHEMA: u32 = 3;
 
 /// Prefix of the progress lines the child writes to stderr before each native step.
 pub const STEP_PREFIX: &str = "cuenv-probe: step ";
@@ -58,6 +59,12 @@ pub struct Report {
     /// absent when the dispatcher did not load (and in schema 1 reports).
     #[serde(default)]
     pub version_checks: Option<VersionChecks>,
+    /// The CUDA libraries cuDNN loads by name at run time (cuBLAS, cuBLASLt, NVRTC: what the
+    /// files of the dispatcher's folder name, [`crate::companion::wanted_by`]), each loaded by
+    /// the names cuDNN tries, in order; NVRTC also compiles a trivial program. Absent when
+    /// the dispatcher did not load (and in reports of schema 1 and 2).
+    #[serde(default)]
+    pub companions: Option<Vec<crate::companion::Load>>,
     /// The CUDA runtime of the cuDNN build's CUDA major, loaded by name; absent when the
     /// dispatcher did not load.
     pub cudart: Option<Cudart>,
@@ -361,6 +368,10 @@ pub enum ModuleKind {
     Driver,
     /// `zlibwapi.dll` (cuDNN 8.3 to 9.1 on Windows).
     Zlib,
+    /// Another CUDA toolkit library (nvJitLink, cuSPARSE, cuFFT, ...): what
+    /// [`crate::companion::parse`] reads as one from its name.
+    #[serde(rename = "cuda")]
+    OtherCuda,
 }
 
 /// One module mapped into the child.
@@ -405,6 +416,8 @@ pub fn module_kind(file_name: &str) -> Option<ModuleKind> {
         Some(ModuleKind::Driver)
     } else if n.starts_with("zlibwapi") {
         Some(ModuleKind::Zlib)
+    } else if crate::companion::parse(file_name).is_some() {
+        Some(ModuleKind::OtherCuda)
     } else {
         None
     }
@@ -432,7 +445,7 @@ pub fn nvml_name() -> &'static str {
     if cfg!(windows) { "nvml.dll" } else { "libnvidia-ml.so.1" }
 }
 
-fn step(what: &str) {
+pub(crate) fn step(what: &str) {
     eprintln!("{STEP_PREFIX}{what}");
 }
 
@@ -448,6 +461,7 @@ pub fn run(req: &ProbeRequest) -> Report {
         dispatcher: LoadAttempt { name: crate::cudnn::libname::dispatcher_name(req.major, crate::cudnn::libname::Os::HOST), loaded: false, error: None },
         cudnn: None,
         version_checks: None,
+        companions: None,
         cudart: None,
         driver: None,
         driver_absent: None,
@@ -483,6 +497,7 @@ pub fn run(req: &ProbeRequest) -> Report {
         let api = ffi::Cudnn::new(cudnn);
         report.cudnn = api.versions();
         report.version_checks = Some(version_checks(cudnn, &api, req.major));
+        report.companions = mapped_dispatcher(req.major).map(|f| companions::load(&f));
         let cuda_major = req.cuda_major.or_else(|| report.cudnn.as_ref().map(|v| v.cudart_version / 1000));
         let mut rt = None;
         if let Some(m) = cuda_major {
@@ -545,10 +560,7 @@ pub fn run(req: &ProbeRequest) -> Report {
 /// export table of the dispatcher file the loader mapped (found in this process's module
 /// list), then looked up in the loaded library and called one by one, each announced as a step.
 fn version_checks(lib: &libloading::Library, api: &ffi::Cudnn, major: u64) -> VersionChecks {
-    let file = sys::loaded_module_paths()
-        .into_iter()
-        .find(|p| p.file_name().and_then(|n| crate::cudnn::libname::parse(&n.to_string_lossy())).is_some_and(|l| l.is_dispatcher() && l.major == Some(major)));
-    let Some(file) = file else {
+    let Some(file) = mapped_dispatcher(major) else {
         return VersionChecks {
             file: None,
             checks: Vec::new(),
@@ -596,6 +608,13 @@ fn version_checks(lib: &libloading::Library, api: &ffi::Cudnn, major: u64) -> Ve
         }
     }
     VersionChecks { file: Some(shown), checks, error: None, unchecked, not_called }
+}
+
+/// The mapped dispatcher file of `major`, from this process's module list.
+pub(crate) fn mapped_dispatcher(major: u64) -> Option<std::path::PathBuf> {
+    sys::loaded_module_paths()
+        .into_iter()
+        .find(|p| p.file_name().and_then(|n| crate::cudnn::libname::parse(&n.to_string_lossy())).is_some_and(|l| l.is_dispatcher() && l.major == Some(major)))
 }
 
 fn probe_driver(report: &mut Report) -> Option<libloading::Library> {
@@ -706,6 +725,19 @@ mod tests {
                 unchecked: vec!["libcudnn_heuristic.so.9".into()],
                 not_called: vec![],
             }),
+            companions: Some(vec![crate::companion::Load {
+                wanted: crate::companion::Wanted {
+                    family: "nvrtc".into(),
+                    major: 12,
+                    names: vec!["libnvrtc.so.12".into(), "libnvrtc.so".into()],
+                    asked_by: "/x/libcudnn_graph.so.9".into(),
+                },
+                loaded: Some("libnvrtc.so.12".into()),
+                path: Some("/t/lib64/libnvrtc.so.12.6.77".into()),
+                error: None,
+                version: Some("12.6".into()),
+                compile: Some(crate::companion::Compile { code: 0, name: "NVRTC_SUCCESS".into(), log: String::new(), ms: 31.5 }),
+            }]),
             cudart: None,
             driver: None,
             driver_absent: Some("libcuda.so.1 could not be loaded".into()),

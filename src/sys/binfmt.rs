@@ -99,6 +99,13 @@ pub struct References {
     /// `cudnn[_<stem>]64_<N>.dll` in any case. The file's own name is among them when it
     /// carries it (its `DT_SONAME`); [`crate::cudnn::libname::parse`] reads what each is.
     pub cudnn: Vec<String>,
+    /// The names of the CUDA libraries around cuDNN as written, each a whole NUL-terminated
+    /// string, in file order without repeats: `libcublasLt.so.12`, `libnvrtc.so.%d` (a name
+    /// completed at run time with the CUDA major the build was made for), the unversioned
+    /// fallback `libnvrtc.so`, `libnvrtc-builtins.so.12.6` (the builtins NVRTC asks for),
+    /// `libnvJitLink.so.12`, `nvrtc64_%d_0.dll`, `nvrtc-builtins64_126.dll`, `cublasLt64_12.dll`
+    /// (any case on Windows). [`crate::companion`] reads what each is.
+    pub companions: Vec<String>,
 }
 
 /// Reads what the library at `path` names ([`References`]): `.dynstr`, `.rodata`, `.lrodata`,
@@ -172,6 +179,11 @@ fn scan_ranges(f: &mut (impl io::Read + io::Seek), ranges: &[(u64, u64)]) -> io:
                 out.cudnn.push(found);
             }
         }
+        for (found, pos) in companion_names_at(chunk) {
+            if whole(pos) && !out.companions.contains(&found) {
+                out.companions.push(found);
+            }
+        }
         ControlFlow::Continue(())
     })?;
     Ok(out)
@@ -184,6 +196,53 @@ fn cudnn_library_names_at(bytes: &[u8]) -> Vec<(String, usize)> {
     static NAMES: LazyLock<regex::bytes::Regex> =
         LazyLock::new(|| regex::bytes::Regex::new(r"(?-u)libcudnn(?:_[a-z0-9_]+)?\.so(?:\.\d+)*|(?i:cudnn(?:_[a-z0-9_]+)?64_\d+\.dll)").unwrap());
     NAMES.find_iter(bytes).map(|m| (String::from_utf8_lossy(m.as_bytes()).into_owned(), m.start())).collect()
+}
+
+/// Every name of [`References::companions`] in `bytes` with the offset where it starts, in
+/// order. A name counts only as a whole string: preceded by a NUL (or the chunk's start) and followed
+/// by a NUL (so `libnvrtc.so` inside `libnvrtc.so.12`, or a name inside an error message, is
+/// not one).
+fn companion_names_at(bytes: &[u8]) -> Vec<(String, usize)> {
+    use std::sync::LazyLock;
+    static NAMES: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+        regex::bytes::Regex::new(
+            r"(?-u)(lib(?:cublasLt|cublas|nvrtc-builtins|nvrtc|nvJitLink)(?:\.alt)?\.so(?:\.(?:%d|\d+))*|(?i:(?:cublaslt|cublas|nvrtc-builtins|nvrtc|nvjitlink)(?:64)?(?:_(?:%d|\d+))+\.dll))\x00",
+        )
+        .unwrap()
+    });
+    NAMES
+        .captures_iter(bytes)
+        .filter_map(|c| c.get(1))
+        .filter(|m| m.start() == 0 || bytes[m.start() - 1] == 0)
+        .map(|m| (String::from_utf8_lossy(m.as_bytes()).into_owned(), m.start()))
+        .collect()
+}
+
+/// The symbols the PE or ELF file at `path` imports: a DLL's import table entries, or the
+/// undefined dynamic symbols of an ELF file (without their symbol version:
+/// `__nvJitLinkCreate_12_6`, not `__nvJitLinkCreate_12_6@libnvJitLink.so.12`), each once, in
+/// file order. cuSPARSE, cuFFT and cuSOLVER import nvJitLink's functions by versioned names
+/// (`__nvJitLinkAddData_12_6`): what they need of it is read from here (docs/loader.md, F3).
+///
+/// Errors: I/O errors; `InvalidData` when the file is neither PE nor ELF or its tables are damaged.
+pub fn imported_symbols(path: &Path) -> io::Result<Vec<String>> {
+    use object::Object as _;
+    let cache = ReadCache::new(File::open(path)?);
+    let bad = |e: object::read::Error| io::Error::new(io::ErrorKind::InvalidData, format!("not a readable PE or ELF file: {e}"));
+    let file = object::File::parse(&cache).map_err(bad)?;
+    let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for i in file.imports().map_err(bad)? {
+        let i = i.map_err(bad)?;
+        // Imports by ordinal only carry no name.
+        let object::read::NameOrOrdinal::Name(name) = i.name() else { continue };
+        let name = String::from_utf8_lossy(name).into_owned();
+        let name = name.split('@').next().unwrap_or_default().to_string();
+        if !name.is_empty() && seen.insert(name.clone()) {
+            out.push(name);
+        }
+    }
+    Ok(out)
 }
 
 /// The cuDNN library names in `bytes` ([`References::cudnn`]), in order without repeats.

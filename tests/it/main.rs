@@ -14,6 +14,7 @@ mod check_real;
 mod check_stub;
 #[cfg(target_os = "linux")]
 mod cli_output;
+mod companions;
 mod completions;
 mod conda_order;
 mod cuda13;

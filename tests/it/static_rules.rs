@@ -46,8 +46,8 @@ fn a_truncated_or_foreign_library_is_named() {
 }
 
 /// The CUDA libraries cuDNN loads by name at run time (here `libcublasLt.so.12`, named by
-/// `libcudnn_adv.so.9`) must be reachable the way the loader searches from the library naming
-/// them; without a GPU nothing loads them, so the static rule is the only one that tells.
+/// `libcudnn_adv.so.9`) must be reachable: without a GPU cuDNN loads none of them, so the
+/// probe loads each by the names the files give (docs/loader.md F4).
 #[test]
 fn a_missing_cublaslt_is_named_with_the_library_that_needs_it() {
     let s = Stubs::new();
@@ -58,15 +58,12 @@ fn a_missing_cublaslt_is_named_with_the_library_that_needs_it() {
     assert_eq!(code, 4, "{out}");
     assert!(
         out.contains(&format!(
-            "problem: cuDNN 9 from {} loads libcublasLt.so.12 (named by libcudnn_adv.so.9) at run time, and no folder its loader searches holds it",
+            "problem[F4]: cuDNN 9 from {}: CUDA library: cuDNN loads cublasLt at run time (libcudnn_adv.so.9 names libcublasLt.so.12), and the loader finds none",
             set.join("libcudnn.so.9").display()
         )),
         "{out}"
     );
-    assert!(
-        out.contains("hint: put the lib folder of the CUDA toolkit (or of the nvidia-cublas / nvidia-cuda-nvrtc wheels) of that CUDA major on LD_LIBRARY_PATH"),
-        "{out}"
-    );
+    assert!(out.contains("hint: put the lib folder of a CUDA 12 toolkit (or of the nvidia-cublas-cu12 wheel) on LD_LIBRARY_PATH"), "{out}");
     // With a folder holding it on the search path, nothing is said.
     let cublas = s.build("cublas", "libcublasLt.so.12", &["GRAPH", "VERSION=1"]);
     let (code, out) = doctor(&[&set, &rt, &cublas], &["--major", "9"]);

@@ -33,7 +33,7 @@ struct Verdict {
 
 /// The rule ids in `text`: every `<word>[<id>]:`.
 fn rules_in(text: &str) -> BTreeSet<String> {
-    let re = regex::Regex::new(r"\[([RVLWC]\d+)\]: ").unwrap();
+    let re = regex::Regex::new(r"\[([RVLWCF]\d+)\]: ").unwrap();
     re.captures_iter(text).map(|c| c[1].to_string()).collect()
 }
 
