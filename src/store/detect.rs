@@ -305,6 +305,12 @@ fn keep_variant(source: &Path, items: &BTreeMap<String, Item>, root: &str, chose
 /// it was read. Errors: [`Error::CudaContradicted`], [`Error::CudaConflict`],
 /// [`Error::CudaUnknown`].
 fn agreed_cuda_major(source: &Path, refs: &References, mut cuda: Vec<(u64, String)>) -> Result<(u64, String), Error> {
+    // One set whose libraries name CUDA libraries of two majors cannot load into one process
+    // without two majors of a family (docs/loader.md F1).
+    let by_library = libraries_naming_cuda(refs);
+    if by_library.iter().map(|c| c.0).collect::<BTreeSet<u64>>().len() > 1 {
+        return Err(Error::CudaConflict { path: source.into(), claims: by_library, detail: LIBRARIES_NAME_TWO_MAJORS.into() });
+    }
     let named_by_libraries = cuda_named_by_libraries(refs);
     if let Some((read, library, loads)) = &named_by_libraries {
         if let Some(claim) = cuda.iter().find(|c| c.0 != *read) {
@@ -584,6 +590,23 @@ pub const CUDA_FROM_USER: &str = "--cuda (taken from the user: the libraries nam
 /// loading them. Returns `(major, library, name it loads)` from the first library (by name)
 /// naming one; `None` when none names one, or when they name several majors (then nothing is
 /// claimed).
+/// The `detail` of a [`Error::CudaConflict`] among the libraries themselves (rule F1).
+pub const LIBRARIES_NAME_TWO_MAJORS: &str = "one set cannot load CUDA libraries of two majors into one process";
+
+/// The first CUDA library of each major the set's libraries name: `(major, "`<library>` loads
+/// `<name>`")`.
+fn libraries_naming_cuda(refs: &References) -> Vec<(u64, String)> {
+    let mut out: Vec<(u64, String)> = Vec::new();
+    for (p, found) in refs {
+        for (major, name) in &found.cuda {
+            if !out.iter().any(|c| c.0 == *major) {
+                out.push((*major, format!("`{}` loading `{name}`", file_name(p))));
+            }
+        }
+    }
+    out
+}
+
 fn cuda_named_by_libraries(refs: &References) -> Option<(u64, String, String)> {
     let mut first: Option<(u64, String, String)> = None;
     let mut majors = BTreeSet::new();

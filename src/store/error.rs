@@ -143,6 +143,9 @@ impl Diagnose for Error {
                     format!("pass {}", majors.join(" or "))
                 }
             }
+            CudaConflict { detail, .. } if detail == super::detect::LIBRARIES_NAME_TWO_MAJORS => {
+                "the files are of two CUDA builds: import the release's archive or wheel for one CUDA major as it comes".into()
+            }
             CudaConflict { claims, .. } => {
                 if claims.iter().any(|c| c.1 == "--cuda") {
                     "pass the --cuda value that matches the archive, or fix the file name".into()
@@ -201,6 +204,7 @@ impl Diagnose for Error {
         match self {
             Error::Incomplete { .. } => Some(Rule::IncompleteSet),
             Error::MixedReleases { .. } => Some(Rule::TwoReleases),
+            Error::CudaConflict { detail, .. } if detail == super::detect::LIBRARIES_NAME_TWO_MAJORS => Some(Rule::OneMajorPerFamily),
             _ => None,
         }
     }

@@ -372,6 +372,7 @@ fn real_nvrtc_compiles_only_beside_its_own_builtins() {
         let (code, out) = cuenv(&ctx, &["apply", "--no-check", file.to_str().unwrap()], &[]);
         assert_eq!(code, 0, "{out}");
         let (code, out) = cuenv(&ctx, &["--verbose", "check", "p"], &[]);
+        println!("{out}");
         assert_eq!(verdict(code, &out), want, "check ({case}):\n{out}");
         if case == "alt" {
             assert!(out.contains("NVRTC_ERROR_BUILTIN_OPERATION_FAILURE"), "{out}");
@@ -381,4 +382,18 @@ fn real_nvrtc_compiles_only_beside_its_own_builtins() {
         let (code, out) = cuenv(&ctx, &["doctor", "--major", "9"], &[set.join("lib"), lib.clone()]);
         assert_eq!(verdict(code, &out), want, "doctor ({case}):\n{out}");
     }
+}
+
+/// `store add` sees only names (decisions.md 2: it runs nothing): a set whose libraries name
+/// CUDA libraries of two majors is refused with F1, the rule `doctor --pid` gives a process
+/// that maps two majors of a family.
+#[test]
+fn store_add_refuses_a_set_naming_two_cuda_majors() {
+    let s = Stubs::new();
+    let ctx = TestContext::new();
+    let root = cudnn_set(&s, &ctx);
+    s.build("cudnn/lib", "libcudnn_adv.so.9", &["GRAPH", "VERSION=90500", "LOADS=\"libcublasLt.so.13\""]);
+    let (code, out) = cuenv(&ctx, &["store", "add", root.to_str().unwrap()], &[]);
+    assert_eq!(verdict(code, &out), v("problem", &["F1"]), "{out}");
+    assert!(out.contains("`libcudnn_adv.so.9` loading `libcublasLt.so.13`") && out.contains("`libcudnn_graph.so.9` loading `libcublasLt.so.12`"), "{out}");
 }
