@@ -400,6 +400,13 @@ impl Classifier<'_> {
             return;
         }
         for l in loads {
+            if let (None, Some(untold)) = (&l.path, &l.wanted.untold) {
+                self.notes.push(format!(
+                    "not verified: cuDNN also loads {} as {untold}, completed at run time with its build's CUDA version, which its files do not tell{}",
+                    l.wanted.family,
+                    if l.wanted.names.is_empty() { String::new() } else { format!("; {} was not found", l.wanted.names.join(", ")) }
+                ));
+            }
             if let Some(p) = &l.path {
                 let compiled = l.compile.as_ref().map(|c| format!("; it compiled a trivial program in {:.0} ms", c.ms)).unwrap_or_default();
                 self.notes.push(format!("{} {} from {}{compiled}", l.wanted.family, l.loaded.as_deref().unwrap_or_default(), p));

@@ -153,6 +153,12 @@ pub struct Wanted {
     pub names: Vec<String>,
     /// The library of the set whose files name it (the first one).
     pub asked_by: PathBuf,
+    /// A name cuDNN also tries that its files do not spell out: 8.8.0.121 for CUDA 11 builds
+    /// `libnvrtc.so.%d.%d` (major and minor of its build, which no name in the files tells),
+    /// written with the major filled (`libnvrtc.so.11.%d`). When none of `names` is found,
+    /// such a companion is "not verified", never a problem.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untold: Option<String>,
 }
 
 /// The companions the cuDNN library files `files` load at run time, read from their names
@@ -171,6 +177,15 @@ pub fn wanted_by(files: &[PathBuf]) -> Vec<Wanted> {
     let mut out: Vec<Wanted> = Vec::new();
     for (file, r) in &refs {
         for raw in &r.companions {
+            if raw.matches("%d").count() > 1 {
+                let filled = raw.replacen("%d", &cuda_major.to_string(), 1);
+                let stem = filled.split(".so").next().unwrap_or_default().trim_start_matches("lib").to_string();
+                match out.iter_mut().find(|w| w.family == stem) {
+                    Some(w) => w.untold = Some(filled),
+                    None => out.push(Wanted { family: stem, major: cuda_major, names: Vec::new(), asked_by: file.clone(), untold: Some(filled) }),
+                }
+                continue;
+            }
             let Some((family, name, versioned)) = complete(raw, cuda_major) else { continue };
             if family.ends_with("-builtins") || family == "nvJitLink" {
                 continue;
@@ -181,7 +196,7 @@ pub fn wanted_by(files: &[PathBuf]) -> Vec<Wanted> {
                     w.names.insert(at, name);
                 }
                 Some(_) => {}
-                None => out.push(Wanted { family, major: cuda_major, names: vec![name], asked_by: file.clone() }),
+                None => out.push(Wanted { family, major: cuda_major, names: vec![name], asked_by: file.clone(), untold: None }),
             }
         }
     }
@@ -303,6 +318,8 @@ pub fn judge_loads(loads: &[Load], also: impl Fn(&Wanted) -> Option<PathBuf>) ->
             Some(p) => PathBuf::from(p),
             None => match also(w) {
                 Some(p) => p,
+                // cuDNN may find it by the name its files do not tell: not verified.
+                None if w.untold.is_some() => continue,
                 None => {
                     out.push(Verdict {
                         rule: Rule::CompanionMissing,
@@ -318,7 +335,7 @@ pub fn judge_loads(loads: &[Load], also: impl Fn(&Wanted) -> Option<PathBuf>) ->
                             w.major,
                             wheel_of(&w.family, w.major),
                             var(),
-                            w.names[0]
+                            w.names.first().map(String::as_str).unwrap_or(&w.family)
                         ),
                     });
                     continue;
@@ -334,7 +351,7 @@ pub fn judge_loads(loads: &[Load], also: impl Fn(&Wanted) -> Option<PathBuf>) ->
                     "cuDNN, built for CUDA {}, loads {} as {}, and that name gives {}, a {} library: {} needs the CUDA {} one",
                     w.major,
                     w.family,
-                    l.loaded.as_deref().unwrap_or(&w.names[0]),
+                    l.loaded.as_deref().unwrap_or(&w.family),
                     path.display(),
                     got.describe(),
                     asked,
@@ -342,7 +359,7 @@ pub fn judge_loads(loads: &[Load], also: impl Fn(&Wanted) -> Option<PathBuf>) ->
                 ),
                 hint: format!(
                     "put a folder holding {} (the {} wheel, or a CUDA {} toolkit's lib) ahead of {} on {}",
-                    w.names[0],
+                    w.names.first().map(String::as_str).unwrap_or(&w.family),
                     wheel_of(&w.family, w.major),
                     w.major,
                     path.parent().unwrap_or(&path).display(),

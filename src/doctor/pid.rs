@@ -172,7 +172,9 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
     let var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" };
     let dirs: Vec<PathBuf> = get(var).map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
     let mut verdicts = crate::companion::judge_mapped(&cuda);
-    if let Some(d) = dispatcher
+    // Only where the process's environment could be read (not on Windows): without its
+    // folders the model would call everything missing.
+    if let Some(d) = dispatcher.filter(|_| env.is_some())
         && let (Some(major), Some(dir)) = (libname::dispatcher_major(&d.name), d.path.parent())
     {
         let loads = crate::companion::model_loads(&crate::companion::cudnn_files(dir, major), &dirs, &cuda);

@@ -731,6 +731,7 @@ mod tests {
                     major: 12,
                     names: vec!["libnvrtc.so.12".into(), "libnvrtc.so".into()],
                     asked_by: "/x/libcudnn_graph.so.9".into(),
+                    untold: None,
                 },
                 loaded: Some("libnvrtc.so.12".into()),
                 path: Some("/t/lib64/libnvrtc.so.12.6.77".into()),

@@ -123,6 +123,10 @@ fn real() -> &'static Real {
         }
         let cudart12 = unpack_runtime(&find_wheel(&wheels, "nvidia_cuda_runtime_cu12-"), &root.join("cudart12"));
         let cudart11 = unpack_runtime(&find_wheel(&wheels, "nvidia_cuda_runtime_cu11-"), &root.join("cudart11"));
+        // The CUDA libraries cuDNN loads by name (docs/loader.md F4): stand-ins beside the
+        // real runtime, as a toolkit root has them.
+        crate::support::stubs::companion_stubs(&cudart12, 12);
+        crate::support::stubs::companion_stubs(&cudart11, 11);
         let scratch = root.join("scratch");
         std::fs::create_dir_all(&scratch).unwrap();
         Real { entries, cudart12, cudart11, scratch }

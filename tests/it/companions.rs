@@ -21,38 +21,10 @@ use std::process::{Child, Command, Stdio};
 use crate::support::stubs::Stubs;
 use crate::support::*;
 
-/// Compiles `src` into `<dir>/<file>` (a shared library, soname = `file`) with `extra` args.
-fn cc(dir: &Path, file: &str, src: &str, extra: &[&str]) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let c = dir.join(format!("{file}.c"));
-    std::fs::write(&c, src).unwrap();
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let out = Command::new(&cc)
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(dir.join(file))
-        .arg(&c)
-        .arg(format!("-Wl,-soname,{file}"))
-        .args(extra)
-        .arg("-ldl")
-        .output()
-        .expect("a C compiler (set CC)");
-    assert!(out.status.success(), "cc failed: {}", String::from_utf8_lossy(&out.stderr));
-    std::fs::remove_file(&c).unwrap();
-    dir.to_path_buf()
-}
+use crate::support::stubs::cc_lib as cc;
 
-/// An NVRTC 12.x stub naming `builtins` and loading it when it compiles.
 fn nvrtc_src(builtins: &str, minor: u32) -> String {
-    format!(
-        r#"#include <dlfcn.h>
-#include <stddef.h>
-int nvrtcVersion(int *major, int *minor) {{ *major = 12; *minor = {minor}; return 0; }}
-int nvrtcCreateProgram(void **p, const char *src, const char *name, int n, const char *const *h, const char *const *i) {{ *p = (void *)1; return 0; }}
-int nvrtcCompileProgram(void *p, int n, const char *const *o) {{ return dlopen("{builtins}", RTLD_NOW) ? 0 : 7; }}
-int nvrtcDestroyProgram(void **p) {{ *p = 0; return 0; }}
-const char *nvrtcGetErrorString(int r) {{ return r == 0 ? "NVRTC_SUCCESS" : r == 7 ? "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE" : "NVRTC_ERROR"; }}
-"#
-    )
+    crate::support::stubs::nvrtc_src(builtins, 12, minor)
 }
 
 /// An nvJitLink 12.`minor` stub: `__nvJitLinkCreate_12_0` .. `__nvJitLinkCreate_12_<minor>`.

@@ -41,6 +41,9 @@ fn toolkit_from_wheel(dir: &Path, wheel: &Path, version: &str) -> PathBuf {
         }
     }
     fs::write(root.join("version.json"), format!(r#"{{"cuda": {{"name": "CUDA SDK", "version": "{version}"}}}}"#)).unwrap();
+    // The CUDA libraries cuDNN loads by name (docs/loader.md F4), as stand-ins.
+    #[cfg(target_os = "linux")]
+    crate::support::stubs::companion_stubs(&root.join("lib64"), version.split('.').next().unwrap().parse().unwrap());
     root
 }
 

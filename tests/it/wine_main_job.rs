@@ -27,6 +27,11 @@ fn real_toolkit(dir: &Path) -> PathBuf {
     let mut member = zip.by_name("nvidia/cuda_runtime/bin/cudart64_12.dll").unwrap();
     let mut out = fs::File::create(root.join("bin").join("cudart64_12.dll")).unwrap();
     std::io::copy(&mut member, &mut out).unwrap();
+    // The CUDA libraries cuDNN loads by name (docs/loader.md F4), as loadable stand-ins: the
+    // probe loads them by those names; without NVRTC's exports it compiles nothing.
+    for dll in ["cublas64_12.dll", "cublasLt64_12.dll", "nvrtc64_120_0.dll"] {
+        fs::write(root.join("bin").join(dll), pe_dll(PeArch::Amd64, None, dll)).unwrap();
+    }
     root
 }
 

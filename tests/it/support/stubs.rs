@@ -179,3 +179,66 @@ impl Stubs {
         self.build("cudart", "libcudart.so.12", &["CUDART=12060"])
     }
 }
+
+/// An NVRTC 12.x-like stub naming `builtins` (a whole string, like the real `libnvrtc.so.12`)
+/// and loading it by name in `nvrtcCompileProgram`, which answers 7
+/// (`NVRTC_ERROR_BUILTIN_OPERATION_FAILURE`) when it cannot.
+pub fn nvrtc_src(builtins: &str, major: u32, minor: u32) -> String {
+    format!(
+        r#"#include <dlfcn.h>
+#include <stddef.h>
+int nvrtcVersion(int *major, int *minor) {{ *major = {major}; *minor = {minor}; return 0; }}
+int nvrtcCreateProgram(void **p, const char *src, const char *name, int n, const char *const *h, const char *const *i) {{ *p = (void *)1; return 0; }}
+int nvrtcCompileProgram(void *p, int n, const char *const *o) {{ return dlopen("{builtins}", RTLD_NOW) ? 0 : 7; }}
+int nvrtcDestroyProgram(void **p) {{ *p = 0; return 0; }}
+const char *nvrtcGetErrorString(int r) {{ return r == 0 ? "NVRTC_SUCCESS" : r == 7 ? "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE" : "NVRTC_ERROR"; }}
+"#
+    )
+}
+
+/// Compiles `src` into `<dir>/<file>` (a shared library whose soname is `file`) with `extra`
+/// compiler arguments; returns `dir`.
+pub fn cc_lib(dir: &std::path::Path, file: &str, src: &str, extra: &[&str]) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let c = dir.join(format!(".{file}.c"));
+    std::fs::write(&c, src).unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.join(file))
+        .arg(&c)
+        .arg(format!("-Wl,-soname,{file}"))
+        .args(extra)
+        .arg("-ldl")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}` (set CC): {e}"));
+    assert!(out.status.success(), "cc failed: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_file(&c).unwrap();
+    dir.to_path_buf()
+}
+
+/// Stand-ins for the CUDA libraries cuDNN loads by name at run time (docs/loader.md F4), for
+/// tests whose toolkit root comes from the real runtime wheel alone: `libcublas.so.<N>`,
+/// `libcublasLt.so.<N>` and an NVRTC with its builtins, in `dir` (kept when present). CUDA 11
+/// gets NVRTC's 11.x names: `libnvrtc.so.11.2` and the `libnvrtc.so` link an install has.
+pub fn companion_stubs(dir: &std::path::Path, major: u32) {
+    let rpath = ["-Wl,-rpath,$ORIGIN", "-Wl,--enable-new-dtags"];
+    for lib in [format!("libcublas.so.{major}"), format!("libcublasLt.so.{major}")] {
+        if !dir.join(&lib).exists() {
+            cc_lib(dir, &lib, "int cuenv_stub(void) { return 0; }\n", &[]);
+        }
+    }
+    let (nvrtc, builtins, minor) = if major == 11 {
+        ("libnvrtc.so.11.2".to_string(), "libnvrtc-builtins.so.11.2".to_string(), 2)
+    } else {
+        (format!("libnvrtc.so.{major}"), format!("libnvrtc-builtins.so.{major}.0"), 0)
+    };
+    if !dir.join(&nvrtc).exists() {
+        cc_lib(dir, &nvrtc, &nvrtc_src(&builtins, major, minor), &rpath);
+        cc_lib(dir, &builtins, "int cuenv_stub(void) { return 0; }\n", &[]);
+        #[cfg(unix)]
+        if major == 11 {
+            let _ = std::os::unix::fs::symlink(&nvrtc, dir.join("libnvrtc.so"));
+        }
+    }
+}
