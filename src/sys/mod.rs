@@ -10,3 +10,4 @@ pub mod paths;
 pub mod procmods;
 pub mod progress;
 pub mod sha256;
+pub mod windirs;
