@@ -7,43 +7,86 @@
 
 use std::path::{Path, PathBuf};
 
+use super::loader;
+use super::winsearch::WinSearch;
 use super::{Finding, Severity};
 use crate::cudnn::version::Version;
 use crate::sys::binfmt;
 
-/// On Windows: the `zlibwapi.dll` finding for the cuDNN of `version` (as `cudnnGetVersion`
-/// reported it), with the loader's search folders `folders`; nothing for a release that does
-/// not load it or an unknown version.
-pub fn zlibwapi_for(version: Option<&str>, folders: &[PathBuf]) -> Option<Finding> {
-    let v = version.and_then(|v| v.parse::<Version>().ok())?;
-    if needs_zlibwapi(&v) { zlibwapi(&v, folders) } else { None }
+/// Whether the dispatcher at `dispatcher` names `zlibwapi.dll` among the DLLs it loads by
+/// name (the real 8.9.4.25 and 9.5.0.50 `cudnn64_*.dll` write it right after their
+/// sub-libraries' names, before "Could not locate %s"; docs/facts.md §10): `None` when the
+/// file cannot be read or is over 64 MiB (real dispatchers are under 1 MiB).
+pub fn names_zlibwapi(dispatcher: &Path) -> Option<bool> {
+    let meta = std::fs::metadata(dispatcher).ok()?;
+    if meta.len() > 64 << 20 {
+        return None;
+    }
+    let bytes = std::fs::read(dispatcher).ok()?;
+    Some(bytes.windows(12).any(|w| w.eq_ignore_ascii_case(b"zlibwapi.dll")))
 }
 
-/// Whether cuDNN `v` loads `zlibwapi.dll` at run time: 8.3 <= v < 9.2 (see the module doc).
+/// The table cross-check: 8.3 <= v < 9.2 needs `zlibwapi.dll` (see the module doc).
 pub fn needs_zlibwapi(v: &Version) -> bool {
     let key = (v.major(), v.minor());
     ((8, 3)..(9, 2)).contains(&key)
 }
 
-fn zlibwapi(v: &Version, folders: &[PathBuf]) -> Option<Finding> {
-    let first = folders.iter().filter(|d| !d.as_os_str().is_empty()).find_map(|d| find_ci(d, "zlibwapi.dll"));
-    match first {
-        None => Some(Finding {
+/// `zlibwapi.dll` for the cuDNN whose dispatcher is `dispatcher` (`version`: its release when
+/// known), found where the host's search order `win` finds it ([`WinSearch::find`]: a
+/// System32 copy beats a `PATH` one, the current folder beats `PATH`; docs/loader.md W7).
+/// Whether the release loads it is read from the dispatcher ([`names_zlibwapi`]); the table
+/// ([`needs_zlibwapi`]) decides only when the file cannot be read. Where both say so: a
+/// problem when none is found, or when the first found is not x64 (error 193). Where the
+/// dispatcher names it but the table says the release links zlib itself (9.2 on; the real
+/// 9.5.0.50 dispatcher still names it): a first copy that is not x64 is a warning, "not
+/// verified" (decisions.md 8), and none found says nothing.
+pub fn zlibwapi(dispatcher: &Path, version: Option<&str>, win: &WinSearch) -> Option<Finding> {
+    let v = version.and_then(|v| v.parse::<Version>().ok());
+    let table = v.as_ref().map(needs_zlibwapi);
+    let named = names_zlibwapi(dispatcher);
+    let agreed = match (named, table) {
+        (Some(false), _) | (None, Some(false)) | (None, None) => return None,
+        (Some(true), Some(false)) => false,
+        (Some(true), _) | (None, Some(true)) => true,
+    };
+    let shown = v.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "(version unknown)".into());
+    let basis = match named {
+        Some(true) => format!("its dispatcher {} names it", dispatcher.display()),
+        _ => "by NVIDIA's installation notes".into(),
+    };
+    match loader::windows_find("zlibwapi.dll", win) {
+        None if agreed => Some(Finding {
             rule: None,
             severity: Severity::Problem,
-            message: format!("cuDNN {v} loads zlibwapi.dll at run time (cuDNN 8.3 to 9.1 do), and no folder on PATH holds it: convolutions fail"),
+            message: format!(
+                "cuDNN {shown} loads zlibwapi.dll at run time ({basis}; cuDNN 8.3 to 9.1 do), and no place the loader searches holds it (searched: {}): convolutions fail",
+                win.describe()
+            ),
             hint: Some("put an x64 zlibwapi.dll in a folder on PATH (conda: `conda install zlib-wapi`), or use cuDNN 9.2 or later".into()),
         }),
+        None => None,
         Some(p) => {
-            let info = binfmt::inspect(&p).ok()?;
-            (info.platform != Some(crate::cudnn::platform::Platform::WindowsX86_64)).then(|| Finding {
+            let info = binfmt::inspect(&p.path).ok()?;
+            if info.platform == Some(crate::cudnn::platform::Platform::WindowsX86_64) {
+                return None;
+            }
+            let dir = p.path.parent().unwrap_or(&p.path).display().to_string();
+            let (severity, tail) = if agreed {
+                (Severity::Problem, String::new())
+            } else {
+                (Severity::Warning, "; NVIDIA's notes say cuDNN 9.2 on links zlib itself, so whether this release fails on it is not verified".to_string())
+            };
+            Some(Finding {
                 rule: None,
-                severity: Severity::Problem,
-                message: format!("the first zlibwapi.dll on PATH, {}, is {}: cuDNN {v} cannot load it (error 193)", p.display(), info.describe),
-                hint: Some(format!(
-                    "replace it with the x64 build, or put a folder holding the x64 zlibwapi.dll ahead of {} on PATH",
-                    p.parent().unwrap_or(&p).display()
-                )),
+                severity,
+                message: format!(
+                    "the first zlibwapi.dll the loader finds, {} ({}), is {}: cuDNN {shown} cannot load it (error 193){tail}",
+                    p.path.display(),
+                    p.via.describe("PATH"),
+                    info.describe
+                ),
+                hint: Some(format!("replace it with the x64 build, or remove it from {dir} (a place searched before the one holding the x64 zlibwapi.dll)")),
             })
         }
     }
@@ -66,15 +109,6 @@ pub fn wsl_driver(wsl_lib: &Path, ld_library_path: &[PathBuf]) -> Option<Finding
         ),
         hint: Some(format!("add {} to LD_LIBRARY_PATH (e.g. in ~/.bashrc)", wsl_lib.display())),
     })
-}
-
-/// `dir/name` matched without regard to case, when such a file exists.
-fn find_ci(dir: &Path, name: &str) -> Option<PathBuf> {
-    let exact = dir.join(name);
-    if exact.is_file() {
-        return Some(exact);
-    }
-    std::fs::read_dir(dir).ok()?.flatten().find(|e| e.file_name().to_string_lossy().eq_ignore_ascii_case(name)).map(|e| e.path())
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use super::loader::{self, LinuxEnv, Object, SubPick};
+use super::winsearch::WinSearch;
 use super::{Dispatcher, Finding, Severity};
 use crate::cudnn::libname::{self, Os};
 use crate::cudnn::version::Version;
@@ -88,14 +89,22 @@ fn away(subs: &[SubPick], search_var: &str, skip: &dyn Fn(&str) -> bool) -> Vec<
 /// The model's prediction for the sub-libraries of the dispatcher `dispatcher` that a probe
 /// loaded by name with the search folders `folders`, for those the probe did not map itself
 /// (`mapped`: file names of the cuDNN modules it mapped; those are facts and judged
-/// elsewhere). One problem naming every sub-library that would come from another folder.
+/// elsewhere); `win`: the host's Windows search order ([`super::winsearch`]). One problem naming every sub-library that would come from another folder.
 /// `reported`: the version the probe's `cudnnGetVersion` gave, when a library of the
 /// dispatcher's own folder reported it (said when the files do not tell the release).
-pub fn probe_set(dispatcher: &Path, major: u64, mapped: &[String], reported: Option<&str>, folders: &[PathBuf], search_var: &str) -> Option<Finding> {
+pub fn probe_set(
+    dispatcher: &Path,
+    major: u64,
+    mapped: &[String],
+    reported: Option<&str>,
+    folders: &[PathBuf],
+    win: &WinSearch,
+    search_var: &str,
+) -> Option<Finding> {
     let own = dispatcher.parent()?;
     let release = own_release(dispatcher, major);
     let subs = if cfg!(windows) {
-        loader::windows_set(own, major, folders)
+        loader::windows_set(own, major, win)
     } else {
         loader::linux_set(dispatcher, major, release.as_ref(), &[], &LinuxEnv::new(folders.to_vec()))
     };
@@ -162,12 +171,12 @@ fn linkage(o: &Object) -> String {
 
 /// Findings for the framework copies `copies` ([`super::framework_copies`]) in the conda env
 /// `prefix`, with the loader's search folders `folders` (`LD_LIBRARY_PATH` / `PATH`).
-pub fn judge(prefix: &Path, copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], search_var: &str) -> Vec<Finding> {
+pub fn judge(prefix: &Path, copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], win: &WinSearch, search_var: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     // Sentences the model derives for each copy, by folder: (folder, hint).
     let mut derived: Vec<(PathBuf, String)> = Vec::new();
     if cfg!(windows) {
-        windows(copies, folders, search_var, &mut out, &mut derived);
+        windows(copies, win, search_var, &mut out, &mut derived);
     } else {
         linux(prefix, folders, search_var, &mut out, &mut derived);
     }
@@ -296,10 +305,10 @@ fn could_not_locate(major: u64, first: Option<&str>, stems: &[&str]) -> String {
     }
 }
 
-fn windows(copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], search_var: &str, out: &mut Vec<Finding>, derived: &mut Vec<(PathBuf, String)>) {
+fn windows(copies: &[(PathBuf, String, Dispatcher)], win: &WinSearch, search_var: &str, out: &mut Vec<Finding>, derived: &mut Vec<(PathBuf, String)>) {
     for (dir, what, d) in copies {
         let torch = what == "PyTorch";
-        let subs = loader::windows_set(dir, d.major, folders);
+        let subs = loader::windows_set(dir, d.major, win);
         let list = away(&subs, search_var, &|_| false);
         let own_v = shown(d.version.as_deref());
         if !list.is_empty() {

@@ -18,12 +18,13 @@
 //! dispatchers carry `DT_RUNPATH` `$ORIGIN`, so an `LD_LIBRARY_PATH` folder holding a
 //! sub-library beats the dispatcher's own folder.
 //!
-//! **Windows** (Microsoft Learn, "Dynamic-link library search order"): a module already
-//! loaded under the same name wins; otherwise the standard order is the application's folder,
-//! System32, the Windows folder, the current folder, then `PATH`. cuDNN's dispatcher loads its
-//! sub-libraries by bare name through that order: folders added with `AddDllDirectory`
-//! (`os.add_dll_directory`) are not searched, and the dispatcher's own folder is not searched
-//! unless it is on `PATH` (proven under Wine by `tests/it/loader_windows.rs`).
+//! **Windows** (Microsoft Learn, "Dynamic-link library search order"): the whole order is
+//! [`super::winsearch`] (already-loaded modules, KnownDLLs, the application's folder,
+//! System32, the 16-bit System folder, the Windows folder, the current folder, `PATH`; or a
+//! host's `SetDefaultDllDirectories` order). cuDNN's dispatcher loads its sub-libraries by bare
+//! name through that order: folders added with `AddDllDirectory` (`os.add_dll_directory`) are
+//! not searched, and the dispatcher's own folder is not searched unless it is one of the
+//! places (proven under Wine by `tests/it/loader_windows.rs`).
 //!
 //! Reads headers and folders only; loads nothing.
 
@@ -31,6 +32,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::winsearch::{self, WinSearch};
 use crate::cudnn::libname::{self, Os};
 use crate::cudnn::set;
 use crate::cudnn::version::Version;
@@ -64,6 +66,11 @@ pub enum Via {
     },
     /// The ld.so cache's folders (`/etc/ld.so.conf`) or the default folders.
     System,
+    /// Windows: a place of the search order other than `PATH` ([`winsearch::Place`]).
+    Windows {
+        /// The place.
+        place: winsearch::Place,
+    },
 }
 
 impl Via {
@@ -75,6 +82,7 @@ impl Via {
             Via::SearchVar { position } => format!("through {search_var} (position {position})"),
             Via::Runpath { object, entry } => format!("through the DT_RUNPATH `{entry}` of {}", name(object)),
             Via::System => "in the ld.so cache's or the default folders".into(),
+            Via::Windows { place } => place.describe().into(),
         }
     }
 }
@@ -283,25 +291,31 @@ fn sub_picks(walked: &set::RequiredSet<PathBuf>, picks: Vec<(String, Pick)>, own
 
 /// The Windows model's answer for the dispatcher `cudnn64_<major>.dll` in `own`, whose
 /// sub-libraries cuDNN loads by name: the set the release loads ([`set::walk`] from that
-/// dispatcher), each found in the first `PATH` folder holding it (`path_dirs`, in order; the
-/// application's folder, System32 and the Windows folder hold no cuDNN on a sane machine and
-/// are not read). `own` wins only when it is on `PATH` first.
-pub fn windows_set(own: &Path, major: u64, path_dirs: &[PathBuf]) -> Vec<SubPick> {
+/// dispatcher), each found where the host's search order `search` finds it
+/// ([`WinSearch::find`]). `own` wins only where it is one of the places first.
+pub fn windows_set(own: &Path, major: u64, search: &WinSearch) -> Vec<SubPick> {
     let dispatcher_name = libname::dispatcher_name(major, Os::Windows);
     let dispatcher = find_ci(own, &dispatcher_name).unwrap_or_else(|| own.join(&dispatcher_name));
     let mut picks: Vec<(String, Pick)> = Vec::new();
     let find = |stem: &str, _asker: &PathBuf| {
-        let name = libname::sub_library_name(stem, major, Os::Windows);
-        let pick = path_dirs.iter().enumerate().filter(|(_, d)| !d.as_os_str().is_empty()).find_map(|(i, d)| {
-            let f = find_ci(d, &name)?;
-            Some(Pick { path: f, via: Via::SearchVar { position: i + 1 } })
-        })?;
+        let pick = windows_find(&libname::sub_library_name(stem, major, Os::Windows), search)?;
         picks.push((stem.to_string(), pick.clone()));
         Some(pick.path)
     };
     let version = file_version(&dispatcher);
     let walked = set::walk(&dispatcher, &dispatcher_name, major, Os::Windows, version.as_ref(), |p| names_in(p), find);
     sub_picks(&walked, picks, own)
+}
+
+/// [`WinSearch::find`] as a [`Pick`]: `PATH` entries as [`Via::SearchVar`], every other place
+/// as [`Via::Windows`].
+pub fn windows_find(name: &str, search: &WinSearch) -> Option<Pick> {
+    let f = search.find(name)?;
+    let via = match f.place {
+        winsearch::Place::Path => Via::SearchVar { position: f.position },
+        place => Via::Windows { place },
+    };
+    Some(Pick { path: f.path, via })
 }
 
 /// The set of the cuDNN `major` dispatcher in the folder `dir` ([`set::walk`]), each member

@@ -31,6 +31,7 @@ mod origin;
 pub mod pid;
 pub mod scripts;
 mod search_path;
+pub mod winsearch;
 
 pub use origin::{framework_copies, origin};
 
@@ -224,7 +225,11 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
 
     // The active profile (set by cuenv's shims) is judged like `cuenv check` judges it.
     let active = origin::active_profile(inp.layout, get(crate::home::settings::PROFILE_VAR), &mut findings);
-    let scene = Scene { inp, env, search_var: &search_var, folders: &folders, search_path: &search_path, conda_prefix: conda_prefix.as_deref(), cut_short };
+    // The host a prediction is for: the env's python.exe (its folder is the application's
+    // folder), in doctor's current folder, with this PATH (docs/loader.md W6).
+    let win = winsearch::WinSearch::standard(&folders, winsearch::python_app_dir(conda_prefix.as_deref()));
+    let scene =
+        Scene { inp, env, search_var: &search_var, folders: &folders, win: &win, search_path: &search_path, conda_prefix: conda_prefix.as_deref(), cut_short };
     let (loaded, active_check, machine) = probe_majors(&scene, &active, &mut findings);
 
     if let Some(prefix) = &conda_prefix {
@@ -257,6 +262,8 @@ struct Scene<'a> {
     search_var: &'a str,
     /// The entries of `search_var`, empty ones included.
     folders: &'a [PathBuf],
+    /// Windows: the host's whole search order for by-name loads.
+    win: &'a winsearch::WinSearch,
     /// The folders of `search_var` holding cuDNN.
     search_path: &'a [SearchDir],
     /// `CONDA_PREFIX`.
@@ -322,9 +329,9 @@ fn predicted_loads(s: &Scene, d: &Path, l: &Loaded, major: u64) -> Vec<Finding> 
     let mut findings = Vec::new();
     let mapped: Vec<String> = l.modules.iter().filter(|m| m.kind == probe::ModuleKind::Cudnn).map(|m| m.name.clone()).collect();
     let reported = l.version.as_deref().filter(|_| l.version_from.is_none());
-    findings.extend(frameworks::probe_set(d, major, &mapped, reported, s.folders, s.search_var));
+    findings.extend(frameworks::probe_set(d, major, &mapped, reported, s.folders, s.win, s.search_var));
     if cfg!(windows) {
-        findings.extend(deps::zlibwapi_for(l.version.as_deref(), s.folders));
+        findings.extend(deps::zlibwapi(d, l.version.as_deref(), s.win));
     }
     findings
 }

@@ -270,7 +270,9 @@ pub(super) fn conda_env(prefix: &Path, profile_active: bool, search_path: &[Sear
             judged.push(dir);
         }
     }
-    findings.extend(frameworks::judge(prefix, &copies, folders, search_var));
+    // The env's python.exe is the host: its folder is the application's folder.
+    let win = super::winsearch::WinSearch::standard(folders, super::winsearch::python_app_dir(Some(prefix)));
+    findings.extend(frameworks::judge(prefix, &copies, folders, &win, search_var));
     findings
 }
 

@@ -207,6 +207,17 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
         }
     }
 
+    // zlibwapi.dll as the process's own search order finds it (docs/loader.md W7): what it
+    // has already mapped comes first, so a mapped x64 copy settles it; before it is mapped the
+    // process's PATH and current folder are not readable here, and nothing is said.
+    if cfg!(windows)
+        && let Some(d) = dispatcher
+        && modules.iter().any(|m| m.kind == ModuleKind::Zlib)
+    {
+        let win = super::winsearch::WinSearch { loaded: mapped.iter().map(|m| m.path.clone()).collect(), ..Default::default() };
+        findings.extend(super::deps::zlibwapi(&d.path, d.version.as_deref(), &win));
+    }
+
     // The profile it runs under, and what that profile gives now.
     let (mut name, mut from) = match profile {
         Some(p) => (Some(p.to_string()), Some("--profile".to_string())),

@@ -2,7 +2,7 @@
 //! the CUDA libraries a library names, version markers), the modules a running process has
 //! mapped (`procmods`), path spelling and Unicode rules (`paths`), durable file writes and
 //! fault points for tests (`fsutil`), progress bars (`progress`) and SHA-256 digests
-//! (`sha256`). Nothing here knows profiles, generations or the store.
+//! (`sha256`), and the Windows system folders and KnownDLLs list (`windirs`). Nothing here knows profiles, generations or the store.
 
 pub mod binfmt;
 pub mod fsutil;
@@ -10,3 +10,4 @@ pub mod paths;
 pub mod procmods;
 pub mod progress;
 pub mod sha256;
+pub mod windirs;

@@ -48,7 +48,7 @@ fn static_fixtures(dir: &Path) -> PathBuf {
     use crate::support::{PeArch, PeDll};
     let dll = |tag: &str| PeDll::new(PeArch::Amd64, tag);
     dll("disp9").rdata(b"cudnn_graph64_9.dll\0").write(dir, "disp9.dll");
-    dll("disp8").version(Some([8, 9, 4, 25])).rdata(b"cudnn_ops_infer64_8.dll\0").write(dir, "disp8.dll");
+    dll("disp8").version(Some([8, 9, 4, 25])).rdata(b"cudnn_ops_infer64_8.dll\0zlibwapi.dll\0").write(dir, "disp8.dll");
     dll("sub9_95").rdata(b"cudnn_version_9_5_0_50_34937467_e0\0").write(dir, "sub9_95.dll");
     dll("sub9_91").rdata(b"cudnn_version_9_1_0_70_1_e0\0").write(dir, "sub9_91.dll");
     dll("sub8_894").version(Some([8, 9, 4, 25])).write(dir, "sub8_894.dll");
@@ -124,16 +124,69 @@ mod under_windows {
     }
 
     fn oracle(fix: &Path, args: &[&std::ffi::OsStr], path: &[&Path]) -> Loaded {
-        let out = Command::new(fix.join("oracle.exe")).args(args).env("PATH", path_var(path)).output().unwrap();
+        oracle_as(&fix.join("oracle.exe"), args, path, None)
+    }
+
+    /// [`oracle`] run as the exe `exe` (its folder is the application's folder), in `cwd`.
+    fn oracle_as(exe: &Path, args: &[&std::ffi::OsStr], path: &[&Path], cwd: Option<&Path>) -> Loaded {
+        let mut c = Command::new(exe);
+        if let Some(d) = cwd {
+            c.current_dir(d);
+        }
+        let out = c.args(args).env("PATH", path_var(path)).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
         let version = stdout.lines().find_map(|l| l.strip_prefix("version ")).and_then(|v| v.trim().parse().ok());
         let modules = stdout.lines().filter_map(|l| l.strip_prefix("module ")).map(|m| PathBuf::from(m.trim())).collect();
         Loaded { version, modules, code: out.status.code().unwrap_or(-1), stderr: String::from_utf8_lossy(&out.stderr).into_owned(), stdout }
     }
 
+    impl Loaded {
+        /// The file `--load` mapped.
+        fn loaded(&self) -> PathBuf {
+            let l = self
+                .stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("loaded "))
+                .unwrap_or_else(|| panic!("--load mapped nothing: {}\n{}", self.stdout, self.stderr));
+            PathBuf::from(l.trim())
+        }
+    }
+
+    /// The Wine prefix's (or Windows') system folders, shared by every process: the tests that
+    /// put files there hold this lock and remove them when done ([`Placed`]).
+    static SYSTEM_FOLDERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// Files put in a system folder, removed on drop.
+    struct Placed(Vec<PathBuf>);
+
+    impl Drop for Placed {
+        fn drop(&mut self) {
+            for f in &self.0 {
+                let _ = std::fs::remove_file(f);
+            }
+        }
+    }
+
+    fn system_dirs() -> cuenv::sys::windirs::SystemDirs {
+        cuenv::sys::windirs::system_dirs().expect("GetSystemDirectoryW answers")
+    }
+
+    fn same(a: &Path, b: &Path) -> bool {
+        a.to_string_lossy().to_ascii_lowercase().replace('/', "\\").trim_start_matches("\\\\?\\")
+            == b.to_string_lossy().to_ascii_lowercase().replace('/', "\\").trim_start_matches("\\\\?\\")
+    }
+
     fn doctor(major: &str, path: &[&Path], prefix: Option<&Path>) -> (i32, String) {
+        doctor_in(major, path, prefix, None)
+    }
+
+    /// [`doctor`] run in the current folder `cwd`.
+    fn doctor_in(major: &str, path: &[&Path], prefix: Option<&Path>, cwd: Option<&Path>) -> (i32, String) {
         let home = tempfile::tempdir().unwrap();
         let mut c = Command::new(env!("CARGO_BIN_EXE_cuenv"));
+        if let Some(d) = cwd {
+            c.current_dir(d);
+        }
         c.env("PATH", path_var(path)).env("CUENV_HOME", home.path()).env("CUENV_TOOLKIT_PATHS", "").env("CUDA_PATH", "").env_remove("CUENV_PROFILE");
         match prefix {
             Some(p) => c.env("CONDA_PREFIX", p),
@@ -266,23 +319,230 @@ mod under_windows {
         assert!(out.contains(&format!("hint: put {} on PATH instead of {}", bin.join("12.6").display(), bin.display())), "{out}");
     }
 
-    /// CuDNN 8.3 to 9.1 load `zlibwapi.dll` by name; none on PATH, or a
-    /// 32-bit one first, is a problem.
+    /// CuDNN 8.3 to 9.1 load `zlibwapi.dll` by name (the stub dispatcher names it, as the real
+    /// ones do): none anywhere the loader searches, or a 32-bit one found first, is a problem.
     #[test]
     fn zlibwapi_for_cudnn_8_is_checked() {
+        let _lock = SYSTEM_FOLDERS.lock().unwrap_or_else(|e| e.into_inner());
         let tmp = tempfile::tempdir().unwrap();
         let fix = fixtures(tmp.path());
         let dir = tmp.path().join("cudnn8");
         place(&fix, "disp8.dll", &dir, "cudnn64_8.dll");
         place(&fix, "sub8_894.dll", &dir, "cudnn_ops_infer64_8.dll");
+        assert_eq!(cuenv::doctor::deps::names_zlibwapi(&dir.join("cudnn64_8.dll")), Some(true));
+        let l = oracle(&fix, &[os("--load"), os("zlibwapi.dll")], &[&dir]);
+        assert_eq!((l.code, l.stdout.trim()), (4, "failed 126"), "{}", l.stderr);
         let (code, out) = doctor("8", &[&dir], None);
         assert_eq!(code, 4, "{out}");
-        assert!(out.contains("cuDNN 8.9.4 loads zlibwapi.dll at run time (cuDNN 8.3 to 9.1 do), and no folder on PATH holds it"), "{out}");
+        assert!(
+            out.contains("cuDNN 8.9.4 loads zlibwapi.dll at run time (its dispatcher ")
+                && out.contains("no place the loader searches holds it (searched: the modules already loaded, KnownDLLs"),
+            "{out}"
+        );
         let z = tmp.path().join("zlib32");
         std::fs::create_dir_all(&z).unwrap();
         std::fs::write(z.join("zlibwapi.dll"), crate::support::pe_dll(crate::support::PeArch::I386, None, "zlibwapi")).unwrap();
+        // Wine 8 maps this 32-bit image into the 64-bit oracle ("loaded ..."), where Windows
+        // answers error 193 (docs/facts.md §7): Wine cannot judge this one; doctor follows
+        // Windows.
+        let l = oracle(&fix, &[os("--load"), os("zlibwapi.dll")], &[&z, &dir]);
+        eprintln!("the loader on a 32-bit zlibwapi.dll first on PATH: {}", l.stdout.trim());
         let (_, out) = doctor("8", &[&z, &dir], None);
-        assert!(out.contains("the first zlibwapi.dll on PATH, ") && out.contains("cannot load it (error 193)"), "{out}");
+        assert!(
+            out.contains("the first zlibwapi.dll the loader finds, ")
+                && out.contains("through PATH (position 1)")
+                && out.contains("cannot load it (error 193)"),
+            "{out}"
+        );
+    }
+
+    /// The case (docs/loader.md W7): an x64 `zlibwapi.dll` in System32 and a 32-bit
+    /// one on PATH. The loader maps the System32 copy; doctor used to say error 193 from the
+    /// PATH copy, and now says nothing against it; `doctor --pid` on the process that loaded it
+    /// agrees.
+    #[test]
+    fn a_system32_zlibwapi_beats_a_32_bit_one_on_path() {
+        use std::io::{BufRead, BufReader, Write};
+        let _lock = SYSTEM_FOLDERS.lock().unwrap_or_else(|e| e.into_inner());
+        let tmp = tempfile::tempdir().unwrap();
+        let fix = fixtures(tmp.path());
+        let dir = tmp.path().join("cudnn8");
+        place(&fix, "disp8.dll", &dir, "cudnn64_8.dll");
+        place(&fix, "sub8_894.dll", &dir, "cudnn_ops_infer64_8.dll");
+        let z = tmp.path().join("zlib32");
+        std::fs::create_dir_all(&z).unwrap();
+        std::fs::write(z.join("zlibwapi.dll"), crate::support::pe_dll(crate::support::PeArch::I386, None, "zlibwapi")).unwrap();
+        let sys = system_dirs();
+        let _placed = Placed(vec![sys.system32.join("zlibwapi.dll")]);
+        std::fs::copy(fix.join("zlib64.dll"), sys.system32.join("zlibwapi.dll")).unwrap();
+
+        let l = oracle(&fix, &[os("--load"), os("zlibwapi.dll")], &[&z, &dir]);
+        assert!(same(&l.loaded(), &sys.system32.join("zlibwapi.dll")), "{}", l.stdout);
+        let (_, out) = doctor("8", &[&z, &dir], None);
+        assert!(!out.contains("zlibwapi"), "doctor must not blame the PATH copy: {out}");
+
+        let mut child = Command::new(fix.join("oracle.exe"))
+            .args(["--name", "cudnn64_8.dll", "--load", "zlibwapi.dll", "--wait"])
+            .env("PATH", path_var(&[&z, &dir]))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut seen = String::new();
+        let mut r = BufReader::new(child.stdout.take().unwrap());
+        while !seen.contains("ready") {
+            let mut line = String::new();
+            if r.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            seen.push_str(&line);
+        }
+        let home = tempfile::tempdir().unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_cuenv")).env("CUENV_HOME", home.path()).args(["doctor", "--pid", &child.id().to_string()]).output().unwrap();
+        let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
+        let _ = child.wait();
+        let pid_out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(seen.contains("ready") && pid_out.to_ascii_lowercase().contains("system32\\zlibwapi.dll"), "{seen}\n{pid_out}");
+        assert!(!pid_out.contains("error 193"), "{pid_out}");
+    }
+
+    /// docs/loader.md W6: a cuDNN set on PATH, another release's sub-library in the current
+    /// folder: the loader takes the current folder's, and doctor (run in that folder) says so.
+    #[test]
+    fn the_current_folder_beats_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fix = fixtures(tmp.path());
+        let env = tmp.path().join("env");
+        let bin = env.join("Lib/site-packages/nvidia/cudnn/bin");
+        place(&fix, "disp9.dll", &bin, "cudnn64_9.dll");
+        place(&fix, "sub9_95.dll", &bin, "cudnn_graph64_9.dll");
+        let cwd = tmp.path().join("work");
+        place(&fix, "sub9_91.dll", &cwd, "cudnn_graph64_9.dll");
+
+        let l = oracle_as(&fix.join("oracle.exe"), &[os("--path"), bin.join("cudnn64_9.dll").as_os_str()], &[&bin], Some(&cwd));
+        assert_eq!(l.version, Some(90100), "{}\n{}", l.stdout, l.stderr);
+        assert!(l.module("cudnn_graph64_9.dll").to_string_lossy().contains("work"), "{:?}", l.modules);
+
+        let (code, out) = doctor_in("9", &[&bin], Some(&env), Some(&cwd));
+        assert_eq!(code, 4, "{out}");
+        assert!(
+            out.contains("it would load cudnn_graph64_9.dll from ") && out.contains("(9.1.0.70) from the current folder, which comes before PATH"),
+            "{out}"
+        );
+        // Elsewhere, the same PATH gives the wheel its own graph.
+        let l = oracle_as(&fix.join("oracle.exe"), &[os("--path"), bin.join("cudnn64_9.dll").as_os_str()], &[&bin], Some(tmp.path()));
+        assert_eq!(l.version, Some(90500), "{}", l.stdout);
+        let (_, out) = doctor_in("9", &[&bin], Some(&env), Some(tmp.path()));
+        assert!(!out.contains("would load cudnn_graph64_9.dll"), "{out}");
+    }
+
+    /// docs/loader.md W6: the application's folder (the env's python.exe) comes before
+    /// System32 and PATH: a stray sub-library beside python.exe wins.
+    #[test]
+    fn the_application_folder_beats_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fix = fixtures(tmp.path());
+        let env = tmp.path().join("env");
+        let bin = env.join("Lib/site-packages/nvidia/cudnn/bin");
+        place(&fix, "disp9.dll", &bin, "cudnn64_9.dll");
+        place(&fix, "sub9_95.dll", &bin, "cudnn_graph64_9.dll");
+        place(&fix, "oracle.exe", &env, "python.exe");
+        place(&fix, "sub9_91.dll", &env, "cudnn_graph64_9.dll");
+
+        let l = oracle_as(&env.join("python.exe"), &[os("--path"), bin.join("cudnn64_9.dll").as_os_str()], &[&bin], None);
+        assert_eq!(l.version, Some(90100), "{}\n{}", l.stdout, l.stderr);
+        let (code, out) = doctor("9", &[&bin], Some(&env));
+        assert_eq!(code, 4, "{out}");
+        assert!(out.contains("(9.1.0.70) from the application's folder (the host's exe)"), "{out}");
+    }
+
+    /// docs/loader.md W6: System32, the 16-bit System folder and the Windows folder each come
+    /// before PATH (and before the current folder): a stray `cudnn_ext64_9.dll` placed in each
+    /// in turn is what the set on PATH gets, as doctor says.
+    #[test]
+    fn the_system_folders_beat_path() {
+        let _lock = SYSTEM_FOLDERS.lock().unwrap_or_else(|e| e.into_inner());
+        let tmp = tempfile::tempdir().unwrap();
+        let fix = fixtures(tmp.path());
+        let env = tmp.path().join("env");
+        let bin = env.join("Lib/site-packages/nvidia/cudnn/bin");
+        place(&fix, "disp9x.dll", &bin, "cudnn64_9.dll");
+        place(&fix, "sub9_95.dll", &bin, "cudnn_ext64_9.dll");
+        let sys = system_dirs();
+        let made16 = !sys.system16.exists();
+        for (dir, words) in [(&sys.system32, "from System32"), (&sys.system16, "from the 16-bit System folder"), (&sys.windows, "from the Windows folder")] {
+            std::fs::create_dir_all(dir).unwrap();
+            let _placed = Placed(vec![dir.join("cudnn_ext64_9.dll")]);
+            std::fs::copy(fix.join("sub9_91.dll"), dir.join("cudnn_ext64_9.dll")).unwrap();
+            let l = oracle(&fix, &[os("--path"), bin.join("cudnn64_9.dll").as_os_str()], &[&bin]);
+            assert_eq!(l.version, Some(90100), "{words}: {}\n{}", l.stdout, l.stderr);
+            assert!(same(l.module("cudnn_ext64_9.dll"), &dir.join("cudnn_ext64_9.dll")), "{words}: {:?}", l.modules);
+            let (code, out) = doctor("9", &[&bin], Some(&env));
+            assert_eq!(code, 4, "{out}");
+            assert!(out.contains("cudnn_ext64_9.dll from ") && out.contains(&format!("(9.1.0.70) {words}, which comes before PATH")), "{words}: {out}");
+        }
+        if made16 {
+            let _ = std::fs::remove_dir(&sys.system16);
+        }
+    }
+
+    /// docs/loader.md W8-W9: a module the host already loaded under the name wins over every
+    /// folder, and a host that called `SetDefaultDllDirectories(LOAD_LIBRARY_SEARCH_DEFAULT_DIRS)`
+    /// searches its `AddDllDirectory` folders and never the current folder or PATH. The
+    /// model ([`cuenv::doctor::winsearch::WinSearch`]) is asked the same question.
+    #[test]
+    fn loaded_modules_and_the_default_dirs_order() {
+        use cuenv::doctor::winsearch::{Mode, Place, WinSearch};
+        let tmp = tempfile::tempdir().unwrap();
+        let fix = fixtures(tmp.path());
+        let bin = tmp.path().join("bin");
+        place(&fix, "disp9.dll", &bin, "cudnn64_9.dll");
+        place(&fix, "sub9_95.dll", &bin, "cudnn_graph64_9.dll");
+        let old = tmp.path().join("old");
+        place(&fix, "sub9_91.dll", &old, "cudnn_graph64_9.dll");
+        let pre = old.join("cudnn_graph64_9.dll");
+
+        // Already loaded: the 9.1 graph loaded by full path first wins over bin on PATH.
+        let l = oracle(&fix, &[os("--preload"), pre.as_os_str(), os("--name"), os("cudnn64_9.dll")], &[&bin]);
+        assert_eq!(l.version, Some(90100), "{}\n{}", l.stdout, l.stderr);
+        let mut s = WinSearch::standard(std::slice::from_ref(&bin), None);
+        s.loaded = vec![pre.clone()];
+        let f = s.find("cudnn_graph64_9.dll").unwrap();
+        assert_eq!((f.place, f.path), (Place::Loaded, pre.clone()));
+
+        // Default dirs: the 9.1 graph in the current folder and on PATH are not searched; the
+        // AddDllDirectory folder is.
+        let l = oracle_as(
+            &fix.join("oracle.exe"),
+            &[os("--default-dirs"), os("--add-dll-dir"), bin.as_os_str(), os("--path"), bin.join("cudnn64_9.dll").as_os_str()],
+            &[&old],
+            Some(&old),
+        );
+        assert_eq!(l.version, Some(90500), "{}\n{}", l.stdout, l.stderr);
+        let s = WinSearch {
+            mode: Mode::DefaultDirs,
+            user_dirs: vec![bin.clone()],
+            cwd: Some(old.clone()),
+            ..WinSearch::standard(std::slice::from_ref(&old), None)
+        };
+        assert_eq!(s.find("cudnn_graph64_9.dll").map(|f| f.place), Some(Place::UserDir));
+        // Without it, the same process takes the current folder's.
+        let l = oracle_as(
+            &fix.join("oracle.exe"),
+            &[os("--add-dll-dir"), bin.as_os_str(), os("--path"), bin.join("cudnn64_9.dll").as_os_str()],
+            &[&old],
+            Some(&old),
+        );
+        assert_eq!(l.version, Some(90100), "{}", l.stdout);
+        let s = WinSearch { cwd: Some(old.clone()), ..WinSearch::standard(std::slice::from_ref(&old), None) };
+        assert_eq!(s.find("cudnn_graph64_9.dll").map(|f| f.place), Some(Place::CurrentDir));
+        // KnownDLLs: read from the registry where it exists (Wine has no such key); cuDNN and
+        // zlibwapi are on no list read.
+        let k = WinSearch::standard(&[], None);
+        eprintln!("KnownDLLs: {:?}", k.known_dlls);
+        for n in ["cudnn64_9.dll", "cudnn_graph64_9.dll", "zlibwapi.dll"] {
+            assert_ne!(k.is_known_dll(n), Some(true), "{n}");
+        }
     }
 
     /// A DLL whose VERSIONINFO differs from its siblings' in one folder on PATH: a problem

@@ -23,7 +23,9 @@ while IFS='|' read -r name source defines vi; do
   "$cc" -shared -O0 -o "$out/$name" "${objs[@]}" "$@"
 done <<'TABLE'
 disp9.dll|dispatcher.c|-DSUBLIB='"cudnn_graph64_9.dll"'|-
-disp8.dll|dispatcher.c|-DSUBLIB='"cudnn_ops_infer64_8.dll"'|8,9,4,25
+disp8.dll|dispatcher.c|-DSUBLIB='"cudnn_ops_infer64_8.dll"' -DZLIB|8,9,4,25
+disp9x.dll|dispatcher.c|-DSUBLIB='"cudnn_ext64_9.dll"'|-
+zlib64.dll|sublib.c|-DVERSION=1|1,2,13,0
 sub9_95.dll|sublib.c|-DVERSION=90500 -DMARKER='"cudnn_version_9_5_0_50_34937467_e0"'|-
 sub9_91.dll|sublib.c|-DVERSION=90100 -DMARKER='"cudnn_version_9_1_0_70_1_e0"'|-
 sub8_894.dll|sublib.c|-DVERSION=8904|8,9,4,25

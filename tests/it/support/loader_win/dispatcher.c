@@ -1,9 +1,15 @@
 /* A stub cuDNN dispatcher DLL: like cuDNN's, cudnnGetVersion loads its sub-library SUBLIB by
    bare name (LoadLibraryA: the standard search order) and reports that library's version;
-   when it cannot, it prints cuDNN's message and ends the process with code 9. */
+   when it cannot, it prints cuDNN's message and ends the process with code 9. With ZLIB, its
+   read-only data names zlibwapi.dll right after SUBLIB, as the real 8.9.4 / 9.5 dispatchers do
+   (the stub never loads it: the oracle's --load does, by the same bare name). */
 #include <windows.h>
 #include <stdio.h>
 #include <stddef.h>
+
+#ifdef ZLIB
+__attribute__((used)) const char stub_names[] = SUBLIB "\0zlibwapi.dll";
+#endif
 
 __declspec(dllexport) size_t cudnnGetVersion(void) {
     HMODULE h = LoadLibraryA(SUBLIB);
