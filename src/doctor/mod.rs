@@ -329,7 +329,14 @@ fn judge_active(o: &ProbeOutcome, v: &ViewRecord, name: &str, machine: &gpufit::
     let mut findings = Vec::new();
     let expected = Expected { entry_dir: v.entry_dir.clone(), version: v.cudnn_version.clone(), cuda_major: Some(v.cuda_major) };
     let mut c = check::classify(o, &expected);
-    c.add_misfits(&gpufit::judge(machine, &gpufit::Want::new(expected.version.clone(), &v.toolkit_version, v.cuda_major)));
+    // The GPU fit as apply and check judge it: by the code the entry's libraries carry (G1-G3).
+    let code = crate::store::entry::EntryMeta::read(&v.entry_dir).ok().map(|meta| meta.gpu_code_or_read(&v.entry_dir));
+    let fit =
+        gpufit::assess(machine, &gpufit::Want::new(expected.version.clone(), &v.toolkit_version, v.cuda_major).with_code(code), "this profile's runtime is");
+    c.add_misfits(&fit.misfits);
+    for nv in &fit.not_verified {
+        findings.push(Finding { rule: None, severity: Severity::Warning, message: format!("profile `{name}`: {}", nv.message), hint: Some(nv.hint.clone()) });
+    }
     // A shadowed dispatcher drags its sub-libraries along: "mixed" then says nothing new.
     let shadowed = c.has(ReasonKind::Shadowed);
     for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !(shadowed && r.kind == ReasonKind::MixedVersions)) {

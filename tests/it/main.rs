@@ -24,6 +24,7 @@ mod export;
 mod fetch_local;
 mod fetch_real;
 mod fs_faults;
+mod gpu_fit;
 mod home_format;
 mod hook;
 mod kernel;
