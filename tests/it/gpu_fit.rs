@@ -6,6 +6,8 @@
 //! The libraries are the test's gcc-built ELF objects with a `.nv_fatbin` section added by
 //! `objcopy`, holding containers in the layout the module documents (the real wheels'
 //! sections are read by `fatbin_real::`, `#[ignore]`d).
+// The fat binary tests need objcopy and ELF objects: Linux only.
+#![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
