@@ -10,11 +10,14 @@ and PTX (kind 1). The container layout is the one src/sys/fatbin.rs reads (16-by
 0xBA55ED50; entries with kind at 0, header size at 4, payload size at 8, arch at 28).
 
 Output: docs/fatbin-archs.tsv (derived data, no NVIDIA binary), one row per release and CUDA
-variant: project, version, member, member sha256 (RECORD's), SASS archs, PTX archs, entries.
+variant: project, version, member, the member's sha256 (as its wheel's RECORD writes it: urlsafe
+base64 without padding), SASS archs, PTX archs (10*major+minor), entries read.
 Rows already present are kept (the run resumes); `--only 9.11.0.98` limits it to releases given.
 
 Usage: scripts/derive-fatbin-archs.py [--only V ...]    (standard library only, python3 >= 3.8)
 """
+import base64
+import hashlib
 import importlib.util
 import io
 import os
@@ -104,7 +107,6 @@ def main():
             record = [n for n in z.namelist() if n.endswith(".dist-info/RECORD")]
             want = members.record_hashes(z, record[0]).get(pick.filename)
             data = z.read(pick.filename)
-            import base64, hashlib
             got = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
             if want != got:
                 sys.exit("derive-fatbin-archs: %s in %s does not match its RECORD hash" % (pick.filename, f["filename"]))
