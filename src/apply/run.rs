@@ -132,7 +132,7 @@ pub fn run(layout: &Layout, writer: &WriterLock, file: &Path, opts: &Options, pr
     // 5. GPU fit: a profile known not to run on this machine's driver or GPU is refused
     // before the plan: nothing is built, switched or recorded (`--force` skips this).
     if let Some(m) = &opts.machine {
-        gpu_fit(m, &desired, inputs.current.as_ref().map(|(n, _)| *n), opts.check.is_some())?;
+        gpu_fit(m, &desired, inputs.current.as_ref().map(|(n, _)| *n), opts.check.is_some(), reporter)?;
     }
     let current = inputs.current.as_ref();
     if plan::unchanged(current, &desired) {
@@ -189,18 +189,22 @@ pub fn run(layout: &Layout, writer: &WriterLock, file: &Path, opts: &Options, pr
 }
 
 /// Stage 5, GPU fit: refuses `desired` when one of its profiles is known not to run on
-/// `machine`'s driver or GPU ([`crate::check::gpufit::judge`]).
+/// `machine`'s driver or GPU ([`crate::check::gpufit::assess`], judged by the GPU code its
+/// store entry's libraries carry); warns through `reporter` where the fit is not verified.
 /// `current` and `checked` say what `--force` would do instead ([`crate::check::gpufit::Refusal`]).
-fn gpu_fit(machine: &crate::check::gpufit::Machine, desired: &Desired, current: Option<u64>, checked: bool) -> Result<(), Error> {
-    let refused: Vec<(String, Vec<crate::check::gpufit::Misfit>)> = desired
-        .views
-        .iter()
-        .filter_map(|v| {
-            let want = crate::check::gpufit::Want::new(v.cudnn_version.clone(), &v.toolkit_version, v.cuda_major);
-            let why = crate::check::gpufit::judge(machine, &want);
-            (!why.is_empty()).then(|| (v.name.clone(), why))
-        })
-        .collect();
+fn gpu_fit(machine: &crate::check::gpufit::Machine, desired: &Desired, current: Option<u64>, checked: bool, reporter: &mut dyn Reporter) -> Result<(), Error> {
+    let mut refused: Vec<(String, Vec<crate::check::gpufit::Misfit>)> = Vec::new();
+    for v in &desired.views {
+        let code = crate::store::entry::EntryMeta::read(&v.entry_dir).ok().map(|meta| meta.gpu_code_or_read(&v.entry_dir));
+        let want = crate::check::gpufit::Want::new(v.cudnn_version.clone(), &v.toolkit_version, v.cuda_major).with_code(code);
+        let fit = crate::check::gpufit::assess(machine, &want, "this profile's runtime is");
+        for nv in &fit.not_verified {
+            reporter.warning(&format!("warning: profile {}: {nv}", v.name));
+        }
+        if !fit.misfits.is_empty() {
+            refused.push((v.name.clone(), fit.misfits));
+        }
+    }
     if refused.is_empty() { Ok(()) } else { Err(crate::check::gpufit::Refusal { profiles: refused, current, checked }.into()) }
 }
 

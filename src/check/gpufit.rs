@@ -15,16 +15,24 @@
 //!   `.../cudnn/v9.5.0/...`, `.../cudnn/backend/v9.0.0/...`, `.../cudnn/archives/cudnn-891/...`,
 //!   `.../cudnn/archives/cudnn-895/...`): per cuDNN release and CUDA toolkit version of its
 //!   build, the driver floor and the compute capabilities. [`ARCH_TABLE`] holds only rows read
-//!   there; releases between two read pages that agree are covered by one row (9.0.0-9.10.2).
-//!   Not in the table because not verified: cuDNN 8.0-8.8, 8.9.6-8.9.7, 9.11-9.16 and 9.18+
-//!   (whether 9.11 already dropped Maxwell/Pascal, and where Volta went between 9.10.2 and
-//!   9.17.0, which lists 7.5 as its lowest). For those only the driver rule applies.
+//!   there; releases between two read pages that agree are covered by one row (9.0.0-9.5.1).
+//!
+//! The table is a cross-check (docs/decisions.md 8). What decides a GPU's fit is the code the
+//! set's libraries carry (docs/loader.md G1): the SASS and PTX architectures of their fat
+//! binaries ([`crate::sys::fatbin`]), recorded in the store entry when `store add` imported it
+//! ([`Want::with_code`]). Read that way for every cuDNN release on PyPI
+//! (`scripts/derive-fatbin-archs.py`, docs/fatbin-archs.tsv): 8.5-8.7 carry sm_35 (Kepler),
+//! 8.8-9.10 start at sm_50, 9.11 and later at sm_75 (Maxwell, Pascal and Volta dropped), and
+//! the cu12 builds carry sm_100/sm_120 from 9.7.0. Where neither the files nor a row tell
+//! (an entry whose libraries were not read, past the table's rows), each GPU is "not
+//! verified" (G3): a warning, exit 0, `"unknown"` in `--json`.
 //!
 //! Overrides, for planning and tests (like conda's `CONDA_OVERRIDE_CUDA`):
 //! `CUENV_OVERRIDE_DRIVER_CUDA=11.4` stands for the driver's CUDA version,
 //! `CUENV_OVERRIDE_COMPUTE_CAPABILITY=6.1` for every GPU's compute capability (one GPU when
 //! the probe saw none). Pure: the judgement reads nothing but its arguments.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
 
@@ -33,6 +41,7 @@ use serde::Serialize;
 use crate::cudnn::version::Version;
 use crate::error::{Diagnose, ExitCode};
 use crate::probe::Report;
+use crate::sys::fatbin::GpuCode;
 
 use crate::home::settings::{OVERRIDE_COMPUTE_CAPABILITY, OVERRIDE_DRIVER_CUDA};
 
@@ -79,7 +88,10 @@ pub struct ArchRow {
 }
 
 /// The cuDNN support-matrix rows cuenv knows (see the module documentation for what is left
-/// out). A profile whose cuDNN and runtime match no row gets no compute-capability verdict.
+/// out): a cross-check of what the libraries' own fat binaries carry (docs/decisions.md 8;
+/// unit test `every_row_agrees_with_the_fatbins_of_its_releases` against docs/fatbin-archs.tsv).
+/// A profile whose set's GPU code is unknown and whose cuDNN and runtime match no row is
+/// "not verified" for each GPU ([`NotVerified`]).
 pub const ARCH_TABLE: &[ArchRow] = &[
     ArchRow {
         cudnn: ([8, 9, 1], [8, 9, 5]),
@@ -98,8 +110,20 @@ pub const ARCH_TABLE: &[ArchRow] = &[
         driver_windows: Some("570.65"),
         source: "https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html",
     },
+    // The same page's rows for 9.10.2 with CUDA 11.x and 12.0-12.9 (Maxwell to Hopper, the family's driver floor).
     ArchRow {
-        cudnn: ([9, 0, 0], [9, 10, 2]),
+        cudnn: ([9, 10, 2], [9, 10, 2]),
+        cuda: ([11, 0], [12, 9]),
+        cc: ([5, 0], [9, 0]),
+        driver_linux: None,
+        driver_windows: None,
+        source: "https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html",
+    },
+    // Read on the 9.5.1 page; the 9.0.0 page (`.../cudnn/backend/v9.0.0/reference/support-matrix.html`)
+    // lists the same 5.0-9.0 for CUDA 11.0-12.3. Not past 9.5.1: from 9.7.0 the cu12 wheels carry
+    // sm_100/sm_120 (docs/fatbin-archs.tsv), which no page read here lists for those releases.
+    ArchRow {
+        cudnn: ([9, 0, 0], [9, 5, 1]),
         cuda: ([11, 0], [12, 9]),
         cc: ([5, 0], [9, 0]),
         driver_linux: None,
@@ -281,6 +305,19 @@ pub struct Want {
     pub cuda: MajorMinor,
     /// Whether the minor of `cuda` is known.
     pub cuda_minor_known: bool,
+    /// The GPU code the set's libraries carry (the store entry's record, docs/loader.md G1);
+    /// `None` where nobody read it.
+    pub code: Option<SetCode>,
+}
+
+/// The GPU code of a set: per library file name, the architectures its fat binary carries
+/// ([`crate::sys::fatbin`]); libraries without GPU code are absent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SetCode {
+    /// Library file name -> its code.
+    pub libraries: BTreeMap<String, GpuCode>,
+    /// Libraries whose fat binary could not be read (`name: why`).
+    pub unread: Vec<String>,
 }
 
 impl Want {
@@ -288,9 +325,16 @@ impl Want {
     pub fn new(cudnn: Version, cuda: &str, cuda_major: u64) -> Want {
         let parts: Vec<&str> = cuda.split('.').collect();
         match (parts.first().and_then(|m| m.parse::<u64>().ok()), parts.get(1).and_then(|m| m.parse::<u64>().ok())) {
-            (Some(ma), Some(mi)) if ma == cuda_major || cuda_major == 0 => Want { cudnn, cuda: MajorMinor(ma, mi), cuda_minor_known: true },
-            _ => Want { cudnn, cuda: MajorMinor(cuda_major, 0), cuda_minor_known: false },
+            (Some(ma), Some(mi)) if ma == cuda_major || cuda_major == 0 => Want { cudnn, cuda: MajorMinor(ma, mi), cuda_minor_known: true, code: None },
+            _ => Want { cudnn, cuda: MajorMinor(cuda_major, 0), cuda_minor_known: false, code: None },
         }
+    }
+
+    /// The same want, judged by the GPU code of its set (`(libraries, unread)` as
+    /// [`crate::store::entry::EntryMeta::gpu_code_or_read`] returns them).
+    pub fn with_code(mut self, code: Option<(BTreeMap<String, GpuCode>, Vec<String>)>) -> Want {
+        self.code = code.map(|(libraries, unread)| SetCode { libraries, unread });
+        self
     }
 
     fn cuda_shown(&self) -> String {
@@ -325,6 +369,58 @@ impl fmt::Display for Misfit {
     }
 }
 
+/// Why the fit of a profile to a GPU could not be decided (docs/decisions.md 8): a warning,
+/// never a refusal; `"unknown"` in `--json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotVerified {
+    /// What is not known, naming the GPU and the release.
+    pub message: String,
+    /// What to do to know it.
+    pub hint: String,
+}
+
+impl fmt::Display for NotVerified {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.message, self.hint)
+    }
+}
+
+/// The verdict on a profile's GPU fit, for `--json`: `fits`, `misfit` or `unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GpuVerdict {
+    /// Every GPU runs the set (its libraries' code, or the table's row).
+    Fits,
+    /// Some fact rules the profile out ([`Misfit`]).
+    Misfit,
+    /// Neither the libraries' code nor a table row told (a [`NotVerified`]).
+    Unknown,
+}
+
+/// What [`assess`] found: the misfits (each rules the profile out) and what it could not verify.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fit {
+    /// Reasons the profile cannot run here.
+    pub misfits: Vec<Misfit>,
+    /// GPUs whose fit is not verified.
+    pub not_verified: Vec<NotVerified>,
+    /// Whether any GPU was judged (none known: no GPU verdict at all).
+    pub judged_gpus: bool,
+}
+
+impl Fit {
+    /// `None` when no GPU and no driver fact was judged.
+    pub fn verdict(&self) -> Option<GpuVerdict> {
+        if !self.misfits.is_empty() {
+            Some(GpuVerdict::Misfit)
+        } else if !self.not_verified.is_empty() {
+            Some(GpuVerdict::Unknown)
+        } else {
+            self.judged_gpus.then_some(GpuVerdict::Fits)
+        }
+    }
+}
+
 fn ver3(v: &Version) -> [u64; 3] {
     [v.major(), v.minor(), v.patch()]
 }
@@ -337,13 +433,22 @@ fn release_lt(a: &str, b: &str) -> bool {
 
 /// The reasons `want` cannot run on `m`; empty when it fits or nothing is known.
 pub fn judge(m: &Machine, want: &Want) -> Vec<Misfit> {
-    judge_as(m, want, "this profile's runtime is")
+    assess(m, want, "this profile's runtime is").misfits
 }
 
 /// [`judge`], naming the CUDA side of `want` as `subject` (`"this profile's runtime is"`,
 /// `"it was built for CUDA"`).
 pub fn judge_as(m: &Machine, want: &Want, subject: &str) -> Vec<Misfit> {
-    let mut out = Vec::new();
+    assess(m, want, subject).misfits
+}
+
+/// The whole verdict on `want` running on `m` (docs/loader.md G1-G4): the driver against the
+/// runtime's CUDA major and the family's floor; then each GPU against the code the set's
+/// libraries carry (G1, the files decide), else against [`ARCH_TABLE`]'s row (G2), else
+/// "not verified" (G3). `subject` names the CUDA side in messages (see [`judge_as`]).
+pub fn assess(m: &Machine, want: &Want, subject: &str) -> Fit {
+    let mut fit = Fit::default();
+    let out = &mut fit.misfits;
     let windows = cfg!(windows);
     let floor = driver_floor(want.cuda.0);
     // `R525 or newer (>= 525.60.13)`.
@@ -362,7 +467,7 @@ pub fn judge_as(m: &Machine, want: &Want, subject: &str) -> Vec<Misfit> {
             message: format!("{} supports CUDA <= {d}; {subject} {}", m.driver_said(), want.cuda_shown()),
             hint: format!("{update}, or use a CUDA {} profile", d.0),
         });
-        return out;
+        return fit;
     }
     // 2. The driver release against the family's floor, where NVML told it.
     if let (Some(rel), Some(f)) = (m.driver_release.as_deref(), floor) {
@@ -375,13 +480,15 @@ pub fn judge_as(m: &Machine, want: &Want, subject: &str) -> Vec<Misfit> {
                 message: format!("the driver {rel} is older than {need}, the oldest that runs CUDA {} runtimes", want.cuda.0),
                 hint: format!("update the driver to {}", floor_words(f)),
             });
-            return out;
+            return fit;
         }
     }
-    // 3. The GPUs against the support matrix of this cuDNN and runtime.
+    // 3. The GPUs against the code the libraries carry, else the support matrix's row.
     if m.gpus.is_empty() {
-        return out;
+        return fit;
     }
+    fit.judged_gpus = true;
+    let out = &mut fit.misfits;
     let v = ver3(&want.cudnn);
     let mut rows: Vec<&ArchRow> = ARCH_TABLE
         .iter()
@@ -391,18 +498,90 @@ pub fn judge_as(m: &Machine, want: &Want, subject: &str) -> Vec<Misfit> {
             if want.cuda_minor_known { r.cuda.0 <= c && c <= r.cuda.1 } else { r.cuda.0[0] <= c[0] && c[0] <= r.cuda.1[0] }
         })
         .collect();
-    if rows.is_empty() {
-        return out;
-    }
     // A row that needs no more than the family's driver floor is tried first.
     rows.sort_by_key(|r| r.driver_linux.is_some() || r.driver_windows.is_some());
+    let said = if m.overridden.contains(&OVERRIDE_COMPUTE_CAPABILITY) { format!(" (set by {OVERRIDE_COMPUTE_CAPABILITY})") } else { String::new() };
+    let code = want.code.as_ref().filter(|c| !c.libraries.is_empty());
     for g in &m.gpus {
         let cc = [g.compute_capability.0, g.compute_capability.1];
         let fits = |r: &&ArchRow| r.cc.0 <= cc && cc <= r.cc.1;
+        // G1: the files decide. Every library that carries GPU code must carry some this GPU runs.
+        if let Some(code) = code {
+            let (ma, mi) = (g.compute_capability.0, g.compute_capability.1);
+            let lacking: Vec<(&String, &GpuCode)> = code.libraries.iter().filter(|(_, c)| !c.runs_on(ma, mi)).collect();
+            if let Some((lib, c)) = lacking.first() {
+                let lowest = c.sass.iter().chain(&c.ptx).min().copied().unwrap_or(0);
+                let old = u64::from(lowest) > ma * 10 + mi;
+                let more = if lacking.len() > 1 {
+                    format!(" (and {} more: {})", lacking.len() - 1, lacking[1..].iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "))
+                } else {
+                    String::new()
+                };
+                out.push(Misfit {
+                    kind: MisfitKind::UnsupportedGpu,
+                    message: format!(
+                        "GPU {} {} has compute capability {}{said}; cuDNN {}'s {lib} carries {}, none of which runs on it{more} (this GPU is too {})",
+                        g.index,
+                        g.name,
+                        g.compute_capability,
+                        want.cudnn,
+                        c.describe(),
+                        if old { "old" } else { "new" }
+                    ),
+                    hint: format!(
+                        "use a profile with {} (the architectures are read from the libraries' fat binaries)",
+                        if old {
+                            "a cuDNN release whose libraries still carry code for it"
+                        } else {
+                            "a newer cuDNN (and CUDA runtime) whose libraries carry code for it"
+                        }
+                    ),
+                });
+                continue;
+            }
+            // Runs only by the driver JIT-compiling PTX, and no row of NVIDIA's matrix says it is supported.
+            if let Some((lib, c)) = code.libraries.iter().find(|(_, c)| c.only_jit(ma, mi))
+                && !rows.iter().any(fits)
+            {
+                fit.not_verified.push(NotVerified {
+                    message: format!(
+                        "not verified for this GPU: GPU {} {} (compute capability {}{said}) can run cuDNN {}'s {lib} ({}) only by JIT-compiling its PTX, and cuenv's table has no row of NVIDIA's support matrix that lists it",
+                        g.index,
+                        g.name,
+                        g.compute_capability,
+                        want.cudnn,
+                        c.describe()
+                    ),
+                    hint: "run `cuenv check` with a convolution (check = \"conv\") to see it work, or use a cuDNN release built for this GPU".into(),
+                });
+            }
+            if !code.unread.is_empty() {
+                fit.not_verified.push(NotVerified {
+                    message: format!("not verified for this GPU: the GPU code of {} could not be read", code.unread.join("; ")),
+                    hint: "re-import the release with `cuenv store add` (a damaged file is named by `cuenv store verify`)".into(),
+                });
+            }
+        } else if rows.is_empty() {
+            // G3: no reading of the files and no row: say so, never "fine" (decisions.md 8).
+            fit.not_verified.push(NotVerified {
+                message: format!(
+                    "not verified for this GPU: GPU {} {} (compute capability {}{said}) with cuDNN {} for CUDA {}: the libraries' GPU code was not read and cuenv's table of NVIDIA's support matrix has no row for this release",
+                    g.index,
+                    g.name,
+                    g.compute_capability,
+                    want.cudnn,
+                    want.cuda_shown()
+                ),
+                hint: format!("re-add the release with `cuenv store add` (it reads the architectures its libraries carry), or see NVIDIA's support matrix for cuDNN {}", want.cudnn),
+            });
+            continue;
+        }
         let Some(row) = rows.iter().copied().find(fits) else {
+            if code.is_some() || rows.is_empty() {
+                continue;
+            }
             let lo = rows.iter().map(|r| r.cc.0).min().unwrap_or([0, 0]);
             let hi = rows.iter().map(|r| r.cc.1).max().unwrap_or([0, 0]);
-            let said = if m.overridden.contains(&OVERRIDE_COMPUTE_CAPABILITY) { format!(" (set by {OVERRIDE_COMPUTE_CAPABILITY})") } else { String::new() };
             let (too, what) =
                 if cc < lo { ("old", "a cuDNN release that still supports it") } else { ("new", "a newer cuDNN (and CUDA runtime) that supports it") };
             out.push(Misfit {
@@ -442,7 +621,7 @@ pub fn judge_as(m: &Machine, want: &Want, subject: &str) -> Vec<Misfit> {
             });
         }
     }
-    out
+    fit
 }
 
 /// `apply` refuses profiles that cannot run here (`--force` overrides).
@@ -560,8 +739,96 @@ mod tests {
             let m = judge(&machine(Some("13.0"), None, &[cc]), &want("9.17.0", "13.0"));
             assert!(m[0].message.contains("supports 7.5 to 12.0 (this GPU is too old)"), "{}", m[0]);
         }
-        // A release the table does not cover gets no GPU verdict.
-        assert!(judge(&machine(Some("13.0"), None, &["6.1"]), &want("9.12.0", "13.0")).is_empty());
+        // A release the table does not cover, whose files were not read: not verified (G3),
+        // never silence and never a refusal.
+        let fit = assess(&machine(Some("13.0"), None, &["6.1"]), &want("9.12.0", "13.0"), "x");
+        assert!(fit.misfits.is_empty(), "{fit:?}");
+        assert_eq!(fit.verdict(), Some(GpuVerdict::Unknown));
+        assert!(
+            fit.not_verified[0].message.starts_with("not verified for this GPU: GPU 0 G (compute capability 6.1) with cuDNN 9.12.0 for CUDA 13.0"),
+            "{:?}",
+            fit.not_verified
+        );
+        assert!(fit.not_verified[0].hint.contains("cuenv store add"), "{:?}", fit.not_verified);
+        // Within the table: fits, and says so.
+        assert_eq!(assess(&machine(Some("12.6"), None, &["6.1"]), &want("9.5.0", "12.6"), "x").verdict(), Some(GpuVerdict::Fits));
+        // No GPU known: no GPU verdict.
+        assert_eq!(assess(&machine(Some("12.6"), None, &[]), &want("9.12.0", "12.6"), "x").verdict(), None);
+    }
+
+    fn code(libs: &[(&str, &[u32], &[u32])]) -> Option<(BTreeMap<String, GpuCode>, Vec<String>)> {
+        Some((libs.iter().map(|(n, s, p)| (n.to_string(), GpuCode { sass: s.to_vec(), ptx: p.to_vec() })).collect(), Vec::new()))
+    }
+
+    #[test]
+    fn the_libraries_code_decides_before_the_table() {
+        // 9.12's cnn as read from the real cu13 wheel: sm_75 and up. Pascal cannot run it
+        // although no row of the table covers 9.12.
+        let w = want("9.12.0", "13.0").with_code(code(&[("libcudnn_cnn.so.9", &[75, 80, 86, 90, 100, 120], &[120]), ("libcudnn_ops.so.9", &[75, 90], &[])]));
+        let fit = assess(&machine(Some("13.0"), None, &["6.1"]), &w, "x");
+        assert_eq!(fit.misfits.len(), 1, "{fit:?}");
+        assert_eq!(fit.misfits[0].kind, MisfitKind::UnsupportedGpu);
+        assert_eq!(
+            fit.misfits[0].message,
+            "GPU 0 G has compute capability 6.1; cuDNN 9.12.0's libcudnn_cnn.so.9 carries SASS sm_75 to sm_120 (6 architectures), PTX compute_120, none of which runs on it (and 1 more: libcudnn_ops.so.9) (this GPU is too old)"
+        );
+        // Turing runs it: fits with no row at all.
+        assert_eq!(assess(&machine(Some("13.0"), None, &["7.5"]), &w, "x").verdict(), Some(GpuVerdict::Fits));
+        // The files win over the table: 9.17.0's row starts at 7.5, a 9.17 set carrying sm_70 runs on Volta.
+        let volta = want("9.17.0", "13.0").with_code(code(&[("libcudnn_cnn.so.9", &[70, 75], &[])]));
+        assert!(judge(&machine(Some("13.0"), None, &["7.0"]), &volta).is_empty());
+        // Only through PTX JIT, and no row lists the GPU: not verified.
+        let jit = want("9.5.0", "12.6").with_code(code(&[("libcudnn_cnn.so.9", &[50, 90], &[90])]));
+        let fit = assess(&machine(Some("12.8"), None, &["12.0"]), &jit, "x");
+        assert!(fit.misfits.is_empty(), "{fit:?}");
+        assert!(fit.not_verified[0].message.contains("only by JIT-compiling its PTX"), "{fit:?}");
+        // A set without any GPU code (stand-in files) is judged by the table.
+        let none = want("9.5.0", "12.6").with_code(Some((BTreeMap::new(), Vec::new())));
+        assert_eq!(judge(&machine(Some("12.8"), None, &["12.0"]), &none)[0].kind, MisfitKind::UnsupportedGpu);
+    }
+
+    /// docs/fatbin-archs.tsv (scripts/derive-fatbin-archs.py: the fat binary of one library of
+    /// every cuDNN release on PyPI) against [`ARCH_TABLE`]: each release a row covers (cuDNN
+    /// range, CUDA variant) has SASS from the row's lowest compute capability up to its highest
+    /// major; every row covers some release. Lists the releases past the table's rows.
+    #[test]
+    fn every_row_agrees_with_the_fatbins_of_its_releases() {
+        let tsv = include_str!("../../docs/fatbin-archs.tsv");
+        let mut covered = vec![0usize; ARCH_TABLE.len()];
+        let mut past = Vec::new();
+        for line in tsv.lines().skip(1).filter(|l| !l.trim().is_empty()) {
+            let f: Vec<&str> = line.split('\t').collect();
+            let variant: u64 = f[0].rsplit("-cu").next().unwrap().parse().unwrap();
+            let v: Version = f[1].parse().unwrap();
+            let sass: Vec<u32> = f[4].split(',').filter(|x| !x.is_empty()).map(|x| x.parse().unwrap()).collect();
+            let (lo, hi) = (*sass.iter().min().unwrap(), *sass.iter().max().unwrap());
+            let rows: Vec<usize> = (0..ARCH_TABLE.len())
+                .filter(|&i| {
+                    let r = &ARCH_TABLE[i];
+                    r.cudnn.0 <= ver3(&v) && ver3(&v) <= r.cudnn.1 && r.cuda.0[0] <= variant && variant <= r.cuda.1[0]
+                })
+                .collect();
+            if rows.is_empty() {
+                past.push(format!("{} {}", f[0], f[1]));
+                continue;
+            }
+            let agrees = |r: &ArchRow| r.cc.0 == [u64::from(lo) / 10, u64::from(lo) % 10] && r.cc.1[0] == u64::from(hi) / 10;
+            assert!(
+                rows.iter().any(|&i| agrees(&ARCH_TABLE[i])),
+                "{} {}: the libraries carry SASS sm_{lo} to sm_{hi}; the table's rows say {:?}",
+                f[0],
+                f[1],
+                rows.iter().map(|&i| (ARCH_TABLE[i].cc, ARCH_TABLE[i].source)).collect::<Vec<_>>()
+            );
+            for i in rows {
+                covered[i] += 1;
+            }
+        }
+        for (i, n) in covered.iter().enumerate() {
+            assert!(*n > 0, "row {:?} covers no release of docs/fatbin-archs.tsv", ARCH_TABLE[i]);
+        }
+        assert!(past.len() > 40, "{past:?}");
+        eprintln!("past the table's rows (judged by their files only): {}", past.join(", "));
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
         }
     }
     if ctx.verbose {
-        for n in pc.result.notes.iter().filter(|n| !matches!(NoteKind::of(n), Some(NoteKind::Incomplete | NoteKind::Damaged))) {
+        for n in pc.result.notes.iter().filter(|n| !matches!(NoteKind::of(n), Some(NoteKind::Incomplete | NoteKind::Damaged | NoteKind::NotVerified))) {
             writeln!(ctx.out(), "    note: {n}");
         }
     }
@@ -63,6 +63,9 @@ pub fn print_check(ctx: &Ctx, pc: &ProfileCheck, json: bool) {
 struct CheckJson<'a> {
     generation: u64,
     profiles: &'a [ProfileCheck],
+    /// Profiles not checked (`check = "none"`), named or with `--require-gpu`: profile -> why.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    skipped: std::collections::BTreeMap<&'a str, String>,
 }
 
 /// `cuenv check [PROFILE...]`: checks the current generation's profiles.
@@ -90,8 +93,17 @@ pub fn check(ctx: &Ctx, profiles: &[String], timeout: u64, require_gpu: bool, js
     });
     progress.finish();
     let results = results?;
+    // A profile whose check is `none` is said to be skipped, and why, when it was named or a
+    // GPU was required (else a silent run would look like a pass).
+    let skipped: std::collections::BTreeMap<&str, String> =
+        if !profiles.is_empty() || require_gpu { profile_check::skipped(&m, profiles).collect() } else { Default::default() };
+    if !json {
+        for (p, why) in &skipped {
+            writeln!(ctx.out(), "check {p}: {why}");
+        }
+    }
     if json {
-        ctx.print_json_sorted(&CheckJson { generation: n, profiles: &results });
+        ctx.print_json_sorted(&CheckJson { generation: n, profiles: &results, skipped });
     }
     if profile_check::acceptable(&results, require_gpu) {
         return Ok(ExitCode::Success);

@@ -48,6 +48,9 @@ pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
                 }
                 None => writeln!(ctx.out(), "    check     not run (`cuenv check`)"),
             }
+            if let Some(why) = &p.runtime_missing {
+                writeln!(ctx.out(), "    runtime   missing: {why}");
+            }
             for h in p.links.iter().chain(&p.shims) {
                 if ctx.verbose || !h.ok() {
                     writeln!(ctx.out(), "    {:<9} {}", if h.ok() { &State::Ok } else { &h.state }, h.path.display());

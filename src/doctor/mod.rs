@@ -32,6 +32,9 @@ pub mod pid;
 pub mod scripts;
 mod search_path;
 pub mod winsearch;
+mod wording;
+
+use wording::{hint_for, model_beside_check, odd_files};
 
 pub use origin::{framework_copies, origin};
 
@@ -342,7 +345,14 @@ fn judge_active(o: &ProbeOutcome, v: &ViewRecord, name: &str, machine: &gpufit::
     let mut findings = Vec::new();
     let expected = Expected { entry_dir: v.entry_dir.clone(), version: v.cudnn_version.clone(), cuda_major: Some(v.cuda_major) };
     let mut c = check::classify(o, &expected);
-    c.add_misfits(&gpufit::judge(machine, &gpufit::Want::new(expected.version.clone(), &v.toolkit_version, v.cuda_major)));
+    // The GPU fit as apply and check judge it: by the code the entry's libraries carry (G1-G3).
+    let code = crate::store::entry::EntryMeta::read(&v.entry_dir).ok().map(|meta| meta.gpu_code_or_read(&v.entry_dir));
+    let fit =
+        gpufit::assess(machine, &gpufit::Want::new(expected.version.clone(), &v.toolkit_version, v.cuda_major).with_code(code), "this profile's runtime is");
+    c.add_misfits(&fit.misfits);
+    for nv in &fit.not_verified {
+        findings.push(Finding { rule: None, severity: Severity::Warning, message: format!("profile `{name}`: {}", nv.message), hint: Some(nv.hint.clone()) });
+    }
     // A shadowed dispatcher drags its sub-libraries along: "mixed" then says nothing new.
     let shadowed = c.has(ReasonKind::Shadowed);
     for r in c.reasons.iter().filter(|r| r.kind.is_failure() && !(shadowed && r.kind == ReasonKind::MixedVersions)) {
@@ -416,40 +426,6 @@ fn judge_own_folder(o: &ProbeOutcome, l: &Loaded, d: &Path, major: u64, machine:
         }
     }
     findings
-}
-
-/// What the loader model ([`loader::folder_versions`]: the releases the files of the
-/// dispatcher's folder tell) says beside a failed version check of cuDNN `major` loaded from
-/// `d`, as the end of the sentence: the check is an observation, so where the model saw
-/// one release it is overruled (docs/decisions.md 7, docs/loader.md C2).
-fn model_beside_check(d: &Path, major: u64) -> String {
-    let Some(dir) = d.parent() else { return String::new() };
-    let found = loader::folder_versions(dir, major);
-    let list = |f: &[(Version, Vec<String>)]| f.iter().map(|(v, n)| format!("{v}: {}", n.join(", "))).collect::<Vec<_>>().join("; ");
-    match found.len() {
-        0 => format!("; the files in the dispatcher's folder {} tell no release, so they show no mismatch: cuDNN's own check wins", dir.display()),
-        1 => format!(
-            "; the files in the dispatcher's folder {} that tell their release all say {} (the others tell none; a sub-library from another folder is not among them): cuDNN's own check wins",
-            dir.display(),
-            found[0].0
-        ),
-        _ => format!("; the files' own versions say so too ({})", list(&found)),
-    }
-}
-
-/// The files of the folder of the dispatcher `d` that are of another release than most, in
-/// words (`libcudnn_ops_train.so.8 (8.9.2)`), when the files tell two or more releases
-/// ([`loader::folder_versions`]); the release with the most files, the dispatcher's own
-/// breaking a tie, counts as the folder's.
-fn odd_files(d: &Path, major: u64) -> Option<String> {
-    let found = loader::folder_versions(d.parent()?, major);
-    if found.len() < 2 {
-        return None;
-    }
-    let own = loader::file_version(d);
-    let main = found.iter().max_by_key(|(v, files)| (files.len(), own.as_ref().is_some_and(|o| loader::same_release(o, v))))?;
-    let odd: Vec<String> = found.iter().filter(|(v, _)| v != &main.0).flat_map(|(v, files)| files.iter().map(move |f| format!("{f} ({v})"))).collect();
-    Some(odd.join(", "))
 }
 
 /// The sub-libraries of the set loaded from `d` that nothing verifies: no version check of
@@ -680,26 +656,4 @@ fn unreachable_majors(asked: &[u64], loaded: &[Loaded], search_path: &[SearchDir
         });
     }
     out
-}
-
-/// What to do about a failed load of cuDNN `major` found without a profile.
-fn hint_for(kind: ReasonKind, major: u64, search_var: &str) -> String {
-    match kind {
-        ReasonKind::MixedVersions => {
-            format!("keep every cuDNN {major} library of one release in one folder, or let a cuenv profile provide them (`cuenv apply`, then activate it)")
-        }
-        ReasonKind::SubLibraryMismatch => format!(
-            "keep every cuDNN {major} library of one release in one folder: replace the sub-library the check names (and whatever came with it) with its release's own copy"
-        ),
-        ReasonKind::WrongCudaMajor => {
-            "put the CUDA runtime of the major this cuDNN was built for ahead of the others, or use a cuDNN built for the runtime you have".into()
-        }
-        ReasonKind::MissingLibrary => {
-            format!("put the folder that holds it on {search_var} (a cuenv profile's activation puts the profile's CUDA runtime there), or install it")
-        }
-        ReasonKind::Crash | ReasonKind::Timeout | ReasonKind::BadReport => {
-            "`cuenv doctor --json` shows the probe's output (what cuDNN printed before it ended)".into()
-        }
-        _ => "`cuenv doctor --json` shows the probe's full report".into(),
-    }
 }

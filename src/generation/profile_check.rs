@@ -30,6 +30,10 @@ pub struct ProfileCheck {
     pub result: CheckResult,
     /// Wall time of the probe process in milliseconds.
     pub elapsed_ms: u64,
+    /// The GPU-fit verdict (`fits`, `misfit`, `unknown`: not verified, docs/loader.md G3);
+    /// absent when no GPU was known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<gpufit::GpuVerdict>,
 }
 
 /// `generations/<N>/check.json`.
@@ -84,11 +88,13 @@ pub enum NoteKind {
     /// The profile's own conda shim (the one the check runs) is missing or no longer what
     /// the generation wrote.
     Damaged,
+    /// The profile's fit to a GPU could not be verified (docs/loader.md G3).
+    NotVerified,
 }
 
 impl NoteKind {
     /// Every kind.
-    pub const ALL: [NoteKind; 3] = [NoteKind::Incomplete, NoteKind::Unrun, NoteKind::Damaged];
+    pub const ALL: [NoteKind; 4] = [NoteKind::Incomplete, NoteKind::Unrun, NoteKind::Damaged, NoteKind::NotVerified];
 
     /// The text a note of this kind starts with.
     pub fn lead(self) -> &'static str {
@@ -96,6 +102,7 @@ impl NoteKind {
             NoteKind::Incomplete => "incomplete set:",
             NoteKind::Unrun => "other shell:",
             NoteKind::Damaged => "damaged shim:",
+            NoteKind::NotVerified => "not verified for this GPU:",
         }
     }
 
@@ -148,6 +155,20 @@ pub fn to_check<'a>(m: &'a Manifest, only: &'a [String]) -> impl Iterator<Item =
     m.profiles.iter().filter(move |v| v.check != Check::None && (only.is_empty() || only.contains(&v.name)))
 }
 
+/// The profiles of `m` that [`run`] skips because their `check` is `none`: those named in
+/// `only` (all when empty), with the sentence `check` prints for each.
+pub fn skipped<'a>(m: &'a Manifest, only: &'a [String]) -> impl Iterator<Item = (&'a str, String)> + 'a {
+    m.profiles.iter().filter(move |v| v.check == Check::None && (only.is_empty() || only.contains(&v.name))).map(|v| {
+        (
+            v.name.as_str(),
+            format!(
+                "skipped: its profile says check = \"none\", so nothing was loaded or run for it (no GPU was required of it); set check = \"load\" or \"conv\" in profile {} of the lab file and re-apply to check it",
+                v.name
+            ),
+        )
+    })
+}
+
 /// Checks the profiles of manifest `m` named in `only` (all when empty), skipping those
 /// with `check = "none"`. Calls `on_result` after each profile.
 pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_result: &mut dyn FnMut(&ProfileCheck)) -> Vec<ProfileCheck> {
@@ -160,6 +181,7 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
             version: view.cudnn_version.clone(),
             cuda_major: Some(view.cuda_major),
         };
+        let mut gpu = None;
         let pc = match profile_env(layout, m.link_mode, view, &opts.base_env) {
             Ok(env) => {
                 let outcome = check::run_probe(&opts.exe, &env, major, view.check == Check::Conv, opts.timeout);
@@ -167,7 +189,13 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                 let mut result = check::classify(&outcome, &expected);
                 // Driver and GPU fit: which fact rules the profile out on this machine.
                 let machine = gpufit::Machine::from_report(outcome.report.as_ref(), &opts.overrides);
-                result.add_misfits(&gpufit::judge(&machine, &gpufit::Want::new(expected.version.clone(), &view.toolkit_version, view.cuda_major)));
+                // The set's GPU code: the entry's record (read on demand for older entries).
+                let code = crate::store::entry::EntryMeta::read(&view.entry_dir).ok().map(|meta| meta.gpu_code_or_read(&view.entry_dir));
+                let want = gpufit::Want::new(expected.version.clone(), &view.toolkit_version, view.cuda_major).with_code(code);
+                let fit = gpufit::assess(&machine, &want, "this profile's runtime is");
+                result.add_misfits(&fit.misfits);
+                result.notes.extend(fit.not_verified.iter().map(|nv| nv.to_string()));
+                gpu = fit.verdict();
                 // nvJitLink against its users in the profile's folders (F3; the probe loads
                 // neither).
                 let var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" };
@@ -190,7 +218,7 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                         if cfg!(windows) { ".bat" } else { ".sh" }
                     ));
                 }
-                ProfileCheck { profile: view.name.clone(), check: view.check, result, elapsed_ms }
+                ProfileCheck { profile: view.name.clone(), check: view.check, result, elapsed_ms, gpu }
             }
             Err(e) => ProfileCheck {
                 profile: view.name.clone(),
@@ -202,6 +230,7 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                     report: None,
                 },
                 elapsed_ms: 0,
+                gpu,
             },
         };
         on_result(&pc);
@@ -335,6 +364,7 @@ mod tests {
             check: Check::Load,
             result: CheckResult { status: CheckStatus::NoGpu, reasons: vec![], notes: vec![], report: Some(report) },
             elapsed_ms: 41,
+            gpu: None,
         };
         assert_eq!(summary(&pc), "torch2: no-gpu (cuDNN 9.5.0 for CUDA 12.6, 41 ms)");
     }

@@ -114,6 +114,33 @@ pub struct ProfileStatus {
     pub links: Vec<Health>,
     /// The profile's conda shims, then the stray cuenv shims in its conda env (`stray`).
     pub shims: Vec<Health>,
+    /// Set when the toolkit root's runtime folder no longer holds a CUDA runtime of the
+    /// generation's CUDA major ([`runtime_lost`]): what is missing and what to do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_missing: Option<String>,
+}
+
+/// Whether `folder` holds a CUDA runtime of CUDA `major`, by file name only (no library is
+/// read or loaded): `libcudart.so.<major>[.*]` on Linux, `cudart64_<major>*.dll` on Windows
+/// (CUDA 11's is `cudart64_110.dll`; docs/facts.md §1). `None` when it does; else the sentence
+/// `status` prints: the folder, the runtime it lacks and the fix (re-apply, which picks the
+/// toolkit root again, or point `[toolkits]` at a root that has it).
+pub fn runtime_lost(folder: &std::path::Path, major: u64, windows: bool, toolkit_version: &str) -> Option<String> {
+    let (prefix, want) = if windows {
+        (format!("cudart64_{major}"), format!("cudart64_{major}*.dll"))
+    } else {
+        (format!("libcudart.so.{major}"), format!("libcudart.so.{major}"))
+    };
+    let has = std::fs::read_dir(folder).into_iter().flatten().flatten().any(|e| {
+        let n = e.file_name().to_string_lossy().to_lowercase();
+        n.starts_with(&prefix) && (!windows || n.ends_with(".dll")) && (windows || n.len() == prefix.len() || n.as_bytes()[prefix.len()] == b'.')
+    });
+    (!has).then(|| {
+        format!(
+            "{} no longer holds {want}, the CUDA {major} runtime this generation recorded for CUDA {toolkit_version} (the toolkit root was changed or upgraded in place): run `cuenv apply` again so it picks a toolkit root that has one, or fix the root",
+            folder.display()
+        )
+    })
 }
 
 /// The whole report (JSON keys in the order `status --json` always printed them).
@@ -279,12 +306,14 @@ pub fn status(layout: &Layout) -> Result<Status, generation::Error> {
                 cudnn: format!("{} ({})", p.cudnn_version, p.entry_dir.display()),
                 toolkit: format!("{} ({})", p.toolkit_version, p.toolkit_root.display()),
                 check: checks.as_ref().and_then(|c| c.profiles.iter().find(|c| c.profile == p.name)).cloned(),
+                runtime_missing: runtime_lost(&p.cuda_lib, p.cuda_major, cfg!(windows), &p.toolkit_version),
                 links,
                 shims,
             });
         }
     }
-    let healthy = !active_dangling && profiles.iter().all(|p| p.links.iter().all(Health::ok) && p.shims.iter().all(|h| h.state == State::Ok));
+    let healthy = !active_dangling
+        && profiles.iter().all(|p| p.runtime_missing.is_none() && p.links.iter().all(Health::ok) && p.shims.iter().all(|h| h.state == State::Ok));
     Ok(Status { active, active_dangling, generation: cur, healthy, interrupted_switch, profiles, source, listed_shims })
 }
 

@@ -15,6 +15,7 @@ use super::detect::EntryLayout;
 use super::extract::{Item, SourceKind};
 use crate::cudnn::platform::Platform;
 use crate::cudnn::version::Version;
+use crate::sys::fatbin::{self, GpuCode};
 use crate::sys::sha256::Sha256;
 
 /// The file name of the metadata file at the root of every store entry.
@@ -111,6 +112,14 @@ pub struct EntryMeta {
     /// `--allow-incomplete` ([`crate::store::detect::required_set`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub incomplete: Vec<String>,
+    /// The GPU architectures each library carries code for, read from its fat binary when
+    /// `store add` imported it ([`crate::sys::fatbin`]; libraries without one are left out).
+    /// `None` in entries added before cuenv recorded it: read on demand ([`EntryMeta::gpu_code_or_read`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_code: Option<BTreeMap<String, GpuCode>>,
+    /// Libraries whose fat binary could not be read, with why (their GPU fit is not verified).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_code_unread: Vec<String>,
     /// Where `bin`, `lib` and `include` are inside the entry.
     pub layout: EntryLayout,
     /// The input it was imported from.
@@ -131,12 +140,50 @@ impl EntryMeta {
         self.files.iter().filter_map(|f| f.size).sum()
     }
 
+    /// The folder of the entry's shared libraries, relative to the entry (`bin` on Windows,
+    /// `lib` elsewhere, as `layout` records).
+    pub fn library_folder(&self) -> String {
+        if self.platform.is_windows() { self.layout.bin.clone() } else { self.layout.lib.clone() }.unwrap_or_else(|| "lib".into())
+    }
+
+    /// The GPU code of the entry at `dir`: what `entry.toml` recorded, else (an entry added
+    /// before cuenv recorded it) read now from its libraries. Second: the libraries whose fat
+    /// binary could not be read, each with why.
+    pub fn gpu_code_or_read(&self, dir: &Path) -> (BTreeMap<String, GpuCode>, Vec<String>) {
+        match &self.gpu_code {
+            Some(c) => (c.clone(), self.gpu_code_unread.clone()),
+            None => read_gpu_code(&dir.join(self.library_folder()), &self.libraries),
+        }
+    }
+
     /// Reads `<dir>/entry.toml`.
     pub fn read(dir: &Path) -> Result<EntryMeta, String> {
         let path = dir.join(ENTRY_FILE);
         let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
+}
+
+/// The GPU code of each of `libraries` in `folder` that carries any ([`fatbin::read`]); links
+/// (a Linux chain's other names) are skipped. Second: the libraries that could not be read,
+/// `name: why`.
+pub fn read_gpu_code(folder: &Path, libraries: &[String]) -> (BTreeMap<String, GpuCode>, Vec<String>) {
+    let mut code = BTreeMap::new();
+    let mut unread = Vec::new();
+    for name in libraries {
+        let path = folder.join(name);
+        if std::fs::symlink_metadata(&path).map(|m| !m.is_file()).unwrap_or(true) {
+            continue;
+        }
+        match fatbin::read(&path) {
+            Ok(Some(c)) if !c.is_empty() => {
+                code.insert(name.clone(), c);
+            }
+            Ok(_) => {}
+            Err(e) => unread.push(format!("{name}: {e}")),
+        }
+    }
+    (code, unread)
 }
 
 /// Converts the kept items into records, sorted by path.

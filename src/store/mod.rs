@@ -302,6 +302,9 @@ impl<'a> Store<'a> {
             return Ok(Added { meta, dir, existed: true });
         }
         let name = entry::entry_name(&found.version, found.cuda_major, found.platform, &id);
+        // The GPU architectures the libraries carry, read once (headers only, never run).
+        let lib_folder = if found.platform.is_windows() { found.layout.bin.clone() } else { found.layout.lib.clone() }.unwrap_or_else(|| "lib".into());
+        let (gpu_code, gpu_code_unread) = entry::read_gpu_code(&extract::native(&entry_dir, &lib_folder), &found.libraries);
         let meta = EntryMeta {
             id,
             name: name.clone(),
@@ -313,6 +316,8 @@ impl<'a> Store<'a> {
             added: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             libraries: found.libraries,
             incomplete: found.missing,
+            gpu_code: Some(gpu_code),
+            gpu_code_unread,
             layout: found.layout,
             source: entry::SourceInfo { name: source_name, kind, size: extracted.source_size, sha256: extracted.source_sha256, url: opts.source_url.clone() },
             files,

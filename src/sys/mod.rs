@@ -1,10 +1,12 @@
 //! The system below cuenv's domain: reading executable files (`binfmt`: ELF and PE headers,
-//! the CUDA libraries a library names, version markers), the modules a running process has
+//! the CUDA libraries a library names, version markers; `fatbin`: the GPU architectures a
+//! library carries code for), the modules a running process has
 //! mapped (`procmods`), path spelling and Unicode rules (`paths`), durable file writes and
 //! fault points for tests (`fsutil`), progress bars (`progress`) and SHA-256 digests
 //! (`sha256`), and the Windows system folders and KnownDLLs list (`windirs`). Nothing here knows profiles, generations or the store.
 
 pub mod binfmt;
+pub mod fatbin;
 pub mod fsutil;
 pub mod paths;
 pub mod procmods;
