@@ -240,6 +240,9 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     }
     findings.extend(activation_scripts(inp.layout, conda_prefix.as_deref()));
     findings.extend(search_path::installer_layout(&folders, &loaded, &search_var));
+    if cfg!(windows) {
+        findings.extend(search_path::runtime_folder_off_path(inp.toolkits, &folders));
+    }
     if cfg!(target_os = "linux") {
         findings.extend(deps::wsl_driver(Path::new("/usr/lib/wsl/lib"), &folders));
     }

@@ -263,6 +263,37 @@ pub(super) fn mixed_releases(dir: &Path, major: u64, where_: &str) -> Option<Fin
     })
 }
 
+/// CUDA 13 Windows toolkit roots keep the runtime in `bin\x64` (`cudart64_13.dll`), not in
+/// `bin` where 12.x had it (docs/facts.md §10c; `toolkit::inspect_root` finds it there). A root
+/// among `toolkits` whose runtime is in `bin\x64` while `PATH` (`folders`) holds its `bin`
+/// but not `bin\x64` is a warning naming the folder (W10): what loads the runtime by name
+/// finds none there (or another root's). A root with no folder on `PATH` is not in use:
+/// nothing is said.
+pub(super) fn runtime_folder_off_path(toolkits: &[crate::toolkit::Toolkit], folders: &[PathBuf]) -> Vec<Finding> {
+    let on_path = |d: &Path| folders.iter().any(|f| !f.as_os_str().is_empty() && paths::same_path(f, d));
+    let mut out = Vec::new();
+    for t in toolkits {
+        let Some(runtime) = &t.runtime else { continue };
+        let (bin, x64) = (t.root.join("bin"), t.root.join("bin").join("x64"));
+        if !runtime.parent().is_some_and(|p| paths::same_path(p, &x64)) || on_path(&x64) || !on_path(&bin) {
+            continue;
+        }
+        out.push(Finding {
+            rule: None,
+            severity: Severity::Warning,
+            message: format!(
+                "the CUDA toolkit root {} keeps its runtime in {} (the CUDA 13 layout), and PATH holds {} but not that folder: a program loading {} by name does not find this root's",
+                t.root.display(),
+                x64.display(),
+                bin.display(),
+                runtime.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+            ),
+            hint: Some(format!("add {} to PATH (ahead of other CUDA folders), or activate a cuenv profile on this root", x64.display())),
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,5 +348,20 @@ mod tests {
         if !cfg!(windows) {
             assert_eq!(dirs[1].dispatchers[0].version.as_deref(), Some("9.1.0"));
         }
+    }
+
+    #[test]
+    fn a_cuda13_runtime_folder_off_path_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("v13.0");
+        std::fs::create_dir_all(root.join("bin/x64")).unwrap();
+        std::fs::write(root.join("bin/x64/cudart64_13.dll"), "x").unwrap();
+        let t = crate::toolkit::inspect_root(&root).unwrap();
+        let root = t.root.clone();
+        let f = runtime_folder_off_path(std::slice::from_ref(&t), &[root.join("bin")]);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].message.contains("keeps its runtime in") && f[0].hint.as_deref().unwrap().contains("x64"), "{}", f[0].message);
+        assert!(runtime_folder_off_path(std::slice::from_ref(&t), &[root.join("bin"), root.join("bin/x64")]).is_empty());
+        assert!(runtime_folder_off_path(std::slice::from_ref(&t), &[]).is_empty(), "a root not on PATH at all is not in use");
     }
 }
