@@ -585,16 +585,11 @@ pub fn required_set(
 /// name no CUDA library by major, so nothing could check it (docs/decisions.md, 2).
 pub const CUDA_FROM_USER: &str = "--cuda (taken from the user: the libraries name no CUDA library by major)";
 
-/// The CUDA major the release's libraries name (`libcudnn_adv.so.9` loads `libcublasLt.so.13`;
-/// [`binfmt::referenced_cuda_libraries`]), as read into `refs` ([`read_references`]), without
-/// loading them. Returns `(major, library, name it loads)` from the first library (by name)
-/// naming one; `None` when none names one, or when they name several majors (then nothing is
-/// claimed).
 /// The `detail` of a [`Error::CudaConflict`] among the libraries themselves (rule F1).
 pub const LIBRARIES_NAME_TWO_MAJORS: &str = "one set cannot load CUDA libraries of two majors into one process";
 
-/// The first CUDA library of each major the set's libraries name: `(major, "`<library>` loads
-/// `<name>`")`.
+/// The first CUDA library of each major the set's libraries name: `(major, "`<library>`
+/// loading `<name>`")`.
 fn libraries_naming_cuda(refs: &References) -> Vec<(u64, String)> {
     let mut out: Vec<(u64, String)> = Vec::new();
     for (p, found) in refs {
@@ -607,6 +602,11 @@ fn libraries_naming_cuda(refs: &References) -> Vec<(u64, String)> {
     out
 }
 
+/// The CUDA major the release's libraries name (`libcudnn_adv.so.9` loads `libcublasLt.so.13`;
+/// [`binfmt::referenced_cuda_libraries`]), as read into `refs` ([`read_references`]), without
+/// loading them. Returns `(major, library, name it loads)` from the first library (by name)
+/// naming one; `None` when none names one, or when they name several majors (then nothing is
+/// claimed).
 fn cuda_named_by_libraries(refs: &References) -> Option<(u64, String, String)> {
     let mut first: Option<(u64, String, String)> = None;
     let mut majors = BTreeSet::new();
