@@ -175,9 +175,9 @@ impl MajorMinor {
     }
 }
 
-/// An override variable set to something that is not `major.minor`.
+/// An override variable set to something that is not `major` or `major.minor`.
 #[derive(Debug, thiserror::Error)]
-#[error("{var}={value:?} is not a version like 11.4")]
+#[error("{var}={value:?} is not a version like {}", if *var == OVERRIDE_DRIVER_CUDA { "11.4" } else { "6.1" })]
 pub struct BadOverride {
     /// The variable.
     pub var: &'static str,
@@ -843,7 +843,7 @@ mod tests {
         assert!(mis[0].message.starts_with("the driver (CUDA version set by CUENV_OVERRIDE_DRIVER_CUDA) supports CUDA <= 11.4"), "{}", mis[0]);
         assert!(Overrides::from_env(&env(&[(OVERRIDE_DRIVER_CUDA, "")])).unwrap().driver_cuda.is_none());
         let e = Overrides::from_env(&env(&[(OVERRIDE_COMPUTE_CAPABILITY, "sm_61")])).unwrap_err();
-        assert_eq!(e.to_string(), "CUENV_OVERRIDE_COMPUTE_CAPABILITY=\"sm_61\" is not a version like 11.4");
+        assert_eq!(e.to_string(), "CUENV_OVERRIDE_COMPUTE_CAPABILITY=\"sm_61\" is not a version like 6.1");
         assert_eq!(e.exit_code(), ExitCode::Invalid);
     }
 

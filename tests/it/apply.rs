@@ -867,7 +867,7 @@ fn a_profile_the_driver_cannot_run_is_refused_unless_forced() {
 
     let (code, _, err) = run(&["apply", "--no-check", f], &[("CUENV_OVERRIDE_COMPUTE_CAPABILITY", "sm_61")]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("CUENV_OVERRIDE_COMPUTE_CAPABILITY=\"sm_61\" is not a version like 11.4"), "{err}");
+    assert!(err.contains("CUENV_OVERRIDE_COMPUTE_CAPABILITY=\"sm_61\" is not a version like 6.1"), "{err}");
 
     // A GPU too new for cuDNN 9.5 (support matrix: 5.0 to 9.0).
     let (code, _, err) = run(&["apply", "--no-check", f], &[("CUENV_OVERRIDE_COMPUTE_CAPABILITY", "12.0")]);
