@@ -189,6 +189,8 @@ fn fix(layout: &Layout, m: &Manifest, write: bool) -> Result<Repair, generation:
     let stored = layout.generation_dir(m.number).join("shims");
     let others = generation::other_generations_shim_hashes(layout, m);
     for s in &m.shims {
+        // An env's shim folder is not the home's: written only while it is the folder it is now.
+        s.path.parent().map(crate::sys::fsutil::pin_folder);
         let want_path = stored.join(&s.stored);
         let want = fs::read(&want_path).map_err(|e| io_err("read the stored shim", &want_path, e))?;
         let was = match fs::read(&s.path) {
@@ -208,6 +210,7 @@ fn fix(layout: &Layout, m: &Manifest, write: bool) -> Result<Repair, generation:
         if write {
             if let Some(parent) = s.path.parent() {
                 fs::create_dir_all(parent).map_err(|e| io_err("create the folder", parent, e))?;
+                crate::sys::fsutil::pin_folder(parent);
             }
             crate::sys::fsutil::write_atomic(&s.path, &want).map_err(|e| io_err("write the shim", &s.path, e))?;
         }

@@ -155,9 +155,18 @@ struct Applied<'a> {
     generation: u64,
 }
 
+/// Pins the folder of the profile file `file` ([`crate::sys::fsutil::pin_folder`]).
+fn pin_lab_folder(file: &Path) {
+    if let Some(dir) = std::path::absolute(file).ok().as_deref().and_then(Path::parent) {
+        crate::sys::fsutil::pin_folder(dir);
+    }
+}
+
 /// `cuenv apply FILE`.
 pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report> {
     let writer = lock_and_recover(ctx)?;
+    // The lab folder is the user's: lab.lock is written there only while it is the folder it is now.
+    pin_lab_folder(file);
     let check = if opts.check { Some(super::check::options(opts.timeout)?) } else { None };
     // Driver and GPU fit: what this machine offers, read by a driver-only probe child (plus
     // the override variables), unless --force.
@@ -262,6 +271,8 @@ struct LockJson {
 /// match), and writes those platforms' sections of lab.lock. Builds no generation.
 pub fn lock(ctx: &Ctx, file: &Path, opts: LockOpts) -> Result<ExitCode, Report> {
     let writer = lock_and_recover(ctx)?;
+    // The lab folder is the user's: lab.lock is written there only while it is the folder it is now.
+    pin_lab_folder(file);
     let platforms = if opts.platforms.is_empty() {
         vec![Platform::host().ok_or_else(|| {
             Hinted::unsupported_platform("cuDNN is not built for this platform: name one with --platform", "lock for one of those with --platform")

@@ -121,7 +121,7 @@ pub fn generations(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
 
 /// `cuenv gc`.
 pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
-    let writer = lock_and_recover(ctx)?;
+    let (writer, leftovers) = super::lock_recover_and_count(ctx)?;
     let plan = gc::gc_plan(&ctx.layout, keep);
     let verb = if dry_run { "would delete" } else { "deleted" };
     let size = |b: u64| crate::sys::fsutil::human_size(b);
@@ -136,7 +136,9 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
         gc::gc(&ctx.layout, &writer, &plan, &mut |d| say(d))?;
     }
     if plan.generations.is_empty() && plan.entries.is_empty() {
-        writeln!(ctx.out(), "nothing to delete ({} generation{} kept)", plan.kept, if plan.kept == 1 { "" } else { "s" });
+        // The leftovers went first, said on stderr: what remains is "nothing else".
+        let what = if leftovers > 0 { "nothing else to delete" } else { "nothing to delete" };
+        writeln!(ctx.out(), "{what} ({} generation{} kept)", plan.kept, if plan.kept == 1 { "" } else { "s" });
     } else {
         writeln!(ctx.out(), "{} {}", if dry_run { "would free" } else { "freed" }, size(plan.total_bytes()));
     }

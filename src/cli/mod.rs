@@ -216,14 +216,29 @@ pub fn require_home(ctx: &Ctx) -> Result<(), Report> {
 ///
 /// Errors: the lock's (a timeout, the home unwritable), recovery's, and the cleanups'.
 pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::home::writer_lock::WriterLock, Report> {
+    lock_recover_and_count(ctx).map(|(w, _)| w)
+}
+
+/// [`lock_and_recover`], also returning the bytes the store's leftovers held (what `gc`
+/// counts in its own line).
+pub fn lock_recover_and_count(ctx: &Ctx) -> Result<(crate::home::writer_lock::WriterLock, u64), Report> {
     let writer = writer_lock(ctx)?;
     if let Some(said) = crate::generation::recover(&ctx.layout)? {
         ctx.note(&format!("note: {said}"));
     }
     // What an interrupted build or deletion left (no live cuenv owns it under the lock).
     crate::generation::clean_leftovers(&ctx.layout)?;
-    crate::store::Store::new(&ctx.layout).clean_leftovers(&writer)?;
-    Ok(writer)
+    let freed = crate::store::Store::new(&ctx.layout).clean_leftovers(&writer)?;
+    note_freed(ctx, freed);
+    Ok((writer, freed))
+}
+
+/// Says on stderr how much an interrupted command's leftovers held, once removed (nothing
+/// when `freed` is 0).
+pub fn note_freed(ctx: &Ctx, freed: u64) {
+    if freed > 0 {
+        ctx.note(&format!("note: removed {} of leftovers from an interrupted command", crate::sys::fsutil::human_size(freed)));
+    }
 }
 
 /// Takes the writer lock (saying once that it waits for another cuenv) and records the

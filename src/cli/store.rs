@@ -194,8 +194,20 @@ fn add(ctx: &Ctx, store: &Store, paths: &[PathBuf], sha256: Option<String>, cuda
     Ok(ExitCode::Success)
 }
 
-/// `store list`: a table of the entries (or JSON rows), notes on unreadable ones and leftovers.
+/// A reading store command's cleanup: when no other cuenv holds the writer lock, the
+/// leftovers are a dead command's and go now (said on stderr); while another holds it they
+/// may be its live staging, and stay.
+fn clean_if_idle(ctx: &Ctx, store: &Store) -> Result<(), Report> {
+    if let Some(writer) = crate::home::writer_lock::WriterLock::try_acquire(&ctx.layout) {
+        super::note_freed(ctx, store.clean_leftovers(&writer)?);
+    }
+    Ok(())
+}
+
+/// `store list`: a table of the entries (or JSON rows), notes on unreadable ones. Removes
+/// the leftovers of interrupted commands first when no other cuenv is writing.
 fn list(ctx: &Ctx, store: &Store, json: bool) -> Result<ExitCode, Report> {
+    clean_if_idle(ctx, store)?;
     let all = store.list();
     if json {
         let rows: Vec<_> = all.iter().filter_map(|(d, m)| m.as_ref().ok().map(|m| row(m, d, None))).collect();
@@ -225,14 +237,13 @@ fn list(ctx: &Ctx, store: &Store, json: bool) -> Result<ExitCode, Report> {
             ctx.note(&format!("warning: {e}; run `cuenv store verify`"));
         }
     }
-    if let Some(note) = store.leftover_note() {
-        ctx.note(&note);
-    }
     Ok(ExitCode::Success)
 }
 
 /// `store verify [ID...]`: re-hashes each entry (all when none is named); exit 3 on damage.
+/// Removes the leftovers of interrupted commands first when no other cuenv is writing.
 fn verify(ctx: &Ctx, store: &Store, ids: &[String], json: bool) -> Result<ExitCode, Report> {
+    clean_if_idle(ctx, store)?;
     // Names on disk may come from outside (a planted file): printed escaped.
     use crate::store::member::escape;
     // Links at the top of the store are no entries: named (all entries checked) as damage.

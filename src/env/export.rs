@@ -201,6 +201,8 @@ pub fn write(dir: &Path, name: &str, text: &str) -> Result<std::path::PathBuf, c
     let path = dir.join(name);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| crate::error::IoError::new("create the folder", parent, e))?;
+        // Not the home's: written only while it is the folder it is now.
+        crate::sys::fsutil::pin_folder(parent);
     }
     crate::sys::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| crate::error::IoError::new("write", &path, e))?;
     Ok(path)

@@ -5,9 +5,13 @@ use super::switch::pointed;
 use super::*;
 
 /// Deletes a generation folder: links are removed as links (never followed), copies and
-/// files normally.
+/// files normally. A `dir` that is itself a link or a file (planted, or left by something
+/// else) is removed as such, and nothing it points at is touched.
 pub fn remove_tree(dir: &Path) -> Result<(), Error> {
     use crate::error::IoError;
+    if fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        return fsutil::remove_tree(dir).map_err(|e| IoError::new("delete", dir, e).into());
+    }
     fsutil::make_tree_writable(dir).ok();
     if let Ok(rd) = fs::read_dir(dir.join("views")) {
         for v in rd.flatten() {
@@ -40,8 +44,9 @@ pub fn delete(layout: &Layout, n: u64) -> Result<(), Error> {
 }
 
 /// Removes what an interrupted build (`generations/.tmp-<n>`), deletion
-/// (`generations/.trash-<n>`), atomic write (`.cuenv-tmp*` in the home, and, once a minute
-/// old, in the conda env shim folders and lab folders of every generation) or link
+/// (`generations/.trash-<n>`), atomic write (`.cuenv-tmp*` in the home and in every
+/// generation's folder, and, once its writer is gone or it is a minute old, in the conda env
+/// shim folders and lab folders of every generation and the followed files' folders) or link
 /// replacement (`.profiles.new`, `.active.new`) left behind. Needs the writer lock (no live
 /// cuenv owns them then). Returns how many it removed.
 pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
@@ -59,6 +64,11 @@ pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
     // (a switch in progress was finished or undone by `recover` before this runs).
     let home = layout.home();
     removed += fsutil::remove_atomic_leftovers(home, Duration::ZERO).map_err(io_at("clean up", home))?;
+    // A half-saved `check.json` (or any atomic write) inside a kept generation.
+    for n in list(layout) {
+        let dir = layout.generation_dir(n);
+        removed += fsutil::remove_atomic_leftovers(&dir, Duration::ZERO).map_err(io_at("clean up", &dir))?;
+    }
     for staging in [layout.profiles_staging(), layout.active_staging()] {
         if link::is_link(&staging) {
             link::remove(&staging).map_err(io_at("remove the link", &staging))?;

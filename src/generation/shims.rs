@@ -50,6 +50,10 @@ pub fn preflight_shims(shims: &[ShimRecord]) -> Result<(), Error> {
 pub(super) fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(), Error> {
     let want = shims_of(layout, to)?;
     let had = shims_of(layout, from)?;
+    // The envs' shim folders are not the home's: written only while each is the folder it is now.
+    for s in want.iter().chain(&had) {
+        s.path.parent().map(fsutil::pin_folder);
+    }
     let mut tx = ShimUndo::default();
     for s in &want {
         let stored = layout.generation_dir(to.expect("shims imply a generation")).join("shims").join(&s.stored);
@@ -73,7 +77,7 @@ pub(super) fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) ->
         match fs::read(&s.path) {
             Ok(old) if crate::shim::is_ours(&String::from_utf8_lossy(&old)) => {
                 tx.wrote(&s.path, Some(old));
-                fs::remove_file(&s.path).map_err(io_at("delete the shim", &s.path))?;
+                fsutil::remove_file(&s.path).map_err(io_at("delete the shim", &s.path))?;
             }
             _ => {}
         }
@@ -118,6 +122,7 @@ impl ShimUndo {
     fn create_dir_all(&mut self, dir: &Path) -> Result<(), Error> {
         let missing: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(Path::to_path_buf).collect();
         fs::create_dir_all(dir).map_err(io_at("create the folder", dir))?;
+        fsutil::pin_folder(dir);
         // Outermost first, so the undo (newest first) removes the deepest first.
         self.dirs.extend(missing.into_iter().rev());
         Ok(())
@@ -139,18 +144,23 @@ impl Drop for ShimUndo {
                 // Atomically if the disk allows; else in place (replacing the file frees
                 // its space first).
                 Some(bytes) => {
-                    if fsutil::write_atomic(&path, &bytes).is_err() {
-                        let _ = fs::write(&path, &bytes);
+                    match fsutil::write_atomic(&path, &bytes) {
+                        // A full disk: in place (replacing the file frees its space first); never
+                        // into a folder swapped since it was pinned.
+                        Err(e) if e.kind() != std::io::ErrorKind::Other => {
+                            let _ = fs::write(&path, &bytes);
+                        }
+                        _ => {}
                     }
                 }
                 None => {
-                    let _ = fs::remove_file(&path);
+                    let _ = fsutil::remove_file(&path);
                 }
             }
         }
         for dir in self.dirs.drain(..).rev() {
             // Only while empty: never anything another program put there meanwhile.
-            let _ = fs::remove_dir(&dir);
+            let _ = fsutil::remove_empty_dir(&dir);
         }
     }
 }

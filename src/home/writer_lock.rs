@@ -92,4 +92,18 @@ impl WriterLock {
         let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| write!(file, "{}", std::process::id()));
         Ok(WriterLock { _file: file })
     }
+
+    /// Takes the lock only if no other cuenv holds it, without waiting; `None` when another
+    /// holds it, the home does not exist (it is not created) or the lock file cannot be opened.
+    /// What a reading command uses to tell leftovers of dead commands (the lock is free) from
+    /// a live command's staging (it is held).
+    pub fn try_acquire(layout: &Layout) -> Option<WriterLock> {
+        if !layout.home().is_dir() {
+            return None;
+        }
+        let mut file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(layout.writer_lock_file()).ok()?;
+        file.try_lock().ok()?;
+        let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| write!(file, "{}", std::process::id()));
+        Some(WriterLock { _file: file })
+    }
 }

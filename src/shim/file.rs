@@ -101,7 +101,7 @@ pub fn remove(path: &Path) -> Result<bool, Error> {
     match existing(path)? {
         None => Ok(false),
         Some((false, _)) => Err(Error::Foreign { path: path.to_path_buf() }),
-        Some((true, _)) => match std::fs::remove_file(path) {
+        Some((true, _)) => match crate::sys::fsutil::remove_file(path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(source) => Err(Error::Io { action: "delete", path: path.to_path_buf(), source }),

@@ -1,6 +1,7 @@
 //! What an interrupted store command leaves: `<home>/store/.tmp/import-*` (a killed import),
 //! `.tmp/remove-*` (a killed remove), `.downloads/download-*` (a killed download) and
-//! `.cuenv-tmp*` files of an atomic write at the top of the store.
+//! `.cuenv-tmp*` files of an atomic write at the top of the store (whatever their kind: a
+//! link there is removed as a link).
 //!
 //! Invariants:
 //! - Only a holder of the [`WriterLock`] deletes them: a live writer owns its staging. Under
@@ -25,10 +26,7 @@ impl Store<'_> {
         let mine = format!("download-{}-", std::process::id());
         out.extend(children(self.layout.downloads_dir()).into_iter().filter(|e| !e.file_name().to_string_lossy().starts_with(&mine)).map(|e| e.path()));
         out.extend(
-            children(self.layout.store_dir())
-                .into_iter()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(fsutil::ATOMIC_TMP_PREFIX) && e.file_type().is_ok_and(|t| t.is_file()))
-                .map(|e| e.path()),
+            children(self.layout.store_dir()).into_iter().filter(|e| e.file_name().to_string_lossy().starts_with(fsutil::ATOMIC_TMP_PREFIX)).map(|e| e.path()),
         );
         out
     }
@@ -39,13 +37,20 @@ impl Store<'_> {
         self.leftovers().iter().map(|p| tree_size(p)).sum()
     }
 
-    /// For read-only commands: `N MiB of leftovers ...; the next ... removes them`, or `None`
-    /// when there are none.
+    /// For read-only commands (`status`): `N MiB of leftovers ...; the next ... removes them`,
+    /// or `None` when there are none, or when another cuenv holds the writer lock (then they
+    /// may be its live staging, not leftovers).
     pub fn leftover_note(&self) -> Option<String> {
         let leftovers = self.leftovers();
+        if !leftovers.is_empty() && WriterLock::try_acquire(self.layout).is_none() && self.layout.home().is_dir() {
+            return None;
+        }
         match leftovers.iter().map(|p| tree_size(p)).sum() {
             0 if leftovers.is_empty() => None,
-            n => Some(format!("{} of leftovers from an interrupted command; the next `cuenv gc` or store command removes them", fsutil::human_size(n))),
+            n => Some(format!(
+                "{} of leftovers from an interrupted command; the next `cuenv gc` or store command (`store list` too) removes them",
+                fsutil::human_size(n)
+            )),
         }
     }
 
@@ -64,7 +69,14 @@ impl Store<'_> {
     }
 }
 
-/// Total size of the files under `p` (links not followed).
+/// Total size of the files under `p` (links not followed, `p` itself included).
 fn tree_size(p: &std::path::Path) -> u64 {
-    walkdir::WalkDir::new(p).into_iter().flatten().filter(|e| e.file_type().is_file()).filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()
+    walkdir::WalkDir::new(p)
+        .follow_root_links(false)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
 }

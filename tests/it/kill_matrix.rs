@@ -127,3 +127,149 @@ fn a_killed_store_remove_leaves_the_entry_or_nothing() {
         assert!(!Path::new(&lab.ctx.home.join("store").join(&name)).exists());
     }
 }
+
+#[cfg(unix)]
+/// Every `.cuenv-tmp*` entry under `root` (links not followed).
+fn temp_leftovers(root: &Path) -> Vec<String> {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".cuenv-tmp"))
+        .map(|e| e.path().display().to_string())
+        .collect()
+}
+
+#[cfg(unix)]
+/// One writer of the temp-file matrix: what it needs first, and its own command line.
+struct Writer {
+    name: &'static str,
+    setup: fn(&Lab),
+    args: fn(&Lab) -> Vec<String>,
+}
+
+#[cfg(unix)]
+fn applied(lab: &Lab) {
+    lab.ok(&["apply", "--no-check", lab.three().to_str().unwrap()]);
+}
+
+#[cfg(unix)]
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|a| a.to_string()).collect()
+}
+
+#[cfg(unix)]
+fn writers() -> Vec<Writer> {
+    vec![
+        Writer { name: "first apply", setup: |_| {}, args: |lab| s(&["apply", "--no-check", lab.three().to_str().unwrap()]) },
+        Writer {
+            name: "checked apply",
+            setup: applied,
+            args: |lab| {
+                let f = lab.lab(&format!("[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\nconda-env = '{}'\n", lab.env_b.display()));
+                s(&["apply", "--timeout", "30", f.to_str().unwrap()])
+            },
+        },
+        Writer {
+            name: "rollback",
+            setup: |lab| {
+                applied(lab);
+                let f = lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n");
+                lab.ok(&["apply", "--no-check", f.to_str().unwrap()]);
+            },
+            args: |_| s(&["rollback"]),
+        },
+        Writer { name: "use", setup: applied, args: |_| s(&["use", "tf"]) },
+        Writer {
+            name: "store add",
+            setup: |_| {},
+            args: |lab| {
+                let dir = lab.ctx.path("more");
+                fs::create_dir_all(&dir).unwrap();
+                let a = host_archive(&dir, &Release { version: [9, 1, 0, 70], cuda: 12 });
+                s(&["store", "add", a.to_str().unwrap()])
+            },
+        },
+        Writer {
+            name: "kernel install",
+            setup: applied,
+            args: |lab| {
+                let py = std::env::split_paths(&std::env::var_os("PATH").unwrap()).map(|d| d.join("python3")).find(|p| p.is_file()).unwrap();
+                let mut a = s(&["kernel", "install", "legacy", "--python", py.to_str().unwrap(), "--prefix"]);
+                a.push(lab.ctx.path("kernel prefix").display().to_string());
+                a
+            },
+        },
+        Writer {
+            name: "export --out",
+            setup: applied,
+            args: |lab| s(&["export", "--all", "--format", "dotenv", "--out", lab.ctx.path("exported").to_str().unwrap()]),
+        },
+        Writer {
+            name: "gc",
+            setup: |lab| {
+                applied(lab);
+                let f = lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n");
+                lab.ok(&["apply", "--no-check", f.to_str().unwrap()]);
+            },
+            args: |_| s(&["gc", "--keep", "1"]),
+        },
+    ]
+}
+
+#[cfg(unix)]
+/// The temp-file points `w` passes when it runs to its end (`CUENV_TEST_TRACE_TMP`).
+fn temp_points(w: &Writer) -> Vec<String> {
+    let lab = Lab::new();
+    (w.setup)(&lab);
+    let trace = lab.ctx.path("trace.txt");
+    let args = (w.args)(&lab);
+    let _ = lab.ctx.cmd().args(&args).env("CUENV_TEST_TRACE_TMP", &trace).output().unwrap();
+    let text = fs::read_to_string(&trace).unwrap_or_default();
+    text.lines().filter_map(|l| l.split('\t').next()).map(str::to_string).collect()
+}
+
+/// Issue 29, case 1: every writer killed at every one of its temp-file points (traced, not
+/// listed: a new atomic write is in the matrix the day it is written). The next writing
+/// command succeeds, and leaves no `.cuenv-tmp*` file in the home, the conda envs, the lab
+/// folder, the kernelspec prefix or the export folder; the killed command then succeeds.
+#[cfg(unix)]
+#[test]
+fn every_writer_killed_at_every_temp_file_point_leaves_nothing_behind() {
+    let mut covered = 0;
+    for w in writers() {
+        // (`use` in a link mode writes only a link: its kill point is `link-staged`, above.)
+        let points = temp_points(&w);
+        for step in &points {
+            let what = format!("{} at {step}", w.name);
+            let lab = Lab::new();
+            (w.setup)(&lab);
+            let args = (w.args)(&lab);
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            killed(&lab, step, &refs);
+            whole(&lab, &what);
+            // The next writer owns the home, the conda envs and the lab folders of the generations.
+            for root in [lab.ctx.home.clone(), lab.ctx.path("envs")] {
+                assert_eq!(temp_leftovers(&root), Vec::<String>::new(), "{what}");
+            }
+            // The lab folder: only its own files (not the envs and store under the test's work folder).
+            let lab_dir = lab.ctx.path("lab.toml").parent().unwrap().to_path_buf();
+            let here: Vec<String> = fs::read_dir(&lab_dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(".cuenv-tmp"))
+                .collect();
+            assert_eq!(here, Vec::<String>::new(), "{what}: in the lab folder");
+            let (code, out, err) = lab.run(&refs);
+            assert!(code == 0 || w.name == "checked apply", "{what}: the command again:\n{out}{err}");
+            // A kernelspec or export folder belongs to the command that writes it: run again, it
+            // removes what its killed run left.
+            for root in [lab.ctx.path("kernel prefix"), lab.ctx.path("exported")] {
+                assert_eq!(temp_leftovers(&root), Vec::<String>::new(), "{what}, then the command again");
+            }
+            covered += 1;
+        }
+    }
+    assert!(covered >= 20, "only {covered} temp-file points");
+    eprintln!("{covered} temp-file points killed");
+}

@@ -196,26 +196,50 @@ fn leftovers(ctx: &TestContext) -> Vec<PathBuf> {
         .collect()
 }
 
-const LEFTOVER_NOTE: &str = "3.00 MiB of leftovers from an interrupted command; the next `cuenv gc` or store command removes them";
+const LEFTOVER_NOTE: &str = "3.00 MiB of leftovers from an interrupted command; the next `cuenv gc` or store command (`store list` too) removes them";
+const REMOVED_NOTE: &str = "note: removed 3.00 MiB of leftovers from an interrupted command";
 
-/// `store list` mentions the reclaimable space; the next store writer (here a `store remove`
-/// that finds nothing to remove) deletes the leftovers.
+/// What `status` says is true: the next store command removes the leftovers, `store list`
+/// and `store verify` included (they are a dead command's: no other cuenv holds the lock),
+/// and says what it removed.
 #[test]
-fn store_leftovers_are_reported_then_removed_by_the_next_writer() {
+fn store_leftovers_are_removed_by_the_next_store_command_even_a_reading_one() {
+    for reader in [&["store", "list"][..], &["store", "verify"][..]] {
+        let ctx = TestContext::new();
+        ctx.add_ok(&linux_tar_xz(&ctx.work, &Release::V9), &[]);
+        assert_eq!(plant_leftovers(&ctx), 3 << 20);
+        let out = loud(&ctx).args(["status"]).output().unwrap();
+        assert!(text(&out.stderr).contains(LEFTOVER_NOTE), "{}", text(&out.stderr));
+        assert_eq!(leftovers(&ctx).len(), 3, "status deletes nothing");
+        let out = loud(&ctx).args(reader).output().unwrap();
+        assert!(out.status.success(), "{reader:?}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(REMOVED_NOTE), "{reader:?}: {}", text(&out.stderr));
+        assert_eq!(leftovers(&ctx), Vec::<PathBuf>::new(), "{reader:?}");
+        let out = loud(&ctx).args(["status"]).output().unwrap();
+        assert!(!text(&out.stderr).contains("leftovers"), "{}", text(&out.stderr));
+        assert_eq!(list_json(&ctx).len(), 1, "the entry itself stays");
+    }
+}
+
+/// While another cuenv holds the writer lock, what is in the staging folders may be its live
+/// import: a reading command leaves it, and `status` does not call it a leftover.
+#[cfg(unix)]
+#[test]
+fn staging_of_a_live_writer_is_neither_removed_nor_called_a_leftover() {
     let ctx = TestContext::new();
     ctx.add_ok(&linux_tar_xz(&ctx.work, &Release::V9), &[]);
-    assert_eq!(plant_leftovers(&ctx), 3 << 20);
+    plant_leftovers(&ctx);
+    // Hold the lock the way a live cuenv does (an OS lock on cuenv.lock).
+    let lock = fs::OpenOptions::new().read(true).write(true).open(ctx.home.join("cuenv.lock")).unwrap();
+    lock.try_lock().unwrap();
     let out = loud(&ctx).args(["store", "list"]).output().unwrap();
-    assert!(out.status.success());
-    assert!(text(&out.stderr).contains(LEFTOVER_NOTE), "{}", text(&out.stderr));
-    assert_eq!(leftovers(&ctx).len(), 3, "a reader deletes nothing");
-
-    let out = ctx.cmd().args(["store", "remove", "nope"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert_eq!(leftovers(&ctx), Vec::<PathBuf>::new());
-    let out = loud(&ctx).args(["store", "list"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(leftovers(&ctx).len(), 3);
+    let out = loud(&ctx).args(["status"]).output().unwrap();
     assert!(!text(&out.stderr).contains("leftovers"), "{}", text(&out.stderr));
-    assert_eq!(list_json(&ctx).len(), 1, "the entry itself stays");
+    drop(lock);
+    let out = loud(&ctx).args(["store", "list"]).output().unwrap();
+    assert!(text(&out.stderr).contains(REMOVED_NOTE), "{}", text(&out.stderr));
 }
 
 /// `status` mentions store leftovers; `gc` removes them.
@@ -226,7 +250,10 @@ fn status_reports_store_leftovers_and_gc_removes_them() {
     plant_leftovers(&ctx);
     let out = loud(&ctx).args(["status"]).output().unwrap();
     assert!(text(&out.stderr).contains(LEFTOVER_NOTE), "{}", text(&out.stderr));
-    let out = ctx.cmd().args(["gc"]).output().unwrap();
+    let out = loud(&ctx).args(["gc"]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(leftovers(&ctx), Vec::<PathBuf>::new());
+    // gc says what it removed, and never "nothing to delete" after removing 3 MiB.
+    assert!(text(&out.stderr).contains(REMOVED_NOTE), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("nothing else to delete"), "{}", text(&out.stdout));
 }
