@@ -66,10 +66,11 @@ pub enum Error {
         /// The lock file.
         path: std::path::PathBuf,
     },
-    /// SIGINT or SIGTERM came during the transaction: it was undone.
+    /// A signal or a Windows console event ([`super::interrupt`]) came during the
+    /// transaction: it was undone.
     #[error("interrupted by {}: generation {built} was built but {}", super::interrupt::name(*signal), current.map(|c| format!("generation {c} stays current")).unwrap_or_else(|| "no generation is current".into()))]
     Interrupted {
-        /// The signal.
+        /// The signal or console event, as [`super::interrupt::caught`] reports it.
         signal: i32,
         /// The generation built.
         built: u64,

@@ -26,8 +26,8 @@
 //! ```
 //!
 //! Stages 8 to 11 are one journaled transaction ([`crate::generation::ApplyTx`]): until the
-//! verdict it can be undone, in process (a failed check, an error, SIGINT/SIGTERM, see
-//! [`interrupt`]) or by the next writer after a kill. `lab.lock` is read once, at stage 1,
+//! verdict it can be undone, in process (a failed check, an error, a terminating signal or
+//! a Windows console event, see [`interrupt`]) or by the next writer after a kill. `lab.lock` is read once, at stage 1,
 //! and written at most once, at stage 8 (or, with nothing to change, right after stage 6).
 //!
 //! `plan` (the command) runs 1, 2, 4 and 6 without fetching; `lock` runs 1, 3, 4 and 8 for

@@ -1,9 +1,10 @@
 //! The apply pipeline, one call per stage in order (see the picture in [`super`]):
 //! parse -> fetch what is missing -> resolve -> plan -> (can lab.lock be written?) -> build
 //! -> [journal -> record lab.lock -> switch -> check -> verdict] -> commit, or revert when a
-//! profile fails, on any error and on SIGINT/SIGTERM. The bracket is one transaction
-//! ([`generation::ApplyTx`]): a kill inside it is undone by the next writer. Each stage is
-//! a module below this one; none of them calls a later stage.
+//! profile fails, on any error and on a terminating signal or console event
+//! ([`interrupt`]). The bracket is one transaction ([`generation::ApplyTx`]): a kill inside
+//! it is undone by the next writer. Each stage is a module below this one; none of them
+//! calls a later stage.
 //!
 //! Nothing here prints: progress and per-profile check results go to a [`Reporter`], and
 //! [`run`] returns a typed [`Outcome`] for the CLI to render.
@@ -165,8 +166,9 @@ pub fn run(layout: &Layout, writer: &WriterLock, file: &Path, opts: &Options, pr
     // 7. Build generation N (not yet current).
     let n = build::build(layout, &desired)?;
     reporter.built(&changes);
-    // 8-11. One transaction under the journal: lab.lock, switch, check, verdict. SIGINT and
-    // SIGTERM only set a flag from here on, which the transaction polls.
+    // 8-11. One transaction under the journal: lab.lock, switch, check, verdict. The
+    // terminating signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, ...) and the Windows console's
+    // events only set a flag from here on, which the transaction polls.
     let _signals = interrupt::catch();
     let tx = generation::begin_apply(layout, n, opts.check.is_some(), lock_backup)?;
     match transaction(layout, &tx, n, &desired, &mut inputs, opts, progress, reporter) {

@@ -182,7 +182,8 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report
     let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
     let lock_path = lockfile::lock_path(file);
     let outcome = match apply::run(&ctx.layout, &writer, file, &run_opts, progress.as_ref(), &mut Printer { ctx, json: opts.json }) {
-        // SIGINT/SIGTERM: the transaction was undone; say so, then end by that signal.
+        // A signal or console event: the transaction was undone; say so, then end the way
+        // that signal or event would have (`interrupt::reraise`).
         Err(e @ apply::Error::Interrupted { signal, .. }) => {
             write!(ctx.err(), "{}", Report::from(e).render());
             drop(writer);

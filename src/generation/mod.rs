@@ -21,7 +21,9 @@
 //! `profiles/<name>` and `active`, so at every instant each resolves to a complete view of
 //! the old or the new generation. A crash leaves the journal behind; [`recover`] (run by
 //! every writing command under the lock) then finishes the switch if `profiles` already
-//! points at the new generation, and otherwise puts the old generation's shims back.
+//! points at the new generation, and otherwise puts the old generation's shims back. A
+//! switch that fails before its commit point (the retarget itself) does that in process: the
+//! shim sync and the retarget are one undo, and with nothing switched the journal goes too.
 //!
 //! **Apply transaction.** `apply` with checks commits later: its journal ([`ApplyTx`],
 //! phase `checking`, with the lock file's old text) stays from before the switch until the

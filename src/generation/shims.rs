@@ -48,13 +48,48 @@ pub fn preflight_shims(shims: &[ShimRecord]) -> Result<(), Error> {
 /// a mix of two generations. (Should the undo itself fail, the journal left by the switch
 /// makes the next writing command put `from`'s set back: [`recover`].)
 pub(super) fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<(), Error> {
+    sync_shims_pending(layout, from, to).map(ShimUndo::commit).map_err(Failed::into_error)
+}
+
+/// How a step of a switch failed: whether what it did was undone.
+#[derive(Debug)]
+pub(super) enum Failed {
+    /// Undone: the shims and the current generation are as they were before the step.
+    Undone(Error),
+    /// Not (wholly) undone: the undo failed, or the step failed past the commit point. The
+    /// switch's journal must stay, for the next writer's [`recover`].
+    Left(Error),
+}
+
+impl Failed {
+    /// The error the step failed with.
+    pub(super) fn into_error(self) -> Error {
+        match self {
+            Failed::Undone(e) | Failed::Left(e) => e,
+        }
+    }
+}
+
+/// [`sync_shims`] whose changes are not yet kept: the caller commits the returned undo log
+/// once the switch they belong to has reached its commit point, or undoes it
+/// ([`ShimUndo::undo`]) when the switch fails before it. A failure inside is undone here.
+pub(super) fn sync_shims_pending(layout: &Layout, from: Option<u64>, to: Option<u64>) -> Result<ShimUndo, Failed> {
+    let mut tx = ShimUndo::default();
+    match write_shim_set(layout, from, to, &mut tx) {
+        Ok(()) => Ok(tx),
+        Err(e) if tx.undo() => Err(Failed::Undone(e)),
+        Err(e) => Err(Failed::Left(e)),
+    }
+}
+
+/// The writes and deletions of [`sync_shims`], each recorded in `tx` before it is made.
+fn write_shim_set(layout: &Layout, from: Option<u64>, to: Option<u64>, tx: &mut ShimUndo) -> Result<(), Error> {
     let want = shims_of(layout, to)?;
     let had = shims_of(layout, from)?;
     // The envs' shim folders are not the home's: written only while each is the folder it is now.
     for s in want.iter().chain(&had) {
         s.path.parent().map(fsutil::pin_folder);
     }
-    let mut tx = ShimUndo::default();
     for s in &want {
         let stored = layout.generation_dir(to.expect("shims imply a generation")).join("shims").join(&s.stored);
         let bytes = fs::read(&stored).map_err(io_at("read the stored shim", &stored))?;
@@ -96,16 +131,16 @@ pub(super) fn sync_shims(layout: &Layout, from: Option<u64>, to: Option<u64>) ->
             }
         }
     }
-    tx.commit();
     Ok(())
 }
 
 /// The undo log of one [`sync_shims`]: each shim path it touched with the bytes it held
-/// before (`None`: there was no file), and the folders it created. Dropped without
-/// [`ShimUndo::commit`] (an error, a panic), it puts every old file back and removes the
+/// before (`None`: there was no file), and the folders it created. [`ShimUndo::undo`], or a
+/// drop without [`ShimUndo::commit`] (a panic), puts every old file back and removes the
 /// new ones and the folders it made, newest first: rustup's `dist::component::Transaction`
 /// in small.
 #[derive(Default)]
+#[must_use = "a pending shim sync ends with commit or undo"]
 pub(super) struct ShimUndo {
     files: Vec<(PathBuf, Option<Vec<u8>>)>,
     dirs: Vec<PathBuf>,
@@ -128,39 +163,45 @@ impl ShimUndo {
         Ok(())
     }
 
-    /// The sync is complete: keep what it did.
-    fn commit(mut self) {
+    /// The sync is complete (and the switch it belongs to committed): keep what it did.
+    pub(super) fn commit(mut self) {
         self.committed = true;
+    }
+
+    /// Puts back what the sync did; true when every file is as it was before it.
+    pub(super) fn undo(mut self) -> bool {
+        self.committed = true;
+        self.restore()
+    }
+
+    /// The undo itself (see the type's docs); true when every file was put back.
+    fn restore(&mut self) -> bool {
+        let mut whole = true;
+        for (path, old) in self.files.drain(..).rev() {
+            whole &= match old {
+                // Atomically if the disk allows; else in place (replacing the file frees
+                // its space first).
+                // Never in place into a folder swapped since it was pinned (kind `Other`).
+                Some(bytes) => match fsutil::write_atomic(&path, &bytes) {
+                    Ok(()) => true,
+                    Err(e) if e.kind() != io::ErrorKind::Other => fs::write(&path, &bytes).is_ok(),
+                    Err(_) => false,
+                },
+                None => !matches!(fsutil::remove_file(&path), Err(e) if e.kind() != io::ErrorKind::NotFound),
+            };
+        }
+        for dir in self.dirs.drain(..).rev() {
+            // Only while empty: never anything another program put there meanwhile.
+            let _ = fsutil::remove_empty_dir(&dir);
+        }
+        whole
     }
 }
 
 impl Drop for ShimUndo {
     fn drop(&mut self) {
-        if self.committed {
-            return;
-        }
-        for (path, old) in self.files.drain(..).rev() {
-            match old {
-                // Atomically if the disk allows; else in place (replacing the file frees
-                // its space first).
-                Some(bytes) => {
-                    match fsutil::write_atomic(&path, &bytes) {
-                        // A full disk: in place (replacing the file frees its space first); never
-                        // into a folder swapped since it was pinned.
-                        Err(e) if e.kind() != std::io::ErrorKind::Other => {
-                            let _ = fs::write(&path, &bytes);
-                        }
-                        _ => {}
-                    }
-                }
-                None => {
-                    let _ = fsutil::remove_file(&path);
-                }
-            }
-        }
-        for dir in self.dirs.drain(..).rev() {
-            // Only while empty: never anything another program put there meanwhile.
-            let _ = fsutil::remove_empty_dir(&dir);
+        if !self.committed {
+            self.restore();
         }
     }
 }

@@ -4,7 +4,7 @@
 //! [`recover`], which finishes or undoes a switch a kill cut short.
 
 use super::history::append_history;
-use super::shims::sync_shims;
+use super::shims::{Failed, sync_shims, sync_shims_pending};
 use super::*;
 
 /// What the pointer file `<home>/current` says: `None` when there is none (the `profiles`
@@ -38,6 +38,7 @@ pub(super) fn set_current(layout: &Layout, to: Option<u64>) -> Result<(), Error>
             // First, so that a cuenv that cannot read pointer files refuses the home.
             let format = layout.format_file();
             layout.raise_format(crate::home::layout::LINK_FREE_FORMAT).map_err(io_at("record the home's format in", &format))?;
+            fault_error("set-current").map_err(io_at("replace the pointer file", &pointer))?;
             write_pointer(&pointer, &layout.current_staging(), &format!("{n}\n"))?;
             if link::is_link(&profiles) {
                 link::remove(&profiles).map_err(io_at("remove the link", &profiles))?;
@@ -45,6 +46,7 @@ pub(super) fn set_current(layout: &Layout, to: Option<u64>) -> Result<(), Error>
         }
         Some(n) => {
             let views = layout.generation_dir(n).join("views");
+            fault_error("set-current").map_err(io_at("replace the link", &profiles))?;
             link::set(LinkKind::native(), &profiles, &views, &layout.profiles_staging())?;
             fsutil::sync_dir(layout.home());
             drop_pointer()?;
@@ -156,20 +158,55 @@ pub fn switch(layout: &Layout, to: u64, op: SwitchOp) -> Result<(), Error> {
     let from = current(layout);
     write_journal(layout, &Journal { op, from, to, phase: None, lock: None })?;
     fault_point("journal");
-    switch_steps(layout, from, to, op)?;
-    remove_journal(layout)
+    match switch_steps(layout, from, to, op) {
+        Ok(()) => remove_journal(layout),
+        // Nothing was changed: the journal goes too (were it left, the next writer would
+        // only redo the undo), so the home is as healthy as before the switch.
+        Err(Failed::Undone(e)) => {
+            let _ = remove_journal(layout);
+            Err(e)
+        }
+        Err(Failed::Left(e)) => Err(e),
+    }
 }
 
-/// The effects of a switch from `from` to `to`, under a journal already written: the shims,
-/// the `profiles` link (the commit point), the history.
-pub(super) fn switch_steps(layout: &Layout, from: Option<u64>, to: u64, op: SwitchOp) -> Result<(), Error> {
-    sync_shims(layout, from, Some(to))?;
-    fault_point("shims");
-    set_current(layout, Some(to))?;
+/// The effects of a switch from `from` to `to`, under a journal already written: the shims
+/// and the `profiles` link (the commit point), as one undo ([`shims_and_current`]), then
+/// the history.
+pub(super) fn switch_steps(layout: &Layout, from: Option<u64>, to: u64, op: SwitchOp) -> Result<(), Failed> {
+    shims_and_current(layout, from, Some(to), "shims")?;
     fault_point("commit");
-    append_history(layout, &HistoryRecord { time: now(), op, from, to })?;
+    append_history(layout, &HistoryRecord { time: now(), op, from, to }).map_err(Failed::Left)?;
     fault_point("history");
     Ok(())
+}
+
+/// Brings the envs' shims from `from`'s set to `to`'s, then makes `to` current
+/// ([`set_current`], the commit point), as one undo: when making `to` current fails before
+/// the commit point (the rename that switches `profiles` or the pointer file), the shims are
+/// put back to `from`'s, so the envs never hold one generation's shims while another is
+/// current. `point` is the fault point between the two steps (a kill there is the journal's
+/// to undo). [`Failed::Undone`]: the shims and the current generation are as they were.
+fn shims_and_current(layout: &Layout, from: Option<u64>, to: Option<u64>, point: &str) -> Result<(), Failed> {
+    let shims = sync_shims_pending(layout, from, to)?;
+    fault_point(point);
+    if current(layout) == to {
+        shims.commit();
+        return Ok(());
+    }
+    match set_current(layout, to) {
+        Ok(()) => {
+            shims.commit();
+            Ok(())
+        }
+        // Past the commit point (a later step failed): `to` is current, and so are its shims.
+        Err(e) if current(layout) == to => {
+            shims.commit();
+            Err(Failed::Left(e))
+        }
+        Err(e) if shims.undo() => Err(Failed::Undone(e)),
+        Err(e) => Err(Failed::Left(e)),
+    }
 }
 
 pub(super) fn remove_journal(layout: &Layout) -> Result<(), Error> {
@@ -213,7 +250,7 @@ impl ApplyTx {
     /// Makes the new generation current (shims, the `profiles` link, the history); the
     /// journal stays until [`ApplyTx::commit`] or [`ApplyTx::revert`].
     pub fn switch(&self, layout: &Layout) -> Result<(), Error> {
-        switch_steps(layout, self.from, self.to, SwitchOp::Apply)
+        switch_steps(layout, self.from, self.to, SwitchOp::Apply).map_err(Failed::into_error)
     }
 
     /// The verdict let the new generation stay: ends the transaction (deletes the journal).
@@ -232,11 +269,7 @@ impl ApplyTx {
 
 /// Undoes an apply from `from` to `to` (idempotent: each step checks what is already done).
 pub(super) fn undo_apply(layout: &Layout, from: Option<u64>, to: u64, lock: Option<&LockBackup>) -> Result<(), Error> {
-    sync_shims(layout, Some(to), from)?;
-    fault_point("revert-shims");
-    if current(layout) != from {
-        set_current(layout, from)?;
-    }
+    shims_and_current(layout, Some(to), from, "revert-shims").map_err(Failed::into_error)?;
     fault_point("revert-commit");
     if history(layout).last().is_some_and(|h| h.op == SwitchOp::Apply && h.from == from && h.to == to) {
         append_history(layout, &HistoryRecord { time: now(), op: SwitchOp::Revert, from: Some(to), to: from.unwrap_or(0) })?;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::support::lab::Lab;
 
 /// Generation 2's profile file: torch2 loses its conda env (so its shim goes away).
-fn second(lab: &Lab, check_none: bool) -> String {
+pub(crate) fn second(lab: &Lab, check_none: bool) -> String {
     let check = if check_none { "check = \"none\"\n" } else { "" };
     format!(
         "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\n{check}\n[profiles.tf]\ncuda = \"11.8\"\ncudnn = \"8.8\"\nconda-env = '{}'\n{check}",
@@ -35,7 +35,7 @@ fn torch_shim(lab: &Lab) -> PathBuf {
 
 /// What a kill or a signal must leave: generation 1 current, with its shims, its lock, no
 /// journal, a healthy status, and an apply of the second file that rebuilds.
-fn assert_old_generation_is_back(lab: &Lab, what: &str, lock_before: &str, f2: &Path) {
+pub(crate) fn assert_old_generation_is_back(lab: &Lab, what: &str, lock_before: &str, f2: &Path) {
     assert!(!lab.ctx.home.join("journal.toml").exists(), "{what}: journal not cleared");
     assert_eq!(lab.current(), 1, "{what}: the unchecked generation stayed current");
     assert!(torch_shim(lab).exists(), "{what}: generation 1's shim is missing");

@@ -48,6 +48,7 @@ mod repair;
 mod run;
 mod shim_cmd;
 mod shim_posix;
+mod signals;
 mod static_rules;
 mod status_runtime;
 mod stdout_faults;

@@ -337,7 +337,9 @@ pub fn fault_point(_step: &str) {}
 
 /// Test hook beside [`fault_point`]: `CUENV_TEST_FAIL_AT=<step>` makes that step fail with an
 /// I/O error instead of killing the process, to prove that an error is undone in process.
-/// Steps (apply): `write-lock`, `save-checks`, `link-probe` (the test link of `link::probe`). Debug builds only.
+/// Steps (apply): `write-lock`, `save-checks`, `link-probe` (the test link of `link::probe`);
+/// of every switch (`apply`, `rollback`): `set-current`, the rename that switches `profiles`
+/// (or the pointer file `current`). Debug builds only.
 #[cfg(debug_assertions)]
 pub fn fault_error(step: &str) -> io::Result<()> {
     match std::env::var(TEST_FAIL_AT_VAR) {
