@@ -31,7 +31,14 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::
 impl Dir {
     /// Opens the folder `dir` (links in its path followed, as the user named it).
     pub(super) fn open(dir: &Path) -> io::Result<Dir> {
-        Ok(Dir { fd: openat(CWD, dir, DIR_FLAGS, Mode::empty())? })
+        match openat(CWD, dir, DIR_FLAGS, Mode::empty()) {
+            Ok(fd) => Ok(Dir { fd }),
+            // A folder one may write but not list (`-wx`): Linux's `O_PATH` still serves the
+            // `*at` calls (only the folder's fsync is lost).
+            #[cfg(target_os = "linux")]
+            Err(Errno::ACCESS) => Ok(Dir { fd: openat(CWD, dir, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())? }),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The identity of the opened folder.
