@@ -41,7 +41,7 @@ fn outside(lab: &Lab) -> PathBuf {
         fs::write(o.join(f), "keep me").unwrap();
         fs::set_permissions(o.join(f), fs::Permissions::from_mode(0o444)).unwrap();
     }
-    fs::write(o.join(format!("cuenv-torch2.{}", crate::support::lab::SHIM_EXT)), format!("{}\nnot cuenv's to delete here\n", cuenv::shim::MARKER)).unwrap();
+    fs::write(o.join(format!("cuenv-torch2.{}", crate::support::lab::SHIM_EXT)), format!("# {}\nnot cuenv's to delete here\n", cuenv::shim::MARKER)).unwrap();
     fs::set_permissions(o.join("sub"), fs::Permissions::from_mode(0o555)).unwrap();
     o
 }
@@ -180,4 +180,28 @@ fn a_lab_folder_swapped_for_a_link_mid_apply_gets_no_lock_file() {
     fs::rename(lab.ctx.path("proj.moved"), &dir).unwrap();
     let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
     assert_eq!(s["healthy"], true, "{s}");
+}
+
+/// The same swap before a deletion: apply drops torch2 from env a (its shims are deleted)
+/// and adds a profile to env b; paused at env b's first write, env a's `activate.d` becomes
+/// a link to a folder holding a marker-headed `cuenv-torch2` file. That file stays.
+#[cfg(unix)]
+#[test]
+fn a_shim_folder_swapped_for_a_link_mid_apply_loses_no_file_there() {
+    let lab = Lab::new();
+    let o = outside(&lab);
+    let before = snapshot(&o);
+    let act = lab.env_a.join("etc/conda/activate.d");
+    lab.ok(&["apply", "--no-check", lab.three().to_str().unwrap()]);
+    let f2 = lab.lab(&format!(
+        "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\n\n[profiles.tf]\ncuda = \"11.8\"\ncudnn = \"8.8\"\nconda-env = '{b}'\n\n[profiles.extra]\ncuda = \"12\"\ncudnn = \"8.9.4\"\nconda-env = '{b}'\n",
+        b = lab.env_b.display()
+    ));
+    let (code, err) = paused(&lab, &format!("tmp:cuenv-extra.{}", crate::support::lab::SHIM_EXT), &["apply", "--no-check", f2.to_str().unwrap()], || {
+        fs::rename(&act, lab.env_a.join("etc/conda/activate.d.moved")).unwrap();
+        std::os::unix::fs::symlink(&o, &act).unwrap();
+    });
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("is no longer the folder it was when cuenv started"), "{err}");
+    assert_eq!(snapshot(&o), before, "apply deleted through the swapped folder");
 }
