@@ -131,13 +131,40 @@ fn a_first_generation_killed_mid_revert_is_cleared() {
     }
 }
 
+/// Runs `cmd` (cuenv, not yet started) as `apply f2` on `lab`'s home, waits until generation 2
+/// is current (its check runs), sends `sig`, and returns the output and the time from the
+/// switch to the end. Asserts it ended within 15 s.
+#[cfg(unix)]
+pub(crate) fn signal_during_check(lab: &Lab, mut cmd: std::process::Command, f2: &Path, sig: i32) -> (std::process::Output, std::time::Duration) {
+    use std::time::{Duration, Instant};
+    let child = cmd
+        .current_dir(&lab.ctx.work)
+        .env_remove("CUENV_HOME")
+        .args(["--home", lab.ctx.home.to_str().unwrap(), "--quiet", "apply", "--timeout", "60", f2.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Generation 2 is current while its check runs.
+    let t = Instant::now();
+    while fs::read_link(lab.profiles()).map(|p| !p.to_string_lossy().contains("/2/")).unwrap_or(true) {
+        assert!(t.elapsed() < Duration::from_secs(30), "generation 2 never became current");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: sending a signal to the child we spawned.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(15), "signal {sig}: cuenv did not stop at the signal ({:?})", t.elapsed());
+    (out, t.elapsed())
+}
+
 /// SIGTERM and SIGINT while the check runs (a conda activation script that sleeps) revert
 /// before cuenv exits, and the exit status reports the signal.
 #[cfg(unix)]
 #[test]
 fn a_signal_during_the_check_reverts_before_exiting() {
     use std::os::unix::process::ExitStatusExt as _;
-    use std::time::{Duration, Instant};
     for sig in [libc::SIGTERM, libc::SIGINT] {
         let lab = Lab::new();
         let file = lab.three();
@@ -147,24 +174,7 @@ fn a_signal_during_the_check_reverts_before_exiting() {
         let slow = lab.env_b.join("etc/conda/activate.d/00-slow.sh");
         fs::write(&slow, "sleep 20\n").unwrap();
         let f2 = lab.lab(&second(&lab, false));
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_cuenv"))
-            .env_remove("CUENV_HOME")
-            .args(["--home", lab.ctx.home.to_str().unwrap(), "--quiet", "apply", "--timeout", "60", f2.to_str().unwrap()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Generation 2 is current while its check runs.
-        let t = Instant::now();
-        while fs::read_link(lab.profiles()).map(|p| !p.to_string_lossy().contains("/2/")).unwrap_or(true) {
-            assert!(t.elapsed() < Duration::from_secs(30), "generation 2 never became current");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        // SAFETY: sending a signal to the child we spawned.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
-        let out = child.wait_with_output().unwrap();
-        assert!(t.elapsed() < Duration::from_secs(15), "cuenv did not stop at the signal ({:?})", t.elapsed());
+        let (out, _) = signal_during_check(&lab, std::process::Command::new(env!("CARGO_BIN_EXE_cuenv")), &f2, sig);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.signal() == Some(sig) || out.status.code() == Some(128 + sig), "signal {sig}: {:?}\n{err}", out.status);
         assert!(err.contains("generation 1 stays current"), "signal {sig}: {err}");

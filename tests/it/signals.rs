@@ -73,7 +73,6 @@ fn an_apply_whose_switch_fails_is_undone_with_its_shims() {
 #[test]
 fn every_terminating_signal_during_the_check_reverts_before_exiting() {
     use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
-    use std::time::{Duration, Instant};
     // SIGINT and SIGTERM: `apply_tx::a_signal_during_the_check_reverts_before_exiting`.
     let signals: Vec<i32> = cuenv::apply::interrupt::SIGNALS.iter().map(|(s, _)| *s).filter(|s| ![libc::SIGINT, libc::SIGTERM].contains(s)).collect();
     assert!(signals.contains(&libc::SIGHUP) && signals.contains(&libc::SIGQUIT), "{signals:?}");
@@ -97,25 +96,7 @@ fn every_terminating_signal_during_the_check_reverts_before_exiting() {
                 Ok(())
             });
         }
-        let child = cmd
-            .current_dir(&lab.ctx.work)
-            .env_remove("CUENV_HOME")
-            .args(["--home", lab.ctx.home.to_str().unwrap(), "--quiet", "apply", "--timeout", "60", f2.to_str().unwrap()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Generation 2 is current while its check runs.
-        let t = Instant::now();
-        while fs::read_link(lab.profiles()).map(|p| !p.to_string_lossy().contains("/2/")).unwrap_or(true) {
-            assert!(t.elapsed() < Duration::from_secs(30), "generation 2 never became current");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        // SAFETY: sending a signal to the child we spawned.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
-        let out = child.wait_with_output().unwrap();
-        assert!(t.elapsed() < Duration::from_secs(15), "signal {sig}: cuenv did not stop at the signal ({:?})", t.elapsed());
+        let (out, _) = crate::apply_tx::signal_during_check(&lab, cmd, &f2, sig);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.signal(), Some(sig), "signal {sig}: {:?}\n{err}", out.status);
         assert!(!out.status.core_dumped(), "signal {sig}: dumped core");
