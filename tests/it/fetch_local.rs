@@ -296,6 +296,14 @@ struct Env {
     server: Server,
 }
 
+impl Drop for Env {
+    fn drop(&mut self) {
+        // Store entries are read-only: on Windows the temp dir's own cleanup fails on them
+        // (Wine's Temp folder kept 167 of these homes, 8.7 MB each).
+        crate::support::make_writable(self.home.path());
+    }
+}
+
 impl Env {
     fn new() -> Env {
         Env { home: tempfile::Builder::new().prefix("cuenv-fetch-").tempdir().unwrap(), server: Server::start() }
