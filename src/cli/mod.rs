@@ -57,13 +57,19 @@ impl Ctx {
 
     /// Prints `value` as pretty JSON on stdout.
     pub(crate) fn print_json(&self, value: &impl serde::Serialize) {
-        writeln!(self.out(), "{}", serde_json::to_string_pretty(value).expect("serializable"));
+        match serde_json::to_string_pretty(value) {
+            Ok(text) => writeln!(self.out(), "{text}"),
+            Err(e) => self.out().fail(crate::error::unserializable(e)),
+        }
     }
 
     /// Prints `value` as pretty JSON on stdout with every object's keys sorted, as the
     /// `serde_json::json!` objects these commands printed before (keep their output stable).
     pub(crate) fn print_json_sorted(&self, value: &impl serde::Serialize) {
-        self.print_json(&serde_json::to_value(value).expect("serializable"));
+        match serde_json::to_value(value) {
+            Ok(v) => self.print_json(&v),
+            Err(e) => self.out().fail(crate::error::unserializable(e)),
+        }
     }
 
     /// A note on stderr, unless `--quiet`.

@@ -223,6 +223,35 @@ pub fn io_hint(path: &std::path::Path, err: &std::io::Error) -> String {
     }
 }
 
+/// `path` for a message: its text, with every byte that is not UTF-8 written `\xNN` and
+/// every control character escaped (`\n`, `\u{1b}`), so printing it never runs a terminal
+/// escape sequence and two different names never read the same.
+pub fn shown_path(path: &std::path::Path) -> String {
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_encoded_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
+}
+
+/// A value that serde cannot write as text (TOML holds only UTF-8 paths; JSON only string
+/// keys), as an I/O error of kind `InvalidData`, so that the caller's [`IoError`] names the
+/// file it was writing and nothing panics.
+pub fn unserializable(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("cannot write it as text: {e}"))
+}
+
 /// Whether `err` says that a name or a path is too long: `ENAMETOOLONG` (Unix),
 /// `ERROR_FILENAME_EXCED_RANGE` (206, Windows). Not the kind `InvalidFilename` alone, which
 /// Windows also gives for names with characters it refuses.

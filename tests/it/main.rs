@@ -37,6 +37,7 @@ mod loader_linux;
 mod loader_windows;
 mod new_user_messages;
 mod odd_paths;
+mod path_fuzz;
 mod profile_input;
 mod real_apply;
 mod real_sources;
