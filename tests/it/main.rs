@@ -29,6 +29,7 @@ mod fs_faults;
 mod gpu_fit;
 mod home_format;
 mod hook;
+mod input_refusals;
 mod kernel;
 mod kill_matrix;
 mod linkfree;
