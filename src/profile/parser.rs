@@ -166,7 +166,7 @@ impl Cx<'_> {
     }
 
     fn syntax(&self, e: &toml_edit::TomlError) -> Error {
-        let span = e.span().unwrap_or(0..0);
+        let span = crate::error::located::toml_error_span(self.src, e.span());
         let message = format!("invalid TOML: {}", e.message());
         let hint = "fix the TOML syntax at the marked place (strings need quotes; Windows paths are easiest in 'single quotes')";
         Error::Syntax(Box::new(self.located(span, message, Some(hint.into()))))

@@ -143,3 +143,54 @@ fn a_tar_member_of_2_pow_80_bytes_is_refused_with_its_size() {
     assert!(!err.contains('\u{1b}'), "{err}");
     ctx.assert_store_unchanged();
 }
+
+/// A dotted key of thousands of parts (toml_edit's "recursion limit", which has no span)
+/// points at that key's line, not at 1:1, in lab.toml and in lab.lock.
+#[test]
+fn a_too_deep_key_points_at_its_line() {
+    let ctx = TestContext::new();
+    let key = vec!["a"; 3000].join(".");
+    let (code, err) = plan(&ctx, &format!("[profiles.p]\ncuda = \"12\"\ncudnn = \"9\"\n\n[x.{key}]\n"), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with("error: lab.toml:5:2: invalid TOML: recursion limit"), "{}", &err[..err.len().min(300)]);
+    let (code, err) = plan(&ctx, &format!("[profiles.p]\ncuda = \"12\"\ncudnn = \"9\"\n\nx.{key} = 1\n"), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with("error: lab.toml:5:1: invalid TOML: recursion limit"), "{}", &err[..err.len().min(300)]);
+    let lab = ctx.path("lab.toml");
+    fs::write(&lab, "[profiles.p]\ncuda = \"12\"\ncudnn = \"9\"\n").unwrap();
+    fs::write(ctx.path("lab.lock"), format!("version = 1\n\nx.{key} = 1\n")).unwrap();
+    let out = ctx.cmd().current_dir(&ctx.work).args(["lock", "lab.toml"]).env("CUENV_OFFLINE", "1").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: lab.lock:3:1: invalid TOML in the lock file: recursion limit"), "{}", &err[..err.len().min(300)]);
+}
+
+/// An error is bounded: a 9 MB value is shown by its start (each line cut at 4 KiB, saying
+/// how much it left out), and thousands of errors stop at 64 KiB, saying how many lines
+/// were left out; the hint is still there.
+#[test]
+fn error_output_is_capped_and_says_what_it_left_out() {
+    let ctx = TestContext::new();
+    let (code, err) = plan(&ctx, &format!("[profiles.a]\ncuda = \"12\"\ncudnn = \"{}\"\n", "x".repeat(9_000_000)), &[]);
+    assert_eq!(code, 2);
+    assert!(err.len() < 32 * 1024, "{} bytes of errors", err.len());
+    assert!(err.starts_with("error: lab.toml:3:9: `cudnn = \"xxx"), "{}", &err[..200]);
+    assert!(err.contains(" more bytes of this line left out)"), "{}", &err[..200]);
+    assert!(err.lines().any(|l| l.starts_with("hint: ")), "no hint");
+    let many: String = (0..5000).map(|i| format!("[profiles.p{i}]\ncuda = \"12\"\ncudnn = \"9.x\"\n")).collect();
+    let (code, err) = plan(&ctx, &many, &[]);
+    assert_eq!(code, 2);
+    assert!(err.len() < 72 * 1024, "{} bytes of errors", err.len());
+    let last = err.lines().rfind(|l| l.starts_with("... (")).unwrap_or_else(|| panic!("no cut: {} bytes", err.len()));
+    assert!(last.ends_with("bytes, left out)"), "{last}");
+}
+
+/// What README says of a stdout closed before cuenv starts: the Rust runtime reopens fd 1
+/// on /dev/null before `main`, so the command runs and exits with its own code.
+#[cfg(unix)]
+#[test]
+fn a_stdout_closed_before_start_is_not_seen() {
+    let ctx = TestContext::new();
+    let script = "\"$0\" --home \"$1\" status >&-; echo \"rc=$?\"";
+    let out = std::process::Command::new("sh").args(["-c", script, env!("CARGO_BIN_EXE_cuenv")]).arg(&ctx.home).env_remove("CUENV_HOME").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "rc=0", "{}", String::from_utf8_lossy(&out.stderr));
+}
