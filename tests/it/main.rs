@@ -8,6 +8,7 @@
 mod support;
 
 mod apply;
+mod apply_agree;
 mod apply_tx;
 mod architecture;
 mod check_real;
