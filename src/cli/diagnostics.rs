@@ -61,8 +61,9 @@ pub fn render_as(label: &str, d: &(dyn Diagnose + '_)) -> String {
     out
 }
 
-/// The most bytes of one line of an error that are shown.
-pub const MAX_LINE: usize = 4096;
+/// The most bytes of one line of an error that are shown: room for a message naming two
+/// paths of `PATH_MAX` (4096) bytes each, with their escapes.
+pub const MAX_LINE: usize = 16 * 1024;
 /// The most bytes of one error's message and causes that are shown.
 pub const MAX_TOTAL: usize = 64 * 1024;
 
