@@ -108,19 +108,31 @@ pub fn unchanged(current: Option<&(u64, Manifest)>, desired: &Desired) -> bool {
 /// profiles; `None` when it is the same file, there is no current generation, or nothing
 /// would be removed (a file that only adds profiles replaces nothing).
 pub fn replacing(current: Option<&(u64, Manifest)>, desired: &Desired) -> Option<Replacing> {
+    let names: Vec<&str> = desired.views.iter().map(|v| v.name.as_str()).collect();
+    replacing_names(current, &desired.file.path, &names)
+}
+
+/// [`replacing`] for the profile file as parsed, before anything is fetched or resolved:
+/// the profiles it names are those the generation would hold.
+pub fn replacing_file(current: Option<&(u64, Manifest)>, file: &crate::profile::ProfileFile) -> Option<Replacing> {
+    let names: Vec<&str> = file.profiles.iter().map(|p| p.name.as_str()).collect();
+    replacing_names(current, &file.path, &names)
+}
+
+fn replacing_names(current: Option<&(u64, Manifest)>, path: &std::path::Path, names: &[&str]) -> Option<Replacing> {
     let (n, m) = current?;
     let n = *n;
-    let same_file = match (crate::sys::paths::canonicalize(&m.source), crate::sys::paths::canonicalize(&desired.file.path)) {
+    let same_file = match (crate::sys::paths::canonicalize(&m.source), crate::sys::paths::canonicalize(path)) {
         (Ok(a), Ok(b)) => crate::sys::paths::same_path(&a, &b),
         _ => false,
     };
     if same_file {
         return None;
     }
-    let lost: Vec<String> = m.profiles.iter().filter(|p| !desired.views.iter().any(|v| v.name == p.name)).map(|p| p.name.clone()).collect();
+    let lost: Vec<String> = m.profiles.iter().filter(|p| !names.contains(&p.name.as_str())).map(|p| p.name.clone()).collect();
     if lost.is_empty() {
         return None;
     }
-    let file = std::path::absolute(&desired.file.path).unwrap_or_else(|_| desired.file.path.clone());
+    let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     Some(Replacing { generation: n, current: m.source.clone(), file, lost })
 }

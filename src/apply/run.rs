@@ -126,6 +126,12 @@ pub fn run(layout: &Layout, writer: &WriterLock, file: &Path, opts: &Options, pr
     // anything is downloaded (the sources are asked when fetching, not here).
     desire::validate_all(layout, &parsed, host, sources::preflight(layout, &parsed, host, None))?;
     // 3. Fetch what the store and `<home>/toolkits` lack.
+    // Another lab's file is refused before its `from` sources are imported into the store.
+    if !opts.replace
+        && let Some(r) = plan::replacing_file(inputs.current.as_ref(), &parsed)
+    {
+        return Err(r.into());
+    }
     let fetched = fetch_missing(layout, writer, &parsed, &inputs, opts.offline, progress)?;
     reporter.fetched(&fetched);
     // 4. Resolve: file + lock + candidates -> the desired views and shims.

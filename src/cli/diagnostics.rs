@@ -43,15 +43,50 @@ impl Report {
 /// chain, and `hint: <hint>` when it has one; every line ends with a newline. The one
 /// renderer of errors (`label` = `error`, through [`Report::render`]) and of warnings that
 /// carry a hint (`warning`).
+///
+/// Bounded: a line is cut at [`MAX_LINE`] bytes and the message and causes together at
+/// [`MAX_TOTAL`], each cut saying how much it left out (a 9 MB value in a profile file is
+/// shown by its start, not printed four times over); the hint is always shown.
 pub fn render_as(label: &str, d: &(dyn Diagnose + '_)) -> String {
-    let mut out = format!("{}: {d}\n", crate::error::rule::labelled(label, d.rule()));
+    let mut body = format!("{}: {d}\n", crate::error::rule::labelled(label, d.rule()));
     let mut cause = d.source();
     while let Some(c) = cause {
-        let _ = writeln!(out, "  caused by: {c}");
+        let _ = writeln!(body, "  caused by: {c}");
         cause = c.source();
     }
+    let mut out = capped(&body, MAX_TOTAL);
     if let Some(hint) = d.hint() {
-        let _ = writeln!(out, "hint: {hint}");
+        out.push_str(&capped(&format!("hint: {hint}\n"), MAX_LINE));
+    }
+    out
+}
+
+/// The most bytes of one line of an error that are shown: room for a message naming two
+/// paths of `PATH_MAX` (4096) bytes each, with their escapes.
+pub const MAX_LINE: usize = 16 * 1024;
+/// The most bytes of one error's message and causes that are shown.
+pub const MAX_TOTAL: usize = 64 * 1024;
+
+/// `text` (lines ending in `\n`) with each line cut at [`MAX_LINE`] bytes and the whole
+/// at `total`, each cut followed by how much it left out.
+fn capped(text: &str, total: usize) -> String {
+    let mut out = String::new();
+    let (mut lines_left, mut bytes_left) = (0usize, 0usize);
+    for line in text.split_inclusive('\n') {
+        if out.len() >= total {
+            lines_left += 1;
+            bytes_left += line.len();
+            continue;
+        }
+        if line.len() <= MAX_LINE {
+            out.push_str(line);
+            continue;
+        }
+        let cut = line.floor_char_boundary(MAX_LINE);
+        let _ = writeln!(out, "{} ... ({} more bytes of this line left out)", &line[..cut], line.trim_end_matches('\n').len() - cut);
+    }
+    if lines_left > 0 {
+        let _ = writeln!(out, "... ({lines_left} more lines, {bytes_left} bytes, left out)");
     }
     out
 }

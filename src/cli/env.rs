@@ -120,12 +120,23 @@ pub fn export(ctx: &Ctx, profile: Option<&str>, format: &str, all: bool, out: Op
     }
     // Files written with --out follow the profile across switches (`crate::env::follow`): recorded
     // under the writer lock, so that no switch reads the record half-way.
+    if let Some(dir) = out {
+        for name in &names {
+            crate::env::follow::followable(&dir.join(format.file_name(name)))?;
+        }
+    }
     let writer = match out {
         Some(_) => Some(super::writer_lock(ctx)?),
         None => None,
     };
     for name in &names {
-        let text = export::render(&generation::exported(&ctx.layout, name, platform), format, sep);
+        let text = export::render(&generation::exported(&ctx.layout, name, platform), format, sep).map_err(|e| {
+            Hinted::new(
+                format!("cannot write profile {name} in this format: {e}"),
+                "report this to cuenv's maintainers, with the profile's lab.toml",
+                ExitCode::Failure,
+            )
+        })?;
         match out {
             Some(dir) => {
                 let path = export::write(dir, &format.file_name(name), &text)?;
@@ -196,7 +207,8 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
             let e = generation::exported(&ctx.layout, &profile, platform);
             let sep = if platform.is_windows() { ';' } else { ':' };
             let spec = crate::env::kernel::spec(&e, &python, &format!("Python (cuenv: {profile})"), &view::stable_home(&ctx.layout), sep);
-            let text = format!("{}\n", serde_json::to_string_pretty(&spec).expect("serializable"));
+            let text = format!("{spec:#}\n");
+            crate::env::follow::followable(&dir.join(&name).join("kernel.json"))?;
             let writer = super::writer_lock(ctx)?;
             let path = crate::env::export::write(&dir.join(&name), "kernel.json", &text)?;
             follow(ctx, &path, &profile, crate::env::follow::KERNEL);

@@ -74,6 +74,8 @@ fn parse_what(what: &str) -> Result<Version, String> {
 }
 
 pub fn run(ctx: &Ctx, args: FetchArgs) -> Result<ExitCode, Report> {
+    fetch::url_rule::check("--pypi-index", &args.pypi_index)?;
+    fetch::url_rule::check("--nvidia-mirror", &args.nvidia_mirror)?;
     let version = args.what;
     let Some(platform) = args.platform.or_else(Platform::host) else {
         return Err(crate::error::Hinted::new(

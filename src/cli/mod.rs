@@ -57,13 +57,19 @@ impl Ctx {
 
     /// Prints `value` as pretty JSON on stdout.
     pub(crate) fn print_json(&self, value: &impl serde::Serialize) {
-        writeln!(self.out(), "{}", serde_json::to_string_pretty(value).expect("serializable"));
+        match serde_json::to_string_pretty(value) {
+            Ok(text) => writeln!(self.out(), "{text}"),
+            Err(e) => self.out().fail(crate::error::unserializable(e)),
+        }
     }
 
     /// Prints `value` as pretty JSON on stdout with every object's keys sorted, as the
     /// `serde_json::json!` objects these commands printed before (keep their output stable).
     pub(crate) fn print_json_sorted(&self, value: &impl serde::Serialize) {
-        self.print_json(&serde_json::to_value(value).expect("serializable"));
+        match serde_json::to_value(value) {
+            Ok(v) => self.print_json(&v),
+            Err(e) => self.out().fail(crate::error::unserializable(e)),
+        }
     }
 
     /// A note on stderr, unless `--quiet`.
@@ -107,9 +113,29 @@ pub fn main() -> i32 {
     }
 }
 
+/// What in the home's path the lists a profile's activation writes cannot hold, in words:
+/// `;` (the separator of Windows' `PATH`, and one of glibc's `LD_LIBRARY_PATH`), `:` (the
+/// separator of `LD_LIBRARY_PATH` and `PATH` elsewhere), a newline or another control
+/// character (a shim's line breaks). `None` when the path is fine.
+fn home_char_refused(home: &std::path::Path) -> Option<String> {
+    let body = home.to_string_lossy();
+    if body.contains(';') {
+        return Some("`;`, a separator in PATH and LD_LIBRARY_PATH lists: the profiles' library folders under it would be split apart".into());
+    }
+    if !cfg!(windows) && body.contains(':') {
+        return Some("`:`, the separator of LD_LIBRARY_PATH and PATH: the profiles' library folders under it would be split apart".into());
+    }
+    if let Some(c) = body.chars().find(|c| c.is_control()) {
+        let name = if c == '\n' { "a newline".to_string() } else { format!("the control character U+{:04X}", c as u32) };
+        return Some(format!("{name}, which the shims and exported files cannot hold on one line"));
+    }
+    None
+}
+
 fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
     // A malformed CUENV_* setting stops every command before it reads or writes anything.
     crate::home::settings::validate_all()?;
+    crate::fetch::url_rule::check_env()?;
     if let Command::Probe(args) = &cli.command {
         return probe::run(args); // needs no home
     }
@@ -142,6 +168,14 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
     // The home is made absolute once, here: every link cuenv makes stores an absolute target,
     // and a relative one would dangle as soon as it is seen from another folder.
     let home = std::path::absolute(&home).map_err(|e| crate::error::IoError::new("find the absolute path of the home", &home, e))?;
+    if let Some(why) = home_char_refused(&home) {
+        return Err(Hinted::new(
+            format!("the cuenv home {} holds {why}", crate::error::shown_path(&home)),
+            "move the home to a path without it: pass --home DIR or set CUENV_HOME (nothing was read or written)",
+            ExitCode::Invalid,
+        )
+        .into());
+    }
     if home.exists() && !home.is_dir() {
         return Err(Hinted::new(
             format!("the cuenv home {} is a file, not a folder", home.display()),

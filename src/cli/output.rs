@@ -38,6 +38,12 @@ impl Out {
         }
     }
 
+    /// Records `e` as this stdout's failure (unless one is recorded), for output that could
+    /// not be made (a value serde cannot write as JSON): reported like a failed write.
+    pub fn fail(&self, e: io::Error) {
+        self.failed.borrow_mut().get_or_insert(e);
+    }
+
     /// Flushes stdout and returns the first write failure, if any.
     pub fn finish(&self) -> Option<io::Error> {
         let mut failed = self.failed.borrow_mut();
@@ -70,6 +76,7 @@ impl Diagnose for StdoutError {
     fn hint(&self) -> Option<String> {
         let fix = match self.0.kind() {
             io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => "free space where stdout goes, or send it elsewhere",
+            io::ErrorKind::InvalidData => "the output could not be written as text: report this to cuenv's maintainers",
             _ => "check where stdout goes (a closed or unwritable file)",
         };
         Some(format!("{fix}; the command itself ran to its end and only its output was lost: `cuenv status` shows the state"))

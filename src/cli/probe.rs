@@ -32,8 +32,11 @@ pub struct ProbeArgs {
 /// Runs the probe and prints its report: one JSON line with `--json`, pretty JSON otherwise.
 pub fn run(args: &ProbeArgs) -> Result<ExitCode, Report> {
     let report = probe::run(&ProbeRequest { major: args.major, cuda_major: args.cuda, conv: args.conv, driver_only: args.driver_only });
-    let text = if args.json { serde_json::to_string(&report) } else { serde_json::to_string_pretty(&report) }.expect("a probe report serializes");
+    let text = if args.json { serde_json::to_string(&report) } else { serde_json::to_string_pretty(&report) };
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}").and_then(|()| out.flush()).map_err(|e| crate::error::IoError::new("write the probe report to", "stdout", e))?;
+    text.map_err(crate::error::unserializable)
+        .and_then(|text| writeln!(out, "{text}"))
+        .and_then(|()| out.flush())
+        .map_err(|e| crate::error::IoError::new("write the probe report to", "stdout", e))?;
     Ok(ExitCode::Success)
 }

@@ -66,7 +66,33 @@ pub fn remember(layout: &Layout, mut f: Followed) -> io::Result<()> {
     let mut rec = read_record(layout);
     rec.files.retain(|o| o.path != f.path && o.path.is_file());
     rec.files.push(f);
-    crate::sys::fsutil::write_atomic(&layout.follow_record(), toml::to_string(&rec).expect("serializable").as_bytes())
+    let text = toml::to_string(&rec).map_err(crate::error::unserializable)?;
+    crate::sys::fsutil::write_atomic(&layout.follow_record(), text.as_bytes())
+}
+
+/// A file that cannot be followed: its path is not UTF-8, and `exports.toml` (TOML text)
+/// holds only UTF-8 paths.
+#[derive(Debug, thiserror::Error)]
+#[error("the path {} is not UTF-8, so cuenv cannot record it to keep it current", crate::error::shown_path(.0))]
+pub struct NotUtf8(pub PathBuf);
+
+impl crate::error::Diagnose for NotUtf8 {
+    fn hint(&self) -> Option<String> {
+        Some("choose a folder whose path is UTF-8 (cuenv lists the files it keeps current in <home>/exports.toml, a UTF-8 file); nothing was written".into())
+    }
+    fn exit_code(&self) -> crate::error::ExitCode {
+        crate::error::ExitCode::Invalid
+    }
+}
+
+/// Whether [`remember`] can record `path` (made absolute as it would be). Ask before writing
+/// the file, so that a refusal leaves nothing on disk.
+pub fn followable(path: &Path) -> Result<(), NotUtf8> {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match abs.to_str() {
+        Some(_) => Ok(()),
+        None => Err(NotUtf8(abs)),
+    }
 }
 
 /// What one generation gives the followed files: whether it is link-free, and each
@@ -133,7 +159,10 @@ pub fn plan(layout: &Layout, from: Option<&Side>, to: &Side, platform: Platform)
         let Some(profile) = owner(&text, kind, &home) else { continue };
         let Some(e) = to.profile(&profile) else { continue };
         let new = match kind {
-            Some(f) => export::render(e, f, sep),
+            Some(f) => {
+                let Ok(t) = export::render(e, f, sep) else { continue };
+                t
+            }
             None => {
                 let before = from.and_then(|f| f.profile(&profile)).map(|b| crate::env::kernel::env_block(b, sep));
                 let Some(t) = crate::env::kernel::refreshed(&text, before.as_ref(), &crate::env::kernel::env_block(e, sep)) else { continue };

@@ -89,7 +89,7 @@ pub fn refreshed(text: &str, old: Option<&serde_json::Map<String, serde_json::Va
     env.retain(|k, _| !new.contains_key(k) && !old.is_some_and(|o| o.contains_key(k)));
     env.extend(new.iter().map(|(k, v)| (k.clone(), v.clone())));
     obj.insert("env".into(), env.into());
-    Some(format!("{}\n", serde_json::to_string_pretty(&v).expect("serializable")))
+    Some(format!("{v:#}\n"))
 }
 
 /// Whether `python` can import `ipykernel_launcher`, the module the kernelspec's argv runs

@@ -169,6 +169,31 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// Where a TOML parse error points: its own span, or, when the parser gave none (toml_edit's
+/// "recursion limit" for a dotted key of too many parts, `a.a.a...`), the key with the most
+/// dotted parts (a `[table.header]` or the key before `=`); `0..0` when there is none.
+pub fn toml_error_span(text: &str, span: Option<Span>) -> Span {
+    if let Some(s) = span {
+        return s;
+    }
+    let mut best: Option<(usize, Span)> = None;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let lead = line.len() - line.trim_start().len();
+        let body = &line[lead..];
+        let key = if body.starts_with('[') { body.trim_start_matches('[').split(']').next() } else { body.split('=').next().filter(|_| body.contains('=')) };
+        if let Some(key) = key {
+            let parts = key.matches('.').count();
+            let start = at + lead + body.find(key).unwrap_or(0);
+            if parts > 0 && best.as_ref().is_none_or(|(n, _)| parts > *n) {
+                best = Some((parts, start..start + key.trim_end().len()));
+            }
+        }
+        at += line.len();
+    }
+    best.map(|(_, s)| s).unwrap_or(0..0)
+}
+
 impl fmt::Display for Located {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let width = self.line.to_string().len();

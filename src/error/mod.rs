@@ -203,8 +203,36 @@ impl Diagnose for IoError {
 
 /// What to do about an I/O failure at `path`, by the kind of failure (a full disk, a
 /// read-only file system, missing permissions, a missing folder, a closed pipe, a name or
-/// path too long).
+/// path too long). A path in a conda env's `etc/conda` (a shim) is said to be the env's.
 pub fn io_hint(path: &std::path::Path, err: &std::io::Error) -> String {
+    if let Some(env) = conda_env_of(path) {
+        let other = format!("or name a conda env you can write in `conda-env` (the env {} was not changed)", env.display());
+        return match err.kind() {
+            std::io::ErrorKind::ReadOnlyFilesystem => format!("the conda env {} is on a read-only file system: make it writable, {other}", env.display()),
+            std::io::ErrorKind::PermissionDenied => {
+                format!("the conda env {} is not writable for you: check the permissions of {}, {other}", env.display(), path.display())
+            }
+            _ => io_hint_with(path, err, "name a conda env on a writable volume in `conda-env`"),
+        };
+    }
+    io_hint_with(path, err, "use a cuenv home elsewhere (--home DIR)")
+}
+
+/// The conda env holding `path` when it is under the env's `etc/conda` (its activation scripts).
+fn conda_env_of(path: &std::path::Path) -> Option<&std::path::Path> {
+    let mut p = path;
+    while let Some(parent) = p.parent() {
+        if p.file_name().is_some_and(|n| n == "conda") && parent.file_name().is_some_and(|n| n == "etc") {
+            return parent.parent().filter(|env| env.join("conda-meta").is_dir());
+        }
+        p = parent;
+    }
+    None
+}
+
+/// [`io_hint`] for a path outside the home: `elsewhere` is the other way out for a
+/// read-only file system (`keep lab.toml in a folder you can write`).
+pub fn io_hint_with(path: &std::path::Path, err: &std::io::Error, elsewhere: &str) -> String {
     {
         use std::io::ErrorKind as K;
         let at = path.display();
@@ -213,7 +241,7 @@ pub fn io_hint(path: &std::path::Path, err: &std::io::Error) -> String {
         }
         match err.kind() {
             K::StorageFull | K::QuotaExceeded => format!("free some space on the volume that holds {at}, then run the command again"),
-            K::ReadOnlyFilesystem => format!("{at} is on a read-only file system: make it writable, or use a cuenv home elsewhere (--home DIR)"),
+            K::ReadOnlyFilesystem => format!("{at} is on a read-only file system: make it writable, or {elsewhere}"),
             K::PermissionDenied => format!("check the permissions of {at} (and of the folders above it)"),
             K::NotFound => format!("{at} or a folder above it does not exist; check the path"),
             K::NotADirectory => format!("a part of {at} is a file, not a folder; check the path"),
@@ -221,6 +249,35 @@ pub fn io_hint(path: &std::path::Path, err: &std::io::Error) -> String {
             _ => "fix what the cause above says, then run the command again".into(),
         }
     }
+}
+
+/// `path` for a message: its text, with every byte that is not UTF-8 written `\xNN` and
+/// every control character escaped (`\n`, `\u{1b}`), so printing it never runs a terminal
+/// escape sequence and two different names never read the same.
+pub fn shown_path(path: &std::path::Path) -> String {
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_encoded_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
+}
+
+/// A value that serde cannot write as text (TOML holds only UTF-8 paths; JSON only string
+/// keys), as an I/O error of kind `InvalidData`, so that the caller's [`IoError`] names the
+/// file it was writing and nothing panics.
+pub fn unserializable(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("cannot write it as text: {e}"))
 }
 
 /// Whether `err` says that a name or a path is too long: `ENAMETOOLONG` (Unix),
@@ -252,6 +309,28 @@ mod tests {
         let hint = io_hint(at, &std::io::Error::from_raw_os_error(long));
         assert!(hint.starts_with("the path named above is longer than this system allows"), "{hint}");
         assert!(!io_hint(at, &std::io::Error::from_raw_os_error(other)).contains("longer than"));
+    }
+
+    /// A shim write refused by a read-only (EROFS) or unwritable conda env names the env and
+    /// says to make it writable or choose another; another cuenv home would not help.
+    #[cfg(unix)]
+    #[test]
+    fn a_read_only_conda_env_is_said_to_be_the_envs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let env = tmp.path().join("envs/torch");
+        std::fs::create_dir_all(env.join("conda-meta")).unwrap();
+        let shim = env.join("etc/conda/activate.d/cuenv-torch.sh");
+        for code in [libc::EROFS, libc::EACCES] {
+            let hint = IoError::new("write the shim", &shim, std::io::Error::from_raw_os_error(code)).hint().unwrap();
+            assert!(hint.contains(&format!("the conda env {}", env.display())), "{hint}");
+            assert!(hint.contains("conda env you can write in `conda-env`") && !hint.contains("home"), "{hint}");
+        }
+        let full = IoError::new("write the shim", &shim, std::io::Error::from_raw_os_error(libc::ENOSPC)).hint().unwrap();
+        assert!(full.starts_with("free some space on the volume that holds"), "{full}");
+        // Outside a conda env (no conda-meta): the home's hint.
+        let other = tmp.path().join("x/etc/conda/activate.d/a.sh");
+        let hint = IoError::new("write", &other, std::io::Error::from_raw_os_error(libc::EROFS)).hint().unwrap();
+        assert!(hint.contains("use a cuenv home elsewhere"), "{hint}");
     }
 
     /// The inner error of [`Wrapper`].

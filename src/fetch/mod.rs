@@ -26,6 +26,7 @@ pub mod findlinks;
 pub mod http;
 pub mod nvidia;
 pub mod pypi;
+pub mod url_rule;
 
 use std::fs;
 use std::path::{Path, PathBuf};

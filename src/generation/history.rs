@@ -38,7 +38,7 @@ pub(super) fn append_history(layout: &Layout, rec: &HistoryRecord) -> Result<(),
             line.push('\n');
         }
     }
-    line.push_str(&serde_json::to_string(rec).expect("serializable"));
+    line.push_str(&serde_json::to_string(rec).map_err(crate::error::unserializable).map_err(io_at("append to the history", &path))?);
     line.push('\n');
     f.write_all(line.as_bytes()).map_err(io_at("append to the history", &path))?;
     f.sync_all().map_err(io_at("append to the history", &path))

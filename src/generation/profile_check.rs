@@ -243,7 +243,9 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
 pub fn save(layout: &Layout, n: u64, results: &[ProfileCheck]) -> Result<(), crate::error::IoError> {
     let file = CheckFile { time: generation::now(), profiles: results.to_vec() };
     let path = layout.check_results(n);
-    crate::sys::fsutil::write_atomic(&path, serde_json::to_string_pretty(&file).expect("serializable").as_bytes())
+    serde_json::to_string_pretty(&file)
+        .map_err(crate::error::unserializable)
+        .and_then(|text| crate::sys::fsutil::write_atomic(&path, text.as_bytes()))
         .map_err(|e| crate::error::IoError::new("save the check results to", path, e))
 }
 

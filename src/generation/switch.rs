@@ -147,7 +147,8 @@ impl LockBackup {
 
 pub(super) fn write_journal(layout: &Layout, journal: &Journal) -> Result<(), Error> {
     let jpath = layout.journal();
-    fsutil::write_atomic(&jpath, toml::to_string(journal).expect("serializable").as_bytes()).map_err(io_at("write the journal", &jpath))
+    let text = toml::to_string(journal).map_err(crate::error::unserializable).map_err(io_at("write the journal", &jpath))?;
+    fsutil::write_atomic(&jpath, text.as_bytes()).map_err(io_at("write the journal", &jpath))
 }
 
 /// Switches from the current generation to `to` (see the module docs for the steps and

@@ -86,7 +86,9 @@ impl Diagnose for Error {
     fn hint(&self) -> Option<String> {
         match self {
             Error::Invalid(l) => l.hint.clone(),
-            Error::Read { .. } | Error::Write { .. } => Some("check the permissions of the folder holding lab.toml".into()),
+            Error::Read { path, source } | Error::Write { path, source } => {
+                Some(crate::error::io_hint_with(path, source, "keep lab.toml and its lab.lock in a folder you can write"))
+            }
         }
     }
 
@@ -430,7 +432,8 @@ pub fn legacy_platform(root: &dyn TableLike) -> Platform {
 /// wrong type, a bad version).
 pub fn parse_all(text: &str, path: &Path) -> Result<Vec<(Platform, LockFile)>, Error> {
     let cx = Cx { path, src: text };
-    let doc = toml_edit::Document::parse(text).map_err(|e| cx.invalid(e.span().unwrap_or(0..0), format!("invalid TOML in the lock file: {}", e.message())))?;
+    let doc = toml_edit::Document::parse(text)
+        .map_err(|e| cx.invalid(crate::error::located::toml_error_span(text, e.span()), format!("invalid TOML in the lock file: {}", e.message())))?;
     if cx.format_version(doc.as_table())? == 1 {
         return Ok(vec![(legacy_platform(doc.as_table()), cx.section(doc.as_table())?)]);
     }
@@ -628,6 +631,23 @@ mod tests {
     use crate::resolve::{self, Candidates, CudnnCandidate, Resolved, ToolkitCandidate};
 
     const LAB: &str = "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9\"\n[profiles.old]\ncuda = \"11\"\ncudnn = \"8\"\n";
+
+    /// A lab.lock that cannot be written says why by the kind of failure: a full disk or
+    /// quota is not a permissions problem, and a read-only volume needs no other cuenv home.
+    #[test]
+    fn a_lock_write_failure_is_hinted_by_its_kind() {
+        let path = PathBuf::from("/lab/lab.lock");
+        let hint = |e: std::io::ErrorKind| Error::Write { path: path.clone(), source: e.into() }.hint().unwrap();
+        for full in [std::io::ErrorKind::StorageFull, std::io::ErrorKind::QuotaExceeded] {
+            assert_eq!(hint(full), format!("free some space on the volume that holds {}, then run the command again", path.display()));
+        }
+        let ro = hint(std::io::ErrorKind::ReadOnlyFilesystem);
+        assert!(
+            ro.contains("read-only file system") && ro.contains("keep lab.toml and its lab.lock in a folder you can write") && !ro.contains("home"),
+            "{ro}"
+        );
+        assert!(hint(std::io::ErrorKind::PermissionDenied).starts_with("check the permissions of /lab/lab.lock"));
+    }
 
     fn cands<'a>(t: &'a [ToolkitCandidate], s: &'a [CudnnCandidate]) -> Candidates<'a> {
         Candidates { toolkits: t, store: s, platform: LINUX }

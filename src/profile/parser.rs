@@ -166,7 +166,7 @@ impl Cx<'_> {
     }
 
     fn syntax(&self, e: &toml_edit::TomlError) -> Error {
-        let span = e.span().unwrap_or(0..0);
+        let span = crate::error::located::toml_error_span(self.src, e.span());
         let message = format!("invalid TOML: {}", e.message());
         let hint = "fix the TOML syntax at the marked place (strings need quotes; Windows paths are easiest in 'single quotes')";
         Error::Syntax(Box::new(self.located(span, message, Some(hint.into()))))
@@ -248,10 +248,15 @@ impl Cx<'_> {
 
     fn settings(&self, t: &dyn TableLike) -> Result<Settings, Error> {
         self.validate_keys(t, &SETTINGS_KEYS, "[settings]")?;
+        let url = |key: &str| -> Result<Option<String>, Error> {
+            let Some(v) = self.string(t, key)? else { return Ok(None) };
+            self.url(key, &v)?;
+            Ok(Some(v.value))
+        };
         let mut s = Settings {
             find_links: self.string(t, "find-links")?.map(|v| PathBuf::from(v.value)),
-            nvidia_mirror: self.string(t, "nvidia-mirror")?.map(|v| v.value),
-            pypi_index: self.string(t, "pypi-index")?.map(|v| v.value),
+            nvidia_mirror: url("nvidia-mirror")?,
+            pypi_index: url("pypi-index")?,
             ..Settings::default()
         };
         if let Some(mode) = self.string(t, "link-mode")? {
@@ -260,6 +265,14 @@ impl Cx<'_> {
         }
         s.shells = self.shells(t)?;
         Ok(s)
+    }
+
+    /// `key = "<url>"` must be a URL cuenv fetches from ([`crate::fetch::url_rule`]).
+    fn url(&self, key: &str, v: &Spanned<String>) -> Result<(), Error> {
+        match crate::fetch::url_rule::refusal(&v.value, &crate::fetch::url_rule::allowed_hosts()) {
+            None => Ok(()),
+            Some(why) => Err(self.invalid(v.span.clone(), format!("`{key} = {}`: {why}", shorten(self.text(&v.span))), crate::fetch::url_rule::HINT)),
+        }
     }
 
     /// `[settings] shells = ["posix", "fish", ...]`: each a name [`Shell::from_name`] knows.
@@ -407,6 +420,20 @@ impl Cx<'_> {
                 format!("did you mean `from = \"{g}\"`?"),
             )));
         }
+        // A cuDNN `from` URL: one cuenv may fetch from, with the digest that authenticates it.
+        if let Ok(Requirement { from: Some(src), sha256, .. }) = &cudnn
+            && let Source::Location(l) = &src.value
+            && looks_like_url(l)
+        {
+            keep(self.url("from", &Spanned { value: l.clone(), span: src.span.clone() }).and_then(|()| match sha256 {
+                Some(_) => Ok(()),
+                None => Err(self.invalid(
+                    src.span.clone(),
+                    format!("the URL source of profile `{name}` has no `sha256`"),
+                    "add `sha256 = \"<64 hex digits>\"` inside the braces: the digest the publisher lists for the file (NVIDIA's redistrib_<version>.json, the index's page), or `sha256sum FILE` (Linux) / `certutil -hashfile FILE SHA256` (Windows) of a copy you trust; cuenv never imports a download it cannot check",
+                )),
+            }));
+        }
         let conda_env = self.string(t, "conda-env").and_then(|env| {
             if let Some(e) = &env {
                 self.validate_conda_env(e)?;
@@ -529,6 +556,19 @@ impl Cx<'_> {
 /// `name` for a message: whole up to 40 characters, else its first 32 and `...`.
 fn shorten(name: &str) -> String {
     if name.chars().count() <= 40 { name.to_string() } else { format!("{}...", name.chars().take(32).collect::<String>()) }
+}
+
+/// Whether a `from` location is written as a URL (`scheme://...`, or `javascript:`-like
+/// `name:` other than a Windows drive letter), not a path.
+fn looks_like_url(l: &str) -> bool {
+    match l.split_once(':') {
+        Some((scheme, rest)) => {
+            scheme.len() > 1
+                && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+                && (rest.starts_with("//") || !rest.starts_with(['\\', '/']))
+        }
+        None => false,
+    }
 }
 
 fn source_of(s: &str) -> Source {

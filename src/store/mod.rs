@@ -322,8 +322,8 @@ impl<'a> Store<'a> {
             source: entry::SourceInfo { name: source_name, kind, size: extracted.source_size, sha256: extracted.source_sha256, url: opts.source_url.clone() },
             files,
         };
-        let text = toml::to_string(&meta).expect("entry metadata serializes");
         let meta_path = entry_dir.join(ENTRY_FILE);
+        let text = toml::to_string(&meta).map_err(|e| Error::Write { path: meta_path.clone(), source: crate::error::unserializable(e) })?;
         fsutil::write_atomic(&meta_path, text.as_bytes()).map_err(|source| Error::Write { path: meta_path.clone(), source })?;
         fsutil::make_tree_readonly(&entry_dir).map_err(|source| Error::Write { path: entry_dir.clone(), source })?;
         fsutil::sync_dir(&entry_dir);

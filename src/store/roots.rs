@@ -82,8 +82,9 @@ impl Store<'_> {
         }
         let store = self.layout.store_dir();
         fs::create_dir_all(&store).map_err(|source| Error::Write { path: store.clone(), source })?;
-        let text = format!("{HEADER}{}", toml::to_string(&RootsFile { hand_added: map }).expect("roots serialize"));
         let path = self.roots_path();
+        let body = toml::to_string(&RootsFile { hand_added: map }).map_err(|e| Error::Write { path: path.clone(), source: crate::error::unserializable(e) })?;
+        let text = format!("{HEADER}{body}");
         fsutil::write_atomic(&path, text.as_bytes()).map_err(|source| Error::Write { path, source })
     }
 

@@ -97,8 +97,8 @@ impl Store<'_> {
         if let Some((sha256, source)) = adding {
             sources.insert(sha256, source);
         }
-        let text = toml::to_string(&Index { sources }).expect("the index serializes");
         let path = self.sources_path();
+        let text = toml::to_string(&Index { sources }).map_err(|e| Error::Write { path: path.clone(), source: crate::error::unserializable(e) })?;
         fsutil::write_atomic(&path, text.as_bytes()).map_err(|source| Error::Write { path, source })
     }
 

@@ -254,10 +254,11 @@ fn assemble(layout: &Layout, prefix: &Version, platform: Platform, downloads: Ve
     }
     let json = serde_json::json!({ "cuda": { "name": "CUDA SDK", "version": version.to_string() } });
     let vj = staging.path().join("version.json");
-    fs::write(&vj, serde_json::to_string_pretty(&json).expect("json")).map_err(write_err(&vj))?;
+    fs::write(&vj, format!("{json:#}")).map_err(write_err(&vj))?;
     let meta = RuntimeMeta { version, platform, wheels };
     let mt = staging.path().join("runtime.toml");
-    fs::write(&mt, toml::to_string(&meta).expect("toml")).map_err(write_err(&mt))?;
+    let text = toml::to_string(&meta).map_err(crate::error::unserializable).map_err(write_err(&mt))?;
+    fs::write(&mt, text).map_err(write_err(&mt))?;
     fsutil::make_tree_readonly(staging.path()).map_err(write_err(staging.path()))?;
     let tmp = staging.keep();
     fsutil::rename_with_retry(&tmp, &dest).map_err(write_err(&dest))?;

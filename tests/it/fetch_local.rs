@@ -312,9 +312,19 @@ impl Env {
     /// `cuenv` with an isolated home, no proxy, one retry, the local server as index and mirror.
     fn cuenv(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_cuenv"));
-        for k in
-            ["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "CUENV_OFFLINE", "CUENV_HTTP_TIMEOUT"]
-        {
+        for k in [
+            "ALL_PROXY",
+            "all_proxy",
+            "HTTPS_PROXY",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "NO_PROXY",
+            "no_proxy",
+            "CUENV_OFFLINE",
+            "CUENV_HTTP_TIMEOUT",
+            "CUENV_ALLOW_HTTP",
+        ] {
             c.env_remove(k);
         }
         c.env("CUENV_HOME", self.home.path())
@@ -588,6 +598,8 @@ fn proxy_variables_are_honoured() {
     let out = env
         .cuenv()
         .env("HTTP_PROXY", &env.server.base)
+        // Plain http to a host other than this machine must be allowed by name.
+        .env("CUENV_ALLOW_HTTP", "pypi.cuenv.invalid")
         .env("CUENV_PYPI_INDEX", "http://pypi.cuenv.invalid")
         .args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"])
         .output()

@@ -8,6 +8,7 @@
 mod support;
 
 mod apply;
+mod apply_agree;
 mod apply_tx;
 mod architecture;
 mod check_real;
@@ -29,6 +30,7 @@ mod fs_faults;
 mod gpu_fit;
 mod home_format;
 mod hook;
+mod input_refusals;
 mod kernel;
 mod kill_matrix;
 mod linkfree;
@@ -37,6 +39,7 @@ mod loader_linux;
 mod loader_windows;
 mod new_user_messages;
 mod odd_paths;
+mod path_fuzz;
 mod planted_links;
 mod profile_input;
 mod real_apply;

@@ -73,6 +73,9 @@ pub(super) fn extract_tar(
             if let Some(kind) = kind {
                 index.claim(&path, kind).map_err(|r| bad(r.0))?;
             }
+            if let Some(size) = size_beyond_u64(entry.header()) {
+                return Err(bad(format!("its header declares a size of {size}, more than any archive can hold")));
+            }
             let declared = entry.header().size().map_err(|e| bad(format!("unreadable size ({e})")))?;
             // Files and hard links (copies) are bounded at their header, before any byte is
             // written: the bound is known from the input's size.
@@ -141,6 +144,22 @@ pub(super) fn extract_tar(
     progress.finish();
     let size = count.load(Ordering::Relaxed);
     Ok(Extracted { items, source_sha256: Some(Sha256::finish(hashing.hasher)), source_size: Some(size) })
+}
+
+/// The size field of a tar header, when it states more than a `u64` holds (or less than
+/// zero), in words; `None` otherwise. The base-256 form (GNU: the first byte's top bit set)
+/// has 95 bits, and the tar crate keeps only the low 64 of them: 2^80 would read as 0, and
+/// the member's bytes would then be parsed as the next header.
+fn size_beyond_u64(h: &tar::Header) -> Option<String> {
+    let f = &h.as_old().size;
+    if f[0] & 0x80 == 0 {
+        return None;
+    }
+    if f[0] & 0x40 != 0 {
+        return Some("less than zero".into()); // two's complement: a negative number
+    }
+    let v = f[1..].iter().fold(u128::from(f[0] & 0x7f), |a, b| (a << 8) | u128::from(*b));
+    (v > u128::from(u64::MAX)).then(|| format!("{v} bytes"))
 }
 
 /// The size of the earlier file a tar hard link copies (0 when it names none: refused later).

@@ -40,11 +40,36 @@ struct ZipMember {
     size: u64,
 }
 
+/// The first name the central directory of the zip at `path` (starting at byte `start`)
+/// lists twice; `None` when none is or the directory cannot be read. The zip crate keeps
+/// one entry per name, so the names are read from the directory's headers here.
+fn duplicate_name(path: &Path, start: u64) -> Option<Vec<u8>> {
+    use std::io::{BufReader, Seek, SeekFrom};
+    let mut r = BufReader::new(File::open(path).ok()?);
+    r.seek(SeekFrom::Start(start)).ok()?;
+    let mut seen = std::collections::HashSet::new();
+    let mut head = [0u8; 46];
+    while r.read_exact(&mut head).is_ok() && head[..4] == [0x50, 0x4b, 0x01, 0x02] {
+        let len = |at: usize| usize::from(u16::from_le_bytes([head[at], head[at + 1]]));
+        let mut name = vec![0u8; len(28)];
+        r.read_exact(&mut name).ok()?;
+        r.seek_relative(i64::try_from(len(30) + len(32)).ok()?).ok()?;
+        if !seen.insert(name.clone()) {
+            return Some(name);
+        }
+    }
+    None
+}
+
 pub(super) fn extract_zip(source: &Path, raw: &Path, computed_sha256: Option<Sha256>, progress: &dyn Progress) -> Result<Extracted, Error> {
     let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, format!("not a readable zip ({e}); the file may be truncated")))?;
     if zip.has_duplicate_names() {
         // The zip crate keeps one of them; other tools may pick the other.
-        return Err(corrupt(source, "two members have the same name, so its content is ambiguous"));
+        let rule = "two members have this name, so the content is ambiguous (tools differ on which one they extract)".to_string();
+        return Err(match duplicate_name(source, zip.central_directory_start()) {
+            Some(name) => Error::BadMember { archive: source.into(), member: member::escape_bytes(&name), rule },
+            None => corrupt(source, "two members have the same name, so its content is ambiguous"),
+        });
     }
     let mut items = BTreeMap::new();
     let mut case = CaseIndex::default();
