@@ -105,14 +105,15 @@ fn lock_section(layout: &Layout, file: &ProfileFile, resolved: &Resolved) -> (st
     let mut pins = lockfile::Pins::new();
     for r in &resolved.profiles {
         let Some(profile) = file.profile(&r.name) else { continue };
-        let mut pin = lockfile::Pin { sha256: None, url: None, source: None, cuda_wheels: Vec::new() };
+        let mut pin = lockfile::Pin { sha256: None, url: None, source: None, from: None, cuda_wheels: Vec::new() };
         if let Some(from) = &profile.cudnn.from
             && let Some((_, meta)) = entries.iter().find(|(_, m)| m.id == r.cudnn_id)
         {
             pin.sha256 = meta.source.sha256.map(|s| s.to_string());
-            pin.url = match &from.value {
-                crate::profile::Source::Location(l) if crate::sources::is_url(l) => Some(l.clone()),
-                _ => None,
+            (pin.url, pin.from) = match &from.value {
+                crate::profile::Source::Location(l) if crate::sources::is_url(l) => (Some(l.clone()), None),
+                crate::profile::Source::Location(l) => (None, Some(l.clone())),
+                _ => (None, None),
             };
             // With a list of sources, the one that served this platform: a wheel came from
             // PyPI, an archive from NVIDIA.

@@ -29,6 +29,7 @@
 //! cudnn-name = "<store entry name>"
 //! cudnn-version = "8.8.0.121"
 //! cudnn-source = "pypi"     # with `from = [...]`: the source that served this platform
+//! cudnn-from = "wheels/x.whl" # a path source: the `from` its `cudnn-sha256` was pinned from
 //!
 //! [platforms.windows-x86_64.profiles.tf28]
 //! unpinned = "<why>"        # `cuenv lock --allow-unreachable`: no source could be reached
@@ -218,8 +219,8 @@ fn implicit_table<'a>(t: &'a mut Table, key: &str) -> &'a mut Table {
 }
 
 /// The keys of a locked profile's table that cuenv writes (an unpinned profile has none).
-const CHOICE_KEYS: [&str; 9] =
-    ["toolkit-root", "toolkit-version", "cudnn-id", "cudnn-name", "cudnn-version", "cudnn-sha256", "cudnn-url", "cudnn-source", "cuda-wheels"];
+const CHOICE_KEYS: [&str; 10] =
+    ["toolkit-root", "toolkit-version", "cudnn-id", "cudnn-name", "cudnn-version", "cudnn-sha256", "cudnn-url", "cudnn-source", "cudnn-from", "cuda-wheels"];
 
 /// An unpinned profile's table: `unpinned = "<reason>"` (an existing reason is kept) and none
 /// of [`CHOICE_KEYS`].
@@ -527,9 +528,50 @@ pub struct Pin {
     /// `cudnn-source`: for a `from = [...]` list, the source that served this platform
     /// (`pypi` or `nvidia`); a pinned profile is fetched from it alone.
     pub source: Option<crate::fetch::Source>,
+    /// `cudnn-from`: for a path source, the `from` location as the profile file wrote it
+    /// (a pin of another location is stale: [`Pin::fits`]).
+    pub from: Option<String>,
     /// `cuda-wheels`: the runtime wheels of a `cuda = { from = "pypi" }` root, each
     /// `project==version` with its SHA-256 (`project==version sha256:<hex>`).
     pub cuda_wheels: Vec<(String, String, String)>,
+}
+
+impl Pin {
+    /// Whether the cuDNN part of this pin (`cudnn-sha256`, `-url`, `-from`, `-source`) was
+    /// taken from the source `from` names now: a URL pin from that URL, a path pin from that
+    /// location (a pin written before `cudnn-from` existed, naming neither, is taken as
+    /// fitting), a `pypi` / `nvidia` pin from no URL or path. A pin that does not fit is
+    /// stale, as one whose version the profile no longer wants: it is dropped and the new
+    /// source is pinned (issue 29: a stale pin made `apply` fail where `plan` said it fetches).
+    pub fn fits(&self, from: Option<&crate::profile::Source>) -> bool {
+        use crate::profile::Source;
+        match from {
+            None => true,
+            Some(Source::Location(l)) if l.starts_with("http://") || l.starts_with("https://") => self.url.as_deref() == Some(l.as_str()),
+            Some(Source::Location(l)) => self.url.is_none() && self.from.as_deref().is_none_or(|f| f == l),
+            Some(Source::Pypi | Source::Nvidia) => self.url.is_none() && self.from.is_none(),
+        }
+    }
+}
+
+/// `pins` less the cuDNN part of every pin that does not fit its profile's `from` in `file`
+/// ([`Pin::fits`]; the CUDA runtime's wheel pins are kept), and the names of the profiles
+/// whose pin was stale.
+pub fn fresh_pins(pins: &Pins, file: &crate::profile::ProfileFile) -> (Pins, Vec<String>) {
+    let mut out = Pins::new();
+    let mut stale = Vec::new();
+    for (name, pin) in pins {
+        let from = file.profile(name).and_then(|p| p.cudnn.from.as_ref()).map(|f| &f.value);
+        if pin.sha256.is_some() && !pin.fits(from) {
+            stale.push(name.clone());
+            if !pin.cuda_wheels.is_empty() {
+                out.insert(name.clone(), Pin { sha256: None, url: None, source: None, from: None, cuda_wheels: pin.cuda_wheels.clone() });
+            }
+        } else {
+            out.insert(name.clone(), pin.clone());
+        }
+    }
+    (out, stale)
 }
 
 /// `project==version sha256:<hex>` -> (project, version, sha256).
@@ -567,7 +609,7 @@ fn pins_of(text: &str, platform: Platform) -> Pins {
             let cuda_wheels: Vec<(String, String, String)> =
                 item.get("cuda-wheels").and_then(Item::as_array).map(|a| a.iter().filter_map(|v| parse_wheel_pin(v.as_str()?)).collect()).unwrap_or_default();
             let source = get("cudnn-source").and_then(|s| s.parse().ok());
-            let pin = Pin { sha256: get("cudnn-sha256"), url: get("cudnn-url"), source, cuda_wheels };
+            let pin = Pin { sha256: get("cudnn-sha256"), url: get("cudnn-url"), source, from: get("cudnn-from"), cuda_wheels };
             if pin.sha256.is_some() || !pin.cuda_wheels.is_empty() {
                 out.insert(name.to_string(), pin);
             }
@@ -617,6 +659,12 @@ pub fn with_pins(text: &str, platform: Platform, pins: &Pins) -> String {
                 Some(src) => set_value(t, "cudnn-source", Value::from(src.as_str())),
                 None => {
                     t.remove("cudnn-source");
+                }
+            }
+            match pin.and_then(|p| p.from.as_deref()) {
+                Some(from) => set_value(t, "cudnn-from", Value::from(from)),
+                None => {
+                    t.remove("cudnn-from");
                 }
             }
         }
@@ -838,8 +886,10 @@ mod tests {
         assert!(!pinned.contains("unpinned"), "{pinned}");
         assert_eq!(parse(&pinned, Path::new("lab.lock"), WINDOWS).unwrap().profiles.len(), 2);
         // And unpinned again: the choice keys go.
-        let pins =
-            Pins::from([("old".to_string(), Pin { sha256: Some("aa".into()), url: None, source: Some(crate::fetch::Source::Nvidia), cuda_wheels: vec![] })]);
+        let pins = Pins::from([(
+            "old".to_string(),
+            Pin { sha256: Some("aa".into()), url: None, source: Some(crate::fetch::Source::Nvidia), from: None, cuda_wheels: vec![] },
+        )]);
         let with = with_pins(&pinned, WINDOWS, &pins);
         assert!(with.contains("cudnn-source = \"nvidia\""), "{with}");
         let again = LockFile::render_updated(Some(&with), WINDOWS, section);
@@ -855,12 +905,34 @@ mod tests {
     }
 
     #[test]
+    fn a_pin_fits_only_the_source_it_was_taken_from() {
+        use crate::profile::Source;
+        let pin = |url: Option<&str>, from: Option<&str>| Pin {
+            sha256: Some("aa".into()),
+            url: url.map(Into::into),
+            source: None,
+            from: from.map(Into::into),
+            cuda_wheels: vec![],
+        };
+        let loc = |l: &str| Source::Location(l.into());
+        assert!(pin(None, Some("a.tar.xz")).fits(Some(&loc("a.tar.xz"))));
+        assert!(!pin(None, Some("a.tar.xz")).fits(Some(&loc("b.tar.xz"))), "a moved path is stale");
+        assert!(pin(None, None).fits(Some(&loc("b.tar.xz"))), "a path pin from before cudnn-from");
+        assert!(pin(Some("https://x/a.zip"), None).fits(Some(&loc("https://x/a.zip"))));
+        assert!(!pin(Some("https://x/a.zip"), None).fits(Some(&loc("https://x/b.zip"))), "another URL is stale");
+        assert!(!pin(Some("https://x/a.zip"), None).fits(Some(&Source::Pypi)), "a URL pin does not fit pypi");
+        assert!(!pin(None, Some("a.tar.xz")).fits(Some(&Source::Nvidia)), "a path pin does not fit nvidia");
+        assert!(pin(None, None).fits(Some(&Source::Pypi)));
+    }
+
+    #[test]
     fn pins_are_per_platform() {
         let both = LockFile::render_updated(Some(&LockFile::render_updated(None, LINUX, &resolved())), WINDOWS, &resolved_for_windows());
         let pin = |sha: &str| Pin {
             sha256: Some(sha.into()),
             url: None,
             source: Some(crate::fetch::Source::Pypi),
+            from: None,
             cuda_wheels: vec![("nvidia-cuda-runtime-cu12".into(), "12.6.77".into(), format!("{sha}77"))],
         };
         let pins = |sha: &str| std::collections::BTreeMap::from([("torch2".to_string(), pin(sha))]);

@@ -71,7 +71,11 @@ pub fn ensure_reachable(
     progress: &dyn Progress,
 ) -> Result<Ensured, Error> {
     validate(file)?;
-    let cx = Cx { layout, writer, ep, progress, prefetch: None, runtimes: None };
+    // A pin taken from another source than `from` names now is stale: dropped, and the new
+    // source imported and pinned (`plan` says the same: it fetches).
+    let (fresh, stale) = crate::profile::lockfile::fresh_pins(pins, file);
+    let pins = &fresh;
+    let cx = Cx { layout, writer, ep, progress, prefetch: None, runtimes: None, stale: &stale };
     // With allow_unreachable a profile left out must download nothing, and a file another
     // platform cannot serve fails before any download: no prefetch there.
     let host = Platform::host() == Some(platform);
@@ -276,6 +280,9 @@ fn ensure_profile(j: &Job, out: &mut Ensured) -> Result<(), Error> {
     let pin_sha = pin.and_then(|pin| pin.sha256.clone());
     let have = match &pin_sha {
         Some(sha) => sha.parse::<Sha256>().is_ok_and(|sha| fetch::find_by_source_sha256(layout, &sha).is_some()),
+        // A stale pin's profile imports its new source (to pin its bytes), even when an entry
+        // of the version is stored (a re-import of stored bytes only hashes them).
+        None if cx.stale.contains(&p.name) => false,
         None => store.entries().into_iter().any(|(_, m)| m.platform == platform && m.cuda_major == major && p.cudnn.version.matches(&m.version)),
     };
     if have {

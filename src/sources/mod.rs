@@ -65,6 +65,8 @@ struct Cx<'a> {
     prefetch: Option<&'a fetch::Prefetch>,
     /// Pinned CUDA runtime roots being built ahead of need ([`ensure_reachable`]).
     runtimes: Option<&'a runtimes::RuntimesAhead>,
+    /// The profiles whose lab.lock pin was stale ([`crate::profile::lockfile::fresh_pins`]).
+    stale: &'a [String],
 }
 
 /// True when `e` says a source could not be reached (no answer, offline, a server failing),
