@@ -16,15 +16,33 @@ pub const HINT: &str = "use an https:// URL; plain http:// is allowed only to th
 /// Why `url` may not be fetched from, in words (`"ftp:// is not a supported scheme"`), or
 /// `None` when it may. `allowed`: the hosts of [`ALLOW_HTTP_VAR`].
 pub fn refusal(url: &str, allowed: &[String]) -> Option<String> {
-    let Some((scheme, rest)) = url.split_once("://") else {
+    use url::Host;
+    let not_a_url = || {
         let shown: String = url.chars().take(40).collect();
-        return Some(format!("`{}` is not an http(s) URL", shown.escape_debug()));
+        Some(format!("`{}` is not an http(s) URL", shown.escape_debug()))
     };
-    let host = host_of(rest);
-    match scheme.to_ascii_lowercase().as_str() {
-        "https" if !host.is_empty() => None,
+    // The `url` crate (WHATWG URL parsing) reads the scheme and host, user info and port
+    // apart; a string without `://` (`javascript:...`, `mailto:`) is no URL of a server.
+    let Some((scheme, rest)) = url.split_once("://") else { return not_a_url() };
+    // WHATWG parsing reads `https:///path` as the host `path`: refused, as written it names none.
+    if ["http", "https"].iter().any(|s| s.eq_ignore_ascii_case(scheme)) && rest.starts_with(['/', '\\']) {
+        return Some("the URL names no host".into());
+    }
+    let parsed = match url::Url::parse(url) {
+        Ok(u) => u,
+        Err(url::ParseError::EmptyHost) => return Some("the URL names no host".into()),
+        Err(_) => return not_a_url(),
+    };
+    let (host, loopback) = match parsed.host() {
+        Some(Host::Domain(d)) => (d.to_ascii_lowercase(), d.eq_ignore_ascii_case("localhost")),
+        Some(Host::Ipv4(ip)) => (ip.to_string(), ip.is_loopback()),
+        Some(Host::Ipv6(ip)) => (ip.to_string(), ip.is_loopback()),
+        None => (String::new(), false),
+    };
+    match parsed.scheme() {
         "https" | "http" if host.is_empty() => Some("the URL names no host".into()),
-        "http" if is_loopback(&host) || allowed.iter().any(|a| a.eq_ignore_ascii_case(&host)) => None,
+        "https" => None,
+        "http" if loopback || allowed.iter().any(|a| a.eq_ignore_ascii_case(&host)) => None,
         "http" => Some(format!("plain http:// to {host} is not allowed (it is not this machine, and {ALLOW_HTTP_VAR} does not list it)")),
         other => Some(format!("{}:// is not a supported scheme", other.escape_debug())),
     }
@@ -33,22 +51,6 @@ pub fn refusal(url: &str, allowed: &[String]) -> Option<String> {
 /// The hosts `CUENV_ALLOW_HTTP` lists (empty when unset).
 pub fn allowed_hosts() -> Vec<String> {
     std::env::var(ALLOW_HTTP_VAR).unwrap_or_default().split(',').map(|h| h.trim().to_ascii_lowercase()).filter(|h| !h.is_empty()).collect()
-}
-
-/// The host of the part of a URL after `scheme://`: without user info, port, path, query or
-/// fragment; an IPv6 literal without its brackets.
-fn host_of(rest: &str) -> String {
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = match hostport.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => hostport.split(':').next().unwrap_or(""),
-    };
-    host.to_ascii_lowercase()
-}
-
-fn is_loopback(host: &str) -> bool {
-    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// A configured URL cuenv will not fetch from: where it was set, the URL and why.
