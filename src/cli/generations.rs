@@ -137,7 +137,7 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<ExitCode, Report> {
     }
     if plan.generations.is_empty() && plan.entries.is_empty() {
         // The leftovers went first, said on stderr: what remains is "nothing else".
-        let what = if leftovers > 0 { "nothing else to delete" } else { "nothing to delete" };
+        let what = if leftovers { "nothing else to delete" } else { "nothing to delete" };
         writeln!(ctx.out(), "{what} ({} generation{} kept)", plan.kept, if plan.kept == 1 { "" } else { "s" });
     } else {
         writeln!(ctx.out(), "{} {}", if dry_run { "would free" } else { "freed" }, size(plan.total_bytes()));

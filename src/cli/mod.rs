@@ -253,18 +253,24 @@ pub fn lock_and_recover(ctx: &Ctx) -> Result<crate::home::writer_lock::WriterLoc
     lock_recover_and_count(ctx).map(|(w, _)| w)
 }
 
-/// [`lock_and_recover`], also returning the bytes the store's leftovers held (what `gc`
-/// counts in its own line).
-pub fn lock_recover_and_count(ctx: &Ctx) -> Result<(crate::home::writer_lock::WriterLock, u64), Report> {
+/// [`lock_and_recover`], also saying whether it removed any leftover (what `gc` counts in
+/// its own line).
+pub fn lock_recover_and_count(ctx: &Ctx) -> Result<(crate::home::writer_lock::WriterLock, bool), Report> {
     let writer = writer_lock(ctx)?;
     if let Some(said) = crate::generation::recover(&ctx.layout)? {
         ctx.note(&format!("note: {said}"));
     }
     // What an interrupted build or deletion left (no live cuenv owns it under the lock).
-    crate::generation::clean_leftovers(&ctx.layout)?;
+    let removed = crate::generation::clean_leftovers(&ctx.layout)?;
+    if removed > 0 {
+        let s = if removed == 1 { "" } else { "s" };
+        ctx.note(&format!(
+            "note: removed {removed} leftover{s} of an interrupted command (a generation being built or deleted, a half-written file, a staged link)"
+        ));
+    }
     let freed = crate::store::Store::new(&ctx.layout).clean_leftovers(&writer)?;
     note_freed(ctx, freed);
-    Ok((writer, freed))
+    Ok((writer, removed > 0 || freed > 0))
 }
 
 /// Says on stderr how much an interrupted command's leftovers held, once removed (nothing

@@ -597,11 +597,10 @@ pub fn download(layout: &Layout, _writer: &WriterLock, client: &Client, artifact
     // Under the writer lock, a folder of another process is left by a crash. This
     // process's own folders may still be in use (several wheels fetched for one apply).
     let mine = format!("download-{}-", std::process::id());
-    if let Ok(rd) = fs::read_dir(&root) {
-        for e in rd.flatten() {
-            if !e.file_name().to_string_lossy().starts_with(&mine) {
-                fsutil::remove_tree(&e.path()).map_err(|source| Error::Write { path: e.path(), source })?;
-            }
+    // Never through a link: one planted where the folder should be is removed itself.
+    for p in fsutil::entries_or_self(&root) {
+        if !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&mine)) {
+            fsutil::remove_tree(&p).map_err(|source| Error::Write { path: p.clone(), source })?;
         }
     }
     // A wheel of a local folder (find-links) is copied, not downloaded: no network.

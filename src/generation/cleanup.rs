@@ -55,7 +55,9 @@ pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
     let mut removed = 0;
     for e in fs::read_dir(layout.generations_dir()).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with(GENERATION_STAGING_PREFIX) || name.starts_with(GENERATION_TRASH_PREFIX) {
+        // A link or a file named like a generation is none (`list` skips it): planted, removed.
+        let not_folder = name.parse::<u64>().is_ok() && !e.file_type().is_ok_and(|t| t.is_dir());
+        if name.starts_with(GENERATION_STAGING_PREFIX) || name.starts_with(GENERATION_TRASH_PREFIX) || not_folder {
             remove_tree(&e.path())?;
             removed += 1;
         }
@@ -69,16 +71,12 @@ pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
         let dir = layout.generation_dir(n);
         removed += fsutil::remove_atomic_leftovers(&dir, Duration::ZERO).map_err(io_at("clean up", &dir))?;
     }
-    for staging in [layout.profiles_staging(), layout.active_staging()] {
-        if link::is_link(&staging) {
-            link::remove(&staging).map_err(io_at("remove the link", &staging))?;
-            removed += 1;
-        }
-    }
-    // The pointer files of the link-free mode, staged by a killed switch or `use`.
-    for staging in [layout.current_staging(), layout.active_staging()] {
-        if !link::is_link(&staging) && staging.is_file() {
-            fs::remove_file(&staging).map_err(io_at("remove", &staging))?;
+    // The staged links, and the pointer files of the link-free mode, staged by a killed
+    // switch or `use`: whatever sits there (a link removed as a link, a planted folder or FIFO
+    // too), so that the next switch can stage again.
+    for staging in [layout.profiles_staging(), layout.active_staging(), layout.current_staging()] {
+        if fs::symlink_metadata(&staging).is_ok() {
+            fsutil::remove_tree(&staging).map_err(io_at("remove", &staging))?;
             removed += 1;
         }
     }
@@ -108,6 +106,8 @@ pub fn clean_leftovers(layout: &Layout) -> Result<usize, Error> {
     dirs.sort();
     dirs.dedup();
     for d in dirs {
+        // Pinned now, before the first read: a swap later in this command is refused.
+        fsutil::pin_folder(&d);
         removed += fsutil::remove_atomic_leftovers(&d, Duration::from_secs(60)).map_err(io_at("clean up", &d))?;
     }
     Ok(removed)

@@ -356,8 +356,15 @@ pub fn read(layout: &Layout, n: u64) -> Result<Manifest, Error> {
 
 /// Numbers of all published generations, ascending.
 pub fn list(layout: &Layout) -> Vec<u64> {
-    let mut out: Vec<u64> =
-        fs::read_dir(layout.generations_dir()).into_iter().flatten().flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
+    // Only real folders: a link or a file named like a generation is none (a planted one is
+    // removed by `clean_leftovers`).
+    let mut out: Vec<u64> = fs::read_dir(layout.generations_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
     out.sort();
     out
 }

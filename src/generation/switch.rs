@@ -79,7 +79,10 @@ pub(super) fn set_current(layout: &Layout, to: Option<u64>) -> Result<(), Error>
 /// Errors: [`Error::Io`] naming the file that could not be written or renamed.
 pub fn write_pointer(path: &Path, staging: &Path, text: &str) -> Result<(), Error> {
     use std::io::Write as _;
-    let mut f = fs::File::create(staging).map_err(io_at("write the pointer file", staging))?;
+    // Whatever sits at `staging` (a planted link or FIFO) goes first; the new file is created
+    // exclusively, so it is never written through a link.
+    fsutil::remove_tree(staging).map_err(io_at("remove", staging))?;
+    let mut f = fs::OpenOptions::new().write(true).create_new(true).open(staging).map_err(io_at("write the pointer file", staging))?;
     f.write_all(text.as_bytes()).and_then(|()| f.sync_all()).map_err(io_at("write the pointer file", staging))?;
     drop(f);
     fault_point("pointer-staged");
@@ -286,6 +289,14 @@ pub(super) fn undo_apply(layout: &Layout, from: Option<u64>, to: u64, lock: Opti
 /// did, or `None` when there was nothing to do. Needs the writer lock.
 pub fn recover(layout: &Layout) -> Result<Option<String>, Error> {
     let jpath = layout.journal();
+    // Not a file (a planted folder or FIFO: reading would fail or block): no journal cuenv wrote.
+    match fs::symlink_metadata(&jpath) {
+        Ok(m) if !m.is_file() => {
+            fsutil::remove_tree(&jpath).map_err(io_at("remove", &jpath))?;
+            return Ok(Some("removed a journal that was not a file".into()));
+        }
+        _ => {}
+    }
     let Ok(text) = fs::read_to_string(&jpath) else { return Ok(None) };
     let Ok(j) = toml::from_str::<Journal>(&text) else {
         fs::remove_file(&jpath).map_err(io_at("remove the journal", &jpath))?;

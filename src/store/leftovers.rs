@@ -20,14 +20,19 @@ impl Store<'_> {
     /// Every leftover path: children of `.tmp` and `.downloads` (but this process's own
     /// downloads), and `.cuenv-tmp*` at the top of the store.
     fn leftovers(&self) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        let children = |dir: PathBuf| fs::read_dir(dir).map(|rd| rd.flatten().collect::<Vec<_>>()).unwrap_or_default();
-        out.extend(children(self.layout.staging_dir()).into_iter().map(|e| e.path()));
+        // Never through a link: a link (or a file) where `.tmp` or `.downloads` should be is
+        // itself the leftover (`fsutil::entries_or_self`).
+        let mut out = fsutil::entries_or_self(&self.layout.staging_dir());
         let mine = format!("download-{}-", std::process::id());
-        out.extend(children(self.layout.downloads_dir()).into_iter().filter(|e| !e.file_name().to_string_lossy().starts_with(&mine)).map(|e| e.path()));
-        out.extend(
-            children(self.layout.store_dir()).into_iter().filter(|e| e.file_name().to_string_lossy().starts_with(fsutil::ATOMIC_TMP_PREFIX)).map(|e| e.path()),
-        );
+        let own = |p: &PathBuf| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&mine));
+        out.extend(fsutil::entries_or_self(&self.layout.downloads_dir()).into_iter().filter(|p| !own(p)));
+        if fs::symlink_metadata(self.layout.store_dir()).is_ok_and(|m| m.is_dir()) {
+            out.extend(
+                fsutil::entries_or_self(&self.layout.store_dir())
+                    .into_iter()
+                    .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(fsutil::ATOMIC_TMP_PREFIX))),
+            );
+        }
         out
     }
 

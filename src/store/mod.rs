@@ -151,10 +151,9 @@ impl<'a> Store<'a> {
     /// Deletes staging folders left by an interrupted import. Needs the writer lock,
     /// since a live import owns its staging folder.
     pub fn clean_staging(&self, _writer: &WriterLock) -> Result<(), Error> {
-        let dir = self.layout.staging_dir();
-        let Ok(rd) = fs::read_dir(&dir) else { return Ok(()) };
-        for e in rd.flatten() {
-            fsutil::remove_tree(&e.path()).map_err(|source| Error::Write { path: e.path(), source })?;
+        // Never through a link: one planted where the folder should be is removed itself.
+        for p in fsutil::entries_or_self(&self.layout.staging_dir()) {
+            fsutil::remove_tree(&p).map_err(|source| Error::Write { path: p.clone(), source })?;
         }
         Ok(())
     }

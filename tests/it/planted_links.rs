@@ -205,3 +205,109 @@ fn a_shim_folder_swapped_for_a_link_mid_apply_loses_no_file_there() {
     assert!(err.contains("is no longer the folder it was when cuenv started"), "{err}");
     assert_eq!(snapshot(&o), before, "apply deleted through the swapped folder");
 }
+
+/// From an adversarial trial of the fixes above: a link where a whole leftover *folder*
+/// should be (`store/.tmp`, `store/.downloads`, a generation's number) is removed itself,
+/// and nothing is read or deleted through it, by a reader or a writer.
+#[cfg(unix)]
+#[test]
+fn a_link_in_place_of_a_leftover_folder_is_removed_itself() {
+    for place in ["store/.tmp", "store/.downloads", "generations/7"] {
+        let lab = Lab::new();
+        lab.ok(&["apply", "--no-check", lab.three().to_str().unwrap()]);
+        let o = outside(&lab);
+        fs::write(o.join(".cuenv-tmp-99999-1"), "a dead writer's, but not in the home").unwrap();
+        let before = snapshot(&o);
+        let at = lab.ctx.home.join(place);
+        let _ = fs::remove_dir_all(&at);
+        std::os::unix::fs::symlink(&o, &at).unwrap();
+        for args in [&["status"][..], &["store", "list"], &["store", "verify"], &["gc", "--dry-run"]] {
+            let _ = lab.run(args);
+            assert_eq!(snapshot(&o), before, "{place}: {args:?} changed a file outside the home");
+        }
+        assert!(fs::symlink_metadata(&at).is_err(), "{place}: the planted link stays");
+        let gc = lab.ok(&["gc", "--dry-run"]);
+        assert!(gc.contains("(1 generation kept)"), "{place}: {gc}");
+    }
+}
+
+/// Junk where cuenv stages or records (a file where a folder goes, a folder where a file or
+/// link goes) never wedges the home: the next writer removes it and the command after works.
+#[cfg(unix)]
+#[test]
+fn junk_where_cuenv_stages_is_removed_by_the_next_writer() {
+    let junk: [(&str, bool); 4] = [("store/.tmp", true), ("store/.downloads", true), (".profiles.new", false), ("journal.toml", false)];
+    for (place, file) in junk {
+        let lab = Lab::new();
+        lab.ok(&["apply", "--no-check", lab.three().to_str().unwrap()]);
+        let at = lab.ctx.home.join(place);
+        let _ = fs::remove_dir_all(&at);
+        if file {
+            fs::write(&at, "x").unwrap();
+        } else {
+            fs::create_dir_all(at.join("sub")).unwrap();
+        }
+        lab.ok(&["gc", "--dry-run"]);
+        assert!(fs::symlink_metadata(&at).is_err(), "{place} stays");
+        let f = lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n");
+        lab.ok(&["apply", "--no-check", f.to_str().unwrap()]);
+        let dir = lab.ctx.path("more");
+        fs::create_dir_all(&dir).unwrap();
+        let a = crate::support::lab::host_archive(&dir, &crate::support::Release { version: [9, 1, 0, 70], cuda: 12 });
+        lab.ok(&["store", "add", a.to_str().unwrap()]);
+    }
+}
+
+/// A link-free home: a link or a folder planted at the staged pointer (`.current.new`)
+/// is never written through, and does not stop the switch.
+#[cfg(unix)]
+#[test]
+fn a_planted_staged_pointer_is_not_written_through() {
+    for link in [true, false] {
+        let lab = Lab::new();
+        let o = outside(&lab);
+        let before = snapshot(&o);
+        let text = |cudnn: &str| {
+            format!(
+                "[settings]\nlink-mode = \"none\"\n\n[toolkits]\n\"12.6\" = '{}'\n\n[profiles.legacy]\ncuda = \"12\"\ncudnn = \"{cudnn}\"\n",
+                lab.tk12.display()
+            )
+        };
+        let f = lab.ctx.path("lab.toml");
+        fs::write(&f, text("8.9.4")).unwrap();
+        lab.ok(&["apply", "--no-check", f.to_str().unwrap()]);
+        fs::write(&f, text("9.5")).unwrap();
+        lab.ok(&["apply", "--no-check", f.to_str().unwrap()]);
+        let staged = lab.ctx.home.join(".current.new");
+        if link {
+            std::os::unix::fs::symlink(o.join("a.txt"), &staged).unwrap();
+        } else {
+            fs::create_dir_all(staged.join("x")).unwrap();
+        }
+        lab.ok(&["rollback"]);
+        assert_eq!(lab.current(), 1, "link {link}");
+        assert_eq!(snapshot(&o), before, "the pointer was written through the planted link");
+        assert!(fs::symlink_metadata(lab.ctx.home.join("current")).unwrap().is_file());
+    }
+}
+
+/// A shim folder swapped before cuenv's first write there (paused at the journal, before
+/// the shim sync): the folder was pinned when the command started (the leftover cleanup
+/// reads it), so the deletion of torch2's shims is refused.
+#[cfg(unix)]
+#[test]
+fn a_shim_folder_swapped_before_the_first_write_is_not_written_through() {
+    let lab = Lab::new();
+    let o = outside(&lab);
+    let before = snapshot(&o);
+    let act = lab.env_a.join("etc/conda/activate.d");
+    lab.ok(&["apply", "--no-check", lab.three().to_str().unwrap()]);
+    let f2 = lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n");
+    let (code, err) = paused(&lab, "journal", &["apply", "--no-check", f2.to_str().unwrap()], || {
+        fs::rename(&act, lab.env_a.join("etc/conda/activate.d.moved")).unwrap();
+        std::os::unix::fs::symlink(&o, &act).unwrap();
+    });
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("is no longer the folder it was when cuenv started"), "{err}");
+    assert_eq!(snapshot(&o), before, "apply deleted through the swapped folder");
+}

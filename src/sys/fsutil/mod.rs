@@ -202,9 +202,15 @@ pub fn remove_file(path: &Path) -> io::Result<()> {
 /// folder, a conda env) may hold another live cuenv's file, so there a file of a live (or
 /// unknown) process stays until old; in cuenv's own home, under the writer lock, every one
 /// goes (`Duration::ZERO`). A leftover that is a link is removed as a link; in the home
-/// (`min_age` zero) a folder of that name goes too. Returns how many it removed; a missing
+/// (`min_age` zero) a folder of that name goes too, and a `dir` that is itself a link is not
+/// read at all. Returns how many it removed; a missing
 /// folder has none.
 pub fn remove_atomic_leftovers(dir: &Path, min_age: std::time::Duration) -> io::Result<usize> {
+    // The home's own folders are never read through a link (a planted one); a folder outside
+    // it may be one the user made, and is the folder the user named.
+    if min_age.is_zero() && !fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return Ok(0);
+    }
     let Ok(rd) = fs::read_dir(dir) else { return Ok(0) };
     let mut removed = 0;
     for e in rd.flatten() {
@@ -226,6 +232,18 @@ pub fn remove_atomic_leftovers(dir: &Path, min_age: std::time::Duration) -> io::
         removed += 1;
     }
     Ok(removed)
+}
+
+/// What to clean in the folder `dir`, never through a link: its entries when `dir` is a
+/// real folder; `[dir]` itself when a link, a file or anything else sits where the folder
+/// should be (that is the leftover: removing it removes the link, not what it points at);
+/// nothing when `dir` is missing or cannot be read.
+pub fn entries_or_self(dir: &Path) -> Vec<PathBuf> {
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => fs::read_dir(dir).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default(),
+        Ok(_) => vec![dir.to_path_buf()],
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Flushes a folder's entries to disk where the platform supports it (Unix). Best effort.
