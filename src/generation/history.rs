@@ -18,6 +18,10 @@ pub struct HistoryRecord {
 
 /// All history records, oldest first. Unreadable lines are skipped.
 pub fn history(layout: &Layout) -> Vec<HistoryRecord> {
+    // Only a regular file is read: a FIFO planted there would block the reader forever.
+    if !fs::symlink_metadata(layout.history()).is_ok_and(|m| m.is_file()) {
+        return Vec::new();
+    }
     fs::read_to_string(layout.history()).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
@@ -28,6 +32,11 @@ pub fn history(layout: &Layout) -> Vec<HistoryRecord> {
 pub(super) fn append_history(layout: &Layout, rec: &HistoryRecord) -> Result<(), Error> {
     use std::io::{Read, Seek, SeekFrom, Write};
     let path = layout.history();
+    // Not a regular file (a planted folder, FIFO or link): no history cuenv wrote. Removed
+    // (a link as a link), so the switch goes on and nothing blocks or is written through a link.
+    if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+        crate::sys::fsutil::remove_tree(&path).map_err(io_at("remove", &path))?;
+    }
     let mut f = fs::OpenOptions::new().create(true).read(true).append(true).open(&path).map_err(io_at("open the history", &path))?;
     let len = f.metadata().map_err(io_at("read the history", &path))?.len();
     let mut line = String::new();

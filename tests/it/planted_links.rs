@@ -311,3 +311,29 @@ fn a_shim_folder_swapped_before_the_first_write_is_not_written_through() {
     assert!(err.contains("is no longer the folder it was when cuenv started"), "{err}");
     assert_eq!(snapshot(&o), before, "apply deleted through the swapped folder");
 }
+
+/// A FIFO (or a folder) planted as `history.jsonl` blocks no reader and stops no switch.
+#[cfg(unix)]
+#[test]
+fn a_fifo_planted_as_the_history_blocks_nothing() {
+    for fifo in [true, false] {
+        let lab = Lab::new();
+        lab.ok(&["apply", "--no-check", lab.three().to_str().unwrap()]);
+        let h = lab.ctx.home.join("history.jsonl");
+        fs::remove_file(&h).unwrap();
+        if fifo {
+            let c = std::ffi::CString::new(h.to_str().unwrap()).unwrap();
+            // SAFETY: mkfifo on a path we own.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        } else {
+            fs::create_dir_all(h.join("x")).unwrap();
+        }
+        let mut child = lab.ctx.cmd();
+        let out = child.args(["gc", "--dry-run"]).timeout(std::time::Duration::from_secs(20)).output().unwrap();
+        assert!(out.status.success(), "fifo {fifo}: {out:?}");
+        lab.ok(&["generations"]);
+        let f = lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n");
+        lab.ok(&["apply", "--no-check", f.to_str().unwrap()]);
+        assert!(fs::symlink_metadata(&h).unwrap().is_file(), "fifo {fifo}");
+    }
+}
