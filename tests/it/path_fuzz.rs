@@ -63,8 +63,16 @@ fn no_panic(lab: &Lab, what: &str, args: &[&OsStr]) -> i32 {
 
 /// Runs cuenv with `args`: its exit code, and what went wrong when it panicked or was killed.
 fn run(lab: &Lab, what: &str, args: &[&OsStr]) -> (i32, Option<String>) {
-    let out =
-        lab.ctx.cmd().args(args).env("CUENV_OFFLINE", "1").env("JUPYTER_DATA_DIR", lab.ctx.path("jupyter")).env_remove("CUENV_FIND_LINKS").output().unwrap();
+    let out = lab
+        .ctx
+        .cmd()
+        .current_dir(&lab.ctx.work)
+        .args(args)
+        .env("CUENV_OFFLINE", "1")
+        .env("JUPYTER_DATA_DIR", lab.ctx.path("jupyter"))
+        .env_remove("CUENV_FIND_LINKS")
+        .output()
+        .unwrap();
     let code = out.status.code().unwrap_or(-1);
     let err = String::from_utf8_lossy(&out.stderr);
     let problem = if code == 101 || err.contains("panicked") {
@@ -99,7 +107,9 @@ fn no_command_panics_on_a_hostile_path() {
         // The path as a missing input, and (where it can be made) as a real lab file.
         let mut files = vec![p.clone()];
         // (Windows refuses some of these names only when a file is made inside.)
-        if fs::create_dir_all(&p).is_ok() && fs::write(p.join("lab.toml"), &lab_text).is_ok() {
+        // Only absolute paths are made here: the empty one would name this process's folder
+        // (the repository); cuenv runs in the lab's work folder, where relative ones land.
+        if p.is_absolute() && fs::create_dir_all(&p).is_ok() && fs::write(p.join("lab.toml"), &lab_text).is_ok() {
             files.push(p.join("lab.toml"));
         }
         for f in &files {
