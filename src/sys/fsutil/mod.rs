@@ -7,7 +7,8 @@
 //! included: `walkdir`'s `follow_root_links` is off, and on Unix the walk opens each folder
 //! with `O_NOFOLLOW` relative to its parent's descriptor). A folder outside the home that
 //! cuenv writes into (a conda env's shim folder, a lab folder, a kernelspec folder) is
-//! *pinned* ([`pin_folder`]) when cuenv first reads or writes it; every later write or
+//! *pinned* ([`pin_folder`]) when a command first touches it (the leftover cleanup every
+//! writing command starts with, the shim sync, an export); every later write or
 //! delete there opens the folder and compares its identity (device and inode; volume serial
 //! and file index) with the pin, and refuses when the folder was swapped (for a link, say)
 //! meanwhile. The home itself is guarded by the writer lock instead.

@@ -46,7 +46,13 @@ pub(super) struct Dir {
 impl Dir {
     /// Opens the folder `dir`, denying others the right to rename or delete it meanwhile.
     pub(super) fn open(dir: &Path) -> io::Result<Dir> {
-        Ok(Dir { handle: open_dir(dir, false)?, path: dir.to_path_buf() })
+        let handle = match open_dir(dir, false) {
+            // Another program holds the folder with delete access (a scanner, say): it cannot
+            // be held against a swap then, and the identity check alone stands.
+            Err(e) if e.raw_os_error() == Some(32) => open_dir(dir, true)?,
+            other => other?,
+        };
+        Ok(Dir { handle, path: dir.to_path_buf() })
     }
 
     /// The identity of the opened folder.
