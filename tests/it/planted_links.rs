@@ -129,6 +129,22 @@ fn paused(lab: &Lab, step: &str, args: &[&str], swap: impl FnOnce()) -> (i32, St
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// Runs `apply --no-check file` paused at `step`, swaps `folder` for a link to the outside
+/// folder `o` there, and asserts that the apply refused, naming the swap, and that `o` is as
+/// `before` (its [`snapshot`]). Returns where the real folder went.
+#[cfg(unix)]
+fn swap_is_refused(lab: &Lab, o: &Path, before: &[(String, u32, Vec<u8>)], step: &str, file: &Path, folder: &Path) -> PathBuf {
+    let moved = folder.with_extension("moved");
+    let (code, err) = paused(lab, step, &["apply", "--no-check", file.to_str().unwrap()], || {
+        fs::rename(folder, &moved).unwrap();
+        std::os::unix::fs::symlink(o, folder).unwrap();
+    });
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("is no longer the folder it was when cuenv started"), "{err}");
+    assert_eq!(snapshot(o), before.to_vec(), "{step}: apply wrote or deleted through the swapped {}", folder.display());
+    moved
+}
+
 /// A conda env's `activate.d` swapped for a link to another folder while apply writes its
 /// shims: nothing is written to, or deleted from, the link's target, and apply says which
 /// folder changed.
@@ -147,13 +163,7 @@ fn a_shim_folder_swapped_for_a_link_mid_apply_is_not_written_through() {
         "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\nconda-env = '{a}'\n\n[profiles.extra]\ncuda = \"12\"\ncudnn = \"8.9.4\"\nconda-env = '{a}'\n",
         a = lab.env_a.display()
     ));
-    let (code, err) = paused(&lab, &format!("tmp:cuenv-extra.{}", crate::support::lab::SHIM_EXT), &["apply", "--no-check", f2.to_str().unwrap()], || {
-        fs::rename(&act, lab.env_a.join("etc/conda/activate.d.moved")).unwrap();
-        std::os::unix::fs::symlink(&o, &act).unwrap();
-    });
-    assert_ne!(code, 0, "{err}");
-    assert!(err.contains("is no longer the folder it was when cuenv started"), "{err}");
-    assert_eq!(snapshot(&o), before, "apply wrote or deleted through the swapped folder");
+    swap_is_refused(&lab, &o, &before, &format!("tmp:cuenv-extra.{}", crate::support::lab::SHIM_EXT), &f2, &act);
 }
 
 /// The lab folder swapped for a link while apply runs: lab.lock is not written through it.
@@ -168,16 +178,10 @@ fn a_lab_folder_swapped_for_a_link_mid_apply_gets_no_lock_file() {
     fs::copy(lab.three(), &file).unwrap();
     let o = outside(&lab);
     let before = snapshot(&o);
-    let (code, err) = paused(&lab, "journal", &["apply", "--no-check", file.to_str().unwrap()], || {
-        fs::rename(&dir, lab.ctx.path("proj.moved")).unwrap();
-        std::os::unix::fs::symlink(&o, &dir).unwrap();
-    });
-    assert_ne!(code, 0, "{err}");
-    assert!(err.contains("is no longer the folder it was when cuenv started"), "{err}");
-    assert_eq!(snapshot(&o), before, "lab.lock written through the swapped lab folder");
+    let moved = swap_is_refused(&lab, &o, &before, "journal", &file, &dir);
     // The undo left the home whole.
     fs::remove_file(&dir).unwrap();
-    fs::rename(lab.ctx.path("proj.moved"), &dir).unwrap();
+    fs::rename(moved, &dir).unwrap();
     let s: serde_json::Value = serde_json::from_str(&lab.ok(&["status", "--json"])).unwrap();
     assert_eq!(s["healthy"], true, "{s}");
 }
@@ -197,13 +201,7 @@ fn a_shim_folder_swapped_for_a_link_mid_apply_loses_no_file_there() {
         "[profiles.torch2]\ncuda = \"12\"\ncudnn = \"9.5\"\n\n[profiles.tf]\ncuda = \"11.8\"\ncudnn = \"8.8\"\nconda-env = '{b}'\n\n[profiles.extra]\ncuda = \"12\"\ncudnn = \"8.9.4\"\nconda-env = '{b}'\n",
         b = lab.env_b.display()
     ));
-    let (code, err) = paused(&lab, &format!("tmp:cuenv-extra.{}", crate::support::lab::SHIM_EXT), &["apply", "--no-check", f2.to_str().unwrap()], || {
-        fs::rename(&act, lab.env_a.join("etc/conda/activate.d.moved")).unwrap();
-        std::os::unix::fs::symlink(&o, &act).unwrap();
-    });
-    assert_ne!(code, 0, "{err}");
-    assert!(err.contains("is no longer the folder it was when cuenv started"), "{err}");
-    assert_eq!(snapshot(&o), before, "apply deleted through the swapped folder");
+    swap_is_refused(&lab, &o, &before, &format!("tmp:cuenv-extra.{}", crate::support::lab::SHIM_EXT), &f2, &act);
 }
 
 /// From an adversarial trial of the fixes above: a link where a whole leftover *folder*
@@ -303,13 +301,7 @@ fn a_shim_folder_swapped_before_the_first_write_is_not_written_through() {
     let act = lab.env_a.join("etc/conda/activate.d");
     lab.ok(&["apply", "--no-check", lab.three().to_str().unwrap()]);
     let f2 = lab.lab("[profiles.legacy]\ncuda = \"12\"\ncudnn = \"8.9.4\"\n");
-    let (code, err) = paused(&lab, "journal", &["apply", "--no-check", f2.to_str().unwrap()], || {
-        fs::rename(&act, lab.env_a.join("etc/conda/activate.d.moved")).unwrap();
-        std::os::unix::fs::symlink(&o, &act).unwrap();
-    });
-    assert_ne!(code, 0, "{err}");
-    assert!(err.contains("is no longer the folder it was when cuenv started"), "{err}");
-    assert_eq!(snapshot(&o), before, "apply deleted through the swapped folder");
+    swap_is_refused(&lab, &o, &before, "journal", &f2, &act);
 }
 
 /// A FIFO (or a folder) planted as `history.jsonl` blocks no reader and stops no switch.
