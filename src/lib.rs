@@ -26,6 +26,7 @@ pub mod home;
 pub mod link;
 pub mod probe;
 pub mod profile;
+pub mod pyenv;
 pub mod resolve;
 pub mod shim;
 pub mod sources;

@@ -164,6 +164,10 @@ pub enum Command {
         /// Windows another process's environment is not read).
         #[arg(long, value_name = "NAME", requires = "pid")]
         profile: Option<String>,
+        /// Also look at this interpreter's environment: its site-packages (system, user,
+        /// container or venv), asked with `-S -I` so that no start-up hook or framework runs.
+        #[arg(long, value_name = "PATH", conflicts_with = "pid")]
+        python: Option<std::path::PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,

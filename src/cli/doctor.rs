@@ -10,13 +10,30 @@ use crate::toolkit::{self, ProcessEnv};
 
 /// Runs the diagnosis on this process's environment and prints it. Exit 4 when a finding is
 /// a problem (something loads the wrong cuDNN or cannot load), else 0.
-pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCode, Report> {
+pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, python: Option<&std::path::Path>, json: bool) -> Result<ExitCode, Report> {
     let toolkits = toolkit::discover(&ProcessEnv);
     let exe = crate::generation::profile_check::current_exe();
     let asked = !majors.is_empty();
     let majors: Vec<u64> = if asked { majors.to_vec() } else { vec![9, 8] };
     let overrides = crate::check::gpufit::Overrides::from_process()?;
-    let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, asked, timeout: Duration::from_secs(timeout), overrides };
+    // A bare name (`--python python3`) is looked up on PATH, as a shell would.
+    let python = python.map(|p| {
+        if p.components().count() == 1 {
+            crate::sys::paths::on_path(&[p.to_string_lossy().as_ref()]).unwrap_or_else(|| p.to_path_buf())
+        } else {
+            p.to_path_buf()
+        }
+    });
+    let inputs = Inputs {
+        layout: &ctx.layout,
+        exe: &exe,
+        toolkits: &toolkits,
+        majors: &majors,
+        asked,
+        timeout: Duration::from_secs(timeout),
+        overrides,
+        python: python.as_deref(),
+    };
     let env: Vec<_> = std::env::vars_os().collect();
     let mut d = doctor::examine(&inputs, &env);
     d.findings.extend(stale_kernels(ctx));
@@ -81,6 +98,11 @@ fn render(d: &Diagnosis) -> String {
             let tail = if dir.dispatchers.is_empty() { " [no dispatcher]" } else { "" };
             let _ = writeln!(s, "  {:>2}. {}: {}{tail}", dir.position, dir.path.display(), items.join(", "));
         }
+    }
+    for e in &d.environments {
+        let sp: Vec<String> = e.site_packages.iter().map(|p| p.display().to_string()).collect();
+        let sp = if sp.is_empty() { "no site-packages".to_string() } else { format!("site-packages {}", sp.join(", ")) };
+        let _ = writeln!(s, "Python environment ({}): {}; {sp}", e.found_by, e.describe());
     }
     let via = if d.follows_active { "<home>/active, through `cuenv env --setup`" } else { crate::home::settings::PROFILE_VAR };
     match (&d.active_profile, &d.active_check) {

@@ -171,7 +171,7 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
             let view = m.profile(&profile).map_err(|e| e.in_home(&ctx.layout))?;
             let python = match python {
                 // A bare name (`--python python3`) is looked up on PATH, as a shell would.
-                Some(p) if p.components().count() == 1 => on_path(&[p.as_os_str().to_string_lossy().as_ref()]).unwrap_or(p),
+                Some(p) if p.components().count() == 1 => crate::sys::paths::on_path(&[p.as_os_str().to_string_lossy().as_ref()]).unwrap_or(p),
                 Some(p) => std::path::absolute(&p).unwrap_or(p),
                 None => default_python(view.conda_env.as_deref()).ok_or_else(|| {
                     Hinted::new(
@@ -268,18 +268,5 @@ fn default_python(conda_env: Option<&std::path::Path>) -> Option<std::path::Path
             return Some(p);
         }
     }
-    on_path(if cfg!(windows) { &["python.exe", "python3.exe"] } else { &["python3", "python"] })
-}
-
-/// The first of `names` found as a file in a folder of `PATH` (names first, then folders in
-/// order); on Windows a name without an extension is also tried with `.exe`.
-fn on_path(names: &[&str]) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    names.iter().find_map(|n| {
-        let mut tries = vec![n.to_string()];
-        if cfg!(windows) && std::path::Path::new(n).extension().is_none() {
-            tries.push(format!("{n}.exe"));
-        }
-        std::env::split_paths(&path).flat_map(|d| tries.iter().map(move |t| d.join(t))).find(|p| p.is_file())
-    })
+    crate::sys::paths::on_path(if cfg!(windows) { &["python.exe", "python3.exe"] } else { &["python3", "python"] })
 }

@@ -200,7 +200,7 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         }
         Command::Check { profiles: names, timeout, require_gpu, json } => check::check(&ctx, &names, timeout, require_gpu, json),
         Command::Doctor { pid: Some(pid), profile, json, .. } => doctor::run_pid(&ctx, pid, profile.as_deref(), json),
-        Command::Doctor { major, timeout, json, .. } => doctor::run(&ctx, &major, timeout, json),
+        Command::Doctor { major, timeout, python, json, .. } => doctor::run(&ctx, &major, timeout, python.as_deref(), json),
         Command::Use { profile, none } => {
             let profile = match (profile, none) {
                 (_, true) => None,

@@ -13,11 +13,13 @@
 
 use std::path::{Path, PathBuf};
 
+use super::envs::Consumer;
 use super::loader::{self, LinuxEnv, Object, SubPick};
 use super::winsearch::WinSearch;
 use super::{Dispatcher, Finding, Severity};
 use crate::cudnn::libname::{self, Os};
 use crate::cudnn::version::Version;
+use crate::pyenv::PyEnv;
 use crate::sys::paths;
 
 /// The release of the cuDNN `major` dispatcher at `dispatcher`: its own file's version
@@ -138,28 +140,6 @@ pub fn probe_set(
     })
 }
 
-/// The Linux libraries in `torch_lib` that name a cuDNN dispatcher in `DT_NEEDED`, by name,
-/// with the major they name: (object, major). At most 64 files are read (headers only).
-fn consumers(torch_lib: &Path) -> Vec<(Object, u64)> {
-    let Ok(rd) = std::fs::read_dir(torch_lib) else { return Vec::new() };
-    let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().contains(".so"))).collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files.into_iter().take(64) {
-        if f.file_name().is_some_and(|n| libname::parse(&n.to_string_lossy()).is_some()) {
-            continue;
-        }
-        let Some(o) = Object::read(&f) else { continue };
-        let majors: Vec<u64> = o.dynamic.needed.iter().filter_map(|n| libname::loader_dispatcher_major(n, Os::Linux)).collect();
-        for m in majors {
-            if !out.iter().any(|(_, x)| *x == m) {
-                out.push((o.clone(), m));
-            }
-        }
-    }
-    out
-}
-
 /// The linkage of `o` in words: `DT_RUNPATH `$ORIGIN/...`` or `DT_RPATH `...``.
 fn linkage(o: &Object) -> String {
     match &o.dynamic.runpath {
@@ -169,16 +149,24 @@ fn linkage(o: &Object) -> String {
     }
 }
 
-/// Findings for the framework copies `copies` ([`super::framework_copies`]) in the conda env
-/// `prefix`, with the loader's search folders `folders` (`LD_LIBRARY_PATH` / `PATH`).
-pub fn judge(prefix: &Path, copies: &[(PathBuf, String, Dispatcher)], folders: &[PathBuf], win: &WinSearch, search_var: &str) -> Vec<Finding> {
+/// Findings for the framework copies `copies` ([`super::framework_copies`]) in the Python env
+/// `env`, used by `consumers` (the libraries of the env that name a cuDNN dispatcher,
+/// [`super::envs::consumers`]), with the loader's search folders `folders` (`LD_LIBRARY_PATH` / `PATH`).
+pub fn judge(
+    env: &PyEnv,
+    copies: &[(PathBuf, String, Dispatcher)],
+    consumers: &[Consumer],
+    folders: &[PathBuf],
+    win: &WinSearch,
+    search_var: &str,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     // Sentences the model derives for each copy, by folder: (folder, hint).
     let mut derived: Vec<(PathBuf, String)> = Vec::new();
     if cfg!(windows) {
-        windows(copies, win, search_var, &mut out, &mut derived);
+        windows(copies, consumers, win, search_var, &mut out, &mut derived);
     } else {
-        linux(prefix, folders, search_var, &mut out, &mut derived);
+        linux(consumers, folders, search_var, &mut out, &mut derived);
     }
     for (dir, what, d) in copies {
         let v = match (&d.version, &d.version_from) {
@@ -191,7 +179,7 @@ pub fn judge(prefix: &Path, copies: &[(PathBuf, String, Dispatcher)], folders: &
                 format!("cuDNN finds its sub-libraries by name through PATH: keep {} at the profile's cuDNN version, or remove it", dir.display())
             } else {
                 format!(
-                    "no library in the env's torch/lib names {} with a search path leading here, so which copy a process loads depends on how it loads cuDNN: `cuenv doctor --pid PID` shows what a running process mapped",
+                    "no library in the env's site-packages names {} with a search path leading here, so which copy a process loads depends on how it loads cuDNN: `cuenv doctor --pid PID` shows what a running process mapped",
                     libname::dispatcher_name(d.major, Os::Linux)
                 )
             }
@@ -199,20 +187,21 @@ pub fn judge(prefix: &Path, copies: &[(PathBuf, String, Dispatcher)], folders: &
         out.push(Finding {
             rule: None,
             severity: Severity::Warning,
-            message: format!("{what} in the conda env {} carries its own {v}: {}", prefix.display(), dir.join(&d.file).display()),
+            message: format!("{what} in {} carries its own {v}: {}", env.describe(), dir.join(&d.file).display()),
             hint: Some(hint),
         });
     }
     out
 }
 
-fn linux(prefix: &Path, folders: &[PathBuf], search_var: &str, out: &mut Vec<Finding>, derived: &mut Vec<(PathBuf, String)>) {
+fn linux(consumers: &[Consumer], folders: &[PathBuf], search_var: &str, out: &mut Vec<Finding>, derived: &mut Vec<(PathBuf, String)>) {
     let env = LinuxEnv::new(folders.to_vec());
     let alone = LinuxEnv { ld_library_path: Vec::new(), ..env.clone() };
-    for sp in super::origin::site_packages(prefix) {
-        for (consumer, major) in consumers(&sp.join("torch").join("lib")) {
+    {
+        for c in consumers {
+            let Some(consumer) = Object::read(&c.path) else { continue };
+            let (major, who) = (c.major, c.who.clone());
             let name = libname::dispatcher_name(major, Os::Linux);
-            let who = format!("PyTorch's {}", consumer.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
             let link = linkage(&consumer);
             let own = loader::find(&name, &consumer, &[], &alone);
             let Some(got) = loader::find(&name, &consumer, &[], &env) else {
@@ -305,7 +294,14 @@ fn could_not_locate(major: u64, first: Option<&str>, stems: &[&str]) -> String {
     }
 }
 
-fn windows(copies: &[(PathBuf, String, Dispatcher)], win: &WinSearch, search_var: &str, out: &mut Vec<Finding>, derived: &mut Vec<(PathBuf, String)>) {
+fn windows(
+    copies: &[(PathBuf, String, Dispatcher)],
+    consumers: &[Consumer],
+    win: &WinSearch,
+    search_var: &str,
+    out: &mut Vec<Finding>,
+    derived: &mut Vec<(PathBuf, String)>,
+) {
     for (dir, what, d) in copies {
         let torch = what == "PyTorch";
         let subs = loader::windows_set(dir, d.major, win);
@@ -335,6 +331,31 @@ fn windows(copies: &[(PathBuf, String, Dispatcher)], win: &WinSearch, search_var
             continue;
         }
         let unreachable: Vec<&str> = subs.iter().filter(|s| s.pick.is_none()).map(|s| s.stem.as_str()).collect();
+        // W3 holds for every consumer that is not torch: `import torch` loads torch\lib's DLLs
+        // itself, any other library that reaches this copy through os.add_dll_directory gets
+        // the dispatcher and then cuDNN's by-name loads fail.
+        let others: Vec<&Consumer> = consumers.iter().filter(|c| !c.torch && c.major == d.major).collect();
+        if !unreachable.is_empty() && torch && !others.is_empty() {
+            out.push(Finding {
+                rule: None,
+                severity: Severity::Problem,
+                message: format!(
+                    "{} {} {}, and the only cuDNN {} here is PyTorch's copy in {}, which is not on PATH: a process that loads {} without importing torch first gets the dispatcher only through os.add_dll_directory, whose folders cuDNN's by-name loads do not search: {}",
+                    others.iter().map(|c| c.who.as_str()).collect::<Vec<_>>().join(", "),
+                    if others.len() == 1 { "names" } else { "name" },
+                    libname::dispatcher_name(d.major, Os::Windows),
+                    d.major,
+                    dir.display(),
+                    if others.len() == 1 { "it" } else { "them" },
+                    could_not_locate(d.major, subs.first().map(|s| s.stem.as_str()), &unreachable)
+                ),
+                hint: Some(format!(
+                    "put {} on PATH (a cuenv profile's activation puts its own cuDNN there), or install the nvidia-cudnn-cu* wheel of the release PyTorch uses and put its bin on PATH",
+                    dir.display()
+                )),
+            });
+            continue;
+        }
         if !unreachable.is_empty() && !torch {
             out.push(Finding {
                 rule: None,

@@ -25,6 +25,7 @@
 //! (`cuenv doctor --pid PID`), from what it has mapped.
 
 pub mod deps;
+pub mod envs;
 pub mod frameworks;
 pub mod loader;
 mod origin;
@@ -185,6 +186,8 @@ pub struct Diagnosis {
     /// The driver's CUDA version and release and the GPUs, as the probe saw them (or the
     /// override variables say).
     pub machine: gpufit::Machine,
+    /// The Python environments looked at ([`crate::pyenv`]): `--python`'s, `VIRTUAL_ENV`, `CONDA_PREFIX`.
+    pub environments: Vec<crate::pyenv::PyEnv>,
     /// Problems first, then warnings.
     pub findings: Vec<Finding>,
 }
@@ -213,6 +216,8 @@ pub struct Inputs<'a> {
     pub timeout: Duration,
     /// `CUENV_OVERRIDE_DRIVER_CUDA` / `CUENV_OVERRIDE_COMPUTE_CAPABILITY` ([`crate::check::gpufit`]).
     pub overrides: gpufit::Overrides,
+    /// `--python PATH`: an interpreter whose environment is looked at too ([`crate::pyenv::ask`]).
+    pub python: Option<&'a Path>,
 }
 
 /// Examines `env` (the caller's complete environment): see the module documentation.
@@ -225,6 +230,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
 
     let search_path = search_path::scan_search_path(&folders);
     let (mut findings, cut_short) = search_path::judge(&search_path, &search_var);
+    let environments = envs::discover(inp.python, &|k| get(k), &mut findings);
 
     // The active profile (set by cuenv's shims) is judged like `cuenv check` judges it.
     let active = origin::active_profile(inp.layout, get(crate::home::settings::PROFILE_VAR), &mut findings);
@@ -235,8 +241,8 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         Scene { inp, env, search_var: &search_var, folders: &folders, win: &win, search_path: &search_path, conda_prefix: conda_prefix.as_deref(), cut_short };
     let (loaded, active_check, machine) = probe_majors(&scene, &active, &mut findings);
 
-    if let Some(prefix) = &conda_prefix {
-        findings.extend(origin::conda_env(prefix, active.profile.is_some(), &search_path, &folders, &search_var));
+    for e in &environments {
+        findings.extend(envs::judge(e, active.profile.is_some(), &search_path, &folders, &search_var));
     }
     findings.extend(activation_scripts(inp.layout, conda_prefix.as_deref()));
     findings.extend(search_path::installer_layout(&folders, &loaded, &search_var));
@@ -251,13 +257,13 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         findings.push(Finding { rule: Some(v.rule), severity: Severity::Problem, message: v.message, hint: Some(v.hint) });
     }
     if inp.asked {
-        findings.extend(unreachable_majors(inp.majors, &loaded, &search_path, conda_prefix.as_deref(), &search_var));
+        findings.extend(unreachable_majors(inp.majors, &loaded, &search_path, &environments, &search_var));
     }
     findings.extend(origin::hand_copies(inp.toolkits, &search_var));
 
     settle(&mut findings);
     let origin::Active { profile: active_profile, follows: follows_active, .. } = active;
-    Diagnosis { search_var, search_path, loaded, active_profile, follows_active, active_check, machine, findings }
+    Diagnosis { search_var, search_path, loaded, active_profile, follows_active, active_check, machine, environments, findings }
 }
 
 /// What the steps of [`examine`] read: its inputs, the caller's environment and its search path.
@@ -620,9 +626,9 @@ fn settle(findings: &mut [Finding]) {
 
 /// `--major N` asked for and no cuDNN N reachable: neither loadable by name nor held by a
 /// search folder (a folder whose copy fails to load is judged already) nor a framework's copy
-/// in the conda env. One problem per such major, naming what is reachable instead.
-fn unreachable_majors(asked: &[u64], loaded: &[Loaded], search_path: &[SearchDir], conda_prefix: Option<&Path>, search_var: &str) -> Vec<Finding> {
-    let copies = conda_prefix.map(framework_copies).unwrap_or_default();
+/// in a Python env doctor looks at. One problem per such major, naming what is reachable instead.
+fn unreachable_majors(asked: &[u64], loaded: &[Loaded], search_path: &[SearchDir], envs: &[crate::pyenv::PyEnv], search_var: &str) -> Vec<Finding> {
+    let copies: Vec<_> = envs.iter().flat_map(framework_copies).collect();
     let mut reachable: Vec<String> = loaded
         .iter()
         .filter_map(|l| Some(format!("cuDNN {} by name ({})", l.version.as_deref().unwrap_or("of unknown version"), l.dispatcher.as_ref()?.display())))
@@ -643,7 +649,11 @@ fn unreachable_majors(asked: &[u64], loaded: &[Loaded], search_path: &[SearchDir
         let instead = if reachable.is_empty() {
             format!(
                 "no cuDNN of any major is: no folder on {search_var} holds a dispatcher{}",
-                if conda_prefix.is_some() { " and the conda env holds none" } else { "" }
+                match envs {
+                    [] => String::new(),
+                    [e] => format!(" and {} holds none", e.describe()),
+                    _ => " and the Python envs hold none".to_string(),
+                }
             )
         } else {
             format!("reachable instead: {}", reachable.join("; "))

@@ -6,8 +6,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::search_path::{mixed_releases, scan_search_path};
-use super::{Dispatcher, Finding, Inputs, Loaded, SearchDir, Severity, frameworks, loader};
+use super::search_path::scan_search_path;
+use super::{Dispatcher, Finding, Inputs, Loaded, Severity, loader};
 use crate::check::{self, ProbeOutcome};
 use crate::cudnn::libname::{self, Os};
 use crate::cudnn::version::Version;
@@ -161,13 +161,16 @@ fn copied_into_toolkit(file: &Path) -> bool {
     matches!(probe::module_kind(&name), Some(probe::ModuleKind::Cudnn | probe::ModuleKind::Zlib))
 }
 
-/// cuDNN copies that frameworks load ahead of the search path, in a conda env `prefix`:
-/// PyTorch's `torch/lib` (Windows wheels bundle cuDNN there), the `nvidia-cudnn-cu*` pip
-/// wheel (`site-packages/nvidia/cudnn`, which Linux PyTorch wheels load through their RPATH),
-/// and the env's own library folder (conda's `cudnn` package). Returns (folder, what, dispatcher).
-pub fn framework_copies(prefix: &Path) -> Vec<(PathBuf, String, Dispatcher)> {
-    let mut places: Vec<(PathBuf, String)> = vec![(prefix.join(if cfg!(windows) { "Library/bin" } else { "lib" }), "conda's cudnn package".into())];
-    for sp in site_packages(prefix) {
+/// cuDNN copies that frameworks load ahead of the search path, in the Python env `env`
+/// ([`crate::pyenv`]): PyTorch's `torch/lib` (Windows wheels bundle cuDNN there), the
+/// `nvidia-cudnn-cu*` pip wheel (`site-packages/nvidia/cudnn`, which Linux PyTorch wheels load
+/// through their RPATH; the `-cu13` wheel keeps this folder, while CUDA 13's own wheels moved to
+/// `nvidia/cu13`, docs/facts.md), in each of its site-packages, and a conda prefix's own
+/// library folder (conda's `cudnn` package). Returns (folder, what, dispatcher).
+pub fn framework_copies(env: &crate::pyenv::PyEnv) -> Vec<(PathBuf, String, Dispatcher)> {
+    let prefix = env.prefix.as_path();
+    let mut places: Vec<(PathBuf, String)> = env.conda_lib().map(|lib| (lib, "conda's cudnn package".to_string())).into_iter().collect();
+    for sp in &env.site_packages {
         places.push((sp.join("torch").join("lib"), "PyTorch".into()));
         places.push((sp.join("nvidia").join("cudnn").join(if cfg!(windows) { "bin" } else { "lib" }), "the pip wheel nvidia-cudnn".into()));
     }
@@ -230,20 +233,6 @@ fn conda_record_version(prefix: &Path) -> Option<(Version, String)> {
     Some((v, format!("conda-meta/{name}")))
 }
 
-/// The `site-packages` folders of the conda env `prefix` that exist: `Lib/site-packages`
-/// (Windows) and `lib/python*/site-packages`, sorted.
-pub(super) fn site_packages(prefix: &Path) -> Vec<PathBuf> {
-    let mut site_packages: Vec<PathBuf> = vec![prefix.join("Lib").join("site-packages")];
-    if let Ok(rd) = std::fs::read_dir(prefix.join("lib")) {
-        let mut pythons: Vec<PathBuf> =
-            rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("python")).map(|e| e.path().join("site-packages")).collect();
-        pythons.sort();
-        site_packages.extend(pythons);
-    }
-    site_packages.retain(|p| p.is_dir());
-    site_packages
-}
-
 /// The version of the `nvidia-cudnn-cu*` wheel installed in `site_packages`, from its
 /// `nvidia_cudnn_cu<N>-<version>.dist-info` folder name.
 pub(super) fn wheel_version(site_packages: &Path) -> Option<String> {
@@ -254,32 +243,10 @@ pub(super) fn wheel_version(site_packages: &Path) -> Option<String> {
     })
 }
 
-/// The findings of the conda env at `prefix`: its cuenv shims not run (when no profile is
-/// active, [`shim_not_run`]), framework copies holding two releases, and what the loader
-/// model predicts for the copies ([`frameworks::judge`]).
-pub(super) fn conda_env(prefix: &Path, profile_active: bool, search_path: &[SearchDir], folders: &[PathBuf], search_var: &str) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    if !profile_active && let Some(f) = shim_not_run(prefix) {
-        findings.push(f);
-    }
-    let copies = framework_copies(prefix);
-    let mut judged: Vec<&Path> = Vec::new();
-    for (dir, what, d) in &copies {
-        if !judged.contains(&dir.as_path()) && !search_path.iter().any(|s| paths::same_path(&s.path, dir)) {
-            findings.extend(mixed_releases(dir, d.major, &format!("({what} in the conda env)")));
-            judged.push(dir);
-        }
-    }
-    // The env's python.exe is the host: its folder is the application's folder.
-    let win = super::winsearch::WinSearch::standard(folders, super::winsearch::python_app_dir(Some(prefix)));
-    findings.extend(frameworks::judge(prefix, &copies, folders, &win, search_var));
-    findings
-}
-
 /// The conda env at `prefix` holds cuenv shims (`etc/conda/activate.d/cuenv-<profile>.<ext>`),
 /// but this shell has no `CUENV_PROFILE`: it ran none of them (a shell conda has no script
 /// for, or the env entered without `conda activate`). A warning naming the shims.
-fn shim_not_run(prefix: &Path) -> Option<Finding> {
+pub(super) fn shim_not_run(prefix: &Path) -> Option<Finding> {
     let dir = prefix.join("etc").join("conda").join("activate.d");
     let mut shims: Vec<String> =
         std::fs::read_dir(&dir).ok()?.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("cuenv-")).collect();

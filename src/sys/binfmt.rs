@@ -364,6 +364,29 @@ pub fn elf_dynamic(path: &Path) -> io::Result<Option<ElfDynamic>> {
     Ok(Some(out))
 }
 
+/// The DLL names the import table of the 64-bit PE file at `path` names, in table order, each
+/// once (headers and the import directory only; delay-load imports are not read). `Ok(None)`
+/// when the file is not a 64-bit PE file.
+///
+/// Errors: I/O errors; `InvalidData` for a damaged PE file.
+pub fn pe_imports(path: &Path) -> io::Result<Option<Vec<String>>> {
+    use object::Object as _;
+    let cache = ReadCache::new(File::open(path)?);
+    if !matches!(FileKind::parse(&cache), Ok(FileKind::Pe64)) {
+        return Ok(None);
+    }
+    let bad = |e: object::read::Error| io::Error::new(io::ErrorKind::InvalidData, format!("bad PE file: {e}"));
+    let file = object::read::pe::PeFile64::parse(&cache).map_err(bad)?;
+    let mut out: Vec<String> = Vec::new();
+    for i in file.imports().map_err(bad)? {
+        let name = String::from_utf8_lossy(i.map_err(bad)?.library()).into_owned();
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    Ok(Some(out))
+}
+
 /// The version a cuDNN library states about itself: the `cudnn_version_<M>_<m>_<p>_<build>_...`
 /// marker NVIDIA embeds in one library of each release (`libcudnn_ops_infer.so.8` /
 /// `cudnn_ops_infer64_8.dll` in 8.x, `libcudnn_graph.so.9` / `cudnn_graph64_9.dll` in 9.x:

@@ -273,6 +273,19 @@ pub fn require_unicode(role: PathRole, path: &Path) -> Result<(), NotUnicode> {
     }
 }
 
+/// The first of `names` found as a file in a folder of `PATH` (names first, then folders in
+/// order); on Windows a name without an extension is also tried with `.exe`.
+pub fn on_path(names: &[&str]) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    names.iter().find_map(|n| {
+        let mut tries = vec![n.to_string()];
+        if cfg!(windows) && std::path::Path::new(n).extension().is_none() {
+            tries.push(format!("{n}.exe"));
+        }
+        std::env::split_paths(&path).flat_map(|d| tries.iter().map(move |t| d.join(t))).find(|p| p.is_file())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

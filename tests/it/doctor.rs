@@ -190,7 +190,7 @@ fn framework_copies_in_the_conda_env_are_warnings() {
     // used to say "a framework loads its own copy first ... whatever LD_LIBRARY_PATH says",
     // which the real loader contradicts: tests/it/loader_linux.rs).
     assert!(!out.contains("loads its own copy first") && !out.contains("whatever LD_LIBRARY_PATH says"), "{out}");
-    assert!(out.contains("hint: no library in the env's torch/lib names libcudnn.so.9 with a search path leading here"), "{out}");
+    assert!(out.contains("hint: no library in the env's site-packages names libcudnn.so.9 with a search path leading here"), "{out}");
 }
 
 #[test]

@@ -42,6 +42,7 @@ mod odd_paths;
 mod path_fuzz;
 mod planted_links;
 mod profile_input;
+mod python_envs;
 mod real_apply;
 mod real_sources;
 mod real_wheels;

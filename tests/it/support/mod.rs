@@ -1320,3 +1320,16 @@ pub fn real_wheel(file: &str) -> PathBuf {
     assert!(p.is_file(), "{} is missing: run scripts/fetch-real-wheels.sh (or set CUENV_REAL_WHEELS)", p.display());
     p
 }
+
+/// The first folder in `dir` (by name) whose name starts with `prefix`, e.g. a venv's
+/// `lib/python3.X`.
+pub fn first_dir(dir: &Path, prefix: &str) -> PathBuf {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)))
+        .collect();
+    names.sort();
+    names.into_iter().next().unwrap_or_else(|| panic!("no {prefix}* folder in {}", dir.display()))
+}
