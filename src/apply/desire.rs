@@ -276,6 +276,7 @@ pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMod
         let cudnn_lib = if platform.is_windows() { meta.layout.bin.clone() } else { meta.layout.lib.clone() }.unwrap_or_else(|| "lib".into());
         let profile = file.profile(&r.name).expect("resolved from this file");
         let conda_env = conda_env(&file, profile, &base_dir, home_dir.as_deref())?;
+        let python_env = python_env(&file, profile, &base_dir)?;
         let view = ViewRecord {
             name: r.name.clone(),
             toolkit_root: r.toolkit_root.clone(),
@@ -288,6 +289,7 @@ pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMod
             cudnn_lib,
             cuda_lib: runtime_dir(t, platform),
             conda_env: conda_env.clone(),
+            python_env,
             check: r.check,
             copied: false,
         };
@@ -370,6 +372,15 @@ fn conda_env(
     })
 }
 
+/// The prefix of `profile`'s `python-env` (`None` without one), relative to the profile
+/// file's `base_dir` ([`crate::pyenv::resolve_binding`]).
+///
+/// Errors: the folder is no Python environment, at the `python-env` value, with how to make one.
+fn python_env(file: &ProfileFile, profile: &crate::profile::Profile, base_dir: &Path) -> Result<Option<PathBuf>, crate::profile::Error> {
+    let Some(env) = &profile.python_env else { return Ok(None) };
+    crate::pyenv::resolve_binding(&env.value, base_dir).map(Some).map_err(|(message, hint)| file.error_at(env.span.clone(), message, Some(hint)))
+}
+
 /// Every error resolving `file` for `platform` would meet, found before anything is
 /// fetched or built: `pre`'s (bad `from`, versions no source has,
 /// sources that cannot be reached), each profile's toolkit and cuDNN against what exists
@@ -399,6 +410,7 @@ pub fn validate_all(layout: &Layout, file: &ProfileFile, platform: Platform, pre
         let home_dir = dirs::home_dir();
         for p in &file.profiles {
             errors.extend(conda_env(file, p, &base_dir, home_dir.as_deref()).err());
+            errors.extend(python_env(file, p, &base_dir).err());
         }
     }
     if errors.is_empty() { Ok(()) } else { Err(crate::profile::Error::combine(errors).into()) }

@@ -43,6 +43,9 @@ pub fn plan(current: Option<&(u64, Manifest)>, desired: &Desired) -> Vec<Change>
                 if c.conda_env != v.conda_env {
                     what.push(format!("conda env {} -> {}", opt_path(&c.conda_env), opt_path(&v.conda_env)));
                 }
+                if c.python_env != v.python_env {
+                    what.push(format!("python env {} -> {}", opt_path(&c.python_env), opt_path(&v.python_env)));
+                }
                 if what.is_empty() {
                     what.push("settings changed".into());
                 }

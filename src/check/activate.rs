@@ -58,6 +58,29 @@ fn set(env: &mut Env, name: &str, value: OsString) {
     }
 }
 
+/// What activating the Python env at `prefix` (a `python-env` binding) does to `base`, without
+/// running any script: a venv's `bin/activate` (CPython's `Lib/venv/scripts/common/activate`)
+/// sets `VIRTUAL_ENV`, puts `<venv>/bin` (Windows `Scripts`) first on `PATH` and unsets
+/// `PYTHONHOME`; a conda or pixi prefix gets `CONDA_PREFIX` and conda's env folders first on
+/// `PATH` ([`env_path_dirs`]; its `activate.d` scripts are the conda binding's, not run here).
+pub fn python_env(prefix: &Path, base: &[(OsString, OsString)]) -> Env {
+    let mut env: Env = base.to_vec();
+    let conda = prefix.join("conda-meta").is_dir() && !prefix.join("pyvenv.cfg").is_file();
+    let dirs = if conda {
+        set(&mut env, "CONDA_PREFIX", prefix.as_os_str().to_owned());
+        env_path_dirs(prefix)
+    } else {
+        set(&mut env, "VIRTUAL_ENV", prefix.as_os_str().to_owned());
+        if let Some(i) = find(&env, "PYTHONHOME") {
+            env.remove(i);
+        }
+        vec![prefix.join(if cfg!(windows) { "Scripts" } else { "bin" })]
+    };
+    let old: Vec<std::path::PathBuf> = find(&env, "PATH").map(|i| std::env::split_paths(&env[i].1).collect()).unwrap_or_default();
+    set(&mut env, "PATH", std::env::join_paths(dirs.into_iter().chain(old)).unwrap_or_default());
+    env
+}
+
 /// Runs every activation script of the conda env at `prefix` on top of `base`, in conda's
 /// order, and returns the resulting environment.
 pub fn conda_env(prefix: &Path, base: &[(OsString, OsString)]) -> Result<Env, ActivateError> {

@@ -173,7 +173,7 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
                 // A bare name (`--python python3`) is looked up on PATH, as a shell would.
                 Some(p) if p.components().count() == 1 => crate::sys::paths::on_path(&[p.as_os_str().to_string_lossy().as_ref()]).unwrap_or(p),
                 Some(p) => std::path::absolute(&p).unwrap_or(p),
-                None => default_python(view.conda_env.as_deref()).ok_or_else(|| {
+                None => default_python(view.conda_env.as_deref().or(view.python_env.as_deref())).ok_or_else(|| {
                     Hinted::new(
                         format!("no Python found for profile {profile}'s kernel"),
                         "pass --python EXE (the interpreter that has ipykernel)",
@@ -260,11 +260,12 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
     Ok(ExitCode::Success)
 }
 
-/// The Python a profile's kernel starts: the conda env's, else `python3` (then `python`) on PATH.
-fn default_python(conda_env: Option<&std::path::Path>) -> Option<std::path::PathBuf> {
-    if let Some(env) = conda_env {
-        let p = if cfg!(windows) { env.join("python.exe") } else { env.join("bin").join("python") };
-        if p.is_file() {
+/// The Python a profile's kernel starts: its env's (`conda-env` or `python-env`), else
+/// `python3` (then `python`) on PATH.
+fn default_python(env: Option<&std::path::Path>) -> Option<std::path::PathBuf> {
+    if let Some(env) = env {
+        let p = crate::pyenv::at(env, "the profile's env").and_then(|e| e.python).or_else(|| crate::pyenv::python_in(env, crate::pyenv::Kind::Conda));
+        if let Some(p) = p {
             return Some(p);
         }
     }

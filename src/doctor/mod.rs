@@ -230,10 +230,17 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
 
     let search_path = search_path::scan_search_path(&folders);
     let (mut findings, cut_short) = search_path::judge(&search_path, &search_var);
-    let environments = envs::discover(inp.python, &|k| get(k), &mut findings);
 
     // The active profile (set by cuenv's shims) is judged like `cuenv check` judges it.
     let active = origin::active_profile(inp.layout, get(crate::home::settings::PROFILE_VAR), &mut findings);
+    let mut environments = envs::discover(inp.python, &|k| get(k), &mut findings);
+    // The active profile's own env, bound without shims (`python-env`).
+    if let (Some(prefix), Some(name)) = (active.view.as_ref().and_then(|v| v.python_env.as_ref()), &active.profile)
+        && !environments.iter().any(|e| paths::same_path(&e.prefix, prefix))
+        && let Some(e) = crate::pyenv::at(prefix, &format!("profile {name}'s python-env"))
+    {
+        environments.push(e);
+    }
     // The host a prediction is for: the env's python.exe (its folder is the application's
     // folder), in doctor's current folder, with this PATH (docs/loader.md W6).
     let win = winsearch::WinSearch::standard(&folders, winsearch::python_app_dir(conda_prefix.as_deref()));

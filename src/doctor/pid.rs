@@ -70,6 +70,10 @@ pub struct ProcessDiagnosis {
     pub cudnn: Option<String>,
     /// What its profile gives now, when the current generation has it.
     pub profile_now: Option<ProfileNow>,
+    /// The Python environments of the process ([`crate::pyenv`]): its `VIRTUAL_ENV` and
+    /// `CONDA_PREFIX`, and the venv or conda prefix of its executable (Linux `/proc/PID/exe`,
+    /// a `python` inside one: a venv started by full path, never activated).
+    pub environments: Vec<crate::pyenv::PyEnv>,
     /// Problems first, then warnings.
     pub findings: Vec<Finding>,
 }
@@ -115,6 +119,13 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
     let get = |name: &str| env.as_ref().and_then(|e| e.iter().rev().find(|(k, _)| k == name)).map(|(_, v)| v.to_string_lossy().into_owned());
     let conda_prefix = get("CONDA_PREFIX").filter(|s| !s.is_empty()).map(PathBuf::from);
     let mut findings = Vec::new();
+    let mut environments = crate::pyenv::from_vars(&|k| get(k).map(Into::into));
+    if let Some(prefix) = python_exe_prefix(pid)
+        && !environments.iter().any(|e| crate::sys::paths::same_path(&e.prefix, &prefix))
+        && let Some(e) = crate::pyenv::at(&prefix, "its executable")
+    {
+        environments.push(e);
+    }
 
     let modules: Vec<ProcessModule> = mapped
         .iter()
@@ -267,7 +278,32 @@ pub fn examine_pid(layout: &Layout, toolkits: &[Toolkit], pid: u32, profile: Opt
         }
     }
     findings.sort_by_key(|f| f.severity);
-    Ok(ProcessDiagnosis { pid, profile: name, profile_from: from, modules, cudnn, profile_now, findings })
+    Ok(ProcessDiagnosis { pid, profile: name, profile_from: from, modules, cudnn, profile_now, environments, findings })
+}
+
+/// The env prefix holding process `pid`'s executable when it is a Python interpreter
+/// (`<prefix>/bin/python3.X`, `<venv>/bin/python`): Linux `/proc/PID/exe`, read as a link
+/// (a venv's `bin/python` is itself a link, so `/proc/PID/exe` names the base interpreter:
+/// the process's `/proc/PID/cmdline` argv[0] is tried first). `None` elsewhere.
+fn python_exe_prefix(pid: u32) -> Option<PathBuf> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    let argv0 =
+        std::fs::read(proc.join("cmdline")).ok().and_then(|b| b.split(|c| *c == 0).next().map(|a| PathBuf::from(String::from_utf8_lossy(a).into_owned())));
+    let cwd = std::fs::read_link(proc.join("cwd")).ok();
+    let candidates =
+        argv0.map(|a| if a.is_absolute() { a } else { cwd.clone().unwrap_or_default().join(a) }).into_iter().chain(std::fs::read_link(proc.join("exe")).ok());
+    for exe in candidates {
+        let is_python = exe.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python"));
+        if let Some(prefix) = exe.parent().and_then(Path::parent).filter(|_| is_python)
+            && (prefix.join("pyvenv.cfg").is_file() || prefix.join("conda-meta").is_dir())
+        {
+            return Some(prefix.to_path_buf());
+        }
+    }
+    None
 }
 
 /// The process diagnosis in words.
@@ -278,6 +314,9 @@ pub fn render(d: &ProcessDiagnosis) -> String {
         (Some(p), Some(from)) => writeln!(s, "process {}: profile {p} (from {from})", d.pid),
         _ => writeln!(s, "process {}: no cuenv profile (CUENV_PROFILE is unset in its environment)", d.pid),
     };
+    for e in &d.environments {
+        let _ = writeln!(s, "its Python environment ({}): {}", e.found_by, e.describe());
+    }
     if d.modules.is_empty() {
         let _ = writeln!(s, "no cuDNN or CUDA library is mapped into it");
     } else {

@@ -157,6 +157,10 @@ pub struct ViewRecord {
     /// The conda env prefix the shims are written into, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conda_env: Option<PathBuf>,
+    /// The Python env (`python-env`) the profile is bound to without shims, if any: a venv,
+    /// uv or pixi env prefix ([`crate::pyenv::resolve_binding`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python_env: Option<PathBuf>,
     /// What to check.
     pub check: crate::profile::Check,
     /// `true` when the view holds a copy of the entry instead of a link.

@@ -66,12 +66,15 @@ pub fn profile_env(
     view: &ViewRecord,
     base: &[(OsString, OsString)],
 ) -> Result<Vec<(OsString, OsString)>, activate::ActivateError> {
-    match &view.conda_env {
-        Some(prefix) => activate::conda_env(prefix, base),
-        None => {
-            let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
-            Ok(activate::apply_activation(base, &crate::generation::activation_of(layout, mode, view, platform)))
+    let platform = Platform::host().unwrap_or(Platform::LinuxX86_64);
+    match (&view.conda_env, &view.python_env) {
+        (Some(prefix), _) => activate::conda_env(prefix, base),
+        // No hooks in the env: its own activation (what `bin/activate` does), then the
+        // profile's on top, so the profile's folders come first.
+        (None, Some(prefix)) => {
+            Ok(activate::apply_activation(&activate::python_env(prefix, base), &crate::generation::activation_of(layout, mode, view, platform)))
         }
+        (None, None) => Ok(activate::apply_activation(base, &crate::generation::activation_of(layout, mode, view, platform))),
     }
 }
 

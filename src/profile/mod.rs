@@ -30,6 +30,7 @@
 //!                            # from: "pypi", "nvidia", a URL or a path; or a list of
 //!                            # "pypi" / "nvidia" tried in order: from = ["pypi", "nvidia"]
 //! conda-env = "tf28"         # optional: a conda env name or a path
+//! # python-env = ".venv"     # or instead: a venv, uv or pixi env (no shims are written into it)
 //! check = "conv"             # optional: conv | load | none (default conv)
 //! ```
 
@@ -304,6 +305,10 @@ pub struct Profile {
     pub cudnn: Requirement,
     /// `conda-env`: an env name (no slashes) or a path, as written.
     pub conda_env: Option<Spanned<String>>,
+    /// `python-env`: the folder of a Python env that is not a conda env with cuenv shims (a
+    /// venv, a uv or pixi env, a project folder holding one; [`crate::pyenv::resolve_binding`]),
+    /// relative to the lab file's folder, as written.
+    pub python_env: Option<Spanned<String>>,
     /// `check`, `conv` when absent.
     pub check: Check,
 }
@@ -524,7 +529,10 @@ check = "load"
         let e = err("[profiles.a]\nfoo = 1\n");
         let all = e.all_located();
         assert_eq!(all.len(), 3, "the unknown key and both missing requirements: {e}");
-        assert_eq!(all.iter().find(|l| l.message.contains("`foo`")).unwrap().hint.as_deref(), Some("expected one of: cuda, cudnn, conda-env, check"));
+        assert_eq!(
+            all.iter().find(|l| l.message.contains("`foo`")).unwrap().hint.as_deref(),
+            Some("expected one of: cuda, cudnn, conda-env, python-env, check")
+        );
     }
 
     /// `from` is a source or a list of sources tried in order; the single-string

@@ -146,7 +146,7 @@ struct Cx<'a> {
 /// (the JSON Schema in `schema.rs` is checked against these).
 pub(super) const TOP_KEYS: [&str; 3] = ["settings", "toolkits", "profiles"];
 pub(super) const SETTINGS_KEYS: [&str; 5] = ["find-links", "link-mode", "nvidia-mirror", "pypi-index", "shells"];
-pub(super) const PROFILE_KEYS: [&str; 4] = ["cuda", "cudnn", "conda-env", "check"];
+pub(super) const PROFILE_KEYS: [&str; 5] = ["cuda", "cudnn", "conda-env", "python-env", "check"];
 pub(super) const REQUIREMENT_KEYS: [&str; 3] = ["version", "from", "sha256"];
 #[cfg(test)]
 pub(super) const CUDNN_TABLE_KEYS: [&str; 3] = REQUIREMENT_KEYS;
@@ -440,16 +440,25 @@ impl Cx<'_> {
             }
             Ok(env)
         });
+        let python_env = self.string(t, "python-env").and_then(|env| match (&env, t.get("conda-env")) {
+            (Some(e), Some(_)) => Err(self.invalid(
+                e.span.clone(),
+                format!("profile `{name}` has both `conda-env` and `python-env`"),
+                "keep one: `conda-env` for a conda env (cuenv writes its activation shims), `python-env` for a venv, uv or pixi env or a conda prefix without shims",
+            )),
+            (Some(e), None) if e.value.trim().is_empty() => Err(self.invalid(e.span.clone(), "`python-env` is empty", "name the env's folder, e.g. python-env = \".venv\"")),
+            _ => Ok(env),
+        });
         let check = self.string(t, "check").and_then(|c| c.map(|c| self.one_of("check", &c, &CHECKS)).transpose());
-        let (cuda, cudnn, conda_env, check) = match (cuda, cudnn, conda_env, check) {
-            (Ok(a), Ok(b), Ok(c), Ok(d)) if errors.is_empty() => (a, b, c, d),
-            (a, b, c, d) => {
-                errors.extend(a.err().into_iter().chain(b.err()).chain(c.err()).chain(d.err()));
+        let (cuda, cudnn, conda_env, python_env, check) = match (cuda, cudnn, conda_env, python_env, check) {
+            (Ok(a), Ok(b), Ok(c), Ok(e), Ok(d)) if errors.is_empty() => (a, b, c, e, d),
+            (a, b, c, e, d) => {
+                errors.extend(a.err().into_iter().chain(b.err()).chain(c.err()).chain(e.err()).chain(d.err()));
                 errors.sort_by_key(|e| e.located().map(|l| l.span.start).unwrap_or(0));
                 return Err(Error::combine(errors));
             }
         };
-        Ok(Profile { name: name.to_string(), name_span, cuda, cudnn, conda_env, check: check.unwrap_or_default() })
+        Ok(Profile { name: name.to_string(), name_span, cuda, cudnn, conda_env, python_env, check: check.unwrap_or_default() })
     }
 
     fn validate_conda_env(&self, env: &Spanned<String>) -> Result<(), Error> {

@@ -94,6 +94,10 @@ struct Profile {
     cudnn: CudnnReq,
     /// A conda env name (looked up like conda does) or a path: its activation shims are written.
     conda_env: Option<String>,
+    /// Instead of conda-env: the folder of a venv, a uv venv, a pixi env or a project folder
+    /// holding one (.venv, .pixi/envs/default), relative to this file. No activation shims
+    /// are written into it; `cuenv run`, `check` and kernels start in it.
+    python_env: Option<String>,
     /// What `apply` checks after building the view.
     check: Option<Check>,
 }

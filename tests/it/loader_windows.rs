@@ -299,6 +299,60 @@ mod under_windows {
         );
     }
 
+    /// Issue 30: cuDNN 9 only in a venv's `torch\lib`, used by a CTranslate2-style library that
+    /// is not torch (its import table names `cudnn64_9.dll`). With `torch\lib` reachable only
+    /// through `AddDllDirectory`, the real loader maps the dispatcher and then cuDNN aborts with
+    /// "Could not locate cudnn_graph64_9.dll"; doctor calls that a problem (it used to warn only,
+    /// as it does for torch alone, whose `import torch` loads the whole folder itself).
+    #[test]
+    fn a_library_that_is_not_torch_cannot_use_torch_libs_cudnn() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fix = fixtures(tmp.path());
+        let env = tmp.path().join("venv (x86) & 100%");
+        std::fs::create_dir_all(&env).unwrap();
+        std::fs::write(env.join("pyvenv.cfg"), "home = C:\\Python312\ninclude-system-site-packages = false\n").unwrap();
+        let sp = env.join("Lib/site-packages");
+        let torch = sp.join("torch/lib");
+        place(&fix, "disp9.dll", &torch, "cudnn64_9.dll");
+        place(&fix, "sub9_95.dll", &torch, "cudnn_graph64_9.dll");
+
+        // torch alone: a warning (import torch loads torch\lib itself).
+        let (code, out) = doctor_venv("9", &[], &env);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("warning: PyTorch in the venv "), "{out}");
+
+        let ct2 = sp.join("ctranslate2");
+        place(&fix, "consumer9.dll", &ct2, "ctranslate2.dll");
+        let l = oracle(&fix, &[os("--add-dll-dir"), torch.as_os_str(), os("--path"), ct2.join("ctranslate2.dll").as_os_str()], &[]);
+        assert_eq!(l.version, None, "{}", l.stdout);
+        assert_eq!(l.code, 9, "{}\n{}", l.stdout, l.stderr);
+        assert!(l.stderr.contains("Could not locate cudnn_graph64_9.dll"), "{}", l.stderr);
+
+        let (code, out) = doctor_venv("9", &[], &env);
+        assert_eq!(code, 4, "{out}");
+        assert!(
+            out.contains("problem: ctranslate2's ctranslate2.dll names cudnn64_9.dll, and the only cuDNN 9 here is PyTorch's copy in ")
+                && out.contains("cuDNN aborts with \"Could not locate cudnn_graph64_9.dll\""),
+            "{out}"
+        );
+
+        // With torch\lib on PATH the loader finds the graph library, and doctor agrees.
+        let l = oracle(&fix, &[os("--add-dll-dir"), torch.as_os_str(), os("--path"), ct2.join("ctranslate2.dll").as_os_str()], &[&torch]);
+        assert_eq!(l.version, Some(90500), "{}\n{}", l.stdout, l.stderr);
+        let (_, out) = doctor_venv("9", &[&torch], &env);
+        assert!(!out.contains("Could not locate"), "{out}");
+    }
+
+    /// [`doctor`] in the venv `venv` (`VIRTUAL_ENV`, no `CONDA_PREFIX`).
+    fn doctor_venv(major: &str, path: &[&Path], venv: &Path) -> (i32, String) {
+        let home = tempfile::tempdir().unwrap();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cuenv"));
+        c.env("PATH", path_var(path)).env("CUENV_HOME", home.path()).env("CUENV_TOOLKIT_PATHS", "").env("CUDA_PATH", "").env_remove("CUENV_PROFILE");
+        c.env_remove("CONDA_PREFIX").env("VIRTUAL_ENV", venv);
+        let out = c.args(["doctor", "--major", major]).output().unwrap();
+        (out.status.code().unwrap_or(-1), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    }
+
     /// NVIDIA's exe installer: PATH lists `CUDNN\v9.5\bin`, the DLLs are in `bin\12.6\`. The
     /// loader does not find `cudnn64_9.dll` (error 126); doctor names the folder to use.
     #[test]

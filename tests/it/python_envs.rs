@@ -286,3 +286,110 @@ fn a_cudnn_cu13_wheel_is_paired_with_the_cu13_folder() {
     let (_, out) = doctor(&[&empty], &[("VIRTUAL_ENV", &prefix)], &[]);
     assert!(!out.contains("cuDNN loads cublasLt at run time"), "{out}");
 }
+
+/// `python-env = "proj"` binds a profile to the uv-style project venv `proj/.venv` (a real one,
+/// `python3 -m venv`): `apply` writes no shim into it; `cuenv run` starts in it (its own
+/// interpreter first, `VIRTUAL_ENV` set, the profile's folders ahead of it); a kernel's
+/// default interpreter is the venv's; and doctor in a shell of that profile looks at the venv.
+#[test]
+fn a_profile_bound_to_a_venv_gives_run_kernels_and_doctor_that_venv() {
+    use crate::support::lab::Lab;
+    let lab = Lab::new();
+    let venv = lab.ctx.path("proj/.venv");
+    if !Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&venv).status().is_ok_and(|st| st.success()) {
+        crate::support::skipped("python3 -m venv is not available");
+        return;
+    }
+    let file = lab.lab("[profiles.torch]\ncuda = \"12\"\ncudnn = \"9.5\"\npython-env = \"proj\"\n");
+    let out = lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert!(!venv.join("etc").exists(), "a shim was written into the venv: {out}");
+
+    let out = lab
+        .ctx
+        .cmd()
+        .args([
+            "run",
+            "-p",
+            "torch",
+            "--",
+            "python",
+            "-c",
+            "import os, sys; print(sys.prefix); print(os.environ['VIRTUAL_ENV']); print(os.environ['LD_LIBRARY_PATH'])",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(Path::new(lines[0]), canon(&venv), "the venv's own interpreter runs: {text}");
+    assert_eq!(Path::new(lines[1]), venv, "{text}");
+    assert_eq!(Path::new(lines[2].split(':').next().unwrap()), lab.profiles().join("torch/cudnn-lib"), "{text}");
+
+    // The kernel's interpreter defaults to the venv's.
+    let data = lab.ctx.path("jupyter");
+    let out = lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).args(["kernel", "install", "torch"]).output().unwrap();
+    let spec: serde_json::Value = serde_json::from_slice(&std::fs::read(data.join("kernels/cuenv-torch/kernel.json")).unwrap_or_default())
+        .unwrap_or_else(|_| panic!("no kernel.json: {out:?}"));
+    assert_eq!(Path::new(spec["argv"][0].as_str().unwrap()), venv.join("bin/python"), "{spec}");
+
+    // Doctor in a shell of the profile looks at its venv, named by the binding.
+    let out =
+        lab.ctx.cmd().env("CUENV_PROFILE", "torch").env_remove("VIRTUAL_ENV").env_remove("CONDA_PREFIX").args(["doctor", "--major", "9"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("Python environment (profile torch's python-env): the venv {}", venv.display())), "{text}");
+}
+
+/// A `python-env` that names no environment is refused before anything is built, at its line;
+/// `conda-env` and `python-env` together are refused when the file is read.
+#[test]
+fn a_python_env_that_is_no_env_is_refused_at_its_line() {
+    use crate::support::lab::Lab;
+    let lab = Lab::new();
+    std::fs::create_dir_all(lab.ctx.path("empty")).unwrap();
+    let file = lab.lab("[profiles.torch]\ncuda = \"12\"\ncudnn = \"9.5\"\npython-env = \"empty\"\n");
+    let (code, _, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("python-env `empty` is no Python environment") && err.contains("holds neither pyvenv.cfg"), "{err}");
+    assert!(err.contains("lab.toml:9:14: python-env"), "the error names the line: {err}");
+    assert!(err.contains("uv venv"), "{err}");
+    assert!(!lab.ctx.home.join("generations").exists() || lab.run(&["status"]).1.contains("no generation"), "nothing was built");
+
+    let file = lab.lab("[profiles.torch]\ncuda = \"12\"\ncudnn = \"9.5\"\nconda-env = \"x\"\npython-env = \".venv\"\n");
+    let (code, _, err) = lab.run(&["apply", "--no-check", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("profile `torch` has both `conda-env` and `python-env`"), "{err}");
+}
+
+/// `doctor --pid` on a venv's interpreter started by full path (no `VIRTUAL_ENV`, never
+/// activated) names the venv, read from the process's argv[0].
+#[test]
+fn doctor_pid_names_the_venv_of_a_python_started_by_full_path() {
+    use std::io::BufRead;
+    let s = Stubs::new();
+    let prefix = s.tmp.path().join("job venv");
+    if !Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&prefix).status().is_ok_and(|st| st.success()) {
+        crate::support::skipped("python3 -m venv is not available");
+        return;
+    }
+    let set = s.tmp.path().join("set");
+    stub_set(&s, &set, "9.5.0.50");
+    let py = format!("import ctypes, sys\nctypes.CDLL({:?})\nprint('ready', flush=True)\nsys.stdin.readline()\n", set.join("libcudnn.so.9").to_str().unwrap());
+    let mut child = Command::new(prefix.join("bin/python"))
+        .args(["-c", &py])
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("CONDA_PREFIX")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuenv")).env("CUENV_HOME", home.path()).args(["doctor", "--pid", &child.id().to_string()]).output().unwrap();
+    drop(child.stdin.take());
+    let _ = child.wait();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("its Python environment (its executable): the venv {}", prefix.display())), "{text}");
+    assert!(text.contains("libcudnn.so.9"), "{text}");
+}

@@ -31,5 +31,9 @@ sub9_91.dll|sublib.c|-DVERSION=90100 -DMARKER='"cudnn_version_9_1_0_70_1_e0"'|-
 sub8_894.dll|sublib.c|-DVERSION=8904|8,9,4,25
 sub8_880.dll|sublib.c|-DVERSION=8800|8,8,0,121
 TABLE
+# consumer9.dll imports cudnn64_9.dll: link it against a dispatcher built under that name
+# (the import names the DLL's own export-directory name).
+"$cc" -shared -O0 -o "$tmp/cudnn64_9.dll" "$src/dispatcher.c" -DSUBLIB='"cudnn_graph64_9.dll"'
+"$cc" -shared -O0 -o "$out/consumer9.dll" "$src/consumer.c" "$tmp/cudnn64_9.dll"
 "$cc" -O0 -municode -o "$out/oracle.exe" "$src/oracle.c" -lpsapi
 echo "$out"
