@@ -314,6 +314,61 @@ fn real_runpath_wheel_loses_to_ld_library_path() {
     );
 }
 
+/// Issue 30's first case with real files: a real venv (`python3 -m venv`) holding the real
+/// 9.5.0.50 wheel behind a torch-like DT_RUNPATH, a stub 9.1.0 set on LD_LIBRARY_PATH (no
+/// second 9.x wheel is in the real-input cache).
+/// No variable names the venv: doctor finds it through `--python <venv>/bin/python`.
+#[test]
+#[ignore = "needs the real cuDNN wheels (scripts/real-input.sh)"]
+fn real_wheel_in_a_venv_loses_to_ld_library_path() {
+    let s = Stubs::new();
+    let prefix = s.tmp.path().join("venv");
+    let made = Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&prefix).status().unwrap();
+    assert!(made.success());
+    let sp = crate::support::first_dir(&prefix.join("lib"), "python").join("site-packages");
+    let wheel = sp.join("nvidia/cudnn/lib");
+    extract(&real_wheel("nvidia_cudnn_cu12-9.5.0.50-py3-none-manylinux2014_x86_64.whl"), &["libcudnn.so.9", "libcudnn_graph.so.9"], &wheel);
+    std::fs::create_dir_all(sp.join("nvidia_cudnn_cu12-9.5.0.50.dist-info")).unwrap();
+    let system = s.tmp.path().join("system");
+    std::fs::create_dir_all(&system).unwrap();
+    stub(&s, &system, "libcudnn.so.9", &["MODE_SUB"]);
+    stub(&s, &system, "libcudnn_graph.so.9", &["GRAPH", "VERSION=90100", "MARKER=\"cudnn_version_9_1_0_70_1_e0\""]);
+    // torch_like links against <prefix>/lib/python3.11/site-packages: build it where this venv's are.
+    let torch = sp.join("torch/lib");
+    std::fs::create_dir_all(&torch).unwrap();
+    let src = s.tmp.path().join("torch_like.c");
+    std::fs::write(&src, "#include <stddef.h>\nsize_t cudnnGetVersion(void);\nsize_t torch_cudnn_version(void) { return cudnnGetVersion(); }\n").unwrap();
+    let lib = torch.join("libtorch_cuda.so");
+    let out = Command::new(&s.cc)
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .arg(format!("-L{}", wheel.display()))
+        .arg("-l:libcudnn.so.9")
+        .args(["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/../../nvidia/cudnn/lib"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let m = oracle(s.tmp.path(), &[&system], &lib, "torch_cudnn_version", None);
+    assert_eq!(m.value, 90100, "{:?}", m.files);
+    let home = tempfile::tempdir().unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cuenv"));
+    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("CUENV_HOME", home.path());
+    c.env("CUENV_TOOLKIT_PATHS", "").env("CUDA_HOME", "").env("CUDA_PATH", "").env("LD_LIBRARY_PATH", &system);
+    let out = c.args(["doctor", "--major", "9", "--python"]).arg(prefix.join("bin/python")).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(
+        text.contains(&format!(
+            "it takes {} (9.1.0.70) through LD_LIBRARY_PATH (position 1), not its own {} (9.5.0.50)",
+            m.file("libcudnn.so.9").display(),
+            std::fs::canonicalize(wheel.join("libcudnn.so.9")).unwrap().display()
+        )),
+        "{text}"
+    );
+}
+
 /// Item 1 with the real files: a stray 8.8.0 `libcudnn_ops_infer.so.8` ahead of the
 /// real 8.9.4 set. The version cuDNN reports (8800) is the stray file's: the headline
 /// attributes it to that file, not to the 8.9.4 dispatcher.
