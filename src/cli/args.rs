@@ -164,6 +164,15 @@ pub enum Command {
         /// Windows another process's environment is not read).
         #[arg(long, value_name = "NAME", requires = "pid")]
         profile: Option<String>,
+        /// Instead: what the executable or library FILE would load, import by import (ELF
+        /// DT_NEEDED with DT_RPATH / DT_RUNPATH, or the PE import table), in this environment;
+        /// names the first import that does not resolve.
+        #[arg(long = "for", value_name = "FILE", conflicts_with = "pid")]
+        for_file: Option<std::path::PathBuf>,
+        /// With --for: list system libraries (libc, kernel32, ...) one by one and walk their
+        /// imports too.
+        #[arg(long, requires = "for_file")]
+        all: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,

@@ -32,4 +32,10 @@ sub8_894.dll|sublib.c|-DVERSION=8904|8,9,4,25
 sub8_880.dll|sublib.c|-DVERSION=8800|8,8,0,121
 TABLE
 "$cc" -O0 -municode -o "$out/oracle.exe" "$src/oracle.c" -lpsapi
+# doctor --for (tests/it/doctor_for.rs): consumer.dll imports cublasLt64_12.dll, which is
+# shipped only as cublaslt12.dll; consumer_app.exe imports consumer.dll.
+"$cc" -shared -O0 -DCUBLASLT -o "$tmp/cublasLt64_12.dll" "$src/consumer.c"
+cp "$tmp/cublasLt64_12.dll" "$out/cublaslt12.dll"
+"$cc" -shared -O0 -o "$out/consumer.dll" "$src/consumer.c" "$tmp/cublasLt64_12.dll"
+"$cc" -O0 -DAPP -o "$out/consumer_app.exe" "$src/consumer.c" "$out/consumer.dll"
 echo "$out"
