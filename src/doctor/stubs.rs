@@ -1,5 +1,5 @@
 //! The CUDA toolkit's link-time stub of the driver, `stubs/libcuda.so`, where a process would
-//! load it (docs/loader.md S1).
+//! load it (docs/loader.md D1).
 //!
 //! NVIDIA's toolkits ship `lib64/stubs/libcuda.so` (`targets/<arch>/lib/stubs/libcuda.so`;
 //! Debian's `cuda-driver-dev-12-4` package lists exactly that file) so that programs link

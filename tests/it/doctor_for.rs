@@ -1,5 +1,5 @@
 //! `cuenv doctor --for FILE` (src/doctor/imports.rs) and the stub `libcuda` rule
-//! (src/doctor/stubs.rs, docs/loader.md F1-F4, S1) against the real loader: on Linux, chains
+//! (src/doctor/stubs.rs, docs/loader.md I1-I5, D1) against the real loader: on Linux, chains
 //! of gcc-built ELF files judged by `ldd` (ld.so's own trace, `LD_TRACE_LOADED_OBJECTS`) and
 //! by python3 `ctypes` (what `dlopen` maps); on Windows (under Wine, scripts/test-windows.sh),
 //! the mingw-built consumer of tests/it/support/loader_win judged by starting it.
@@ -88,9 +88,9 @@ mod elf {
     }
 
     /// The brief's chain: `bin/app` (DT_RUNPATH `$ORIGIN/../lib`) needs `libA.so`, which needs
-    /// `libmissing.so`. DT_RUNPATH serves only the object that carries it (F2), so a
+    /// `libmissing.so`. DT_RUNPATH serves only the object that carries it (I2), so a
     /// `libmissing.so` in `lib/` stays out of reach of libA; built with DT_RPATH instead it is
-    /// inherited by libA's lookups (F1); `LD_LIBRARY_PATH` comes after DT_RPATH and before
+    /// inherited by libA's lookups (I1); `LD_LIBRARY_PATH` comes after DT_RPATH and before
     /// DT_RUNPATH. ld.so's trace is the judge of every step.
     #[test]
     fn the_missing_leaf_is_named_and_runpath_is_not_inherited() {
@@ -192,7 +192,7 @@ mod elf {
         assert_eq!(code, 2, "{out}");
     }
 
-    /// A toolkit's `lib64/stubs` first on `LD_LIBRARY_PATH` (S1): the stub serves a load of
+    /// A toolkit's `lib64/stubs` first on `LD_LIBRARY_PATH` (D1): the stub serves a load of
     /// `libcuda.so` by name (python3 ctypes maps it: the judge), so plain doctor names it; a
     /// library linked against the stub needs `libcuda.so.1` (the stub's DT_SONAME), which the
     /// `libcuda.so.1` link people add to the folder serves: `doctor --for` flags that leaf. A
