@@ -61,6 +61,13 @@ pub struct Dep {
     pub deps: Vec<Dep>,
 }
 
+impl Dep {
+    /// An import named `name`, not yet resolved.
+    fn named(name: String) -> Dep {
+        Dep { name, path: None, via: None, why: String::new(), already_loaded: false, system: false, stub: false, missing: false, deps: Vec::new() }
+    }
+}
+
 /// What `doctor --for FILE` found.
 #[derive(Debug, Clone, Serialize)]
 pub struct ForFile {
@@ -69,7 +76,7 @@ pub struct ForFile {
     pub file: PathBuf,
     /// `elf` or `pe`.
     pub format: &'static str,
-    /// Whether the file is a program (an ELF with `PT_INTERP`, a PE without the DLL flag).
+    /// Whether the file is a program (an ELF with `PT_INTERP`, a PE named `.exe`).
     pub program: bool,
     /// `LD_LIBRARY_PATH` or `PATH`.
     pub search_var: String,
@@ -152,7 +159,7 @@ pub fn walk(file: &Path, env: &[(OsString, OsString)], all: bool) -> Result<ForF
         Ok(finish(file, "pe", program, "PATH", all, walk_pe(file, &win, all)))
     } else {
         let Some(dynamic) = binfmt::elf_dynamic(file).map_err(read)? else { return Err(not_ours(&format!("not a 64-bit ELF file ({})", info.describe))) };
-        let program = dynamic.program;
+        let program = dynamic.interp.is_some();
         let ld: Vec<PathBuf> = get("LD_LIBRARY_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
         let env = LinuxEnv::new(ld);
         // A program's $ORIGIN is the folder of its resolved path (the kernel's, through
@@ -170,8 +177,7 @@ fn is_dll(file: &Path) -> bool {
 
 /// The root node for `file`.
 fn root(name: String, path: PathBuf, object: Option<Object>) -> Node {
-    let dep =
-        Dep { name, path: Some(path), via: None, why: String::new(), already_loaded: false, system: false, stub: false, missing: false, deps: Vec::new() };
+    let dep = Dep { path: Some(path), ..Dep::named(name) };
     Node { dep, parent: None, object, children: Vec::new() }
 }
 
@@ -194,8 +200,14 @@ fn walk_elf(root_obj: Object, env: &LinuxEnv, all: bool) -> Vec<Node> {
     if let Some(s) = &root_obj.dynamic.soname {
         loaded.push((s.clone(), root_obj.path.clone()));
     }
-    nodes[0].object = Some(root_obj);
     let mut system_files: Vec<PathBuf> = Vec::new();
+    // A program's interpreter is loaded first; libc's `DT_NEEDED` on it is that object.
+    if let Some(interp) = &root_obj.dynamic.interp {
+        let p = PathBuf::from(interp);
+        loaded.push((file_name(&p), p.clone()));
+        system_files.push(p);
+    }
+    nodes[0].object = Some(root_obj);
     let mut queue = VecDeque::from([0usize]);
     while let Some(i) = queue.pop_front() {
         let Some(asker) = nodes[i].object.clone() else { continue };
@@ -208,17 +220,7 @@ fn walk_elf(root_obj: Object, env: &LinuxEnv, all: bool) -> Vec<Node> {
         }
         let loaders: Vec<&Object> = chain.iter().collect();
         for name in asker.dynamic.needed.clone() {
-            let mut dep = Dep {
-                name: name.clone(),
-                path: None,
-                via: None,
-                why: String::new(),
-                already_loaded: false,
-                system: false,
-                stub: false,
-                missing: false,
-                deps: Vec::new(),
-            };
+            let mut dep = Dep::named(name.clone());
             if let Some((_, p)) = loaded.iter().find(|(n, _)| *n == name) {
                 dep.system = system_files.contains(p);
                 dep.path = Some(p.clone());
@@ -308,17 +310,7 @@ fn walk_pe(file: &Path, win: &WinSearch, all: bool) -> Vec<Node> {
         let Some(path) = nodes[i].dep.path.clone() else { continue };
         let imports = binfmt::pe_imports(&path).ok().flatten().unwrap_or_default();
         for name in imports {
-            let mut dep = Dep {
-                name: name.clone(),
-                path: None,
-                via: None,
-                why: String::new(),
-                already_loaded: false,
-                system: false,
-                stub: false,
-                missing: false,
-                deps: Vec::new(),
-            };
+            let mut dep = Dep::named(name.clone());
             let mut walk = false;
             if api_set(&name) {
                 dep.system = true;

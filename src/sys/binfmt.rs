@@ -333,9 +333,10 @@ pub struct ElfDynamic {
     /// `DT_RUNPATH` entries, unexpanded; `None` when the file has no `DT_RUNPATH` (then its
     /// `DT_RPATH` is used; with one, `DT_RPATH` is ignored).
     pub runpath: Option<Vec<String>>,
-    /// Whether the file has a `PT_INTERP` program header: a program the kernel starts (its
-    /// `$ORIGIN` is the folder of its resolved path, ld.so(8)), not only a library.
-    pub program: bool,
+    /// The `PT_INTERP` program header's path (`/lib64/ld-linux-x86-64.so.2`), when the file
+    /// has one: a program the kernel starts (its `$ORIGIN` is the folder of its resolved path,
+    /// ld.so(8)), whose interpreter is loaded before any `DT_NEEDED`.
+    pub interp: Option<String>,
 }
 
 /// Reads the dynamic section of the 64-bit ELF file at `path` (headers and the dynamic
@@ -355,7 +356,12 @@ pub fn elf_dynamic(path: &Path) -> io::Result<Option<ElfDynamic>> {
     let mut out = ElfDynamic::default();
     {
         use object::read::elf::ProgramHeader as _;
-        out.program = file.elf_program_headers().iter().any(|h| h.p_type(endian) == object::elf::PT_INTERP);
+        out.interp = file
+            .elf_program_headers()
+            .iter()
+            .find(|h| h.p_type(endian) == object::elf::PT_INTERP)
+            .and_then(|h| h.data(endian, &cache).ok())
+            .map(|d| String::from_utf8_lossy(d.split(|&b| b == 0).next().unwrap_or_default()).into_owned());
     }
     let split = |s: &[u8]| -> Vec<String> { String::from_utf8_lossy(s).split(':').filter(|p| !p.is_empty()).map(str::to_string).collect() };
     for d in table.iter() {

@@ -152,6 +152,13 @@ mod elf {
         // --all walks libc as well, each resolved like ld.so resolves it.
         let (_, all) = doctor(&["doctor".as_ref(), "--for".as_ref(), app.as_os_str(), "--all".as_ref()], &[&ld]);
         assert!(all.contains("libc.so.6 => ") && !all.contains("system libraries"), "{all}");
+        // libc's DT_NEEDED on the interpreter is the interpreter the kernel loaded (PT_INTERP),
+        // as ld.so's trace lists it.
+        let interp = cuenv::sys::binfmt::elf_dynamic(&app).unwrap().unwrap().interp.expect("a program has PT_INTERP");
+        let trace = String::from_utf8_lossy(&Command::new("ldd").arg(&app).output().unwrap().stdout).into_owned();
+        assert!(trace.lines().any(|l| l.trim().starts_with(&interp)), "{trace}");
+        let name = Path::new(&interp).file_name().unwrap().to_string_lossy().into_owned();
+        assert!(all.contains(&format!("{name} => {interp} (already loaded)")), "{all}");
     }
 
     /// The ld.so cache as doctor reads it (`loader::read_ld_so_cache`) against `ldconfig -p`,
