@@ -148,8 +148,12 @@ struct Node {
 pub fn walk(file: &Path, env: &[(OsString, OsString)], all: bool) -> Result<ForFile, ForError> {
     let read = |e| ForError::Read { path: file.to_path_buf(), source: e };
     let get = |name: &str| crate::check::env_var(env, name).cloned();
-    let info = binfmt::inspect(file).map_err(read)?;
     let not_ours = |what: &str| ForError::NotForThisLoader { path: file.to_path_buf(), what: what.to_string() };
+    let info = match binfmt::inspect(file) {
+        Ok(i) => i,
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => return Err(not_ours(&e.to_string())),
+        Err(e) => return Err(read(e)),
+    };
     if cfg!(windows) {
         let Some(_) = binfmt::pe_imports(file).map_err(read)? else { return Err(not_ours(&format!("not a 64-bit PE file ({})", info.describe))) };
         let program = !is_dll(file);
@@ -169,7 +173,8 @@ pub fn walk(file: &Path, env: &[(OsString, OsString)], all: bool) -> Result<ForF
     }
 }
 
-/// Whether the PE file is a DLL (`IMAGE_FILE_DLL`), by its name when the header says nothing.
+/// Whether the PE file is a DLL rather than a program, by its name (anything but `.exe`:
+/// `.dll`, `.pyd`).
 fn is_dll(file: &Path) -> bool {
     let ext = file.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
     ext != "exe"

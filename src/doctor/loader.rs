@@ -530,6 +530,10 @@ mod tests {
         assert_eq!(find("libx.so.1", &bare, &[&loader], &none).unwrap().dir(), a.as_path());
         let runpath_asker = Object { dynamic: ElfDynamic { runpath: Some(vec![]), ..Default::default() }, ..bare.clone() };
         assert_eq!(find("libx.so.1", &runpath_asker, &[&loader], &none), None);
+        // A loader with a DT_RUNPATH lends no DT_RPATH (glibc drops it), but one above it does.
+        let both = Object { dynamic: ElfDynamic { runpath: Some(vec![]), ..loader.dynamic.clone() }, ..loader.clone() };
+        assert_eq!(find("libx.so.1", &bare, &[&both], &none), None);
+        assert_eq!(find("libx.so.1", &bare, &[&both, &loader], &none).unwrap().dir(), a.as_path());
     }
 
     #[test]

@@ -194,7 +194,7 @@ mod elf {
         std::fs::write(&f, "hello").unwrap();
         let (code, out) = doctor(&["doctor".as_ref(), "--for".as_ref(), f.as_os_str()], &[]);
         assert_eq!(code, 2, "{out}");
-        assert!(out.contains("notes.txt") && out.contains("hint:"), "{out}");
+        assert!(out.contains("notes.txt is not a PE or ELF file") && out.contains("hint: doctor --for models the loader"), "{out}");
         let (code, out) = doctor(&["doctor".as_ref(), "--for".as_ref(), tmp.path().join("absent").as_os_str()], &[]);
         assert_eq!(code, 2, "{out}");
     }
