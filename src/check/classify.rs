@@ -192,7 +192,19 @@ impl Classifier<'_> {
             Some(d) => {
                 let ver = d.version.map(|v| format!(", CUDA {}", cuda_version(v as u64))).unwrap_or_default();
                 if !d.init.ok() {
-                    self.fail(ReasonKind::NoDevice, format!("the NVIDIA driver ({}{ver}) found no usable GPU: cuInit returned {}", d.library, d.init.name));
+                    // CUDA_ERROR_STUB_LIBRARY (34, cuda.h): the toolkit's link-time stub answered,
+                    // not the driver (docs/loader.md D1).
+                    let stub = match r.modules.iter().find(|m| m.kind == ModuleKind::Driver) {
+                        Some(m) if d.init.code == 34 => format!(
+                            " ({} is the CUDA toolkit's link-time stub libcuda, not the driver: keep `stubs` folders off LD_LIBRARY_PATH, they are for linking only)",
+                            m.path
+                        ),
+                        _ => String::new(),
+                    };
+                    self.fail(
+                        ReasonKind::NoDevice,
+                        format!("the NVIDIA driver ({}{ver}) found no usable GPU: cuInit returned {}{stub}", d.library, d.init.name),
+                    );
                     false
                 } else if d.devices.is_empty() {
                     self.fail(ReasonKind::NoDevice, format!("the NVIDIA driver ({}{ver}) reports no devices", d.library));
@@ -556,6 +568,13 @@ mod tests {
         r.driver = Some(Driver { devices: vec![], ..gpu() });
         r.handle = Some(status(1001, "CUDNN_STATUS_NOT_INITIALIZED"));
         assert_eq!(kinds(&classify_report(&f, r)), vec![ReasonKind::NoDevice]);
+        // The toolkit's stub answered cuInit: the reason names the file the probe mapped.
+        let mut r = report(&f);
+        r.driver = Some(Driver { init: status(34, "CUDA_ERROR_STUB_LIBRARY"), devices: vec![], ..gpu() });
+        r.modules.push(crate::probe::Module { path: "/usr/local/cuda/lib64/stubs/libcuda.so.1".into(), name: "libcuda.so.1".into(), kind: ModuleKind::Driver });
+        let c = classify_report(&f, r);
+        assert_eq!(kinds(&c), vec![ReasonKind::NoDevice]);
+        assert!(c.reasons[0].message.contains("/usr/local/cuda/lib64/stubs/libcuda.so.1 is the CUDA toolkit's link-time stub"), "{}", c.reasons[0]);
     }
 
     #[test]

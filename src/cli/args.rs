@@ -166,8 +166,17 @@ pub enum Command {
         profile: Option<String>,
         /// Also look at this interpreter's environment: its site-packages (system, user,
         /// container or venv), asked with `-S -I` so that no start-up hook or framework runs.
-        #[arg(long, value_name = "PATH", conflicts_with = "pid")]
+        #[arg(long, value_name = "PATH", conflicts_with_all = ["pid", "for_file"])]
         python: Option<std::path::PathBuf>,
+        /// Instead: what the executable or library FILE would load, import by import (ELF
+        /// DT_NEEDED with DT_RPATH / DT_RUNPATH, or the PE import table), in this environment;
+        /// names the first import that does not resolve.
+        #[arg(long = "for", value_name = "FILE", conflicts_with = "pid")]
+        for_file: Option<std::path::PathBuf>,
+        /// With --for: list system libraries (libc, kernel32, ...) one by one and walk their
+        /// imports too.
+        #[arg(long, requires = "for_file")]
+        all: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,

@@ -147,6 +147,21 @@ pub fn run_pid(ctx: &Ctx, pid: u32, profile: Option<&str>, json: bool) -> Result
     Ok(if d.has_problems() { ExitCode::CheckFailed } else { ExitCode::Success })
 }
 
+/// `cuenv doctor --for FILE [--all]`: the imports of one file as this environment's loader
+/// would resolve them ([`crate::doctor::imports`]). Exit 4 when one does not resolve (or a
+/// stub `libcuda` would serve one), else 0; 2 when the file cannot be read or is not for this
+/// machine's loader.
+pub fn run_for(ctx: &Ctx, file: &std::path::Path, all: bool, json: bool) -> Result<ExitCode, Report> {
+    let env: Vec<_> = std::env::vars_os().collect();
+    let f = crate::doctor::imports::walk(file, &env, all)?;
+    if json {
+        ctx.print_json(&f);
+    } else {
+        write!(ctx.out(), "{}", crate::doctor::imports::render(&f));
+    }
+    Ok(if f.has_problems() { ExitCode::CheckFailed } else { ExitCode::Success })
+}
+
 /// Jupyter kernelspecs bound to a profile of this home that its current generation no longer
 /// has ([`crate::env::kernel`]): a notebook started with one gets a view that does not exist.
 fn stale_kernels(ctx: &Ctx) -> Vec<doctor::Finding> {

@@ -199,6 +199,7 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
             apply::lock(&ctx, &file, apply::LockOpts { platforms: platform, locked, allow_unreachable, offline, json })
         }
         Command::Check { profiles: names, timeout, require_gpu, json } => check::check(&ctx, &names, timeout, require_gpu, json),
+        Command::Doctor { for_file: Some(file), all, json, .. } => doctor::run_for(&ctx, &file, all, json),
         Command::Doctor { pid: Some(pid), profile, json, .. } => doctor::run_pid(&ctx, pid, profile.as_deref(), json),
         Command::Doctor { major, timeout, python, json, .. } => doctor::run(&ctx, &major, timeout, python.as_deref(), json),
         Command::Use { profile, none } => {

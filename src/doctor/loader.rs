@@ -7,8 +7,13 @@
 //!    when the asking object has no `DT_RUNPATH`),
 //! 2. `LD_LIBRARY_PATH`, in order,
 //! 3. the `DT_RUNPATH` of the asking object only (never its loaders'),
-//! 4. the ld.so cache and the default folders (read here from `/etc/ld.so.conf` and the
-//!    default `/lib*`, `/usr/lib*` folders).
+//! 4. the ld.so cache (`/etc/ld.so.cache`, parsed: [`read_ld_so_cache`]), then the default
+//!    folders (`/lib*`, `/usr/lib*`); where the cache cannot be read, the folders
+//!    `/etc/ld.so.conf` lists stand in for it.
+//!
+//! An object with a `DT_RUNPATH` lends no `DT_RPATH` to anything: glibc drops an object's
+//! `DT_RPATH` when it has a `DT_RUNPATH` (`elf/get-dynamic-info.h`), so in the chain of
+//! loaders only those without one count.
 //!
 //! `$ORIGIN` in either list is the folder of the object that carries it. cuDNN's dispatcher
 //! loads its sub-libraries with `dlopen` by name: cuDNN 8 asks for `libcudnn_<stem>.so.8`;
@@ -64,7 +69,10 @@ pub enum Via {
         /// The entry as written.
         entry: String,
     },
-    /// The ld.so cache's folders (`/etc/ld.so.conf`) or the default folders.
+    /// An entry of the ld.so cache (`/etc/ld.so.cache`) for the name.
+    Cache,
+    /// The ld.so cache's folders (`/etc/ld.so.conf`, when the cache could not be read) or the
+    /// default folders.
     System,
     /// Windows: a place of the search order other than `PATH` ([`winsearch::Place`]).
     Windows {
@@ -81,6 +89,7 @@ impl Via {
             Via::Rpath { object, entry } => format!("through the DT_RPATH `{entry}` of {}", name(object)),
             Via::SearchVar { position } => format!("through {search_var} (position {position})"),
             Via::Runpath { object, entry } => format!("through the DT_RUNPATH `{entry}` of {}", name(object)),
+            Via::Cache => "through the ld.so cache (/etc/ld.so.cache)".into(),
             Via::System => "in the ld.so cache's or the default folders".into(),
             Via::Windows { place } => place.describe().into(),
         }
@@ -142,17 +151,26 @@ pub fn expand(entry: &str, origin: &Path) -> PathBuf {
 pub struct LinuxEnv {
     /// `LD_LIBRARY_PATH`'s entries in order (empty ones kept, for positions; they are skipped).
     pub ld_library_path: Vec<PathBuf>,
-    /// The ld.so cache's folders and the default folders, in order.
+    /// The ld.so cache's entries of this machine's word size and architecture, (name, file),
+    /// in file order; `None` when it was not read.
+    pub cache: Option<Vec<(String, PathBuf)>>,
+    /// The folders searched after the cache, in order: the default folders, preceded by the
+    /// ld.so cache's folders when the cache was not read.
     pub system: Vec<PathBuf>,
 }
 
 impl LinuxEnv {
     /// The model's inputs for `ld_library_path` (the variable's entries) on this machine:
-    /// the folders of `/etc/ld.so.conf` (and the files it includes), then `/lib64`, `/lib`,
-    /// `/usr/lib64`, `/usr/lib` and their `x86_64-linux-gnu` / `aarch64-linux-gnu` children.
+    /// the ld.so cache ([`read_ld_so_cache`] of `/etc/ld.so.cache`; when it cannot be read,
+    /// the folders of `/etc/ld.so.conf` and the files it includes instead), then `/lib64`,
+    /// `/lib`, `/usr/lib64`, `/usr/lib` and their `x86_64-linux-gnu` / `aarch64-linux-gnu`
+    /// children.
     pub fn new(ld_library_path: Vec<PathBuf>) -> LinuxEnv {
         let mut system = Vec::new();
-        read_ld_so_conf(Path::new("/etc/ld.so.conf"), &mut system, 0);
+        let cache = read_ld_so_cache(Path::new("/etc/ld.so.cache"));
+        if cache.is_none() {
+            read_ld_so_conf(Path::new("/etc/ld.so.conf"), &mut system, 0);
+        }
         for base in ["/lib64", "/lib", "/usr/lib64", "/usr/lib"] {
             for sub in ["", "x86_64-linux-gnu", "aarch64-linux-gnu"] {
                 let d = Path::new(base).join(sub);
@@ -161,8 +179,42 @@ impl LinuxEnv {
                 }
             }
         }
-        LinuxEnv { ld_library_path, system }
+        LinuxEnv { ld_library_path, cache, system }
     }
+}
+
+/// The entries of the ld.so cache `file` for libraries of this machine (glibc's format
+/// `glibc-ld.so.cache1.1`, `elf/cache.c` and `sysdeps/generic/dl-cache.h`: a 48-byte header
+/// with the entry count, then entries of 24 bytes, `flags: i32, key: u32, value: u32,
+/// osversion: u32, hwcap: u64`, whose key and value are offsets of the name and the file from
+/// the start of the file; `flags` holds the ELF class and architecture, `0x0303` for x86-64
+/// libc6 and `0x0a03` for AArch64), as (name, file) in file order. An old-format prefix
+/// (`ld.so-1.7.0`) is skipped. `None` when the file is absent or not in that format.
+pub fn read_ld_so_cache(file: &Path) -> Option<Vec<(String, PathBuf)>> {
+    const MAGIC: &[u8] = b"glibc-ld.so.cache1.1";
+    let bytes = std::fs::read(file).ok()?;
+    let start = bytes.windows(MAGIC.len()).position(|w| w == MAGIC)?;
+    let b = &bytes[start..];
+    let u32_at = |at: usize| -> Option<u32> { Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?)) };
+    let count = u32_at(20)? as usize;
+    let want: u32 = if cfg!(target_arch = "aarch64") { 0x0a03 } else { 0x0303 };
+    let cstr = |at: usize| -> Option<String> {
+        let rest = b.get(at..)?;
+        let end = rest.iter().position(|&c| c == 0)?;
+        Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+    };
+    let mut out = Vec::new();
+    for i in 0..count.min(1 << 20) {
+        let at = 48 + i * 24;
+        let (flags, key, value) = (u32_at(at)?, u32_at(at + 4)? as usize, u32_at(at + 8)? as usize);
+        if flags & 0xffff != want {
+            continue;
+        }
+        if let (Some(k), Some(v)) = (cstr(key), cstr(value)) {
+            out.push((k, PathBuf::from(v)));
+        }
+    }
+    Some(out)
 }
 
 fn read_ld_so_conf(file: &Path, out: &mut Vec<PathBuf>, depth: u8) {
@@ -196,7 +248,8 @@ pub fn find(name: &str, asker: &Object, loaders: &[&Object], env: &LinuxEnv) -> 
         f.is_file().then_some(f)
     };
     if asker.dynamic.runpath.is_none() {
-        for o in std::iter::once(asker).chain(loaders.iter().copied()) {
+        // glibc ignores the DT_RPATH of an object that has a DT_RUNPATH.
+        for o in std::iter::once(asker).chain(loaders.iter().copied()).filter(|o| o.dynamic.runpath.is_none()) {
             for entry in &o.dynamic.rpath {
                 if let Some(path) = hit(&expand(entry, &o.origin())) {
                     return Some(Pick { path, via: Via::Rpath { object: o.path.clone(), entry: entry.clone() } });
@@ -216,6 +269,9 @@ pub fn find(name: &str, asker: &Object, loaders: &[&Object], env: &LinuxEnv) -> 
         if let Some(path) = hit(&expand(entry, &asker.origin())) {
             return Some(Pick { path, via: Via::Runpath { object: asker.path.clone(), entry: entry.clone() } });
         }
+    }
+    if let Some(path) = env.cache.iter().flatten().find(|(k, p)| k == name && p.is_file()).map(|(_, p)| p.clone()) {
+        return Some(Pick { path, via: Via::Cache });
     }
     env.system.iter().find_map(|d| hit(d)).map(|path| Pick { path, via: Via::System })
 }
@@ -450,7 +506,7 @@ mod tests {
             std::fs::create_dir_all(d).unwrap();
             std::fs::write(d.join("libx.so.1"), "x").unwrap();
         }
-        let env = LinuxEnv { ld_library_path: vec![PathBuf::new(), b.clone()], system: vec![] };
+        let env = LinuxEnv { ld_library_path: vec![PathBuf::new(), b.clone()], ..Default::default() };
         let with = |rpath: &[&str], runpath: Option<&[&str]>| Object {
             path: c.join("libasker.so"),
             dynamic: ElfDynamic {
@@ -474,6 +530,10 @@ mod tests {
         assert_eq!(find("libx.so.1", &bare, &[&loader], &none).unwrap().dir(), a.as_path());
         let runpath_asker = Object { dynamic: ElfDynamic { runpath: Some(vec![]), ..Default::default() }, ..bare.clone() };
         assert_eq!(find("libx.so.1", &runpath_asker, &[&loader], &none), None);
+        // A loader with a DT_RUNPATH lends no DT_RPATH (glibc drops it), but one above it does.
+        let both = Object { dynamic: ElfDynamic { runpath: Some(vec![]), ..loader.dynamic.clone() }, ..loader.clone() };
+        assert_eq!(find("libx.so.1", &bare, &[&both], &none), None);
+        assert_eq!(find("libx.so.1", &bare, &[&both, &loader], &none).unwrap().dir(), a.as_path());
     }
 
     #[test]

@@ -27,11 +27,13 @@
 pub mod deps;
 pub mod envs;
 pub mod frameworks;
+pub mod imports;
 pub mod loader;
 mod origin;
 pub mod pid;
 pub mod scripts;
 mod search_path;
+pub mod stubs;
 pub mod winsearch;
 mod wording;
 
@@ -258,6 +260,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     }
     if cfg!(target_os = "linux") {
         findings.extend(deps::wsl_driver(Path::new("/usr/lib/wsl/lib"), &folders));
+        findings.extend(stubs::on_loader_path(&folders));
     }
     // nvJitLink against the libraries on the search path that import it (F3).
     for v in crate::companion::judge_jitlink_users(&folders, |n, a| crate::companion::search(&folders, n, a)) {

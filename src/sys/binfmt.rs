@@ -333,6 +333,10 @@ pub struct ElfDynamic {
     /// `DT_RUNPATH` entries, unexpanded; `None` when the file has no `DT_RUNPATH` (then its
     /// `DT_RPATH` is used; with one, `DT_RPATH` is ignored).
     pub runpath: Option<Vec<String>>,
+    /// The `PT_INTERP` program header's path (`/lib64/ld-linux-x86-64.so.2`), when the file
+    /// has one: a program the kernel starts (its `$ORIGIN` is the folder of its resolved path,
+    /// ld.so(8)), whose interpreter is loaded before any `DT_NEEDED`.
+    pub interp: Option<String>,
 }
 
 /// Reads the dynamic section of the 64-bit ELF file at `path` (headers and the dynamic
@@ -350,6 +354,15 @@ pub fn elf_dynamic(path: &Path) -> io::Result<Option<ElfDynamic>> {
     let endian = file.endian();
     let table = file.elf_section_table().dynamic_table(endian, &cache).map_err(bad)?;
     let mut out = ElfDynamic::default();
+    {
+        use object::read::elf::ProgramHeader as _;
+        out.interp = file
+            .elf_program_headers()
+            .iter()
+            .find(|h| h.p_type(endian) == object::elf::PT_INTERP)
+            .and_then(|h| h.data(endian, &cache).ok())
+            .map(|d| String::from_utf8_lossy(d.split(|&b| b == 0).next().unwrap_or_default()).into_owned());
+    }
     let split = |s: &[u8]| -> Vec<String> { String::from_utf8_lossy(s).split(':').filter(|p| !p.is_empty()).map(str::to_string).collect() };
     for d in table.iter() {
         let Ok(s) = table.string(d) else { continue };
@@ -364,23 +377,25 @@ pub fn elf_dynamic(path: &Path) -> io::Result<Option<ElfDynamic>> {
     Ok(Some(out))
 }
 
-/// The DLL names the import table of the 64-bit PE file at `path` names, in table order, each
-/// once (headers and the import directory only; delay-load imports are not read). `Ok(None)`
-/// when the file is not a 64-bit PE file.
+/// The DLL names in the import table of the 64-bit PE file at `path` (`IMAGE_DIRECTORY_ENTRY_IMPORT`:
+/// the DLLs the loader maps before the file runs), as written, in table order, each once
+/// (compared without regard to case). Delay-load imports are not among them (they load at
+/// their first call). `Ok(None)` when the file is not a 64-bit PE file.
 ///
-/// Errors: I/O errors; `InvalidData` for a damaged PE file.
+/// Errors: I/O errors; `InvalidData` for a damaged import table.
 pub fn pe_imports(path: &Path) -> io::Result<Option<Vec<String>>> {
-    use object::Object as _;
     let cache = ReadCache::new(File::open(path)?);
     if !matches!(FileKind::parse(&cache), Ok(FileKind::Pe64)) {
         return Ok(None);
     }
-    let bad = |e: object::read::Error| io::Error::new(io::ErrorKind::InvalidData, format!("bad PE file: {e}"));
-    let file = object::read::pe::PeFile64::parse(&cache).map_err(bad)?;
+    let bad = |e: object::read::Error| io::Error::new(io::ErrorKind::InvalidData, format!("bad PE import table: {e}"));
+    let pe = PeFile64::parse(&cache).map_err(bad)?;
     let mut out: Vec<String> = Vec::new();
-    for i in file.imports().map_err(bad)? {
-        let name = String::from_utf8_lossy(i.map_err(bad)?.library()).into_owned();
-        if !out.contains(&name) {
+    let Some(table) = pe.import_table().map_err(bad)? else { return Ok(Some(out)) };
+    let mut it = table.descriptors().map_err(bad)?;
+    while let Some(d) = it.next().map_err(bad)? {
+        let name = String::from_utf8_lossy(table.name(d.name.get(LE)).map_err(bad)?).into_owned();
+        if !out.iter().any(|n| n.eq_ignore_ascii_case(&name)) {
             out.push(name);
         }
     }

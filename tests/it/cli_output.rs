@@ -121,6 +121,20 @@ fn doctor_command() {
     cuenv_snapshot!(ctx, "doctor_profile_view", ctx.snap_cmd().arg("doctor").env("LD_LIBRARY_PATH", &lib).env("CUENV_PROFILE", "legacy"));
     cuenv_snapshot!(ctx, "doctor_json", ctx.snap_cmd().args(["doctor", "--json"]).env("LD_LIBRARY_PATH", &lib));
     cuenv_snapshot!(ctx, "doctor_pid_missing", ctx.snap_cmd().args(["doctor", "--pid", "4294967294"]));
+    cuenv_snapshot!(ctx, "doctor_for_missing_file", ctx.snap_cmd().args(["doctor", "--for"]).arg(ctx.path("nothing-here.so")));
+    // doctor --for on a gcc-built program whose library needs a library nothing holds.
+    let bin = ctx.path("app/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(ctx.path("app/lib")).unwrap();
+    std::fs::write(ctx.path("app/m.c"), "int m(void) { return 0; }\n").unwrap();
+    std::fs::write(ctx.path("app/a.c"), "int m(void);\nint a(void) { return m(); }\n").unwrap();
+    std::fs::write(ctx.path("app/main.c"), "int a(void);\nint main(void) { return a(); }\n").unwrap();
+    let gcc = |args: &[&str]| assert!(std::process::Command::new("gcc").current_dir(ctx.path("app")).args(args).status().unwrap().success());
+    gcc(&["-shared", "-fPIC", "-o", "libmissing.so", "m.c"]);
+    gcc(&["-shared", "-fPIC", "-o", "lib/libA.so", "a.c", "-L.", "-lmissing"]);
+    gcc(&["-o", "bin/app", "main.c", "-Llib", "-lA", "-Wl,-rpath-link,.", "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib"]);
+    std::fs::remove_file(ctx.path("app/libmissing.so")).unwrap();
+    cuenv_snapshot!(ctx, "doctor_for", ctx.snap_cmd().args(["doctor", "--for"]).arg(bin.join("app")).env("LD_LIBRARY_PATH", &empty));
 }
 
 #[test]

@@ -20,6 +20,7 @@ mod completions;
 mod conda_order;
 mod cuda13;
 mod doctor;
+mod doctor_for;
 mod doctor_pid;
 mod doctor_shells;
 mod export;

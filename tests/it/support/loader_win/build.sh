@@ -34,6 +34,12 @@ TABLE
 # consumer9.dll imports cudnn64_9.dll: link it against a dispatcher built under that name
 # (the import names the DLL's own export-directory name).
 "$cc" -shared -O0 -o "$tmp/cudnn64_9.dll" "$src/dispatcher.c" -DSUBLIB='"cudnn_graph64_9.dll"'
-"$cc" -shared -O0 -o "$out/consumer9.dll" "$src/consumer.c" "$tmp/cudnn64_9.dll"
+"$cc" -shared -O0 -o "$out/consumer9.dll" "$src/cudnn_consumer.c" "$tmp/cudnn64_9.dll"
 "$cc" -O0 -municode -o "$out/oracle.exe" "$src/oracle.c" -lpsapi
+# doctor --for (tests/it/doctor_for.rs): consumer.dll imports cublasLt64_12.dll, which is
+# shipped only as cublaslt12.dll; consumer_app.exe imports consumer.dll.
+"$cc" -shared -O0 -DCUBLASLT -o "$tmp/cublasLt64_12.dll" "$src/consumer.c"
+cp "$tmp/cublasLt64_12.dll" "$out/cublaslt12.dll"
+"$cc" -shared -O0 -o "$out/consumer.dll" "$src/consumer.c" "$tmp/cublasLt64_12.dll"
+"$cc" -O0 -DAPP -o "$out/consumer_app.exe" "$src/consumer.c" "$out/consumer.dll"
 echo "$out"

@@ -1,16 +1,15 @@
-/* A library that is not cuDNN and not torch, linked against cuDNN 9's dispatcher like
-   CTranslate2 or onnxruntime's CUDA provider: its import table names cudnn64_9.dll, which the
-   loader resolves when the library is loaded (for LoadLibraryExW with
-   LOAD_LIBRARY_SEARCH_DEFAULT_DIRS: its own folder, System32 and AddDllDirectory folders).
-   Its cudnnGetVersion calls the dispatcher's, which loads its sub-library by bare name. */
-#include <windows.h>
-#include <stddef.h>
-
-__declspec(dllimport) size_t cudnnGetCudartVersion(void);
-
-__declspec(dllexport) size_t cudnnGetVersion(void) {
-    /* A real call through the import table keeps the import. */
-    size_t cudart = cudnnGetCudartVersion();
-    size_t (*f)(void) = (size_t (*)(void))GetProcAddress(GetModuleHandleA("cudnn64_9.dll"), "cudnnGetVersion");
-    return (f ? f() : 0) + cudart;
-}
+/* The `doctor --for` fixtures of tests/it/doctor_for.rs (built by build.sh):
+   -DCUBLASLT: a stand-in for cuBLASLt, built as cublasLt64_12.dll (shipped to the tests as
+   cublaslt12.dll, so that no file of the real name is beside the others);
+   default: consumer.dll, which imports cublasLtCreate from cublasLt64_12.dll (like
+   onnxruntime_providers_cuda.dll);
+   -DAPP: consumer_app.exe, which imports consumer_init from consumer.dll. */
+#ifdef CUBLASLT
+__declspec(dllexport) int cublasLtCreate(void **h) { *h = 0; return 0; }
+#elif defined(APP)
+__declspec(dllimport) int consumer_init(void);
+int main(void) { return consumer_init(); }
+#else
+__declspec(dllimport) int cublasLtCreate(void **h);
+__declspec(dllexport) int consumer_init(void) { void *h; return cublasLtCreate(&h); }
+#endif
