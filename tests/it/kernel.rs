@@ -68,6 +68,7 @@ print(json.dumps(specs['cuenv-legacy']['spec']['env']))
     let view = lab.profiles().join("legacy");
     assert_eq!(env["CUENV_PROFILE"], "legacy");
     assert_eq!(env["CUDA_HOME"].as_str().map(PathBuf::from), Some(view.join("cuda")));
+    assert_eq!(env["CUDNN_HOME"].as_str().map(PathBuf::from), Some(view.join("cudnn")));
     let ld = env["LD_LIBRARY_PATH"].as_str().unwrap();
     assert_eq!(ld.split(':').next().map(PathBuf::from), Some(view.join("cudnn-lib")), "{ld}");
     // PATH keeps the server's folders after the profile's (a kernel without them cannot start
