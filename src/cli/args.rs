@@ -164,6 +164,10 @@ pub enum Command {
         /// Windows another process's environment is not read).
         #[arg(long, value_name = "NAME", requires = "pid")]
         profile: Option<String>,
+        /// Instead of this shell's environment: the one Jupyter starts kernel NAME with (the
+        /// server's environment merged with the kernelspec's `env`; see `cuenv kernel list`).
+        #[arg(long, value_name = "NAME", conflicts_with = "pid")]
+        kernel: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -281,8 +285,15 @@ pub enum KernelCommand {
         #[arg(long, value_name = "DIR")]
         prefix: Option<PathBuf>,
     },
-    /// List the kernelspecs bound to cuenv profiles, and whether each profile still exists.
+    /// List every kernelspec Jupyter finds (jupyter_client's folders and order), bound to a
+    /// cuenv profile or not, with the cuDNN and CUDA folders and variables each kernel's
+    /// process gets (the server's environment merged with the kernel's `env` block).
     List {
+        /// The Jupyter server's Python (default: $VIRTUAL_ENV's, else $CONDA_PREFIX's, else
+        /// python3 on PATH): its `<prefix>/share/jupyter/kernels` is searched, and a kernel whose
+        /// `argv[0]` is `python`/`python3` runs it.
+        #[arg(long, value_name = "EXE")]
+        python: Option<PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,

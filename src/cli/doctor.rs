@@ -11,14 +11,32 @@ use crate::toolkit::{self, ProcessEnv};
 /// Runs the diagnosis on this process's environment and prints it. Exit 4 when a finding is
 /// a problem (something loads the wrong cuDNN or cannot load), else 0.
 pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCode, Report> {
+    let env: Vec<_> = std::env::vars_os().collect();
+    run_in(ctx, majors, timeout, json, &env)
+}
+
+/// `cuenv doctor --kernel NAME`: [`run`] on the environment Jupyter starts that kernel with
+/// (the server's, this one, merged with the kernelspec's `env`; [`super::kernel::kernel_env`]).
+pub fn run_kernel(ctx: &Ctx, name: &str, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCode, Report> {
+    let super::kernel::KernelEnv { spec, env, interpreter } = super::kernel::kernel_env(ctx, name)?;
+    // The kernel's interpreter decides which Python env's libraries count (torch/lib,
+    // site-packages): lead: pass as --python (`interpreter`, argv[0] or the server's Python).
+    let _ = &interpreter;
+    if !json {
+        let py = interpreter.as_deref().map(|p| p.display().to_string()).unwrap_or_else(|| "the server's Python".into());
+        writeln!(ctx.out(), "Jupyter kernel {} ({}): the server's environment merged with its env block; interpreter {py}\n", spec.name, spec.path.display());
+    }
+    run_in(ctx, majors, timeout, json, &env)
+}
+
+fn run_in(ctx: &Ctx, majors: &[u64], timeout: u64, json: bool, env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Result<ExitCode, Report> {
     let toolkits = toolkit::discover(&ProcessEnv);
     let exe = crate::generation::profile_check::current_exe();
     let asked = !majors.is_empty();
     let majors: Vec<u64> = if asked { majors.to_vec() } else { vec![9, 8] };
     let overrides = crate::check::gpufit::Overrides::from_process()?;
     let inputs = Inputs { layout: &ctx.layout, exe: &exe, toolkits: &toolkits, majors: &majors, asked, timeout: Duration::from_secs(timeout), overrides };
-    let env: Vec<_> = std::env::vars_os().collect();
-    let mut d = doctor::examine(&inputs, &env);
+    let mut d = doctor::examine(&inputs, env);
     d.findings.extend(stale_kernels(ctx));
     d.findings.extend(incomplete_entry(ctx, d.active_profile.as_deref()));
     if json {

@@ -231,31 +231,7 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
                 }
             }
         }
-        KernelCommand::List { json } => {
-            let found = crate::env::kernel::list(&crate::env::kernel::search_dirs());
-            let known = generation::current_manifest(&ctx.layout).map(|m| m.profile_names()).unwrap_or_default();
-            let home = view::stable_home(&ctx.layout).to_string_lossy().into_owned();
-            if json {
-                let rows: Vec<serde_json::Value> = found
-                    .iter()
-                    .map(|f| serde_json::json!({"name": f.name, "path": f.path.to_string_lossy(), "profile": f.profile, "home": f.home, "profile_exists": f.home == home && known.contains(&f.profile)}))
-                    .collect();
-                ctx.print_json_sorted(&serde_json::Value::Array(rows));
-            } else if found.is_empty() {
-                writeln!(ctx.out(), "no kernel is bound to a cuenv profile");
-            } else {
-                for f in &found {
-                    let state = if f.home != home {
-                        " (another cuenv home)"
-                    } else if known.contains(&f.profile) {
-                        ""
-                    } else {
-                        " (no such profile now: reinstall or remove it)"
-                    };
-                    writeln!(ctx.out(), "{}  profile {}{state}  {}", f.name, f.profile, f.path.display());
-                }
-            }
-        }
+        KernelCommand::List { python, json } => return super::kernel::list(ctx, python.as_deref(), json),
     }
     Ok(ExitCode::Success)
 }

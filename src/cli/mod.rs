@@ -11,6 +11,7 @@ mod doctor;
 mod env;
 mod fetch;
 mod generations;
+mod kernel;
 mod output;
 mod probe;
 mod reporter;
@@ -200,6 +201,7 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         }
         Command::Check { profiles: names, timeout, require_gpu, json } => check::check(&ctx, &names, timeout, require_gpu, json),
         Command::Doctor { pid: Some(pid), profile, json, .. } => doctor::run_pid(&ctx, pid, profile.as_deref(), json),
+        Command::Doctor { kernel: Some(k), major, timeout, json, .. } => doctor::run_kernel(&ctx, &k, &major, timeout, json),
         Command::Doctor { major, timeout, json, .. } => doctor::run(&ctx, &major, timeout, json),
         Command::Use { profile, none } => {
             let profile = match (profile, none) {

@@ -6,5 +6,6 @@
 pub mod conda;
 pub mod export;
 pub mod follow;
+pub mod jupyter;
 pub mod kernel;
 pub mod view;
