@@ -251,6 +251,12 @@ pub enum Command {
         /// Print the activation through `<home>/active`, to add to a shell's startup file once.
         #[arg(long, conflicts_with = "profile")]
         setup: bool,
+        /// Print what a build needs instead: CUDNN_INCLUDE_DIR, CUDNN_LIBRARY and the profile's
+        /// folders in front of LIBRARY_PATH and CPATH (Windows: LIB, INCLUDE), so that
+        /// `gcc -lcudnn` and CMake's FindCUDNN find its cuDNN (linker scripts stand in for
+        /// the `libcudnn.so` a wheel lacks).
+        #[arg(long, conflicts_with = "setup")]
+        build: bool,
         /// Print a directory hook for `~/.bashrc`, `~/.zshrc`, `config.fish` or `$PROFILE`:
         /// entering a folder with a `.cuenv-profile` gives this shell that profile.
         #[arg(long, value_name = "SHELL", value_parser = ["bash", "zsh", "fish", "powershell"], conflicts_with_all = ["profile", "setup"])]

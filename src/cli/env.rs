@@ -34,6 +34,47 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Resul
     Ok(ExitCode::Success)
 }
 
+/// `cuenv env [PROFILE] --build --shell S`: the build variables of a profile
+/// ([`crate::env::build`]): through its stable paths in the link modes, its real folders in the
+/// link-free mode (then, like an export to stdout, they must be printed again after a switch).
+pub fn build(ctx: &Ctx, profile: Option<&str>, shell: Shell) -> Result<ExitCode, Report> {
+    let name = match profile {
+        Some(p) => p.to_string(),
+        None => status::active_profile(&ctx.layout).map(|(name, _)| name).ok_or_else(|| {
+            Hinted::new("no profile given and none is active", "pass a profile name, or make one active with `cuenv use <profile>`", ExitCode::Invalid)
+        })?,
+    };
+    let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
+    let m = generation::read(&ctx.layout, cur)?;
+    let v = m.profile(&name).map_err(|e| e.in_home(&ctx.layout))?;
+    let (entry, lib) = if m.link_mode.is_link_free() {
+        let f = v.real_folders();
+        (f.cudnn, f.cudnn_lib)
+    } else {
+        let view = view::stable_home(&ctx.layout).join("profiles").join(&name);
+        (view.join("cudnn"), view.join("cudnn-lib"))
+    };
+    let build_lib = generation::build_lib(&ctx.layout, m.link_mode, v);
+    let windows = Platform::host().is_some_and(|p| p.is_windows());
+    let have_scripts = build_lib.is_dir();
+    let vars = crate::env::build::build_vars(&entry, &lib, Some(&build_lib).filter(|_| have_scripts).map(|b| b.as_path()), windows);
+    if !windows && !have_scripts && !lib.join("libcudnn.so").exists() {
+        writeln!(
+            ctx.err(),
+            "warning: {} lacks libcudnn.so and this generation has no linker scripts for it (built by an older cuenv): `-lcudnn` will fail until an apply builds a new generation",
+            lib.display()
+        );
+    }
+    for n in &vars.notes {
+        writeln!(ctx.err(), "warning: {n}");
+    }
+    if m.link_mode.is_link_free() {
+        ctx.note("note: these name real folders; print them again after use/rollback");
+    }
+    write!(ctx.out(), "{}", crate::env::build::render(shell, &vars));
+    Ok(ExitCode::Success)
+}
+
 /// `cuenv env --hook SHELL`: prints the directory hook ([`shim::render_hook`]).
 pub fn hook(ctx: &Ctx, shell: &str) -> Result<ExitCode, Report> {
     let exe = std::env::current_exe().map_err(|e| crate::error::IoError::new("find the path of", "cuenv", e))?;

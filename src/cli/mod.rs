@@ -225,10 +225,13 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         Command::Kernel(k) => env::kernel(&ctx, k),
         Command::Export { profile, format, all, out } => env::export(&ctx, profile.as_deref(), &format, all, out.as_deref()),
         Command::Env { hook: Some(hook), .. } => env::hook(&ctx, &hook),
-        Command::Env { profile, shell, setup, hook_apply, .. } => {
+        Command::Env { profile, shell, setup, hook_apply, build, .. } => {
             let shell = crate::shim::Shell::from_name(&shell).expect("clap allows only known shells");
             if hook_apply {
                 return Ok(env::hook_apply(&ctx, shell));
+            }
+            if build {
+                return env::build(&ctx, profile.as_deref(), shell);
             }
             env::env(&ctx, profile.as_deref(), shell, setup)
         }

@@ -41,7 +41,7 @@ mod cmd;
 mod file;
 mod posix;
 mod powershell;
-mod quote;
+pub mod quote;
 
 pub use cmd::validate_cmd_line_limit;
 pub use file::{Error, WriteOutcome, encode, remove, write};
