@@ -47,17 +47,18 @@ pub fn build(ctx: &Ctx, profile: Option<&str>, shell: Shell) -> Result<ExitCode,
     let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
     let m = generation::read(&ctx.layout, cur)?;
     let v = m.profile(&name).map_err(|e| e.in_home(&ctx.layout))?;
-    let (entry, lib) = if m.link_mode.is_link_free() {
+    let (entry, lib, cuda) = if m.link_mode.is_link_free() {
         let f = v.real_folders();
-        (f.cudnn, f.cudnn_lib)
+        (f.cudnn, f.cudnn_lib, f.cuda)
     } else {
         let view = view::stable_home(&ctx.layout).join("profiles").join(&name);
-        (view.join("cudnn"), view.join("cudnn-lib"))
+        (view.join("cudnn"), view.join("cudnn-lib"), view.join("cuda"))
     };
+    let cuda_include = Some(cuda.join("include")).filter(|i| i.is_dir());
     let build_lib = generation::build_lib(&ctx.layout, m.link_mode, v);
     let windows = Platform::host().is_some_and(|p| p.is_windows());
     let have_scripts = build_lib.is_dir();
-    let vars = crate::env::build::build_vars(&entry, &lib, Some(&build_lib).filter(|_| have_scripts).map(|b| b.as_path()), windows);
+    let vars = crate::env::build::build_vars(&entry, &lib, Some(&build_lib).filter(|_| have_scripts).map(|b| b.as_path()), cuda_include.as_deref(), windows);
     if !windows && !have_scripts && !lib.join("libcudnn.so").exists() {
         writeln!(
             ctx.err(),

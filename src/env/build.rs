@@ -125,10 +125,13 @@ pub struct BuildVars {
 
 /// The build variables of a profile whose entry is `entry_dir` with library folder `lib_dir`
 /// (both as the caller names them: through the view, or real) and linker scripts in
-/// `build_lib` (`None` when it has none). `windows`: the entry's platform.
-pub fn build_vars(entry_dir: &Path, lib_dir: &Path, build_lib: Option<&Path>, windows: bool) -> BuildVars {
+/// `build_lib` (`None` when it has none). `cuda_include`: the toolkit root's `include`, when
+/// it has one (cuDNN's `cudnn.h` includes `cuda_runtime.h`), put after cuDNN's in the include
+/// paths. `windows`: the entry's platform.
+pub fn build_vars(entry_dir: &Path, lib_dir: &Path, build_lib: Option<&Path>, cuda_include: Option<&Path>, windows: bool) -> BuildVars {
     let mut v = BuildVars::default();
     let inc = include_dir(entry_dir, lib_dir);
+    let includes: Vec<PathBuf> = inc.iter().cloned().chain(cuda_include.map(Path::to_path_buf)).collect();
     if let Some(i) = &inc {
         v.set.push(("CUDNN_INCLUDE_DIR".into(), i.clone()));
     }
@@ -144,9 +147,9 @@ pub fn build_vars(entry_dir: &Path, lib_dir: &Path, build_lib: Option<&Path>, wi
                 entry_dir.display()
             )),
         }
-        if let Some(i) = inc {
-            v.prepend.push(("INCLUDE".into(), vec![i.clone()]));
-            v.prepend.push(("CMAKE_INCLUDE_PATH".into(), vec![i]));
+        if !includes.is_empty() {
+            v.prepend.push(("INCLUDE".into(), includes.clone()));
+            v.prepend.push(("CMAKE_INCLUDE_PATH".into(), includes));
         }
         return v;
     }
@@ -161,9 +164,9 @@ pub fn build_vars(entry_dir: &Path, lib_dir: &Path, build_lib: Option<&Path>, wi
     dirs.push(lib_dir.to_path_buf());
     v.prepend.push(("LIBRARY_PATH".into(), dirs.clone()));
     v.prepend.push(("CMAKE_LIBRARY_PATH".into(), dirs));
-    if let Some(i) = inc {
-        v.prepend.push(("CPATH".into(), vec![i.clone()]));
-        v.prepend.push(("CMAKE_INCLUDE_PATH".into(), vec![i]));
+    if !includes.is_empty() {
+        v.prepend.push(("CPATH".into(), includes.clone()));
+        v.prepend.push(("CMAKE_INCLUDE_PATH".into(), includes));
     }
     v
 }

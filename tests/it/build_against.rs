@@ -24,7 +24,7 @@ fn wheel_like(dir: &Path, minor: u16) -> PathBuf {
     }
     std::fs::create_dir_all(root.join("include")).unwrap();
     std::fs::write(root.join("include/cudnn_version.h"), version_header(9, minor, 0)).unwrap();
-    std::fs::write(root.join("include/cudnn.h"), "#include \"cudnn_version.h\"\n#include <stddef.h>\nsize_t cudnnGetVersion(void);\n").unwrap();
+    std::fs::write(root.join("include/cudnn.h"), "#include \"cudnn_version.h\"\n#include <cuda_runtime.h>\nsize_t cudnnGetVersion(void);\n").unwrap();
     root
 }
 
@@ -43,6 +43,9 @@ impl Case {
             ctx.add_ok(&wheel_like(&ctx.work, minor), &["--cuda", "12"]);
         }
         let tk = crate::support::lab::toolkit(&ctx.work, "12.6.77", 12);
+        // Like the real cudnn.h, the fixture's includes the toolkit's cuda_runtime.h.
+        std::fs::create_dir_all(tk.join("include")).unwrap();
+        std::fs::write(tk.join("include/cuda_runtime.h"), "#include <stddef.h>\n").unwrap();
         std::fs::write(ctx.work.join("x.c"), PROGRAM).unwrap();
         Case { ctx, tk, link_free }
     }
