@@ -43,6 +43,11 @@ fn build_in(layout: &Layout, desired: &Desired, gens: &Path) -> Result<u64, Erro
             remove_generation_tree(&e.path())?;
         }
     }
+    if desired.link_mode.is_link_free() {
+        for v in &desired.views {
+            entry_build_lib(layout, v)?;
+        }
+    }
     let n = generation::list(layout).last().copied().unwrap_or(0) + 1;
     let tmp = layout.generation_staging(n);
     let dest = layout.generation_dir(n);
@@ -66,6 +71,13 @@ fn build_into(tmp: &Path, n: u64, desired: &Desired) -> Result<(), Error> {
             for name in VIEW_LINKS {
                 link::create(kind, &view_target(v, name), &view.join(name))?;
             }
+            // Linker scripts for the names the entry lacks (`-lcudnn`), a real folder in the view.
+            let lib = view_target(v, "cudnn-lib");
+            let scripts = crate::env::build::linker_scripts(&lib).map_err(|e| IoError::new("read", &lib, e))?;
+            if !scripts.is_empty() {
+                let dir = view.join(crate::env::build::BUILD_LIB);
+                crate::env::build::write_scripts(&dir, &scripts).map_err(|e| IoError::new("write", &dir, e))?;
+            }
         }
     }
     let shim_dir = tmp.join("shims");
@@ -86,6 +98,28 @@ fn build_into(tmp: &Path, n: u64, desired: &Desired) -> Result<(), Error> {
     let path = tmp.join(MANIFEST_FILE);
     fsutil::write_atomic(&path, toml::to_string(&manifest)?.as_bytes()).map_err(|e| IoError::new("write", &path, e))?;
     fsutil::make_tree_readonly(&shim_dir).map_err(|e| IoError::new("make read-only", &shim_dir, e))?;
+    Ok(())
+}
+
+/// Writes the link-free mode's linker scripts of `v`'s store entry
+/// (`<home>/store/.build/<entry>/lib`, [`Layout::entry_build_lib`]) unless they exist: staged
+/// beside and published with one rename (a pure function of the immutable entry, so a folder
+/// that exists is kept).
+fn entry_build_lib(layout: &Layout, v: &generation::ViewRecord) -> Result<(), Error> {
+    let dest = layout.entry_build_lib(&v.cudnn_name);
+    let lib = view_target(v, "cudnn-lib");
+    let scripts = crate::env::build::linker_scripts(&lib).map_err(|e| IoError::new("read", &lib, e))?;
+    if dest.is_dir() || scripts.is_empty() {
+        return Ok(());
+    }
+    let parent = dest.parent().and_then(Path::parent).expect("<store>/.build/<entry>/lib");
+    fs::create_dir_all(parent).map_err(|e| IoError::new("create", parent, e))?;
+    let stage = parent.join(format!(".cuenv-tmp-{}-{}", std::process::id(), v.cudnn_name));
+    let _ = fsutil::remove_tree(&stage);
+    crate::env::build::write_scripts(&stage.join("lib"), &scripts).map_err(|e| IoError::new("write", &stage, e))?;
+    let folder = dest.parent().expect("<entry>/lib");
+    fsutil::rename_with_retry(&stage, folder).map_err(|e| IoError::new("publish", folder, e))?;
+    fsutil::sync_dir(parent);
     Ok(())
 }
 

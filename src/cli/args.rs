@@ -177,6 +177,10 @@ pub enum Command {
         /// imports too.
         #[arg(long, requires = "for_file")]
         all: bool,
+        /// Instead of this shell's environment: the one Jupyter starts kernel NAME with (the
+        /// server's environment merged with the kernelspec's `env`; see `cuenv kernel list`).
+        #[arg(long, value_name = "NAME", conflicts_with_all = ["pid", "for_file", "python"])]
+        kernel: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -260,6 +264,12 @@ pub enum Command {
         /// Print the activation through `<home>/active`, to add to a shell's startup file once.
         #[arg(long, conflicts_with = "profile")]
         setup: bool,
+        /// Print what a build needs instead: CUDNN_INCLUDE_DIR, CUDNN_LIBRARY and the profile's
+        /// folders in front of LIBRARY_PATH and CPATH (Windows: LIB, INCLUDE), so that
+        /// `gcc -lcudnn` and CMake's FindCUDNN find its cuDNN (linker scripts stand in for
+        /// the `libcudnn.so` a wheel lacks).
+        #[arg(long, conflicts_with = "setup")]
+        build: bool,
         /// Print a directory hook for `~/.bashrc`, `~/.zshrc`, `config.fish` or `$PROFILE`:
         /// entering a folder with a `.cuenv-profile` gives this shell that profile.
         #[arg(long, value_name = "SHELL", value_parser = ["bash", "zsh", "fish", "powershell"], conflicts_with_all = ["profile", "setup"])]
@@ -294,8 +304,15 @@ pub enum KernelCommand {
         #[arg(long, value_name = "DIR")]
         prefix: Option<PathBuf>,
     },
-    /// List the kernelspecs bound to cuenv profiles, and whether each profile still exists.
+    /// List every kernelspec Jupyter finds (jupyter_client's folders and order), bound to a
+    /// cuenv profile or not, with the cuDNN and CUDA folders and variables each kernel's
+    /// process gets (the server's environment merged with the kernel's `env` block).
     List {
+        /// The Jupyter server's Python (default: $VIRTUAL_ENV's, else $CONDA_PREFIX's, else
+        /// python3 on PATH): its `<prefix>/share/jupyter/kernels` is searched, and a kernel whose
+        /// `argv[0]` is `python`/`python3` runs it.
+        #[arg(long, value_name = "EXE")]
+        python: Option<PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,

@@ -11,6 +11,30 @@ use crate::toolkit::{self, ProcessEnv};
 /// Runs the diagnosis on this process's environment and prints it. Exit 4 when a finding is
 /// a problem (something loads the wrong cuDNN or cannot load), else 0.
 pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, python: Option<&std::path::Path>, json: bool) -> Result<ExitCode, Report> {
+    let env: Vec<_> = std::env::vars_os().collect();
+    run_in(ctx, majors, timeout, python, json, &env)
+}
+
+/// `cuenv doctor --kernel NAME`: [`run`] on the environment Jupyter starts that kernel with
+/// (the server's, this one, merged with the kernelspec's `env`; [`super::kernel::kernel_env`]),
+/// looking at the kernel's interpreter's environment as `--python` does.
+pub fn run_kernel(ctx: &Ctx, name: &str, majors: &[u64], timeout: u64, json: bool) -> Result<ExitCode, Report> {
+    let super::kernel::KernelEnv { spec, env, interpreter } = super::kernel::kernel_env(ctx, name)?;
+    if !json {
+        let py = interpreter.as_deref().map(|p| p.display().to_string()).unwrap_or_else(|| "the server's Python".into());
+        writeln!(ctx.out(), "Jupyter kernel {} ({}): the server's environment merged with its env block; interpreter {py}\n", spec.name, spec.path.display());
+    }
+    run_in(ctx, majors, timeout, interpreter.as_deref(), json, &env)
+}
+
+fn run_in(
+    ctx: &Ctx,
+    majors: &[u64],
+    timeout: u64,
+    python: Option<&std::path::Path>,
+    json: bool,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> Result<ExitCode, Report> {
     let toolkits = toolkit::discover(&ProcessEnv);
     let exe = crate::generation::profile_check::current_exe();
     let asked = !majors.is_empty();
@@ -34,8 +58,7 @@ pub fn run(ctx: &Ctx, majors: &[u64], timeout: u64, python: Option<&std::path::P
         overrides,
         python: python.as_deref(),
     };
-    let env: Vec<_> = std::env::vars_os().collect();
-    let mut d = doctor::examine(&inputs, &env);
+    let mut d = doctor::examine(&inputs, env);
     d.findings.extend(stale_kernels(ctx));
     d.findings.extend(incomplete_entry(ctx, d.active_profile.as_deref()));
     if json {

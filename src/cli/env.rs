@@ -34,6 +34,48 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Resul
     Ok(ExitCode::Success)
 }
 
+/// `cuenv env [PROFILE] --build --shell S`: the build variables of a profile
+/// ([`crate::env::build`]): through its stable paths in the link modes, its real folders in the
+/// link-free mode (then, like an export to stdout, they must be printed again after a switch).
+pub fn build(ctx: &Ctx, profile: Option<&str>, shell: Shell) -> Result<ExitCode, Report> {
+    let name = match profile {
+        Some(p) => p.to_string(),
+        None => status::active_profile(&ctx.layout).map(|(name, _)| name).ok_or_else(|| {
+            Hinted::new("no profile given and none is active", "pass a profile name, or make one active with `cuenv use <profile>`", ExitCode::Invalid)
+        })?,
+    };
+    let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
+    let m = generation::read(&ctx.layout, cur)?;
+    let v = m.profile(&name).map_err(|e| e.in_home(&ctx.layout))?;
+    let (entry, lib, cuda) = if m.link_mode.is_link_free() {
+        let f = v.real_folders();
+        (f.cudnn, f.cudnn_lib, f.cuda)
+    } else {
+        let view = view::stable_home(&ctx.layout).join("profiles").join(&name);
+        (view.join("cudnn"), view.join("cudnn-lib"), view.join("cuda"))
+    };
+    let cuda_include = Some(cuda.join("include")).filter(|i| i.is_dir());
+    let build_lib = generation::build_lib(&ctx.layout, m.link_mode, v);
+    let windows = Platform::host().is_some_and(|p| p.is_windows());
+    let have_scripts = build_lib.is_dir();
+    let vars = crate::env::build::build_vars(&entry, &lib, Some(&build_lib).filter(|_| have_scripts).map(|b| b.as_path()), cuda_include.as_deref(), windows);
+    if !windows && !have_scripts && !lib.join("libcudnn.so").exists() {
+        writeln!(
+            ctx.err(),
+            "warning: {} lacks libcudnn.so and this generation has no linker scripts for it (built by an older cuenv): `-lcudnn` will fail until an apply builds a new generation",
+            lib.display()
+        );
+    }
+    for n in &vars.notes {
+        writeln!(ctx.err(), "warning: {n}");
+    }
+    if m.link_mode.is_link_free() {
+        ctx.note("note: these name real folders; print them again after use/rollback");
+    }
+    write!(ctx.out(), "{}", crate::env::build::render(shell, &vars));
+    Ok(ExitCode::Success)
+}
+
 /// `cuenv env --hook SHELL`: prints the directory hook ([`shim::render_hook`]).
 pub fn hook(ctx: &Ctx, shell: &str) -> Result<ExitCode, Report> {
     let exe = std::env::current_exe().map_err(|e| crate::error::IoError::new("find the path of", "cuenv", e))?;
@@ -231,31 +273,7 @@ pub fn kernel(ctx: &Ctx, cmd: super::args::KernelCommand) -> Result<ExitCode, Re
                 }
             }
         }
-        KernelCommand::List { json } => {
-            let found = crate::env::kernel::list(&crate::env::kernel::search_dirs());
-            let known = generation::current_manifest(&ctx.layout).map(|m| m.profile_names()).unwrap_or_default();
-            let home = view::stable_home(&ctx.layout).to_string_lossy().into_owned();
-            if json {
-                let rows: Vec<serde_json::Value> = found
-                    .iter()
-                    .map(|f| serde_json::json!({"name": f.name, "path": f.path.to_string_lossy(), "profile": f.profile, "home": f.home, "profile_exists": f.home == home && known.contains(&f.profile)}))
-                    .collect();
-                ctx.print_json_sorted(&serde_json::Value::Array(rows));
-            } else if found.is_empty() {
-                writeln!(ctx.out(), "no kernel is bound to a cuenv profile");
-            } else {
-                for f in &found {
-                    let state = if f.home != home {
-                        " (another cuenv home)"
-                    } else if known.contains(&f.profile) {
-                        ""
-                    } else {
-                        " (no such profile now: reinstall or remove it)"
-                    };
-                    writeln!(ctx.out(), "{}  profile {}{state}  {}", f.name, f.profile, f.path.display());
-                }
-            }
-        }
+        KernelCommand::List { python, json } => return super::kernel::list(ctx, python.as_deref(), json),
     }
     Ok(ExitCode::Success)
 }

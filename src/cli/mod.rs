@@ -11,6 +11,7 @@ mod doctor;
 mod env;
 mod fetch;
 mod generations;
+mod kernel;
 mod output;
 mod probe;
 mod reporter;
@@ -201,6 +202,7 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         Command::Check { profiles: names, timeout, require_gpu, json } => check::check(&ctx, &names, timeout, require_gpu, json),
         Command::Doctor { for_file: Some(file), all, json, .. } => doctor::run_for(&ctx, &file, all, json),
         Command::Doctor { pid: Some(pid), profile, json, .. } => doctor::run_pid(&ctx, pid, profile.as_deref(), json),
+        Command::Doctor { kernel: Some(k), major, timeout, json, .. } => doctor::run_kernel(&ctx, &k, &major, timeout, json),
         Command::Doctor { major, timeout, python, json, .. } => doctor::run(&ctx, &major, timeout, python.as_deref(), json),
         Command::Use { profile, none } => {
             let profile = match (profile, none) {
@@ -224,10 +226,13 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         Command::Kernel(k) => env::kernel(&ctx, k),
         Command::Export { profile, format, all, out } => env::export(&ctx, profile.as_deref(), &format, all, out.as_deref()),
         Command::Env { hook: Some(hook), .. } => env::hook(&ctx, &hook),
-        Command::Env { profile, shell, setup, hook_apply, .. } => {
+        Command::Env { profile, shell, setup, hook_apply, build, .. } => {
             let shell = crate::shim::Shell::from_name(&shell).expect("clap allows only known shells");
             if hook_apply {
                 return Ok(env::hook_apply(&ctx, shell));
+            }
+            if build {
+                return env::build(&ctx, profile.as_deref(), shell);
             }
             env::env(&ctx, profile.as_deref(), shell, setup)
         }

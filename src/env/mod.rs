@@ -3,8 +3,10 @@
 //! (`export`: dotenv, direnv, modulefiles, JSON), Jupyter kernelspecs (`kernel`), and the
 //! list of exported artifacts that follow a switch (`follow`).
 
+pub mod build;
 pub mod conda;
 pub mod export;
 pub mod follow;
+pub mod jupyter;
 pub mod kernel;
 pub mod view;

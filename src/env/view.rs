@@ -13,6 +13,16 @@ use crate::cudnn::platform::Platform;
 use crate::home::layout::Layout;
 use crate::shim::Activation;
 
+/// The variables an activation sets to a folder, in the order shims set them: the toolkit root
+/// as `CUDA_PATH` (NVIDIA's Windows installer, CMake's FindCUDAToolkit) and `CUDA_HOME`
+/// (PyTorch's `torch.utils.cpp_extension`), the store entry as `CUDNN_PATH` and `CUDNN_HOME`.
+/// TransformerEngine reads `CUDNN_HOME` before `CUDNN_PATH`: its
+/// `transformer_engine/common/__init__.py` (`_load_cuda_library_from_system`, commit
+/// d0067d0da6cb01811b8072a7d304f0e00344ce2b of github.com/NVIDIA/TransformerEngine) globs
+/// `{LIB}_HOME`, then `{LIB}_PATH`, then `CUDA_HOME`, `CUDA_PATH` for `libcudnn.so*`; so a
+/// `CUDNN_HOME` left from elsewhere would beat the profile's `CUDNN_PATH`.
+pub const SCALARS: [&str; 4] = ["CUDA_PATH", "CUDA_HOME", "CUDNN_PATH", "CUDNN_HOME"];
+
 /// The four links of every view, by name: toolkit root, store entry, the entry's library
 /// folder, the toolkit's runtime library folder.
 pub const VIEW_LINKS: [&str; 4] = ["cuda", "cudnn", "cudnn-lib", "cuda-lib"];
@@ -20,7 +30,7 @@ pub const VIEW_LINKS: [&str; 4] = ["cuda", "cudnn", "cudnn-lib", "cuda-lib"];
 /// The activation of a profile, through its stable path `<home>/profiles/<name>`:
 /// cuDNN's library folder and the toolkit's runtime folder first on PATH (Windows) or
 /// LD_LIBRARY_PATH (Linux, where PATH gets the toolkit's `bin`), and CUDA_PATH, CUDA_HOME,
-/// CUDNN_PATH pointing into the view.
+/// CUDNN_PATH, CUDNN_HOME pointing into the view ([`SCALARS`]).
 pub fn activation(layout: &Layout, profile: &str, platform: Platform) -> Activation {
     let view = stable_home(layout).join("profiles").join(profile);
     let folders = Folders { cuda: view.join("cuda"), cudnn: view.join("cudnn"), cudnn_lib: view.join("cudnn-lib"), cuda_lib: view.join("cuda-lib") };
@@ -34,7 +44,7 @@ pub fn activation(layout: &Layout, profile: &str, platform: Platform) -> Activat
 pub struct Folders {
     /// The toolkit root (`CUDA_PATH`, `CUDA_HOME`; its `bin` goes on Linux's PATH).
     pub cuda: PathBuf,
-    /// The store entry (`CUDNN_PATH`).
+    /// The store entry (`CUDNN_PATH`, `CUDNN_HOME`).
     pub cudnn: PathBuf,
     /// The entry's library folder (first on PATH on Windows, LD_LIBRARY_PATH elsewhere).
     pub cudnn_lib: PathBuf,
@@ -56,7 +66,12 @@ pub fn activation_at(profile: &str, folders: &Folders, platform: Platform) -> Ac
         layer: Default::default(),
         path_prepend,
         ld_library_path_prepend: ld,
-        set: vec![("CUDA_PATH".into(), folders.cuda.clone()), ("CUDA_HOME".into(), folders.cuda.clone()), ("CUDNN_PATH".into(), folders.cudnn.clone())],
+        set: vec![
+            ("CUDA_PATH".into(), folders.cuda.clone()),
+            ("CUDA_HOME".into(), folders.cuda.clone()),
+            ("CUDNN_PATH".into(), folders.cudnn.clone()),
+            ("CUDNN_HOME".into(), folders.cudnn.clone()),
+        ],
     }
 }
 
@@ -101,6 +116,9 @@ mod tests {
                 assert!(p.starts_with(h.join("active")), "{}", p.display());
             }
             assert!(a.set.contains(&("CUDNN_PATH".into(), h.join("active").join("cudnn"))));
+            assert!(a.set.contains(&("CUDNN_HOME".into(), h.join("active").join("cudnn"))));
+            let names: Vec<&str> = a.set.iter().map(|(k, _)| k.as_str()).collect();
+            assert_eq!(names, SCALARS);
         }
     }
 }

@@ -55,7 +55,7 @@ mod switch;
 pub use cleanup::{clean_leftovers, delete, remove_tree};
 pub use gc::gc_keep;
 pub use history::{HistoryRecord, history};
-pub use outside::{activation, activation_of, exported, follow_side};
+pub use outside::{activation, activation_of, build_lib, exported, follow_side};
 pub use rollback::{NothingToRollBackTo, RollbackTarget, rollback_target};
 pub use shims::{other_generations_shim_hashes, preflight_shims, shim_sha256};
 use switch::pointed;

@@ -16,6 +16,17 @@ pub fn activation_of(layout: &Layout, mode: ViewMode, view: &ViewRecord, platfor
     }
 }
 
+/// Where `view`'s linker scripts are ([`crate::env::build`]): through the stable path
+/// `<home>/profiles/<p>/build-lib` in the link modes, the entry's own
+/// `<home>/store/.build/<entry>/lib` in the link-free mode.
+pub fn build_lib(layout: &Layout, mode: ViewMode, view: &ViewRecord) -> std::path::PathBuf {
+    if mode.is_link_free() {
+        layout.entry_build_lib(&view.cudnn_name)
+    } else {
+        crate::env::view::stable_home(layout).join("profiles").join(&view.name).join(crate::env::build::BUILD_LIB)
+    }
+}
+
 /// Profile `name`'s activation as the current generation makes it ([`activation_of`]);
 /// through the stable path when there is no current generation or it lacks `name`.
 pub fn activation(layout: &Layout, name: &str, platform: crate::cudnn::platform::Platform) -> crate::shim::Activation {

@@ -114,6 +114,13 @@ impl Layout {
         self.home.join("store")
     }
 
+    /// `<home>/store/.build/<entry>/lib`: the linker scripts of store entry `entry` (its folder
+    /// name) for the link-free mode ([`crate::env::build`]); derived from the entry, removed
+    /// with it. Hidden from `Store::list` by its leading dot.
+    pub fn entry_build_lib(&self, entry: &str) -> PathBuf {
+        self.store_dir().join(".build").join(entry).join("lib")
+    }
+
     /// `<home>/store/.downloads`: files being downloaded, and downloaded archives waiting
     /// to be imported (kept out of `staging_dir`, which every import empties). Hidden from
     /// store listings by its leading dot. Anything here is garbage once the lock is free.

@@ -41,7 +41,7 @@ mod cmd;
 mod file;
 mod posix;
 mod powershell;
-mod quote;
+pub mod quote;
 
 pub use cmd::validate_cmd_line_limit;
 pub use file::{Error, WriteOutcome, encode, remove, write};
@@ -161,7 +161,7 @@ pub struct Activation {
     pub path_prepend: Vec<PathBuf>,
     /// Linux: `lib` folders prepended to `LD_LIBRARY_PATH` (empty on Windows).
     pub ld_library_path_prepend: Vec<PathBuf>,
-    /// Variables set to a path: `CUDA_PATH`, `CUDA_HOME`, `CUDNN_PATH`.
+    /// Variables set to a path: `CUDA_PATH`, `CUDA_HOME`, `CUDNN_PATH`, `CUDNN_HOME`.
     pub set: Vec<(String, PathBuf)>,
 }
 

@@ -22,6 +22,7 @@ fn win_activation() -> Activation {
             ("CUDA_PATH".into(), PathBuf::from(r"D:\模型\CUDA\v12.6")),
             ("CUDA_HOME".into(), PathBuf::from(r"D:\模型\CUDA\v12.6")),
             ("CUDNN_PATH".into(), PathBuf::from(format!(r"{WIN_HOSTILE}\cudnn"))),
+            ("CUDNN_HOME".into(), PathBuf::from(format!(r"{WIN_HOSTILE}\cudnn"))),
         ],
     }
 }
@@ -48,6 +49,7 @@ fn unix_activation() -> Activation {
             ("CUDA_PATH".into(), PathBuf::from("/opt/模型/cuda")),
             ("CUDA_HOME".into(), PathBuf::from("/opt/模型/cuda")),
             ("CUDNN_PATH".into(), PathBuf::from(format!("{UNIX_HOSTILE}/cudnn"))),
+            ("CUDNN_HOME".into(), PathBuf::from(format!("{UNIX_HOSTILE}/cudnn"))),
         ],
     }
 }
@@ -226,9 +228,11 @@ fn posix_activate_lines() {
     // Undo (by value) comes before the insert; the scalars are saved before they are set.
     assert!(t.find("unset CUENV_SHIM_ADDED_LD_LIBRARY_PATH").unwrap() < t.find("CUENV_SHIM_ADDED_LD_LIBRARY_PATH='").unwrap());
     assert!(t.find("CUENV_SHIM_SAVED_CUDA_HOME=$CUDA_HOME").unwrap() < t.find("CUDA_HOME='").unwrap());
+    assert!(t.find("CUENV_SHIM_SAVED_CUDNN_HOME=$CUDNN_HOME").unwrap() < t.find("CUDNN_HOME='").unwrap());
     let d = render_deactivate(Shell::Posix, &unix_activation());
     has_line(&d, r#"if [ "${CUENV_SHIM_PROFILE-}" = 'torch2' ]; then"#);
     has_line(&d, r#"if [ -n "${CUDA_HOME+x}" ] && [ "$CUDA_HOME" = '/opt/模型/cuda' ]; then"#);
+    has_line(&d, r#"if [ -n "${CUDNN_HOME+x}" ] && [ "$CUDNN_HOME" = '/tmp/it'\''s a "dir" $HOME `id` 100% & ! ^ (x86) \ zoë/données/cudnn' ]; then"#);
     has_line(&d, "unset CUENV_SHIM_PROFILE __cuenv_v");
     // The setup layer keeps its own state.
     let mut s = unix_activation();
@@ -274,13 +278,14 @@ fn powershell_activate_lines() {
     has_line(&t, "$__cuenv_i = $__cuenv_v.IndexOf($__cuenv_s + $__cuenv_b + $__cuenv_s, [StringComparison]::Ordinal)");
     has_line(&t, "if ($__cuenv_i -ge 0) { $__cuenv_v = $__cuenv_v.Remove($__cuenv_i, $__cuenv_b.Length + 1) }");
     // Scalars: saved once per layer (kept while another profile of the layer is in effect).
-    has_line(&t, "foreach ($__cuenv_n in @('CUDA_PATH', 'CUDA_HOME', 'CUDNN_PATH', 'TEST_Q', 'CUENV_PROFILE')) {");
+    has_line(&t, "foreach ($__cuenv_n in @('CUDA_PATH', 'CUDA_HOME', 'CUDNN_PATH', 'CUDNN_HOME', 'TEST_Q', 'CUENV_PROFILE')) {");
     has_line(
         &t,
         "if ($null -eq [Environment]::GetEnvironmentVariable(\"CUENV_SHIM_SAVED_$__cuenv_n\", 'Process') -and $null -eq [Environment]::GetEnvironmentVariable(\"CUENV_SHIM_UNSET_$__cuenv_n\", 'Process')) {",
     );
     has_line(&t, r"[Environment]::SetEnvironmentVariable('CUDA_PATH', 'D:\模型\CUDA\v12.6', 'Process')");
     has_line(&t, r"[Environment]::SetEnvironmentVariable('CUDNN_PATH', 'C:\Program Files (x86)\cu env 100%PATH%&!x!^''$`(a)\Zoë\données\cudnn', 'Process')");
+    has_line(&t, r"[Environment]::SetEnvironmentVariable('CUDNN_HOME', 'C:\Program Files (x86)\cu env 100%PATH%&!x!^''$`(a)\Zoë\données\cudnn', 'Process')");
     has_line(&t, "[Environment]::SetEnvironmentVariable('TEST_Q', 'C:\\it''s \u{2019}\u{2019}q\u{2019}\u{2019}', 'Process')");
     has_line(&t, "[Environment]::SetEnvironmentVariable('CUENV_SHIM_PROFILE', 'torch2', 'Process')");
     let pos = |s: &str| t.find(s).unwrap_or_else(|| panic!("{s} not in\n{t}"));
@@ -355,6 +360,8 @@ fn cmd_activate_lines_dx_off_and_on() {
     has_line(&t, r#"@set "CUDA_PATH=D:\模型\CUDA\v12.6""#);
     has_line(&t, r#"@set "CUDNN_PATH=C:\Program Files (x86)\cu env 100%%PATH%%&^!x^!^^'$`(a)\Zoë\données\cudnn""#);
     has_line(&t, r#"@set "CUDNN_PATH=C:\Program Files (x86)\cu env 100%%PATH%%&!x!^'$`(a)\Zoë\données\cudnn""#);
+    has_line(&t, r#"@set "CUDNN_HOME=C:\Program Files (x86)\cu env 100%%PATH%%&^!x^!^^'$`(a)\Zoë\données\cudnn""#);
+    has_line(&t, r#"@set "CUDNN_HOME=C:\Program Files (x86)\cu env 100%%PATH%%&!x!^'$`(a)\Zoë\données\cudnn""#);
     has_line(&t, r#"@set "CUENV_SHIM_PROFILE=torch2""#);
     assert!(!t.contains("CUENV_ACTIVE_PROFILE") && !t.contains("CUENV_SAVED_"), "no v1 state");
     // No SETLOCAL (changes must reach the caller), no ECHO OFF (the caller's echo state stays).
@@ -381,6 +388,11 @@ fn cmd_activate_lines_dx_off_and_on() {
     );
     has_line(&d, r#"@if defined CUDNN_PATH if "!CUDNN_PATH!"=="!__CUENV_T!" if defined CUENV_SHIM_UNSET_CUDNN_PATH set "CUDNN_PATH=""#);
     has_line(&d, r#"@set "CUENV_SHIM_SAVED_CUDNN_PATH=""#);
+    has_line(
+        &d,
+        r#"@if defined CUDNN_HOME if "%CUDNN_HOME%"=="%__CUENV_T%" if defined CUENV_SHIM_SAVED_CUDNN_HOME set "CUDNN_HOME=%CUENV_SHIM_SAVED_CUDNN_HOME%""#,
+    );
+    has_line(&d, r#"@set "CUENV_SHIM_SAVED_CUDNN_HOME=""#);
     has_line(&d, r#"@set "CUENV_SHIM_PROFILE=""#);
     has_line(&t, r#"@if defined __CUENV_C set "__CUENV_B=%CONDA_PREFIX:^=?~?%""#);
     // env --setup: the SETUP layer, after the conda env's `bin` (the end of conda's slice).

@@ -1,6 +1,7 @@
 //! What an interrupted store command leaves: `<home>/store/.tmp/import-*` (a killed import),
 //! `.tmp/remove-*` (a killed remove), `.downloads/download-*` (a killed download) and
-//! `.cuenv-tmp*` files of an atomic write at the top of the store (whatever their kind: a
+//! `.cuenv-tmp*` files of an atomic write at the top of the store (and in `.build`, a staged
+//! folder of linker scripts) (whatever their kind: a
 //! link there is removed as a link).
 //!
 //! Invariants:
@@ -29,6 +30,15 @@ impl Store<'_> {
         if fs::symlink_metadata(self.layout.store_dir()).is_ok_and(|m| m.is_dir()) {
             out.extend(
                 fsutil::entries_or_self(&self.layout.store_dir())
+                    .into_iter()
+                    .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(fsutil::ATOMIC_TMP_PREFIX))),
+            );
+        }
+        // A killed apply's staged linker-script folder (`.build/.cuenv-tmp-*`, env::build).
+        let build = self.layout.store_dir().join(".build");
+        if fs::symlink_metadata(&build).is_ok_and(|m| m.is_dir()) {
+            out.extend(
+                fsutil::entries_or_self(&build)
                     .into_iter()
                     .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(fsutil::ATOMIC_TMP_PREFIX))),
             );

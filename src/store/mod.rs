@@ -469,6 +469,11 @@ impl<'a> Store<'a> {
         self.prune_roots(writer)?;
         self.prune_sources(writer)?;
         fsutil::fault_point("store-pruned");
+        // The entry's linker scripts (link-free mode) go with it; they are derived data.
+        if let Some(build) = self.layout.entry_build_lib(&name).parent().filter(|b| b.is_dir()) {
+            let _ = fsutil::make_tree_writable(build);
+            let _ = fsutil::remove_tree(build);
+        }
         fsutil::remove_tree(&trash).map_err(|source| Error::Write { path: trash.clone(), source })
     }
 }

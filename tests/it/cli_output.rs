@@ -105,7 +105,17 @@ fn check_run_export_env_and_kernel() {
     cuenv_snapshot!(ctx, "env_fish", ctx.snap_cmd().args(["env", "tf", "--shell", "fish"]));
     cuenv_snapshot!(ctx, "env_setup", ctx.snap_cmd().args(["env", "--setup"]));
     cuenv_snapshot!(ctx, "env_hook_bash", ctx.snap_cmd().args(["env", "--hook", "bash"]));
-    cuenv_snapshot!(ctx, "kernel_list_empty", ctx.snap_cmd().args(["kernel", "list"]));
+    // Jupyter's folders held to the test's own: the server's Python (its prefix) and the system
+    // folders (JUPYTER_PLATFORM_DIRS reads XDG_DATA_DIRS) are temporary folders.
+    cuenv_snapshot!(
+        ctx,
+        "kernel_list_empty",
+        ctx.snap_cmd()
+            .env("JUPYTER_PLATFORM_DIRS", "1")
+            .env("XDG_DATA_DIRS", ctx.path("xdg-system"))
+            .args(["kernel", "list", "--python"])
+            .arg(ctx.path("server/bin/python"))
+    );
     cuenv_snapshot!(ctx, "kernel_install_missing_python", ctx.snap_cmd().args(["kernel", "install", "tf", "--python"]).arg(ctx.path("no-python")));
 }
 

@@ -86,6 +86,7 @@ fn conda_activation(root: &Path, profile: &str) -> Activation {
             ("CUDA_PATH".into(), root.join("home/profiles").join(profile).join("cuda")),
             ("CUDA_HOME".into(), root.join("home/profiles").join(profile).join("cuda")),
             ("CUDNN_PATH".into(), root.join("home/profiles").join(profile).join("cudnn")),
+            ("CUDNN_HOME".into(), root.join("home/profiles").join(profile).join("cudnn")),
         ],
     }
 }
@@ -97,7 +98,12 @@ fn setup_activation(root: &Path) -> Activation {
         layer: Layer::Setup,
         path_prepend: vec![active.join("cuda/bin")],
         ld_library_path_prepend: vec![active.join("cudnn-lib"), active.join("cuda-lib")],
-        set: vec![("CUDA_PATH".into(), active.join("cuda")), ("CUDA_HOME".into(), active.join("cuda")), ("CUDNN_PATH".into(), active.join("cudnn"))],
+        set: vec![
+            ("CUDA_PATH".into(), active.join("cuda")),
+            ("CUDA_HOME".into(), active.join("cuda")),
+            ("CUDNN_PATH".into(), active.join("cudnn")),
+            ("CUDNN_HOME".into(), active.join("cudnn")),
+        ],
     }
 }
 
@@ -542,6 +548,18 @@ fn cells(sh: Sh) {
     );
     // The user's edits while active survive deactivation.
     scenario(sh, "user-edits", &[(Activate("tf"), P("tf28")), (UserEdits, Want::Skip), (Deactivate, Want::None)]);
+}
+
+/// The activations this harness applies set exactly the variables cuenv's own activation sets
+/// (`CUDNN_HOME` included), so every scalar's save, set and undo is judged by the oracle.
+#[test]
+fn the_harness_sets_every_scalar_cuenv_sets() {
+    let root = Path::new("/r");
+    let product = cuenv::env::view::activation(&cuenv::home::layout::Layout::new(root.join("home")), "tf28", cuenv::cudnn::platform::Platform::LinuxX86_64);
+    let names = |a: &Activation| a.set.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&conda_activation(root, "tf28")), names(&product));
+    assert_eq!(names(&setup_activation(root)), names(&product));
+    assert!(names(&product).iter().any(|k| k == "CUDNN_HOME"));
 }
 
 #[test]

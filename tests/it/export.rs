@@ -24,6 +24,7 @@ fn check_profile(lab: &Lab, env: &Env, p: &str, who: &str) {
     assert_eq!(env.get("CUENV_PROFILE").map(String::as_str), Some(p), "{who}: {env:#?}");
     assert_eq!(env.get("CUDA_HOME").map(PathBuf::from), Some(view.join("cuda")), "{who}");
     assert_eq!(env.get("CUDNN_PATH").map(PathBuf::from), Some(view.join("cudnn")), "{who}");
+    assert_eq!(env.get("CUDNN_HOME").map(PathBuf::from), Some(view.join("cudnn")), "{who}");
     let ld = env.get("LD_LIBRARY_PATH").unwrap_or_else(|| panic!("{who}: no LD_LIBRARY_PATH"));
     let dirs: Vec<&str> = ld.split(':').collect();
     assert_eq!(&dirs[..2], &[view.join("cudnn-lib").to_str().unwrap(), view.join("cuda-lib").to_str().unwrap()], "{who}: {ld}");
@@ -127,7 +128,7 @@ fn lmod_cells(format: &str) {
     let legacy_lib = lab.profiles().join("legacy/cudnn-lib");
     assert!(!(ld2.contains(tf_lib.to_str().unwrap()) && ld2.contains(legacy_lib.to_str().unwrap())), "{format}: both profiles loaded: {ld2}");
     // Unloading restores the variables.
-    for k in ["LD_LIBRARY_PATH", "CUDA_HOME", "CUDNN_PATH", "CUENV_PROFILE", "CUDA_PATH"] {
+    for k in ["LD_LIBRARY_PATH", "CUDA_HOME", "CUDNN_PATH", "CUDNN_HOME", "CUENV_PROFILE", "CUDA_PATH"] {
         assert_eq!(e[3].get(k), e[0].get(k), "{format}: {k} after module purge");
     }
 }

@@ -11,6 +11,8 @@ mod apply;
 mod apply_agree;
 mod apply_tx;
 mod architecture;
+#[cfg(target_os = "linux")]
+mod build_against;
 mod check_real;
 mod check_stub;
 #[cfg(target_os = "linux")]

@@ -61,6 +61,7 @@ fn activation(profile: &str, root: &str) -> Activation {
             ("CUDA_PATH".into(), PathBuf::from(format!(r"{root}\CUDA\v12.6"))),
             ("CUDA_HOME".into(), PathBuf::from(format!(r"{root}\CUDA\v12.6"))),
             ("CUDNN_PATH".into(), PathBuf::from(format!(r"{root}\{profile}\cudnn"))),
+            ("CUDNN_HOME".into(), PathBuf::from(format!(r"{root}\{profile}\cudnn"))),
         ],
     }
 }
@@ -135,7 +136,7 @@ fn run(case: &Case) -> Run {
     let driver_path = driver_dir.path().join("driver.bat");
     std::fs::write(&driver_path, driver).unwrap();
 
-    for var in ["CUDA_PATH", "CUDA_HOME", "CUDNN_PATH", "CUENV_PROFILE", "LD_LIBRARY_PATH", "CONDA_PREFIX"] {
+    for var in ["CUDA_PATH", "CUDA_HOME", "CUDNN_PATH", "CUDNN_HOME", "CUENV_PROFILE", "LD_LIBRARY_PATH", "CONDA_PREFIX"] {
         cmd.env_remove(var);
     }
     cmd.env("PATH", base_path());
@@ -276,6 +277,7 @@ fn hostile_prior_start() -> Vec<(&'static str, Option<String>)> {
         ("PATH", Some(format!(r#"{};"C:\Program Files (x86)\Quoted Tool";D:\模型\bin;C:\Users\Zoë\données;C:\R&D (a)\b^c 'q';"#, base_path()))),
         ("CUDA_HOME", Some(r"C:\old CUDA & (x86) 模型 ^x 'y'".into())),
         ("CUDNN_PATH", Some(r"D:\old cudnn (x86)".into())),
+        ("CUDNN_HOME", Some(r"D:\old cudnn home & (x86) 'h'".into())),
         ("CUENV_PROFILE", Some("set-before".into())),
     ]
 }
@@ -521,7 +523,12 @@ fn conda_activation(root: &std::path::Path, profile: &str) -> Activation {
         layer: Layer::Shim,
         path_prepend: vec![view.join("cudnn-lib"), view.join("cuda-lib")],
         ld_library_path_prepend: vec![],
-        set: vec![("CUDA_PATH".into(), view.join("cuda")), ("CUDA_HOME".into(), view.join("cuda")), ("CUDNN_PATH".into(), view.join("cudnn"))],
+        set: vec![
+            ("CUDA_PATH".into(), view.join("cuda")),
+            ("CUDA_HOME".into(), view.join("cuda")),
+            ("CUDNN_PATH".into(), view.join("cudnn")),
+            ("CUDNN_HOME".into(), view.join("cudnn")),
+        ],
     }
 }
 
@@ -533,7 +540,12 @@ fn setup_activation(root: &std::path::Path) -> Activation {
         layer: Layer::Setup,
         path_prepend: vec![active.join("cudnn-lib"), active.join("cuda-lib")],
         ld_library_path_prepend: vec![],
-        set: vec![("CUDA_PATH".into(), active.join("cuda")), ("CUDA_HOME".into(), active.join("cuda")), ("CUDNN_PATH".into(), active.join("cudnn"))],
+        set: vec![
+            ("CUDA_PATH".into(), active.join("cuda")),
+            ("CUDA_HOME".into(), active.join("cuda")),
+            ("CUDNN_PATH".into(), active.join("cudnn")),
+            ("CUDNN_HOME".into(), active.join("cudnn")),
+        ],
     }
 }
 
@@ -833,7 +845,7 @@ fn scenario(name: &str, dx: bool, steps: &[(CStep, Want)]) -> Result<(), String>
     let map = |e: &Env, from: &str, to: &str| -> Env { e.iter().map(|(k, v)| (k.clone(), v.replace(from, to))).collect() };
     let sys = std::env::var("SystemRoot").unwrap_or_else(|_| r"C:\windows".into());
     let mut start: Env = std::env::vars().collect();
-    for k in ["CUDA_PATH", "CUDA_HOME", "CUDNN_PATH", "CUENV_PROFILE", "LD_LIBRARY_PATH"] {
+    for k in ["CUDA_PATH", "CUDA_HOME", "CUDNN_PATH", "CUDNN_HOME", "CUENV_PROFILE", "LD_LIBRARY_PATH"] {
         start.remove(k);
     }
     start.retain(|k, _| !k.starts_with("CONDA_") && !k.starts_with("CUENV_"));

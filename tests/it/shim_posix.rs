@@ -31,6 +31,7 @@ fn activation(root: &Path, profile: &str) -> Activation {
             ("CUDA_PATH".into(), root.join("cuda 12.6")),
             ("CUDA_HOME".into(), root.join("cuda 12.6")),
             ("CUDNN_PATH".into(), root.join(profile).join("cudnn")),
+            ("CUDNN_HOME".into(), root.join(profile).join("cudnn")),
         ],
     }
 }
@@ -70,6 +71,7 @@ fn start_env(root: &Path) -> Vec<(String, String)> {
         ("LANG".into(), "C.UTF-8".into()),
         ("CUDA_HOME".into(), String::new()),
         ("CUDNN_PATH".into(), "/old/模型 'q' \"d\" $x `y` \\ %z% !w ^v &u (x86)".into()),
+        ("CUDNN_HOME".into(), "/old cudnn home 'h' $y".into()),
         ("CUENV_PROFILE".into(), "set-before".into()),
         ("UNRELATED".into(), "stays".into()),
     ]
@@ -167,6 +169,7 @@ fn check_shell(shell_bin: &str, shell: Shell) {
     assert_eq!(want("CUDA_PATH"), &format!("{root}/cuda 12.6"));
     assert_eq!(want("CUDA_HOME"), &format!("{root}/cuda 12.6"));
     assert_eq!(want("CUDNN_PATH"), &format!("{root}/torch2/cudnn"));
+    assert_eq!(want("CUDNN_HOME"), &format!("{root}/torch2/cudnn"));
     assert_eq!(want("CUENV_PROFILE"), "torch2");
     assert_eq!(want("CUENV_SHIM_PROFILE"), "torch2");
     assert_eq!(want("CUENV_SHIM_ADDED_PATH"), &format!("{root}/torch2/cudnn/bin:{root}/cuda 12.6/bin"));
@@ -174,6 +177,7 @@ fn check_shell(shell_bin: &str, shell: Shell) {
     assert_eq!(want("CUENV_SHIM_UNSET_CUDA_PATH"), "1");
     assert_eq!(want("CUENV_SHIM_UNSET_LD_LIBRARY_PATH"), "1");
     assert_eq!(want("CUENV_SHIM_SAVED_CUDNN_PATH"), &before["CUDNN_PATH"]);
+    assert_eq!(want("CUENV_SHIM_SAVED_CUDNN_HOME"), &before["CUDNN_HOME"]);
     assert_eq!(want("CUENV_SHIM_SAVED_CUENV_PROFILE"), "set-before");
     assert_eq!(active["UNRELATED"], "stays");
     // Idempotent: a second activation changes nothing at all.
