@@ -19,6 +19,8 @@ mod companions;
 mod completions;
 mod conda_order;
 mod cuda13;
+#[cfg(target_os = "linux")]
+mod dist;
 mod doctor;
 mod doctor_pid;
 mod doctor_shells;
