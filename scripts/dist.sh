@@ -79,7 +79,7 @@ CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc \
 
 step "archives, SHA-256 files and manifests"
 python3 - "$out" "$version" "$url_base" "$license" "$repo/packaging" <<'PY'
-import gzip, hashlib, io, json, os, sys, tarfile, zipfile
+import gzip, hashlib, io, json, re, sys, tarfile, zipfile
 from pathlib import Path
 
 out, version, url_base, license, templates = Path(sys.argv[1]), *sys.argv[2:6]
@@ -150,10 +150,9 @@ def render(template, dest):
     text = template.read_text()
     for k, v in sorted(values.items(), key=lambda kv: -len(kv[0])):
         text = text.replace(f"@{k}@", v)
-    if "@" in text.replace("@@", ""):
-        leftover = [w for w in text.split() if w.startswith("@")]
-        if leftover:
-            sys.exit(f"dist: {template} has placeholders dist.sh does not fill: {leftover}")
+    leftover = re.findall(r"@[A-Z0-9_]+@", text)
+    if leftover:
+        sys.exit(f"dist: {template} has placeholders dist.sh does not fill: {leftover}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(text)
 
