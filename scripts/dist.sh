@@ -18,13 +18,15 @@
 # The Linux wheel is linked by zig (maturin --zig, the `ziglang` package from PyPI) against
 # glibc 2.17's symbol versions, so the manylinux_2_17 tag is true (maturin's auditwheel check
 # fails the build otherwise); liblzma is linked in statically (LZMA_API_STATIC), the binary then
-# needs only libc, libm, libgcc_s and libdl/libpthread from the system. A plain host link (gcc,
-# here glibc 2.36) would need GLIBC_2.34 symbols.
+# needs only glibc's own libc, libm, libdl, libpthread and loader. A plain host link (gcc, here
+# glibc 2.36) would need GLIBC_2.34 symbols and the system's liblzma (docs/distribution.md).
 #
 # Usage: scripts/dist.sh [--out DIR] [--url-base URL] [--venv DIR]
-#   --out DIR       where everything goes (default: <target dir>/dist; emptied first)
+#   --out DIR       where everything goes (default: <target dir>/dist; emptied first, so it must
+#                   be empty, missing, or an earlier output of this script: .cuenv-dist in it)
 #   --url-base URL  the folder URL the archives will be downloaded from (default: Cargo.toml's
-#                   `repository` + /releases/download/v<v>, else a placeholder on example.invalid)
+#                   `repository` + /releases/download/v<v>, else a placeholder on example.invalid;
+#                   give tests/it/dist.rs the same in CUENV_DIST_URL_BASE)
 #   --venv DIR      a venv with maturin, ziglang (default: ~/.cache/cuenv-ci/dist-venv, the one
 #                   .ci/run installs; `pip install maturin==<pin> ziglang==<pin>` makes one)
 # Needs: cargo with the x86_64-pc-windows-gnu target, x86_64-w64-mingw32-gcc, python3.
@@ -62,9 +64,14 @@ if [[ -z $license ]]; then
   license=unspecified
 fi
 out=${out:-$target_dir/dist}
+if [[ -d $out && -n $(ls -A "$out") && ! -f $out/.cuenv-dist ]]; then
+  echo "dist: $out holds files this script did not write (no .cuenv-dist marker): give an empty or new --out" >&2
+  exit 2
+fi
 rm -rf "$out"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+: >"$out/.cuenv-dist"   # marks the folder as this script's, for the next run's `rm -rf`
 
 export PATH="$venv/bin:$PATH"
 step() { printf 'dist: %s (%s)\n' "$1" "$(date -u +%H:%M:%S)" >&2; }
@@ -164,7 +171,7 @@ render(templates / "winget/cuenv.yaml.in", wdir / f"{ident}.yaml")
 render(templates / "winget/cuenv.installer.yaml.in", wdir / f"{ident}.installer.yaml")
 render(templates / "winget/cuenv.locale.en-US.yaml.in", wdir / f"{ident}.locale.en-US.yaml")
 
-files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != "SHA256SUMS" and not p.name.endswith(".sha256"))
+files = sorted(p for p in out.rglob("*") if p.is_file() and p.name not in ("SHA256SUMS", ".cuenv-dist") and not p.name.endswith(".sha256"))
 (out / "SHA256SUMS").write_text("".join(f"{sha256(p)}  {p.relative_to(out).as_posix()}\n" for p in files))
 PY
 step "done: $out"
