@@ -21,6 +21,8 @@ mod companions;
 mod completions;
 mod conda_order;
 mod cuda13;
+#[cfg(target_os = "linux")]
+mod dist;
 mod doctor;
 mod doctor_for;
 mod doctor_pid;
