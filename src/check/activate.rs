@@ -17,9 +17,10 @@ use crate::shim::Activation;
 /// An environment: `(name, value)` pairs.
 pub type Env = Vec<(OsString, OsString)>;
 
-/// Why the activation scripts could not be run.
+/// Why a profile's env could not be activated: its conda activation scripts failed, or its
+/// `python-env` is gone.
 #[derive(Debug, thiserror::Error)]
-#[error("running the activation scripts of {env} failed: {detail}")]
+#[error("activating {env} failed: {detail}")]
 pub struct ActivateError {
     pub env: String,
     pub detail: String,

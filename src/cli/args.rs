@@ -291,7 +291,8 @@ pub enum KernelCommand {
     Install {
         /// The profile.
         profile: String,
-        /// The Python to start (default: the profile's conda env's, else `python3` on PATH).
+        /// The Python to start (default: the interpreter of the profile's `conda-env` or
+        /// `python-env`, else `python3` on PATH).
         #[arg(long, value_name = "EXE")]
         python: Option<PathBuf>,
         /// The kernel's name (default: `cuenv-<profile>`).

@@ -81,8 +81,14 @@ pub fn run(ctx: &Ctx, profile: Option<&str>, strict: bool, command: &[OsString])
         }
     }
     let base: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let env = profile_check::profile_env(&ctx.layout, manifest.link_mode, &view, &base)
-        .map_err(|e| Hinted::new(e.to_string(), "fix or remove the failing activation script of the conda env", ExitCode::Failure))?;
+    let env = profile_check::profile_env(&ctx.layout, manifest.link_mode, &view, &base).map_err(|e| {
+        let hint = if view.python_env.is_some() {
+            "recreate the profile's python-env, or point `python-env` at the env you use and run `cuenv apply`"
+        } else {
+            "fix or remove the failing activation script of the conda env"
+        };
+        Hinted::new(e.to_string(), hint, ExitCode::Failure)
+    })?;
     let (program, args) = command.split_first().expect("clap requires a command");
     let mut cmd = std::process::Command::new(program);
     cmd.args(args).env_clear().envs(env);

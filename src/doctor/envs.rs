@@ -150,5 +150,19 @@ pub(super) fn discover(named: Option<&Path>, get: &dyn Fn(&str) -> Option<std::f
             envs.push(e);
         }
     }
+    // A `VIRTUAL_ENV` that names no venv (deleted, moved) is said, not skipped in silence.
+    if let Some(v) = get("VIRTUAL_ENV").filter(|v| !v.is_empty())
+        && crate::pyenv::at(Path::new(&v), "VIRTUAL_ENV").is_none()
+    {
+        findings.push(Finding {
+            rule: None,
+            severity: Severity::Warning,
+            message: format!(
+                "VIRTUAL_ENV is {}, which is no Python environment (no pyvenv.cfg there): its site-packages were not looked at",
+                Path::new(&v).display()
+            ),
+            hint: Some("`deactivate` the stale venv, or activate the one you run in (or name its interpreter with --python)".into()),
+        });
+    }
     envs
 }

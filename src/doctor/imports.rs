@@ -476,8 +476,17 @@ pub fn render(f: &ForFile) -> String {
     if !system.is_empty() {
         let _ = writeln!(s, "system libraries (resolved, not walked; --all lists each): {}", system.join(", "));
     }
+    // A cuDNN library also loads libraries by name at run time (its sub-libraries, cuBLAS,
+    // NVRTC): the import table is not all it needs, and "resolves" must not read as "works".
+    let by_name =
+        f.file.file_name().is_some_and(|n| crate::cudnn::libname::parse(&n.to_string_lossy()).is_some_and(|l| l.os == crate::cudnn::libname::Os::HOST));
+    let later = if by_name {
+        "\nnot verified: a cuDNN library also loads its sub-libraries, cuBLAS and NVRTC by name at run time, which no import table lists: `cuenv doctor` (or `cuenv check`) judges those"
+    } else {
+        ""
+    };
     if f.findings.is_empty() {
-        let _ = writeln!(s, "\nevery import resolves");
+        let _ = writeln!(s, "\nevery import resolves{later}");
         return s;
     }
     let _ = writeln!(s);

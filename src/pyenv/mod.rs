@@ -278,6 +278,10 @@ struct Answer {
 /// Errors: it does not start ([`AskError::Spawn`]), or gives no answer in time ([`AskError::NoAnswer`]).
 pub fn ask(python: &Path, timeout: Duration) -> Result<PyEnv, AskError> {
     use std::io::Read;
+    if python.is_dir() {
+        let inside = python_in(python, kind_of(python).unwrap_or(Kind::Venv)).map(|p| format!(" (its interpreter: {})", p.display())).unwrap_or_default();
+        return Err(AskError::NoAnswer { path: python.to_path_buf(), detail: format!("it is a folder, not an interpreter{inside}") });
+    }
     let mut child = std::process::Command::new(python)
         .args(["-S", "-I", "-c", ASK_SCRIPT])
         .stdin(std::process::Stdio::null())
@@ -339,6 +343,8 @@ pub fn resolve_binding(value: &str, base_dir: &Path) -> Result<PathBuf, (String,
     }
     let why = if dir.is_dir() {
         format!("{} holds neither pyvenv.cfg (a venv) nor conda-meta/ (a conda or pixi env), nor a .venv or .pixi/envs/default", dir.display())
+    } else if dir.exists() {
+        format!("{} is a file, not an env's folder", dir.display())
     } else {
         format!("{} does not exist", dir.display())
     };

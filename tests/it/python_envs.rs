@@ -266,6 +266,10 @@ fn a_cudnn_cu13_wheel_is_paired_with_the_cu13_folder() {
 
     let m = oracle(s.tmp.path(), &[&empty], &graph, "stub_load_cuda_library");
     assert_eq!(m.value, 0, "no cuBLAS 13 anywhere, yet the loader found one: {:?}", m.files);
+    // Its import table resolves, but that is not all it loads: `doctor --for` says so.
+    let out = Command::new(env!("CARGO_BIN_EXE_cuenv")).env("CUENV_HOME", s.tmp.path().join("home")).args(["doctor", "--for"]).arg(&graph).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("every import resolves\nnot verified: a cuDNN library also loads its sub-libraries, cuBLAS and NVRTC by name"), "{text}");
     let (code, out) = doctor(&[&empty], &[("VIRTUAL_ENV", &prefix)], &[]);
     assert_eq!(code, 4, "{out}");
     assert!(
@@ -392,4 +396,33 @@ fn doctor_pid_names_the_venv_of_a_python_started_by_full_path() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("its Python environment (its executable): the venv {}", prefix.display())), "{text}");
     assert!(text.contains("libcudnn.so.9"), "{text}");
+}
+
+/// Bad input from the new-user trial: a `python-env` removed after `apply` is refused by
+/// `run` (never the shell's own Python in its place); a stale `VIRTUAL_ENV` is said; a folder
+/// given as `--python` is named as a folder; a `python-env` that is a file is called a file.
+#[test]
+fn a_removed_or_wrong_env_is_said_never_replaced_in_silence() {
+    use crate::support::lab::Lab;
+    let lab = Lab::new();
+    let dir = lab.ctx.path("proj/.venv");
+    venv(&dir, "home = /usr/bin\n");
+    let file = lab.lab("[profiles.torch]\ncuda = \"12\"\ncudnn = \"9.5\"\npython-env = \"proj\"\n");
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    std::fs::rename(&dir, lab.ctx.path("proj/.venv.off")).unwrap();
+    let (code, out, err) = lab.run(&["run", "-p", "torch", "--", "true"]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(err.contains("python-env is no longer a Python environment") && err.contains("recreate"), "{err}");
+
+    let out = lab.ctx.cmd().env("VIRTUAL_ENV", &dir).args(["doctor", "--major", "9"]).output().unwrap();
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.contains("warning: VIRTUAL_ENV is ") && out.contains("which is no Python environment"), "{out}");
+    let (code, out, _) = lab.run(&["doctor", "--major", "9", "--python", lab.ctx.path("proj").to_str().unwrap()]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("it is a folder, not an interpreter"), "{out}");
+
+    std::fs::write(lab.ctx.path("afile"), "x").unwrap();
+    let file = lab.lab("[profiles.torch]\ncuda = \"12\"\ncudnn = \"9.5\"\npython-env = \"afile\"\n");
+    let (_, _, err) = lab.run(&["plan", file.to_str().unwrap()]);
+    assert!(err.contains("afile is a file, not an env's folder"), "{err}");
 }
