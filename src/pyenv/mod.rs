@@ -119,8 +119,9 @@ pub fn at(prefix: &Path, found_by: &str) -> Option<PyEnv> {
     Some(PyEnv { kind, prefix: prefix.to_path_buf(), site_packages, python, found_by: found_by.to_string() })
 }
 
-/// The kind of environment `prefix` is, from its files.
-fn kind_of(prefix: &Path) -> Option<Kind> {
+/// The kind of environment `prefix` is, from its files (`pyvenv.cfg`: a venv, uv's when it has
+/// a `uv` key; `conda-meta/`: a conda env, pixi's under `.pixi/envs/`); `None` when it is none.
+pub fn kind_of(prefix: &Path) -> Option<Kind> {
     if prefix.join("pyvenv.cfg").is_file() {
         return Some(if venv_config(prefix, "uv").is_some() { Kind::Uv } else { Kind::Venv });
     }
@@ -238,7 +239,9 @@ pub enum AskError {
 /// What the interpreter prints for [`ask`]: its prefix, its `site` folders, and the user folder
 /// where it counts. With `-S`, `site.venv()` never runs, so the script does what it does
 /// (CPython's `Lib/site.py`): a `pyvenv.cfg` beside the executable or one folder up makes that
-/// folder the prefix; `include-system-site-packages` (default true when the key is absent)
+/// folder the prefix, set as `sys.prefix` as `site.venv()` sets it (Debian's patched
+/// `getsitepackages()` names a venv's `site-packages` only then);
+/// `include-system-site-packages` (default true when the key is absent)
 /// adds the base prefix's folders after the venv's and keeps the user folder; `-I` turns the
 /// user folder off here, so whether it counts is decided as `site.venv()` does.
 const ASK_SCRIPT: &str = r#"import sys, site, json, os
@@ -248,6 +251,9 @@ confs = [c for c in (os.path.join(exe_dir, "pyvenv.cfg"), os.path.join(venv_pref
 prefix, venv, system = sys.prefix, False, True
 if confs:
     venv, prefix = True, venv_prefix
+    # What site.venv() does; Debian's getsitepackages() names a venv's site-packages only
+    # when sys.prefix differs from sys.base_prefix.
+    sys.prefix = sys.exec_prefix = prefix
     with open(confs[0], encoding="utf-8", errors="replace") as f:
         for line in f:
             k, _, v = line.partition("=")
