@@ -66,7 +66,7 @@ fn set(env: &mut Env, name: &str, value: OsString) {
 /// `PATH` ([`env_path_dirs`]; its `activate.d` scripts are the conda binding's, not run here).
 pub fn python_env(prefix: &Path, base: &[(OsString, OsString)]) -> Env {
     let mut env: Env = base.to_vec();
-    let conda = prefix.join("conda-meta").is_dir() && !prefix.join("pyvenv.cfg").is_file();
+    let conda = crate::pyenv::kind_of(prefix).is_some_and(crate::pyenv::Kind::is_conda);
     let dirs = if conda {
         set(&mut env, "CONDA_PREFIX", prefix.as_os_str().to_owned());
         env_path_dirs(prefix)

@@ -15,12 +15,7 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Resul
     let act = if setup {
         crate::generation::active::setup_activation(&ctx.layout, platform)
     } else {
-        let name = match profile {
-            Some(p) => p.to_string(),
-            None => status::active_profile(&ctx.layout).map(|(name, _)| name).ok_or_else(|| {
-                Hinted::new("no profile given and none is active", "pass a profile name, or make one active with `cuenv use <profile>`", ExitCode::Invalid)
-            })?,
-        };
+        let name = profile_or_active(ctx, profile)?;
         let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
         generation::read(&ctx.layout, cur)?.profile(&name).map_err(|e| e.in_home(&ctx.layout))?;
         let mut act = generation::activation(&ctx.layout, &name, platform);
@@ -34,16 +29,23 @@ pub fn env(ctx: &Ctx, profile: Option<&str>, shell: Shell, setup: bool) -> Resul
     Ok(ExitCode::Success)
 }
 
+/// `profile`, else the active profile's name (`<home>/active`).
+///
+/// Errors: no profile given and none is active (exit 2), with how to make one active.
+fn profile_or_active(ctx: &Ctx, profile: Option<&str>) -> Result<String, Report> {
+    match profile {
+        Some(p) => Ok(p.to_string()),
+        None => status::active_profile(&ctx.layout).map(|(name, _)| name).ok_or_else(|| {
+            Hinted::new("no profile given and none is active", "pass a profile name, or make one active with `cuenv use <profile>`", ExitCode::Invalid).into()
+        }),
+    }
+}
+
 /// `cuenv env [PROFILE] --build --shell S`: the build variables of a profile
 /// ([`crate::env::build`]): through its stable paths in the link modes, its real folders in the
 /// link-free mode (then, like an export to stdout, they must be printed again after a switch).
 pub fn build(ctx: &Ctx, profile: Option<&str>, shell: Shell) -> Result<ExitCode, Report> {
-    let name = match profile {
-        Some(p) => p.to_string(),
-        None => status::active_profile(&ctx.layout).map(|(name, _)| name).ok_or_else(|| {
-            Hinted::new("no profile given and none is active", "pass a profile name, or make one active with `cuenv use <profile>`", ExitCode::Invalid)
-        })?,
-    };
+    let name = profile_or_active(ctx, profile)?;
     let cur = generation::current(&ctx.layout).ok_or(NoGeneration)?;
     let m = generation::read(&ctx.layout, cur)?;
     let v = m.profile(&name).map_err(|e| e.in_home(&ctx.layout))?;

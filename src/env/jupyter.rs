@@ -143,9 +143,10 @@ pub fn system_dirs(vars: Vars, prefix: Option<&Path>) -> Vec<PathBuf> {
     vec![PathBuf::from("/usr/local/share/jupyter"), PathBuf::from("/usr/share/jupyter")]
 }
 
-/// Whether `prefix` is a venv (`sys.prefix != sys.base_prefix`: it holds `pyvenv.cfg`).
+/// Whether `prefix` is a venv (`sys.prefix != sys.base_prefix`: it holds `pyvenv.cfg`;
+/// [`crate::pyenv::kind_of`]).
 fn is_venv(prefix: &Path) -> bool {
-    prefix.join("pyvenv.cfg").is_file()
+    crate::pyenv::kind_of(prefix).is_some_and(|k| matches!(k, crate::pyenv::Kind::Venv | crate::pyenv::Kind::Uv))
 }
 
 /// jupyter_core's `_do_i_own`: the nearest existing folder at or above `path` belongs to this

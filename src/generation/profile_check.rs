@@ -72,7 +72,7 @@ pub fn profile_env(
         // No hooks in the env: its own activation (what `bin/activate` does), then the
         // profile's on top, so the profile's folders come first.
         // An env removed since `apply` must not quietly become the shell's own Python.
-        (None, Some(prefix)) if !prefix.join("pyvenv.cfg").is_file() && !prefix.join("conda-meta").is_dir() => Err(activate::ActivateError {
+        (None, Some(prefix)) if crate::pyenv::kind_of(prefix).is_none() => Err(activate::ActivateError {
             env: prefix.display().to_string(),
             detail: format!(
                 "profile {}'s python-env is no longer a Python environment (no pyvenv.cfg, no conda-meta/): recreate it, or change `python-env` and run `cuenv apply`",

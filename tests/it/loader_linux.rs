@@ -75,7 +75,11 @@ fn doctor(major: &str, ld: &[&Path], prefix: Option<&Path>) -> (i32, String) {
 /// (`libcudnn.so.9`) in DT_NEEDED, linked against the wheel folder `wheel` with the search
 /// path `$ORIGIN/../../nvidia/cudnn/lib` as DT_RUNPATH (`new_dtags`) or DT_RPATH.
 fn torch_like(s: &Stubs, prefix: &Path, dispatcher: &str, new_dtags: bool) -> PathBuf {
-    let sp = prefix.join("lib/python3.11/site-packages");
+    torch_like_in(s, &prefix.join("lib/python3.11/site-packages"), dispatcher, new_dtags)
+}
+
+/// [`torch_like`] in the site-packages folder `sp`.
+fn torch_like_in(s: &Stubs, sp: &Path, dispatcher: &str, new_dtags: bool) -> PathBuf {
     let torch = sp.join("torch/lib");
     std::fs::create_dir_all(&torch).unwrap();
     let src = s.tmp.path().join("torch_like.c");
@@ -333,22 +337,7 @@ fn real_wheel_in_a_venv_loses_to_ld_library_path() {
     std::fs::create_dir_all(&system).unwrap();
     stub(&s, &system, "libcudnn.so.9", &["MODE_SUB"]);
     stub(&s, &system, "libcudnn_graph.so.9", &["GRAPH", "VERSION=90100", "MARKER=\"cudnn_version_9_1_0_70_1_e0\""]);
-    // torch_like links against <prefix>/lib/python3.11/site-packages: build it where this venv's are.
-    let torch = sp.join("torch/lib");
-    std::fs::create_dir_all(&torch).unwrap();
-    let src = s.tmp.path().join("torch_like.c");
-    std::fs::write(&src, "#include <stddef.h>\nsize_t cudnnGetVersion(void);\nsize_t torch_cudnn_version(void) { return cudnnGetVersion(); }\n").unwrap();
-    let lib = torch.join("libtorch_cuda.so");
-    let out = Command::new(&s.cc)
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&lib)
-        .arg(&src)
-        .arg(format!("-L{}", wheel.display()))
-        .arg("-l:libcudnn.so.9")
-        .args(["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/../../nvidia/cudnn/lib"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lib = torch_like_in(&s, &sp, "libcudnn.so.9", true);
 
     let m = oracle(s.tmp.path(), &[&system], &lib, "torch_cudnn_version", None);
     assert_eq!(m.value, 90100, "{:?}", m.files);
