@@ -27,7 +27,13 @@ fn rows(ctx: &Ctx, server: &Server, env: &[(OsString, OsString)]) -> Vec<Row> {
     let dirs = crate::env::jupyter::kernel_dirs(&|k: &str| var_in(env, k), server);
     let known = crate::generation::current_manifest(&ctx.layout).map(|m| m.profile_names()).unwrap_or_default();
     let home = crate::env::view::stable_home(&ctx.layout).to_string_lossy().into_owned();
-    kernel::find_all(&dirs)
+    let mut specs = kernel::find_all(&dirs);
+    if !specs.iter().any(|s| s.name == kernel::NATIVE)
+        && let Some(native) = server.python.as_deref().and_then(|py| kernel::native(py, env))
+    {
+        specs.push(native);
+    }
+    specs
         .into_iter()
         .map(|spec| {
             let gets = kernel::what_it_gets(&kernel::merged_env(env, &spec));

@@ -179,6 +179,45 @@ pub fn find_all(dirs: &[PathBuf]) -> Vec<Spec> {
     out
 }
 
+/// The kernel jupyter_client adds itself: when no kernelspec folder holds `python3` and the
+/// server's Python can import ipykernel, `KernelSpecManager.find_kernel_specs` lists
+/// `python3` at ipykernel's `resources` folder, and starts it as `[sys.executable, "-m",
+/// "ipykernel_launcher", "-f", "{connection_file}"]` with no env block
+/// (`jupyter_client/kernelspec.py`, `ensure_native_kernel`; `ipykernel/kernelspec.py`,
+/// `RESOURCES` and `make_ipkernel_cmd`, ipykernel 7.4.0). Asked of `python` with `env` as its
+/// environment (so `PYTHONPATH` counts), without importing ipykernel (`find_spec` of the
+/// package). `None` when it has no ipykernel or cannot be run. The spec's `path` is
+/// `<resources>/kernel.json`, a file that does not exist: the kernel has none.
+pub fn native(python: &Path, env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Option<Spec> {
+    let out = std::process::Command::new(python)
+        .args(["-c", "import importlib.util, os, sys\ns = importlib.util.find_spec('ipykernel')\nsys.exit(3) if s is None or not s.origin else print(os.path.join(os.path.dirname(os.path.abspath(s.origin)), 'resources'))"])
+        .env_clear()
+        .envs(env.iter().cloned())
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let resources = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim_end_matches(['\r', '\n']));
+    let argv = [python.to_string_lossy().into_owned(), "-m".into(), "ipykernel_launcher".into(), "-f".into(), "{connection_file}".into()];
+    Some(Spec {
+        name: NATIVE.into(),
+        path: resources.join("kernel.json"),
+        argv: argv.into(),
+        language: "python".into(),
+        env: Default::default(),
+        profile: None,
+        home: None,
+        error: None,
+        hidden_by: None,
+    })
+}
+
+/// The name of the kernel jupyter_client adds itself ([`native`]): `NATIVE_KERNEL_NAME`.
+pub const NATIVE: &str = "python3";
+
 fn read_spec(name: String, path: PathBuf, hidden_by: Option<PathBuf>) -> Spec {
     let mut s = Spec { name, path, argv: Vec::new(), language: String::new(), env: Default::default(), profile: None, home: None, error: None, hidden_by };
     let v: serde_json::Value =

@@ -20,10 +20,14 @@ fn a_kernel_is_listed_and_started_by_jupyter_client_with_the_profile() {
     let lab = Lab::new();
     lab.ok(&["apply", "--no-check", lab.three().to_str().unwrap()]);
     let data = lab.ctx.path("jupyter data");
-    let out = lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).args(["kernel", "install", "legacy", "--python"]).arg(&py).output().unwrap();
+    // A bare venv as the kernel's interpreter (the clients' venv has ipykernel).
+    let bare = lab.ctx.path("bare venv");
+    assert!(Command::new(&py).args(["-m", "venv", "--without-pip"]).arg(&bare).status().unwrap().success());
+    let kernel_py = bare.join("bin/python");
+    let out = lab.ctx.cmd().env("JUPYTER_DATA_DIR", &data).args(["kernel", "install", "legacy", "--python"]).arg(&kernel_py).output().unwrap();
     assert!(out.status.success(), "{out:?}");
-    // The clients' venv has jupyter_client but not ipykernel: the spec is written, and the
-    // warning says the kernel would not start and how to fix it.
+    // The bare venv has no ipykernel: the spec is written, and the warning says the kernel
+    // would not start and how to fix it.
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("has no ipykernel: the kernel will not start") && err.contains("-m pip install ipykernel"), "{err}");
     let spec = data.join("kernels/cuenv-legacy/kernel.json");
@@ -269,7 +273,8 @@ print(json.dumps(specs))
     let ours: std::collections::BTreeMap<String, String> =
         visible.iter().map(|(n, k)| (n.clone(), PathBuf::from(k["path"].as_str().unwrap()).parent().unwrap().to_string_lossy().into_owned())).collect();
     assert_eq!(ours, found, "cuenv's kernelspecs differ from jupyter_client's");
-    assert_eq!(found.keys().collect::<Vec<_>>(), ["cuenv-legacy", "plain", "withenv"]);
+    // `python3`: the kernel jupyter_client adds itself, since the server can import ipykernel.
+    assert_eq!(found.keys().collect::<Vec<_>>(), ["cuenv-legacy", "plain", "python3", "withenv"]);
 
     let canon = |p: &str| fs::canonicalize(p).unwrap_or_else(|e| panic!("{p}: {e}"));
     for (name, k) in &visible {
