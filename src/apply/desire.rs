@@ -329,6 +329,23 @@ pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMod
                 }
             }
         }
+        if let Some(env) = &view.python_env {
+            let span = profile.python_env.as_ref().map(|e| e.span.clone()).unwrap_or_else(|| profile.name_span.clone());
+            if let Some(other) = views.iter().find(|v: &&ViewRecord| v.python_env.as_deref().is_some_and(|e| crate::sys::paths::same_place(e, env))) {
+                return Err(file
+                    .error_at(
+                        span,
+                        format!("profile `{}` binds {}, which profile `{}` binds already", view.name, env.display(), other.name),
+                        Some("a Python env gets one profile's hook: bind the other profile to another env, or drop one of the two `python-env` lines".into()),
+                    )
+                    .into());
+            }
+            let (path, bytes) = env_hook(layout, mode, &view, platform, &meta).map_err(|msg| {
+                file.error_at(span, msg, Some("create the env with `python -m venv` or `uv venv` (or repair it), then run `cuenv apply` again".into()))
+            })?;
+            let sha = crate::generation::shim_sha256(&bytes);
+            shims.push((ShimRecord { path, profile: view.name.clone(), stored: String::new(), sha256: sha }, bytes));
+        }
         let shim_paths: Vec<PathBuf> = shims.iter().filter(|(r, _)| r.profile == view.name).map(|(r, _)| r.path.clone()).collect();
         let lib_dir = mode.is_link_free().then(|| view.real_folders().cudnn_lib);
         validate_max_path(platform, layout, &file, profile.name_span.clone(), &view.name, lib_dir.as_deref(), &meta.libraries, &shim_paths)?;
@@ -338,6 +355,45 @@ pub fn desire_in(layout: &Layout, file: ProfileFile, locked: bool, mode: ViewMod
         rec.stored = format!("{i}-{}", rec.path.file_name().unwrap_or_default().to_string_lossy());
     }
     Ok(Desired { link_mode: mode, file, resolved, lock_changes: changes, views, shims })
+}
+
+/// The env hook of `view`, bound to the Python env `view.python_env` (docs/design.md, "The env
+/// hook"): its path, `<first site-packages>/00-cuenv-<profile>.pth`, and its bytes. It preloads
+/// the entry's dispatcher and the members the rest of its set shares
+/// ([`crate::cudnn::set::shared_members`], read from the entry's own files), through the stable
+/// view `<home>/profiles/<p>/cudnn-lib` in the link modes and the entry's folder in the link-free
+/// mode, and carries the profile's activation for child processes.
+///
+/// Errors: the env has no site-packages folder (the message to show at `python-env`).
+fn env_hook(layout: &Layout, mode: ViewMode, view: &ViewRecord, platform: Platform, meta: &EntryMeta) -> Result<(PathBuf, Vec<u8>), String> {
+    use crate::cudnn::libname::{self, Os};
+    let prefix = view.python_env.as_deref().expect("a bound view");
+    let site = crate::pyenv::at(prefix, "python-env").and_then(|e| e.site_packages.into_iter().next()).ok_or_else(|| {
+        format!("{} has no site-packages folder, so cuenv cannot write the hook that makes profile `{}` win there", prefix.display(), view.name)
+    })?;
+    let os = if platform.is_windows() { Os::Windows } else { Os::Linux };
+    let real_lib = view.real_folders().cudnn_lib;
+    let members: Vec<(String, Vec<String>)> = meta
+        .libraries
+        .iter()
+        .filter(|n| libname::parse(n).is_some_and(|l| l.os == os && l.is_loader_name()))
+        .map(|n| {
+            let file = real_lib.join(n);
+            let needs = if os == Os::Windows {
+                crate::sys::binfmt::pe_imports(&file).ok().flatten()
+            } else {
+                crate::sys::binfmt::elf_dynamic(&file).ok().flatten().map(|d| d.needed)
+            };
+            (n.clone(), needs.unwrap_or_default())
+        })
+        .collect();
+    let act = crate::generation::activation_of(layout, mode, view, platform);
+    let lib = if mode.is_link_free() { real_lib.clone() } else { stable_home(layout).join("profiles").join(&view.name).join("cudnn-lib") };
+    let mut preload: Vec<PathBuf> = members.iter().filter(|(n, _)| libname::parse(n).is_some_and(|l| l.is_dispatcher())).map(|(n, _)| lib.join(n)).collect();
+    preload.extend(crate::cudnn::set::shared_members(&members, os).into_iter().map(|n| lib.join(n)));
+    let hook =
+        crate::pyenv::hook::Hook { profile: view.name.clone(), preload, path: act.path_prepend, ld_library_path: act.ld_library_path_prepend, set: act.set };
+    Ok((site.join(crate::pyenv::hook::file_name(&view.name)), crate::pyenv::hook::render(&hook).into_bytes()))
 }
 
 /// The folder of `profile`'s `conda-env` (`None` without one), found like conda does

@@ -92,6 +92,11 @@ pub fn run(ctx: &Ctx, profile: Option<&str>, strict: bool, command: &[OsString])
     let (program, args) = command.split_first().expect("clap requires a command");
     let mut cmd = std::process::Command::new(program);
     cmd.args(args).env_clear().envs(env);
+    // An explicit run wins over an env hook of another profile (docs/decisions.md 5); a hook the
+    // user turned off stays off.
+    if !std::env::var(crate::pyenv::hook::VAR).is_ok_and(|v| crate::pyenv::hook::is_off(&v)) {
+        cmd.env(crate::pyenv::hook::VAR, &name);
+    }
     sys::run(ctx, cmd, program)
 }
 

@@ -192,8 +192,59 @@ pub fn table_stems(major: u64, version: Option<&Version>) -> (Vec<&'static str>,
     (stems, beyond)
 }
 
+/// The members of a release that the rest of it shares: each sub-library another member names
+/// as a library it needs (ELF `DT_NEEDED`, PE imports) that itself needs no member. `members`
+/// is `(file name, names it needs)` for every cuDNN library of one folder. What the env hook
+/// preloads beside the dispatcher (docs/design.md, "The env hook"): `libcudnn_graph.so.9` /
+/// `cudnn_graph64_9.dll` in 9.x (ops, cnn, heuristic and the engines need it), and
+/// `libcudnn_ops_infer.so.8` in 8.x (read from the real 9.5.0.50 and 8.9.4.25 wheels of both
+/// platforms). Names are compared without regard to case on Windows; the result is sorted.
+pub fn shared_members(members: &[(String, Vec<String>)], os: Os) -> Vec<String> {
+    let same = |a: &str, b: &str| if os == Os::Windows { a.eq_ignore_ascii_case(b) } else { a == b };
+    let is_member = |name: &str| members.iter().any(|(m, _)| same(m, name));
+    let mut out: Vec<String> = members
+        .iter()
+        .filter(|(name, needs)| {
+            libname::parse(name).is_some_and(|l| !l.is_dispatcher())
+                && !needs.iter().any(|n| is_member(n))
+                && members.iter().any(|(other, theirs)| !same(other, name) && theirs.iter().any(|n| same(n, name)))
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_shared_members_are_what_others_need_and_need_none_themselves() {
+        let m = |name: &str, needs: &[&str]| (name.to_string(), needs.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        // The real 9.5.0.50 manylinux wheel's DT_NEEDED (readelf -d).
+        let linux9 = [
+            m("libcudnn.so.9", &["libdl.so.2"]),
+            m("libcudnn_graph.so.9", &["libz.so.1", "libdl.so.2"]),
+            m("libcudnn_ops.so.9", &["libcudnn_graph.so.9", "libdl.so.2"]),
+            m("libcudnn_cnn.so.9", &["libcudnn_ops.so.9", "libcudnn_graph.so.9"]),
+            m("libcudnn_heuristic.so.9", &["libcudnn_graph.so.9"]),
+        ];
+        assert_eq!(shared_members(&linux9, Os::Linux), ["libcudnn_graph.so.9"]);
+        // The real 8.9.4.25 wheel: ops_train and the others need ops_infer.
+        let linux8 = [
+            m("libcudnn.so.8", &["libc.so.6"]),
+            m("libcudnn_ops_infer.so.8", &["libc.so.6"]),
+            m("libcudnn_ops_train.so.8", &["libcudnn_ops_infer.so.8"]),
+            m("libcudnn_cnn_infer.so.8", &["libcudnn_ops_infer.so.8"]),
+            m("libcudnn_cnn_train.so.8", &["libcudnn_cnn_infer.so.8", "libcudnn_ops_train.so.8", "libcudnn_ops_infer.so.8"]),
+        ];
+        assert_eq!(shared_members(&linux8, Os::Linux), ["libcudnn_ops_infer.so.8"]);
+        // The real 9.5.0.50 win_amd64 wheel's imports, in the case a DLL may write them.
+        let win9 = [m("cudnn64_9.dll", &["KERNEL32.dll"]), m("cudnn_graph64_9.dll", &["KERNEL32.dll"]), m("cudnn_ops64_9.dll", &["CUDNN_GRAPH64_9.DLL"])];
+        assert_eq!(shared_members(&win9, Os::Windows), ["cudnn_graph64_9.dll"]);
+        // A folder whose members need nothing of each other shares nothing (a stand-in set).
+        assert!(shared_members(&[m("libcudnn.so.9", &[]), m("libcudnn_graph.so.9", &[])], Os::Linux).is_empty());
+    }
+
     use super::*;
     use std::collections::BTreeMap;
 

@@ -360,5 +360,6 @@ pub fn resolve_binding(value: &str, base_dir: &Path) -> Result<PathBuf, (String,
     ))
 }
 
+pub mod hook;
 #[cfg(test)]
 mod tests;

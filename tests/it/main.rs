@@ -27,6 +27,7 @@ mod doctor;
 mod doctor_for;
 mod doctor_pid;
 mod doctor_shells;
+mod env_hook;
 mod export;
 mod fatbin_real;
 mod fetch_local;
