@@ -37,7 +37,7 @@ pub fn search_dirs() -> Vec<PathBuf> {
 }
 
 /// The `kernel.json` of a profile's kernel: the usual ipykernel argv for `python`, the display
-/// name, and the profile's variables in `env`. `PATH` is the profile's folders followed by
+/// name, and the profile's variables in `env` (with `CUENV_PYTHON_HOOK=<profile>`, so an env hook of another profile steps aside). `PATH` is the profile's folders followed by
 /// `${PATH}` (the server's, which jupyter_client substitutes; PATH is always set); other list
 /// variables hold the profile's folders alone, since `${VAR}` of an unset variable would stay
 /// literal in the kernel's environment.
@@ -65,6 +65,9 @@ pub fn env_block(e: &Exported, sep: char) -> serde_json::Map<String, serde_json:
     for (k, v) in &e.set {
         env.insert(k.clone(), v.clone().into());
     }
+    // The kernelspec names its profile explicitly: an env hook of another profile in the
+    // kernel's interpreter steps aside (docs/decisions.md 5).
+    env.insert(crate::pyenv::hook::VAR.into(), e.profile.clone().into());
     env
 }
 
