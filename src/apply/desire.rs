@@ -391,9 +391,23 @@ fn env_hook(layout: &Layout, mode: ViewMode, view: &ViewRecord, platform: Platfo
     let lib = if mode.is_link_free() { real_lib.clone() } else { stable_home(layout).join("profiles").join(&view.name).join("cudnn-lib") };
     let mut preload: Vec<PathBuf> = members.iter().filter(|(n, _)| libname::parse(n).is_some_and(|l| l.is_dispatcher())).map(|(n, _)| lib.join(n)).collect();
     preload.extend(crate::cudnn::set::shared_members(&members, os).into_iter().map(|n| lib.join(n)));
+    // Windows: `import torch` loads every DLL of `torch\lib` by full path, and a DLL's imports
+    // take a module already loaded under that name (W1). Preloading the profile's graph there
+    // would hand torch's own sub-libraries another release's graph; with a cuDNN of this major in
+    // `torch\lib`, torch keeps its copy whole and the hook preloads nothing (doctor says so).
+    if os == Os::Windows && preload.first().and_then(|d| d.file_name()).is_some_and(|d| torch_bundles(&site, d)) {
+        preload.clear();
+    }
     let hook =
         crate::pyenv::hook::Hook { profile: view.name.clone(), preload, path: act.path_prepend, ld_library_path: act.ld_library_path_prepend, set: act.set };
     Ok((site.join(crate::pyenv::hook::file_name(&view.name)), crate::pyenv::hook::render(&hook).into_bytes()))
+}
+
+/// Whether `site`'s `torch\lib` holds a DLL named `dispatcher` (compared without regard to case).
+fn torch_bundles(site: &Path, dispatcher: &std::ffi::OsStr) -> bool {
+    std::fs::read_dir(site.join("torch").join("lib"))
+        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().eq_ignore_ascii_case(&dispatcher.to_string_lossy())))
+        .unwrap_or(false)
 }
 
 /// The folder of `profile`'s `conda-env` (`None` without one), found like conda does

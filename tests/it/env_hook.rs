@@ -5,18 +5,20 @@
 //! `DT_RUNPATH` leads into the venv's wheel; started by full path without activation, with
 //! `python -m`, and as a Jupyter kernel started by the real jupyter_client with the real
 //! ipykernel (both from the clients' venv, `CUENV_CLIENTS_PYTHON`).
-#![cfg(target_os = "linux")]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::lab::Lab;
+
+#[cfg(target_os = "linux")]
 use crate::support::stubs::{cc_lib, companion_stubs};
 
 /// A cuDNN 9 release folder like a wheel's (`lib/*.so.9` with their sonames, `include/`): the
 /// dispatcher takes its version from `libcudnn_graph.so.9`, loaded by name as cuDNN 9 does
 /// (`DT_RUNPATH` `$ORIGIN`); ops, cnn and the others need graph in `DT_NEEDED` as the real
 /// 9.5.0.50 files do. `cudnnGetVersion` answers `90000 + minor * 100`.
+#[cfg(target_os = "linux")]
 fn release_9(lib: &Path, minor: u32) {
     let version = 90000 + minor * 100;
     let rpath = ["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN"];
@@ -50,6 +52,7 @@ fn release_9(lib: &Path, minor: u32) {
 
 /// A torch-like consumer in `<sp>/torch/lib/libtorch_cuda.so`: `DT_NEEDED` `libcudnn.so.9`,
 /// `DT_RUNPATH` `$ORIGIN/../../nvidia/cudnn/lib` (PyTorch's Linux wheels).
+#[cfg(target_os = "linux")]
 fn torch_like(sp: &Path) {
     cc_lib(
         &sp.join("torch/lib"),
@@ -61,6 +64,7 @@ fn torch_like(sp: &Path) {
 
 /// What a process of the venv loads, printed as JSON: the version each consumer's cuDNN
 /// answers, and every cuDNN file the process mapped (real paths, from `/proc/self/maps`).
+#[cfg(target_os = "linux")]
 const PROBE: &str = r#"
 import ctypes, json, os, sys
 SP = globals().get("SP") or os.environ["SP"]
@@ -87,6 +91,7 @@ out["profile"] = os.environ.get("CUENV_PROFILE")
 print(json.dumps(out))
 "#;
 
+#[cfg(target_os = "linux")]
 struct Case {
     lab: Lab,
     venv: PathBuf,
@@ -96,6 +101,7 @@ struct Case {
     clients: Option<std::ffi::OsString>,
 }
 
+#[cfg(target_os = "linux")]
 impl Case {
     /// A lab whose profile `torch` (cuDNN 9.6, a gcc-built set) is bound to a venv that holds a
     /// cuDNN 9.1 "wheel" (`nvidia/cudnn/lib`), cuBLAS stand-ins and a torch-like consumer;
@@ -187,6 +193,7 @@ impl Case {
     }
 }
 
+#[cfg(target_os = "linux")]
 fn the_profile_wins_in(link_free: bool) {
     let Some(case) = Case::new(link_free) else { return };
     let hook = std::fs::read_to_string(case.hook_file()).unwrap_or_else(|e| panic!("no hook at {}: {e}", case.hook_file().display()));
@@ -273,11 +280,13 @@ fn the_profile_wins_in(link_free: bool) {
     assert!(case.hook_file().exists(), "rollback did not put the hook back");
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn a_profile_bound_to_a_venv_wins_there_however_the_interpreter_starts() {
     the_profile_wins_in(false);
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn the_link_free_hook_names_the_store_entry_and_wins_too() {
     the_profile_wins_in(true);
@@ -309,4 +318,45 @@ fn a_foreign_file_and_a_second_binding_are_refused() {
     assert_ne!(code, 0, "{err}");
     assert!(err.contains("00-cuenv-a.pth"), "{err}");
     assert_eq!(std::fs::read_to_string(sp.join("00-cuenv-a.pth")).unwrap(), "import os\n");
+}
+
+/// A venv on the host's layout (`pyvenv.cfg`, `Lib\site-packages` on Windows,
+/// `lib/python3.11/site-packages` elsewhere), without an interpreter: what apply reads.
+fn venv_layout(prefix: &Path) -> PathBuf {
+    std::fs::create_dir_all(prefix).unwrap();
+    std::fs::write(prefix.join("pyvenv.cfg"), "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.11.2\n").unwrap();
+    let sp = if cfg!(windows) { prefix.join("Lib").join("site-packages") } else { prefix.join("lib/python3.11/site-packages") };
+    std::fs::create_dir_all(&sp).unwrap();
+    sp
+}
+
+/// The hook names the host's folders (Windows: cuDNN's `bin` and the toolkit's runtime folder
+/// for `PATH` and `os.add_dll_directory`) and preloads the dispatcher; on Windows, a `torch\lib`
+/// holding a cuDNN of the profile's major keeps torch's copy whole: nothing is preloaded.
+/// Runs under Wine too (no Windows Python here: docs/windows.md).
+#[test]
+fn the_hook_names_the_hosts_folders_and_spares_a_torch_lib_on_windows() {
+    let lab = Lab::new();
+    let sp = venv_layout(&lab.ctx.path("proj/.venv"));
+    let file = lab.lab("[profiles.torch]\ncuda = \"12\"\ncudnn = \"9.5\"\npython-env = \"proj\"\n");
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    let text = std::fs::read_to_string(sp.join("00-cuenv-torch.pth")).unwrap();
+    assert!(text.is_ascii() && text.starts_with("# cuenv-shim v2\n"), "{text}");
+    let h = cuenv::pyenv::hook::parse(&text).unwrap();
+    let view = lab.profiles().join("torch");
+    let dispatcher = if cfg!(windows) { "cudnn64_9.dll" } else { "libcudnn.so.9" };
+    assert_eq!(h.preload.first(), Some(&view.join("cudnn-lib").join(dispatcher)), "{text}");
+    if cfg!(windows) {
+        assert_eq!(h.path, [view.join("cudnn-lib"), view.join("cuda-lib")], "{text}");
+        assert!(h.ld_library_path.is_empty());
+        std::fs::create_dir_all(sp.join("torch").join("lib")).unwrap();
+        std::fs::write(sp.join("torch").join("lib").join("CUDNN64_9.DLL"), b"MZ").unwrap();
+        let file = lab.lab("[profiles.torch]\ncuda = \"12\"\ncudnn = \"9.5\"\npython-env = \"proj\"\ncheck = \"none\"\n");
+        lab.ok(&["apply", file.to_str().unwrap()]);
+        let h = cuenv::pyenv::hook::parse(&std::fs::read_to_string(sp.join("00-cuenv-torch.pth")).unwrap()).unwrap();
+        assert!(h.preload.is_empty(), "{h:?}");
+        assert_eq!(h.path, [view.join("cudnn-lib"), view.join("cuda-lib")]);
+    } else {
+        assert_eq!(h.ld_library_path, [view.join("cudnn-lib"), view.join("cuda-lib")], "{text}");
+    }
 }
