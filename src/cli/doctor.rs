@@ -127,6 +127,13 @@ fn render(d: &Diagnosis) -> String {
         let sp = if sp.is_empty() { "no site-packages".to_string() } else { format!("site-packages {}", sp.join(", ")) };
         let _ = writeln!(s, "Python environment ({}): {}; {sp}", e.found_by, e.describe());
     }
+    if !d.consumers.is_empty() {
+        let _ = writeln!(s, "what each consumer in those environments would load, found its own way (docs/loader.md \"Consumers' finders\"):");
+        for l in &d.consumers {
+            let got = l.path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| if l.verified { "none".into() } else { "not verified".into() });
+            let _ = writeln!(s, "  {} ({}): {}: {}\n    {}", l.consumer, l.env, l.library, got, l.how);
+        }
+    }
     let via = if d.follows_active { "<home>/active, through `cuenv env --setup`" } else { crate::home::settings::PROFILE_VAR };
     match (&d.active_profile, &d.active_check) {
         (Some(p), Some(c)) => {

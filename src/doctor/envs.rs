@@ -25,6 +25,10 @@ pub struct Consumer {
     pub major: u64,
     /// Whether it is PyTorch's (`torch/lib`): `import torch` loads that folder's DLLs itself.
     pub torch: bool,
+    /// Whether it names the dispatcher only in its data, not as a library it needs: it opens
+    /// it by name itself (`dlopen` / `LoadLibrary`) when it first needs cuDNN, with its own
+    /// search path (XLA's loader in a JAX plugin, newer onnxruntime CUDA providers).
+    pub lazy: bool,
 }
 
 /// Most library files [`consumers`] reads the headers of, per site-packages folder.
@@ -59,11 +63,11 @@ pub fn consumers(env: &PyEnv) -> Vec<Consumer> {
         }
         for (file, package) in files {
             let torch = package == "torch" && file.parent().is_some_and(|d| d.ends_with("torch/lib") || d.ends_with("torch\\lib"));
-            for major in named_dispatchers(&file) {
+            for (major, lazy) in named_dispatchers(&file) {
                 let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 let who = if torch { format!("PyTorch's {name}") } else { format!("{package}'s {name}") };
                 if !out.iter().any(|c| c.path == file && c.major == major) {
-                    out.push(Consumer { path: file.clone(), who, major, torch });
+                    out.push(Consumer { path: file.clone(), who, major, torch, lazy });
                 }
             }
         }
@@ -71,15 +75,27 @@ pub fn consumers(env: &PyEnv) -> Vec<Consumer> {
     out
 }
 
-/// The cuDNN majors whose dispatcher the library at `file` needs by name (Linux `DT_NEEDED`,
-/// Windows imports); empty when it is not a library of this host's format.
-fn named_dispatchers(file: &Path) -> Vec<u64> {
+/// Files larger than this are not scanned for names in their data (real consumers' data
+/// sections are a few to 256 MiB; [`binfmt::referenced_libraries`] skips larger sections).
+const MAX_SCANNED: u64 = 2 << 30;
+
+/// The cuDNN majors whose dispatcher the library at `file` loads by name, each with whether
+/// only lazily: first the libraries it needs (Linux `DT_NEEDED`, Windows imports); when it
+/// needs none, the dispatcher names written in its data (`.rodata`, `.rdata`: a name it
+/// passes to `dlopen` / `LoadLibrary` itself, [`binfmt::referenced_libraries`]). Empty when
+/// it is not a library of this host's format.
+fn named_dispatchers(file: &Path) -> Vec<(u64, bool)> {
     let names: Vec<String> = if cfg!(windows) {
         binfmt::pe_imports(file).ok().flatten().unwrap_or_default()
     } else {
         binfmt::elf_dynamic(file).ok().flatten().map(|d| d.needed).unwrap_or_default()
     };
-    let mut majors: Vec<u64> = names.iter().filter_map(|n| libname::loader_dispatcher_major(n, Os::HOST)).collect();
+    let mut majors: Vec<(u64, bool)> = names.iter().filter_map(|n| libname::loader_dispatcher_major(n, Os::HOST)).map(|m| (m, false)).collect();
+    if majors.is_empty() && std::fs::metadata(file).is_ok_and(|m| m.len() <= MAX_SCANNED) {
+        let data = binfmt::referenced_libraries(file).map(|r| r.cudnn).unwrap_or_default();
+        majors = data.iter().filter_map(|n| libname::loader_dispatcher_major(n, Os::HOST)).map(|m| (m, true)).collect();
+    }
+    majors.sort();
     majors.dedup();
     majors
 }

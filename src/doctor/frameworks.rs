@@ -208,7 +208,11 @@ fn linux(consumers: &[Consumer], folders: &[PathBuf], search_var: &str, out: &mu
                 out.push(Finding {
                     rule: None,
                     severity: Severity::Problem,
-                    message: format!("{who} names {name} (with {link}), but no folder it searches holds it: importing it fails"),
+                    message: if c.lazy {
+                        format!("{who} opens {name} by name itself (with {link}) when it first needs cuDNN, but no folder it searches holds it: that first use fails")
+                    } else {
+                        format!("{who} names {name} (with {link}), but no folder it searches holds it: importing it fails")
+                    },
                     hint: Some(format!(
                         "install the cuDNN {major} its build expects (the nvidia-cudnn-cu* wheel), or put a folder holding {name} on {search_var}"
                     )),

@@ -26,6 +26,7 @@
 
 pub mod deps;
 pub mod envs;
+pub mod finders;
 pub mod frameworks;
 pub mod imports;
 pub mod loader;
@@ -190,6 +191,8 @@ pub struct Diagnosis {
     pub machine: gpufit::Machine,
     /// The Python environments looked at ([`crate::pyenv`]): `--python`'s, `VIRTUAL_ENV`, `CONDA_PREFIX`.
     pub environments: Vec<crate::pyenv::PyEnv>,
+    /// What each consumer present in those environments would load ([`finders`]).
+    pub consumers: Vec<finders::Load>,
     /// Problems first, then warnings.
     pub findings: Vec<Finding>,
 }
@@ -250,8 +253,16 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         Scene { inp, env, search_var: &search_var, folders: &folders, win: &win, search_path: &search_path, conda_prefix: conda_prefix.as_deref(), cut_short };
     let (loaded, active_check, machine) = probe_majors(&scene, &active, &mut findings);
 
+    let linux = loader::LinuxEnv::new(folders.clone());
+    let mut consumers = Vec::new();
     for e in &environments {
         findings.extend(envs::judge(e, active.profile.is_some(), &search_path, &folders, &search_var));
+        // The env hook's preloads are in the process before any consumer asks.
+        let preloaded: Vec<PathBuf> = finders::active_hooks(e, &get).into_iter().flat_map(|(_, h)| h.preload).collect();
+        let scene = finders::Scene { get: &get, linux: &linux, preloaded: &preloaded };
+        let loads = finders::loads(e, &envs::consumers(e), &scene);
+        findings.extend(finders::judge(e, &loads));
+        consumers.extend(loads);
     }
     findings.extend(activation_scripts(inp.layout, conda_prefix.as_deref()));
     findings.extend(search_path::installer_layout(&folders, &loaded, &search_var));
@@ -273,7 +284,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
 
     settle(&mut findings);
     let origin::Active { profile: active_profile, follows: follows_active, .. } = active;
-    Diagnosis { search_var, search_path, loaded, active_profile, follows_active, active_check, machine, environments, findings }
+    Diagnosis { search_var, search_path, loaded, active_profile, follows_active, active_check, machine, environments, consumers, findings }
 }
 
 /// What the steps of [`examine`] read: its inputs, the caller's environment and its search path.

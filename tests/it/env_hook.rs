@@ -19,7 +19,7 @@ use crate::support::stubs::{cc_lib, companion_stubs};
 /// (`DT_RUNPATH` `$ORIGIN`); ops, cnn and the others need graph in `DT_NEEDED` as the real
 /// 9.5.0.50 files do. `cudnnGetVersion` answers `90000 + minor * 100`.
 #[cfg(target_os = "linux")]
-fn release_9(lib: &Path, minor: u32) {
+pub(crate) fn release_9(lib: &Path, minor: u32) {
     let version = 90000 + minor * 100;
     let rpath = ["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN"];
     cc_lib(

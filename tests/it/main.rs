@@ -32,6 +32,8 @@ mod export;
 mod fatbin_real;
 mod fetch_local;
 mod fetch_real;
+#[cfg(target_os = "linux")]
+mod finders;
 mod fs_faults;
 mod gpu_fit;
 mod home_format;

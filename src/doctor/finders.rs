@@ -1,0 +1,510 @@
+//! Consumers' finders: which copy of the cuDNN dispatcher each program present in a Python
+//! env would load there, each found the way that program finds it (docs/loader.md
+//! "Consumers' finders"), and what happens when two of them run in one process.
+//!
+//! Modelled, on Linux:
+//! - **`cuda.pathfinder`** (`load_nvidia_dynamic_lib("cudnn")`, the finder of CuPy 14 and
+//!   numba-cuda), read from the installed package's own catalog
+//!   (`cuda/pathfinder/_dynamic_libs/descriptor_catalog.py`: the sonames and folders it
+//!   searches), in its order (`load_nvidia_dynamic_lib.py` `_load_lib_no_cache`,
+//!   `search_steps.py`): the `nvidia/...` wheel folders of every site-packages, then
+//!   `$CONDA_PREFIX`, then a library of that soname already loaded in the process (which wins
+//!   over both), then the system loader by name, then `CUDNN_PATH`, then `CUDA_PATH` /
+//!   `CUDA_HOME`. A catalog cuenv cannot read is said ("not verified"), never guessed.
+//! - **The libraries that name the dispatcher** (`DT_NEEDED`: PyTorch's `libtorch_cuda.so`,
+//!   a JAX plugin, onnxruntime's older CUDA provider; [`super::envs::consumers`]): ld.so's
+//!   search from that library ([`loader::find`]).
+//! - **TensorFlow**: the major its `tensorflow/python/platform/build_info.py` names
+//!   (`cudnn_version`), opened by name with `dlopen` from `libtensorflow_framework.so.2`, so
+//!   with that library's search path (TF 2.16's has none into the nvidia wheels).
+//!
+//! A library the env hook ([`crate::pyenv::hook`]) preloads is already loaded when any of
+//! them asks: on glibc a later `DT_NEEDED` or by-name `dlopen` of the same soname gets that
+//! copy, and pathfinder's first question is "already loaded?". A full-path `dlopen` of
+//! another file still maps a second copy.
+//!
+//! On Windows these finders are not modelled yet: doctor says so rather than guess.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::envs::Consumer;
+use super::loader::{self, LinuxEnv, Object};
+use super::{Finding, Severity};
+use crate::cudnn::libname::{self, Os};
+use crate::pyenv::PyEnv;
+use crate::pyenv::hook::{self, Hook};
+
+/// Which finder a [`Load`] follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finder {
+    /// ld.so, for a library that names the dispatcher in `DT_NEEDED`.
+    Needed,
+    /// `cuda.pathfinder`'s `load_nvidia_dynamic_lib`.
+    Pathfinder,
+    /// TensorFlow's `dlopen` by name (from `libtensorflow_framework.so.2`).
+    Tensorflow,
+}
+
+/// What one consumer present in a Python env would load.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Load {
+    /// The finder the model follows.
+    pub finder: Finder,
+    /// The env, in words ([`PyEnv::describe`]).
+    pub env: String,
+    /// The consumer in words: "cuda.pathfinder 1.9.1", "PyTorch's libtorch_cuda.so".
+    pub consumer: String,
+    /// The library it asks for: `libcudnn.so.9`.
+    pub library: String,
+    /// The cuDNN major of `library`.
+    pub major: u64,
+    /// The file it would get; `None` when it finds none, or when cuenv could not model it
+    /// (then `how` says so and `verified` is false).
+    #[serde(serialize_with = "crate::sys::paths::ser_lossy_opt")]
+    pub path: Option<PathBuf>,
+    /// Why, in words: "its site-packages step (found_via `site-packages`)".
+    pub how: String,
+    /// The label `cuda.pathfinder` itself reports for this way (`found_via`), for pathfinder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found_via: Option<String>,
+    /// Whether it opens `path` by its full path without first asking whether a library of
+    /// that soname is loaded (then a different file already loaded does not stop it mapping a
+    /// second copy). False for pathfinder, which asks first.
+    pub full_path: bool,
+    /// Whether the model covers this consumer; false: "not verified".
+    pub verified: bool,
+}
+
+/// The env hooks of `env` that run in a process with the variables `get`: those whose
+/// `CUENV_PYTHON_HOOK` switch lets them ([`hook::is_off`]; a value naming another profile makes
+/// a hook step aside, as `hook.py` does).
+pub fn active_hooks(env: &PyEnv, get: &dyn Fn(&str) -> Option<OsString>) -> Vec<(PathBuf, Hook)> {
+    let switch = get(hook::VAR).map(|v| v.to_string_lossy().into_owned()).unwrap_or_default();
+    let on = |profile: &str| {
+        let s = switch.to_ascii_lowercase();
+        !hook::is_off(&switch) && (matches!(s.as_str(), "" | "1" | "on" | "yes" | "true") || switch == profile)
+    };
+    env.site_packages.iter().flat_map(|sp| hook::installed(sp)).filter(|(_, h)| on(&h.profile)).collect()
+}
+
+/// The preloaded file that a by-name load of `name` gets: one whose `DT_SONAME` (or, without
+/// one, file name) is `name`.
+fn already_loaded(preloaded: &[PathBuf], name: &str) -> Option<PathBuf> {
+    preloaded
+        .iter()
+        .find(|p| {
+            let soname = Object::read(p).and_then(|o| o.dynamic.soname);
+            soname.as_deref().or(p.file_name().and_then(|n| n.to_str())) == Some(name)
+        })
+        .cloned()
+}
+
+/// The process inputs the finders read: the variables of the process and the loader's inputs.
+pub struct Scene<'a> {
+    /// The process's environment variables.
+    pub get: &'a dyn Fn(&str) -> Option<OsString>,
+    /// ld.so's inputs ([`LinuxEnv::new`] of the process's `LD_LIBRARY_PATH`).
+    pub linux: &'a LinuxEnv,
+    /// Files loaded before any consumer asks (the env hook's preloads), in order.
+    pub preloaded: &'a [PathBuf],
+}
+
+/// The cuDNN entry of an installed `cuda.pathfinder`'s catalog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathfinderCatalog {
+    /// The package's version (its `.dist-info` folder), when found.
+    pub version: Option<String>,
+    /// `linux_sonames`: `["libcudnn.so.9"]`.
+    pub sonames: Vec<String>,
+    /// `site_packages_linux`: `["nvidia/cudnn/lib"]` (may hold `*`).
+    pub site_packages: Vec<String>,
+    /// `anchor_rel_dirs_linux` (the dataclass default when the entry sets none): under
+    /// `$CONDA_PREFIX` and `CUDA_PATH`.
+    pub anchor_dirs: Vec<String>,
+    /// `install_root_env_vars_linux`: `["CUDNN_PATH"]`.
+    pub root_vars: Vec<String>,
+    /// `install_root_env_rel_dirs_linux`: `["lib", "lib64"]`.
+    pub root_dirs: Vec<String>,
+}
+
+/// The quoted strings of the tuple after `key=` in `block` (`key=("a", "b")`), or `None`
+/// when `key=` is absent.
+fn tuple_after(block: &str, key: &str) -> Option<Vec<String>> {
+    let at = block.find(&format!("{key}="))? + key.len() + 1;
+    let rest = &block[at..];
+    let rest = rest.strip_prefix('(')?;
+    let end = rest.find(')')?;
+    Some(rest[..end].split(',').filter_map(|s| s.trim().strip_prefix('"')?.strip_suffix('"').map(str::to_string)).collect())
+}
+
+/// Reads the cuDNN entry of the `cuda.pathfinder` installed in `site_packages`
+/// (`cuda/pathfinder/_dynamic_libs/descriptor_catalog.py`, a `DescriptorSpec(name="cudnn", ...)`
+/// call with tuples of string literals, as cuda-pathfinder 1.9 writes it). `None` when it is
+/// not installed there; `Some(Err(why))` when installed but the catalog is not in that form.
+pub fn pathfinder_catalog(site_packages: &Path) -> Option<Result<PathfinderCatalog, String>> {
+    let pkg = site_packages.join("cuda").join("pathfinder");
+    if !pkg.join("__init__.py").is_file() {
+        return None;
+    }
+    let version = std::fs::read_dir(site_packages).ok().and_then(|rd| {
+        rd.flatten().find_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.strip_prefix("cuda_pathfinder-").and_then(|r| r.strip_suffix(".dist-info")).map(str::to_string)
+        })
+    });
+    let file = pkg.join("_dynamic_libs").join("descriptor_catalog.py");
+    let read = || -> Result<PathfinderCatalog, String> {
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("{} cannot be read: {e}", file.display()))?;
+        let start = text.find("name=\"cudnn\"").ok_or_else(|| format!("{} has no `name=\"cudnn\"` entry", file.display()))?;
+        let block = &text[start..];
+        let block = &block[..block.find("DescriptorSpec(").unwrap_or(block.len())];
+        let sonames =
+            tuple_after(block, "linux_sonames").filter(|s| !s.is_empty()).ok_or_else(|| format!("{}'s cudnn entry has no linux_sonames", file.display()))?;
+        let site_packages = tuple_after(block, "site_packages_linux").unwrap_or_default();
+        let default_anchor = text
+            .find("anchor_rel_dirs_linux: tuple[str, ...] = ")
+            .and_then(|at| tuple_after(&text[at..].replacen(": tuple[str, ...] = ", "=", 1), "anchor_rel_dirs_linux"));
+        let anchor_dirs =
+            tuple_after(block, "anchor_rel_dirs_linux").or(default_anchor).ok_or_else(|| format!("{} names no anchor_rel_dirs_linux", file.display()))?;
+        Ok(PathfinderCatalog {
+            version: version.clone(),
+            sonames,
+            site_packages,
+            anchor_dirs,
+            root_vars: tuple_after(block, "install_root_env_vars_linux").unwrap_or_default(),
+            root_dirs: tuple_after(block, "install_root_env_rel_dirs_linux").unwrap_or_default(),
+        })
+    };
+    Some(read())
+}
+
+/// The folders `root/rel` names, `*` matched against sub-folders (sorted), as pathfinder's
+/// `find_sub_dirs` and `glob` do; symbolic links resolved (`resolve_path`).
+fn sub_dirs(root: &Path, rel: &str) -> Vec<PathBuf> {
+    let mut out = vec![root.to_path_buf()];
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        let mut next = Vec::new();
+        for d in &out {
+            if part == "*" {
+                let mut kids: Vec<PathBuf> = std::fs::read_dir(d).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+                kids.sort();
+                next.extend(kids);
+            } else if d.join(part).is_dir() {
+                next.push(d.join(part));
+            }
+        }
+        out = next;
+    }
+    out.into_iter().map(|d| std::fs::canonicalize(&d).unwrap_or(d)).collect()
+}
+
+/// The first of `sonames` in the first of `dirs` that holds one.
+fn first_in(dirs: &[PathBuf], sonames: &[String]) -> Option<PathBuf> {
+    dirs.iter().find_map(|d| sonames.iter().map(|s| d.join(s)).find(|f| f.is_file()))
+}
+
+/// What `cuda.pathfinder` (catalog `cat`) loads for `"cudnn"` in `env`: see the module
+/// documentation for the order. Returns the file and pathfinder's own `found_via` label
+/// (`site-packages`, `conda`, `was-already-loaded-from-elsewhere`, `system-search`,
+/// `CUDNN_PATH`, `CUDA_PATH`), or `None` when it finds none (it raises `DynamicLibNotFoundError`).
+pub fn pathfinder_cudnn(cat: &PathfinderCatalog, env: &PyEnv, scene: &Scene) -> Option<(PathBuf, String)> {
+    let var = |k: &str| (scene.get)(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    // Phase 1: the wheel folders of every site-packages, then $CONDA_PREFIX.
+    let early = cat
+        .site_packages
+        .iter()
+        .find_map(|rel| first_in(&env.site_packages.iter().flat_map(|sp| sub_dirs(sp, rel)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "site-packages")))
+        .or_else(|| {
+            let prefix = var("CONDA_PREFIX")?;
+            first_in(&cat.anchor_dirs.iter().flat_map(|rel| sub_dirs(&prefix, rel)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "conda"))
+        });
+    // Phase 2: a library of that soname already in the process wins.
+    if let Some(p) = cat.sonames.iter().find_map(|s| already_loaded(scene.preloaded, s)) {
+        return Some((p, "was-already-loaded-from-elsewhere".into()));
+    }
+    if let Some((f, via)) = early {
+        return Some((f, via.into()));
+    }
+    // Phase 3: the system loader by name (from Python's ctypes: the interpreter's DT_RPATH,
+    // LD_LIBRARY_PATH, the ld.so cache, the default folders).
+    let python = env.python.as_deref().and_then(Object::read);
+    let caller = Object::bare(Path::new("/"));
+    for s in &cat.sonames {
+        let loaders: Vec<&Object> = python.iter().collect();
+        if let Some(p) = loader::find(s, &caller, &loaders, scene.linux) {
+            return Some((p.path, "system-search".into()));
+        }
+    }
+    // Then the install roots its catalog names (CUDNN_PATH), then CUDA_PATH / CUDA_HOME.
+    for v in &cat.root_vars {
+        if let Some(root) = var(v)
+            && let Some(f) = first_in(&cat.root_dirs.iter().flat_map(|rel| sub_dirs(&root, rel)).collect::<Vec<_>>(), &cat.sonames)
+        {
+            return Some((f, v.clone()));
+        }
+    }
+    let cuda = var("CUDA_PATH").or_else(|| var("CUDA_HOME"))?;
+    first_in(&cat.anchor_dirs.iter().flat_map(|rel| sub_dirs(&cuda, rel)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "CUDA_PATH".into()))
+}
+
+/// TensorFlow's build facts (`tensorflow/python/platform/build_info.py`, a `build_info = {...}`
+/// dict of literals): the value of `key` (`cudnn_version`, `cuda_version`) as written.
+pub fn build_info_value(text: &str, key: &str) -> Option<String> {
+    let at = text.find(&format!("'{key}'")).or_else(|| text.find(&format!("\"{key}\"")))? + key.len() + 2;
+    let rest = text[at..].trim_start().strip_prefix(':')?.trim_start();
+    let q = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let rest = &rest[1..];
+    Some(rest[..rest.find(q)?].to_string())
+}
+
+/// The loads of every consumer present in `env` (Linux): the `DT_NEEDED` consumers `named`,
+/// `cuda.pathfinder`, TensorFlow. Empty on other systems.
+pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
+    let mut out = Vec::new();
+    if cfg!(windows) {
+        return out;
+    }
+    let described = env.describe();
+    let by_name = |name: &str, asker: &Object| -> (Option<PathBuf>, String) {
+        if let Some(p) = already_loaded(scene.preloaded, name) {
+            return (Some(p), "already loaded: the env hook preloads it, and a load by name of the same soname gets that copy".into());
+        }
+        match loader::find(name, asker, &[], scene.linux) {
+            Some(p) => (Some(p.path.clone()), p.via.describe("LD_LIBRARY_PATH")),
+            None => (None, "no folder it searches holds it".into()),
+        }
+    };
+    for c in named {
+        let Some(o) = Object::read(&c.path) else { continue };
+        let name = libname::dispatcher_name(c.major, Os::Linux);
+        let (path, how) = by_name(&name, &o);
+        out.push(Load {
+            finder: Finder::Needed,
+            env: described.clone(),
+            consumer: c.who.clone(),
+            library: name,
+            major: c.major,
+            path,
+            how,
+            found_via: None,
+            full_path: false,
+            verified: true,
+        });
+    }
+    for sp in &env.site_packages {
+        match pathfinder_catalog(sp) {
+            None => {}
+            Some(Err(why)) => out.push(Load {
+                finder: Finder::Pathfinder,
+                env: described.clone(),
+                consumer: "cuda.pathfinder".into(),
+                library: libname::dispatcher_name(9, Os::Linux),
+                major: 9,
+                path: None,
+                how: format!("not verified: {why}, so cuenv cannot say what it loads"),
+                found_via: None,
+                full_path: true,
+                verified: false,
+            }),
+            Some(Ok(cat)) => {
+                let who = format!("cuda.pathfinder {}", cat.version.as_deref().unwrap_or("(version unknown)"));
+                let got = pathfinder_cudnn(&cat, env, scene);
+                let how = match &got {
+                    Some((_, via)) => format!("`load_nvidia_dynamic_lib(\"cudnn\")` finds it with found_via `{via}`"),
+                    None => "`load_nvidia_dynamic_lib(\"cudnn\")` finds it in none of the places it searches and raises DynamicLibNotFoundError".into(),
+                };
+                for s in cat.sonames.iter().take(1) {
+                    out.push(Load {
+                        finder: Finder::Pathfinder,
+                        env: described.clone(),
+                        consumer: who.clone(),
+                        library: s.clone(),
+                        major: libname::loader_dispatcher_major(s, Os::Linux).unwrap_or(0),
+                        path: got.as_ref().map(|(p, _)| p.clone()),
+                        how: how.clone(),
+                        found_via: got.as_ref().map(|(_, v)| v.clone()),
+                        full_path: false,
+                        verified: true,
+                    });
+                }
+            }
+        }
+        let info = sp.join("tensorflow/python/platform/build_info.py");
+        if let Ok(text) = std::fs::read_to_string(&info) {
+            let cudnn = build_info_value(&text, "cudnn_version");
+            let cuda = build_info_value(&text, "cuda_version");
+            let major = cudnn.as_deref().and_then(|v| v.split('.').next()?.parse::<u64>().ok());
+            let Some(major) = major else {
+                out.push(Load {
+                    finder: Finder::Tensorflow,
+                    env: described.clone(),
+                    consumer: "TensorFlow".into(),
+                    library: "libcudnn.so".into(),
+                    major: 0,
+                    path: None,
+                    how: format!("not verified: {} names no cudnn_version (a CPU build, or a form cuenv does not read)", info.display()),
+                    found_via: None,
+                    full_path: false,
+                    verified: false,
+                });
+                continue;
+            };
+            let name = libname::dispatcher_name(major, Os::Linux);
+            let framework = sp.join("tensorflow/libtensorflow_framework.so.2");
+            let asker = Object::read(&framework).unwrap_or_else(|| Object::bare(&framework));
+            let (path, how) = by_name(&name, &asker);
+            let how = format!(
+                "its build_info.py names cuDNN {}{}, which it opens by name from libtensorflow_framework.so.2 ({}): {how}",
+                cudnn.as_deref().unwrap_or("?"),
+                cuda.map(|c| format!(" for CUDA {c}")).unwrap_or_default(),
+                match &asker.dynamic.runpath {
+                    Some(r) => format!("DT_RUNPATH `{}`", r.join(":")),
+                    None if !asker.dynamic.rpath.is_empty() => format!("DT_RPATH `{}`", asker.dynamic.rpath.join(":")),
+                    None => "no DT_RUNPATH".into(),
+                }
+            );
+            out.push(Load {
+                finder: Finder::Tensorflow,
+                env: described.clone(),
+                consumer: "TensorFlow".into(),
+                library: name,
+                major,
+                path,
+                how,
+                found_via: None,
+                full_path: false,
+                verified: true,
+            });
+        }
+    }
+    out
+}
+
+/// The nvidia wheel folders of `env` holding `name` (`nvidia/*/lib/<name>`).
+fn wheel_copies(env: &PyEnv, name: &str) -> Vec<PathBuf> {
+    env.site_packages.iter().flat_map(|sp| sub_dirs(sp, "nvidia/*/lib")).map(|d| d.join(name)).filter(|f| f.is_file()).collect()
+}
+
+fn canon(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The findings of the loads `loads` of one env `env`:
+/// - a consumer that finds no copy while a wheel of the env holds one (it does not search the
+///   wheel folders: TensorFlow 2.16's libraries have no DT_RUNPATH into them);
+/// - two consumers of one major that would get different files: in one process glibc keeps
+///   one copy per soname for loads by name, so the first import decides, and a full-path load
+///   of the other file maps a second copy whose sub-libraries, loaded by name, come from the
+///   first;
+/// - a consumer the model does not cover ("not verified").
+pub fn judge(env: &PyEnv, loads: &[Load]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for l in loads {
+        if !l.verified {
+            out.push(Finding {
+                rule: None,
+                severity: Severity::Warning,
+                message: format!("{} in {}: {}", l.consumer, l.env, l.how),
+                hint: Some("`cuenv doctor --pid PID` on a running process shows what it mapped".into()),
+            });
+            continue;
+        }
+        // A library that names the dispatcher and finds none is judged with its framework
+        // copies (`frameworks::judge`).
+        // Pathfinder finding none is no problem by itself (CuPy runs without cuDNN).
+        if l.path.is_none() && l.finder == Finder::Tensorflow {
+            let wheels = wheel_copies(env, &l.library);
+            let (message, hint) = if let Some(w) = wheels.first() {
+                (
+                    format!(
+                        "{} in {} loads {} by name, and {} would not resolve for it: {}; the env's wheel copy {} is in a folder it does not search (the wheel folders are not on the loader path)",
+                        l.consumer,
+                        l.env,
+                        l.library,
+                        l.library,
+                        l.how,
+                        w.display()
+                    ),
+                    format!(
+                        "bind this env to a cuenv profile (`python-env`) so its env hook preloads cuDNN {}, or put {} on LD_LIBRARY_PATH in the env's activation",
+                        l.major,
+                        w.parent().map(|d| d.display().to_string()).unwrap_or_default()
+                    ),
+                )
+            } else {
+                (
+                    format!("{} in {} loads {}, and none resolves: {}", l.consumer, l.env, l.library, l.how),
+                    format!("install the cuDNN {} it was built for (the nvidia-cudnn-cu* wheel), or bind the env to a profile that has it", l.major),
+                )
+            };
+            out.push(Finding { rule: None, severity: Severity::Problem, message, hint: Some(hint) });
+        }
+    }
+    // Two consumers, one soname, different files.
+    let found: Vec<&Load> = loads.iter().filter(|l| l.verified && l.path.is_some()).collect();
+    let mut told: Vec<String> = Vec::new();
+    for (i, a) in found.iter().enumerate() {
+        for b in &found[i + 1..] {
+            let (pa, pb) = (canon(a.path.as_ref().unwrap()), canon(b.path.as_ref().unwrap()));
+            if a.library != b.library || pa == pb || told.contains(&a.library) {
+                continue;
+            }
+            told.push(a.library.clone());
+            let (va, vb) = (super::frameworks::own_release(&pa, a.major), super::frameworks::own_release(&pb, b.major));
+            let v = |x: &Option<crate::cudnn::version::Version>| x.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "version unknown".into());
+            let full = [a, b].iter().filter(|l| l.full_path).map(|l| l.consumer.clone()).collect::<Vec<_>>();
+            let second = if full.is_empty() {
+                "in one process glibc keeps one copy per soname for loads by name, so whichever is imported first decides which copy both get".to_string()
+            } else {
+                format!(
+                    "in one process {} opens its copy by full path, so after the other's import a second copy is mapped, and its sub-libraries, loaded by name, come from the first copy's release",
+                    full.join(" and ")
+                )
+            };
+            out.push(Finding {
+                rule: None,
+                severity: Severity::Warning,
+                message: format!(
+                    "in {}, {} would load {} ({}) and {} would load {} ({}): {second}",
+                    a.env,
+                    a.consumer,
+                    pa.display(),
+                    v(&va),
+                    b.consumer,
+                    pb.display(),
+                    v(&vb)
+                ),
+                hint: Some(format!(
+                    "keep one cuDNN {} in this env (remove the other copy), or bind the env to a cuenv profile (`python-env`) so its env hook preloads one copy before any framework imports",
+                    a.major
+                )),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_info_value_is_read_as_written() {
+        let text = "build_info = {'cpu_compiler': '/usr/bin/clang', 'cuda_version': '12.3', 'cudnn_version': '8', 'is_cuda_build': True}\n";
+        assert_eq!(build_info_value(text, "cudnn_version").as_deref(), Some("8"));
+        assert_eq!(build_info_value(text, "cuda_version").as_deref(), Some("12.3"));
+        assert_eq!(build_info_value(text, "nccl_version"), None);
+    }
+
+    #[test]
+    fn a_tuple_of_literals_is_read_and_a_missing_key_is_none() {
+        let block = "name=\"cudnn\",\n linux_sonames=(\"libcudnn.so.9\",),\n site_packages_linux=(\"nvidia/cu13/lib\", \"nvidia/cudnn/lib\"),";
+        assert_eq!(tuple_after(block, "linux_sonames").unwrap(), ["libcudnn.so.9"]);
+        assert_eq!(tuple_after(block, "site_packages_linux").unwrap(), ["nvidia/cu13/lib", "nvidia/cudnn/lib"]);
+        assert_eq!(tuple_after(block, "windows_dlls"), None);
+    }
+}
