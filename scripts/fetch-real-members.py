@@ -43,6 +43,15 @@ WANTED = [
      ["nvidia/nvjitlink/lib/libnvJitLink.so.12"]),
     ("nvidia-cusparse-cu12", "nvidia_cusparse_cu12-12.5.4.2-py3-none-manylinux2014_x86_64.whl",
      ["nvidia/cusparse/lib/libcusparse.so.12"]),
+    # Consumers' finders (docs/loader.md): TensorFlow 2.16.1's build facts and the library its
+    # loader dlopens cuDNN from; a JAX CUDA plugin that opens cuDNN by name itself.
+    ("tensorflow", "tensorflow-2.16.1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+     ["tensorflow/python/platform/build_info.py", "tensorflow/libtensorflow_framework.so.2"]),
+    ("jax-cuda12-pjrt", "jax_cuda12_pjrt-0.4.35-py3-none-manylinux2014_x86_64.whl",
+     ["jax_plugins/xla_cuda12/xla_cuda_plugin.so"]),
+    # onnxruntime-gpu's CUDA provider (the real-input suite, not the hermetic tests: 284 MB).
+    ("onnxruntime-gpu", "onnxruntime_gpu-1.31.1-cp311-cp311-manylinux_2_28_x86_64.whl",
+     ["onnxruntime/capi/libonnxruntime_providers_cuda.so", "onnxruntime/__init__.py"]),
 ]
 
 

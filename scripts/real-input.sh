@@ -8,7 +8,8 @@
 #                  by bash, use, status, edit + apply, rollback, generations, gc;
 #   check_real::   `cuenv check` on the real libraries: versions, loaded paths,
 #                  shadowing, mixed sub-libraries, a missing sub-library;
-#   real_sources:: the shipped profiles/lab.toml from the real PyPI, `apply --locked`.
+#   real_sources:: the shipped profiles/lab.toml from the real PyPI, `apply --locked`;
+#   finders::      consumers' files: TensorFlow 2.16.1, jax_cuda12_pjrt 0.4.35, onnxruntime-gpu 1.31.1.
 # The one other ignored module, fetch_real:: (`store fetch` from the real PyPI), is skipped,
 # as before. Selecting by `--skip` rather than by the module names keeps a name filter given
 # here meaning "only these tests" (libtest ORs its filters, so the module names would add to it).

@@ -95,6 +95,24 @@ fn named_dispatchers(file: &Path) -> Vec<(u64, bool)> {
         let data = binfmt::referenced_libraries(file).map(|r| r.cudnn).unwrap_or_default();
         majors = data.iter().filter_map(|n| libname::loader_dispatcher_major(n, Os::HOST)).map(|m| (m, true)).collect();
     }
+    // A library whose own search path leads into a folder holding a dispatcher loads it from
+    // there by a name it builds at run time (XLA's loader in jax_cuda12_pjrt 0.4.35 writes
+    // no `libcudnn.so.9` anywhere; its DT_RPATH names `$ORIGIN/../../nvidia/cudnn/lib`).
+    if majors.is_empty()
+        && !cfg!(windows)
+        && let Some(o) = super::loader::Object::read(file)
+    {
+        let entries = o.dynamic.runpath.clone().unwrap_or_else(|| o.dynamic.rpath.clone());
+        for e in entries {
+            let dir = super::loader::expand(&e, &o.origin());
+            let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+            for f in rd.flatten() {
+                if let Some(m) = libname::loader_dispatcher_major(&f.file_name().to_string_lossy(), Os::HOST) {
+                    majors.push((m, true));
+                }
+            }
+        }
+    }
     majors.sort();
     majors.dedup();
     majors

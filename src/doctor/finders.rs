@@ -47,6 +47,8 @@ pub enum Finder {
     Pathfinder,
     /// TensorFlow's `dlopen` by name (from `libtensorflow_framework.so.2`).
     Tensorflow,
+    /// `onnxruntime.preload_dlls()`: the wheel's file by full path, else by name.
+    Onnxruntime,
 }
 
 /// What one consumer present in a Python env would load.
@@ -251,18 +253,45 @@ pub fn pathfinder_cudnn(cat: &PathfinderCatalog, env: &PyEnv, scene: &Scene) -> 
     first_in(&cat.anchor_dirs.iter().flat_map(|rel| sub_dirs(&cuda, rel)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "CUDA_PATH".into()))
 }
 
-/// TensorFlow's build facts (`tensorflow/python/platform/build_info.py`, a `build_info = {...}`
-/// dict of literals): the value of `key` (`cudnn_version`, `cuda_version`) as written.
+/// TensorFlow's build facts (`tensorflow/python/platform/build_info.py`): the value of `key`
+/// (`cudnn_version`, `cuda_version`) as written, in either form TensorFlow generates it: a
+/// dict literal (`'cudnn_version': '8'`) or, as 2.16.1 writes it, an `OrderedDict` of pairs
+/// (`('cudnn_version', '8')`).
 pub fn build_info_value(text: &str, key: &str) -> Option<String> {
     let at = text.find(&format!("'{key}'")).or_else(|| text.find(&format!("\"{key}\"")))? + key.len() + 2;
-    let rest = text[at..].trim_start().strip_prefix(':')?.trim_start();
+    let rest = text[at..].trim_start();
+    let rest = rest.strip_prefix(':').or_else(|| rest.strip_prefix(','))?.trim_start();
     let q = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
     let rest = &rest[1..];
     Some(rest[..rest.find(q)?].to_string())
 }
 
+/// The cuDNN dispatchers `onnxruntime.preload_dlls()` loads on Linux, read from the installed
+/// `onnxruntime/__init__.py` (`_get_nvidia_dll_paths`, onnxruntime-gpu 1.31: tuples such as
+/// `("nvidia", "cudnn", "lib", "libcudnn.so.9")`, joined under site-packages): each
+/// (relative path, file name). `None` when the file has no `preload_dlls`.
+pub fn onnxruntime_preloads(init_py: &str) -> Option<Vec<(PathBuf, String)>> {
+    if !init_py.contains("def preload_dlls") {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (at, _) in init_py.match_indices("(\"nvidia\",") {
+        let Some(end) = init_py[at..].find(')') else { continue };
+        let parts: Vec<&str> = init_py[at + 1..at + end].split(',').map(|p| p.trim().trim_matches('"')).filter(|p| !p.is_empty()).collect();
+        if let Some(name) = parts.last()
+            && libname::loader_dispatcher_major(name, Os::Linux).is_some()
+        {
+            let rel: PathBuf = parts.iter().collect();
+            if !out.iter().any(|(r, _)| r == &rel) {
+                out.push((rel, name.to_string()));
+            }
+        }
+    }
+    Some(out)
+}
+
 /// The loads of every consumer present in `env` (Linux): the `DT_NEEDED` consumers `named`,
-/// `cuda.pathfinder`, TensorFlow. Empty on other systems.
+/// `cuda.pathfinder`, TensorFlow, `onnxruntime.preload_dlls()`. Empty on other systems.
 pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
     let mut out = Vec::new();
     if cfg!(windows) {
@@ -333,6 +362,30 @@ pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
                 }
             }
         }
+        if let Some(preloads) = std::fs::read_to_string(sp.join("onnxruntime/__init__.py")).ok().as_deref().and_then(onnxruntime_preloads) {
+            for (rel, name) in preloads {
+                let file = sp.join(&rel);
+                let major = libname::loader_dispatcher_major(&name, Os::Linux).unwrap_or(0);
+                let (path, how, full_path) = if file.is_file() {
+                    (Some(file.clone()), format!("`onnxruntime.preload_dlls()` opens {} by full path", file.display()), true)
+                } else {
+                    let (p, how) = by_name(&name, &Object::bare(Path::new("/")));
+                    (p, format!("`onnxruntime.preload_dlls()` finds no {} and opens {name} by name: {how}", rel.display()), false)
+                };
+                out.push(Load {
+                    finder: Finder::Onnxruntime,
+                    env: described.clone(),
+                    consumer: "onnxruntime.preload_dlls()".into(),
+                    library: name,
+                    major,
+                    path,
+                    how,
+                    found_via: None,
+                    full_path,
+                    verified: true,
+                });
+            }
+        }
         let info = sp.join("tensorflow/python/platform/build_info.py");
         if let Ok(text) = std::fs::read_to_string(&info) {
             let cudnn = build_info_value(&text, "cudnn_version");
@@ -401,8 +454,38 @@ fn canon(p: &Path) -> PathBuf {
 ///   of the other file maps a second copy whose sub-libraries, loaded by name, come from the
 ///   first;
 /// - a consumer the model does not cover ("not verified").
-pub fn judge(env: &PyEnv, loads: &[Load]) -> Vec<Finding> {
+/// - a consumer whose copy is another release than the one a load by name gets here
+///   (`by_name`: (major, dispatcher) of doctor's probe), which doctor's first lines report.
+pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)]) -> Vec<Finding> {
     let mut out = Vec::new();
+    let release = |p: &Path, major: u64| super::frameworks::own_release(p, major);
+    for l in loads.iter().filter(|l| l.verified) {
+        let (Some(got), Some((_, Some(bare)))) = (&l.path, by_name.iter().find(|(m, _)| *m == l.major)) else { continue };
+        let (g, b) = (canon(got), canon(bare));
+        let (gv, bv) = (release(&g, l.major), release(&b, l.major));
+        if g == b || matches!((&gv, &bv), (Some(x), Some(y)) if loader::same_release(x, y)) {
+            continue;
+        }
+        let v = |x: &Option<crate::cudnn::version::Version>| x.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "version unknown".into());
+        out.push(Finding {
+            rule: None,
+            severity: Severity::Warning,
+            message: format!(
+                "{} in {} would load {} ({}) {}, not the {} ({}) a load by name gets in this environment",
+                l.consumer,
+                l.env,
+                g.display(),
+                v(&gv),
+                l.how,
+                b.display(),
+                v(&bv)
+            ),
+            hint: Some(format!(
+                "what this program runs with is {}: keep it at the cuDNN release you want, or bind the env to a cuenv profile (`python-env`) so its env hook preloads the profile's copy before any framework imports",
+                g.display()
+            )),
+        });
+    }
     for l in loads {
         if !l.verified {
             out.push(Finding {
@@ -498,6 +581,17 @@ mod tests {
         assert_eq!(build_info_value(text, "cudnn_version").as_deref(), Some("8"));
         assert_eq!(build_info_value(text, "cuda_version").as_deref(), Some("12.3"));
         assert_eq!(build_info_value(text, "nccl_version"), None);
+        // TensorFlow 2.16.1's own form (its wheel's build_info.py).
+        let pairs = "build_info = collections.OrderedDict([('cuda_version', '12.3'), ('cudnn_version', '8'), ('is_cuda_build', True)])";
+        assert_eq!(build_info_value(pairs, "cudnn_version").as_deref(), Some("8"));
+        assert_eq!(build_info_value(pairs, "cuda_version").as_deref(), Some("12.3"));
+    }
+
+    #[test]
+    fn onnxruntime_preloads_are_read_from_its_tuples() {
+        let text = "def _get_nvidia_dll_paths(is_windows, cuda=True, cudnn=True):\n    cudnn_dll_paths = [\n        (\"nvidia\", \"cudnn\", \"bin\", \"cudnn64_9.dll\"),\n    ]\n    cudnn_dll_paths = [\n        (\"nvidia\", \"cudnn\", \"lib\", \"libcudnn.so.9\"),\n    ]\n(\"nvidia\", \"cublas\", \"lib\", \"libcublas.so.12\")\ndef preload_dlls(cuda=True):\n    pass\n";
+        assert_eq!(onnxruntime_preloads(text).unwrap(), vec![(PathBuf::from("nvidia/cudnn/lib/libcudnn.so.9"), "libcudnn.so.9".to_string())]);
+        assert_eq!(onnxruntime_preloads("import os\n"), None);
     }
 
     #[test]

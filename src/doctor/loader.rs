@@ -134,7 +134,9 @@ impl Object {
         Object { path: path.to_path_buf(), dynamic: ElfDynamic::default() }
     }
 
-    fn origin(&self) -> PathBuf {
+    /// `$ORIGIN` for this object: the folder of the path it was loaded by (not resolved, as
+    /// glibc takes it from the object's name).
+    pub fn origin(&self) -> PathBuf {
         self.path.parent().map(Path::to_path_buf).unwrap_or_default()
     }
 }

@@ -261,7 +261,8 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         let preloaded: Vec<PathBuf> = finders::active_hooks(e, &get).into_iter().flat_map(|(_, h)| h.preload).collect();
         let scene = finders::Scene { get: &get, linux: &linux, preloaded: &preloaded };
         let loads = finders::loads(e, &envs::consumers(e), &scene);
-        findings.extend(finders::judge(e, &loads));
+        let by_name: Vec<(u64, Option<PathBuf>)> = loaded.iter().map(|l| (l.major, l.dispatcher.clone())).collect();
+        findings.extend(finders::judge(e, &loads, &by_name));
         consumers.extend(loads);
     }
     findings.extend(activation_scripts(inp.layout, conda_prefix.as_deref()));

@@ -262,11 +262,13 @@ fn two_consumers_that_would_load_different_copies_are_named_together() {
     );
 }
 
-/// A JAX-style plugin (`jax_plugins/xla_cuda12/xla_cuda_plugin.so`): it needs no cuDNN in
-/// DT_NEEDED but opens `libcudnn.so.9` by name itself when it first needs it, with its
-/// DT_RUNPATH into the venv's 9.1 wheel. With an image's 9.2 on LD_LIBRARY_PATH the real
-/// loader gives it 9.2 (LD_LIBRARY_PATH before DT_RUNPATH) and doctor says so, naming both
-/// copies; without it both say 9.1, and doctor has no problem with the plugin.
+/// A JAX plugin built like jax_cuda12_pjrt 0.4.35's `xla_cuda_plugin.so`: no cuDNN in
+/// DT_NEEDED nor in its data (XLA builds the name at run time), a DT_RPATH into the venv's
+/// 9.1 wheel. With an image's 9.2 on LD_LIBRARY_PATH the real loader gives the plugin the
+/// wheel's dispatcher (DT_RPATH comes before LD_LIBRARY_PATH) while a load by name gets 9.2,
+/// and the wheel's dispatcher then loads the image's graph library by name (LD_LIBRARY_PATH
+/// before its DT_RUNPATH `$ORIGIN`), which answers 9.2: doctor says both, naming the copies;
+/// without the image nothing differs and doctor says nothing of it.
 #[test]
 fn a_plugin_that_dlopens_cudnn_itself_is_a_consumer_and_its_copy_is_named() {
     let tmp = tempfile::tempdir().unwrap();
@@ -279,8 +281,8 @@ fn a_plugin_that_dlopens_cudnn_itself_is_a_consumer_and_its_copy_is_named() {
     cc_lib(
         &plugin_dir,
         "xla_cuda_plugin.so",
-        "#include <dlfcn.h>\n#include <stddef.h>\nsize_t plugin_cudnn_version(void) { void *h = dlopen(\"libcudnn.so.9\", RTLD_LAZY); if (!h) return 0; size_t (*f)(void) = (size_t (*)(void))dlsym(h, \"cudnnGetVersion\"); return f(); }\n",
-        &["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/../../nvidia/cudnn/lib", "-ldl"],
+        "#include <dlfcn.h>\n#include <stdio.h>\n#include <stddef.h>\nsize_t plugin_cudnn_version(int major) { char n[64]; snprintf(n, sizeof n, \"lib%s.so.%d\", \"cud\" \"nn\", major); void *h = dlopen(n, RTLD_LAZY); if (!h) return 0; size_t (*f)(void) = (size_t (*)(void))dlsym(h, \"cudnnGetVersion\"); return f(); }\n",
+        &["-Wl,--disable-new-dtags", "-Wl,-rpath,$ORIGIN/../../nvidia/cudnn/lib:$ORIGIN/../nvidia/cudnn/lib", "-ldl"],
     );
     let plugin = plugin_dir.join("xla_cuda_plugin.so");
     let real = |ld: Option<&Path>| -> u64 {
@@ -290,25 +292,124 @@ fn a_plugin_that_dlopens_cudnn_itself_is_a_consumer_and_its_copy_is_named() {
             c.env("LD_LIBRARY_PATH", ld);
         }
         let script = format!(
-            "import ctypes\np = ctypes.CDLL({:?})\np.plugin_cudnn_version.restype = ctypes.c_size_t\nprint(p.plugin_cudnn_version())",
+            "import ctypes\np = ctypes.CDLL({:?})\np.plugin_cudnn_version.restype = ctypes.c_size_t\nprint(p.plugin_cudnn_version(9))",
             plugin.display().to_string()
         );
         let out = c.arg("-c").arg(script).output().unwrap();
         assert!(out.status.success(), "{out:?}");
         String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
     };
-    assert_eq!(real(Some(&image)), 90200);
+    assert_eq!(real(Some(&image)), 90200, "the wheel's dispatcher answers with the image's graph library");
     let text = doctor_findings(&venv, &[("LD_LIBRARY_PATH", &image)]);
+    let (w, i) = (canon(&wheel.join("libcudnn.so.9")).display().to_string(), canon(&image.join("libcudnn.so.9")).display().to_string());
     assert!(
-        text.contains("jax_plugins's xla_cuda_plugin.so")
-            && text.contains("the loader searches LD_LIBRARY_PATH before DT_RUNPATH")
-            && text.contains(&canon(&image.join("libcudnn.so.9")).display().to_string()),
+        text.contains(&format!("jax_plugins's xla_cuda_plugin.so in the venv {} would load {w}", canon(&venv).display()))
+            && text.contains("through the DT_RPATH")
+            && text.contains(&format!("not the {i}")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("problem: jax_plugins's xla_cuda_plugin.so gets the cuDNN 9 dispatcher {w}"))
+            && text.contains("a set of libraries from more than one folder"),
         "{text}"
     );
     assert_eq!(real(None), 90100);
     let text = doctor_findings(&venv, &[]);
-    assert!(!text.contains("problem: jax_plugins"), "{text}");
+    assert!(!text.contains("xla_cuda_plugin.so in the venv"), "{text}");
     let loads = doctor_loads(&venv, &[]);
     let p = loads.iter().find(|l| l["consumer"].as_str().is_some_and(|c| c.contains("xla_cuda_plugin.so"))).expect("the plugin's row");
     assert_eq!(canon(Path::new(p["path"].as_str().unwrap())), canon(&wheel.join("libcudnn.so.9")), "{p}");
+}
+
+/// The real files these finders read: TensorFlow 2.16.1's `build_info.py` (doctor's cuDNN and
+/// CUDA are what Python itself reads from it) and its `libtensorflow_framework.so.2` (no
+/// DT_RUNPATH entry into `nvidia/cudnn/lib`, so the wheel's cuDNN 8 does not resolve);
+/// jax_cuda12_pjrt 0.4.35's `xla_cuda_plugin.so`, a consumer through its DT_RPATH, which gets
+/// the venv's wheel copy (members of the real wheels, scripts/fetch-real-members.py).
+#[test]
+#[ignore = "real files: scripts/real-input.sh (CUENV_REAL_WHEELS)"]
+fn real_tensorflow_and_jax_plugin_files_are_read_as_their_finders_read_them() {
+    let members = crate::support::real_wheels_dir().join("members");
+    let tf_real = members.join("tensorflow-2.16.1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl");
+    let jax_real = members.join("jax_cuda12_pjrt-0.4.35-py3-none-manylinux2014_x86_64.whl/xla_cuda_plugin.so");
+    assert!(tf_real.join("build_info.py").is_file() && jax_real.is_file(), "run scripts/fetch-real-wheels.sh");
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((venv, sp)) = venv(tmp.path(), false) else { return };
+    let tf = sp.join("tensorflow");
+    std::fs::create_dir_all(tf.join("python/platform")).unwrap();
+    std::fs::copy(tf_real.join("build_info.py"), tf.join("python/platform/build_info.py")).unwrap();
+    std::os::unix::fs::symlink(tf_real.join("libtensorflow_framework.so.2"), tf.join("libtensorflow_framework.so.2")).unwrap();
+    let wheel = sp.join("nvidia/cudnn/lib");
+    cc_lib(&wheel, "libcudnn.so.8", "int cudnnGetVersion(void) { return 8907; }\n", &[]);
+    // The JAX plugin in a venv of its own, beside a cuDNN 9 wheel.
+    let jax_tmp = tempfile::tempdir().unwrap();
+    let Some((jax_venv, jax_sp)) = self::venv(jax_tmp.path(), false) else { return };
+    let jax_wheel = jax_sp.join("nvidia/cudnn/lib");
+    release_9(&jax_wheel, 1);
+    let sp_tf = sp.clone();
+    let sp = jax_sp;
+    std::fs::create_dir_all(sp.join("jax_plugins/xla_cuda12")).unwrap();
+    // A file of its own, as pip installs it (doctor does not follow links when it walks).
+    let plugin = sp.join("jax_plugins/xla_cuda12/xla_cuda_plugin.so");
+    if std::fs::hard_link(&jax_real, &plugin).is_err() {
+        std::fs::copy(&jax_real, &plugin).unwrap();
+    }
+    // Python's own reading of the real build_info.py.
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg("import runpy, sys; b = runpy.run_path(sys.argv[1])['build_info']; print(b['cudnn_version'], b['cuda_version'])")
+        .arg(sp_tf.join("tensorflow/python/platform/build_info.py"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut it = said.split_whitespace();
+    let (cudnn, cuda) = (it.next().unwrap().to_string(), it.next().unwrap().to_string());
+    let text = doctor_findings(&venv, &[]);
+    assert!(text.contains(&format!("build_info.py names cuDNN {cudnn} for CUDA {cuda}")), "{text}");
+    assert!(text.contains(&format!("libcudnn.so.{cudnn} would not resolve")) && text.contains("the wheel folders are not on the loader path"), "{text}");
+    let loads = doctor_loads(&jax_venv, &[]);
+    let p =
+        loads.iter().find(|l| l["consumer"].as_str().is_some_and(|c| c.contains("xla_cuda_plugin.so"))).unwrap_or_else(|| panic!("no plugin row: {loads:?}"));
+    assert_eq!(canon(Path::new(p["path"].as_str().unwrap())), canon(&jax_wheel.join("libcudnn.so.9")), "{p}");
+    assert!(p["how"].as_str().unwrap().contains("DT_RPATH"), "{p}");
+}
+
+/// onnxruntime-gpu 1.31.1's own `__init__.py`: `preload_dlls()` opens the venv's
+/// `nvidia/cudnn/lib/libcudnn.so.9` by full path. Beside a torch-style consumer that gets a
+/// module's 9.3 through LD_LIBRARY_PATH, doctor says the full-path load maps a second copy, and
+/// the real loader does map both files (a full-path `dlopen` of another file of the same
+/// soname is not the loaded one).
+#[test]
+#[ignore = "real files: scripts/real-input.sh (CUENV_REAL_WHEELS)"]
+fn real_onnxruntime_preload_beside_torch_maps_a_second_copy_and_doctor_says_so() {
+    let real = crate::support::real_wheels_dir().join("members/onnxruntime_gpu-1.31.1-cp311-cp311-manylinux_2_28_x86_64.whl/__init__.py");
+    assert!(real.is_file(), "run scripts/fetch-real-wheels.sh");
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((venv, sp)) = venv(tmp.path(), false) else { return };
+    std::fs::create_dir_all(sp.join("onnxruntime")).unwrap();
+    std::fs::copy(&real, sp.join("onnxruntime/__init__.py")).unwrap();
+    let wheel = sp.join("nvidia/cudnn/lib");
+    release_9(&wheel, 1);
+    let ld = tmp.path().join("modules/cudnn-9.3/lib");
+    release_9(&ld, 3);
+    cc_lib(
+        &sp.join("torch/lib"),
+        "libtorch_cuda.so",
+        "#include <stddef.h>\nsize_t cudnnGetVersion(void);\nsize_t torch_cudnn_version(void) { return cudnnGetVersion(); }\n",
+        &["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/../../nvidia/cudnn/lib", &format!("-L{}", wheel.display()), "-l:libcudnn.so.9"],
+    );
+    let script = "import ctypes, os, sys\nctypes.CDLL(os.environ['SP'] + '/torch/lib/libtorch_cuda.so')\nctypes.CDLL(os.environ['SP'] + '/nvidia/cudnn/lib/libcudnn.so.9')\nprint('\\n'.join(sorted({os.path.realpath(l.split()[-1]) for l in open('/proc/self/maps') if 'libcudnn.so.9' in l})))\n";
+    let out = Command::new(venv.join("bin/python")).env_clear().env("LD_LIBRARY_PATH", &ld).env("SP", &sp).arg("-c").arg(script).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let maps: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout).lines().map(PathBuf::from).collect();
+    let (w, l) = (canon(&wheel.join("libcudnn.so.9")), canon(&ld.join("libcudnn.so.9")));
+    let mut want = vec![w.clone(), l.clone()];
+    want.sort();
+    assert_eq!(maps, want, "the real loader maps both copies");
+    let loads = doctor_loads(&venv, &[("LD_LIBRARY_PATH", &ld)]);
+    let o = loads.iter().find(|x| x["finder"] == "onnxruntime").unwrap_or_else(|| panic!("no onnxruntime row: {loads:?}"));
+    assert_eq!(canon(Path::new(o["path"].as_str().unwrap())), w, "{o}");
+    assert_eq!(o["full_path"], true);
+    let text = doctor_findings(&venv, &[("LD_LIBRARY_PATH", &ld)]);
+    assert!(text.contains("onnxruntime.preload_dlls() opens its copy by full path") && text.contains("a second copy is mapped"), "{text}");
 }
