@@ -571,6 +571,44 @@ pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)]) ->
     out
 }
 
+/// Windows: the env hooks `hooks` of `env` that cannot make their profile win inside PyTorch.
+/// `import torch` loads every DLL of `torch\lib` by full path (`torch/__init__.py`
+/// `_load_dll_libraries`: `os.add_dll_directory` of that folder, then `LoadLibraryExW` of each
+/// file), so a `torch\lib` holding a cuDNN dispatcher (`cudnn64_<N>.dll`, `os`'s names) gives
+/// PyTorch that copy whatever the hook puts on PATH, and the hook preloads nothing there
+/// (`apply` leaves torch's copy whole). One warning per such hook, naming torch, the copy and the
+/// fix.
+pub fn torch_keeps_its_copy(env: &PyEnv, hooks: &[(PathBuf, Hook)], os: Os) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (file, h) in hooks {
+        for sp in &env.site_packages {
+            let lib = sp.join("torch").join("lib");
+            let Ok(rd) = std::fs::read_dir(&lib) else { continue };
+            let mut copies: Vec<(u64, PathBuf)> =
+                rd.flatten().filter_map(|e| Some((libname::loader_dispatcher_major(&e.file_name().to_string_lossy(), os)?, e.path()))).collect();
+            copies.sort();
+            for (major, copy) in copies {
+                out.push(Finding {
+                    rule: None,
+                    severity: Severity::Warning,
+                    message: format!(
+                        "PyTorch in {} loads its own cuDNN {major} ({}) by full path when it is imported, so profile {}'s env hook ({}) cannot give it the profile's cuDNN: inside torch this copy wins",
+                        env.describe(),
+                        copy.display(),
+                        h.profile,
+                        file.display()
+                    ),
+                    hint: Some(format!(
+                        "install the PyTorch build whose cuDNN is the profile's (`python -c \"import torch; print(torch.backends.cudnn.version())\"` prints this one's), or give profile {} the cuDNN this torch carries",
+                        h.profile
+                    )),
+                });
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,6 +623,26 @@ mod tests {
         let pairs = "build_info = collections.OrderedDict([('cuda_version', '12.3'), ('cudnn_version', '8'), ('is_cuda_build', True)])";
         assert_eq!(build_info_value(pairs, "cudnn_version").as_deref(), Some("8"));
         assert_eq!(build_info_value(pairs, "cuda_version").as_deref(), Some("12.3"));
+    }
+
+    #[test]
+    fn a_torch_lib_holding_a_dispatcher_is_named_for_each_hook_on_windows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sp = tmp.path().join("Lib/site-packages");
+        std::fs::create_dir_all(sp.join("torch/lib")).unwrap();
+        std::fs::write(sp.join("torch/lib/cudnn64_9.dll"), b"MZ").unwrap();
+        std::fs::write(sp.join("torch/lib/cudnn_graph64_9.dll"), b"MZ").unwrap();
+        let env =
+            PyEnv { kind: crate::pyenv::Kind::Venv, prefix: tmp.path().to_path_buf(), site_packages: vec![sp.clone()], python: None, found_by: "test".into() };
+        let hook = Hook { profile: "torch".into(), preload: vec![], path: vec![], ld_library_path: vec![], set: vec![] };
+        let hooks = vec![(sp.join("00-cuenv-torch.pth"), hook)];
+        let f = torch_keeps_its_copy(&env, &hooks, Os::Windows);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("cudnn64_9.dll") && f[0].message.contains("profile torch's env hook"), "{}", f[0].message);
+        // No hook, or a torch/lib without a dispatcher: nothing.
+        assert!(torch_keeps_its_copy(&env, &[], Os::Windows).is_empty());
+        std::fs::remove_file(sp.join("torch/lib/cudnn64_9.dll")).unwrap();
+        assert!(torch_keeps_its_copy(&env, &hooks, Os::Windows).is_empty());
     }
 
     #[test]

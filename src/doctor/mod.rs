@@ -258,7 +258,11 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     for e in &environments {
         findings.extend(envs::judge(e, active.profile.is_some(), &search_path, &folders, &search_var));
         // The env hook's preloads are in the process before any consumer asks.
-        let preloaded: Vec<PathBuf> = finders::active_hooks(e, &get).into_iter().flat_map(|(_, h)| h.preload).collect();
+        let hooks = finders::active_hooks(e, &get);
+        if cfg!(windows) {
+            findings.extend(finders::torch_keeps_its_copy(e, &hooks, Os::Windows));
+        }
+        let preloaded: Vec<PathBuf> = hooks.into_iter().flat_map(|(_, h)| h.preload).collect();
         let scene = finders::Scene { get: &get, linux: &linux, preloaded: &preloaded };
         let loads = finders::loads(e, &envs::consumers(e), &scene);
         let by_name: Vec<(u64, Option<PathBuf>)> = loaded.iter().map(|l| (l.major, l.dispatcher.clone())).collect();
