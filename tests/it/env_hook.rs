@@ -53,7 +53,7 @@ pub(crate) fn release_9(lib: &Path, minor: u32) {
 /// A torch-like consumer in `<sp>/torch/lib/libtorch_cuda.so`: `DT_NEEDED` `libcudnn.so.9`,
 /// `DT_RUNPATH` `$ORIGIN/../../nvidia/cudnn/lib` (PyTorch's Linux wheels).
 #[cfg(target_os = "linux")]
-fn torch_like(sp: &Path) {
+pub(crate) fn torch_like(sp: &Path) {
     cc_lib(
         &sp.join("torch/lib"),
         "libtorch_cuda.so",
@@ -345,9 +345,19 @@ fn the_hook_names_the_hosts_folders_and_spares_a_torch_lib_on_windows() {
     let h = cuenv::pyenv::hook::parse(&text).unwrap();
     let view = lab.profiles().join("torch");
     let dispatcher = if cfg!(windows) { "cudnn64_9.dll" } else { "libcudnn.so.9" };
-    assert_eq!(h.preload.first(), Some(&view.join("cudnn-lib").join(dispatcher)), "{text}");
+    // With links, the view's stable folders; link-free (Wine refuses junctions), the real
+    // folders: the store entry's `bin` and the toolkit's runtime folder.
+    let (cudnn_dir, cuda_dir) = if crate::support::lab::native_links_work(&lab.ctx.work) {
+        (view.join("cudnn-lib"), view.join("cuda-lib"))
+    } else {
+        let first = h.path.first().cloned().unwrap_or_default();
+        assert!(first.starts_with(lab.ctx.home.join("store")) && first.ends_with("bin"), "{text}");
+        (first, h.path.get(1).cloned().unwrap_or_default())
+    };
+    assert_eq!(h.preload.first(), Some(&cudnn_dir.join(dispatcher)), "{text}");
     if cfg!(windows) {
-        assert_eq!(h.path, [view.join("cudnn-lib"), view.join("cuda-lib")], "{text}");
+        assert!(cuda_dir.ends_with("bin") && !cuda_dir.starts_with(&lab.ctx.home), "{text}");
+        assert_eq!(h.path, [cudnn_dir.clone(), cuda_dir.clone()], "{text}");
         assert!(h.ld_library_path.is_empty());
         std::fs::create_dir_all(sp.join("torch").join("lib")).unwrap();
         std::fs::write(sp.join("torch").join("lib").join("CUDNN64_9.DLL"), b"MZ").unwrap();
@@ -355,8 +365,8 @@ fn the_hook_names_the_hosts_folders_and_spares_a_torch_lib_on_windows() {
         lab.ok(&["apply", file.to_str().unwrap()]);
         let h = cuenv::pyenv::hook::parse(&std::fs::read_to_string(sp.join("00-cuenv-torch.pth")).unwrap()).unwrap();
         assert!(h.preload.is_empty(), "{h:?}");
-        assert_eq!(h.path, [view.join("cudnn-lib"), view.join("cuda-lib")]);
+        assert_eq!(h.path, [cudnn_dir, cuda_dir]);
     } else {
-        assert_eq!(h.ld_library_path, [view.join("cudnn-lib"), view.join("cuda-lib")], "{text}");
+        assert_eq!(h.ld_library_path, [cudnn_dir, cuda_dir], "{text}");
     }
 }

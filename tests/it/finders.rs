@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::env_hook::release_9;
+use crate::env_hook::{release_9, torch_like};
 use crate::support::stubs::{cc_lib, companion_stubs};
 
 /// A venv (`python3 -m venv --without-pip`) at `dir/.venv` holding cuBLAS stand-ins (cuDNN's
@@ -226,12 +226,7 @@ fn two_consumers_that_would_load_different_copies_are_named_together() {
     release_9(&wheel, 1);
     let ld = tmp.path().join("modules/cudnn-9.3/lib");
     release_9(&ld, 3);
-    cc_lib(
-        &sp.join("torch/lib"),
-        "libtorch_cuda.so",
-        "#include <stddef.h>\nsize_t cudnnGetVersion(void);\nsize_t torch_cudnn_version(void) { return cudnnGetVersion(); }\n",
-        &["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/../../nvidia/cudnn/lib", &format!("-L{}", wheel.display()), "-l:libcudnn.so.9"],
-    );
+    torch_like(&sp);
     let maps = |first: &str| -> Vec<PathBuf> {
         let pf = "from cuda.pathfinder import load_nvidia_dynamic_lib\nload_nvidia_dynamic_lib('cudnn')\n";
         let torch = "import ctypes, os\nctypes.CDLL(os.environ['SP'] + '/torch/lib/libtorch_cuda.so')\n";
@@ -392,12 +387,7 @@ fn real_onnxruntime_preload_beside_torch_maps_a_second_copy_and_doctor_says_so()
     release_9(&wheel, 1);
     let ld = tmp.path().join("modules/cudnn-9.3/lib");
     release_9(&ld, 3);
-    cc_lib(
-        &sp.join("torch/lib"),
-        "libtorch_cuda.so",
-        "#include <stddef.h>\nsize_t cudnnGetVersion(void);\nsize_t torch_cudnn_version(void) { return cudnnGetVersion(); }\n",
-        &["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/../../nvidia/cudnn/lib", &format!("-L{}", wheel.display()), "-l:libcudnn.so.9"],
-    );
+    torch_like(&sp);
     let script = "import ctypes, os, sys\nctypes.CDLL(os.environ['SP'] + '/torch/lib/libtorch_cuda.so')\nctypes.CDLL(os.environ['SP'] + '/nvidia/cudnn/lib/libcudnn.so.9')\nprint('\\n'.join(sorted({os.path.realpath(l.split()[-1]) for l in open('/proc/self/maps') if 'libcudnn.so.9' in l})))\n";
     let out = Command::new(venv.join("bin/python")).env_clear().env("LD_LIBRARY_PATH", &ld).env("SP", &sp).arg("-c").arg(script).output().unwrap();
     assert!(out.status.success(), "{out:?}");
