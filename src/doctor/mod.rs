@@ -256,7 +256,8 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     let linux = loader::LinuxEnv::new(folders.clone());
     let mut consumers = Vec::new();
     for e in &environments {
-        findings.extend(envs::judge(e, active.profile.is_some(), &search_path, &folders, &search_var));
+        let users = envs::consumers(e);
+        findings.extend(envs::judge(e, &users, active.profile.is_some(), &search_path, &folders, &search_var));
         // The env hook's preloads are in the process before any consumer asks.
         let hooks = finders::active_hooks(e, &get);
         if cfg!(windows) {
@@ -264,7 +265,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         }
         let preloaded: Vec<PathBuf> = hooks.into_iter().flat_map(|(_, h)| h.preload).collect();
         let scene = finders::Scene { get: &get, linux: &linux, preloaded: &preloaded };
-        let loads = finders::loads(e, &envs::consumers(e), &scene);
+        let loads = finders::loads(e, &users, &scene);
         let by_name: Vec<(u64, Option<PathBuf>)> = loaded.iter().map(|l| (l.major, l.dispatcher.clone())).collect();
         findings.extend(finders::judge(e, &loads, &by_name));
         consumers.extend(loads);
