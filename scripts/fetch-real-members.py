@@ -51,7 +51,8 @@ WANTED = [
      ["jax_plugins/xla_cuda12/xla_cuda_plugin.so"]),
     # onnxruntime-gpu's CUDA provider (the real-input suite, not the hermetic tests: 284 MB).
     ("onnxruntime-gpu", "onnxruntime_gpu-1.31.1-cp311-cp311-manylinux_2_28_x86_64.whl",
-     ["onnxruntime/capi/libonnxruntime_providers_cuda.so", "onnxruntime/__init__.py"]),
+     ["onnxruntime/capi/libonnxruntime_providers_cuda.so", "onnxruntime/__init__.py",
+      "onnxruntime/capi/onnxruntime_validation.py", "onnxruntime/capi/build_and_package_info.py"]),
 ]
 
 

@@ -23,7 +23,21 @@
 //! copy, and pathfinder's first question is "already loaded?". A full-path `dlopen` of
 //! another file still maps a second copy.
 //!
-//! On Windows these finders are not modelled yet: doctor says so rather than guess.
+//! Modelled, on Windows ([`loads_windows`]):
+//! - **PyTorch**: `import torch` loads every DLL of `torch\lib` by full path
+//!   (`torch/__init__.py` `_load_dll_libraries`: `glob("torch/lib/*.dll")`, each with
+//!   `LoadLibraryExW(dll, None, 0x1100)`), so a `cudnn64_<N>.dll` there is torch's copy.
+//! - **`onnxruntime.preload_dlls()`** (onnxruntime-gpu 1.31 `__init__.py`): with a PyTorch
+//!   whose version names the same CUDA major (`+cu121` and a build `cuda_version` of 12.x),
+//!   the DLLs of `torch\lib`; otherwise `site-packages\nvidia\cudnn\bin\...` by full path,
+//!   then by name (`ctypes.CDLL`, which on Python >= 3.8 searches the loaded modules, the
+//!   application folder, System32 and the `os.add_dll_directory` folders, not PATH).
+//! - `cuda.pathfinder` on Windows is not modelled: said ("not verified"), never guessed.
+//!
+//! On both systems a load by name of a name already loaded gets the loaded copy, and a load by
+//! full path of another file maps a second copy whose own imports, by name, bind to the
+//! modules already loaded: two consumers of one major with different copies in one process
+//! mix releases ([`judge`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -37,6 +51,9 @@ use crate::cudnn::libname::{self, Os};
 use crate::pyenv::PyEnv;
 use crate::pyenv::hook::{self, Hook};
 
+mod windows;
+pub use windows::{assigned_str, dist_version, loads_windows, torch_keeps_its_copy};
+
 /// Which finder a [`Load`] follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -49,6 +66,8 @@ pub enum Finder {
     Tensorflow,
     /// `onnxruntime.preload_dlls()`: the wheel's file by full path, else by name.
     Onnxruntime,
+    /// PyTorch on Windows: `import torch` loads every DLL of `torch\lib` by full path.
+    Torch,
 }
 
 /// What one consumer present in a Python env would load.
@@ -266,11 +285,12 @@ pub fn build_info_value(text: &str, key: &str) -> Option<String> {
     Some(rest[..rest.find(q)?].to_string())
 }
 
-/// The cuDNN dispatchers `onnxruntime.preload_dlls()` loads on Linux, read from the installed
+/// The cuDNN dispatchers `onnxruntime.preload_dlls()` loads on `os`, read from the installed
 /// `onnxruntime/__init__.py` (`_get_nvidia_dll_paths`, onnxruntime-gpu 1.31: tuples such as
-/// `("nvidia", "cudnn", "lib", "libcudnn.so.9")`, joined under site-packages): each
-/// (relative path, file name). `None` when the file has no `preload_dlls`.
-pub fn onnxruntime_preloads(init_py: &str) -> Option<Vec<(PathBuf, String)>> {
+/// `("nvidia", "cudnn", "lib", "libcudnn.so.9")` for Linux and
+/// `("nvidia", "cudnn", "bin", "cudnn64_9.dll")` for Windows, joined under site-packages):
+/// each (relative path, file name). `None` when the file has no `preload_dlls`.
+pub fn onnxruntime_preloads(init_py: &str, os: Os) -> Option<Vec<(PathBuf, String)>> {
     if !init_py.contains("def preload_dlls") {
         return None;
     }
@@ -279,7 +299,7 @@ pub fn onnxruntime_preloads(init_py: &str) -> Option<Vec<(PathBuf, String)>> {
         let Some(end) = init_py[at..].find(')') else { continue };
         let parts: Vec<&str> = init_py[at + 1..at + end].split(',').map(|p| p.trim().trim_matches('"')).filter(|p| !p.is_empty()).collect();
         if let Some(name) = parts.last()
-            && libname::loader_dispatcher_major(name, Os::Linux).is_some()
+            && libname::loader_dispatcher_major(name, os).is_some()
         {
             let rel: PathBuf = parts.iter().collect();
             if !out.iter().any(|(r, _)| r == &rel) {
@@ -290,12 +310,12 @@ pub fn onnxruntime_preloads(init_py: &str) -> Option<Vec<(PathBuf, String)>> {
     Some(out)
 }
 
-/// The loads of every consumer present in `env` (Linux): the `DT_NEEDED` consumers `named`,
-/// `cuda.pathfinder`, TensorFlow, `onnxruntime.preload_dlls()`. Empty on other systems.
+/// The loads of every consumer present in `env`: on Linux the `DT_NEEDED` consumers `named`,
+/// `cuda.pathfinder`, TensorFlow, `onnxruntime.preload_dlls()`; on Windows [`loads_windows`].
 pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
     let mut out = Vec::new();
     if cfg!(windows) {
-        return out;
+        return loads_windows(env, scene);
     }
     let described = env.describe();
     let by_name = |name: &str, asker: &Object| -> (Option<PathBuf>, String) {
@@ -362,7 +382,7 @@ pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
                 }
             }
         }
-        if let Some(preloads) = std::fs::read_to_string(sp.join("onnxruntime/__init__.py")).ok().as_deref().and_then(onnxruntime_preloads) {
+        if let Some(preloads) = std::fs::read_to_string(sp.join("onnxruntime/__init__.py")).ok().as_deref().and_then(|t| onnxruntime_preloads(t, Os::Linux)) {
             for (rel, name) in preloads {
                 let file = sp.join(&rel);
                 let major = libname::loader_dispatcher_major(&name, Os::Linux).unwrap_or(0);
@@ -437,13 +457,15 @@ pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
     out
 }
 
-/// The nvidia wheel folders of `env` holding `name` (`nvidia/*/lib/<name>`).
-fn wheel_copies(env: &PyEnv, name: &str) -> Vec<PathBuf> {
-    env.site_packages.iter().flat_map(|sp| sub_dirs(sp, "nvidia/*/lib")).map(|d| d.join(name)).filter(|f| f.is_file()).collect()
+/// The nvidia wheel folders of `env` holding `name` (`nvidia/*/lib/<name>`, on Windows
+/// `nvidia/*/bin/<name>`).
+fn wheel_copies(env: &PyEnv, name: &str, os: Os) -> Vec<PathBuf> {
+    let rel = if os == Os::Windows { "nvidia/*/bin" } else { "nvidia/*/lib" };
+    env.site_packages.iter().flat_map(|sp| sub_dirs(sp, rel)).map(|d| d.join(name)).filter(|f| f.is_file()).collect()
 }
 
 fn canon(p: &Path) -> PathBuf {
-    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+    crate::sys::paths::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// The findings of the loads `loads` of one env `env`:
@@ -456,7 +478,11 @@ fn canon(p: &Path) -> PathBuf {
 /// - a consumer the model does not cover ("not verified").
 /// - a consumer whose copy is another release than the one a load by name gets here
 ///   (`by_name`: (major, dispatcher) of doctor's probe), which doctor's first lines report.
-pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)]) -> Vec<Finding> {
+/// - two consumers that need different cuDNN majors (a process that imports both carries two
+///   releases).
+///
+/// `os` words the loader's rule (glibc's sonames, Windows' module names).
+pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)], os: Os) -> Vec<Finding> {
     let mut out = Vec::new();
     let release = |p: &Path, major: u64| super::frameworks::own_release(p, major);
     for l in loads.iter().filter(|l| l.verified) {
@@ -500,7 +526,7 @@ pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)]) ->
         // copies (`frameworks::judge`).
         // Pathfinder finding none is no problem by itself (CuPy runs without cuDNN).
         if l.path.is_none() && l.finder == Finder::Tensorflow {
-            let wheels = wheel_copies(env, &l.library);
+            let wheels = wheel_copies(env, &l.library, os);
             let (message, hint) = if let Some(w) = wheels.first() {
                 (
                     format!(
@@ -540,13 +566,25 @@ pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)]) ->
             let (va, vb) = (super::frameworks::own_release(&pa, a.major), super::frameworks::own_release(&pb, b.major));
             let v = |x: &Option<crate::cudnn::version::Version>| x.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "version unknown".into());
             let full = [a, b].iter().filter(|l| l.full_path).map(|l| l.consumer.clone()).collect::<Vec<_>>();
-            let second = if full.is_empty() {
-                "in one process glibc keeps one copy per soname for loads by name, so whichever is imported first decides which copy both get".to_string()
-            } else {
-                format!(
-                    "in one process {} opens its copy by full path, so after the other's import a second copy is mapped, and its sub-libraries, loaded by name, come from the first copy's release",
-                    full.join(" and ")
-                )
+            let opens = if full.len() > 1 { "open their copies" } else { "opens its copy" };
+            let second = match (full.is_empty(), os) {
+                (true, Os::Linux) => {
+                    "in one process glibc keeps one copy per soname for loads by name, so whichever is imported first decides which copy both get".to_string()
+                }
+                (true, Os::Windows) => {
+                    "in one process Windows keeps one module per DLL name for loads by name, so whichever is imported first decides which copy both get"
+                        .to_string()
+                }
+                (false, Os::Linux) => format!(
+                    "in one process {} {} by full path, so after the other's import a second copy is mapped, and its sub-libraries, loaded by name, come from the first copy's release",
+                    full.join(" and "),
+                    opens
+                ),
+                (false, Os::Windows) => format!(
+                    "in one process {} {} by full path, so after the other's import a second copy is mapped, and the DLLs it imports by name bind to the modules of those names already loaded, from the first copy's release (where the releases differ this fails as `WinError 127`, the specified procedure could not be found, or as a sub-library version mismatch)",
+                    full.join(" and "),
+                    opens
+                ),
             };
             out.push(Finding {
                 rule: None,
@@ -568,43 +606,35 @@ pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)]) ->
             });
         }
     }
-    out
-}
-
-/// Windows: the env hooks `hooks` of `env` that cannot make their profile win inside PyTorch.
-/// `import torch` loads every DLL of `torch\lib` by full path (`torch/__init__.py`
-/// `_load_dll_libraries`: `os.add_dll_directory` of that folder, then `LoadLibraryExW` of each
-/// file), so a `torch\lib` holding a cuDNN dispatcher (`cudnn64_<N>.dll`, `os`'s names) gives
-/// PyTorch that copy whatever the hook puts on PATH, and the hook preloads nothing there
-/// (`apply` leaves torch's copy whole). One warning per such hook, naming torch, the copy and the
-/// fix.
-pub fn torch_keeps_its_copy(env: &PyEnv, hooks: &[(PathBuf, Hook)], os: Os) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for (file, h) in hooks {
-        for sp in &env.site_packages {
-            let lib = sp.join("torch").join("lib");
-            let Ok(rd) = std::fs::read_dir(&lib) else { continue };
-            let mut copies: Vec<(u64, PathBuf)> =
-                rd.flatten().filter_map(|e| Some((libname::loader_dispatcher_major(&e.file_name().to_string_lossy(), os)?, e.path()))).collect();
-            copies.sort();
-            for (major, copy) in copies {
-                out.push(Finding {
-                    rule: None,
-                    severity: Severity::Warning,
-                    message: format!(
-                        "PyTorch in {} loads its own cuDNN {major} ({}) by full path when it is imported, so profile {}'s env hook ({}) cannot give it the profile's cuDNN: inside torch this copy wins",
-                        env.describe(),
-                        copy.display(),
-                        h.profile,
-                        file.display()
-                    ),
-                    hint: Some(format!(
-                        "install the PyTorch build whose cuDNN is the profile's (`python -c \"import torch; print(torch.backends.cudnn.version())\"` prints this one's), or give profile {} the cuDNN this torch carries",
-                        h.profile
-                    )),
-                });
-            }
+    // Two consumers, two majors. A consumer that names two majors (a library that tries one,
+    // then the other) takes no part: which it loads depends on what it finds.
+    let one_major = |l: &Load| loads.iter().all(|o| o.consumer != l.consumer || o.major == l.major);
+    let mut majors: Vec<&Load> = Vec::new();
+    for l in loads.iter().filter(|l| l.verified && l.major > 0 && one_major(l)) {
+        if !majors.iter().any(|m| m.major == l.major) {
+            majors.push(l);
         }
+    }
+    majors.sort_by_key(|l| l.major);
+    if let [low, .., high] = majors.as_slice() {
+        let at = |l: &Load| l.path.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default();
+        out.push(Finding {
+            rule: None,
+            severity: Severity::Warning,
+            message: format!(
+                "in {}, {} needs cuDNN {} ({}{}) and {} needs cuDNN {} ({}{}): a process that imports both carries two cuDNN releases, side by side under different names, which neither is built or tested with",
+                env.describe(),
+                low.consumer,
+                low.major,
+                low.library,
+                at(low),
+                high.consumer,
+                high.major,
+                high.library,
+                at(high)
+            ),
+            hint: Some(format!("run them in separate processes (one profile each), or install releases of both built for cuDNN {}", high.major)),
+        });
     }
     out
 }
@@ -648,8 +678,8 @@ mod tests {
     #[test]
     fn onnxruntime_preloads_are_read_from_its_tuples() {
         let text = "def _get_nvidia_dll_paths(is_windows, cuda=True, cudnn=True):\n    cudnn_dll_paths = [\n        (\"nvidia\", \"cudnn\", \"bin\", \"cudnn64_9.dll\"),\n    ]\n    cudnn_dll_paths = [\n        (\"nvidia\", \"cudnn\", \"lib\", \"libcudnn.so.9\"),\n    ]\n(\"nvidia\", \"cublas\", \"lib\", \"libcublas.so.12\")\ndef preload_dlls(cuda=True):\n    pass\n";
-        assert_eq!(onnxruntime_preloads(text).unwrap(), vec![(PathBuf::from("nvidia/cudnn/lib/libcudnn.so.9"), "libcudnn.so.9".to_string())]);
-        assert_eq!(onnxruntime_preloads("import os\n"), None);
+        assert_eq!(onnxruntime_preloads(text, Os::Linux).unwrap(), vec![(PathBuf::from("nvidia/cudnn/lib/libcudnn.so.9"), "libcudnn.so.9".to_string())]);
+        assert_eq!(onnxruntime_preloads("import os\n", Os::Linux), None);
     }
 
     #[test]

@@ -267,7 +267,7 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
         let scene = finders::Scene { get: &get, linux: &linux, preloaded: &preloaded };
         let loads = finders::loads(e, &users, &scene);
         let by_name: Vec<(u64, Option<PathBuf>)> = loaded.iter().map(|l| (l.major, l.dispatcher.clone())).collect();
-        findings.extend(finders::judge(e, &loads, &by_name));
+        findings.extend(finders::judge(e, &loads, &by_name, if cfg!(windows) { Os::Windows } else { Os::Linux }));
         consumers.extend(loads);
     }
     findings.extend(activation_scripts(inp.layout, conda_prefix.as_deref()));

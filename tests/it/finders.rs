@@ -379,6 +379,12 @@ fn real_tensorflow_and_jax_plugin_files_are_read_as_their_finders_read_them() {
 fn real_onnxruntime_preload_beside_torch_maps_a_second_copy_and_doctor_says_so() {
     let real = crate::support::real_wheels_dir().join("members/onnxruntime_gpu-1.31.1-cp311-cp311-manylinux_2_28_x86_64.whl/__init__.py");
     assert!(real.is_file(), "run scripts/fetch-real-wheels.sh");
+    // The same file's Windows branch, and the build facts preload_dlls reads its CUDA major from.
+    let text = std::fs::read_to_string(&real).unwrap();
+    let win = cuenv::doctor::finders::onnxruntime_preloads(&text, cuenv::cudnn::libname::Os::Windows).unwrap();
+    assert_eq!(win, vec![(PathBuf::from("nvidia/cudnn/bin/cudnn64_9.dll"), "cudnn64_9.dll".to_string())]);
+    let facts = std::fs::read_to_string(real.with_file_name("build_and_package_info.py")).expect("run scripts/fetch-real-wheels.sh");
+    assert_eq!(cuenv::doctor::finders::assigned_str(&facts, "cuda_version").as_deref(), Some("13.0"));
     let tmp = tempfile::tempdir().unwrap();
     let Some((venv, sp)) = venv(tmp.path(), false) else { return };
     std::fs::create_dir_all(sp.join("onnxruntime")).unwrap();

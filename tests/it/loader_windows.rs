@@ -540,6 +540,33 @@ mod under_windows {
         }
     }
 
+    /// docs/loader.md "Consumers' finders" (W-C3, microsoft/onnxruntime#24266): a dispatcher
+    /// loaded by full path (as `import torch` loads `torch\lib`) is mapped, but the sub-library
+    /// it then loads by name (as cuDNN 9 does at run time) is the module of that name already
+    /// loaded (another consumer's preload), not the copy beside it on the search path: two
+    /// releases mix.
+    #[test]
+    fn a_full_path_load_binds_its_imports_to_the_modules_already_loaded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fix = fixtures(tmp.path());
+        let torch_lib = tmp.path().join("torch").join("lib");
+        place(&fix, "disp9.dll", &torch_lib, "cudnn64_9.dll");
+        place(&fix, "sub9_95.dll", &torch_lib, "cudnn_graph64_9.dll");
+        let wheel = tmp.path().join("nvidia").join("cudnn").join("bin");
+        place(&fix, "sub9_91.dll", &wheel, "cudnn_graph64_9.dll");
+        let pre = wheel.join("cudnn_graph64_9.dll");
+        // Alone, torch's dispatcher takes the graph library of its folder (on PATH, as torch
+        // puts it when its flagged load fails).
+        let l = oracle(&fix, &[os("--path"), torch_lib.join("cudnn64_9.dll").as_os_str()], &[&torch_lib]);
+        assert_eq!(l.version, Some(90500), "{}\n{}", l.stdout, l.stderr);
+        // After the other consumer's full-path preload, the same load binds to the preload's.
+        let l = oracle(&fix, &[os("--preload"), pre.as_os_str(), os("--path"), torch_lib.join("cudnn64_9.dll").as_os_str()], &[&torch_lib]);
+        assert_eq!(l.version, Some(90100), "{}\n{}", l.stdout, l.stderr);
+        let mapped = |f: &Path| l.modules.iter().any(|m| same(m, f));
+        assert!(mapped(&torch_lib.join("cudnn64_9.dll")) && mapped(&pre), "torch's dispatcher and the preloaded graph: {}", l.stdout);
+        assert!(!mapped(&torch_lib.join("cudnn_graph64_9.dll")), "torch's own graph is never mapped: {}", l.stdout);
+    }
+
     /// docs/loader.md W8-W9: a module the host already loaded under the name wins over every
     /// folder, and a host that called `SetDefaultDllDirectories(LOAD_LIBRARY_SEARCH_DEFAULT_DIRS)`
     /// searches its `AddDllDirectory` folders and never the current folder or PATH. The

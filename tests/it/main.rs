@@ -34,6 +34,7 @@ mod fetch_local;
 mod fetch_real;
 #[cfg(target_os = "linux")]
 mod finders;
+mod finders_windows;
 mod fs_faults;
 mod gpu_fit;
 mod home_format;
