@@ -32,7 +32,14 @@
 //!   the DLLs of `torch\lib`; otherwise `site-packages\nvidia\cudnn\bin\...` by full path,
 //!   then by name (`ctypes.CDLL`, which on Python >= 3.8 searches the loaded modules, the
 //!   application folder, System32 and the `os.add_dll_directory` folders, not PATH).
-//! - `cuda.pathfinder` on Windows is not modelled: said ("not verified"), never guessed.
+//! - **`cuda.pathfinder`** (cuda-pathfinder 1.9.1, `load_nvidia_dynamic_lib.py`,
+//!   `search_steps.py`, `load_dl_windows.py`; [`pathfinder_cudnn_windows`]): the same phases as
+//!   on Linux with the catalog's `windows_*` fields for x64: `nvidia\cudnn\bin` of every
+//!   site-packages, `$CONDA_PREFIX\Library\bin\x64` and `bin`, a module already loaded,
+//!   then `LoadLibraryExW(name, NULL, 0)`, the standard search order *with* `PATH` (its
+//!   docstring: Python's restricted defaults do not apply to this call), then `CUDNN_PATH`,
+//!   `CUDA_PATH`, and `Program Files\NVIDIA\CUDNN\v9.*` newest first. A DLL that is not x86-64
+//!   is passed over.
 //!
 //! On both systems a load by name of a name already loaded gets the loaded copy, and a load by
 //! full path of another file maps a second copy whose own imports, by name, bind to the
@@ -52,7 +59,7 @@ use crate::pyenv::PyEnv;
 use crate::pyenv::hook::{self, Hook};
 
 mod windows;
-pub use windows::{assigned_str, dist_version, loads_windows, torch_keeps_its_copy};
+pub use windows::{PathfinderWindows, assigned_str, dist_version, loads_windows, pathfinder_catalog_windows, pathfinder_cudnn_windows, torch_keeps_its_copy};
 
 /// Which finder a [`Load`] follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -132,6 +139,9 @@ pub struct Scene<'a> {
     pub linux: &'a LinuxEnv,
     /// Files loaded before any consumer asks (the env hook's preloads), in order.
     pub preloaded: &'a [PathBuf],
+    /// The process's `PATH` entries in order, empty ones kept: the end of a Windows by-name
+    /// search ([`WinSearch::standard`](crate::doctor::winsearch::WinSearch::standard)).
+    pub path_folders: &'a [PathBuf],
 }
 
 /// The cuDNN entry of an installed `cuda.pathfinder`'s catalog.

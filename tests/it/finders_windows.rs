@@ -87,7 +87,7 @@ impl TapDir for PathBuf {
 fn loads(e: &PyEnv) -> Vec<Load> {
     let get = |_: &str| None;
     let linux = LinuxEnv::new(Vec::new());
-    finders::loads_windows(e, &Scene { get: &get, linux: &linux, preloaded: &[] })
+    finders::loads_windows(e, &Scene { get: &get, linux: &linux, preloaded: &[], path_folders: &[] })
 }
 
 fn texts(e: &PyEnv, l: &[Load]) -> String {
@@ -157,10 +157,10 @@ fn two_majors_in_one_env_are_said_and_a_cuda_11_onnxruntime_preloads_nothing() {
     assert!(!texts(&e, &l).contains("two cuDNN releases"));
 }
 
-/// cuda.pathfinder on Windows is not modelled: its row says so ("not verified"), and doctor
-/// warns rather than guess.
+/// A cuda.pathfinder whose catalog cuenv cannot read (none here, as a release that moved it
+/// would be): its row says so ("not verified"), and doctor warns rather than guess.
 #[test]
-fn pathfinder_on_windows_is_said_not_verified() {
+fn a_pathfinder_catalog_cuenv_cannot_read_is_said_not_verified() {
     let tmp = tempfile::tempdir().unwrap();
     let (e, sp) = env(tmp.path());
     fs::write(sp.join("cuda/pathfinder/__init__.py").tap_dir(), "").unwrap();
@@ -183,4 +183,147 @@ fn build_facts_and_dist_versions_are_read_as_written() {
     let w = finders::onnxruntime_preloads(ORT_INIT, Os::Windows).unwrap();
     assert_eq!(w.last().unwrap(), &(PathBuf::from("nvidia/cudnn/bin/cudnn64_9.dll"), "cudnn64_9.dll".to_string()));
     assert_eq!(w.len(), 1, "only dispatchers: {w:?}");
+}
+
+/// The parts of cuda-pathfinder 1.9.1's `_dynamic_libs/descriptor_catalog.py` the Windows
+/// model reads, as the real file writes them: the default anchor folders and the cuDNN entry.
+/// [`the_real_pathfinder_catalog_reads_as_the_fixture_does`] checks the real file gives the same.
+const PATHFINDER_CATALOG: &str = r#"
+DEFAULT_WINDOWS_CTK_ANCHOR_DIRS = WindowsSearchDirs(
+    x64=("bin/x64", "bin"),
+    arm64=("bin/arm64",),
+)
+
+DESCRIPTOR_CATALOG = (
+    DescriptorSpec(
+        name="cudnn",
+        packaged_with="other",
+        linux_sonames=("libcudnn.so.9",),
+        windows_dlls=("cudnn64_9.dll",),
+        supported_windows_arch=("x64", "arm64"),
+        requires_windows_binary_arch_check=True,
+        site_packages_linux=("nvidia/cudnn/lib",),
+        site_packages_windows=WindowsSearchDirs(
+            x64=("nvidia/cudnn/bin",),
+            arm64=("nvidia/cudnn/bin",),
+        ),
+        dependencies=("cublasLt",),
+        optional_dependencies=("nvrtc",),
+        install_root_env_vars_linux=("CUDNN_PATH",),
+        install_root_env_rel_dirs_linux=("lib", "lib64"),
+        anchor_rel_dirs_windows=WindowsSearchDirs.x64_only("bin/x64", "bin"),
+        install_root_env_vars_windows=("CUDNN_PATH",),
+        install_root_env_rel_dirs_windows=WindowsSearchDirs(
+            x64=("bin/x64", "bin"),
+            arm64=("bin/arm64",),
+        ),
+        program_files_root_globs_windows=WindowsSearchDirs.x64_only("NVIDIA/CUDNN/v9.*"),
+        requires_add_dll_directory=True,
+    ),
+    DescriptorSpec(
+        name="cufile",
+    ),
+)
+"#;
+
+/// Installs the fixture pathfinder (1.9.1's catalog lines) in `sp`.
+fn pathfinder(sp: &Path) {
+    fs::write(sp.join("cuda/pathfinder/__init__.py").tap_dir(), "").unwrap();
+    fs::write(sp.join("cuda/pathfinder/_dynamic_libs/descriptor_catalog.py").tap_dir(), PATHFINDER_CATALOG).unwrap();
+    fs::create_dir_all(sp.join("cuda_pathfinder-1.9.1.dist-info")).unwrap();
+}
+
+/// An x86-64 DLL at `path` (pathfinder's arch check reads the PE machine).
+fn x64_dll(path: &Path) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, crate::support::pe::pe_dll(crate::support::pe::PeArch::Amd64, None, "cudnn")).unwrap();
+}
+
+/// The pathfinder load doctor predicts in `e` with the variables `vars` and `PATH` entries `path`.
+fn pathfinder_load(e: &PyEnv, vars: &[(&str, &Path)], path: &[PathBuf], preloaded: &[PathBuf]) -> Load {
+    let get = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.as_os_str().to_owned());
+    let linux = LinuxEnv::new(Vec::new());
+    let l = finders::loads_windows(e, &Scene { get: &get, linux: &linux, preloaded, path_folders: path });
+    l.into_iter().find(|x| x.finder == Finder::Pathfinder).expect("a pathfinder load")
+}
+
+#[test]
+fn the_real_pathfinder_catalog_reads_as_the_fixture_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, sp) = env(tmp.path());
+    pathfinder(&sp);
+    let fixture = finders::pathfinder_catalog_windows(&sp).unwrap().unwrap();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(fixture.dlls, s(&["cudnn64_9.dll"]));
+    assert_eq!(fixture.site_packages, s(&["nvidia/cudnn/bin"]));
+    assert_eq!(fixture.anchor_dirs, s(&["bin/x64", "bin"]));
+    assert_eq!((fixture.root_vars.clone(), fixture.root_dirs.clone()), (s(&["CUDNN_PATH"]), s(&["bin/x64", "bin"])));
+    assert_eq!(fixture.program_files, s(&["NVIDIA/CUDNN/v9.*"]));
+    assert!(fixture.arch_check);
+    let Some(python) = std::env::var_os("CUENV_CLIENTS_PYTHON") else {
+        crate::support::skipped("CUENV_CLIENTS_PYTHON is not set (a Python with cuda-pathfinder; .ci/run makes one): the real catalog");
+        return;
+    };
+    let out = std::process::Command::new(python)
+        .args(["-c", "import cuda.pathfinder, os; print(os.path.dirname(os.path.dirname(os.path.dirname(cuda.pathfinder.__file__))))"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the clients' venv lacks cuda-pathfinder: {out:?}");
+    let real_sp = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let real = finders::pathfinder_catalog_windows(&real_sp).expect("installed").expect("in the form cuenv reads");
+    assert_eq!(real, fixture, "the installed cuda-pathfinder's Windows cuDNN entry changed: update the model and docs/loader.md");
+}
+
+/// Each of pathfinder's Windows steps, in its order (load_nvidia_dynamic_lib.py,
+/// search_steps.py of 1.9.1): the wheel before PATH, a loaded module before the wheel, PATH
+/// (`LoadLibraryExW(name, NULL, 0)`) before CUDNN_PATH, CUDNN_PATH before CUDA_PATH, and
+/// Program Files' newest `v9.*` last; a DLL of another machine is passed over.
+#[test]
+fn pathfinder_on_windows_takes_each_step_in_its_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (e, sp) = env(&tmp.path().join("env"));
+    pathfinder(&sp);
+    let on_path = tmp.path().join("on path");
+    x64_dll(&on_path.join("cudnn64_9.dll"));
+    let cudnn_path = tmp.path().join("cudnn root");
+    x64_dll(&cudnn_path.join("bin/x64/cudnn64_9.dll"));
+    let cuda = tmp.path().join("CUDA/v12.4");
+    x64_dll(&cuda.join("bin/cudnn64_9.dll"));
+    let pf = tmp.path().join("Program Files");
+    x64_dll(&pf.join("NVIDIA/CUDNN/v9.2/bin/cudnn64_9.dll"));
+    x64_dll(&pf.join("NVIDIA/CUDNN/v9.10/bin/x64/cudnn64_9.dll"));
+    let canon = |p: PathBuf| fs::canonicalize(&p).unwrap();
+    let got = |vars: &[(&str, &Path)], path: &[PathBuf], pre: &[PathBuf]| {
+        let l = pathfinder_load(&e, vars, path, pre);
+        assert!(l.verified, "{l:?}");
+        (l.path.map(canon), l.found_via.unwrap_or_default())
+    };
+    let all: Vec<(&str, &Path)> = vec![("CUDNN_PATH", &cudnn_path), ("CUDA_PATH", &cuda), ("PROGRAMFILES", &pf)];
+    // Nothing but Program Files: the newest version by number (v9.10, not v9.2).
+    assert_eq!(got(&all[2..], &[], &[]), (Some(canon(pf.join("NVIDIA/CUDNN/v9.10/bin/x64/cudnn64_9.dll"))), "ProgramFiles".into()));
+    assert_eq!(got(&all[1..], &[], &[]), (Some(canon(cuda.join("bin/cudnn64_9.dll"))), "CUDA_PATH".into()));
+    assert_eq!(got(&all, &[], &[]), (Some(canon(cudnn_path.join("bin/x64/cudnn64_9.dll"))), "CUDNN_PATH".into()));
+    assert_eq!(got(&all, std::slice::from_ref(&on_path), &[]), (Some(canon(on_path.join("cudnn64_9.dll"))), "system-search".into()));
+    // The nvidia wheel, once there, wins over PATH; an i386 DLL there is passed over.
+    let wheel = sp.join("nvidia/cudnn/bin/cudnn64_9.dll");
+    fs::create_dir_all(wheel.parent().unwrap()).unwrap();
+    fs::write(&wheel, crate::support::pe::pe_dll(crate::support::pe::PeArch::I386, None, "cudnn")).unwrap();
+    assert_eq!(got(&all, std::slice::from_ref(&on_path), &[]).1, "system-search", "a 32-bit DLL is not taken");
+    x64_dll(&wheel);
+    assert_eq!(got(&all, std::slice::from_ref(&on_path), &[]), (Some(canon(wheel.clone())), "site-packages".into()));
+    // A cuDNN already loaded (an env hook's preload) wins over the wheel.
+    let hooked = tmp.path().join("view/bin/cudnn64_9.dll");
+    x64_dll(&hooked);
+    assert_eq!(got(&all, &[], std::slice::from_ref(&hooked)), (Some(canon(hooked.clone())), "was-already-loaded-from-elsewhere".into()));
+}
+
+/// Nothing anywhere: pathfinder raises, and doctor says none of its steps finds cuDNN.
+#[test]
+fn pathfinder_on_windows_finding_nothing_is_said() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (e, sp) = env(tmp.path());
+    pathfinder(&sp);
+    let l = pathfinder_load(&e, &[], &[], &[]);
+    assert!(l.verified && l.path.is_none() && l.how.contains("DynamicLibNotFoundError"), "{l:?}");
+    assert_eq!(l.consumer, "cuda.pathfinder 1.9.1");
 }

@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Finder, Load, Scene, onnxruntime_preloads};
+use super::{Finder, Load, Scene, first_in, onnxruntime_preloads, tuple_after};
 use crate::cudnn::libname::{self, Os};
+use crate::doctor::winsearch::WinSearch;
 use crate::doctor::{Finding, Severity};
 use crate::pyenv::PyEnv;
 use crate::pyenv::hook::Hook;
@@ -46,8 +47,8 @@ fn torch_cuda_major(version: &str) -> Option<u64> {
 }
 
 /// The loads of the consumers present in `env` on Windows (module documentation): PyTorch's
-/// `torch\lib` copy, `onnxruntime.preload_dlls()`, and a `cuda.pathfinder` said not
-/// verified. Reads files only, so it runs (and is tested) on any host; [`super::loads`] calls it on
+/// `torch\lib` copy, `onnxruntime.preload_dlls()`, and `cuda.pathfinder`
+/// ([`pathfinder_cudnn_windows`]). Reads files only, so it runs (and is tested) on any host; [`super::loads`] calls it on
 /// Windows. `scene.preloaded` are modules loaded before any consumer (the env hook's).
 pub fn loads_windows(env: &PyEnv, scene: &Scene) -> Vec<Load> {
     let mut out = Vec::new();
@@ -132,19 +133,27 @@ pub fn loads_windows(env: &PyEnv, scene: &Scene) -> Vec<Load> {
                 }
             }
         }
-        if sp.join("cuda").join("pathfinder").join("__init__.py").is_file() {
-            out.push(Load {
-                finder: Finder::Pathfinder,
-                env: described.clone(),
-                consumer: "cuda.pathfinder".into(),
-                library: libname::dispatcher_name(9, Os::Windows),
-                major: 9,
-                path: None,
-                how: "not verified: cuenv models cuda.pathfinder's search on Linux only, so it cannot say what it loads on Windows".into(),
-                found_via: None,
-                full_path: false,
-                verified: false,
-            });
+        if let Some(cat) = pathfinder_catalog_windows(sp) {
+            let consumer = format!("cuda.pathfinder{}", dist_version(sp, "cuda_pathfinder").map(|v| format!(" {v}")).unwrap_or_default());
+            let (library, path, how, found_via, verified) = match cat {
+                Ok(cat) => {
+                    let library = cat.dlls.first().cloned().unwrap_or_else(|| libname::dispatcher_name(9, Os::Windows));
+                    let search = WinSearch::standard(scene.path_folders, env.python.as_deref().and_then(Path::parent).map(Path::to_path_buf));
+                    match pathfinder_cudnn_windows(&cat, env, scene, &search) {
+                        Some((f, via)) => (library, Some(f), format!("its {via} step (found_via `{via}`)"), Some(via), true),
+                        None => (
+                            library,
+                            None,
+                            "none of its steps finds it (site-packages, $CONDA_PREFIX\\Library, loaded modules, the system search with PATH, CUDNN_PATH, CUDA_PATH, Program Files\\NVIDIA\\CUDNN): it raises DynamicLibNotFoundError".into(),
+                            None,
+                            true,
+                        ),
+                    }
+                }
+                Err(why) => (libname::dispatcher_name(9, Os::Windows), None, format!("not verified: {why}, so cuenv cannot say what it loads"), None, false),
+            };
+            let major = libname::loader_dispatcher_major(&library, Os::Windows).unwrap_or(9);
+            out.push(Load { finder: Finder::Pathfinder, env: described.clone(), consumer, library, major, path, how, found_via, full_path: false, verified });
         }
     }
     out
@@ -186,4 +195,206 @@ pub fn torch_keeps_its_copy(env: &PyEnv, hooks: &[(PathBuf, Hook)], os: Os) -> V
         }
     }
     out
+}
+
+/// The cuDNN entry of an installed `cuda.pathfinder`'s catalog, for Windows x64
+/// (`descriptor_catalog.py` of cuda-pathfinder 1.9.1: the `windows_*` fields of
+/// `DescriptorSpec(name="cudnn", ...)`, each `WindowsSearchDirs` read for `x64`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathfinderWindows {
+    /// `windows_dlls`: `["cudnn64_9.dll"]`.
+    pub dlls: Vec<String>,
+    /// `site_packages_windows` (x64): `["nvidia/cudnn/bin"]`, under every site-packages.
+    pub site_packages: Vec<String>,
+    /// `anchor_rel_dirs_windows` (x64; the catalog's `DEFAULT_WINDOWS_CTK_ANCHOR_DIRS` when the
+    /// entry sets none): under `$CONDA_PREFIX\Library`, `CUDA_PATH` and the Program Files roots.
+    pub anchor_dirs: Vec<String>,
+    /// `install_root_env_vars_windows`: `["CUDNN_PATH"]` (empty when `supported_windows_arch`
+    /// lacks `x64`, as pathfinder skips them then).
+    pub root_vars: Vec<String>,
+    /// `install_root_env_rel_dirs_windows` (x64): `["bin/x64", "bin"]`.
+    pub root_dirs: Vec<String>,
+    /// `program_files_root_globs_windows` (x64): `["NVIDIA/CUDNN/v9.*"]`.
+    pub program_files: Vec<String>,
+    /// `requires_windows_binary_arch_check`: a DLL that is not x86-64 is passed over.
+    pub arch_check: bool,
+}
+
+/// The text of the call that starts at `text[0]` (`Name(`...`)`), parentheses balanced.
+fn call_text(text: &str) -> &str {
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return &text[..=i];
+                }
+            }
+            _ => {}
+        }
+    }
+    text
+}
+
+/// The x64 folders of a `WindowsSearchDirs` value after `key=` in `block`: `WindowsSearchDirs(x64=(...), ...)`,
+/// `WindowsSearchDirs.x64_only(...)`, `WindowsSearchDirs.arm64_only(...)` (no x64 folders), or
+/// the name `DEFAULT_WINDOWS_CTK_ANCHOR_DIRS` (read from `text`). `None` when `key=` is absent
+/// or its value is in another form.
+fn x64_dirs(block: &str, key: &str, text: &str) -> Option<Vec<String>> {
+    let at = block.find(&format!("{key}="))? + key.len() + 1;
+    let rest = block[at..].trim_start();
+    let strings = |s: &str| -> Vec<String> { s.split(',').filter_map(|p| p.trim().strip_prefix('"')?.strip_suffix('"').map(str::to_string)).collect() };
+    if let Some(r) = rest.strip_prefix("WindowsSearchDirs.x64_only(") {
+        return Some(strings(&r[..r.find(')')?]));
+    }
+    if rest.starts_with("WindowsSearchDirs.arm64_only(") {
+        return Some(Vec::new());
+    }
+    if rest.starts_with("WindowsSearchDirs(") {
+        let call = call_text(rest);
+        return Some(tuple_after(call, "x64").unwrap_or_default());
+    }
+    if rest.starts_with("DEFAULT_WINDOWS_CTK_ANCHOR_DIRS") {
+        let def = text.find("DEFAULT_WINDOWS_CTK_ANCHOR_DIRS = ")?;
+        return x64_dirs(&text[def..].replacen(" = ", "=", 1), "DEFAULT_WINDOWS_CTK_ANCHOR_DIRS", text);
+    }
+    None
+}
+
+/// Reads the Windows x64 cuDNN entry of the `cuda.pathfinder` installed in `site_packages`
+/// ([`PathfinderWindows`]). `None` when it is not installed there; `Some(Err(why))` when
+/// installed but the catalog is not in the form cuda-pathfinder 1.9.1 writes.
+pub fn pathfinder_catalog_windows(site_packages: &Path) -> Option<Result<PathfinderWindows, String>> {
+    let pkg = site_packages.join("cuda").join("pathfinder");
+    if !pkg.join("__init__.py").is_file() {
+        return None;
+    }
+    let file = pkg.join("_dynamic_libs").join("descriptor_catalog.py");
+    let read = || -> Result<PathfinderWindows, String> {
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("{} cannot be read: {e}", file.display()))?;
+        let start = text.find("name=\"cudnn\"").ok_or_else(|| format!("{} has no `name=\"cudnn\"` entry", file.display()))?;
+        let block = &text[start..];
+        let block = &block[..block.find("DescriptorSpec(").unwrap_or(block.len())];
+        let dlls =
+            tuple_after(block, "windows_dlls").filter(|s| !s.is_empty()).ok_or_else(|| format!("{}'s cudnn entry has no windows_dlls", file.display()))?;
+        let x64 = tuple_after(block, "supported_windows_arch").unwrap_or_default().iter().any(|a| a == "x64");
+        let default_anchor = "anchor_rel_dirs_windows=DEFAULT_WINDOWS_CTK_ANCHOR_DIRS";
+        let anchor_dirs = x64_dirs(block, "anchor_rel_dirs_windows", &text)
+            .or_else(|| x64_dirs(default_anchor, "anchor_rel_dirs_windows", &text))
+            .ok_or_else(|| format!("{} names no anchor_rel_dirs_windows in a form cuenv reads", file.display()))?;
+        Ok(PathfinderWindows {
+            dlls,
+            site_packages: x64_dirs(block, "site_packages_windows", &text).unwrap_or_default(),
+            anchor_dirs,
+            root_vars: if x64 { tuple_after(block, "install_root_env_vars_windows").unwrap_or_default() } else { Vec::new() },
+            root_dirs: if x64 { x64_dirs(block, "install_root_env_rel_dirs_windows", &text).unwrap_or_default() } else { Vec::new() },
+            program_files: x64_dirs(block, "program_files_root_globs_windows", &text).unwrap_or_default(),
+            arch_check: block.contains("requires_windows_binary_arch_check=True"),
+        })
+    };
+    Some(read())
+}
+
+/// A sort key of a folder name that orders its runs of digits as numbers (`v9.10` after
+/// `v9.2`), as pathfinder's `numeric_aware_path_sort_key`.
+fn numeric_key(name: &str) -> Vec<(u64, String)> {
+    let mut out = Vec::new();
+    let mut chars = name.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        let digit = c.is_ascii_digit();
+        let mut run = String::new();
+        while let Some(&d) = chars.peek().filter(|d| d.is_ascii_digit() == digit) {
+            run.push(d);
+            chars.next();
+        }
+        out.push(if digit { (run.parse().unwrap_or(u64::MAX), String::new()) } else { (0, run.to_lowercase()) });
+    }
+    out
+}
+
+/// The folders `root/rel` names, a component ending in `*` matching the sub-folders that
+/// start with what comes before it (Python's `glob`), each level sorted by name, symbolic links
+/// and junctions resolved.
+fn glob_dirs(root: &Path, rel: &str) -> Vec<PathBuf> {
+    let mut out = vec![root.to_path_buf()];
+    for part in rel.split(['/', '\\']).filter(|p| !p.is_empty()) {
+        let mut next = Vec::new();
+        for d in &out {
+            if let Some(prefix) = part.strip_suffix('*') {
+                let mut kids: Vec<PathBuf> = std::fs::read_dir(d)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().to_lowercase().starts_with(&prefix.to_lowercase()))
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect();
+                kids.sort();
+                next.extend(kids);
+            } else if d.join(part).is_dir() {
+                next.push(d.join(part));
+            }
+        }
+        out = next;
+    }
+    out.into_iter().map(|d| std::fs::canonicalize(&d).unwrap_or(d)).collect()
+}
+
+/// Whether the PE file `f` is built for x86-64 (pathfinder's binary arch check); a file
+/// that cannot be read or parsed is not.
+fn is_x64(f: &Path) -> bool {
+    use object::Object as _;
+    std::fs::read(f).ok().and_then(|b| object::File::parse(&*b).ok().map(|o| o.architecture() == object::Architecture::X86_64)).unwrap_or(false)
+}
+
+/// What `cuda.pathfinder` (Windows catalog `cat`) loads for `"cudnn"` in `env` on Windows
+/// x64, following `load_nvidia_dynamic_lib._load_lib_no_cache` and `search_steps.py` of
+/// cuda-pathfinder 1.9.1: first the files it finds (the site-packages folders of every
+/// site-packages, then `$CONDA_PREFIX\Library` with the anchor folders); then a module of that
+/// name already loaded wins; then the file found; then `LoadLibraryExW(name, NULL, 0)`, the
+/// standard search order with `PATH` (`search`, [`WinSearch::find`]); then `CUDNN_PATH`'s
+/// folders, `CUDA_PATH` (or `CUDA_HOME`) with the anchor folders, and the Program Files
+/// roots (`PROGRAMW6432`, else `PROGRAMFILES`), newest version first. Returns the file and
+/// pathfinder's `found_via` label, or `None` when it finds none (`DynamicLibNotFoundError`).
+pub fn pathfinder_cudnn_windows(cat: &PathfinderWindows, env: &PyEnv, scene: &Scene, search: &WinSearch) -> Option<(PathBuf, String)> {
+    let var = |k: &str| (scene.get)(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let under = |root: &Path, rels: &[String]| -> Option<PathBuf> {
+        rels.iter().flat_map(|rel| glob_dirs(root, rel)).find_map(|d| first_in(std::slice::from_ref(&d), &cat.dlls).filter(|f| !cat.arch_check || is_x64(f)))
+    };
+    let early = cat
+        .site_packages
+        .iter()
+        .find_map(|rel| env.site_packages.iter().find_map(|sp| under(sp, std::slice::from_ref(rel))).map(|f| (f, "site-packages")))
+        .or_else(|| under(&var("CONDA_PREFIX")?.join("Library"), &cat.anchor_dirs).map(|f| (f, "conda")));
+    let loaded = cat.dlls.iter().find_map(|name| {
+        scene.preloaded.iter().chain(&search.loaded).find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case(name))).cloned()
+    });
+    if let Some(p) = loaded {
+        return Some((p, "was-already-loaded-from-elsewhere".into()));
+    }
+    if let Some((f, via)) = early {
+        return Some((f, via.into()));
+    }
+    if let Some(f) = cat.dlls.iter().find_map(|n| search.find(n)) {
+        return Some((f.path, "system-search".into()));
+    }
+    for v in &cat.root_vars {
+        if let Some(f) = var(v).and_then(|root| under(&root, &cat.root_dirs)) {
+            return Some((f, v.clone()));
+        }
+    }
+    if let Some(f) = var("CUDA_PATH").or_else(|| var("CUDA_HOME")).and_then(|root| under(&root, &cat.anchor_dirs)) {
+        return Some((f, "CUDA_PATH".into()));
+    }
+    let program_files = var("PROGRAMW6432").or_else(|| var("PROGRAMFILES"))?;
+    for g in &cat.program_files {
+        let mut roots = glob_dirs(&program_files, g);
+        roots.sort_by_key(|r| std::cmp::Reverse(numeric_key(&r.file_name().unwrap_or_default().to_string_lossy())));
+        if let Some(f) = roots.iter().find_map(|r| under(r, &cat.anchor_dirs)) {
+            return Some((f, "ProgramFiles".into()));
+        }
+    }
+    None
 }
