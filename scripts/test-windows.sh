@@ -107,31 +107,41 @@ export CUENV_TEST_MINGW_FIXTURES
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$here/wine-runner.sh"
 
-log=$(mktemp)
-set +e
-cargo test --target "$target" "${cargo_args[@]}" -- "${skip_args[@]}" "${test_args[@]}" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-set -e
 # Wine 8 now and then fails to start a child process under load ("Internal error. (os error
 # 1359)" or `Os { code: 1359 }`, or STATUS_DLL_INIT_FAILED 0xC0000142 = -1073741502), a fault of Wine's process
-# creation, not of the test. When every failed test failed that way, run just those once more,
-# one at a time; any other failure stands as it is.
-if ((status != 0)); then
-  mapfile -t failed < <(sed -n 's/^---- \(.*\) stdout ----$/\1/p' "$log")
-  wine_only=1
-  for t in "${failed[@]}"; do
-    section=$(awk -v t="---- $t stdout ----" '$0 == t {on = 1; next} /^---- .* stdout ----$/ {on = 0} on' "$log")
-    grep -qE 'os error 1359|code: 1359|-1073741502|0xc0000142' <<<"$section" || wine_only=0
-  done
-  if ((${#failed[@]} && wine_only)); then
-    echo "test-windows: ${#failed[@]} test(s) failed only at a Wine process start; running them once more: ${failed[*]}" >&2
-    set +e
-    cargo test --target "$target" "${cargo_args[@]}" -- --exact --test-threads=1 "${failed[@]}"
-    status=$?
-    set -e
+# creation, not of the test. `wine_test ARGS... -- TEST_ARGS...` runs `cargo test ARGS -- TEST_ARGS`;
+# when every failed test failed that way, it runs just those once more, one at a time, with the
+# same ARGS; any other failure stands as it is. Its status is the outcome (call it as
+# `wine_test ... || status=$?`: `set -e` does not stop inside it then).
+wine_test() {
+  local cargo=() tests=() log status
+  while (($#)) && [[ $1 != -- ]]; do cargo+=("$1"); shift; done
+  (($#)) && shift
+  tests=("$@")
+  log=$(mktemp)
+  cargo test "${cargo[@]}" -- "${tests[@]}" 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  if ((status != 0)); then
+    local failed=() wine_only=1 t section keep=()
+    mapfile -t failed < <(sed -n 's/^---- \(.*\) stdout ----$/\1/p' "$log")
+    for t in "${failed[@]}"; do
+      section=$(awk -v t="---- $t stdout ----" '$0 == t {on = 1; next} /^---- .* stdout ----$/ {on = 0} on' "$log")
+      grep -qE 'os error 1359|code: 1359|-1073741502|0xc0000142' <<<"$section" || wine_only=0
+    done
+    # Flags of the first run that still apply to a rerun of named tests (not the filters).
+    for t in "${tests[@]}"; do [[ $t == --ignored || $t == --include-ignored || $t == --nocapture ]] && keep+=("$t"); done
+    if ((${#failed[@]} && wine_only)); then
+      echo "test-windows: ${#failed[@]} test(s) failed only at a Wine process start; running them once more: ${failed[*]}" >&2
+      status=0
+      cargo test "${cargo[@]}" -- "${keep[@]}" --exact --test-threads=1 "${failed[@]}" || status=$?
+    fi
   fi
-fi
-rm -f "$log"
+  rm -f "$log"
+  return "$status"
+}
+
+status=0
+wine_test --target "$target" "${cargo_args[@]}" -- "${skip_args[@]}" "${test_args[@]}" || status=$?
 if ((${#wine_skips[@]})); then
   echo "test-windows: skipped under Wine (see scripts/test-windows.sh): ${wine_skips[*]}" >&2
 fi
@@ -141,10 +151,8 @@ if ((real)); then
   CUENV_REAL_WHEELS="$("$here/fetch-real-wheels.sh" | tail -n 1)"
   export CUENV_REAL_WHEELS
   echo "test-windows: real win_amd64 wheels from $CUENV_REAL_WHEELS" >&2
-  set +e
-  cargo test --release --target "$target" --test it -- --ignored --test-threads=1 --nocapture real_windows:: wine_main_job::
-  real_status=$?
-  set -e
+  real_status=0
+  wine_test --release --target "$target" --test it -- --ignored --test-threads=1 --nocapture real_windows:: wine_main_job:: || real_status=$?
   if ((status == 0)); then status=$real_status; fi
 fi
 exit "$status"
