@@ -49,6 +49,13 @@ WANTED = [
      ["tensorflow/python/platform/build_info.py", "tensorflow/libtensorflow_framework.so.2"]),
     ("jax-cuda12-pjrt", "jax_cuda12_pjrt-0.4.35-py3-none-manylinux2014_x86_64.whl",
      ["jax_plugins/xla_cuda12/xla_cuda_plugin.so"]),
+    # TransformerEngine's cuDNN finder in each of its shapes (docs/loader.md C6): 2.3 (wheel
+    # first), 2.7 (`ldconfig -p | grep`), 2.10 (`ldconfig -p`), 2.20 (system roots, then by
+    # name, then the wheels).
+    ("transformer-engine", "transformer_engine-2.3.0-py3-none-any.whl", ["transformer_engine/common/__init__.py"]),
+    ("transformer-engine", "transformer_engine-2.7.0-py3-none-any.whl", ["transformer_engine/common/__init__.py"]),
+    ("transformer-engine", "transformer_engine-2.10.0-py3-none-any.whl", ["transformer_engine/common/__init__.py"]),
+    ("transformer-engine", "transformer_engine-2.20.2-py3-none-any.whl", ["transformer_engine/common/__init__.py"]),
     # onnxruntime-gpu's CUDA provider (the real-input suite, not the hermetic tests: 284 MB).
     ("onnxruntime-gpu", "onnxruntime_gpu-1.31.1-cp311-cp311-manylinux_2_28_x86_64.whl",
      ["onnxruntime/capi/libonnxruntime_providers_cuda.so", "onnxruntime/__init__.py",

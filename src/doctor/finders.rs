@@ -18,6 +18,11 @@
 //!   (`cudnn_version`), opened by name with `dlopen` from `libtensorflow_framework.so.2`, so
 //!   with that library's search path (TF 2.16's has none into the nvidia wheels).
 //!
+//! - **TransformerEngine** ([`te_finder`], [`te_cudnn`]): its own search at import, read
+//!   from the installed `transformer_engine/common/__init__.py` (its releases search in three
+//!   orders: roots such as `CUDNN_HOME`, the wheel, `ldconfig -p`, the unversioned
+//!   `libcudnn.so` by name), each file but the one by name opened by full path.
+//!
 //! A library the env hook ([`crate::pyenv::hook`]) preloads is already loaded when any of
 //! them asks: on glibc a later `DT_NEEDED` or by-name `dlopen` of the same soname gets that
 //! copy, and pathfinder's first question is "already loaded?". A full-path `dlopen` of
@@ -58,7 +63,9 @@ use crate::cudnn::libname::{self, Os};
 use crate::pyenv::PyEnv;
 use crate::pyenv::hook::{self, Hook};
 
+mod te;
 mod windows;
+pub use te::{Root, TeFinder, TeStep, order_words as te_order_words, te_cudnn, te_finder};
 pub use windows::{PathfinderWindows, assigned_str, dist_version, loads_windows, pathfinder_catalog_windows, pathfinder_cudnn_windows, torch_keeps_its_copy};
 
 /// Which finder a [`Load`] follows.
@@ -75,6 +82,8 @@ pub enum Finder {
     Onnxruntime,
     /// PyTorch on Windows: `import torch` loads every DLL of `torch\lib` by full path.
     Torch,
+    /// TransformerEngine's own search at import (`transformer_engine/common/__init__.py`).
+    TransformerEngine,
 }
 
 /// What one consumer present in a Python env would load.
@@ -416,6 +425,48 @@ pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
                 });
             }
         }
+        match te_finder(sp) {
+            None => {}
+            Some(Err(why)) => out.push(Load {
+                finder: Finder::TransformerEngine,
+                env: described.clone(),
+                consumer: "TransformerEngine".into(),
+                library: "libcudnn.so".into(),
+                major: 0,
+                path: None,
+                how: format!("not verified: {why}, so cuenv cannot say which cuDNN it loads"),
+                found_via: None,
+                full_path: true,
+                verified: false,
+            }),
+            Some(Ok(te)) => {
+                // `sysconfig.get_path("purelib")`: the env's own site-packages, not the user site.
+                let purelib = env.site_packages.iter().find(|p| p.starts_with(&env.prefix)).unwrap_or(sp);
+                let got = te_cudnn(&te, purelib, env.python.as_deref(), scene);
+                let (path, how, full_path) = match got {
+                    Ok((p, step)) => {
+                        let by_name = step.starts_with("its load by name");
+                        (Some(p), format!("`import transformer_engine` loads it through {step}; its order: {}", te_order_words(&te)), !by_name)
+                    }
+                    Err(why) => (None, format!("{why}; its order: {}", te_order_words(&te)), true),
+                };
+                let soname = path.as_deref().and_then(Object::read).and_then(|o| o.dynamic.soname);
+                let name = soname.or_else(|| path.as_ref().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()));
+                let major = name.as_deref().and_then(libname::parse).and_then(|l| l.major).unwrap_or(0);
+                out.push(Load {
+                    finder: Finder::TransformerEngine,
+                    env: described.clone(),
+                    consumer: format!("TransformerEngine {}", te.version.as_deref().unwrap_or("(version unknown)")),
+                    library: name.unwrap_or_else(|| "libcudnn.so".into()),
+                    major,
+                    path,
+                    how,
+                    found_via: None,
+                    full_path,
+                    verified: true,
+                });
+            }
+        }
         let info = sp.join("tensorflow/python/platform/build_info.py");
         if let Ok(text) = std::fs::read_to_string(&info) {
             let cudnn = build_info_value(&text, "cudnn_version");
@@ -495,7 +546,7 @@ fn canon(p: &Path) -> PathBuf {
 pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)], os: Os) -> Vec<Finding> {
     let mut out = Vec::new();
     let release = |p: &Path, major: u64| super::frameworks::own_release(p, major);
-    for l in loads.iter().filter(|l| l.verified) {
+    for l in loads.iter().filter(|l| l.verified && l.finder != Finder::TransformerEngine) {
         let (Some(got), Some((_, Some(bare)))) = (&l.path, by_name.iter().find(|(m, _)| *m == l.major)) else { continue };
         let (g, b) = (canon(got), canon(bare));
         let (gv, bv) = (release(&g, l.major), release(&b, l.major));
@@ -563,6 +614,7 @@ pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)], os
             out.push(Finding { rule: None, severity: Severity::Problem, message, hint: Some(hint) });
         }
     }
+    out.extend(judge_transformer_engine(env, loads, by_name));
     // Two consumers, one soname, different files.
     let found: Vec<&Load> = loads.iter().filter(|l| l.verified && l.path.is_some()).collect();
     let mut told: Vec<String> = Vec::new();
@@ -644,6 +696,85 @@ pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)], os
                 at(high)
             ),
             hint: Some(format!("run them in separate processes (one profile each), or install releases of both built for cuDNN {}", high.major)),
+        });
+    }
+    out
+}
+
+/// TransformerEngine's loads (`loads` of one env `env`) judged: it finds none (its import
+/// fails); its file is older than the `MIN_CUDNN_VERSION` its import checks (its import
+/// fails); or its file is another release than the load by name doctor's first lines report
+/// (`by_name`, the same major, else the newest major there). Its search is its own (module
+/// [`te`]), so the hint names the first place it looks, not the env hook: its full-path loads
+/// do not ask what is loaded.
+fn judge_transformer_engine(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let Some(te) = env.site_packages.iter().find_map(|sp| te_finder(sp)?.ok()) else { return out };
+    let first = match te.steps.first() {
+        Some(TeStep::Roots { roots, .. }) => match roots.first() {
+            Some(Root::Var(v)) => format!("set {v} to the cuDNN root you want (the first place it looks)"),
+            _ => format!("its first place is {}: put the cuDNN you want there", te_order_words(&te).split(", then ").next().unwrap_or_default()),
+        },
+        _ => format!("its first place is {}: put the cuDNN you want there", te_order_words(&te).split(", then ").next().unwrap_or_default()),
+    };
+    let v = |x: &Option<crate::cudnn::version::Version>| x.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "version unknown".into());
+    for l in loads.iter().filter(|l| l.verified && l.finder == Finder::TransformerEngine) {
+        // "through its `$CUDNN_HOME/**/libcudnn.so*` step ..., loaded by full path"
+        let step = l.how.split("; its order").next().unwrap_or_default();
+        let step = step.strip_prefix("`import transformer_engine` loads it ").unwrap_or(step);
+        let Some(got) = &l.path else {
+            out.push(Finding {
+                rule: None,
+                severity: Severity::Problem,
+                message: format!("{} in {}: {}", l.consumer, l.env, l.how),
+                hint: Some(format!("{first}, or install the nvidia-cudnn wheel into the env's own site-packages")),
+            });
+            continue;
+        };
+        let release = super::frameworks::own_release(&canon(got), l.major);
+        if let (Some((a, b, c)), Some(r)) = (te.min_cudnn, &release)
+            && r < &crate::cudnn::version::Version::new(&[a, b, c])
+        {
+            out.push(Finding {
+                rule: None,
+                severity: Severity::Problem,
+                message: format!(
+                    "{} in {} would load {} (cuDNN {r}) {step}, and its import refuses a cuDNN older than {a}.{b}.{c} (MIN_CUDNN_VERSION in {}): \"Transformer Engine requires cuDNN {a}.{b}.{c} or later\"",
+                    l.consumer,
+                    l.env,
+                    got.display(),
+                    te.file.display()
+                ),
+                hint: Some(format!("{first}, pointing at cuDNN {a}.{b}.{c} or later")),
+            });
+            continue;
+        }
+        let same = by_name.iter().find(|(m, p)| *m == l.major && p.is_some());
+        let newest = by_name.iter().filter(|(_, p)| p.is_some()).max_by_key(|(m, _)| *m);
+        let Some((_, Some(bare))) = same.or(newest) else { continue };
+        let b = canon(bare);
+        let bv = super::frameworks::own_release(&b, libname::parse(&b.file_name().unwrap_or_default().to_string_lossy()).and_then(|l| l.major).unwrap_or(0));
+        if canon(got) == b || matches!((&release, &bv), (Some(x), Some(y)) if loader::same_release(x, y)) {
+            continue;
+        }
+        out.push(Finding {
+            rule: None,
+            severity: Severity::Warning,
+            message: format!(
+                "{} in {} would load {} ({}) {step}, not the {} ({}) a load by name gets in this environment; its order: {}",
+                l.consumer,
+                l.env,
+                got.display(),
+                v(&release),
+                b.display(),
+                v(&bv),
+                te_order_words(&te)
+            ),
+            hint: Some(if l.full_path {
+                format!("{first}; it opens that file by full path, so neither LD_LIBRARY_PATH nor an env hook's preload decides for it")
+            } else {
+                first.clone()
+            }),
         });
     }
     out

@@ -67,6 +67,8 @@ mod status_runtime;
 mod stdout_faults;
 mod store;
 mod store_tx;
+#[cfg(target_os = "linux")]
+mod te_finder;
 mod tour;
 mod verdicts;
 mod windows_paths;
