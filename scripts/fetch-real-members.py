@@ -47,6 +47,8 @@ WANTED = [
     # loader dlopens cuDNN from; a JAX CUDA plugin that opens cuDNN by name itself.
     ("tensorflow", "tensorflow-2.16.1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
      ["tensorflow/python/platform/build_info.py", "tensorflow/libtensorflow_framework.so.2"]),
+    # TensorFlow 2.10, the last release with GPU support on native Windows: its build facts.
+    ("tensorflow", "tensorflow-2.10.1-cp310-cp310-win_amd64.whl", ["tensorflow/python/platform/build_info.py"]),
     ("jax-cuda12-pjrt", "jax_cuda12_pjrt-0.4.35-py3-none-manylinux2014_x86_64.whl",
      ["jax_plugins/xla_cuda12/xla_cuda_plugin.so"]),
     # TransformerEngine's cuDNN finder in each of its shapes (docs/loader.md C6): 2.3 (wheel

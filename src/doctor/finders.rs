@@ -37,6 +37,9 @@
 //!   the DLLs of `torch\lib`; otherwise `site-packages\nvidia\cudnn\bin\...` by full path,
 //!   then by name (`ctypes.CDLL`, which on Python >= 3.8 searches the loaded modules, the
 //!   application folder, System32 and the `os.add_dll_directory` folders, not PATH).
+//! - **TensorFlow 2.10** (the last release with GPU support on native Windows): the DLL its
+//!   `build_info.py` names (`cudnn_dll_name`), loaded by name in the standard search order
+//!   with `PATH` (`tensorflow/core/platform/windows/load_library.cc`).
 //! - **`cuda.pathfinder`** (cuda-pathfinder 1.9.1, `load_nvidia_dynamic_lib.py`,
 //!   `search_steps.py`, `load_dl_windows.py`; [`pathfinder_cudnn_windows`]): the same phases as
 //!   on Linux with the catalog's `windows_*` fields for x64: `nvidia\cudnn\bin` of every
@@ -304,6 +307,12 @@ pub fn build_info_value(text: &str, key: &str) -> Option<String> {
     Some(rest[..rest.find(q)?].to_string())
 }
 
+/// Whether a TensorFlow `build_info.py` says its build has no CUDA (`is_cuda_build` False, as
+/// `tensorflow-cpu` and the Windows releases after 2.10 write it): such a build loads no cuDNN.
+pub fn is_cpu_build(text: &str) -> bool {
+    ["'is_cuda_build', False", "'is_cuda_build': False", "\"is_cuda_build\": False"].iter().any(|p| text.contains(p))
+}
+
 /// The cuDNN dispatchers `onnxruntime.preload_dlls()` loads on `os`, read from the installed
 /// `onnxruntime/__init__.py` (`_get_nvidia_dll_paths`, onnxruntime-gpu 1.31: tuples such as
 /// `("nvidia", "cudnn", "lib", "libcudnn.so.9")` for Linux and
@@ -468,7 +477,9 @@ pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
             }
         }
         let info = sp.join("tensorflow/python/platform/build_info.py");
-        if let Ok(text) = std::fs::read_to_string(&info) {
+        if let Ok(text) = std::fs::read_to_string(&info)
+            && !is_cpu_build(&text)
+        {
             let cudnn = build_info_value(&text, "cudnn_version");
             let cuda = build_info_value(&text, "cuda_version");
             let major = cudnn.as_deref().and_then(|v| v.split('.').next()?.parse::<u64>().ok());
@@ -600,9 +611,18 @@ pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)], os
                         w.display()
                     ),
                     format!(
-                        "bind this env to a cuenv profile (`python-env`) so its env hook preloads cuDNN {}, or put {} on LD_LIBRARY_PATH in the env's activation",
+                        "bind this env to a cuenv profile (`python-env`) so its env hook preloads cuDNN {}, or put {} on {} in the env's activation",
                         l.major,
-                        w.parent().map(|d| d.display().to_string()).unwrap_or_default()
+                        w.parent().map(|d| d.display().to_string()).unwrap_or_default(),
+                        if os == Os::Windows { "PATH" } else { "LD_LIBRARY_PATH" }
+                    ),
+                )
+            } else if os == Os::Windows {
+                (
+                    format!("{} in {} loads {}, and none resolves: {}", l.consumer, l.env, l.library, l.how),
+                    format!(
+                        "put a folder holding {} (the cuDNN {} its build names) on PATH: a cuenv profile with that cuDNN major does it (`cuenv apply`, then activate it or bind the env with `python-env`)",
+                        l.library, l.major
                     ),
                 )
             } else {
@@ -794,6 +814,14 @@ mod tests {
         let pairs = "build_info = collections.OrderedDict([('cuda_version', '12.3'), ('cudnn_version', '8'), ('is_cuda_build', True)])";
         assert_eq!(build_info_value(pairs, "cudnn_version").as_deref(), Some("8"));
         assert_eq!(build_info_value(pairs, "cuda_version").as_deref(), Some("12.3"));
+    }
+
+    #[test]
+    fn a_cpu_build_of_tensorflow_is_told_apart_from_a_form_cuenv_does_not_read() {
+        assert!(is_cpu_build("build_info = collections.OrderedDict([('is_cuda_build', False), ('is_rocm_build', False)])"));
+        assert!(is_cpu_build("build_info = {'is_cuda_build': False}"));
+        assert!(!is_cpu_build("build_info = collections.OrderedDict([('cudnn_version', '8'), ('is_cuda_build', True)])"));
+        assert!(!is_cpu_build("build_info = load()"), "a form cuenv does not read stays \"not verified\"");
     }
 
     #[test]

@@ -409,3 +409,34 @@ fn real_onnxruntime_preload_beside_torch_maps_a_second_copy_and_doctor_says_so()
     let text = doctor_findings(&venv, &[("LD_LIBRARY_PATH", &ld)]);
     assert!(text.contains("onnxruntime.preload_dlls() opens its copy by full path") && text.contains("a second copy is mapped"), "{text}");
 }
+
+/// TensorFlow 2.10.1's real Windows build facts (its win_amd64 wheel's build_info.py, a member
+/// fetched by scripts/fetch-real-members.py): the Windows model reads the DLL name Python itself
+/// reads from the file, and its major; the Linux model's CPU-build rule does not drop it.
+#[test]
+#[ignore = "real files: scripts/real-input.sh (CUENV_REAL_WHEELS)"]
+fn real_tensorflow_2_10_windows_build_facts_name_the_dll_it_loads() {
+    let real = crate::support::real_wheels_dir().join("members/tensorflow-2.10.1-cp310-cp310-win_amd64.whl/build_info.py");
+    let text = std::fs::read_to_string(&real).unwrap_or_else(|e| panic!("{}: {e}: run scripts/fetch-real-wheels.sh", real.display()));
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg("import runpy, sys; b = runpy.run_path(sys.argv[1])['build_info']; print(b['cudnn_dll_name'], b['cuda_version'])")
+        .arg(&real)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (dll, cuda) = said.split_once(' ').map(|(a, b)| (a.to_string(), b.trim().to_string())).expect("python read the file");
+    let tmp = tempfile::tempdir().unwrap();
+    let sp = tmp.path().join("Lib/site-packages");
+    std::fs::create_dir_all(sp.join("tensorflow/python/platform")).unwrap();
+    std::fs::write(sp.join("tensorflow/python/platform/build_info.py"), &text).unwrap();
+    assert!(!cuenv::doctor::finders::is_cpu_build(&text));
+    let e = cuenv::pyenv::PyEnv { kind: cuenv::pyenv::Kind::Venv, prefix: tmp.path().into(), site_packages: vec![sp], python: None, found_by: "test".into() };
+    let get = |_: &str| None;
+    let linux = cuenv::doctor::loader::LinuxEnv::new(Vec::new());
+    let scene = cuenv::doctor::finders::Scene { get: &get, linux: &linux, preloaded: &[], path_folders: &[] };
+    let loads = cuenv::doctor::finders::loads_windows(&e, &scene);
+    let tf = loads.iter().find(|l| l.finder == cuenv::doctor::finders::Finder::Tensorflow).expect("a TensorFlow load");
+    assert_eq!((tf.library.as_str(), tf.major, tf.verified), (dll.as_str(), 8, true), "{tf:?}");
+    assert!(tf.how.contains(&cuda), "{tf:?}");
+}

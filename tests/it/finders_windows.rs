@@ -332,3 +332,45 @@ fn pathfinder_on_windows_finding_nothing_is_said() {
     assert!(l.verified && l.path.is_none() && l.how.contains("DynamicLibNotFoundError"), "{l:?}");
     assert_eq!(l.consumer, "cuda.pathfinder 1.9.1");
 }
+
+/// The build facts TensorFlow 2.10's Windows build writes (the shape of the real
+/// `tensorflow-2.10.1-cp310-cp310-win_amd64.whl`'s build_info.py, which
+/// finders::real_tensorflow_2_10_windows_build_facts_... reads): the DLL names themselves, and
+/// versions in Windows form (`64_8`, `64_112`).
+const TF_210_WINDOWS: &str = "import collections\n\nbuild_info = collections.OrderedDict([('cuda_compute_capabilities', ['sm_35', 'compute_80']), ('cuda_version', '64_112'), ('cudart_dll_name', 'cudart64_112.dll'), ('cudnn_dll_name', 'cudnn64_8.dll'), ('cudnn_version', '64_8'), ('is_cuda_build', True), ('msvcp_dll_names', 'msvcp140.dll,msvcp140_1.dll')])\n";
+
+fn tf_load(e: &PyEnv, path: &[PathBuf], preloaded: &[PathBuf]) -> Option<Load> {
+    let get = |_: &str| None;
+    let linux = LinuxEnv::new(Vec::new());
+    finders::loads_windows(e, &Scene { get: &get, linux: &linux, preloaded, path_folders: path }).into_iter().find(|l| l.finder == Finder::Tensorflow)
+}
+
+/// TensorFlow 2.10 on Windows loads the DLL its build names by name, PATH last
+/// (`tensorflow/core/platform/windows/load_library.cc`): none on PATH is a problem whose hint
+/// is PATH; a folder on PATH is found; a module already loaded wins; a CPU build loads none.
+#[test]
+fn tensorflow_2_10_on_windows_loads_the_dll_its_build_names_from_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (e, sp) = env(&tmp.path().join("env"));
+    fs::write(sp.join("tensorflow/python/platform/build_info.py").tap_dir(), TF_210_WINDOWS).unwrap();
+    let l = tf_load(&e, &[], &[]).expect("a TensorFlow load");
+    assert_eq!((l.library.as_str(), l.major, l.verified, l.path.clone()), ("cudnn64_8.dll", 8, true, None), "{l:?}");
+    let said = texts(&e, &[l]);
+    assert!(said.contains("Problem") && said.contains("cudnn64_8.dll") && said.contains("on PATH") && !said.contains("LD_LIBRARY_PATH"), "{said}");
+    let on_path = tmp.path().join("cuDNN 8.1 (x86)/bin");
+    dll(&on_path.join("cudnn64_8.dll"));
+    let l = tf_load(&e, &[tmp.path().join("elsewhere"), on_path.clone()], &[]).unwrap();
+    assert_eq!(l.path.as_deref(), Some(on_path.join("cudnn64_8.dll").as_path()), "{l:?}");
+    assert!(l.how.contains("64_112") && l.how.contains("PATH"), "{l:?}");
+    let hooked = tmp.path().join("view/bin/CUDNN64_8.DLL");
+    dll(&hooked);
+    let l = tf_load(&e, std::slice::from_ref(&on_path), std::slice::from_ref(&hooked)).unwrap();
+    assert_eq!(l.path.as_deref(), Some(hooked.as_path()), "a loaded module of that name, whatever its case: {l:?}");
+    // A CPU build (the Windows releases after 2.10) loads no cuDNN, and nothing is said.
+    fs::write(
+        sp.join("tensorflow/python/platform/build_info.py"),
+        "build_info = collections.OrderedDict([('is_cuda_build', False), ('is_rocm_build', False)])\n",
+    )
+    .unwrap();
+    assert!(tf_load(&e, &[], &[]).is_none());
+}

@@ -53,7 +53,10 @@ fn torch_cuda_major(version: &str) -> Option<u64> {
 pub fn loads_windows(env: &PyEnv, scene: &Scene) -> Vec<Load> {
     let mut out = Vec::new();
     let described = env.describe();
-    let loaded_as = |name: &str| scene.preloaded.iter().find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case(name))).cloned();
+    // The standard search order from python.exe (KnownDLLs, its folder, the system folders, the
+    // current folder, PATH): one for the env, whatever site-packages a consumer sits in.
+    let search = WinSearch::standard(scene.path_folders, env.python.as_deref().and_then(Path::parent).map(Path::to_path_buf));
+    let loaded_as = |name: &str| loaded_module(scene.preloaded, name);
     for sp in &env.site_packages {
         let torch_lib = sp.join("torch").join("lib");
         let torch_version = dist_version(sp, "torch");
@@ -133,12 +136,14 @@ pub fn loads_windows(env: &PyEnv, scene: &Scene) -> Vec<Load> {
                 }
             }
         }
+        if let Some(l) = tensorflow_windows(sp, &described, scene.preloaded, &search) {
+            out.push(l);
+        }
         if let Some(cat) = pathfinder_catalog_windows(sp) {
             let consumer = format!("cuda.pathfinder{}", dist_version(sp, "cuda_pathfinder").map(|v| format!(" {v}")).unwrap_or_default());
             let (library, path, how, found_via, verified) = match cat {
                 Ok(cat) => {
                     let library = cat.dlls.first().cloned().unwrap_or_else(|| libname::dispatcher_name(9, Os::Windows));
-                    let search = WinSearch::standard(scene.path_folders, env.python.as_deref().and_then(Path::parent).map(Path::to_path_buf));
                     match pathfinder_cudnn_windows(&cat, env, scene, &search) {
                         Some((f, via)) => (library, Some(f), format!("its {via} step (found_via `{via}`)"), Some(via), true),
                         None => (
@@ -157,6 +162,64 @@ pub fn loads_windows(env: &PyEnv, scene: &Scene) -> Vec<Load> {
         }
     }
     out
+}
+
+/// The module of `loaded` whose file name is `name`, ignoring case (Windows compares module
+/// base names without case): what a load by that name gets.
+fn loaded_module(loaded: &[PathBuf], name: &str) -> Option<PathBuf> {
+    loaded.iter().find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case(name))).cloned()
+}
+
+/// TensorFlow on Windows (2.10, the last release with GPU support there), from the
+/// `tensorflow/python/platform/build_info.py` of `sp`: the DLL its build names
+/// (`cudnn_dll_name`, `'cudnn64_8.dll'` in the real 2.10.1 win_amd64 wheel; else `cudnn` +
+/// `cudnn_version` + `.dll`, as TensorFlow's `FormatLibraryFileName` joins `'64_8'`), loaded by
+/// name with `LoadLibraryExW(name, NULL, LOAD_WITH_ALTERED_SEARCH_PATH)`
+/// (`tensorflow/core/platform/windows/load_library.cc`): for a bare name the standard order,
+/// `PATH` last, after a module of that name already loaded. `None` without TensorFlow, or for
+/// a build without CUDA (`is_cuda_build` False: it loads no cuDNN).
+fn tensorflow_windows(sp: &Path, described: &str, preloaded: &[PathBuf], search: &WinSearch) -> Option<Load> {
+    let info = sp.join("tensorflow").join("python").join("platform").join("build_info.py");
+    let text = std::fs::read_to_string(&info).ok()?;
+    if super::is_cpu_build(&text) {
+        return None;
+    }
+    let dll = super::build_info_value(&text, "cudnn_dll_name").or_else(|| super::build_info_value(&text, "cudnn_version").map(|v| format!("cudnn{v}.dll")));
+    let major = dll.as_deref().and_then(|d| libname::loader_dispatcher_major(d, Os::Windows));
+    let (Some(name), Some(major)) = (dll, major) else {
+        return Some(Load {
+            finder: Finder::Tensorflow,
+            env: described.to_string(),
+            consumer: "TensorFlow".into(),
+            library: libname::dispatcher_name(8, Os::Windows),
+            major: 0,
+            path: None,
+            how: format!("not verified: {} names no cudnn_dll_name or cudnn_version cuenv reads as a cuDNN DLL", info.display()),
+            found_via: None,
+            full_path: false,
+            verified: false,
+        });
+    };
+    let cuda = super::build_info_value(&text, "cuda_version").map(|c| format!(" for CUDA {c}")).unwrap_or_default();
+    let (path, how) = match loaded_module(preloaded, &name) {
+        Some(p) => (Some(p), "a module of that name is already loaded (the env hook's), and a load by name gets it".to_string()),
+        None => match crate::doctor::loader::windows_find(&name, search) {
+            Some(p) => (Some(p.path), p.via.describe("PATH")),
+            None => (None, "no folder of the standard search order (python.exe's folder, the system folders, the current folder, PATH) holds it".into()),
+        },
+    };
+    Some(Load {
+        finder: Finder::Tensorflow,
+        env: described.to_string(),
+        consumer: "TensorFlow".into(),
+        library: name.clone(),
+        major,
+        path,
+        how: format!("its build_info.py names {name}{cuda}, which it loads by name (LoadLibraryExW, the standard search order with PATH): {how}"),
+        found_via: None,
+        full_path: false,
+        verified: true,
+    })
 }
 
 /// Windows: the env hooks `hooks` of `env` that cannot make their profile win inside PyTorch.
@@ -368,9 +431,7 @@ pub fn pathfinder_cudnn_windows(cat: &PathfinderWindows, env: &PyEnv, scene: &Sc
         .iter()
         .find_map(|rel| env.site_packages.iter().find_map(|sp| under(sp, std::slice::from_ref(rel))).map(|f| (f, "site-packages")))
         .or_else(|| under(&var("CONDA_PREFIX")?.join("Library"), &cat.anchor_dirs).map(|f| (f, "conda")));
-    let loaded = cat.dlls.iter().find_map(|name| {
-        scene.preloaded.iter().chain(&search.loaded).find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case(name))).cloned()
-    });
+    let loaded = cat.dlls.iter().find_map(|name| loaded_module(scene.preloaded, name).or_else(|| loaded_module(&search.loaded, name)));
     if let Some(p) = loaded {
         return Some((p, "was-already-loaded-from-elsewhere".into()));
     }
