@@ -189,22 +189,11 @@ fn tuple_after(block: &str, key: &str) -> Option<Vec<String>> {
 /// call with tuples of string literals, as cuda-pathfinder 1.9 writes it). `None` when it is
 /// not installed there; `Some(Err(why))` when installed but the catalog is not in that form.
 pub fn pathfinder_catalog(site_packages: &Path) -> Option<Result<PathfinderCatalog, String>> {
-    let pkg = site_packages.join("cuda").join("pathfinder");
-    if !pkg.join("__init__.py").is_file() {
-        return None;
-    }
-    let version = std::fs::read_dir(site_packages).ok().and_then(|rd| {
-        rd.flatten().find_map(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            n.strip_prefix("cuda_pathfinder-").and_then(|r| r.strip_suffix(".dist-info")).map(str::to_string)
-        })
-    });
-    let file = pkg.join("_dynamic_libs").join("descriptor_catalog.py");
+    let entry = pathfinder_cudnn_entry(site_packages)?;
+    let version = dist_version(site_packages, "cuda_pathfinder");
     let read = || -> Result<PathfinderCatalog, String> {
-        let text = std::fs::read_to_string(&file).map_err(|e| format!("{} cannot be read: {e}", file.display()))?;
-        let start = text.find("name=\"cudnn\"").ok_or_else(|| format!("{} has no `name=\"cudnn\"` entry", file.display()))?;
-        let block = &text[start..];
-        let block = &block[..block.find("DescriptorSpec(").unwrap_or(block.len())];
+        let (file, text, block) = entry?;
+        let block = block.as_str();
         let sonames =
             tuple_after(block, "linux_sonames").filter(|s| !s.is_empty()).ok_or_else(|| format!("{}'s cudnn entry has no linux_sonames", file.display()))?;
         let site_packages = tuple_after(block, "site_packages_linux").unwrap_or_default();
@@ -225,15 +214,47 @@ pub fn pathfinder_catalog(site_packages: &Path) -> Option<Result<PathfinderCatal
     Some(read())
 }
 
-/// The folders `root/rel` names, `*` matched against sub-folders (sorted), as pathfinder's
-/// `find_sub_dirs` and `glob` do; symbolic links resolved (`resolve_path`).
-fn sub_dirs(root: &Path, rel: &str) -> Vec<PathBuf> {
+/// The `cudnn` entry of the `cuda.pathfinder` catalog installed in `site_packages`
+/// (`cuda/pathfinder/_dynamic_libs/descriptor_catalog.py`): (the file, its text, the entry's
+/// text from `name="cudnn"` to the next `DescriptorSpec(`). `None` when pathfinder is not
+/// installed there; `Some(Err(why))` when the file cannot be read or has no such entry.
+fn pathfinder_cudnn_entry(site_packages: &Path) -> Option<Result<(PathBuf, String, String), String>> {
+    let pkg = site_packages.join("cuda").join("pathfinder");
+    if !pkg.join("__init__.py").is_file() {
+        return None;
+    }
+    let file = pkg.join("_dynamic_libs").join("descriptor_catalog.py");
+    let read = || -> Result<(PathBuf, String, String), String> {
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("{} cannot be read: {e}", file.display()))?;
+        let start = text.find("name=\"cudnn\"").ok_or_else(|| format!("{} has no `name=\"cudnn\"` entry", file.display()))?;
+        let block = &text[start..];
+        let block = block[..block.find("DescriptorSpec(").unwrap_or(block.len())].to_string();
+        Ok((file.clone(), text, block))
+    };
+    Some(read())
+}
+
+/// The folders `root/rel` names, as pathfinder's `find_sub_dirs` and Python's `glob` find
+/// them: a component ending in `*` matches the sub-folders whose names start with what comes
+/// before it (`*` alone: all of them; `v9.*`: `v9.2`, `v9.10`), each level sorted by name;
+/// `fold_case` compares names without case, as `glob` does on Windows. Symbolic links (and
+/// junctions) are resolved, as pathfinder's `resolve_path` does.
+fn glob_dirs(root: &Path, rel: &str, fold_case: bool) -> Vec<PathBuf> {
+    let fold = |s: &str| if fold_case { s.to_lowercase() } else { s.to_string() };
     let mut out = vec![root.to_path_buf()];
-    for part in rel.split('/').filter(|p| !p.is_empty()) {
+    for part in rel.split(['/', '\\']).filter(|p| !p.is_empty()) {
         let mut next = Vec::new();
         for d in &out {
-            if part == "*" {
-                let mut kids: Vec<PathBuf> = std::fs::read_dir(d).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+            if let Some(prefix) = part.strip_suffix('*') {
+                let prefix = fold(prefix);
+                let mut kids: Vec<PathBuf> = std::fs::read_dir(d)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|e| fold(&e.file_name().to_string_lossy()).starts_with(&prefix))
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect();
                 kids.sort();
                 next.extend(kids);
             } else if d.join(part).is_dir() {
@@ -260,10 +281,12 @@ pub fn pathfinder_cudnn(cat: &PathfinderCatalog, env: &PyEnv, scene: &Scene) -> 
     let early = cat
         .site_packages
         .iter()
-        .find_map(|rel| first_in(&env.site_packages.iter().flat_map(|sp| sub_dirs(sp, rel)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "site-packages")))
+        .find_map(|rel| {
+            first_in(&env.site_packages.iter().flat_map(|sp| glob_dirs(sp, rel, false)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "site-packages"))
+        })
         .or_else(|| {
             let prefix = var("CONDA_PREFIX")?;
-            first_in(&cat.anchor_dirs.iter().flat_map(|rel| sub_dirs(&prefix, rel)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "conda"))
+            first_in(&cat.anchor_dirs.iter().flat_map(|rel| glob_dirs(&prefix, rel, false)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "conda"))
         });
     // Phase 2: a library of that soname already in the process wins.
     if let Some(p) = cat.sonames.iter().find_map(|s| already_loaded(scene.preloaded, s)) {
@@ -285,13 +308,13 @@ pub fn pathfinder_cudnn(cat: &PathfinderCatalog, env: &PyEnv, scene: &Scene) -> 
     // Then the install roots its catalog names (CUDNN_PATH), then CUDA_PATH / CUDA_HOME.
     for v in &cat.root_vars {
         if let Some(root) = var(v)
-            && let Some(f) = first_in(&cat.root_dirs.iter().flat_map(|rel| sub_dirs(&root, rel)).collect::<Vec<_>>(), &cat.sonames)
+            && let Some(f) = first_in(&cat.root_dirs.iter().flat_map(|rel| glob_dirs(&root, rel, false)).collect::<Vec<_>>(), &cat.sonames)
         {
             return Some((f, v.clone()));
         }
     }
     let cuda = var("CUDA_PATH").or_else(|| var("CUDA_HOME"))?;
-    first_in(&cat.anchor_dirs.iter().flat_map(|rel| sub_dirs(&cuda, rel)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "CUDA_PATH".into()))
+    first_in(&cat.anchor_dirs.iter().flat_map(|rel| glob_dirs(&cuda, rel, false)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "CUDA_PATH".into()))
 }
 
 /// TensorFlow's build facts (`tensorflow/python/platform/build_info.py`): the value of `key`
@@ -533,7 +556,7 @@ pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
 /// `nvidia/*/bin/<name>`).
 fn wheel_copies(env: &PyEnv, name: &str, os: Os) -> Vec<PathBuf> {
     let rel = if os == Os::Windows { "nvidia/*/bin" } else { "nvidia/*/lib" };
-    env.site_packages.iter().flat_map(|sp| sub_dirs(sp, rel)).map(|d| d.join(name)).filter(|f| f.is_file()).collect()
+    env.site_packages.iter().flat_map(|sp| glob_dirs(sp, rel, os == Os::Windows)).map(|d| d.join(name)).filter(|f| f.is_file()).collect()
 }
 
 fn canon(p: &Path) -> PathBuf {

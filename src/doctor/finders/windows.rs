@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Finder, Load, Scene, first_in, onnxruntime_preloads, tuple_after};
+use super::{Finder, Load, Scene, first_in, glob_dirs, onnxruntime_preloads, tuple_after};
 use crate::cudnn::libname::{self, Os};
 use crate::doctor::winsearch::WinSearch;
 use crate::doctor::{Finding, Severity};
@@ -330,16 +330,10 @@ fn x64_dirs(block: &str, key: &str, text: &str) -> Option<Vec<String>> {
 /// ([`PathfinderWindows`]). `None` when it is not installed there; `Some(Err(why))` when
 /// installed but the catalog is not in the form cuda-pathfinder 1.9.1 writes.
 pub fn pathfinder_catalog_windows(site_packages: &Path) -> Option<Result<PathfinderWindows, String>> {
-    let pkg = site_packages.join("cuda").join("pathfinder");
-    if !pkg.join("__init__.py").is_file() {
-        return None;
-    }
-    let file = pkg.join("_dynamic_libs").join("descriptor_catalog.py");
+    let entry = super::pathfinder_cudnn_entry(site_packages)?;
     let read = || -> Result<PathfinderWindows, String> {
-        let text = std::fs::read_to_string(&file).map_err(|e| format!("{} cannot be read: {e}", file.display()))?;
-        let start = text.find("name=\"cudnn\"").ok_or_else(|| format!("{} has no `name=\"cudnn\"` entry", file.display()))?;
-        let block = &text[start..];
-        let block = &block[..block.find("DescriptorSpec(").unwrap_or(block.len())];
+        let (file, text, block) = entry?;
+        let block = block.as_str();
         let dlls =
             tuple_after(block, "windows_dlls").filter(|s| !s.is_empty()).ok_or_else(|| format!("{}'s cudnn entry has no windows_dlls", file.display()))?;
         let x64 = tuple_after(block, "supported_windows_arch").unwrap_or_default().iter().any(|a| a == "x64");
@@ -377,34 +371,6 @@ fn numeric_key(name: &str) -> Vec<(u64, String)> {
     out
 }
 
-/// The folders `root/rel` names, a component ending in `*` matching the sub-folders that
-/// start with what comes before it (Python's `glob`), each level sorted by name, symbolic links
-/// and junctions resolved.
-fn glob_dirs(root: &Path, rel: &str) -> Vec<PathBuf> {
-    let mut out = vec![root.to_path_buf()];
-    for part in rel.split(['/', '\\']).filter(|p| !p.is_empty()) {
-        let mut next = Vec::new();
-        for d in &out {
-            if let Some(prefix) = part.strip_suffix('*') {
-                let mut kids: Vec<PathBuf> = std::fs::read_dir(d)
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                    .filter(|e| e.file_name().to_string_lossy().to_lowercase().starts_with(&prefix.to_lowercase()))
-                    .map(|e| e.path())
-                    .filter(|p| p.is_dir())
-                    .collect();
-                kids.sort();
-                next.extend(kids);
-            } else if d.join(part).is_dir() {
-                next.push(d.join(part));
-            }
-        }
-        out = next;
-    }
-    out.into_iter().map(|d| std::fs::canonicalize(&d).unwrap_or(d)).collect()
-}
-
 /// Whether the PE file `f` is built for x86-64 (pathfinder's binary arch check); a file
 /// that cannot be read or parsed is not.
 fn is_x64(f: &Path) -> bool {
@@ -424,7 +390,9 @@ fn is_x64(f: &Path) -> bool {
 pub fn pathfinder_cudnn_windows(cat: &PathfinderWindows, env: &PyEnv, scene: &Scene, search: &WinSearch) -> Option<(PathBuf, String)> {
     let var = |k: &str| (scene.get)(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     let under = |root: &Path, rels: &[String]| -> Option<PathBuf> {
-        rels.iter().flat_map(|rel| glob_dirs(root, rel)).find_map(|d| first_in(std::slice::from_ref(&d), &cat.dlls).filter(|f| !cat.arch_check || is_x64(f)))
+        rels.iter()
+            .flat_map(|rel| glob_dirs(root, rel, true))
+            .find_map(|d| first_in(std::slice::from_ref(&d), &cat.dlls).filter(|f| !cat.arch_check || is_x64(f)))
     };
     let early = cat
         .site_packages
@@ -451,7 +419,7 @@ pub fn pathfinder_cudnn_windows(cat: &PathfinderWindows, env: &PyEnv, scene: &Sc
     }
     let program_files = var("PROGRAMW6432").or_else(|| var("PROGRAMFILES"))?;
     for g in &cat.program_files {
-        let mut roots = glob_dirs(&program_files, g);
+        let mut roots = glob_dirs(&program_files, g, true);
         roots.sort_by_key(|r| std::cmp::Reverse(numeric_key(&r.file_name().unwrap_or_default().to_string_lossy())));
         if let Some(f) = roots.iter().find_map(|r| under(r, &cat.anchor_dirs)) {
             return Some((f, "ProgramFiles".into()));
