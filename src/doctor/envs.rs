@@ -123,7 +123,15 @@ fn named_dispatchers(file: &Path) -> Vec<(u64, bool)> {
 /// for the copies and their consumers ([`frameworks::judge`]), and the CUDA libraries the
 /// copies' files name that no folder they search holds (F4, [`crate::companion`]).
 /// `users` are the env's [`consumers`] (read once by the caller, which models their finders too).
-pub(super) fn judge(env: &PyEnv, users: &[Consumer], profile_active: bool, search_path: &[SearchDir], folders: &[PathBuf], search_var: &str) -> Vec<Finding> {
+pub(super) fn judge(
+    env: &PyEnv,
+    users: &[Consumer],
+    profile_active: bool,
+    search_path: &[SearchDir],
+    folders: &[PathBuf],
+    search_var: &str,
+    preloaded: &[PathBuf],
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     if env.kind.is_conda()
         && !profile_active
@@ -142,7 +150,7 @@ pub(super) fn judge(env: &PyEnv, users: &[Consumer], profile_active: bool, searc
     // The env's python.exe is the host: its folder is the application's folder.
     let app_dir = env.python.as_deref().and_then(Path::parent).map(Path::to_path_buf).or_else(|| super::winsearch::python_app_dir(Some(&env.prefix)));
     let win = super::winsearch::WinSearch::standard(folders, app_dir);
-    findings.extend(frameworks::judge(env, &copies, users, folders, &win, search_var));
+    findings.extend(frameworks::judge(env, &copies, users, folders, &win, search_var, preloaded));
     // The CUDA libraries each wheel copy names, found as its own files search for them.
     let mut seen: Vec<&Path> = Vec::new();
     for (dir, what, d) in copies.iter().filter(|(_, what, _)| what.starts_with("the pip wheel")) {

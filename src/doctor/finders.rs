@@ -133,7 +133,7 @@ pub fn active_hooks(env: &PyEnv, get: &dyn Fn(&str) -> Option<OsString>) -> Vec<
 
 /// The preloaded file that a by-name load of `name` gets: one whose `DT_SONAME` (or, without
 /// one, file name) is `name`.
-fn already_loaded(preloaded: &[PathBuf], name: &str) -> Option<PathBuf> {
+pub(crate) fn already_loaded(preloaded: &[PathBuf], name: &str) -> Option<PathBuf> {
     preloaded
         .iter()
         .find(|p| {

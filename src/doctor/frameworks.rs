@@ -151,7 +151,9 @@ fn linkage(o: &Object) -> String {
 
 /// Findings for the framework copies `copies` ([`super::framework_copies`]) in the Python env
 /// `env`, used by `consumers` (the libraries of the env that name a cuDNN dispatcher,
-/// [`super::envs::consumers`]), with the loader's search folders `folders` (`LD_LIBRARY_PATH` / `PATH`).
+/// [`super::envs::consumers`]), with the loader's search folders `folders` (`LD_LIBRARY_PATH` / `PATH`)
+/// and `preloaded`, the files the env hook loads before any consumer (on Linux a consumer
+/// naming a preloaded soname gets that copy, whatever its search path says).
 pub fn judge(
     env: &PyEnv,
     copies: &[(PathBuf, String, Dispatcher)],
@@ -159,6 +161,7 @@ pub fn judge(
     folders: &[PathBuf],
     win: &WinSearch,
     search_var: &str,
+    preloaded: &[PathBuf],
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     // Sentences the model derives for each copy, by folder: (folder, hint).
@@ -166,7 +169,7 @@ pub fn judge(
     if cfg!(windows) {
         windows(copies, consumers, win, search_var, &mut out, &mut derived);
     } else {
-        linux(consumers, folders, search_var, &mut out, &mut derived);
+        linux(consumers, folders, search_var, preloaded, &mut out, &mut derived);
     }
     for (dir, what, d) in copies {
         let v = match (&d.version, &d.version_from) {
@@ -194,7 +197,7 @@ pub fn judge(
     out
 }
 
-fn linux(consumers: &[Consumer], folders: &[PathBuf], search_var: &str, out: &mut Vec<Finding>, derived: &mut Vec<(PathBuf, String)>) {
+fn linux(consumers: &[Consumer], folders: &[PathBuf], search_var: &str, preloaded: &[PathBuf], out: &mut Vec<Finding>, derived: &mut Vec<(PathBuf, String)>) {
     let env = LinuxEnv::new(folders.to_vec());
     let alone = LinuxEnv { ld_library_path: Vec::new(), ..env.clone() };
     {
@@ -204,6 +207,20 @@ fn linux(consumers: &[Consumer], folders: &[PathBuf], search_var: &str, out: &mu
             let name = libname::dispatcher_name(major, Os::Linux);
             let link = linkage(&consumer);
             let own = loader::find(&name, &consumer, &[], &alone);
+            // The env hook loaded a file of that soname first: the consumer gets it, and
+            // neither its search path nor the copies it would find take part.
+            if let Some(hooked) = super::finders::already_loaded(preloaded, &name) {
+                if let Some(own) = &own {
+                    derived.push((
+                        own.dir().to_path_buf(),
+                        format!(
+                            "{who} does not load this copy in a process where the env hook runs: the hook preloads {} first, and a later load of {name} gets that one",
+                            hooked.display()
+                        ),
+                    ));
+                }
+                continue;
+            }
             let Some(got) = loader::find(&name, &consumer, &[], &env) else {
                 out.push(Finding {
                     rule: None,

@@ -257,13 +257,13 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
     let mut consumers = Vec::new();
     for e in &environments {
         let users = envs::consumers(e);
-        findings.extend(envs::judge(e, &users, active.profile.is_some(), &search_path, &folders, &search_var));
         // The env hook's preloads are in the process before any consumer asks.
         let hooks = finders::active_hooks(e, &get);
         if cfg!(windows) {
             findings.extend(finders::torch_keeps_its_copy(e, &hooks, Os::Windows));
         }
         let preloaded: Vec<PathBuf> = hooks.into_iter().flat_map(|(_, h)| h.preload).collect();
+        findings.extend(envs::judge(e, &users, active.profile.is_some(), &search_path, &folders, &search_var, &preloaded));
         let scene = finders::Scene { get: &get, linux: &linux, preloaded: &preloaded, path_folders: &folders };
         let loads = finders::loads(e, &users, &scene);
         let by_name: Vec<(u64, Option<PathBuf>)> = loaded.iter().map(|l| (l.major, l.dispatcher.clone())).collect();

@@ -370,3 +370,39 @@ fn the_hook_names_the_hosts_folders_and_spares_a_torch_lib_on_windows() {
         assert_eq!(h.ld_library_path, [cudnn_dir, cuda_dir], "{text}");
     }
 }
+
+/// A shell whose module puts cuDNN 9.3 on LD_LIBRARY_PATH, and a venv bound to a profile: the
+/// real process, started with that LD_LIBRARY_PATH, maps the profile's copy in the torch-like
+/// consumer (the hook preloaded it), so doctor does not call "LD_LIBRARY_PATH before
+/// DT_RUNPATH" a problem for it; with the hook switched off both the process and doctor take
+/// the module's copy, and doctor says so.
+#[cfg(target_os = "linux")]
+#[test]
+fn doctor_counts_the_env_hooks_preload_before_a_consumers_search_path() {
+    let Some(case) = Case::new(false) else { return };
+    let module = case.lab.ctx.path("modules/cudnn-9.3/lib");
+    release_9(&module, 3);
+    let m = module.to_str().unwrap();
+    let v = case.python(&["-c", PROBE], &[("LD_LIBRARY_PATH", m)]);
+    assert_eq!(v["torch"], 90600, "the hook's preload wins over LD_LIBRARY_PATH: {v}");
+    let off = case.python(&["-c", PROBE], &[("LD_LIBRARY_PATH", m), ("CUENV_PYTHON_HOOK", "0")]);
+    assert_eq!(off["torch"], 90300, "without the hook LD_LIBRARY_PATH comes before DT_RUNPATH: {off}");
+    let doctor = |extra: &[(&str, &str)]| {
+        let mut c = case.lab.ctx.cmd();
+        c.args(["doctor", "--python"]).arg(case.venv.join("bin/python")).env("LD_LIBRARY_PATH", m);
+        for k in ["CUENV_PROFILE", "CUENV_PYTHON_HOOK", "VIRTUAL_ENV", "CONDA_PREFIX"] {
+            c.env_remove(k);
+        }
+        for (k, val) in extra {
+            c.env(k, val);
+        }
+        let out = c.output().unwrap();
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    };
+    let rule = "searches LD_LIBRARY_PATH before DT_RUNPATH";
+    let with = doctor(&[]);
+    assert!(!with.contains(rule), "the hook's preload decides, yet doctor says: {with}");
+    assert!(with.contains("does not load this copy in a process where the env hook runs"), "{with}");
+    let without = doctor(&[("CUENV_PYTHON_HOOK", "0")]);
+    assert!(without.contains(rule) && without.contains("9.3"), "{without}");
+}
