@@ -51,6 +51,9 @@ WANTED = [
     ("tensorflow", "tensorflow-2.10.1-cp310-cp310-win_amd64.whl", ["tensorflow/python/platform/build_info.py"]),
     ("jax-cuda12-pjrt", "jax_cuda12_pjrt-0.4.35-py3-none-manylinux2014_x86_64.whl",
      ["jax_plugins/xla_cuda12/xla_cuda_plugin.so"]),
+    # PyTorch's Linux fallback when libtorch_global_deps.so does not load (docs/loader.md C2).
+    ("torch", "torch-2.4.1-cp311-cp311-manylinux1_x86_64.whl", ["torch/__init__.py"]),
+    ("torch", "torch-2.9.1-cp311-cp311-manylinux_2_28_x86_64.whl", ["torch/__init__.py"]),
     # TransformerEngine's cuDNN finder in each of its shapes (docs/loader.md C6): 2.3 (wheel
     # first), 2.7 (`ldconfig -p | grep`), 2.10 (`ldconfig -p`), 2.20 (system roots, then by
     # name, then the wheels).

@@ -66,9 +66,14 @@ use crate::cudnn::libname::{self, Os};
 use crate::pyenv::PyEnv;
 use crate::pyenv::hook::{self, Hook};
 
+mod pathfinder;
 mod te;
+mod torch;
 mod windows;
+pub use pathfinder::{PathfinderCatalog, pathfinder_catalog, pathfinder_cudnn};
+use pathfinder::{first_in, glob_dirs, pathfinder_cudnn_entry, tuple_after};
 pub use te::{Root, TeFinder, TeStep, order_words as te_order_words, te_cudnn, te_finder};
+pub use torch::{TorchFallback, torch_fallbacks};
 pub use windows::{PathfinderWindows, assigned_str, dist_version, loads_windows, pathfinder_catalog_windows, pathfinder_cudnn_windows, torch_keeps_its_copy};
 
 /// Which finder a [`Load`] follows.
@@ -131,6 +136,17 @@ pub fn active_hooks(env: &PyEnv, get: &dyn Fn(&str) -> Option<OsString>) -> Vec<
     env.site_packages.iter().flat_map(|sp| hook::installed(sp)).filter(|(_, h)| on(&h.profile)).collect()
 }
 
+/// What is loaded in a process of `env` before a framework's libraries ask: `scene.preloaded`
+/// (the env hook's), then on Linux the cuDNN torch's fallback preloads when its global deps do
+/// not load ([`torch_fallbacks`]).
+pub fn loaded_before(env: &PyEnv, scene: &Scene) -> Vec<PathBuf> {
+    let mut out = scene.preloaded.to_vec();
+    if cfg!(target_os = "linux") {
+        out.extend(torch_fallbacks(env, scene).into_iter().filter_map(|f| f.cudnn));
+    }
+    out
+}
+
 /// The preloaded file that a by-name load of `name` gets: one whose `DT_SONAME` (or, without
 /// one, file name) is `name`.
 pub(crate) fn already_loaded(preloaded: &[PathBuf], name: &str) -> Option<PathBuf> {
@@ -154,167 +170,6 @@ pub struct Scene<'a> {
     /// The process's `PATH` entries in order, empty ones kept: the end of a Windows by-name
     /// search ([`WinSearch::standard`](crate::doctor::winsearch::WinSearch::standard)).
     pub path_folders: &'a [PathBuf],
-}
-
-/// The cuDNN entry of an installed `cuda.pathfinder`'s catalog.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathfinderCatalog {
-    /// The package's version (its `.dist-info` folder), when found.
-    pub version: Option<String>,
-    /// `linux_sonames`: `["libcudnn.so.9"]`.
-    pub sonames: Vec<String>,
-    /// `site_packages_linux`: `["nvidia/cudnn/lib"]` (may hold `*`).
-    pub site_packages: Vec<String>,
-    /// `anchor_rel_dirs_linux` (the dataclass default when the entry sets none): under
-    /// `$CONDA_PREFIX` and `CUDA_PATH`.
-    pub anchor_dirs: Vec<String>,
-    /// `install_root_env_vars_linux`: `["CUDNN_PATH"]`.
-    pub root_vars: Vec<String>,
-    /// `install_root_env_rel_dirs_linux`: `["lib", "lib64"]`.
-    pub root_dirs: Vec<String>,
-}
-
-/// The quoted strings of the tuple after `key=` in `block` (`key=("a", "b")`), or `None`
-/// when `key=` is absent.
-fn tuple_after(block: &str, key: &str) -> Option<Vec<String>> {
-    let at = block.find(&format!("{key}="))? + key.len() + 1;
-    let rest = &block[at..];
-    let rest = rest.strip_prefix('(')?;
-    let end = rest.find(')')?;
-    Some(rest[..end].split(',').filter_map(|s| s.trim().strip_prefix('"')?.strip_suffix('"').map(str::to_string)).collect())
-}
-
-/// Reads the cuDNN entry of the `cuda.pathfinder` installed in `site_packages`
-/// (`cuda/pathfinder/_dynamic_libs/descriptor_catalog.py`, a `DescriptorSpec(name="cudnn", ...)`
-/// call with tuples of string literals, as cuda-pathfinder 1.9 writes it). `None` when it is
-/// not installed there; `Some(Err(why))` when installed but the catalog is not in that form.
-pub fn pathfinder_catalog(site_packages: &Path) -> Option<Result<PathfinderCatalog, String>> {
-    let entry = pathfinder_cudnn_entry(site_packages)?;
-    let version = dist_version(site_packages, "cuda_pathfinder");
-    let read = || -> Result<PathfinderCatalog, String> {
-        let (file, text, block) = entry?;
-        let block = block.as_str();
-        let sonames =
-            tuple_after(block, "linux_sonames").filter(|s| !s.is_empty()).ok_or_else(|| format!("{}'s cudnn entry has no linux_sonames", file.display()))?;
-        let site_packages = tuple_after(block, "site_packages_linux").unwrap_or_default();
-        let default_anchor = text
-            .find("anchor_rel_dirs_linux: tuple[str, ...] = ")
-            .and_then(|at| tuple_after(&text[at..].replacen(": tuple[str, ...] = ", "=", 1), "anchor_rel_dirs_linux"));
-        let anchor_dirs =
-            tuple_after(block, "anchor_rel_dirs_linux").or(default_anchor).ok_or_else(|| format!("{} names no anchor_rel_dirs_linux", file.display()))?;
-        Ok(PathfinderCatalog {
-            version: version.clone(),
-            sonames,
-            site_packages,
-            anchor_dirs,
-            root_vars: tuple_after(block, "install_root_env_vars_linux").unwrap_or_default(),
-            root_dirs: tuple_after(block, "install_root_env_rel_dirs_linux").unwrap_or_default(),
-        })
-    };
-    Some(read())
-}
-
-/// The `cudnn` entry of the `cuda.pathfinder` catalog installed in `site_packages`
-/// (`cuda/pathfinder/_dynamic_libs/descriptor_catalog.py`): (the file, its text, the entry's
-/// text from `name="cudnn"` to the next `DescriptorSpec(`). `None` when pathfinder is not
-/// installed there; `Some(Err(why))` when the file cannot be read or has no such entry.
-fn pathfinder_cudnn_entry(site_packages: &Path) -> Option<Result<(PathBuf, String, String), String>> {
-    let pkg = site_packages.join("cuda").join("pathfinder");
-    if !pkg.join("__init__.py").is_file() {
-        return None;
-    }
-    let file = pkg.join("_dynamic_libs").join("descriptor_catalog.py");
-    let read = || -> Result<(PathBuf, String, String), String> {
-        let text = std::fs::read_to_string(&file).map_err(|e| format!("{} cannot be read: {e}", file.display()))?;
-        let start = text.find("name=\"cudnn\"").ok_or_else(|| format!("{} has no `name=\"cudnn\"` entry", file.display()))?;
-        let block = &text[start..];
-        let block = block[..block.find("DescriptorSpec(").unwrap_or(block.len())].to_string();
-        Ok((file.clone(), text, block))
-    };
-    Some(read())
-}
-
-/// The folders `root/rel` names, as pathfinder's `find_sub_dirs` and Python's `glob` find
-/// them: a component ending in `*` matches the sub-folders whose names start with what comes
-/// before it (`*` alone: all of them; `v9.*`: `v9.2`, `v9.10`), each level sorted by name;
-/// `fold_case` compares names without case, as `glob` does on Windows. Symbolic links (and
-/// junctions) are resolved, as pathfinder's `resolve_path` does.
-fn glob_dirs(root: &Path, rel: &str, fold_case: bool) -> Vec<PathBuf> {
-    let fold = |s: &str| if fold_case { s.to_lowercase() } else { s.to_string() };
-    let mut out = vec![root.to_path_buf()];
-    for part in rel.split(['/', '\\']).filter(|p| !p.is_empty()) {
-        let mut next = Vec::new();
-        for d in &out {
-            if let Some(prefix) = part.strip_suffix('*') {
-                let prefix = fold(prefix);
-                let mut kids: Vec<PathBuf> = std::fs::read_dir(d)
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                    .filter(|e| fold(&e.file_name().to_string_lossy()).starts_with(&prefix))
-                    .map(|e| e.path())
-                    .filter(|p| p.is_dir())
-                    .collect();
-                kids.sort();
-                next.extend(kids);
-            } else if d.join(part).is_dir() {
-                next.push(d.join(part));
-            }
-        }
-        out = next;
-    }
-    out.into_iter().map(|d| std::fs::canonicalize(&d).unwrap_or(d)).collect()
-}
-
-/// The first of `sonames` in the first of `dirs` that holds one.
-fn first_in(dirs: &[PathBuf], sonames: &[String]) -> Option<PathBuf> {
-    dirs.iter().find_map(|d| sonames.iter().map(|s| d.join(s)).find(|f| f.is_file()))
-}
-
-/// What `cuda.pathfinder` (catalog `cat`) loads for `"cudnn"` in `env`: see the module
-/// documentation for the order. Returns the file and pathfinder's own `found_via` label
-/// (`site-packages`, `conda`, `was-already-loaded-from-elsewhere`, `system-search`,
-/// `CUDNN_PATH`, `CUDA_PATH`), or `None` when it finds none (it raises `DynamicLibNotFoundError`).
-pub fn pathfinder_cudnn(cat: &PathfinderCatalog, env: &PyEnv, scene: &Scene) -> Option<(PathBuf, String)> {
-    let var = |k: &str| (scene.get)(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    // Phase 1: the wheel folders of every site-packages, then $CONDA_PREFIX.
-    let early = cat
-        .site_packages
-        .iter()
-        .find_map(|rel| {
-            first_in(&env.site_packages.iter().flat_map(|sp| glob_dirs(sp, rel, false)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "site-packages"))
-        })
-        .or_else(|| {
-            let prefix = var("CONDA_PREFIX")?;
-            first_in(&cat.anchor_dirs.iter().flat_map(|rel| glob_dirs(&prefix, rel, false)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "conda"))
-        });
-    // Phase 2: a library of that soname already in the process wins.
-    if let Some(p) = cat.sonames.iter().find_map(|s| already_loaded(scene.preloaded, s)) {
-        return Some((p, "was-already-loaded-from-elsewhere".into()));
-    }
-    if let Some((f, via)) = early {
-        return Some((f, via.into()));
-    }
-    // Phase 3: the system loader by name (from Python's ctypes: the interpreter's DT_RPATH,
-    // LD_LIBRARY_PATH, the ld.so cache, the default folders).
-    let python = env.python.as_deref().and_then(Object::read);
-    let caller = Object::bare(Path::new("/"));
-    for s in &cat.sonames {
-        let loaders: Vec<&Object> = python.iter().collect();
-        if let Some(p) = loader::find(s, &caller, &loaders, scene.linux) {
-            return Some((p.path, "system-search".into()));
-        }
-    }
-    // Then the install roots its catalog names (CUDNN_PATH), then CUDA_PATH / CUDA_HOME.
-    for v in &cat.root_vars {
-        if let Some(root) = var(v)
-            && let Some(f) = first_in(&cat.root_dirs.iter().flat_map(|rel| glob_dirs(&root, rel, false)).collect::<Vec<_>>(), &cat.sonames)
-        {
-            return Some((f, v.clone()));
-        }
-    }
-    let cuda = var("CUDA_PATH").or_else(|| var("CUDA_HOME"))?;
-    first_in(&cat.anchor_dirs.iter().flat_map(|rel| glob_dirs(&cuda, rel, false)).collect::<Vec<_>>(), &cat.sonames).map(|f| (f, "CUDA_PATH".into()))
 }
 
 /// TensorFlow's build facts (`tensorflow/python/platform/build_info.py`): the value of `key`
@@ -378,10 +233,17 @@ pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
             None => (None, "no folder it searches holds it".into()),
         }
     };
+    // PyTorch's fallback when libtorch_global_deps.so does not load: its cuDNN preloaded by
+    // full path from sys.path, which torch's own libraries then get (module `torch`).
+    let fallbacks = torch_fallbacks(env, scene);
     for c in named {
         let Some(o) = Object::read(&c.path) else { continue };
         let name = libname::dispatcher_name(c.major, Os::Linux);
-        let (path, how) = by_name(&name, &o);
+        let fallback = fallbacks.iter().find(|f| c.path.starts_with(f.site_packages.join("torch")));
+        let (path, how) = match fallback {
+            Some(f) if already_loaded(scene.preloaded, &name).is_none() => (f.cudnn.clone(), torch::fallback_words(f)),
+            _ => by_name(&name, &o),
+        };
         out.push(Load {
             finder: Finder::Needed,
             env: described.clone(),
@@ -657,7 +519,7 @@ pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)], os
             out.push(Finding { rule: None, severity: Severity::Problem, message, hint: Some(hint) });
         }
     }
-    out.extend(judge_transformer_engine(env, loads, by_name));
+    out.extend(te::judge_transformer_engine(env, loads, by_name));
     // Two consumers, one soname, different files.
     let found: Vec<&Load> = loads.iter().filter(|l| l.verified && l.path.is_some()).collect();
     let mut told: Vec<String> = Vec::new();
@@ -739,85 +601,6 @@ pub fn judge(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)], os
                 at(high)
             ),
             hint: Some(format!("run them in separate processes (one profile each), or install releases of both built for cuDNN {}", high.major)),
-        });
-    }
-    out
-}
-
-/// TransformerEngine's loads (`loads` of one env `env`) judged: it finds none (its import
-/// fails); its file is older than the `MIN_CUDNN_VERSION` its import checks (its import
-/// fails); or its file is another release than the load by name doctor's first lines report
-/// (`by_name`, the same major, else the newest major there). Its search is its own (module
-/// [`te`]), so the hint names the first place it looks, not the env hook: its full-path loads
-/// do not ask what is loaded.
-fn judge_transformer_engine(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let Some(te) = env.site_packages.iter().find_map(|sp| te_finder(sp)?.ok()) else { return out };
-    let first = match te.steps.first() {
-        Some(TeStep::Roots { roots, .. }) => match roots.first() {
-            Some(Root::Var(v)) => format!("set {v} to the cuDNN root you want (the first place it looks)"),
-            _ => format!("its first place is {}: put the cuDNN you want there", te_order_words(&te).split(", then ").next().unwrap_or_default()),
-        },
-        _ => format!("its first place is {}: put the cuDNN you want there", te_order_words(&te).split(", then ").next().unwrap_or_default()),
-    };
-    let v = |x: &Option<crate::cudnn::version::Version>| x.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "version unknown".into());
-    for l in loads.iter().filter(|l| l.verified && l.finder == Finder::TransformerEngine) {
-        // "through its `$CUDNN_HOME/**/libcudnn.so*` step ..., loaded by full path"
-        let step = l.how.split("; its order").next().unwrap_or_default();
-        let step = step.strip_prefix("`import transformer_engine` loads it ").unwrap_or(step);
-        let Some(got) = &l.path else {
-            out.push(Finding {
-                rule: None,
-                severity: Severity::Problem,
-                message: format!("{} in {}: {}", l.consumer, l.env, l.how),
-                hint: Some(format!("{first}, or install the nvidia-cudnn wheel into the env's own site-packages")),
-            });
-            continue;
-        };
-        let release = super::frameworks::own_release(&canon(got), l.major);
-        if let (Some((a, b, c)), Some(r)) = (te.min_cudnn, &release)
-            && r < &crate::cudnn::version::Version::new(&[a, b, c])
-        {
-            out.push(Finding {
-                rule: None,
-                severity: Severity::Problem,
-                message: format!(
-                    "{} in {} would load {} (cuDNN {r}) {step}, and its import refuses a cuDNN older than {a}.{b}.{c} (MIN_CUDNN_VERSION in {}): \"Transformer Engine requires cuDNN {a}.{b}.{c} or later\"",
-                    l.consumer,
-                    l.env,
-                    got.display(),
-                    te.file.display()
-                ),
-                hint: Some(format!("{first}, pointing at cuDNN {a}.{b}.{c} or later")),
-            });
-            continue;
-        }
-        let same = by_name.iter().find(|(m, p)| *m == l.major && p.is_some());
-        let newest = by_name.iter().filter(|(_, p)| p.is_some()).max_by_key(|(m, _)| *m);
-        let Some((_, Some(bare))) = same.or(newest) else { continue };
-        let b = canon(bare);
-        let bv = super::frameworks::own_release(&b, libname::parse(&b.file_name().unwrap_or_default().to_string_lossy()).and_then(|l| l.major).unwrap_or(0));
-        if canon(got) == b || matches!((&release, &bv), (Some(x), Some(y)) if loader::same_release(x, y)) {
-            continue;
-        }
-        out.push(Finding {
-            rule: None,
-            severity: Severity::Warning,
-            message: format!(
-                "{} in {} would load {} ({}) {step}, not the {} ({}) a load by name gets in this environment; its order: {}",
-                l.consumer,
-                l.env,
-                got.display(),
-                v(&release),
-                b.display(),
-                v(&bv),
-                te_order_words(&te)
-            ),
-            hint: Some(if l.full_path {
-                format!("{first}; it opens that file by full path, so neither LD_LIBRARY_PATH nor an env hook's preload decides for it")
-            } else {
-                first.clone()
-            }),
         });
     }
     out

@@ -152,7 +152,8 @@ fn linkage(o: &Object) -> String {
 /// Findings for the framework copies `copies` ([`super::framework_copies`]) in the Python env
 /// `env`, used by `consumers` (the libraries of the env that name a cuDNN dispatcher,
 /// [`super::envs::consumers`]), with the loader's search folders `folders` (`LD_LIBRARY_PATH` / `PATH`)
-/// and `preloaded`, the files the env hook loads before any consumer (on Linux a consumer
+/// and `preloaded`, the files loaded before any consumer asks (the env hook's, torch's fallback
+/// preload: [`super::finders::torch_fallbacks`]; on Linux a consumer
 /// naming a preloaded soname gets that copy, whatever its search path says).
 pub fn judge(
     env: &PyEnv,
@@ -214,7 +215,7 @@ fn linux(consumers: &[Consumer], folders: &[PathBuf], search_var: &str, preloade
                     derived.push((
                         own.dir().to_path_buf(),
                         format!(
-                            "{who} does not load this copy in a process where the env hook runs: the hook preloads {} first, and a later load of {name} gets that one",
+                            "{who} does not load this copy here: {} is loaded before it asks (by the env hook, or by torch's own fallback preload), and a later load of {name} gets that one",
                             hooked.display()
                         ),
                     ));

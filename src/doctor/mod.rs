@@ -263,8 +263,9 @@ pub fn examine(inp: &Inputs, env: &[(OsString, OsString)]) -> Diagnosis {
             findings.extend(finders::torch_keeps_its_copy(e, &hooks, Os::Windows));
         }
         let preloaded: Vec<PathBuf> = hooks.into_iter().flat_map(|(_, h)| h.preload).collect();
-        findings.extend(envs::judge(e, &users, active.profile.is_some(), &search_path, &folders, &search_var, &preloaded));
         let scene = finders::Scene { get: &get, linux: &linux, preloaded: &preloaded, path_folders: &folders };
+        let before = finders::loaded_before(e, &scene);
+        findings.extend(envs::judge(e, &users, active.profile.is_some(), &search_path, &folders, &search_var, &before));
         let loads = finders::loads(e, &users, &scene);
         let by_name: Vec<(u64, Option<PathBuf>)> = loaded.iter().map(|l| (l.major, l.dispatcher.clone())).collect();
         findings.extend(finders::judge(e, &loads, &by_name, if cfg!(windows) { Os::Windows } else { Os::Linux }));

@@ -69,6 +69,8 @@ mod store;
 mod store_tx;
 #[cfg(target_os = "linux")]
 mod te_finder;
+#[cfg(target_os = "linux")]
+mod torch_fallback;
 mod tour;
 mod verdicts;
 mod windows_paths;

@@ -23,9 +23,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Scene;
+use super::{Finder, Load, Scene, canon};
 use crate::cudnn::libname;
 use crate::doctor::loader::{self, Object};
+use crate::doctor::{Finding, Severity};
+use crate::pyenv::PyEnv;
 
 /// One step of TransformerEngine's cuDNN search, in its order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -295,7 +297,7 @@ fn steps_load_cuda_library(text: &str, ext: &str) -> Result<Vec<TeStep>, String>
 }
 
 /// `fnmatch`'s pattern (`*`, `?`, `[...]`) as an anchored regex.
-fn fnmatch(pattern: &str) -> regex::Regex {
+pub(super) fn fnmatch(pattern: &str) -> regex::Regex {
     let mut re = String::from("^");
     let mut chars = pattern.chars().peekable();
     while let Some(c) = chars.next() {
@@ -323,7 +325,7 @@ fn fnmatch(pattern: &str) -> regex::Regex {
 
 /// Files of `dir` whose names match `pattern`, in directory order (Python's `glob` does not
 /// sort), hidden names skipped as `glob` skips them.
-fn matches_in(dir: &Path, pattern: &regex::Regex) -> Vec<PathBuf> {
+pub(super) fn matches_in(dir: &Path, pattern: &regex::Regex) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -459,6 +461,86 @@ pub fn order_words(te: &TeFinder) -> String {
         })
         .collect::<Vec<_>>()
         .join(", then ")
+}
+
+/// TransformerEngine's loads (`loads` of one env `env`) judged: it finds none (its import
+/// fails); its file is older than the `MIN_CUDNN_VERSION` its import checks (its import
+/// fails); or its file is another release than the load by name doctor's first lines report
+/// (`by_name`, the same major, else the newest major there). Its search is its own (module
+/// [`te`]), so the hint names the first place it looks, not the env hook: its full-path loads
+/// do not ask what is loaded.
+pub(super) fn judge_transformer_engine(env: &PyEnv, loads: &[Load], by_name: &[(u64, Option<PathBuf>)]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let Some(te) = env.site_packages.iter().find_map(|sp| te_finder(sp)?.ok()) else { return out };
+    let first = match te.steps.first() {
+        Some(TeStep::Roots { roots, .. }) => match roots.first() {
+            Some(Root::Var(v)) => format!("set {v} to the cuDNN root you want (the first place it looks)"),
+            _ => format!("its first place is {}: put the cuDNN you want there", order_words(&te).split(", then ").next().unwrap_or_default()),
+        },
+        _ => format!("its first place is {}: put the cuDNN you want there", order_words(&te).split(", then ").next().unwrap_or_default()),
+    };
+    let v = |x: &Option<crate::cudnn::version::Version>| x.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "version unknown".into());
+    for l in loads.iter().filter(|l| l.verified && l.finder == Finder::TransformerEngine) {
+        // "through its `$CUDNN_HOME/**/libcudnn.so*` step ..., loaded by full path"
+        let step = l.how.split("; its order").next().unwrap_or_default();
+        let step = step.strip_prefix("`import transformer_engine` loads it ").unwrap_or(step);
+        let Some(got) = &l.path else {
+            out.push(Finding {
+                rule: None,
+                severity: Severity::Problem,
+                message: format!("{} in {}: {}", l.consumer, l.env, l.how),
+                hint: Some(format!("{first}, or install the nvidia-cudnn wheel into the env's own site-packages")),
+            });
+            continue;
+        };
+        let release = crate::doctor::frameworks::own_release(&canon(got), l.major);
+        if let (Some((a, b, c)), Some(r)) = (te.min_cudnn, &release)
+            && r < &crate::cudnn::version::Version::new(&[a, b, c])
+        {
+            out.push(Finding {
+                rule: None,
+                severity: Severity::Problem,
+                message: format!(
+                    "{} in {} would load {} (cuDNN {r}) {step}, and its import refuses a cuDNN older than {a}.{b}.{c} (MIN_CUDNN_VERSION in {}): \"Transformer Engine requires cuDNN {a}.{b}.{c} or later\"",
+                    l.consumer,
+                    l.env,
+                    got.display(),
+                    te.file.display()
+                ),
+                hint: Some(format!("{first}, pointing at cuDNN {a}.{b}.{c} or later")),
+            });
+            continue;
+        }
+        let same = by_name.iter().find(|(m, p)| *m == l.major && p.is_some());
+        let newest = by_name.iter().filter(|(_, p)| p.is_some()).max_by_key(|(m, _)| *m);
+        let Some((_, Some(bare))) = same.or(newest) else { continue };
+        let b = canon(bare);
+        let bv =
+            crate::doctor::frameworks::own_release(&b, libname::parse(&b.file_name().unwrap_or_default().to_string_lossy()).and_then(|l| l.major).unwrap_or(0));
+        if canon(got) == b || matches!((&release, &bv), (Some(x), Some(y)) if loader::same_release(x, y)) {
+            continue;
+        }
+        out.push(Finding {
+            rule: None,
+            severity: Severity::Warning,
+            message: format!(
+                "{} in {} would load {} ({}) {step}, not the {} ({}) a load by name gets in this environment; its order: {}",
+                l.consumer,
+                l.env,
+                got.display(),
+                v(&release),
+                b.display(),
+                v(&bv),
+                order_words(&te)
+            ),
+            hint: Some(if l.full_path {
+                format!("{first}; it opens that file by full path, so neither LD_LIBRARY_PATH nor an env hook's preload decides for it")
+            } else {
+                first.clone()
+            }),
+        });
+    }
+    out
 }
 
 #[cfg(test)]
