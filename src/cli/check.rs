@@ -20,6 +20,7 @@ pub fn options(timeout: u64) -> Result<profile_check::Options, crate::check::gpu
         base_env: std::env::vars_os().collect(),
         timeout: std::time::Duration::from_secs(timeout),
         overrides: crate::check::gpufit::Overrides::from_process()?,
+        consumer_notes: Some(crate::doctor::finders::profile_consumer_notes),
     })
 }
 

@@ -66,10 +66,12 @@ use crate::cudnn::libname::{self, Os};
 use crate::pyenv::PyEnv;
 use crate::pyenv::hook::{self, Hook};
 
+mod notes;
 mod pathfinder;
 mod te;
 mod torch;
 mod windows;
+pub use notes::profile_consumer_notes;
 pub use pathfinder::{PathfinderCatalog, pathfinder_catalog, pathfinder_cudnn};
 use pathfinder::{first_in, glob_dirs, pathfinder_cudnn_entry, tuple_after};
 pub use te::{Root, TeFinder, TeStep, order_words as te_order_words, te_cudnn, te_finder};

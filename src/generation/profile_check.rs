@@ -56,7 +56,16 @@ pub struct Options {
     pub timeout: Duration,
     /// `CUENV_OVERRIDE_DRIVER_CUDA` / `CUENV_OVERRIDE_COMPUTE_CAPABILITY` ([`crate::check::gpufit`]).
     pub overrides: crate::check::gpufit::Overrides,
+    /// For a profile bound to a Python env (`python-env`): the notes on the consumers in that
+    /// env that would load another cuDNN than the profile's (`crate::doctor`'s finders, given
+    /// here by the CLI, as this module is below `doctor`). Each note starts with
+    /// [`NoteKind::Consumer`]'s lead.
+    pub consumer_notes: Option<ConsumerNotes>,
 }
+
+/// [`Options::consumer_notes`]: (the profile's view, the folder of its cuDNN as the check
+/// sees it, the profile's environment) to notes.
+pub type ConsumerNotes = fn(&ViewRecord, &Path, &[(OsString, OsString)]) -> Vec<String>;
 
 /// The environment a profile's activation produces from `base`, for a generation built in
 /// `mode` (link-free: the real folders, as its shims name them).
@@ -101,11 +110,14 @@ pub enum NoteKind {
     Damaged,
     /// The profile's fit to a GPU could not be verified (docs/loader.md G3).
     NotVerified,
+    /// A consumer in the profile's Python env (torch, onnxruntime, TransformerEngine, ...) would
+    /// load another cuDNN than the profile's, in a process that runs the env hook.
+    Consumer,
 }
 
 impl NoteKind {
     /// Every kind.
-    pub const ALL: [NoteKind; 4] = [NoteKind::Incomplete, NoteKind::Unrun, NoteKind::Damaged, NoteKind::NotVerified];
+    pub const ALL: [NoteKind; 5] = [NoteKind::Incomplete, NoteKind::Unrun, NoteKind::Damaged, NoteKind::NotVerified, NoteKind::Consumer];
 
     /// The text a note of this kind starts with.
     pub fn lead(self) -> &'static str {
@@ -114,6 +126,7 @@ impl NoteKind {
             NoteKind::Unrun => "other shell:",
             NoteKind::Damaged => "damaged shim:",
             NoteKind::NotVerified => "not verified for this GPU:",
+            NoteKind::Consumer => "consumer:",
         }
     }
 
@@ -218,6 +231,10 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                 }
                 if let Some(note) = damaged_shim_note(m, view) {
                     result.notes.push(note);
+                }
+                // The consumers of the bound Python env that would load another copy.
+                if let (Some(notes), Some(_)) = (opts.consumer_notes, &view.python_env) {
+                    result.notes.extend(notes(view, &expected.entry_dir, &env));
                 }
                 // Scripts of other shells the check did not run.
                 for (script, vars) in view.conda_env.as_deref().map(activate::unrun_scripts).unwrap_or_default() {

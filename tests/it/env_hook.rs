@@ -406,3 +406,29 @@ fn doctor_counts_the_env_hooks_preload_before_a_consumers_search_path() {
     let without = doctor(&[("CUENV_PYTHON_HOOK", "0")]);
     assert!(without.contains(rule) && without.contains("9.3"), "{without}");
 }
+
+/// `cuenv check` of a profile bound to a venv names each consumer there that would still load
+/// another copy in a process that runs the hook: `onnxruntime.preload_dlls()` opens the venv's
+/// wheel by full path (onnxruntime-gpu 1.31's tuple), so it maps the wheel's 9.1 beside the
+/// profile's 9.6; the torch-like consumer and the load by name get the profile's copy and are
+/// not named.
+#[cfg(target_os = "linux")]
+#[test]
+fn check_names_a_consumer_of_the_bound_env_that_loads_another_copy() {
+    let Some(case) = Case::new(false) else { return };
+    let (code, _, err) = case.lab.run(&["check", "torch"]);
+    assert!(code == 0 || code == 4, "{err}");
+    assert!(!err.contains("consumer:"), "no consumer gets another copy yet: {err}");
+    std::fs::create_dir_all(case.sp.join("onnxruntime")).unwrap();
+    std::fs::write(
+        case.sp.join("onnxruntime/__init__.py"),
+        "def _get_nvidia_dll_paths(is_windows, cuda=True, cudnn=True):\n    cudnn_dll_paths = [\n        (\"nvidia\", \"cudnn\", \"lib\", \"libcudnn.so.9\"),\n    ]\n\ndef preload_dlls(cuda=True, cudnn=True, msvc=True, directory=None):\n    pass\n",
+    )
+    .unwrap();
+    let (_, _, err) = case.lab.run(&["check", "torch"]);
+    let line = err.lines().find(|l| l.contains("consumer:")).unwrap_or_else(|| panic!("no consumer note: {err}"));
+    assert!(line.contains("onnxruntime.preload_dlls()") && line.contains(&case.wheel_lib.join("libcudnn.so.9").display().to_string()), "{line}");
+    assert!(line.contains("not profile torch's cuDNN 9.6") && line.contains("preload_dlls(cudnn=False)"), "{line}");
+    assert!(!err.contains("consumer: PyTorch"), "the torch-like consumer gets the hook's copy: {err}");
+    eprintln!("env_hook: check says: {line}");
+}
