@@ -21,8 +21,7 @@
 //!
 //! Pure except for running the probe children and reading folders; touches nothing.
 //!
-//! [`pid`] answers the same question for a process that is already running
-//! (`cuenv doctor --pid PID`), from what it has mapped.
+//! [`pid`] answers the same question for a running process (`cuenv doctor --pid PID`), from its maps.
 
 pub mod deps;
 pub mod envs;
@@ -32,6 +31,7 @@ pub mod imports;
 pub mod loader;
 mod origin;
 pub mod pid;
+mod requires;
 pub mod scripts;
 mod search_path;
 pub mod stubs;

@@ -502,3 +502,33 @@ fn a_version_read_once_is_used_by_later_sentences() {
     assert!(out.contains(&format!("cuDNN 9 from {} (9.5.0, as cudnnGetVersion reports)", bare.join("libcudnn.so.9").display())), "{out}");
     assert!(!out.contains("version unknown"), "{out}");
 }
+
+/// Issue 32's report: a conda env whose record of jaxlib says it needs `cudnn >=9.13.1.26,<10.0a0`
+/// next to a cudnn 9.10.1.4 ("Loaded runtime CuDNN library: 9.10.1 but source was compiled
+/// with: 9.13.1"). doctor reads conda's own records (`conda-meta/*.json` `depends`) and calls
+/// it a problem with the fix; with a cudnn that satisfies the pin nothing is said of it.
+#[test]
+fn a_conda_framework_pinning_a_newer_cudnn_than_the_env_holds_is_a_problem() {
+    let home = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let env = tmp.path().join("jax env");
+    let meta = env.join("conda-meta");
+    std::fs::create_dir_all(&meta).unwrap();
+    let jaxlib = r#"{"name": "jaxlib", "version": "0.4.38", "build": "cuda126py312h1234567_200", "depends": ["__cuda", "cuda-version >=12.6,<13", "cudnn >=9.13.1.26,<10.0a0", "python >=3.12,<3.13.0a0"]}"#;
+    std::fs::write(meta.join("jaxlib-0.4.38-cuda126py312h1234567_200.json"), jaxlib).unwrap();
+    let record =
+        |v: &str| std::fs::write(meta.join("cudnn-9.x-h0.json"), format!(r#"{{"name": "cudnn", "version": "{v}", "build": "h0", "depends": []}}"#)).unwrap();
+    record("9.10.1.4");
+    let empty = tempfile::tempdir().unwrap();
+    let (code, out, err) = doctor(home.path(), &[empty.path()], &[("CONDA_PREFIX", env.to_str().unwrap())], &[]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(
+        out.contains("jaxlib 0.4.38 (conda-meta/jaxlib-0.4.38-cuda126py312h1234567_200.json)")
+            && out.contains("requires cudnn >=9.13.1.26,<10.0a0, and the env's cudnn is 9.10.1.4 (conda-meta/cudnn-9.x-h0.json)")
+            && out.contains("conda install \"cudnn >=9.13.1.26,<10.0a0\""),
+        "{out}"
+    );
+    record("9.13.1.26");
+    let (_, out, _) = doctor(home.path(), &[empty.path()], &[("CONDA_PREFIX", env.to_str().unwrap())], &[]);
+    assert!(!out.contains("requires cudnn"), "{out}");
+}
