@@ -126,6 +126,25 @@ pub struct Load {
     pub verified: bool,
 }
 
+impl Load {
+    /// A consumer present in an env whose finder cuenv could not read: no file, `how` is
+    /// "not verified: `why`", and the judges say so rather than judge it.
+    pub fn not_verified(finder: Finder, env: &str, consumer: &str, library: String, major: u64, full_path: bool, why: String) -> Load {
+        Load {
+            finder,
+            env: env.to_string(),
+            consumer: consumer.to_string(),
+            library,
+            major,
+            path: None,
+            how: format!("not verified: {why}"),
+            found_via: None,
+            full_path,
+            verified: false,
+        }
+    }
+}
+
 /// The env hooks of `env` that run in a process with the variables `get`: those whose
 /// `CUENV_PYTHON_HOOK` switch lets them ([`hook::is_off`]; a value naming another profile makes
 /// a hook step aside, as `hook.py` does).
@@ -262,18 +281,15 @@ pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
     for sp in &env.site_packages {
         match pathfinder_catalog(sp) {
             None => {}
-            Some(Err(why)) => out.push(Load {
-                finder: Finder::Pathfinder,
-                env: described.clone(),
-                consumer: "cuda.pathfinder".into(),
-                library: libname::dispatcher_name(9, Os::Linux),
-                major: 9,
-                path: None,
-                how: format!("not verified: {why}, so cuenv cannot say what it loads"),
-                found_via: None,
-                full_path: true,
-                verified: false,
-            }),
+            Some(Err(why)) => out.push(Load::not_verified(
+                Finder::Pathfinder,
+                &described,
+                "cuda.pathfinder",
+                libname::dispatcher_name(9, Os::Linux),
+                9,
+                true,
+                format!("{why}, so cuenv cannot say what it loads"),
+            )),
             Some(Ok(cat)) => {
                 let who = format!("cuda.pathfinder {}", cat.version.as_deref().unwrap_or("(version unknown)"));
                 let got = pathfinder_cudnn(&cat, env, scene);
@@ -323,18 +339,15 @@ pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
         }
         match te_finder(sp) {
             None => {}
-            Some(Err(why)) => out.push(Load {
-                finder: Finder::TransformerEngine,
-                env: described.clone(),
-                consumer: "TransformerEngine".into(),
-                library: "libcudnn.so".into(),
-                major: 0,
-                path: None,
-                how: format!("not verified: {why}, so cuenv cannot say which cuDNN it loads"),
-                found_via: None,
-                full_path: true,
-                verified: false,
-            }),
+            Some(Err(why)) => out.push(Load::not_verified(
+                Finder::TransformerEngine,
+                &described,
+                "TransformerEngine",
+                "libcudnn.so".into(),
+                0,
+                true,
+                format!("{why}, so cuenv cannot say which cuDNN it loads"),
+            )),
             Some(Ok(te)) => {
                 // `sysconfig.get_path("purelib")`: the env's own site-packages, not the user site.
                 let purelib = env.site_packages.iter().find(|p| p.starts_with(&env.prefix)).unwrap_or(sp);
@@ -371,18 +384,15 @@ pub fn loads(env: &PyEnv, named: &[Consumer], scene: &Scene) -> Vec<Load> {
             let cuda = build_info_value(&text, "cuda_version");
             let major = cudnn.as_deref().and_then(|v| v.split('.').next()?.parse::<u64>().ok());
             let Some(major) = major else {
-                out.push(Load {
-                    finder: Finder::Tensorflow,
-                    env: described.clone(),
-                    consumer: "TensorFlow".into(),
-                    library: "libcudnn.so".into(),
-                    major: 0,
-                    path: None,
-                    how: format!("not verified: {} names no cudnn_version (a CPU build, or a form cuenv does not read)", info.display()),
-                    found_via: None,
-                    full_path: false,
-                    verified: false,
-                });
+                out.push(Load::not_verified(
+                    Finder::Tensorflow,
+                    &described,
+                    "TensorFlow",
+                    "libcudnn.so".into(),
+                    0,
+                    false,
+                    format!("{} names no cudnn_version (a CPU build, or a form cuenv does not read)", info.display()),
+                ));
                 continue;
             };
             let name = libname::dispatcher_name(major, Os::Linux);

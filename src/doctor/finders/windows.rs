@@ -187,18 +187,15 @@ fn tensorflow_windows(sp: &Path, described: &str, preloaded: &[PathBuf], search:
     let dll = super::build_info_value(&text, "cudnn_dll_name").or_else(|| super::build_info_value(&text, "cudnn_version").map(|v| format!("cudnn{v}.dll")));
     let major = dll.as_deref().and_then(|d| libname::loader_dispatcher_major(d, Os::Windows));
     let (Some(name), Some(major)) = (dll, major) else {
-        return Some(Load {
-            finder: Finder::Tensorflow,
-            env: described.to_string(),
-            consumer: "TensorFlow".into(),
-            library: libname::dispatcher_name(8, Os::Windows),
-            major: 0,
-            path: None,
-            how: format!("not verified: {} names no cudnn_dll_name or cudnn_version cuenv reads as a cuDNN DLL", info.display()),
-            found_via: None,
-            full_path: false,
-            verified: false,
-        });
+        return Some(Load::not_verified(
+            Finder::Tensorflow,
+            described,
+            "TensorFlow",
+            libname::dispatcher_name(8, Os::Windows),
+            0,
+            false,
+            format!("{} names no cudnn_dll_name or cudnn_version cuenv reads as a cuDNN DLL", info.display()),
+        ));
     };
     let cuda = super::build_info_value(&text, "cuda_version").map(|c| format!(" for CUDA {c}")).unwrap_or_default();
     let (path, how) = match loaded_module(preloaded, &name) {
