@@ -45,4 +45,6 @@ done
 # Single members of other releases (a dispatcher, a graph library, one sub-library), taken
 # out of their wheels with HTTP range requests and checked against each wheel's RECORD.
 python3 "$(dirname "$0")/fetch-real-members.py" "$cache" >&2
+# The frameworks' METADATA (their Requires-Dist pins), one small file per release.
+python3 "$(dirname "$0")/fetch-real-metadata.py" "$cache" >&2
 echo "$cache"

@@ -27,6 +27,7 @@ pub mod link;
 pub mod probe;
 pub mod profile;
 pub mod pyenv;
+pub mod requires;
 pub mod resolve;
 pub mod shim;
 pub mod sources;

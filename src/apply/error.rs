@@ -54,6 +54,9 @@ pub enum Error {
     /// A profile cannot run on this machine's driver or GPU (no `--force`).
     #[error(transparent)]
     GpuFit(#[from] crate::check::gpufit::Refusal),
+    /// A profile does not fit the frameworks of the env it is bound to (no `--force`).
+    #[error(transparent)]
+    Frameworks(#[from] crate::requires::Refusal),
     /// cuDNN has no build for this machine.
     #[error("cuDNN is not built for this platform")]
     UnsupportedPlatform,
@@ -81,7 +84,7 @@ pub enum Error {
 
 crate::error::diagnose! {
     impl Diagnose for Error {
-        transparent Profile, Lockfile, Drift, Replacing, Sources, Generation, Link, Store, Lock, Io, NotUnicode, GpuFit;
+        transparent Profile, Lockfile, Drift, Replacing, Sources, Generation, Link, Store, Lock, Io, NotUnicode, GpuFit, Frameworks;
         fn hint(&self) -> Option<String> {
             match self {
                 Error::Walk(e) => Some(match e.path() {

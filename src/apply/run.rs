@@ -39,6 +39,9 @@ pub struct Options {
     pub replace: bool,
     /// This machine's driver and GPUs ([`crate::check::gpufit`]); `None` (`--force`): not judged.
     pub machine: Option<crate::check::gpufit::Machine>,
+    /// Judge each profile against the frameworks of its bound env ([`crate::requires`]) and
+    /// refuse a misfit (`false`: `--force`).
+    pub judge_frameworks: bool,
 }
 
 /// What [`run`] tells its caller while it works.
@@ -141,6 +144,17 @@ pub fn run(layout: &Layout, writer: &WriterLock, file: &Path, opts: &Options, pr
     if let Some(m) = &opts.machine {
         gpu_fit(m, &desired, inputs.current.as_ref().map(|(n, _)| *n), opts.check.is_some(), reporter)?;
     }
+    // The frameworks of each profile's bound env: a misfit is refused as a GPU misfit is; a
+    // newer minor or a requirement not read is a warning.
+    let misfits = framework_fit(&desired, host, reporter);
+    if opts.judge_frameworks && !misfits.profiles.is_empty() {
+        return Err(misfits.into());
+    }
+    for (p, why) in &misfits.profiles {
+        for w in why {
+            reporter.warning(&format!("warning: profile {p} (applied with --force): {w}"));
+        }
+    }
     let current = inputs.current.as_ref();
     if plan::unchanged(current, &desired) {
         // 9. Record only. --locked: the lock already says all this; it is never rewritten
@@ -214,6 +228,31 @@ fn gpu_fit(machine: &crate::check::gpufit::Machine, desired: &Desired, current: 
         }
     }
     if refused.is_empty() { Ok(()) } else { Err(crate::check::gpufit::Refusal { profiles: refused, current, checked }.into()) }
+}
+
+/// The frameworks of each profile's bound env (`conda-env`, `python-env`) judged against the
+/// profile's cuDNN and toolkit ([`crate::requires::judge_profile`]): the misfits, per profile;
+/// each newer release or requirement not read is a warning through `reporter`.
+pub fn framework_fit(desired: &Desired, platform: Platform, reporter: &mut dyn Reporter) -> crate::requires::Refusal {
+    let mut refusal = crate::requires::Refusal { profiles: Vec::new() };
+    for v in &desired.views {
+        let (prefix, by) = match (&v.conda_env, &v.python_env) {
+            (Some(p), _) => (p, "conda-env"),
+            (None, Some(p)) => (p, "python-env"),
+            _ => continue,
+        };
+        let mut misfits = Vec::new();
+        for j in crate::requires::judge_profile(prefix, by, platform, &v.cudnn_version.to_string(), &v.toolkit_version) {
+            match j.verdict {
+                crate::requires::Verdict::Misfit(_) => misfits.push(crate::requires::describe(&j)),
+                _ => reporter.warning(&format!("warning: profile {}: {}", v.name, crate::requires::describe(&j))),
+            }
+        }
+        if !misfits.is_empty() {
+            refusal.profiles.push((v.name.clone(), misfits));
+        }
+    }
+    refusal
 }
 
 /// How a transaction's checks ended.

@@ -122,6 +122,9 @@ pub enum ReasonKind {
     DriverTooOld,
     /// A GPU's compute capability is outside what the profile's cuDNN supports ([`crate::check::gpufit`]).
     UnsupportedGpu,
+    /// A framework in the profile's bound env was built against another cuDNN or CUDA major,
+    /// or a newer minor, than the profile's ([`crate::requires`]).
+    FrameworkMisfit,
 }
 
 impl ReasonKind {
@@ -199,6 +202,7 @@ impl Reason {
             ReasonKind::NoDevice => "no GPU",
             ReasonKind::DriverTooOld => "driver too old",
             ReasonKind::UnsupportedGpu => "unsupported GPU",
+            ReasonKind::FrameworkMisfit => "framework misfit",
         }
     }
 }
@@ -244,6 +248,18 @@ impl CheckResult {
             hint: None,
         });
         self.reasons.splice(0..0, front);
+        self.status = CheckStatus::Fail;
+    }
+
+    /// Adds a framework misfit ([`crate::requires`]) as a failing reason: the profile's cuDNN
+    /// or CUDA cannot serve a framework of its bound env, whatever the probe saw.
+    pub fn add_framework_misfit(&mut self, message: String) {
+        self.reasons.push(Reason {
+            kind: ReasonKind::FrameworkMisfit,
+            message,
+            rule: None,
+            hint: Some("give the profile the cuDNN and toolkit the framework was built for, or install a framework build that matches the profile".into()),
+        });
         self.status = CheckStatus::Fail;
     }
 

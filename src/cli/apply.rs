@@ -76,6 +76,15 @@ pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode
     if let Some(r) = apply::replacing(current.as_ref(), &desired) {
         ctx.report("warning", &WouldRefuse(r));
     }
+    // The frameworks of each profile's bound env, as `apply` judges them: a misfit is the
+    // refusal `apply` would give (exit 4), the rest are warnings.
+    if let Some(host) = crate::cudnn::platform::Platform::host() {
+        let misfits = apply::framework_fit(&desired, host, &mut Printer { ctx, json });
+        if !misfits.profiles.is_empty() {
+            ctx.report("error", &misfits);
+            return Ok(crate::error::Diagnose::exit_code(&misfits));
+        }
+    }
     Ok(ExitCode::Success)
 }
 
@@ -178,7 +187,15 @@ pub fn apply(ctx: &Ctx, file: &Path, opts: ApplyOpts) -> Result<ExitCode, Report
         let o = crate::check::run_driver_probe(&crate::generation::profile_check::current_exe(), &env, std::time::Duration::from_secs(opts.timeout.min(30)));
         Some(crate::check::gpufit::Machine::from_report(o.report.as_ref(), &overrides))
     };
-    let run_opts = apply::Options { locked: opts.locked, check, require_gpu: opts.require_gpu, offline: opts.offline, replace: opts.replace, machine };
+    let run_opts = apply::Options {
+        locked: opts.locked,
+        check,
+        require_gpu: opts.require_gpu,
+        offline: opts.offline,
+        replace: opts.replace,
+        machine,
+        judge_frameworks: !opts.force,
+    };
     let progress = super::reporter::for_stderr(ctx.quiet || opts.json);
     let lock_path = lockfile::lock_path(file);
     let outcome = match apply::run(&ctx.layout, &writer, file, &run_opts, progress.as_ref(), &mut Printer { ctx, json: opts.json }) {

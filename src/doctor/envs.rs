@@ -143,7 +143,7 @@ pub(super) fn judge(
     // What the env's frameworks require of cuDNN, from conda's package records, against the
     // release conda's cudnn package holds (its files' version where they tell it).
     let conda_copy = copies.iter().find(|(_, what, _)| what.starts_with("conda's")).and_then(|(_, _, d)| Some((d.version.clone()?, d.version_from.clone()?)));
-    findings.extend(super::requires::judge_conda(env, conda_copy));
+    findings.extend(super::requires::judge(env, conda_copy));
     let mut judged: Vec<&Path> = Vec::new();
     for (dir, what, d) in &copies {
         if !judged.contains(&dir.as_path()) && !search_path.iter().any(|s| paths::same_path(&s.path, dir)) {

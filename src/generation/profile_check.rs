@@ -113,11 +113,14 @@ pub enum NoteKind {
     /// A consumer in the profile's Python env (torch, onnxruntime, TransformerEngine, ...) would
     /// load another cuDNN than the profile's, in a process that runs the env hook.
     Consumer,
+    /// A framework of the profile's bound env declares another release of the same major
+    /// than the profile's, or a requirement cuenv does not read ([`crate::requires`]).
+    Framework,
 }
 
 impl NoteKind {
     /// Every kind.
-    pub const ALL: [NoteKind; 5] = [NoteKind::Incomplete, NoteKind::Unrun, NoteKind::Damaged, NoteKind::NotVerified, NoteKind::Consumer];
+    pub const ALL: [NoteKind; 6] = [NoteKind::Incomplete, NoteKind::Unrun, NoteKind::Damaged, NoteKind::NotVerified, NoteKind::Consumer, NoteKind::Framework];
 
     /// The text a note of this kind starts with.
     pub fn lead(self) -> &'static str {
@@ -127,6 +130,7 @@ impl NoteKind {
             NoteKind::Damaged => "damaged shim:",
             NoteKind::NotVerified => "not verified for this GPU:",
             NoteKind::Consumer => "consumer:",
+            NoteKind::Framework => "framework:",
         }
     }
 
@@ -235,6 +239,17 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                 // The consumers of the bound Python env that would load another copy.
                 if let (Some(notes), Some(_)) = (opts.consumer_notes, &view.python_env) {
                     result.notes.extend(notes(view, &expected.entry_dir, &env));
+                }
+                // The frameworks of the bound env against the profile's releases: a misfit
+                // fails the check; a newer release or a requirement not read is a note.
+                let bound = view.conda_env.as_deref().map(|p| (p, "conda-env")).or(view.python_env.as_deref().map(|p| (p, "python-env")));
+                if let (Some((prefix, by)), Some(platform)) = (bound, crate::cudnn::platform::Platform::host()) {
+                    for j in crate::requires::judge_profile(prefix, by, platform, &view.cudnn_version.to_string(), &view.toolkit_version) {
+                        match j.verdict {
+                            crate::requires::Verdict::Misfit(_) => result.add_framework_misfit(crate::requires::describe(&j)),
+                            _ => result.notes.push(format!("{} {}", NoteKind::Framework.lead(), crate::requires::describe(&j))),
+                        }
+                    }
                 }
                 // Scripts of other shells the check did not run.
                 for (script, vars) in view.conda_env.as_deref().map(activate::unrun_scripts).unwrap_or_default() {

@@ -945,7 +945,7 @@ fn one_apply_reads_lab_lock_once_and_writes_it_at_most_once() {
     let file = lab.three();
     let layout = cuenv::home::layout::Layout::new(&lab.ctx.home);
     let writer = cuenv::home::writer_lock::WriterLock::acquire(&layout, &mut |_| {}).unwrap();
-    let opts = cuenv::apply::Options { locked: false, check: None, require_gpu: false, offline: true, replace: false, machine: None };
+    let opts = cuenv::apply::Options { locked: false, check: None, require_gpu: false, offline: true, replace: false, machine: None, judge_frameworks: true };
     let apply = || cuenv::apply::run(&layout, &writer, &file, &opts, &cuenv::sys::progress::NoProgress, &mut Quiet).unwrap();
     let delta = |before: (usize, usize)| {
         let after = io_counts();

@@ -58,6 +58,8 @@ mod real_wheels;
 mod real_windows;
 mod release_set;
 mod repair;
+mod requires;
+mod requires_real;
 mod run;
 mod shim_cmd;
 mod shim_posix;
