@@ -13,7 +13,8 @@
 #   - "PyPI" is a local wheel folder (CUENV_FIND_LINKS, README "Labs without network access");
 #     the index and NVIDIA mirror point at a closed loopback port, so any download the tour did
 #     not declare fails instead of reaching the network;
-#   - the toolkit is found through CUENV_TOOLKIT_PATHS (README "Environment variables").
+#   - the toolkit is found through CUENV_TOOLKIT_PATHS (README "Environment variables");
+#   - a project venv (`app/.venv`) holding torch 2.4.1's METADATA, for `cuenv init`.
 #
 # Usage: scripts/tour.sh [CUENV_BINARY]   (default: `cuenv` on PATH, else target/debug/cuenv)
 # Needs: bash, git, python3, a C compiler. Exit 0 when every tour command succeeded.
@@ -155,6 +156,20 @@ for version, so, lib in [("11.8.89", "libcudart.so.11.0", "cudart11")]:
     json.dump({"cuda": {"name": "CUDA SDK", "version": version}}, open(os.path.join(root, "version.json"), "w"))
     open(os.path.join(root, "lib64", so), "wb").write(stub(lib))
 PY
+
+# A project venv where `pip install torch==2.4.1` ran: what `cuenv init` reads of it is torch's
+# METADATA (its Requires-Dist pins, as the real 2.4.1 wheel writes them).
+sp="$have/app/.venv/lib/python3.11/site-packages"
+mkdir -p "$sp/torch-2.4.1.dist-info"
+printf 'home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.11.7\n' >"$have/app/.venv/pyvenv.cfg"
+cat >"$sp/torch-2.4.1.dist-info/METADATA" <<'META'
+Metadata-Version: 2.1
+Name: torch
+Version: 2.4.1
+Requires-Dist: nvidia-cuda-runtime-cu12 (==12.1.105) ; platform_system == "Linux" and platform_machine == "x86_64"
+Requires-Dist: nvidia-cudnn-cu12 (==9.1.0.70) ; platform_system == "Linux" and platform_machine == "x86_64"
+
+META
 
 # ---------------------------------------------------------------------------------------
 # The tour's commands, exactly as README.md of the clone shows them.

@@ -52,6 +52,31 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Propose a profile for the frameworks of a Python env and write it into the profile file.
+    ///
+    /// Reads what each framework of the env requires of cuDNN and CUDA from its files (wheels'
+    /// METADATA pins, torch/version.py, TensorFlow's build_info.py, the libraries onnxruntime
+    /// and CTranslate2 ship, conda-meta records; docs/requirements.md), chooses a store entry
+    /// that serves all of them (else PyPI's wheel), and adds `[profiles.<name>]` to FILE,
+    /// keeping its comments. Frameworks that need two majors get one profile each.
+    #[command(
+        after_long_help = "Examples:\n  cuenv init                    # the shell's VIRTUAL_ENV or CONDA_PREFIX, into lab.toml\n  cuenv init --env .venv --name torch\n  cuenv init --dry-run"
+    )]
+    Init {
+        /// The profile file to add the profile to (created when missing).
+        #[arg(default_value = "lab.toml")]
+        file: PathBuf,
+        /// The env to look at: a venv, a uv or pixi project, a conda prefix (default: the
+        /// shell's VIRTUAL_ENV, else CONDA_PREFIX).
+        #[arg(long)]
+        env: Option<PathBuf>,
+        /// The profile's name (default: the env's folder name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Print the file as it would be written; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Show what `apply` would change, as +/-/~ lines; touches nothing.
     Plan {
         /// The profile file (e.g. lab.toml).

@@ -11,6 +11,7 @@ mod doctor;
 mod env;
 mod fetch;
 mod generations;
+mod init;
 mod kernel;
 mod output;
 mod probe;
@@ -192,6 +193,7 @@ fn run(cli: Cli, out: Out) -> Result<ExitCode, Report> {
         Command::Store(cmd) => store::run(&ctx, cmd),
         Command::Toolkits { json } => toolkits::run(&ctx, json),
         Command::Plan { file, locked, json } => apply::plan(&ctx, &file, locked, json),
+        Command::Init { file, env, name, dry_run } => init::init(&ctx, init::InitOpts { file, env, name, dry_run }),
         Command::Apply { file, dry_run: true, locked, json, .. } => apply::plan(&ctx, &file, locked, json),
         Command::Apply { file, dry_run: false, locked, no_check, require_gpu, timeout, offline, replace, force, json } => {
             apply::apply(&ctx, &file, apply::ApplyOpts { locked, json, check: !no_check, require_gpu, timeout, offline, replace, force })

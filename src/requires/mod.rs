@@ -18,6 +18,7 @@
 pub mod build;
 pub mod conda;
 pub mod pip;
+pub mod propose;
 
 use std::path::PathBuf;
 

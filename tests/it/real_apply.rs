@@ -172,3 +172,38 @@ fn main_job_on_real_wheels() {
     let gc = run(&ctx, &["gc", "--keep", "1", "--dry-run"]);
     assert!(gc.contains("nothing to delete"), "{gc}");
 }
+
+/// Issue 32's "done when": `cuenv init` on a real venv (`python3 -m venv`) holding torch
+/// 2.4.1's real METADATA (PyPI's, scripts/fetch-real-metadata.py) proposes the store entry
+/// that serves torch's pin (the real 9.5.0.50 wheel, not 8.9.4.25), binds the venv, and the
+/// profile then applies and checks: the real cuDNN loads from its entry in the probe (`no-gpu`
+/// here), judged against torch's pins (a newer minor: a `framework:` note, no misfit).
+#[test]
+#[ignore = "needs the real NVIDIA wheels and METADATA: scripts/real-input.sh"]
+fn init_on_a_real_venv_applies_and_checks() {
+    let ctx = TestContext::new();
+    for w in ["nvidia_cudnn_cu12-9.5.0.50", "nvidia_cudnn_cu12-8.9.4.25"] {
+        ctx.add_ok(&wheel(w), &[]);
+    }
+    let tk12 = toolkit_from_wheel(&ctx.work, &wheel("nvidia_cuda_runtime_cu12-12.6.77"), "12.6.77");
+    let venv = ctx.path("proj/.venv");
+    let made = Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&venv).status().unwrap();
+    assert!(made.success(), "python3 -m venv");
+    let sp = first_dir(&venv.join("lib"), "python3").join("site-packages");
+    fs::create_dir_all(sp.join("torch-2.4.1.dist-info")).unwrap();
+    fs::copy(real_wheels_dir().join("metadata/torch/2.4.1.METADATA"), sp.join("torch-2.4.1.dist-info/METADATA")).unwrap();
+    let lab = ctx.path("lab.toml");
+    fs::write(&lab, format!("# my lab\n[toolkits]\n\"12.6\" = '{}'\n", tk12.display())).unwrap();
+    let lab_s = lab.to_str().unwrap();
+    let said = run(&ctx, &["init", lab_s, "--env", ctx.path("proj").to_str().unwrap()]);
+    assert!(said.contains("cuDNN 9.5.0.50: the store entry cudnn-9.5.0.50-cuda12-") && said.contains("nvidia-cudnn-cu12==9.1.0.70"), "{said}");
+    let text = fs::read_to_string(&lab).unwrap();
+    assert!(text.starts_with("# my lab\n") && text.contains("[profiles.proj]\ncuda = \"12\"\ncudnn = \"9.5.0.50\"\npython-env = \"proj/.venv\"\n"), "{text}");
+    let applied: serde_json::Value = serde_json::from_str(&run(&ctx, &["apply", "--json", lab_s])).unwrap();
+    let c = &applied["checks"][0];
+    assert_eq!(c["profile"], "proj", "{applied}");
+    assert_eq!(c["result"]["status"], "no-gpu", "{c}");
+    assert_eq!(c["result"]["report"]["cudnn"]["version"], 90500, "{c}");
+    let notes = c["result"]["notes"].to_string();
+    assert!(notes.contains("framework: torch 2.4.1 declares nvidia-cudnn-cu12==9.1.0.70") && !c.to_string().contains("framework-misfit"), "{c}");
+}

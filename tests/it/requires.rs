@@ -139,3 +139,53 @@ fn doctor_judges_a_venvs_cudnn_wheel_against_its_frameworks_pins() {
         "{text}"
     );
 }
+
+/// `cuenv init` on a real venv (`python3 -m venv`) holding torch 2.4.1's METADATA: the profile
+/// it writes keeps the file's comments, takes the store entry that serves torch (9.5.0.50 of the
+/// lab's three), binds the venv, and then applies, and its check judges torch as apply did; a second init of the same name
+/// is refused at no cost to the file.
+#[cfg(target_os = "linux")]
+#[test]
+fn init_writes_a_profile_for_a_real_venv_that_applies_and_checks() {
+    let lab = Lab::new();
+    let venv = lab.ctx.path("proj/.venv");
+    if !std::process::Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&venv).status().is_ok_and(|st| st.success()) {
+        crate::support::skipped("python3 -m venv is not available");
+        return;
+    }
+    let sp = crate::support::first_dir(&venv.join("lib"), "python3").join("site-packages");
+    std::fs::create_dir_all(sp.join("torch-2.4.1.dist-info")).unwrap();
+    std::fs::write(sp.join("torch-2.4.1.dist-info").join("METADATA"), TORCH_241_METADATA).unwrap();
+    let file = lab.lab("");
+    let f = file.to_str().unwrap();
+    let (code, out, err) = lab.run(&["init", f, "--env", lab.ctx.path("proj").to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("cuDNN 9.5.0.50: the store entry") && out.contains("torch 2.4.1: nvidia-cudnn-cu12==9.1.0.70"), "{out}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with("# lab file\n[toolkits]"), "the user's text is kept: {text}");
+    assert!(text.contains("[profiles.proj]\ncuda = \"12\"\ncudnn = \"9.5.0.50\"\npython-env = \"proj/.venv\"\n"), "{text}");
+    assert!(text.contains("# Written by `cuenv init` from the venv "), "{text}");
+    lab.ok(&["apply", "--no-check", f]);
+    // The lab's store entries are stand-ins that no probe can load: the check fails on that,
+    // and judges the frameworks as apply did (notes, no framework misfit).
+    let (_, out, err) = lab.run(&["check", "proj", "--verbose"]);
+    assert!(out.contains("framework: torch 2.4.1 declares nvidia-cudnn-cu12==9.1.0.70") && !out.contains("framework misfit"), "{out}\n{err}");
+    let (code, _, err) = lab.run(&["init", f, "--env", venv.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("already has a profile `proj`") && err.contains("--name"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+}
+
+/// `cuenv init` on an env whose frameworks state nothing is refused, naming what was read.
+#[test]
+fn init_on_an_env_without_requirements_says_what_it_read() {
+    let lab = Lab::new();
+    let prefix = lab.ctx.path("bare");
+    std::fs::create_dir_all(&prefix).unwrap();
+    std::fs::write(prefix.join("pyvenv.cfg"), "home = /usr/bin\nversion = 3.11.2\n").unwrap();
+    let file = lab.lab("");
+    let (code, _, err) = lab.run(&["init", file.to_str().unwrap(), "--env", prefix.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no framework in the venv") && err.contains("METADATA pins"), "{err}");
+    assert!(!std::fs::read_to_string(&file).unwrap().contains("[profiles"));
+}

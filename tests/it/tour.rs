@@ -36,6 +36,9 @@ fn the_readme_tour_runs_on_a_clean_clone() {
         "generation 2 is current (4 profiles)",
         "rolled back: generation 1 is current (was 2)",
         "active profile (<home>/active, through `cuenv env --setup`): torch2: no-gpu",
+        "cuDNN 9.5.0.50: the store entry cudnn-9.5.0.50-cuda12-linux-x86_64-",
+        "wrote profile app to lab.toml; next: `cuenv apply lab.toml`",
+        "+ profile app: cuDNN 9.5.0.50",
     ] {
         assert!(stdout.contains(line), "missing {line:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
     }
