@@ -59,4 +59,4 @@ pub use plan::{plan, replacing, unchanged};
 pub use preview::{Preview, preview};
 pub use record::{preflight_lock, write_lock, write_lock_section};
 pub use repair::{NotRepaired, Repair, RepairKind, Repaired, Unrepaired, Was, damage, repair};
-pub use run::{Options, Outcome, Reporter, framework_fit, headline_changes, run};
+pub use run::{Options, Outcome, Reporter, declared_fit, framework_fit, headline_changes, run};

@@ -255,6 +255,42 @@ pub fn framework_fit(desired: &Desired, platform: Platform, reporter: &mut dyn R
     refusal
 }
 
+/// [`framework_fit`] before resolution (`plan` while something is still to be fetched): each
+/// profile bound to an env whose cuDNN or toolkit requirement names one version (`cudnn =
+/// "8.9.7.29"`, `cuda = { version = "12.6", from = "pypi" }`) is judged by that version, so a
+/// misfit is said before anything is downloaded. A requirement that gives the major only is
+/// judged on the major; ranges and bindings by conda env name are left to `apply`.
+pub fn declared_fit(file: &crate::profile::ProfileFile, platform: Platform) -> crate::requires::Refusal {
+    use crate::cudnn::version::Op;
+    let mut refusal = crate::requires::Refusal { profiles: Vec::new() };
+    let base = std::path::absolute(&file.path).ok().and_then(|p| p.parent().map(Path::to_path_buf)).unwrap_or_default();
+    let one = |r: &crate::profile::Requirement| match r.version.comparators() {
+        [c] if matches!(c.op, Op::Prefix | Op::Exact) => Some(c.version.clone()),
+        _ => None,
+    };
+    for p in &file.profiles {
+        let prefix = match (&p.python_env, &p.conda_env) {
+            (Some(v), _) => crate::pyenv::resolve_binding(&v.value, &base).ok(),
+            (None, Some(v)) if p.conda_env_is_path() == Some(true) && !v.value.starts_with('~') => Some(base.join(&v.value)),
+            _ => None,
+        };
+        let Some(prefix) = prefix else { continue };
+        let (Some(cudnn), Some(cuda)) = (one(&p.cudnn), one(&p.cuda)) else { continue };
+        let mut misfits = Vec::new();
+        for j in crate::requires::judge_profile(&prefix, "profile", platform, &cudnn.to_string(), &cuda.to_string()) {
+            let given = if j.need.lib == crate::requires::Lib::Cudnn { &cudnn } else { &cuda };
+            let major_only_ok = given.parts().len() < 2 && j.need.floor().is_some_and(|(m, _)| m == given.major());
+            if matches!(j.verdict, crate::requires::Verdict::Misfit(_)) && !major_only_ok {
+                misfits.push(crate::requires::describe(&j));
+            }
+        }
+        if !misfits.is_empty() {
+            refusal.profiles.push((p.name.clone(), misfits));
+        }
+    }
+    refusal
+}
+
 /// How a transaction's checks ended.
 enum Verdict {
     /// The new generation stays current.

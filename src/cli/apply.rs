@@ -31,6 +31,14 @@ struct PlanJson<'a> {
 pub fn plan(ctx: &Ctx, file: &Path, locked: bool, json: bool) -> Result<ExitCode, Report> {
     let (changes, desired, current) = match apply::preview(&ctx.layout, file, locked)? {
         Preview::Pending { fetches, unresolved } => {
+            // A profile its env's frameworks cannot use is said before anything is fetched.
+            if let (Ok(parsed), Some(host)) = (crate::profile::load(file), crate::cudnn::platform::Platform::host()) {
+                let misfits = apply::declared_fit(&parsed, host);
+                if !misfits.profiles.is_empty() {
+                    ctx.report("error", &misfits);
+                    return Ok(crate::error::Diagnose::exit_code(&misfits));
+                }
+            }
             if json {
                 ctx.print_json_sorted(&PlanPending { changes: [], fetch: &fetches, unresolved });
             } else {

@@ -70,7 +70,8 @@ pub enum Command {
         /// shell's VIRTUAL_ENV, else CONDA_PREFIX).
         #[arg(long)]
         env: Option<PathBuf>,
-        /// The profile's name (default: the env's folder name).
+        /// The profile's name (default: the env's folder name; for a project's `.venv` or
+        /// `.pixi/envs/default`, the project folder's).
         #[arg(long)]
         name: Option<String>,
         /// Print the file as it would be written; write nothing.

@@ -4,7 +4,7 @@
 //! satisfies all of them ([`crate::requires::propose`]) and writes it into the profile file
 //! with `toml_edit`, keeping everything else the file holds (comments, order, other profiles).
 //! Where the frameworks need two cuDNN or CUDA majors, one profile per major, not bound to the
-//! env (a process loads one cuDNN: run each program with `cuenv run <profile>`).
+//! env (a process loads one cuDNN: run each program with `cuenv run -p <profile>`).
 
 use std::path::{Path, PathBuf};
 
@@ -40,6 +40,9 @@ pub enum InitError {
         "no framework in {0} states a requirement on cuDNN or CUDA (read: wheels' METADATA pins, torch/version.py, TensorFlow's build_info.py, onnxruntime's and CTranslate2's libraries, conda-meta records)"
     )]
     Nothing(String),
+    /// Another profile of the file binds the env already (two profiles cannot bind one env).
+    #[error("{file}'s profile `{name}` binds {env} already")]
+    Bound { file: PathBuf, name: String, env: String },
     /// The file has a profile of that name already.
     #[error("{file} already has a profile `{name}`")]
     Exists { file: PathBuf, name: String },
@@ -60,6 +63,9 @@ impl crate::error::Diagnose for InitError {
                 "install the framework into the env first (`pip install torch`), or write the profile by hand (README, \"The profile file\")".into()
             }
             InitError::Exists { .. } => "choose another name with --name, or edit that profile by hand".into(),
+            InitError::Bound { name, .. } => {
+                format!("two profiles cannot bind one env: edit profile `{name}` (its cuda and cudnn), or remove it and run `cuenv init` again")
+            }
             InitError::NotToml(..) => "fix the file (cuenv init keeps everything it holds, so it must parse), or name another with FILE".into(),
             InitError::Io(..) => "check the folder exists and is writable".into(),
         })
@@ -77,7 +83,12 @@ impl crate::error::Diagnose for InitError {
 fn the_env(opts: &InitOpts) -> Result<PyEnv, InitError> {
     if let Some(path) = &opts.env {
         let here = std::env::current_dir().map_err(|e| InitError::Io(PathBuf::from("."), e))?;
-        let prefix = crate::pyenv::resolve_binding(&path.to_string_lossy(), &here).map_err(|(m, h)| InitError::NotEnv(m, h))?;
+        let prefix = crate::pyenv::resolve_binding(&path.to_string_lossy(), &here).map_err(|(m, _)| {
+            InitError::NotEnv(
+                m.replacen("python-env", "--env", 1),
+                "name a venv, a uv or pixi project or a conda prefix (a relative --env is from the current folder); `python3 -m venv DIR` or `uv venv` makes one".into(),
+            )
+        })?;
         return crate::pyenv::at(&prefix, "--env").ok_or_else(|| InitError::NotEnv(format!("{} is no Python environment", prefix.display()), String::new()));
     }
     crate::pyenv::from_vars(&|k| std::env::var_os(k)).into_iter().next().ok_or(InitError::NoEnv)
@@ -158,6 +169,23 @@ fn table(p: &Proposal, env: &PyEnv, binding: Option<(&str, String)>, toolkit_maj
     (t, said)
 }
 
+/// `path` as a shell argument: quoted when it holds a space or a shell character.
+fn quoted(path: &Path) -> String {
+    let s = path.display().to_string();
+    if s.chars().any(|c| c.is_whitespace() || "'\"$&;|<>()*?!#`".contains(c)) { format!("'{}'", s.replace('\'', "'\\''")) } else { s }
+}
+
+/// The profile of `file` (its text `text`) already bound to the env at `prefix`, if any.
+fn bound_already(text: &str, file: &Path, prefix: &Path) -> Option<String> {
+    let pf = crate::profile::parse(text, file).ok()?;
+    let base = std::path::absolute(file).ok()?.parent()?.to_path_buf();
+    pf.profiles.iter().find_map(|p| {
+        let value = p.python_env.as_ref().or(p.conda_env.as_ref())?;
+        let at = crate::pyenv::resolve_binding(&value.value, &base).ok()?;
+        crate::sys::paths::same_path(&at, prefix).then(|| p.name.clone())
+    })
+}
+
 /// `cuenv init`.
 pub fn init(ctx: &Ctx, opts: InitOpts) -> Result<ExitCode, Report> {
     let env = the_env(&opts)?;
@@ -199,6 +227,12 @@ pub fn init(ctx: &Ctx, opts: InitOpts) -> Result<ExitCode, Report> {
         t.set_implicit(true);
         doc.insert("profiles", toml_edit::Item::Table(t));
     }
+    if let Some(other) = bound_already(&text, file, &env.prefix)
+        && !split
+        && other != base
+    {
+        return Err(InitError::Bound { file: file.clone(), name: other, env: env.describe() }.into());
+    }
     let mut written = Vec::new();
     if split {
         writeln!(
@@ -227,6 +261,8 @@ pub fn init(ctx: &Ctx, opts: InitOpts) -> Result<ExitCode, Report> {
         written.push(name);
     }
     let out = doc.to_string();
+    // A new file starts with the first profile's comment, not a blank line.
+    let out = if text.is_empty() { out.trim_start_matches('\n').to_string() } else { out };
     // What is written must be a profile file cuenv reads (the same parser apply uses).
     crate::profile::parse(&out, file)?;
     if opts.dry_run {
@@ -238,12 +274,12 @@ pub fn init(ctx: &Ctx, opts: InitOpts) -> Result<ExitCode, Report> {
     if split {
         writeln!(
             ctx.out(),
-            "wrote {names} to {}; next: `cuenv apply {}`, then run each program with its profile (`cuenv run <profile> -- python app.py`)",
+            "wrote {names} to {}; next: `cuenv apply {}`, then run each program with its profile (`cuenv run -p <profile> -- python app.py`)",
             file.display(),
-            file.display()
+            quoted(file)
         );
     } else {
-        writeln!(ctx.out(), "wrote profile {names} to {}; next: `cuenv apply {}`", file.display(), file.display());
+        writeln!(ctx.out(), "wrote profile {names} to {}; next: `cuenv apply {}`", file.display(), quoted(file));
     }
     Ok(ExitCode::Success)
 }

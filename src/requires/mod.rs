@@ -163,13 +163,25 @@ fn conda_parts(v: &str) -> (u64, u64) {
 }
 
 /// Every requirement the frameworks of `env` state on cuDNN and CUDA for `platform`: pip's
-/// METADATA, the build facts, conda's records. A build fact is dropped where another
+/// METADATA (and the CUDA major a `nvidia-cudnn-cuNN` pin implies), the build facts, conda's
+/// records. A build fact is dropped where another
 /// requirement of the same framework and library already says as much: the same major, and
 /// the same minor where the fact gives one (TensorFlow 2.14+: `cudnn_version '8'` beside its
 /// `and-cuda` pin `==8.9.4.25`; torch's `cuda '12.1'` beside `nvidia-cuda-runtime-cu12==12.1.105`).
 /// Sorted by framework, then library, then file.
 pub fn needs(env: &PyEnv, platform: Platform) -> Vec<Need> {
     let mut all = pip::needs(env, platform);
+    // A pin of a cuDNN wheel built for one CUDA major (`nvidia-cudnn-cu11`) requires that major.
+    let implied: Vec<Need> = all
+        .iter()
+        .filter(|n| n.lib == Lib::Cudnn)
+        .filter_map(|n| {
+            let name = n.text.split(|c: char| "=<>!~(; ".contains(c)).next()?;
+            let major = name.rsplit_once("-cu")?.1.parse::<u64>().ok()?;
+            Some(Need { lib: Lib::Cuda, spec: Spec::BuiltWith(major, None), text: format!("{name}: a cuDNN for CUDA {major}"), ..n.clone() })
+        })
+        .collect();
+    all.extend(implied);
     all.extend(build::needs(env));
     if env.kind.is_conda() {
         all.extend(conda::needs(&env.prefix));

@@ -189,3 +189,50 @@ fn init_on_an_env_without_requirements_says_what_it_read() {
     assert!(err.contains("no framework in the venv") && err.contains("METADATA pins"), "{err}");
     assert!(!std::fs::read_to_string(&file).unwrap().contains("[profiles"));
 }
+
+/// `plan` of a profile whose cuDNN is still to be fetched judges it by the version it names,
+/// before anything is downloaded (offline, and the index a closed port).
+#[cfg(target_os = "linux")]
+#[test]
+fn plan_says_a_misfit_before_anything_is_fetched() {
+    let lab = Lab::new();
+    torch_venv(&lab.ctx.path("proj/.venv"));
+    let file = lab.lab("[profiles.torch]\ncuda = \"12\"\ncudnn = { version = \"8.9.7.29\", from = \"pypi\" }\npython-env = \"proj\"\n");
+    let out = lab.ctx.cmd().env("CUENV_OFFLINE", "1").env("CUENV_PYPI_INDEX", "http://127.0.0.1:9/").args(["plan", file.to_str().unwrap()]).output().unwrap();
+    let (stdout, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(4), "{stdout}\n{err}");
+    assert!(err.contains("torch 2.4.1 was built against cuDNN 9 (nvidia-cudnn-cu12==9.1.0.70); cuDNN 8.9.7.29 is another major"), "{stdout}\n{err}");
+}
+
+/// `cuenv init` where torch needs cuDNN 9 and another package pins a cuDNN wheel for CUDA 11
+/// (`nvidia-cudnn-cu11==8.9.0.131`): one profile per major, the second on CUDA 11 (the wheel's
+/// `-cu11`), neither bound; a second init for an env another profile binds is refused.
+#[cfg(target_os = "linux")]
+#[test]
+fn init_splits_two_majors_and_refuses_a_second_binding() {
+    let lab = Lab::new();
+    let sp = torch_venv(&lab.ctx.path("mix/.venv"));
+    std::fs::create_dir_all(sp.join("foo-1.0.dist-info")).unwrap();
+    std::fs::write(
+        sp.join("foo-1.0.dist-info").join("METADATA"),
+        "Metadata-Version: 2.1\nName: foo\nVersion: 1.0\nRequires-Dist: nvidia-cudnn-cu11==8.9.0.131\n\n",
+    )
+    .unwrap();
+    let file = lab.lab("");
+    let f = file.to_str().unwrap();
+    let env = lab.ctx.path("mix");
+    let (code, out, err) = lab.run(&["init", f, "--env", env.to_str().unwrap(), "--dry-run"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("no single profile serves every framework"), "{out}");
+    assert!(out.contains("[profiles.mix-cudnn9]\ncuda = \"12\"\ncudnn = \"9.5.0.50\"\n"), "{out}");
+    // The lab's CUDA 11 entry is 8.8.0.121, older than the 8.9 pin: PyPI's wheel instead.
+    assert!(out.contains("[profiles.mix-cudnn8]\ncuda = \"11\"\ncudnn = { version = \"8.9.0.131\", from = \"pypi\" }\n"), "{out}");
+    assert!(out.contains("cuenv run -p <profile>") || !out.contains("cuenv run <profile>"), "{out}");
+    // One bound profile, then init for the same env under another name.
+    let solo = lab.ctx.path("solo");
+    torch_venv(&solo.join(".venv"));
+    lab.ok(&["init", f, "--env", solo.to_str().unwrap(), "--name", "a"]);
+    let (code, _, err) = lab.run(&["init", f, "--env", solo.to_str().unwrap(), "--name", "b"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("profile `a` binds the venv") && err.contains("two profiles cannot bind one env"), "{err}");
+}
