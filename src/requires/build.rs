@@ -20,6 +20,11 @@ use std::path::Path;
 use super::{Lib, Need, Spec};
 use crate::pyenv::PyEnv;
 
+/// The build fact `text` of `framework`, read from `file`: built with `lib` (major, minor).
+fn built(framework: String, file: &Path, lib: Lib, (major, minor): (u64, Option<u64>), text: String) -> Need {
+    Need { framework, file: file.to_path_buf(), lib, spec: Spec::BuiltWith(major, minor), text }
+}
+
 /// A Python assignment's quoted string value in `text`: the first line that starts with
 /// `name` followed by `=` or `:` (a type annotation), e.g. `cuda: Optional[str] = '12.1'`.
 /// `None` when the value is not a string literal (`None`).
@@ -89,7 +94,7 @@ fn torch(site: &Path) -> Vec<Need> {
         .and_then(|c| release(&c).map(|r| (r, format!("cuda '{c}'"))))
         .or_else(|| local_cuda(&version).map(|(a, b)| ((a, Some(b)), format!("__version__ '{version}'"))));
     let Some(((major, minor), text)) = cuda else { return Vec::new() };
-    vec![Need { framework: format!("torch {version}"), file, lib: Lib::Cuda, spec: Spec::BuiltWith(major, minor), text }]
+    vec![built(format!("torch {version}"), &file, Lib::Cuda, (major, minor), text)]
 }
 
 /// A `('key', 'value')` pair's value in TensorFlow's `build_info` dict text.
@@ -117,13 +122,7 @@ fn tensorflow(site: &Path) -> Vec<Need> {
         if let Some(v) = build_info_value(&text, key)
             && let Some((major, minor)) = release(&v)
         {
-            out.push(Need {
-                framework: format!("tensorflow {version}"),
-                file: file.clone(),
-                lib,
-                spec: Spec::BuiltWith(major, minor),
-                text: format!("{key} '{v}'"),
-            });
+            out.push(built(format!("tensorflow {version}"), &file, lib, (major, minor), format!("{key} '{v}'")));
         }
     }
     out
@@ -181,13 +180,7 @@ fn sonames(site: &Path) -> Vec<Need> {
                         if out.iter().any(|n: &Need| n.lib == lib && n.spec == Spec::BuiltWith(major, None) && n.framework == format!("{dist} {version}")) {
                             continue;
                         }
-                        out.push(Need {
-                            framework: format!("{dist} {version}"),
-                            file: file.clone(),
-                            lib,
-                            spec: Spec::BuiltWith(major, None),
-                            text: format!("{file_name} names {soname}"),
-                        });
+                        out.push(built(format!("{dist} {version}"), &file, lib, (major, None), format!("{file_name} names {soname}")));
                     }
                 }
             }
