@@ -47,6 +47,13 @@ WANTED = [
     # loader dlopens cuDNN from; a JAX CUDA plugin that opens cuDNN by name itself.
     ("tensorflow", "tensorflow-2.16.1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
      ["tensorflow/python/platform/build_info.py", "tensorflow/libtensorflow_framework.so.2"]),
+    # TensorFlow's build facts across issue 32's range, beside its tested-build table
+    # (docs/requirements.md): 2.11-2.13 declare no CUDA wheels, 2.14+ in their `and-cuda` extra.
+    ("tensorflow", "tensorflow-2.11.0-cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", ["tensorflow/python/platform/build_info.py"]),
+    ("tensorflow", "tensorflow-2.12.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", ["tensorflow/python/platform/build_info.py"]),
+    ("tensorflow", "tensorflow-2.13.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", ["tensorflow/python/platform/build_info.py"]),
+    ("tensorflow", "tensorflow-2.15.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", ["tensorflow/python/platform/build_info.py"]),
+    ("tensorflow", "tensorflow-2.20.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", ["tensorflow/python/platform/build_info.py"]),
     # TensorFlow 2.10, the last release with GPU support on native Windows: its build facts.
     ("tensorflow", "tensorflow-2.10.1-cp310-cp310-win_amd64.whl", ["tensorflow/python/platform/build_info.py"]),
     ("jax-cuda12-pjrt", "jax_cuda12_pjrt-0.4.35-py3-none-manylinux2014_x86_64.whl",

@@ -108,8 +108,38 @@ fn build_info_value(text: &str, key: &str) -> Option<String> {
     rest[1..].split(q).next().map(str::to_string)
 }
 
+/// A release as (major, minor).
+type MajorMinor = (u64, u64);
+
+/// TensorFlow's "Tested build configurations" for Linux GPU builds (tensorflow/docs,
+/// `site/en/install/source.md`): (release, cuDNN major.minor, CUDA major.minor), for the
+/// releases whose METADATA declares no CUDA wheels (before 2.14). A cross-check: a row gives
+/// the cuDNN minor only where the installed build_info.py says the row's CUDA and cuDNN major;
+/// past the table the minor stays "not verified".
+const TF_TESTED: [(MajorMinor, MajorMinor, MajorMinor); 9] = [
+    ((2, 5), (8, 1), (11, 2)),
+    ((2, 6), (8, 1), (11, 2)),
+    ((2, 7), (8, 1), (11, 2)),
+    ((2, 8), (8, 1), (11, 2)),
+    ((2, 9), (8, 1), (11, 2)),
+    ((2, 10), (8, 1), (11, 2)),
+    ((2, 11), (8, 1), (11, 2)),
+    ((2, 12), (8, 6), (11, 8)),
+    ((2, 13), (8, 6), (11, 8)),
+];
+
+/// The cuDNN minor [`TF_TESTED`] gives TensorFlow `version` built with CUDA `cuda` and cuDNN
+/// major `cudnn`, when its row agrees with both.
+fn tf_tested_minor(version: &str, cuda: Option<(u64, Option<u64>)>, cudnn: u64) -> Option<u64> {
+    let mut it = version.split('.').map(|p| p.parse::<u64>().ok());
+    let release = (it.next()??, it.next()??);
+    let (_, (dnn_major, dnn_minor), (cu_major, cu_minor)) = TF_TESTED.iter().find(|(r, _, _)| *r == release)?;
+    (cuda == Some((*cu_major, Some(*cu_minor))) && *dnn_major == cudnn).then_some(*dnn_minor)
+}
+
 /// TensorFlow's build facts in `site` (`tensorflow/python/platform/build_info.py`): its CUDA
-/// and cuDNN releases, for a CUDA build (`is_cuda_build` True) only.
+/// and cuDNN releases, for a CUDA build (`is_cuda_build` True) only; the cuDNN minor, which
+/// build_info.py does not hold, from [`TF_TESTED`] where its row agrees.
 fn tensorflow(site: &Path) -> Vec<Need> {
     let file = site.join("tensorflow").join("python").join("platform").join("build_info.py");
     let Ok(text) = std::fs::read_to_string(&file) else { return Vec::new() };
@@ -118,11 +148,19 @@ fn tensorflow(site: &Path) -> Vec<Need> {
     }
     let version = installed_version(site, &["tensorflow", "tensorflow-gpu", "tensorflow-intel", "tf-nightly"]).map(|(_, v)| v).unwrap_or_default();
     let mut out = Vec::new();
+    let cuda = build_info_value(&text, "cuda_version").and_then(|v| release(&v));
     for (key, lib) in [("cuda_version", Lib::Cuda), ("cudnn_version", Lib::Cudnn)] {
         if let Some(v) = build_info_value(&text, key)
             && let Some((major, minor)) = release(&v)
         {
-            out.push(built(format!("tensorflow {version}"), &file, lib, (major, minor), format!("{key} '{v}'")));
+            let mut said = format!("{key} '{v}'");
+            let minor = match (lib, minor) {
+                (Lib::Cudnn, None) => {
+                    tf_tested_minor(&version, cuda, major).inspect(|m| said.push_str(&format!("; {major}.{m} in TensorFlow's tested build configurations")))
+                }
+                _ => minor,
+            };
+            out.push(built(format!("tensorflow {version}"), &file, lib, (major, minor), said));
         }
     }
     out
@@ -215,5 +253,10 @@ mod tests {
         assert_eq!(release("8"), Some((8, None)));
         assert_eq!(release("64_112"), Some((11, Some(2))));
         assert_eq!(release("64_8"), Some((8, None)));
+        // The tested-build table gives 2.12's cuDNN minor only where build_info.py agrees.
+        assert_eq!(tf_tested_minor("2.12.0", Some((11, Some(8))), 8), Some(6));
+        assert_eq!(tf_tested_minor("2.12.1", Some((11, Some(8))), 8), Some(6));
+        assert_eq!(tf_tested_minor("2.12.0", Some((12, Some(2))), 8), None, "a build that is not the tested one");
+        assert_eq!(tf_tested_minor("2.16.1", Some((12, Some(3))), 8), None, "past the table");
     }
 }

@@ -140,7 +140,8 @@ fn site_of(dir: &Path, dists: &[Dist]) -> cuenv::pyenv::PyEnv {
 /// 1.31.1's CUDA provider names `libcudart.so.13` (its extras' pin `nvidia-cuda-runtime~=13.0`
 /// says so too) and no cuDNN anywhere in its file (the name is built at run time): without its
 /// METADATA's `nvidia-cudnn-cu13~=9.0`, its cuDNN is not known, and not guessed; TensorFlow
-/// 2.10.1's Windows build_info.py (`64_112`, `64_8`) alone gives CUDA 11.2 and cuDNN major 8.
+/// 2.10.1's Windows build_info.py (`64_112`, `64_8`) alone gives CUDA 11.2 and cuDNN major 8,
+/// and TensorFlow's tested-build table the 8.1 (its row's CUDA 11.2 agrees).
 #[cfg(target_os = "linux")]
 #[test]
 #[ignore = "needs the real frameworks' members (scripts/real-input.sh)"]
@@ -187,8 +188,39 @@ fn real_build_facts_and_sonames_agree_with_the_pins() {
         facts,
         [
             ("onnxruntime-gpu 1.31.1".to_string(), Lib::Cuda, BuiltWith(13, None)),
-            ("tensorflow 2.10.1".to_string(), Lib::Cudnn, BuiltWith(8, None)),
+            ("tensorflow 2.10.1".to_string(), Lib::Cudnn, BuiltWith(8, Some(1))),
             ("tensorflow 2.10.1".to_string(), Lib::Cuda, BuiltWith(11, Some(2))),
         ]
     );
+}
+
+/// TensorFlow's real build_info.py across the range beside its real METADATA: 2.11-2.13
+/// declare no CUDA wheels, so build_info.py's CUDA and cuDNN major stand, and the tested-build
+/// table's cuDNN minor where its CUDA agrees (2.11: 8.1 on 11.2; 2.12, 2.13: 8.6 on 11.8);
+/// 2.15 and 2.20 pin their CUDA wheels in `and-cuda`, which say the same majors, so only the
+/// pins are judged.
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore = "needs the real frameworks' members (scripts/real-input.sh)"]
+fn tensorflow_build_facts_across_the_range() {
+    let members = crate::support::real_wheels_dir().join("members");
+    let meta = crate::support::real_wheels_dir().join("metadata/tensorflow");
+    use cuenv::requires::Spec::BuiltWith;
+    for (version, cudnn, cuda) in
+        [("2.11.0", (8, 1), (11, 2)), ("2.12.0", (8, 6), (11, 8)), ("2.13.0", (8, 6), (11, 8)), ("2.15.0", (8, 9), (12, 2)), ("2.20.0", (9, 3), (12, 5))]
+    {
+        let wheel = std::fs::read_to_string(meta.join(format!("{version}.wheel"))).unwrap();
+        let info = members.join(wheel.trim()).join("build_info.py");
+        let tmp = tempfile::tempdir().unwrap();
+        let env = site_of(
+            tmp.path(),
+            &[(&format!("tensorflow-{version}.dist-info"), meta.join(format!("{version}.METADATA")), vec![("tensorflow/python/platform/build_info.py", info)])],
+        );
+        let needs = cuenv::requires::needs(&env, Platform::LinuxX86_64);
+        let floor = |lib: Lib| needs.iter().find(|n| n.lib == lib).and_then(|n| n.floor());
+        assert_eq!(floor(Lib::Cudnn), Some((cudnn.0, Some(cudnn.1))), "{version}: {needs:#?}");
+        assert_eq!(floor(Lib::Cuda), Some((cuda.0, Some(cuda.1))), "{version}: {needs:#?}");
+        let pinned = version >= "2.14";
+        assert_eq!(needs.iter().all(|n| !matches!(n.spec, BuiltWith(..))), pinned, "{version}: {needs:#?}");
+    }
 }
