@@ -259,7 +259,7 @@ impl std::error::Error for Refusal {}
 impl crate::error::Diagnose for Refusal {
     fn hint(&self) -> Option<String> {
         Some(
-            "nothing was built or switched; give the profile a cuDNN and toolkit the frameworks were built for, or install framework builds that match it; `cuenv apply --force` applies it anyway"
+            "nothing was built or switched; give the profile a cuDNN and toolkit the frameworks were built for, or install framework builds that match it; `cuenv apply --force` builds it anyway, but its check fails on the same rule and the apply is undone; `--force --no-check` keeps it without a check"
                 .into(),
         )
     }

@@ -236,3 +236,20 @@ fn init_splits_two_majors_and_refuses_a_second_binding() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("profile `a` binds the venv") && err.contains("two profiles cannot bind one env"), "{err}");
 }
+
+/// `apply --force` with its check: the check fails the profile on the same rule, so the apply
+/// is undone and nothing stays current (as the refusal's hint says).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_forced_misfit_is_undone_by_its_check() {
+    let lab = Lab::new();
+    torch_venv(&lab.ctx.path("proj/.venv"));
+    let file = lab.lab(&profile("8.9.4"));
+    let (code, _, err) = lab.run(&["apply", file.to_str().unwrap()]);
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("`--force --no-check` keeps it without a check"), "{err}");
+    let (code, out, err) = lab.run(&["apply", "--force", file.to_str().unwrap()]);
+    assert_eq!(code, 4, "{out}\n{err}");
+    assert!(err.contains("framework misfit") || out.contains("framework misfit"), "{out}\n{err}");
+    assert!(err.contains("no generation is current") || out.contains("no generation is current"), "the forced generation did not stay current: {out}\n{err}");
+}
