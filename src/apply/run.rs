@@ -236,11 +236,7 @@ fn gpu_fit(machine: &crate::check::gpufit::Machine, desired: &Desired, current: 
 pub fn framework_fit(desired: &Desired, platform: Platform, reporter: &mut dyn Reporter) -> crate::requires::Refusal {
     let mut refusal = crate::requires::Refusal { profiles: Vec::new() };
     for v in &desired.views {
-        let (prefix, by) = match (&v.conda_env, &v.python_env) {
-            (Some(p), _) => (p, "conda-env"),
-            (None, Some(p)) => (p, "python-env"),
-            _ => continue,
-        };
+        let Some((prefix, by)) = v.bound_env() else { continue };
         let mut misfits = Vec::new();
         for j in crate::requires::judge_profile(prefix, by, platform, &v.cudnn_version.to_string(), &v.toolkit_version) {
             match j.verdict {

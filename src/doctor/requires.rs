@@ -22,18 +22,11 @@ struct Held {
 
 /// The version of the first NVIDIA wheel installed in `env` whose name `judged` says is `lib`.
 fn wheel(env: &PyEnv, lib: Lib) -> Option<Held> {
-    for sp in &env.site_packages {
-        let Ok(rd) = std::fs::read_dir(sp) else { continue };
-        let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-        names.sort();
-        for n in names {
-            let Some((name, version)) = n.strip_suffix(".dist-info").and_then(|s| s.split_once('-')) else { continue };
-            if crate::requires::pip::judged_lib(name) == Some(lib) && name != "cuda_toolkit" {
-                return Some(Held { version: version.to_string(), file: sp.join(&n).join("METADATA"), package: name.replace('_', "-") });
-            }
-        }
-    }
-    None
+    env.site_packages
+        .iter()
+        .flat_map(|sp| crate::requires::pip::dist_infos(sp))
+        .find(|(name, _, _)| crate::requires::pip::judged_lib(name) == Some(lib) && name != "cuda-toolkit")
+        .map(|(package, version, dir)| Held { version, file: dir.join("METADATA"), package })
 }
 
 /// The conda package that holds `lib` in `env`: `cudnn` (with `files`, the version its files

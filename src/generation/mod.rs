@@ -320,6 +320,12 @@ impl crate::error::Diagnose for UnknownProfile {
 }
 
 impl ViewRecord {
+    /// The Python env the profile is bound to and the key that binds it: `conda-env` first,
+    /// else `python-env`; `None` for a profile bound to none.
+    pub fn bound_env(&self) -> Option<(&Path, &'static str)> {
+        self.conda_env.as_deref().map(|p| (p, "conda-env")).or(self.python_env.as_deref().map(|p| (p, "python-env")))
+    }
+
     /// The real folders behind this view's links: the toolkit root, the store entry, the
     /// entry's library folder (`entry_dir` + `cudnn_lib`, `/`-separated in the manifest) and
     /// the toolkit's runtime folder. What the link-free mode names directly.

@@ -242,8 +242,7 @@ pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_re
                 }
                 // The frameworks of the bound env against the profile's releases: a misfit
                 // fails the check; a newer release or a requirement not read is a note.
-                let bound = view.conda_env.as_deref().map(|p| (p, "conda-env")).or(view.python_env.as_deref().map(|p| (p, "python-env")));
-                if let (Some((prefix, by)), Some(platform)) = (bound, crate::cudnn::platform::Platform::host()) {
+                if let (Some((prefix, by)), Some(platform)) = (view.bound_env(), crate::cudnn::platform::Platform::host()) {
                     for j in crate::requires::judge_profile(prefix, by, platform, &view.cudnn_version.to_string(), &view.toolkit_version) {
                         match j.verdict {
                             crate::requires::Verdict::Misfit(_) => result.add_framework_misfit(crate::requires::describe(&j)),

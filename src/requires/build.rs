@@ -69,17 +69,8 @@ pub fn local_cuda(version: &str) -> Option<(u64, u64)> {
 /// The version in a `<name>-<version>.dist-info` folder's name, for the first of `names`
 /// installed in `site` (PEP 503-normalized names compared).
 fn installed_version(site: &Path, names: &[&str]) -> Option<(String, String)> {
-    let rd = std::fs::read_dir(site).ok()?;
-    let mut found: Vec<(String, String)> = rd
-        .flatten()
-        .filter_map(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            let stem = n.strip_suffix(".dist-info")?;
-            let (name, version) = stem.split_once('-')?;
-            let norm = name.to_ascii_lowercase().replace(['_', '.'], "-");
-            names.contains(&norm.as_str()).then(|| (norm, version.to_string()))
-        })
-        .collect();
+    let mut found: Vec<(String, String)> =
+        super::pip::dist_infos(site).into_iter().filter(|(name, _, _)| names.contains(&name.as_str())).map(|(name, version, _)| (name, version)).collect();
     found.sort_by_key(|(n, _)| names.iter().position(|x| x == n));
     found.into_iter().next()
 }

@@ -175,6 +175,23 @@ impl Metadata {
     }
 }
 
+/// The distributions installed in the site-packages folder `site`, from their
+/// `<name>-<version>.dist-info` folders: (the name PEP 503-normalized, the version, the
+/// folder), sorted by folder name. Empty when `site` cannot be read.
+pub fn dist_infos(site: &Path) -> Vec<(String, String, PathBuf)> {
+    let Ok(rd) = std::fs::read_dir(site) else { return Vec::new() };
+    let mut out: Vec<(String, String, PathBuf)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let (name, version) = n.strip_suffix(".dist-info")?.split_once('-')?;
+            Some((name.to_ascii_lowercase().replace(['_', '.'], "-"), version.to_string(), e.path()))
+        })
+        .collect();
+    out.sort_by(|a, b| a.2.file_name().cmp(&b.2.file_name()));
+    out
+}
+
 /// The `*.dist-info/METADATA` files of `env`'s site-packages, sorted, except NVIDIA's own
 /// wheels (`nvidia_*`, `nvidia-*`: they provide the libraries rather than use them).
 pub fn metadata_files(env: &PyEnv) -> Vec<PathBuf> {
