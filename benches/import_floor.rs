@@ -1,17 +1,21 @@
-//! The floor of importing a wheel the way `cuenv store add` must: every member
-//! inflated, every extracted file hashed with SHA-256, and the archive itself hashed, measured
-//! on this machine with the same inflater (zlib-rs through flate2) and the same SHA-256 (sha2,
-//! SHA-NI where the CPU has it) that cuenv uses. No file is written.
+//! The floor of importing a wheel the way `cuenv store add` must, measured on this machine
+//! with the same parts cuenv uses: every member inflated whole with libdeflate (`libdeflater`,
+//! src/store/extract/inflate.rs) and CRC-32-checked (crc32fast), the archive hashed with
+//! SHA-256 (sha2, SHA-NI where the CPU has it), and, for an import whose archive digest is not
+//! authenticated, every extracted file hashed too. Nothing is written: the output of a member
+//! goes into a buffer of this process.
 //!
-//! For each wheel it prints, in CPU seconds, what that work costs one core, and the lower
-//! bound on the wall time of any import doing it on N cores: the larger of the total work
-//! divided by N and the inflate of the largest member (one deflate stream is inflated by one
-//! core). benches/vs_uv.sh compares that floor with uv, which inflates but hashes nothing.
+//! For each wheel it prints, in CPU seconds, what each part costs one core, and the lower
+//! bound on the wall time of any import doing that work on N cores: the larger of the total
+//! work divided by N and the inflate of the largest member (one deflate stream is inflated by
+//! one core), for both kinds of import (docs/performance.md "What an import proves"):
+//! pinned (inflate + CRC-32 + the archive's SHA-256; the files' digests come from RECORD) and
+//! unpinned (the same, plus the SHA-256 of every file). benches/vs_uv.sh compares them with
+//! uv, which inflates but hashes nothing.
 //!
 //! Usage: cargo bench --bench import_floor -- WHEEL...   (cores: CUENV_BENCH_CORES, default
 //! all of this machine's)
 use std::fs::File;
-use std::io::Read;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -26,8 +30,7 @@ fn main() {
         .ok()
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()) as f64);
-    let mut all =
-        Work { members: 0, bytes_out: 0, inflate: Duration::ZERO, sha_files: Duration::ZERO, sha_archive: Duration::ZERO, largest_inflate: Duration::ZERO };
+    let mut all = Work::default();
     for wheel in &wheels {
         let w = measure(wheel);
         report(wheel.rsplit('/').next().unwrap_or(wheel), &w, cores);
@@ -36,6 +39,7 @@ fn main() {
         all.inflate += w.inflate;
         all.sha_files += w.sha_files;
         all.sha_archive += w.sha_archive;
+        all.crc += w.crc;
         all.largest_inflate = all.largest_inflate.max(w.largest_inflate);
     }
     if wheels.len() > 1 {
@@ -46,14 +50,15 @@ fn main() {
 
 /// Prints one line: the work of `w` on one core and its floor on `cores` cores.
 fn report(what: &str, w: &Work, cores: f64) {
-    let total = w.inflate + w.sha_files + w.sha_archive;
-    let floor = (total.as_secs_f64() / cores).max(w.largest_inflate.as_secs_f64());
-    let no_hash = (w.inflate.as_secs_f64() / cores).max(w.largest_inflate.as_secs_f64());
+    let floor = |work: Duration| (work.as_secs_f64() / cores).max(w.largest_inflate.as_secs_f64());
+    let pinned = floor(w.inflate + w.crc + w.sha_archive);
+    let unpinned = floor(w.inflate + w.crc + w.sha_archive + w.sha_files);
     println!(
-        "{what}: {} members, {:.0} MB out; one core: inflate {:.2} s, sha256 of files {:.2} s, sha256 of archive {:.2} s; largest member inflate {:.2} s; floor on {cores} cores: {floor:.2} s with every hash, {no_hash:.2} s inflating only",
+        "{what}: {} members, {:.0} MB out; one core: inflate {:.2} s, crc32 {:.2} s, sha256 of files {:.2} s, sha256 of archive {:.2} s; largest member inflate {:.2} s; floor on {cores} cores: pinned {pinned:.2} s, unpinned {unpinned:.2} s",
         w.members,
         w.bytes_out as f64 / 1e6,
         w.inflate.as_secs_f64(),
+        w.crc.as_secs_f64(),
         w.sha_files.as_secs_f64(),
         w.sha_archive.as_secs_f64(),
         w.largest_inflate.as_secs_f64(),
@@ -68,45 +73,46 @@ struct Work {
     inflate: Duration,
     sha_files: Duration,
     sha_archive: Duration,
+    crc: Duration,
     largest_inflate: Duration,
 }
 
 fn measure(path: &str) -> Work {
+    let file = File::open(path).expect("open the wheel");
+    // SAFETY: read-only mapping of a file nothing writes while the bench runs.
+    let map = unsafe { memmap2::Mmap::map(&file) }.expect("map the wheel");
     let mut zip = zip::ZipArchive::new(File::open(path).expect("open the wheel")).expect("a zip");
-    let mut buf = vec![0u8; 256 << 10];
+    let mut dec = libdeflater::Decompressor::new();
+    let mut out = Vec::new();
     let mut w = Work { members: zip.len(), ..Work::default() };
     for i in 0..zip.len() {
-        let mut member = zip.by_index(i).expect("a member");
-        let mut sha = Sha256::new();
-        let mut inflate = Duration::ZERO;
-        loop {
-            let t = Instant::now();
-            let n = member.read(&mut buf).expect("inflate");
-            inflate += t.elapsed();
-            if n == 0 {
-                break;
+        let member = zip.by_index_raw(i).expect("a member");
+        let start = member.data_start().expect("a local header") as usize;
+        let input = &map[start..start + member.compressed_size() as usize];
+        out.clear();
+        out.resize(member.size() as usize, 0);
+        let t = Instant::now();
+        match member.compression() {
+            zip::CompressionMethod::Stored => out.copy_from_slice(input),
+            zip::CompressionMethod::Deflated => {
+                let n = dec.deflate_decompress(input, &mut out).expect("inflate");
+                assert_eq!(n, out.len(), "member {i} is shorter than declared");
             }
-            let t = Instant::now();
-            sha.update(&buf[..n]);
-            w.sha_files += t.elapsed();
-            w.bytes_out += n as u64;
+            other => panic!("member {i}: {other:?} is not measured here"),
         }
-        std::hint::black_box(sha.finalize());
+        let inflate = t.elapsed();
+        let t = Instant::now();
+        assert_eq!(crc32fast::hash(&out), member.crc32(), "member {i}: CRC-32");
+        w.crc += t.elapsed();
+        let t = Instant::now();
+        std::hint::black_box(Sha256::digest(&out));
+        w.sha_files += t.elapsed();
+        w.bytes_out += out.len() as u64;
         w.inflate += inflate;
         w.largest_inflate = w.largest_inflate.max(inflate);
     }
-    let mut f = File::open(path).expect("open the wheel");
-    let mut sha = Sha256::new();
-    let mut big = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut big).expect("read the wheel");
-        if n == 0 {
-            break;
-        }
-        let t = Instant::now();
-        sha.update(&big[..n]);
-        w.sha_archive += t.elapsed();
-    }
-    std::hint::black_box(sha.finalize());
+    let t = Instant::now();
+    std::hint::black_box(Sha256::digest(&map[..]));
+    w.sha_archive = t.elapsed();
     w
 }

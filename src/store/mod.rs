@@ -40,7 +40,7 @@ use crate::sys::sha256::Sha256;
 
 use entry::{ENTRY_FILE, EntryMeta, FileKind};
 pub use error::Error;
-use extract::{Item, SourceKind};
+use extract::{FileDigests, Item, SourceKind};
 pub use roots::ROOTS_FILE;
 pub use source_index::SOURCES_FILE;
 use wheel_record::{verify_record, wheel_metadata};
@@ -86,8 +86,11 @@ impl IncompleteSet {
 
 #[derive(Debug, Default, Clone)]
 pub struct AddOptions {
-    /// Expected SHA-256 of the input file (`--sha256`, parsed by the caller: a malformed
-    /// one is [`Error::BadSha256Arg`]).
+    /// Expected SHA-256 of the input file (`--sha256`, a `lab.lock` pin, or the index's
+    /// published digest; parsed by the caller: a malformed one is [`Error::BadSha256Arg`]).
+    /// It authenticates the archive, so a wheel's files take their SHA-256 from its RECORD
+    /// instead of being hashed again ([`extract::FileDigests::FromRecord`],
+    /// docs/decisions.md 11); the import fails unless the archive's SHA-256 equals it.
     pub sha256: Option<Sha256>,
     /// The CUDA major to record or to pick among an installer tree's variants.
     pub cuda: Option<u64>,
@@ -99,7 +102,7 @@ pub struct AddOptions {
     /// `sha256` was computed by this process over the very bytes it wrote to the input (a
     /// download into the home's downloads folder, written under the writer lock): the input is
     /// then not read a second time to hash it (nothing is read twice). Members are still
-    /// CRC-checked and every extracted file hashed. Ignored without `sha256`, and for a `.tar.*`
+    /// CRC-checked. Ignored without `sha256`, and for a `.tar.*`
     /// input, which is hashed as it streams.
     pub sha256_computed: bool,
 }
@@ -253,7 +256,10 @@ impl<'a> Store<'a> {
         let raw = staging.join("raw");
         fs::create_dir(&raw).map_err(|source| Error::Write { path: raw.clone(), source })?;
         let computed = expected.filter(|_| opts.sha256_computed);
-        let extracted = extract::extract(input, kind, &raw, computed, progress)?;
+        // With the archive's digest authenticated, RECORD's digests stand for the files'
+        // (docs/decisions.md 11): the comparison just below keeps nothing otherwise.
+        let digests = if expected.is_some() { FileDigests::FromRecord } else { FileDigests::Hashed };
+        let extracted = extract::extract(input, kind, &raw, computed, digests, progress)?;
         if let (Some(want), Some(got)) = (&expected, &extracted.source_sha256)
             && want != got
         {

@@ -267,3 +267,29 @@ fn a_full_disk_fails_apply_with_the_path_the_step_and_a_hint() {
     eprintln!("{} failing runs:\n{}", failures.len(), failures.join("\n"));
     assert!(failures.len() >= 4, "too few runs failed to mean anything: {failures:?}");
 }
+
+/// A member larger than 8 MiB is inflated into its mapped file, whose blocks are allocated
+/// first: on a full disk that allocation fails with ENOSPC, an error naming the file with a
+/// hint, never a SIGBUS through the mapping; nothing is kept and no staging is left. Pinned
+/// (RECORD's digests) and unpinned alike.
+#[test]
+fn a_full_disk_under_a_mapped_member_is_an_error_not_a_signal() {
+    let ctx = TestContext::new();
+    let Some(_home) = tmpfs(&ctx.home, "6m") else { return };
+    let wheel = crate::store_integrity::wheel_with_big_member(&ctx.work);
+    let sha = {
+        use sha2::Digest as _;
+        hex::encode(sha2::Sha256::digest(fs::read(&wheel).unwrap()))
+    };
+    for args in [vec![], vec!["--sha256", sha.as_str()]] {
+        let out = ctx.cmd().args(["store", "add"]).arg(&wheel).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.code().is_some(), "killed by a signal ({:?}): {err}", out.status);
+        assert_ne!(out.status.code(), Some(0), "{err}");
+        assert_ne!(out.status.code(), Some(101), "a panic: {err}");
+        let first = err.lines().find(|l| l.starts_with("error")).unwrap_or_else(|| panic!("no error line: {err}"));
+        assert!(first.contains(&ctx.home.display().to_string()) && first.contains("cudnn_big_extra.dat"), "{args:?}: {err}");
+        assert!(err.lines().any(|l| l.starts_with("hint: ")), "no hint: {err}");
+        ctx.assert_store_unchanged();
+    }
+}

@@ -68,6 +68,7 @@ mod static_rules;
 mod status_runtime;
 mod stdout_faults;
 mod store;
+mod store_integrity;
 mod store_tx;
 #[cfg(target_os = "linux")]
 mod te_finder;

@@ -23,6 +23,7 @@
 
 mod folder;
 mod hash;
+mod inflate;
 mod tar;
 mod zip;
 
@@ -83,6 +84,20 @@ pub enum SourceKind {
     TarGz,
     /// An already extracted folder.
     Folder,
+}
+
+/// Where the SHA-256 of each extracted file comes from (docs/decisions.md 11,
+/// docs/performance.md "What an import proves").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileDigests {
+    /// Every file is hashed as it is written (unpinned inputs, archives without RECORD).
+    Hashed,
+    /// A wheel whose archive digest is authenticated (a lab.lock pin, the index's published
+    /// digest, `store add --sha256`): a file whose size RECORD states rightly takes its
+    /// SHA-256 from RECORD and is not hashed again; every member is still CRC-checked. The
+    /// caller must compare the archive's SHA-256 ([`Extracted::source_sha256`]) with the
+    /// authenticated one before keeping anything. Other inputs are hashed whatever this says.
+    FromRecord,
 }
 
 /// One item of an extracted tree.
@@ -173,12 +188,23 @@ fn special_file(path: &Path, meta: &fs::Metadata) -> Error {
 /// `computed_sha256` is the SHA-256 this process computed while writing `source` (a
 /// download); a zip is then not read a second time to hash it, and [`Extracted`] carries it.
 ///
-/// Errors: any refused member, size or CRC mismatch, truncated archive, or I/O error, as
-/// an [`Error`] naming the archive and member. On error `raw` may hold partial files; the
-/// caller discards the whole staging folder.
-pub fn extract(source: &Path, kind: SourceKind, raw: &Path, computed_sha256: Option<Sha256>, progress: &dyn Progress) -> Result<Extracted, Error> {
+/// `digests` says whether a wheel's files may take their SHA-256 from its RECORD
+/// ([`FileDigests`]); a plain zip, a tar and a folder are always hashed.
+///
+/// Errors: any refused member, size or CRC mismatch, truncated archive, archive changed
+/// during the import, or I/O error, as an [`Error`] naming the archive and member. On error
+/// `raw` may hold partial files; the caller discards the whole staging folder.
+pub fn extract(
+    source: &Path,
+    kind: SourceKind,
+    raw: &Path,
+    computed_sha256: Option<Sha256>,
+    digests: FileDigests,
+    progress: &dyn Progress,
+) -> Result<Extracted, Error> {
     match kind {
-        SourceKind::Zip | SourceKind::Wheel => extract_zip(source, raw, computed_sha256, progress),
+        SourceKind::Wheel => extract_zip(source, raw, computed_sha256, digests, progress),
+        SourceKind::Zip => extract_zip(source, raw, computed_sha256, FileDigests::Hashed, progress),
         SourceKind::TarXz => {
             let f = open(source)?;
             extract_tar(source, raw, progress, f, |r| Box::new(xz2::read::XzDecoder::new(r)))

@@ -1,7 +1,7 @@
 //! Reading a zip or wheel: the members are checked and bounded up front, then shared out by
 //! size among worker threads that inflate, hash and write them chunk by chunk.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -10,12 +10,13 @@ use std::sync::{Mutex, mpsc};
 
 use sha2::Digest;
 
+use super::inflate::{Inflater, MemberError, Method};
 use super::{
-    BUF, Extracted, Item, MAX_RATIO, RATIO_FLOOR, add_parents, admit, balance, corrupt, expansion_bound, finish_symlinks, hash_file, native, open,
+    Extracted, FileDigests, Item, MAX_RATIO, RATIO_FLOOR, add_parents, admit, balance, corrupt, expansion_bound, finish_symlinks, hash_file, native, open,
     worker_count, write_err,
 };
-use crate::store::Error;
 use crate::store::member::{self, CaseIndex, Kind, PathIndex};
+use crate::store::{Error, wheel_record};
 use crate::sys::progress::Progress;
 use crate::sys::sha256::Sha256;
 
@@ -61,7 +62,15 @@ fn duplicate_name(path: &Path, start: u64) -> Option<Vec<u8>> {
     None
 }
 
-pub(super) fn extract_zip(source: &Path, raw: &Path, computed_sha256: Option<Sha256>, progress: &dyn Progress) -> Result<Extracted, Error> {
+pub(super) fn extract_zip(
+    source: &Path,
+    raw: &Path,
+    computed_sha256: Option<Sha256>,
+    digests: FileDigests,
+    progress: &dyn Progress,
+) -> Result<Extracted, Error> {
+    let input_file = open(source)?;
+    let stamp = stamp(&input_file);
     let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, format!("not a readable zip ({e}); the file may be truncated")))?;
     if zip.has_duplicate_names() {
         // The zip crate keeps one of them; other tools may pick the other.
@@ -146,9 +155,27 @@ pub(super) fn extract_zip(source: &Path, raw: &Path, computed_sha256: Option<Sha
             fs::create_dir_all(native(raw, path)).map_err(write_err(raw))?;
         }
     }
+    let given = match digests {
+        FileDigests::Hashed => HashMap::new(),
+        FileDigests::FromRecord => record_digests(&mut zip, &files),
+    };
+    // SAFETY: the mapping is only read. The archive is a file the caller named or a download
+    // this process wrote under the writer lock; were it changed while mapped, the stamp check
+    // below refuses the import (a file cut short under the mapping would end the process with
+    // SIGBUS, as under any reader that maps its input; nothing is published then, and the
+    // staging folder is removed by the next import).
+    let map = unsafe { memmap2::Mmap::map(&input_file) }.map_err(|e| Error::Read { path: source.into(), source: e })?;
     progress.start("extracting", declared);
-    let shared =
-        Shared { source, raw, progress, results: Mutex::new(Vec::with_capacity(files.len())), failed: AtomicBool::new(false), first_error: Mutex::new(None) };
+    let shared = Shared {
+        source,
+        raw,
+        progress,
+        map: &map,
+        digests: &given,
+        results: Mutex::new(Vec::with_capacity(files.len())),
+        failed: AtomicBool::new(false),
+        first_error: Mutex::new(None),
+    };
     let buckets = balance(files, worker_count(), |m| m.size);
     let source_hash = std::thread::scope(|s| {
         // A SHA-256 this process computed while writing the input is not computed again.
@@ -189,8 +216,45 @@ pub(super) fn extract_zip(source: &Path, raw: &Path, computed_sha256: Option<Sha
         items.insert(path, item);
     }
     finish_symlinks(source, raw, &paths, &mut items, symlinks)?;
+    if stamp != self::stamp(&input_file) {
+        return Err(corrupt(source, "the file changed while it was being imported; import it again once nothing writes to it"));
+    }
     let (size, sha) = source_hash.map_err(|source_err| Error::Read { path: source.into(), source: source_err })?;
     Ok(Extracted { items, source_sha256: Some(sha), source_size: Some(size) })
+}
+
+/// The size and modification time of an open input: an import compares them at its start and
+/// end, so an archive changed meanwhile (whose digest may then describe other bytes than the
+/// ones extracted) is refused.
+fn stamp(file: &File) -> Option<(u64, std::time::SystemTime)> {
+    let meta = file.metadata().ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
+
+/// The SHA-256 of each file that the wheel's `*.dist-info/RECORD` gives with the member's own
+/// size, by path, for an import whose archive digest is authenticated ([`FileDigests::FromRecord`]).
+/// A RECORD that cannot be read gives none: those files are hashed, and the RECORD check after
+/// extraction names what is wrong with it.
+fn record_digests(zip: &mut zip::ZipArchive<File>, files: &[ZipMember]) -> HashMap<String, Sha256> {
+    /// RECORD files of real wheels are a few KiB; a larger one is not read here.
+    const MAX_RECORD: u64 = 16 << 20;
+    let Some(record) = files.iter().find(|m| wheel_record::is_record(&m.path)) else { return HashMap::new() };
+    let mut text = String::new();
+    let read = zip.by_index(record.index).map(|r| r.take(MAX_RECORD).read_to_string(&mut text));
+    if !matches!(read, Ok(Ok(_))) {
+        return HashMap::new();
+    }
+    let listed = wheel_record::parse(&text);
+    let mut out = HashMap::with_capacity(files.len());
+    for m in files {
+        if let Some(line) = listed.get(&m.path)
+            && line.size.parse::<u64>().ok() == Some(m.size)
+            && let Ok(sha) = line.digest()
+        {
+            out.insert(m.path.clone(), sha);
+        }
+    }
+    out
 }
 
 /// The output chunk of one worker, in bytes: large enough that the inflater rarely copies
@@ -204,6 +268,10 @@ struct Shared<'a> {
     source: &'a Path,
     raw: &'a Path,
     progress: &'a dyn Progress,
+    /// The whole archive, mapped read-only.
+    map: &'a [u8],
+    /// Files whose SHA-256 an authenticated RECORD gives (not hashed again), by path.
+    digests: &'a HashMap<String, Sha256>,
     results: Mutex<Vec<(String, Item)>>,
     failed: AtomicBool,
     first_error: Mutex<Option<Error>>,
@@ -220,31 +288,15 @@ impl Shared<'_> {
     }
 }
 
-/// Reads `buf.len()` bytes or fewer at `offset` of `file` (no shared cursor: each thread reads
-/// its own members with positional reads).
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    loop {
-        #[cfg(unix)]
-        let r = std::os::unix::fs::FileExt::read_at(file, buf, offset);
-        #[cfg(windows)]
-        let r = std::os::windows::fs::FileExt::seek_read(file, buf, offset);
-        match r {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            other => return other,
-        }
-    }
-}
-
 /// The zip crate's words for a member that yields more than its header declares.
 const LARGER: &str = "File is larger than its declared uncompressed size";
 
-/// A member being written: its file, SHA-256, CRC-32 (where the worker checks it) and
+/// A member being streamed out (a method other than stored or deflated): its file, SHA-256 and
 /// byte count.
 struct Sink {
     file: File,
     dest: PathBuf,
     sha: sha2::Sha256,
-    crc: Option<crc32fast::Hasher>,
     written: u64,
     /// Bytes whose write-back to disk was started ([`start_writeback`]).
     flushed: u64,
@@ -275,9 +327,6 @@ impl Sink {
     /// Hashes and writes the next bytes of the member.
     fn put(&mut self, bytes: &[u8], progress: &dyn Progress) -> Result<(), Error> {
         self.sha.update(bytes);
-        if let Some(crc) = &mut self.crc {
-            crc.update(bytes);
-        }
         self.file.write_all(bytes).map_err(write_err(&self.dest))?;
         self.written += bytes.len() as u64;
         if self.written - self.flushed >= FLUSH_EVERY {
@@ -289,17 +338,17 @@ impl Sink {
     }
 }
 
-/// Inflates `members` (stored and deflated ones directly from the file with large positional
-/// reads; any other method through the zip crate's reader), hashing and writing each chunk
-/// as it comes, checks each member's size and CRC at its end, then passes the file on to be
-/// synced. Output stops one byte past the declared size: more is an error, never written.
+/// Writes `members` in turn: stored and deflated ones whole, from the mapped archive
+/// ([`Inflater::member`]: libdeflate into the mapped output file, CRC-32 checked here); any
+/// other method (Deflate64) streamed through the zip crate's reader, which checks size and
+/// CRC, hashing and writing each chunk as it comes. Each file's SHA-256 is computed unless
+/// `shared.digests` gives it (an authenticated RECORD). Output stops at the declared size:
+/// more is an error, never written. Each finished file is passed on to be synced.
 fn member_worker(shared: &Shared, members: Vec<ZipMember>, sync: &mpsc::Sender<(File, PathBuf)>) -> Result<(), Error> {
     let source = shared.source;
     let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, e))?;
-    let file = open(source)?;
-    let mut input = vec![0u8; BUF];
-    let mut buf = vec![0u8; CHUNK];
-    let mut dec = flate2::Decompress::new(false);
+    let mut buf = Vec::new();
+    let mut inflater = Inflater::new();
     for m in members {
         if shared.stopped() {
             return Ok(());
@@ -314,15 +363,15 @@ fn member_worker(shared: &Shared, members: Vec<ZipMember>, sync: &mpsc::Sender<(
         let direct = matches!(method, zip::CompressionMethod::Stored | zip::CompressionMethod::Deflated);
         let span = reader.data_start().map(|start| (start, start.saturating_add(reader.compressed_size())));
         let crc = reader.crc32();
-        let created = File::create(&dest).map_err(write_err(&dest))?;
         let (direct, span) = match span {
             Some(span) if direct => (true, span),
             _ => (false, (0, 0)),
         };
-        // The zip crate's own reader checks the CRC of what it reads; the direct path here.
-        let mut sink = Sink { file: created, dest, sha: sha2::Sha256::new(), crc: direct.then(crc32fast::Hasher::new), written: 0, flushed: 0 };
-        let limit = size.saturating_add(1);
         if !direct {
+            buf.resize(CHUNK, 0);
+            let created = File::create(&dest).map_err(write_err(&dest))?;
+            let mut sink = Sink { file: created, dest: dest.clone(), sha: sha2::Sha256::new(), written: 0, flushed: 0 };
+            let limit = size.saturating_add(1);
             // Deflate64 and others: the zip crate's reader checks size and CRC itself.
             loop {
                 let cap = (CHUNK as u64).min(limit - sink.written) as usize;
@@ -343,75 +392,36 @@ fn member_worker(shared: &Shared, members: Vec<ZipMember>, sync: &mpsc::Sender<(
                     break;
                 }
             }
-        } else {
-            drop(reader);
-            let (mut offset, end) = span;
-            let stored = method == zip::CompressionMethod::Stored;
-            dec.reset(false);
-            let (mut in_pos, mut in_len) = (0usize, 0usize);
-            let mut ended = false;
-            while !ended {
-                let cap = (CHUNK as u64).min(limit - sink.written) as usize;
-                let mut filled = 0;
-                while filled < cap {
-                    if stored {
-                        let want = (cap - filled).min((end - offset).min(BUF as u64) as usize);
-                        let n = if want == 0 {
-                            0
-                        } else {
-                            read_at(&file, &mut buf[filled..filled + want], offset).map_err(|e| Error::Read { path: source.into(), source: e })?
-                        };
-                        if n == 0 {
-                            ended = true;
-                            break;
-                        }
-                        offset += n as u64;
-                        filled += n;
-                        continue;
-                    }
-                    if in_pos == in_len && offset < end {
-                        let want = (end - offset).min(BUF as u64) as usize;
-                        let n = read_at(&file, &mut input[..want], offset).map_err(|e| Error::Read { path: source.into(), source: e })?;
-                        if n == 0 {
-                            return Err(read_err(io::ErrorKind::UnexpectedEof.into()));
-                        }
-                        offset += n as u64;
-                        (in_pos, in_len) = (0, n);
-                    }
-                    let (before_in, before_out) = (dec.total_in(), dec.total_out());
-                    let status = dec
-                        .decompress(&input[in_pos..in_len], &mut buf[filled..cap], flate2::FlushDecompress::None)
-                        .map_err(|e| read_err(io::Error::new(io::ErrorKind::InvalidData, e)))?;
-                    let (used, made) = ((dec.total_in() - before_in) as usize, (dec.total_out() - before_out) as usize);
-                    in_pos += used;
-                    filled += made;
-                    if status == flate2::Status::StreamEnd {
-                        ended = true;
-                        break;
-                    }
-                    if used == 0 && made == 0 && in_pos == in_len && offset >= end {
-                        // The member's bytes end before its deflate stream does.
-                        return Err(read_err(io::ErrorKind::UnexpectedEof.into()));
-                    }
-                }
-                if sink.written + filled as u64 > size {
-                    return Err(read_err(io::Error::new(io::ErrorKind::InvalidData, LARGER)));
-                }
-                sink.put(&buf[..filled], shared.progress)?;
-                if shared.stopped() {
-                    return Ok(());
-                }
+            let Sink { file, dest, sha, written, .. } = sink;
+            if written != size {
+                return Err(Error::SizeMismatch { archive: source.into(), member: m.name, declared: size, actual: written });
             }
+            shared.results.lock().unwrap().push((m.path, Item::File { size: written, sha256: Sha256::finish(sha) }));
+            let _ = sync.send((file, dest));
+            continue;
         }
-        let Sink { file, dest, sha, crc: got, written, .. } = sink;
-        if got.is_some_and(|got| got.finalize() != crc) {
+        drop(reader);
+        // Stored and deflated members: whole, from the mapped archive (inflate.rs).
+        let input = usize::try_from(span.0).ok().zip(usize::try_from(span.1).ok()).and_then(|(a, b)| shared.map.get(a..b));
+        let Some(input) = input else {
+            return Err(corrupt(source, format!("member `{}` ends early; the archive is truncated", m.name)));
+        };
+        let method = if method == zip::CompressionMethod::Stored { Method::Stored } else { Method::Deflated };
+        let given = shared.digests.get(&m.path).copied();
+        let done = inflater.member(method, input, size, &dest, given.is_none()).map_err(|e| match e {
+            MemberError::Write(e) => Error::Write { path: dest.clone(), source: e },
+            MemberError::Larger => read_err(io::Error::new(io::ErrorKind::InvalidData, LARGER)),
+            MemberError::Short(actual) => Error::SizeMismatch { archive: source.into(), member: m.name.clone(), declared: size, actual },
+            MemberError::BadData => corrupt(source, format!("member `{}`: its deflate data is invalid (damaged or cut short)", m.name)),
+        })?;
+        if done.crc != crc {
             return Err(Error::BadCrc { archive: source.into(), member: m.name });
         }
-        if written != size {
-            return Err(Error::SizeMismatch { archive: source.into(), member: m.name, declared: size, actual: written });
-        }
-        shared.results.lock().unwrap().push((m.path, Item::File { size: written, sha256: Sha256::finish(sha) }));
-        let _ = sync.send((file, dest));
+        start_writeback(&done.file, 0, size);
+        shared.progress.advance(size);
+        let sha256 = done.sha256.or(given).expect("hashed unless RECORD gave the digest");
+        shared.results.lock().unwrap().push((m.path, Item::File { size, sha256 }));
+        let _ = sync.send((done.file, dest));
     }
     Ok(())
 }
@@ -430,7 +440,7 @@ fn member_read_error(archive: &Path, member: &str, e: io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::extract::{SourceKind, extract};
+    use crate::store::extract::{FileDigests, SourceKind, extract};
 
     #[test]
     fn balance_spreads_the_largest() {
@@ -460,7 +470,7 @@ mod tests {
         let (size, sha) = hash_file(&input).unwrap();
         let raw = dir.path().join("raw");
         fs::create_dir(&raw).unwrap();
-        let got = extract(&input, SourceKind::Zip, &raw, None, &crate::sys::progress::NoProgress).unwrap();
+        let got = extract(&input, SourceKind::Zip, &raw, None, FileDigests::Hashed, &crate::sys::progress::NoProgress).unwrap();
         assert_eq!((got.source_size, got.source_sha256), (Some(size), Some(sha)));
         let want_a = Sha256::of(&vec![b'a'; 600_000]);
         assert_eq!(got.items["lib/a.so"], Item::File { size: 600_000, sha256: want_a });
@@ -471,7 +481,7 @@ mod tests {
         let raw2 = dir.path().join("raw2");
         fs::create_dir(&raw2).unwrap();
         let given: Sha256 = "ab".repeat(32).parse().unwrap();
-        let got2 = extract(&input, SourceKind::Zip, &raw2, Some(given), &crate::sys::progress::NoProgress).unwrap();
+        let got2 = extract(&input, SourceKind::Zip, &raw2, Some(given), FileDigests::Hashed, &crate::sys::progress::NoProgress).unwrap();
         assert_eq!((got2.source_size, got2.source_sha256), (Some(size), Some(given)));
         assert_eq!(got2.items, got.items);
     }

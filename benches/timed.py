@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Runs one benchmark command and writes "seconds peak_anon_kib" to OUT.
+
+Usage: benches/timed.py OUT CMD [ARG...]   (exit status: the command's)
+
+- seconds: wall-clock time from start to exit (time.monotonic), 2 decimals.
+- peak_anon_kib: the largest RssAnon (/proc/PID/status: the process's anonymous memory,
+  heap and stacks; not the file-backed pages of the files it maps, which are the page cache)
+  seen by sampling every 2 ms, of the command's own process (children are not counted).
+  /usr/bin/time's %M (VmHWM) counts mapped file pages too: cuenv maps each archive and each
+  large output file (src/store/extract/inflate.rs), so its %M includes the 430 MB output of
+  libcudnn_engines_precompiled.so.9 while its heap stays a few MiB.
+
+Every tool of a benchmark is timed through this wrapper, so each pays the same sampling cost
+(one read of a /proc file every 2 ms).
+"""
+import subprocess
+import sys
+import time
+
+
+def rss_anon(pid):
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"RssAnon:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def main():
+    out, cmd = sys.argv[1], sys.argv[2:]
+    start = time.monotonic()
+    p = subprocess.Popen(cmd)
+    peak = 0
+    while p.poll() is None:
+        peak = max(peak, rss_anon(p.pid))
+        time.sleep(0.002)
+    seconds = time.monotonic() - start
+    with open(out, "w") as f:
+        f.write(f"{seconds:.2f} {peak}\n")
+    sys.exit(p.returncode)
+
+
+if __name__ == "__main__":
+    main()
