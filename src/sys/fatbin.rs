@@ -25,7 +25,6 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use object::read::ReadCache;
-use object::{Object, ObjectSection};
 use serde::{Deserialize, Serialize};
 
 /// The container magic (little-endian `50 ED 55 BA`).
@@ -96,11 +95,12 @@ pub fn read(path: &Path) -> io::Result<Option<GpuCode>> {
     let name = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
     let (start, size) = {
         let cache = ReadCache::new(File::open(path).map_err(name)?);
-        let file =
-            object::File::parse(&cache).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: not a PE or ELF file: {e}", path.display())))?;
-        let Some(sec) = file.section_by_name(".nv_fatbin").or_else(|| file.section_by_name(".nv_fatb")) else { return Ok(None) };
-        match sec.file_range() {
-            Some(r) => r,
+        let sections = crate::sys::binfmt::section_table(&cache).map_err(name)?;
+        let Some((_, range, _)) = sections.iter().find(|(n, _, _)| n == ".nv_fatbin").or_else(|| sections.iter().find(|(n, _, _)| n == ".nv_fatb")) else {
+            return Ok(None);
+        };
+        match range {
+            Some(r) => *r,
             None => return Ok(None),
         }
     };
