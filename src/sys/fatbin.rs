@@ -95,7 +95,7 @@ pub fn read(path: &Path) -> io::Result<Option<GpuCode>> {
     let name = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
     let (start, size) = {
         let cache = ReadCache::new(File::open(path).map_err(name)?);
-        let sections = crate::sys::binfmt::section_table(&cache).map_err(name)?;
+        let sections = crate::sys::elf::section_table(&cache).map_err(name)?;
         let Some((_, range, _)) = sections.iter().find(|(n, _, _)| n == ".nv_fatbin").or_else(|| sections.iter().find(|(n, _, _)| n == ".nv_fatb")) else {
             return Ok(None);
         };

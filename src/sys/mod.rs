@@ -6,6 +6,7 @@
 //! (`sha256`), and the Windows system folders and KnownDLLs list (`windirs`). Nothing here knows profiles, generations or the store.
 
 pub mod binfmt;
+pub mod elf;
 pub mod fatbin;
 pub mod fsutil;
 pub mod paths;
