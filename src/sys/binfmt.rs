@@ -446,20 +446,31 @@ pub fn exported_version(path: &Path) -> io::Result<Option<(String, Version)>> {
     let Ok(exports) = file.exports() else { return Ok(None) };
     for e in exports.flatten() {
         let (object::read::NameOrOrdinal::Name(raw), object::read::ExportTarget::Address { address: at }) = (e.name(), e.target()) else { continue };
-        let name = String::from_utf8_lossy(raw).into_owned();
-        let Some(stem) = name.strip_prefix("cudnn_").and_then(|n| n.strip_suffix("_version")) else { continue };
-        if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+        if !is_version_export(raw) {
             continue;
         }
         let Some(section) = file.sections().find(|s| s.address() <= at && at + 4 <= s.address() + s.size()) else { continue };
         let Ok(Some(bytes)) = section.data_range(at, 4) else { continue };
-        let v = u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
-        let (major, minor, patch) = (u64::from(v >> 16), u64::from((v >> 8) & 0xff), u64::from(v & 0xff));
-        if major > 0 {
-            return Ok(Some((name, Version::new(&[major, minor, patch]))));
+        if let Some(v) = export_value_version(bytes) {
+            return Ok(Some((String::from_utf8_lossy(raw).into_owned(), v)));
         }
     }
     Ok(None)
+}
+
+/// Whether `name` is a `cudnn_<x>_version` export of [`exported_version`] (`<x>`: lowercase
+/// letters and `_`).
+pub(crate) fn is_version_export(name: &[u8]) -> bool {
+    let stem = name.strip_prefix(b"cudnn_").and_then(|n| n.strip_suffix(b"_version"));
+    stem.is_some_and(|s| !s.is_empty() && s.iter().all(|b| b.is_ascii_lowercase() || *b == b'_'))
+}
+
+/// The release the 4 bytes of a `cudnn_<x>_version` export give (`M << 16 | m << 8 | p`,
+/// little-endian); `None` for major 0.
+pub(crate) fn export_value_version(bytes: &[u8]) -> Option<Version> {
+    let v = u32::from_le_bytes(bytes.try_into().ok()?);
+    let (major, minor, patch) = (u64::from(v >> 16), u64::from((v >> 8) & 0xff), u64::from(v & 0xff));
+    (major > 0).then(|| Version::new(&[major, minor, patch]))
 }
 
 /// The version marker of [`library_version`]: `cudnn_version_<M>_<m>_<p>_<build>_`.

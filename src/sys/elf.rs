@@ -9,6 +9,7 @@ use std::io;
 use object::read::ReadCache;
 
 use crate::cudnn::version::Version;
+use crate::sys::binfmt;
 
 /// One row of [`section_table`]: (name, file range `(start, len)`, size in bytes).
 pub type SectionRow = (String, Option<(u64, u64)>, u64);
@@ -77,18 +78,15 @@ pub fn exported_version(cache: &ReadCache<File>) -> io::Result<Option<Option<(St
         }
         let raw = &names[name_at..];
         let name = &raw[..raw.iter().position(|b| *b == 0).unwrap_or(raw.len())];
-        let Some(stem) = name.strip_prefix(b"cudnn_").and_then(|n| n.strip_suffix(b"_version")) else { continue };
-        if stem.is_empty() || !stem.iter().all(|b| b.is_ascii_lowercase() || *b == b'_') {
+        if !binfmt::is_version_export(name) {
             continue;
         }
         // The 4 bytes at the symbol's address, in the section that holds them.
         let Some(sh) = sections.iter().find(|sh| sh.sh_addr(endian) <= value && value + 4 <= sh.sh_addr(endian) + sh.sh_size(endian)) else { continue };
         let Some((start, _)) = sh.file_range(endian) else { continue };
         let Ok(bytes) = cache.read_bytes_at(start + (value - sh.sh_addr(endian)), 4) else { continue };
-        let v = u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
-        let (major, minor, patch) = (u64::from(v >> 16), u64::from((v >> 8) & 0xff), u64::from(v & 0xff));
-        if major > 0 {
-            return Ok(Some(Some((String::from_utf8_lossy(name).into_owned(), Version::new(&[major, minor, patch])))));
+        if let Some(v) = binfmt::export_value_version(bytes) {
+            return Ok(Some(Some((String::from_utf8_lossy(name).into_owned(), v))));
         }
     }
     Ok(Some(None))
