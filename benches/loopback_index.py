@@ -17,7 +17,8 @@ What is served (what cuenv's src/fetch/pypi.rs and uv/pip ask for):
   GET /pypi/<project>/json            the project document: info, urls, releases{version: [...]}
   GET /simple/ and /simple/<project>/ PEP 503 HTML (href ...#sha256=), or PEP 691 JSON when
                                       the Accept header asks for application/vnd.pypi.simple.v1+json
-  GET/HEAD /files/<file name>         the wheel, with single byte ranges (HTTP 206)
+  GET/HEAD /files/<file name>         the wheel, with single byte ranges (HTTP 206; none, the
+                                      whole file, when LOOPBACK_NO_RANGES=1 is set)
 Project names are normalized as PEP 503 says; a wheel's project and version come from its name.
 Sha256s are cached in DIR/.sha256.json keyed by name, size and mtime.
 """
@@ -235,7 +236,9 @@ def serve(folder, port_file, log_path):
             size = files[name][3]
             start, end = 0, size - 1
             status = 200
-            rng = self.headers.get("Range")
+            # LOOPBACK_NO_RANGES=1: a server that answers every range request with the whole file
+            # (cuenv then downloads a wheel whole instead of importing it while it streams).
+            rng = None if os.environ.get("LOOPBACK_NO_RANGES") == "1" else self.headers.get("Range")
             if rng:
                 m = re.fullmatch(r"bytes=(\d*)-(\d*)", rng.strip())
                 if not m or (not m.group(1) and not m.group(2)):

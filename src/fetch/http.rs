@@ -189,9 +189,52 @@ impl Client {
         })
     }
 
+    /// Bytes `start..end` of `url` (one HTTP range request, retried as a GET is); `Ok(None)`
+    /// when the server answers with the whole file instead (it serves no ranges), whose body is
+    /// then not read.
+    ///
+    /// Errors: those of a GET; [`Error::SizeMismatch`] when the range answered is not the one
+    /// asked for.
+    pub fn range(&self, url: &str, start: u64, end: u64) -> Result<Option<Vec<u8>>, Error> {
+        self.check_online(url, "a byte range")?;
+        let want = format!("bytes={start}-{}", end.saturating_sub(1));
+        self.retrying(|n| {
+            let mut resp = self.send_with(url, n, false, Some(&want))?.expect("404 is an error for ranges");
+            if resp.status().as_u16() != 206 {
+                return Ok(None);
+            }
+            let said = resp.headers().get("content-range").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+            if !said.starts_with(&format!("bytes {start}-{}/", end.saturating_sub(1))) {
+                return Err(Try::Fatal(Error::SizeMismatch { url: url.into(), expected: end - start, actual: 0 }));
+            }
+            let mut bytes = Vec::with_capacity((end - start) as usize);
+            let read = resp.body_mut().as_reader().take(end - start + 1).read_to_end(&mut bytes);
+            read.map_err(|source| Try::Again(Error::Interrupted { url: url.into(), received: 0, expected: Some(end - start), attempts: n, source }))?;
+            Ok(Some(bytes))
+        })
+    }
+
+    /// The body of `url`, to read as it arrives (the connection is retried as a GET is; the
+    /// body is not: a read error ends the stream). A read stops with an error once this client
+    /// is cancelled ([`Client::cancellable`]).
+    pub fn open(&self, url: &str) -> Result<Box<dyn Read + Send>, Error> {
+        self.check_online(url, "a download")?;
+        let resp = self.retrying(|n| Ok(self.send(url, n, false)?.expect("404 is an error for downloads")))?;
+        Ok(Box::new(Cancellable { inner: resp.into_body().into_reader(), cancel: self.cancel.clone() }))
+    }
+
     /// Sends one GET. `Ok(None)` for 404 when `none_on_404`.
     fn send(&self, url: &str, attempt: u32, none_on_404: bool) -> Result<Option<ureq::http::Response<ureq::Body>>, Try> {
-        let resp = self.agent.get(url).call().map_err(|source| {
+        self.send_with(url, attempt, none_on_404, None)
+    }
+
+    /// Sends one GET, with a `Range` header when `range` is given.
+    fn send_with(&self, url: &str, attempt: u32, none_on_404: bool, range: Option<&str>) -> Result<Option<ureq::http::Response<ureq::Body>>, Try> {
+        let mut req = self.agent.get(url);
+        if let Some(r) = range {
+            req = req.header("Range", r);
+        }
+        let resp = req.call().map_err(|source| {
             // rustls reports certificate and handshake failures as io::ErrorKind::InvalidData.
             let transient = match &source {
                 ureq::Error::Io(e) => e.kind() != std::io::ErrorKind::InvalidData,
@@ -224,6 +267,21 @@ impl Client {
             }
             n += 1;
         }
+    }
+}
+
+/// A body that stops with an error once its client is cancelled.
+struct Cancellable<R> {
+    inner: R,
+    cancel: Option<Arc<AtomicBool>>,
+}
+
+impl<R: Read> Read for Cancellable<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(std::io::Error::other("cancelled: no longer needed"));
+        }
+        self.inner.read(buf)
     }
 }
 

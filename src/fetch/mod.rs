@@ -25,7 +25,9 @@
 pub mod findlinks;
 pub mod http;
 pub mod nvidia;
+mod prefetch;
 pub mod pypi;
+mod stream;
 pub mod url_rule;
 
 use std::fs;
@@ -41,6 +43,8 @@ use crate::store::{AddOptions, Added, Store};
 use crate::sys::fsutil;
 use crate::sys::progress::Progress;
 use crate::sys::sha256::Sha256;
+
+pub use prefetch::{Fetched, Prefetch};
 
 pub use http::Client;
 
@@ -411,8 +415,19 @@ fn import_artifact_as(
         return Ok((Added { meta, dir, existed: true }, from));
     }
     let download = match prefetch.and_then(|p| p.take(artifact)) {
-        Some(d) => d?,
-        None => download(layout, writer, client, artifact, progress)?,
+        Some(Ok(Fetched::Imported(done))) if !by_hand => return Ok(*done),
+        Some(Ok(Fetched::Imported(_))) => download(layout, writer, client, artifact, progress)?,
+        Some(Ok(Fetched::Download(d))) => d,
+        Some(Err(e)) => return Err(e),
+        None => {
+            // A wheel is imported while it downloads where the server allows; else downloaded whole.
+            if stream::streamable(client, artifact)
+                && let Some(done) = stream::import(layout, writer, client, artifact, cuda, by_hand, progress)?
+            {
+                return Ok(done);
+            }
+            download(layout, writer, client, artifact, progress)?
+        }
     };
     // The download hashed the bytes as it wrote them: the import does not read them again.
     let opts = AddOptions { sha256: Some(download.sha256), cuda, source_url: Some(download.url.clone()), allow_incomplete: false, sha256_computed: true };
@@ -467,8 +482,10 @@ pub fn download_all(
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(a) = artifacts.get(i) else { break };
                     let r = match prefetch.and_then(|p| p.take(a)) {
-                        Some(r) => r,
-                        None => download(layout, writer, client, a, task.as_ref()),
+                        Some(Ok(Fetched::Download(d))) => Ok(d),
+                        Some(Err(e)) => Err(e),
+                        // Only a cuDNN is imported ahead; any other file is downloaded here.
+                        Some(Ok(Fetched::Imported(_))) | None => download(layout, writer, client, a, task.as_ref()),
                     };
                     results.lock().unwrap()[i] = Some(r);
                 }
@@ -476,117 +493,6 @@ pub fn download_all(
         }
     });
     results.into_inner().unwrap().into_iter().map(|r| r.expect("every artifact was downloaded")).collect()
-}
-
-/// Downloads started before they are needed, so that an archive is imported while the next
-/// ones download: [`Prefetch::run`] (on up to [`MAX_PARALLEL_DOWNLOADS`] threads) downloads the
-/// artifacts in the order given; [`Prefetch::take`] hands one over to the code that needs it,
-/// waiting while it downloads, and [`Prefetch::cancel`] stops the rest.
-///
-/// Only an optimisation: an artifact it does not hold, or one not started yet when asked
-/// for, is downloaded by the caller as before, and each download is verified as
-/// [`download`] verifies it. Downloads never taken are deleted when the `Prefetch` drops;
-/// one that fails is reported only to the caller that takes it (a download nobody needs
-/// fails nothing). At most one file per artifact (the same SHA-256 is fetched once).
-#[derive(Debug)]
-pub struct Prefetch {
-    artifacts: Vec<Artifact>,
-    slots: std::sync::Mutex<Vec<Slot>>,
-    changed: std::sync::Condvar,
-    cancelled: std::sync::Arc<std::sync::atomic::AtomicBool>,
-}
-
-#[derive(Debug)]
-enum Slot {
-    Queued,
-    Running,
-    Done(Result<Download, Error>),
-    Taken,
-}
-
-impl Prefetch {
-    /// A prefetch of `artifacts` (later ones of an already listed SHA-256 are dropped);
-    /// nothing starts before [`Prefetch::run`].
-    pub fn new(artifacts: Vec<Artifact>) -> Prefetch {
-        let mut unique: Vec<Artifact> = Vec::new();
-        for a in artifacts {
-            if !unique.iter().any(|u| u.sha256 == a.sha256) {
-                unique.push(a);
-            }
-        }
-        let slots = unique.iter().map(|_| Slot::Queued).collect();
-        Prefetch { artifacts: unique, slots: std::sync::Mutex::new(slots), changed: std::sync::Condvar::new(), cancelled: Default::default() }
-    }
-
-    /// How many artifacts it holds.
-    pub fn len(&self) -> usize {
-        self.artifacts.len()
-    }
-
-    /// True when it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.artifacts.is_empty()
-    }
-
-    /// Downloads queued artifacts, in order, on the calling thread until none is left or
-    /// [`Prefetch::cancel`] is called. Call it from up to [`MAX_PARALLEL_DOWNLOADS`] threads.
-    pub fn run(&self, layout: &Layout, writer: &WriterLock, client: &Client, progress: &dyn Progress) {
-        let client = client.cancellable(self.cancelled.clone());
-        let task = progress.task();
-        loop {
-            let i = {
-                let mut slots = self.slots.lock().unwrap();
-                let Some(i) = slots.iter().position(|s| matches!(s, Slot::Queued)) else { return };
-                slots[i] = Slot::Running;
-                i
-            };
-            // A panic while downloading hands the slot back as not started (the caller then
-            // downloads it itself) instead of leaving `take` waiting forever.
-            struct Unwind<'a>(&'a Prefetch, usize);
-            impl Drop for Unwind<'_> {
-                fn drop(&mut self) {
-                    if std::thread::panicking() {
-                        self.0.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[self.1] = Slot::Taken;
-                        self.0.changed.notify_all();
-                    }
-                }
-            }
-            let unwind = Unwind(self, i);
-            let r = download(layout, writer, &client, &self.artifacts[i], task.as_ref());
-            drop(unwind);
-            let mut slots = self.slots.lock().unwrap();
-            // A download finished after cancel() is dropped here (its folder deleted).
-            slots[i] = if self.cancelled.load(std::sync::atomic::Ordering::Relaxed) { Slot::Taken } else { Slot::Done(r) };
-            self.changed.notify_all();
-        }
-    }
-
-    /// The download of `artifact` (same URL and SHA-256), waiting while it runs; `None` when
-    /// this prefetch does not hold it, it was taken already, or it has not started (then it
-    /// never will: the caller downloads it).
-    pub fn take(&self, artifact: &Artifact) -> Option<Result<Download, Error>> {
-        let i = self.artifacts.iter().position(|a| a.url == artifact.url && a.sha256 == artifact.sha256)?;
-        let mut slots = self.slots.lock().unwrap();
-        loop {
-            match std::mem::replace(&mut slots[i], Slot::Taken) {
-                Slot::Done(r) => return Some(r),
-                Slot::Queued | Slot::Taken => return None,
-                Slot::Running => {
-                    slots[i] = Slot::Running;
-                    slots = self.changed.wait(slots).unwrap();
-                }
-            }
-        }
-    }
-
-    /// Starts nothing more, and stops the downloads under way at their next read.
-    pub fn cancel(&self) {
-        self.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
-        let mut slots = self.slots.lock().unwrap();
-        for s in slots.iter_mut().filter(|s| matches!(s, Slot::Queued)) {
-            *s = Slot::Taken;
-        }
-    }
 }
 
 /// Downloads `artifact` into a fresh folder `download-<pid>-<random>` under

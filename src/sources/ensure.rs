@@ -106,15 +106,15 @@ pub fn ensure_reachable(
 /// The downloads [`ensure_with`] will make, in the order it makes them, as far as the pins of
 /// `lab.lock` and the sources' metadata tell without downloading: the pinned CUDA runtime
 /// wheels of a runtime root not yet made, and each cuDNN archive the store lacks whose
-/// source serves what the pin names. Whatever cannot be looked up is left out (the fetch
-/// itself reports it).
+/// source serves what the pin names, with its CUDA major (a runtime wheel has none).
+/// Whatever cannot be looked up is left out (the fetch itself reports it).
 #[allow(clippy::type_complexity)]
 fn planned_downloads(
     cx: &Cx,
     file: &ProfileFile,
     platform: Platform,
     pins: &crate::profile::lockfile::Pins,
-) -> (Vec<fetch::Artifact>, Vec<(Vec<crate::toolkit::wheel::WheelRecord>, Endpoints)>) {
+) -> (Vec<(fetch::Artifact, Option<u64>)>, Vec<(Vec<crate::toolkit::wheel::WheelRecord>, Endpoints)>) {
     let mut out = Vec::new();
     let mut roots: Vec<(Vec<crate::toolkit::wheel::WheelRecord>, Endpoints)> = Vec::new();
     let client = fetch::Client::new(cx.ep.offline);
@@ -142,7 +142,7 @@ fn planned_downloads(
                 if found.len() == pinned.len() && !roots.iter().any(|(r, _)| r == &pinned) {
                     roots.push((pinned.clone(), ep));
                 }
-                out.extend(found);
+                out.extend(found.into_iter().map(|a| (a, None)));
             }
         }
         let Some(from) = &p.cudnn.from else { continue };
@@ -165,7 +165,7 @@ fn planned_downloads(
             }
             Source::Location(_) => continue,
         };
-        out.push(artifact);
+        out.push((artifact, Some(major)));
     }
     (out, roots)
 }

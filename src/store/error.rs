@@ -41,6 +41,11 @@ pub enum Error {
     BadCrc { archive: PathBuf, member: String },
     #[error("{} is damaged: {}", esc_path(archive), member::escape(detail))]
     Corrupt { archive: PathBuf, detail: String },
+    /// A wheel that cannot be imported while it downloads ([`crate::store::Store::add_streamed`]):
+    /// the server serves no byte ranges, the stream broke off or ended early, or a member is
+    /// stored in a way only a whole file is read. The caller downloads it whole instead.
+    #[error("{} cannot be imported while it downloads: {}", esc_path(archive), member::escape(why))]
+    Unstreamable { archive: PathBuf, why: String },
     #[error("{}: SHA-256 is {actual}, but {expected} was expected", path.display())]
     Sha256Mismatch { path: PathBuf, expected: Sha256, actual: Sha256 },
     #[error("{}: `{}` does not match the wheel's RECORD: {}", esc_path(archive), member::shown(member), member::escape(why))]
@@ -125,6 +130,7 @@ impl Diagnose for Error {
                 "this archive is unsafe to extract; download it again from NVIDIA or PyPI".into()
             }
             SizeMismatch { .. } | BadCrc { .. } | Corrupt { .. } | Record { .. } => "the file is damaged or incomplete; download it again".into(),
+            Unstreamable { .. } => "download the file whole (cuenv does so itself when a streamed import cannot go on) and import it with `cuenv store add`".into(),
             Sha256Mismatch { .. } => "the file is not the one you expected: download it again, or check the --sha256 value against NVIDIA's manifest".into(),
             NoCudnn { .. } => "point at an archive or folder that contains cuDNN's bin/ or lib/ (e.g. site-packages/nvidia/cudnn)".into(),
             SeveralReleases { .. } => "import one release folder at a time".into(),
@@ -194,7 +200,7 @@ impl Diagnose for Error {
         match self {
             // A path that does not exist is the user's input; other read errors are not.
             Read { source, .. } if source.kind() == io::ErrorKind::NotFound => ExitCode::Invalid,
-            Read { .. } | Write { .. } | BadEntry { .. } | BadRoots { .. } => ExitCode::Failure,
+            Read { .. } | Write { .. } | BadEntry { .. } | BadRoots { .. } | Unstreamable { .. } => ExitCode::Failure,
             _ => ExitCode::Invalid,
         }
     }

@@ -155,8 +155,12 @@ impl<'a> Store<'a> {
     /// since a live import owns its staging folder.
     pub fn clean_staging(&self, _writer: &WriterLock) -> Result<(), Error> {
         // Never through a link: one planted where the folder should be is removed itself.
+        // This process's own folders may be in use: imports of one apply run side by side.
+        let mine = staging_prefix();
         for p in fsutil::entries_or_self(&self.layout.staging_dir()) {
-            fsutil::remove_tree(&p).map_err(|source| Error::Write { path: p.clone(), source })?;
+            if !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&mine)) {
+                fsutil::remove_tree(&p).map_err(|source| Error::Write { path: p.clone(), source })?;
+            }
         }
         Ok(())
     }
@@ -191,11 +195,50 @@ impl<'a> Store<'a> {
         {
             return Ok(added);
         }
+        self.staged(|staging| {
+            self.add_staged(writer, staging, input, kind, expected, opts, by_hand, |raw, digests| {
+                extract::extract(input, kind, raw, computed, digests, progress)
+            })
+        })
+    }
+
+    /// Imports the wheel `remote` serves while it downloads ([`extract::streamed`]): the
+    /// download is never written whole. `opts.sha256` must be the archive's authenticated
+    /// digest (a pin, or the index's); nothing is kept unless the bytes received hash to it. The
+    /// entry is recorded as added by hand when `by_hand`, as [`Store::add_by_hand`] does.
+    ///
+    /// Errors: [`Error::Unstreamable`] when the server or the archive does not allow it (the
+    /// store is unchanged: download the file and [`Store::add`] it), else those of
+    /// [`Store::add`]. On any error the store is unchanged.
+    pub fn add_streamed(
+        &self,
+        writer: &WriterLock,
+        remote: &mut dyn extract::streamed::Remote,
+        opts: &AddOptions,
+        by_hand: bool,
+        progress: &dyn Progress,
+    ) -> Result<Added, Error> {
+        let name = remote.name().to_path_buf();
+        let Some(expected) = opts.sha256 else {
+            return Err(Error::Unstreamable { archive: name, why: "no authenticated SHA-256 to check it against".into() });
+        };
+        self.clean_staging(writer)?;
+        self.staged(|staging| {
+            self.add_staged(writer, staging, &name, SourceKind::Wheel, Some(expected), opts, by_hand, |raw, digests| {
+                extract::streamed::extract(remote, raw, digests, expected, progress)
+            })
+        })
+    }
+
+    /// Runs `import` with a new staging folder, deleted afterwards whatever happened.
+    fn staged<T>(&self, import: impl FnOnce(&Path) -> Result<T, Error>) -> Result<T, Error> {
         let staging_root = self.layout.staging_dir();
         fs::create_dir_all(&staging_root).map_err(|source| Error::Write { path: staging_root.clone(), source })?;
-        let staging =
-            tempfile::Builder::new().prefix("import-").tempdir_in(&staging_root).map_err(|source| Error::Write { path: staging_root.clone(), source })?;
-        let result = self.add_staged(writer, staging.path(), input, kind, expected, opts, by_hand, progress);
+        let staging = tempfile::Builder::new()
+            .prefix(&staging_prefix())
+            .tempdir_in(&staging_root)
+            .map_err(|source| Error::Write { path: staging_root.clone(), source })?;
+        let result = import(staging.path());
         // Read-only files inside would make TempDir's own cleanup fail on some systems.
         let _ = fsutil::remove_tree(staging.path());
         result
@@ -251,15 +294,14 @@ impl<'a> Store<'a> {
         expected: Option<Sha256>,
         opts: &AddOptions,
         by_hand: bool,
-        progress: &dyn Progress,
+        extract: impl FnOnce(&Path, FileDigests) -> Result<extract::Extracted, Error>,
     ) -> Result<Added, Error> {
         let raw = staging.join("raw");
         fs::create_dir(&raw).map_err(|source| Error::Write { path: raw.clone(), source })?;
-        let computed = expected.filter(|_| opts.sha256_computed);
         // With the archive's digest authenticated, RECORD's digests stand for the files'
         // (docs/decisions.md 11): the comparison just below keeps nothing otherwise.
         let digests = if expected.is_some() { FileDigests::FromRecord } else { FileDigests::Hashed };
-        let extracted = extract::extract(input, kind, &raw, computed, digests, progress)?;
+        let extracted = extract(&raw, digests)?;
         if let (Some(want), Some(got)) = (&expected, &extracted.source_sha256)
             && want != got
         {
@@ -300,6 +342,10 @@ impl<'a> Store<'a> {
         }
         let files = entry::records(&found.keep);
         let id = entry::content_id(&files);
+        // One commit at a time in this process (other processes wait for the writer lock): two
+        // imports of one apply may finish together, and the store's records are read, changed
+        // and written back.
+        let _commit = COMMIT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some((dir, meta)) = self.find_id(&id) {
             if by_hand {
                 self.record_hand_added(writer, &meta.id, &meta.name)?;
@@ -487,6 +533,14 @@ impl<'a> Store<'a> {
 /// Hashes the files of `jobs` (index, path, recorded size, recorded sha256) on as many
 /// threads as there are cores (at most 8), largest first; returns (index, whether size and
 /// hash match) for each. Memory: one [`extract::hash_file`] buffer per thread.
+/// Held while an import commits its entry ([`Store::add`]).
+static COMMIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The name prefix of this process's staging folders: `import-<pid>-`.
+fn staging_prefix() -> String {
+    format!("import-{}-", std::process::id())
+}
+
 fn hash_all(mut jobs: Vec<(usize, PathBuf, Option<u64>, Option<Sha256>)>) -> Vec<(usize, bool)> {
     jobs.sort_by_key(|j| std::cmp::Reverse(fs::metadata(&j.1).map(|m| m.len()).unwrap_or(0)));
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8).min(jobs.len().max(1));

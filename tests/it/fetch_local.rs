@@ -32,6 +32,10 @@ enum Route {
     Drop { body: Arc<Vec<u8>>, after: usize },
     /// `status` for the first `fails` requests, then 200 with `body`.
     FailFirst { fails: Arc<AtomicUsize>, status: u16, body: Arc<Vec<u8>> },
+    /// Byte ranges of `body` (HTTP 206; 416 past its end); a GET without a range gets `full`
+    /// (the same bytes, or others), cut off after `cut` bytes when set, after a pause of
+    /// `stall` seconds there.
+    Ranged { body: Arc<Vec<u8>>, full: Arc<Vec<u8>>, cut: Option<usize>, stall: u64 },
 }
 
 #[derive(Clone)]
@@ -81,15 +85,26 @@ impl Server {
             if reader.read_line(&mut line).unwrap_or(0) == 0 {
                 return;
             }
+            let mut range = None;
             loop {
                 let mut h = String::new();
                 if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" || h == "\n" {
                     break;
                 }
+                if let Some((k, v)) = h.split_once(':')
+                    && k.eq_ignore_ascii_case("range")
+                {
+                    range = Some(v.trim().to_string());
+                }
             }
             let mut parts = line.split_whitespace();
             let (method, target) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
-            self.log.lock().unwrap().push(format!("{method} {target}"));
+            // A range request is logged with its range, so `hits` counts whole GETs only.
+            let logged = match &range {
+                Some(r) => format!("{method} {target} ({r})"),
+                None => format!("{method} {target}"),
+            };
+            self.log.lock().unwrap().push(logged);
             if method == "CONNECT" {
                 let _ = out.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
                 continue;
@@ -109,6 +124,28 @@ impl Server {
                     let _ = out.write_all(head(200, body.len()).as_bytes()).and_then(|_| out.write_all(&body[..after])).and_then(|_| out.flush());
                     let _ = out.shutdown(Shutdown::Both);
                     return;
+                }
+                Some(Route::Ranged { body, full, cut, stall }) => {
+                    let wanted = range.as_deref().and_then(|r| r.strip_prefix("bytes=")).and_then(|r| r.split_once('-'));
+                    let span = wanted.and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?)));
+                    match (range.is_some(), span) {
+                        (true, Some((a, b))) if a <= b && b < body.len() => {
+                            let head = format!(
+                                "HTTP/1.1 206 X\r\nContent-Length: {}\r\nContent-Range: bytes {a}-{b}/{}\r\nConnection: close\r\n\r\n",
+                                b - a + 1,
+                                body.len()
+                            );
+                            out.write_all(head.as_bytes()).and_then(|_| out.write_all(&body[a..=b]))
+                        }
+                        (true, _) => out.write_all(head(416, 0).as_bytes()),
+                        (false, _) => {
+                            let end = cut.unwrap_or(full.len()).min(full.len());
+                            let _ = out.write_all(head(200, full.len()).as_bytes()).and_then(|_| out.write_all(&full[..end])).and_then(|_| out.flush());
+                            std::thread::sleep(std::time::Duration::from_secs(stall));
+                            let _ = out.shutdown(Shutdown::Both);
+                            return;
+                        }
+                    }
                 }
                 Some(Route::FailFirst { fails, status, body }) => {
                     if fails.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
@@ -201,6 +238,11 @@ fn linux_archive(version: &str, cuda: &str) -> (String, Vec<u8>) {
 
 /// `nvidia_cudnn_cu<N>-<v>-py3-none-manylinux2014_x86_64.whl` with a valid RECORD.
 fn linux_wheel(version: &str, cuda: u64) -> (String, Vec<u8>) {
+    linux_wheel_with(version, cuda, zip::CompressionMethod::Stored)
+}
+
+/// [`linux_wheel`] with its members compressed by `method`.
+fn linux_wheel_with(version: &str, cuda: u64, method: zip::CompressionMethod) -> (String, Vec<u8>) {
     let dist = format!("nvidia_cudnn_cu{cuda}-{version}.dist-info");
     let major = version.split('.').next().unwrap();
     let mut files: Vec<(String, Vec<u8>)> = vec![
@@ -219,7 +261,7 @@ fn linux_wheel(version: &str, cuda: u64) -> (String, Vec<u8>) {
     }
     record.push_str(&format!("{dist}/RECORD,,\n"));
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let opts = zip::write::SimpleFileOptions::default().compression_method(method);
     for (p, d) in files.iter().chain(std::iter::once(&(format!("{dist}/RECORD"), record.into_bytes()))) {
         zip.start_file(p.as_str(), opts).unwrap();
         zip.write_all(d).unwrap();
@@ -274,7 +316,11 @@ fn pypi_file(s: &Server, name: &str, bytes: &[u8]) -> Value {
 /// and 9.1.0.70 (listed only) under `/pypi/`; the wheel itself under `/files/`. Returns the
 /// wheel's (file name, bytes). `tweak` edits the wheel's JSON entry (to lie about it).
 fn serve_pypi(s: &Server, tweak: impl FnOnce(&mut Value)) -> (String, Vec<u8>) {
-    let (name, bytes) = linux_wheel("9.5.0.50", 12);
+    serve_pypi_wheel(s, linux_wheel("9.5.0.50", 12), tweak)
+}
+
+/// [`serve_pypi`] serving the wheel `(name, bytes)` as 9.5.0.50's.
+fn serve_pypi_wheel(s: &Server, (name, bytes): (String, Vec<u8>), tweak: impl FnOnce(&mut Value)) -> (String, Vec<u8>) {
     let mut f = pypi_file(s, &name, &bytes);
     tweak(&mut f);
     let win = json!({"filename": "nvidia_cudnn_cu12-9.5.0.50-py3-none-win_amd64.whl", "url": format!("{}/files/w.whl", s.base), "digests": {"sha256": "11".repeat(32)}, "size": 557000000});
@@ -311,7 +357,12 @@ impl Env {
 
     /// `cuenv` with an isolated home, no proxy, one retry, the local server as index and mirror.
     fn cuenv(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_cuenv"));
+        Command::from_std(self.cuenv_std())
+    }
+
+    /// [`Env::cuenv`] as a plain `std::process::Command` (to spawn and kill).
+    fn cuenv_std(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cuenv"));
         for k in [
             "ALL_PROXY",
             "all_proxy",
@@ -536,6 +587,136 @@ fn dropped_connection_mid_file_leaves_nothing() {
     env.assert_no_leftovers();
 }
 
+// ---------------------------------------------------------------------------------------
+// Importing a wheel while it downloads (byte ranges for the central directory, then the body).
+
+/// Serves 9.5.0.50 as [`serve_pypi`] does, but deflated, with byte ranges; a whole GET gets the
+/// bytes `full` makes of the wheel's, cut off after `cut` bytes (pausing `stall` seconds there).
+fn serve_ranged(s: &Server, cut: Option<usize>, stall: u64, full: impl FnOnce(&mut Vec<u8>)) -> (String, Vec<u8>) {
+    let (name, bytes) = serve_pypi_wheel(s, linux_wheel_with("9.5.0.50", 12, zip::CompressionMethod::Deflated), |_| {});
+    let mut whole = bytes.clone();
+    full(&mut whole);
+    s.route(&format!("/files/{name}"), Route::Ranged { body: Arc::new(bytes.clone()), full: Arc::new(whole), cut, stall });
+    (name, bytes)
+}
+
+/// The range requests the server saw for `path`.
+fn ranges_of(s: &Server, path: &str) -> usize {
+    s.log().iter().filter(|l| l.contains(&format!("{path} (bytes="))).count()
+}
+
+#[test]
+fn a_wheel_is_imported_while_it_downloads_as_a_whole_download_would_be() {
+    let env = Env::new();
+    let (name, bytes) = serve_ranged(&env.server, None, 0, |_| {});
+    let path = format!("/files/{name}");
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The central directory by range (its tail), then the body once: no second, whole download.
+    assert!(ranges_of(&env.server, &path) >= 1, "{:?}", env.server.log());
+    assert_eq!(env.server.hits(&path), 1, "{:?}", env.server.log());
+    let streamed = env.entries();
+    assert_eq!(streamed.len(), 1);
+    assert_eq!(streamed[0]["source"], name.as_str());
+    let meta = std::fs::read_to_string(env.home.path().join("store").join(streamed[0]["name"].as_str().unwrap()).join("entry.toml")).unwrap();
+    assert!(meta.contains(&sha256_hex(&bytes)) && meta.contains(&format!("size = {}", bytes.len())), "{meta}");
+    let verify = env.cuenv().args(["store", "verify"]).output().unwrap();
+    assert!(verify.status.success(), "{}", text(&verify.stderr));
+    env.assert_no_leftovers();
+
+    // A server that answers a range request with the whole file: downloaded whole, the same entry.
+    let plain = Env::new();
+    serve_pypi_wheel(&plain.server, (name.clone(), bytes.clone()), |_| {});
+    let out = plain.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(ranges_of(&plain.server, &path), 1, "one range asked for, refused");
+    assert_eq!(plain.server.hits(&path), 1);
+    let whole = plain.entries();
+    assert_eq!(whole[0]["id"], streamed[0]["id"], "the same content, file by file");
+    assert_eq!(whole[0]["name"], streamed[0]["name"]);
+    plain.assert_no_leftovers();
+}
+
+#[test]
+fn a_streamed_download_that_breaks_off_is_downloaded_again_and_leaves_nothing() {
+    let env = Env::new();
+    let (name, bytes) = serve_ranged(&env.server, Some(100_000), 0, |_| {});
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    // The stream breaks off; the whole download that follows breaks off too, twice (one retry).
+    assert_fails(&out, 1, &[&format!("error: download of {}/files/{name} broke off after 100000 bytes of {} (tried 2 times)", env.server.base, bytes.len())]);
+    assert_eq!(env.server.hits(&format!("/files/{name}")), 3, "{:?}", env.server.log());
+    assert!(env.entries().is_empty());
+    env.assert_no_leftovers();
+}
+
+#[test]
+fn a_streamed_wheel_with_one_byte_changed_imports_nothing() {
+    let env = Env::new();
+    let at = std::sync::atomic::AtomicUsize::new(0);
+    let (name, bytes) = serve_ranged(&env.server, None, 0, |b| {
+        // In the data of the first member (the dispatcher library), not in the directory.
+        let i = 2_000;
+        b[i] ^= 0x40;
+        at.store(i, Ordering::SeqCst);
+    });
+    let mut flipped = bytes.clone();
+    flipped[at.load(Ordering::SeqCst)] ^= 0x40;
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert_fails(
+        &out,
+        2,
+        &[
+            &format!("error: {}/files/{name}: SHA-256 is {}, but {} was expected", env.server.base, sha256_hex(&flipped), sha256_hex(&bytes)),
+            "hint: the server sent other bytes than the manifest or index publishes",
+        ],
+    );
+    assert_eq!(env.server.hits(&format!("/files/{name}")), 1, "bytes that are not the published ones are not fetched again");
+    assert!(env.entries().is_empty());
+    env.assert_no_leftovers();
+}
+
+#[test]
+fn killed_during_a_streamed_import_leaves_no_entry_and_the_next_run_imports() {
+    let env = Env::new();
+    let (name, bytes) = serve_ranged(&env.server, Some(1_200_000), 60, |_| {});
+    let path = format!("/files/{name}");
+    let mut child = env.cuenv_std().args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).spawn().unwrap();
+    // Wait until the body is streaming and some member is being written in staging.
+    let staging = env.home.path().join("store/.tmp");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let writing = || walkdir(&staging).iter().any(|p| p.metadata().is_ok_and(|m| m.is_file() && m.len() > 0));
+    while !(env.server.hits(&path) == 1 && writing()) {
+        assert!(std::time::Instant::now() < deadline, "the import never started writing: {:?}", env.server.log());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(env.entries().is_empty(), "nothing was published");
+
+    // The next run removes what the killed one left in staging, and imports.
+    env.server.route(&path, Route::Ranged { body: Arc::new(bytes.clone()), full: Arc::new(bytes.clone()), cut: None, stall: 0 });
+    let out = env.fetch(&["cudnn@9.5.0.50", "--cuda", "12"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(env.entries().len(), 1);
+    env.assert_no_leftovers();
+}
+
+/// Every path under `dir` (none when it does not exist).
+fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out
+}
+
 #[test]
 fn server_errors_are_retried() {
     let env = Env::new();
@@ -544,7 +725,10 @@ fn server_errors_are_retried() {
     let out =
         env.cuenv().env("CUENV_HTTP_RETRIES", "3").args(["store", "fetch", "cudnn@9.5.0.50", "--cuda", "12", "--platform", "linux-x86_64"]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(env.server.hits(&format!("/files/{name}")), 3);
+    // The range request that starts a streamed import meets the two 503s and is retried; the
+    // server then answers with the whole file (it serves no ranges), which is downloaded whole.
+    let path = format!("/files/{name}");
+    assert_eq!((ranges_of(&env.server, &path), env.server.hits(&path)), (3, 1), "{:?}", env.server.log());
 
     // Retries spent: the last status is reported.
     let env = Env::new();
@@ -861,7 +1045,8 @@ fn apply_downloads_ahead_and_a_broken_download_leaves_nothing_half_done() {
     let log = env.server.log()[before..].to_vec();
     let at = |t: &str| log.iter().position(|l| l == t).unwrap_or_else(|| panic!("no {t} in {log:?}"));
     assert!(at("GET /pypi/nvidia-cudnn-cu12/8.9.4.25/json") < at(&format!("GET /files/{w95}")), "{log:?}");
-    let files: Vec<&String> = log.iter().filter(|l| l.starts_with("GET /files/")).collect();
+    // Whole GETs (a range request that starts a streamed import is logged with its range).
+    let files: Vec<&String> = log.iter().filter(|l| l.starts_with("GET /files/") && !l.contains(" (bytes=")).collect();
     assert_eq!(files.len(), 5, "{files:?}");
     let mut unique = files.clone();
     unique.sort();
@@ -877,6 +1062,67 @@ fn apply_downloads_ahead_and_a_broken_download_leaves_nothing_half_done() {
     assert!(!third.home.path().join("generations").exists());
     third.assert_no_leftovers();
     // What the store holds is whole: the 9.5.0.50 entry at most, and it verifies.
+    let entries = third.entries();
+    assert!(entries.len() <= 1 && entries.iter().all(|e| e["version"] == "9.5.0.50"), "{entries:?}");
+    let out = third.cuenv().args(["store", "verify"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// `apply` imports each cuDNN wheel while it downloads (the server serves ranges), next to the
+/// CUDA runtime wheels it downloads whole; the entries are those a whole download makes. A
+/// stream that breaks off falls back to a whole download, and its failure leaves nothing.
+#[test]
+fn apply_imports_the_cudnn_wheels_while_they_download() {
+    let env = Env::new();
+    let (w95, b95) = serve_pypi(&env.server, |_| {});
+    serve_runtime(&env.server);
+    let (w89, b89) = linux_wheel("8.9.4.25", 12);
+    let f = pypi_file(&env.server, &w89, &b89);
+    env.server.ok("/pypi/nvidia-cudnn-cu12/8.9.4.25/json", json!({"info": {"version": "8.9.4.25"}, "urls": [f]}).to_string());
+    env.server.ok(&format!("/files/{w89}"), b89.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("lab.toml");
+    std::fs::write(
+        &lab,
+        "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n\
+         [profiles.legacy]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"8.9.4.25\", from = \"pypi\" }\n",
+    )
+    .unwrap();
+    // Pins and entries from whole downloads (this server serves no ranges yet).
+    let out = env.cuenv().args(["apply", "--no-check"]).arg(&lab).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let whole: Vec<Value> = env.entries().into_iter().map(|e| e["id"].clone()).collect();
+
+    let ranged = |name: &str, bytes: &[u8], cut: Option<usize>| {
+        let body = Arc::new(bytes.to_vec());
+        env.server.route(&format!("/files/{name}"), Route::Ranged { body: body.clone(), full: body, cut, stall: 0 });
+    };
+    ranged(&w95, &b95, None);
+    ranged(&w89, &b89, None);
+    let fresh = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let before = env.server.log().len();
+    let out = fresh.cuenv().args(["apply", "--no-check", "--locked"]).arg(&lab).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = env.server.log()[before..].to_vec();
+    for w in [&w95, &w89] {
+        let whole_gets = log.iter().filter(|l| **l == format!("GET /files/{w}")).count();
+        let range_gets = log.iter().filter(|l| l.starts_with(&format!("GET /files/{w} (bytes="))).count();
+        assert_eq!((whole_gets, range_gets > 0), (1, true), "{w}: {log:?}");
+    }
+    let streamed: Vec<Value> = fresh.entries().into_iter().map(|e| e["id"].clone()).collect();
+    assert_eq!(streamed, whole, "the same entries as whole downloads make");
+    fresh.assert_no_leftovers();
+    let out = fresh.cuenv().args(["store", "verify"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // 8.9.4.25's stream breaks off, then its whole download too (both tries): apply fails, and
+    // what the store holds is whole.
+    ranged(&w89, &b89, Some(b89.len() / 2));
+    let third = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = third.cuenv().args(["apply", "--no-check", "--locked"]).arg(&lab).output().unwrap();
+    assert_fails(&out, 1, &[&format!("download of {}/files/{w89} broke off after {} bytes of {} (tried 2 times)", env.server.base, b89.len() / 2, b89.len())]);
+    assert!(!third.home.path().join("generations").exists());
+    third.assert_no_leftovers();
     let entries = third.entries();
     assert!(entries.len() <= 1 && entries.iter().all(|e| e["version"] == "9.5.0.50"), "{entries:?}");
     let out = third.cuenv().args(["store", "verify"]).output().unwrap();

@@ -24,6 +24,7 @@
 mod folder;
 mod hash;
 mod inflate;
+pub mod streamed;
 mod tar;
 mod zip;
 

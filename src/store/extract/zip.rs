@@ -34,13 +34,6 @@ pub(super) fn is_wheel(path: &Path) -> Result<bool, Error> {
         matches!((parts.next(), parts.next()), (Some(d), Some(_)) if d.ends_with(".dist-info"))
     }))
 }
-struct ZipMember {
-    index: usize,
-    name: String,
-    path: String,
-    size: u64,
-}
-
 /// The first name the central directory of the zip at `path` (starting at byte `start`)
 /// lists twice; `None` when none is or the directory cannot be read. The zip crate keeps
 /// one entry per name, so the names are read from the directory's headers here.
@@ -62,20 +55,46 @@ fn duplicate_name(path: &Path, start: u64) -> Option<Vec<u8>> {
     None
 }
 
-pub(super) fn extract_zip(
-    source: &Path,
-    raw: &Path,
-    computed_sha256: Option<Sha256>,
-    digests: FileDigests,
-    progress: &dyn Progress,
-) -> Result<Extracted, Error> {
-    let input_file = open(source)?;
-    let stamp = stamp(&input_file);
-    let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, format!("not a readable zip ({e}); the file may be truncated")))?;
+/// A member to write: where its entry and data are, what it must yield.
+pub(super) struct ZipMember {
+    pub index: usize,
+    pub name: String,
+    pub path: String,
+    /// Declared size in bytes.
+    pub size: u64,
+    /// Offset of its local header in the archive.
+    pub header: u64,
+    /// Compressed size in bytes.
+    pub packed: u64,
+    pub crc: u32,
+    pub method: zip::CompressionMethod,
+}
+
+/// What the central directory says an extraction writes, every rule already checked: names
+/// ([`admit`]), kinds and paths ([`PathIndex`]), symlink targets, each member's ratio, no two
+/// entries sharing data, and the total against [`expansion_bound`].
+pub(super) struct Plan {
+    pub items: BTreeMap<String, Item>,
+    pub paths: PathIndex,
+    pub files: Vec<ZipMember>,
+    pub symlinks: Vec<(String, String)>,
+    /// The files' declared sizes together, in bytes.
+    pub declared: u64,
+}
+
+/// Checks the central directory of `zip` (an archive of `input_size` bytes named `source`)
+/// and says what to write ([`Plan`]). With `local_headers`, each member's local header is read
+/// too (for where its data ends); without (an archive still streaming in), a member's data is
+/// taken to end no sooner than its header, name and compressed bytes allow, and the stream
+/// checks the rest ([`super::streamed`]).
+///
+/// Errors: [`Error::BadMember`], [`Error::CaseCollision`], [`Error::Bomb`], [`Error::Expansion`],
+/// [`Error::Corrupt`] for an unreadable directory.
+pub(super) fn plan<R: Read + io::Seek>(source: &Path, zip: &mut zip::ZipArchive<R>, input_size: u64, local_headers: bool) -> Result<Plan, Error> {
     if zip.has_duplicate_names() {
         // The zip crate keeps one of them; other tools may pick the other.
         let rule = "two members have this name, so the content is ambiguous (tools differ on which one they extract)".to_string();
-        return Err(match duplicate_name(source, zip.central_directory_start()) {
+        return Err(match local_headers.then(|| duplicate_name(source, zip.central_directory_start())).flatten() {
             Some(name) => Error::BadMember { archive: source.into(), member: member::escape_bytes(&name), rule },
             None => corrupt(source, "two members have the same name, so its content is ambiguous"),
         });
@@ -88,40 +107,45 @@ pub(super) fn extract_zip(
     // (local header offset, end of data, index, name) of every entry, to find shared data.
     let mut spans = Vec::with_capacity(zip.len());
     for index in 0..zip.len() {
-        let f = zip.by_index_raw(index).map_err(|e| corrupt(source, e))?;
+        let f = zip.by_index_data(index).map_err(|e| corrupt(source, e))?;
         let name = member::name_from_bytes(f.name_raw())
             .map_err(|r| Error::BadMember { archive: source.into(), member: member::escape_bytes(f.name_raw()), rule: r.0 })?
             .to_string();
         let bad = |rule: String| Error::BadMember { archive: source.into(), member: name.clone(), rule };
         let Some(path) = admit(source, &mut case, &name)? else { continue };
-        let start = f.header_start();
-        spans.push((start, f.data_start().unwrap_or(start).saturating_add(f.compressed_size()), index, name.clone()));
-        let kind = if f.is_dir() {
+        let (start, packed, size, crc, method) = (f.header_start(), f.compressed_size(), f.size(), f.crc32(), f.compression());
+        let (is_dir, is_symlink) = (f.is_dir(), f.is_symlink());
+        let name_len = f.name_raw().len() as u64;
+        drop(f);
+        let data_start = if local_headers {
+            zip.by_index_raw(index).map_err(|e| corrupt(source, e))?.data_start().unwrap_or(start)
+        } else {
+            start.saturating_add(30 + name_len)
+        };
+        spans.push((start, data_start.saturating_add(packed), index, name.clone()));
+        let kind = if is_dir {
             Kind::Dir
-        } else if f.is_symlink() {
+        } else if is_symlink {
             Kind::Symlink
         } else {
             Kind::File
         };
         paths.claim(&path, kind).map_err(|r| bad(r.0))?;
-        if f.is_dir() {
+        if is_dir {
             items.insert(path, Item::Dir);
-        } else if f.is_symlink() {
-            if f.size() > 4096 {
+        } else if is_symlink {
+            if size > 4096 {
                 return Err(bad("a symlink member longer than 4096 bytes".into()));
             }
             let mut target = String::new();
-            // by_index_raw gives the stored bytes; read the decompressed target instead.
-            drop(f);
             zip.by_index(index).map_err(|e| corrupt(source, e))?.read_to_string(&mut target).map_err(|e| bad(format!("unreadable symlink target ({e})")))?;
             member::resolve_symlink(&path, &target).map_err(|r| bad(r.0))?;
             symlinks.push((path, target));
         } else {
-            let (size, packed) = (f.size(), f.compressed_size());
             if size > RATIO_FLOOR && size / packed.max(1) > MAX_RATIO {
                 return Err(Error::Bomb { archive: source.into(), member: name, size, packed, max_ratio: MAX_RATIO });
             }
-            files.push(ZipMember { index, name, path, size });
+            files.push(ZipMember { index, name, path, size, header: start, packed, crc, method });
         }
     }
     // No two entries may share bytes: 300 entries naming one member's data would extract it
@@ -137,24 +161,44 @@ pub(super) fn extract_zip(
             });
         }
     }
-    let input_size = fs::metadata(source).map_err(|e| Error::Read { path: source.into(), source: e })?.len();
     let declared = files.iter().fold(0u64, |t, m| t.saturating_add(m.size));
     let bound = expansion_bound(input_size);
     if declared > bound {
         return Err(Error::Expansion { archive: source.into(), member: None, total: declared, packed: input_size, bound });
     }
-    // Every parent folder of every member exists before the workers start.
+    // Every parent folder of every member is listed.
     for m in &files {
         add_parents(&mut items, &m.path);
     }
     for (p, _) in &symlinks {
         add_parents(&mut items, p);
     }
-    for (path, item) in &items {
+    Ok(Plan { items, paths, files, symlinks, declared })
+}
+
+/// Creates every folder `items` lists under `raw`.
+pub(super) fn make_dirs(raw: &Path, items: &BTreeMap<String, Item>) -> Result<(), Error> {
+    for (path, item) in items {
         if *item == Item::Dir {
             fs::create_dir_all(native(raw, path)).map_err(write_err(raw))?;
         }
     }
+    Ok(())
+}
+
+pub(super) fn extract_zip(
+    source: &Path,
+    raw: &Path,
+    computed_sha256: Option<Sha256>,
+    digests: FileDigests,
+    progress: &dyn Progress,
+) -> Result<Extracted, Error> {
+    let input_file = open(source)?;
+    let stamp = stamp(&input_file);
+    let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, format!("not a readable zip ({e}); the file may be truncated")))?;
+    let input_size = fs::metadata(source).map_err(|e| Error::Read { path: source.into(), source: e })?.len();
+    let Plan { mut items, paths, files, symlinks, declared } = plan(source, &mut zip, input_size, true)?;
+    make_dirs(raw, &items)?;
     let given = match digests {
         FileDigests::Hashed => HashMap::new(),
         FileDigests::FromRecord => record_digests(&mut zip, &files),
@@ -235,7 +279,7 @@ fn stamp(file: &File) -> Option<(u64, std::time::SystemTime)> {
 /// size, by path, for an import whose archive digest is authenticated ([`FileDigests::FromRecord`]).
 /// A RECORD that cannot be read gives none: those files are hashed, and the RECORD check after
 /// extraction names what is wrong with it.
-fn record_digests(zip: &mut zip::ZipArchive<File>, files: &[ZipMember]) -> HashMap<String, Sha256> {
+pub(super) fn record_digests<R: Read + io::Seek>(zip: &mut zip::ZipArchive<R>, files: &[ZipMember]) -> HashMap<String, Sha256> {
     /// RECORD files of real wheels are a few KiB; a larger one is not read here.
     const MAX_RECORD: u64 = 16 << 20;
     let Some(record) = files.iter().find(|m| wheel_record::is_record(&m.path)) else { return HashMap::new() };
@@ -260,7 +304,7 @@ fn record_digests(zip: &mut zip::ZipArchive<File>, files: &[ZipMember]) -> HashM
 /// The output chunk of one worker, in bytes: large enough that the inflater rarely copies
 /// into its own 32 KiB window and that writes are few, small enough to stay in the core's
 /// L2 cache between inflating a chunk and hashing it.
-const CHUNK: usize = 256 << 10;
+pub(super) const CHUNK: usize = 256 << 10;
 
 /// What the zip threads share: the input, the staging folder, and where results and the
 /// first error go.
@@ -289,15 +333,16 @@ impl Shared<'_> {
 }
 
 /// The zip crate's words for a member that yields more than its header declares.
-const LARGER: &str = "File is larger than its declared uncompressed size";
+pub(super) const LARGER: &str = "File is larger than its declared uncompressed size";
 
 /// A member being streamed out (a method other than stored or deflated): its file, SHA-256 and
 /// byte count.
-struct Sink {
-    file: File,
-    dest: PathBuf,
-    sha: sha2::Sha256,
-    written: u64,
+pub(super) struct Sink {
+    pub file: File,
+    pub dest: PathBuf,
+    /// None: the file's SHA-256 is given (an authenticated RECORD), not computed.
+    pub sha: Option<sha2::Sha256>,
+    pub written: u64,
     /// Bytes whose write-back to disk was started ([`start_writeback`]).
     flushed: u64,
 }
@@ -324,9 +369,17 @@ fn start_writeback(file: &File, offset: u64, len: u64) {
 }
 
 impl Sink {
+    /// A new file at `dest`, hashed as it is written when `hash`.
+    pub(super) fn create(dest: &Path, hash: bool) -> Result<Sink, Error> {
+        let file = File::create(dest).map_err(write_err(dest))?;
+        Ok(Sink { file, dest: dest.into(), sha: hash.then(sha2::Sha256::new), written: 0, flushed: 0 })
+    }
+
     /// Hashes and writes the next bytes of the member.
-    fn put(&mut self, bytes: &[u8], progress: &dyn Progress) -> Result<(), Error> {
-        self.sha.update(bytes);
+    pub(super) fn put(&mut self, bytes: &[u8], progress: &dyn Progress) -> Result<(), Error> {
+        if let Some(sha) = &mut self.sha {
+            sha.update(bytes);
+        }
         self.file.write_all(bytes).map_err(write_err(&self.dest))?;
         self.written += bytes.len() as u64;
         if self.written - self.flushed >= FLUSH_EVERY {
@@ -369,8 +422,7 @@ fn member_worker(shared: &Shared, members: Vec<ZipMember>, sync: &mpsc::Sender<(
         };
         if !direct {
             buf.resize(CHUNK, 0);
-            let created = File::create(&dest).map_err(write_err(&dest))?;
-            let mut sink = Sink { file: created, dest: dest.clone(), sha: sha2::Sha256::new(), written: 0, flushed: 0 };
+            let mut sink = Sink::create(&dest, true)?;
             let limit = size.saturating_add(1);
             // Deflate64 and others: the zip crate's reader checks size and CRC itself.
             loop {
@@ -396,7 +448,7 @@ fn member_worker(shared: &Shared, members: Vec<ZipMember>, sync: &mpsc::Sender<(
             if written != size {
                 return Err(Error::SizeMismatch { archive: source.into(), member: m.name, declared: size, actual: written });
             }
-            shared.results.lock().unwrap().push((m.path, Item::File { size: written, sha256: Sha256::finish(sha) }));
+            shared.results.lock().unwrap().push((m.path, Item::File { size: written, sha256: Sha256::finish(sha.expect("hashed")) }));
             let _ = sync.send((file, dest));
             continue;
         }
@@ -444,7 +496,16 @@ mod tests {
 
     #[test]
     fn balance_spreads_the_largest() {
-        let m = |i, size| ZipMember { index: i, name: String::new(), path: String::new(), size };
+        let m = |i, size| ZipMember {
+            index: i,
+            name: String::new(),
+            path: String::new(),
+            size,
+            header: 0,
+            packed: 0,
+            crc: 0,
+            method: zip::CompressionMethod::Stored,
+        };
         let b = balance(vec![m(0, 415), m(1, 200), m(2, 150), m(3, 60)], 2, |m| m.size);
         let sums: Vec<u64> = b.iter().map(|v| v.iter().map(|m| m.size).sum()).collect();
         assert_eq!(sums, vec![415, 410]);

@@ -1,0 +1,75 @@
+//! Importing a wheel while it downloads ([`crate::store::Store::add_streamed`]) over HTTP: the
+//! central directory by range requests, then the body once. A wheel the stream cannot import
+//! (the server serves no ranges, the stream broke off, an unusual member) is left to the
+//! caller, which downloads it whole as before ([`super::download`]).
+
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use super::http::Client;
+use super::{Artifact, Error, FetchedFrom, findlinks};
+use crate::home::layout::Layout;
+use crate::home::writer_lock::WriterLock;
+use crate::store::extract::streamed::Remote;
+use crate::store::{AddOptions, Added, Store};
+use crate::sys::progress::Progress;
+
+/// A wheel on an HTTP server, read by range requests and one streamed GET.
+struct HttpRemote<'a> {
+    client: &'a Client,
+    url: String,
+    name: PathBuf,
+    size: u64,
+}
+
+impl Remote for HttpRemote<'_> {
+    fn name(&self) -> &Path {
+        &self.name
+    }
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn range(&mut self, start: u64, end: u64) -> io::Result<Option<Vec<u8>>> {
+        self.client.range(&self.url, start, end).map_err(io::Error::other)
+    }
+    fn body(&mut self) -> io::Result<Box<dyn Read + Send>> {
+        self.client.open(&self.url).map_err(io::Error::other)
+    }
+}
+
+/// True when `artifact` may be imported while it downloads: a wheel on an HTTP(S) server
+/// whose size the index publishes, online.
+pub(super) fn streamable(client: &Client, artifact: &Artifact) -> bool {
+    !client.is_offline()
+        && artifact.size.is_some()
+        && artifact.file_name.ends_with(".whl")
+        && findlinks::local_path(&artifact.url).is_none()
+        && (artifact.url.starts_with("http://") || artifact.url.starts_with("https://"))
+}
+
+/// Imports `artifact` (see [`streamable`]) while it downloads, checked against its published
+/// SHA-256 and size; `Ok(None)` when the stream cannot do it (nothing is left behind: the caller
+/// downloads the file whole). `by_hand` as for [`Store::add_by_hand`].
+///
+/// Errors: the store's errors for the archive's content ([`Error::Store`]); bytes other than
+/// the published ones are [`Error::Sha256Mismatch`], as for a whole download.
+pub(super) fn import(
+    layout: &Layout,
+    writer: &WriterLock,
+    client: &Client,
+    artifact: &Artifact,
+    cuda: Option<u64>,
+    by_hand: bool,
+    progress: &dyn Progress,
+) -> Result<Option<(Added, FetchedFrom)>, Error> {
+    let Some(size) = artifact.size else { return Ok(None) };
+    let shown = artifact.url.split(['#', '?']).next().unwrap_or(&artifact.url);
+    let mut remote = HttpRemote { client, url: artifact.url.clone(), name: PathBuf::from(shown), size };
+    let opts = AddOptions { sha256: Some(artifact.sha256), cuda, source_url: Some(artifact.url.clone()), allow_incomplete: false, sha256_computed: false };
+    match Store::new(layout).add_streamed(writer, &mut remote, &opts, by_hand, progress) {
+        Ok(added) => Ok(Some((added, FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256, size, downloaded: true }))),
+        Err(crate::store::Error::Unstreamable { .. }) => Ok(None),
+        Err(crate::store::Error::Sha256Mismatch { expected, actual, .. }) => Err(Error::Sha256Mismatch { url: artifact.url.clone(), expected, actual }),
+        Err(e) => Err(e.into()),
+    }
+}
