@@ -8,7 +8,7 @@
 //! members in the order of their local headers, checks each header against the central
 //! directory, inflates (zlib-rs through `flate2`: a member arrives in pieces, so libdeflate's
 //! whole-buffer inflate does not apply), checks size and CRC-32, and writes. A third syncs
-//! finished files. Anonymous memory is the queue (at most [`QUEUE`] chunks) and one output
+//! finished files. Anonymous memory is the queue (at most 8 chunks of 1 MiB) and one output
 //! buffer.
 //!
 //! What it proves is what a whole-file import of a pinned wheel proves (docs/performance.md
