@@ -1009,13 +1009,21 @@ fn apply_fetches_from_sources_pins_them_and_refuses_other_bytes() {
     third.assert_no_leftovers();
 }
 
-/// `apply` looks every pinned download up first and starts them together (at most
-/// 3 at once), importing each while the next ones download; each file is fetched once, and a
-/// download that breaks off fails the apply with nothing half-imported or left behind.
-#[test]
-fn apply_downloads_ahead_and_a_broken_download_leaves_nothing_half_done() {
+/// A server with cuDNN 9.5.0.50 and 8.9.4.25 wheels and the CUDA 12.6 runtime, and a lab file
+/// whose two profiles take one each.
+struct TwoCudnn {
+    env: Env,
+    w95: String,
+    b95: Vec<u8>,
+    w89: String,
+    b89: Vec<u8>,
+    dir: TempDir,
+    lab: std::path::PathBuf,
+}
+
+fn two_cudnn_lab() -> TwoCudnn {
     let env = Env::new();
-    let (w95, _) = serve_pypi(&env.server, |_| {});
+    let (w95, b95) = serve_pypi(&env.server, |_| {});
     serve_runtime(&env.server);
     let (w89, b89) = linux_wheel("8.9.4.25", 12);
     let f = pypi_file(&env.server, &w89, &b89);
@@ -1029,6 +1037,15 @@ fn apply_downloads_ahead_and_a_broken_download_leaves_nothing_half_done() {
          [profiles.legacy]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"8.9.4.25\", from = \"pypi\" }\n",
     )
     .unwrap();
+    TwoCudnn { env, w95, b95, w89, b89, dir, lab }
+}
+
+/// `apply` looks every pinned download up first and starts them together (at most
+/// 3 at once), importing each while the next ones download; each file is fetched once, and a
+/// download that breaks off fails the apply with nothing half-imported or left behind.
+#[test]
+fn apply_downloads_ahead_and_a_broken_download_leaves_nothing_half_done() {
+    let TwoCudnn { env, w95, w89, b89, dir: _dir, lab, .. } = two_cudnn_lab();
     let apply = |e: &Env| e.cuenv().args(["apply", "--no-check", "--locked"]).arg(&lab).output().unwrap();
     // The first apply writes the pins.
     let out = env.cuenv().args(["apply", "--no-check"]).arg(&lab).output().unwrap();
@@ -1073,21 +1090,7 @@ fn apply_downloads_ahead_and_a_broken_download_leaves_nothing_half_done() {
 /// stream that breaks off falls back to a whole download, and its failure leaves nothing.
 #[test]
 fn apply_imports_the_cudnn_wheels_while_they_download() {
-    let env = Env::new();
-    let (w95, b95) = serve_pypi(&env.server, |_| {});
-    serve_runtime(&env.server);
-    let (w89, b89) = linux_wheel("8.9.4.25", 12);
-    let f = pypi_file(&env.server, &w89, &b89);
-    env.server.ok("/pypi/nvidia-cudnn-cu12/8.9.4.25/json", json!({"info": {"version": "8.9.4.25"}, "urls": [f]}).to_string());
-    env.server.ok(&format!("/files/{w89}"), b89.clone());
-    let dir = tempfile::tempdir().unwrap();
-    let lab = dir.path().join("lab.toml");
-    std::fs::write(
-        &lab,
-        "[profiles.torch]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"9.5.0.50\", from = \"pypi\" }\n\
-         [profiles.legacy]\ncuda = { version = \"12.6\", from = \"pypi\" }\ncudnn = { version = \"8.9.4.25\", from = \"pypi\" }\n",
-    )
-    .unwrap();
+    let TwoCudnn { env, w95, b95, w89, b89, dir: _dir, lab } = two_cudnn_lab();
     // Pins and entries from whole downloads (this server serves no ranges yet).
     let out = env.cuenv().args(["apply", "--no-check"]).arg(&lab).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
