@@ -58,7 +58,11 @@ print(json.dumps({"error": err, "mapped": mapped}))
 /// What the oracle says: (error, mapped real paths).
 pub fn te_oracle(python: &Path, init_py: &Path, purelib: &Path, cache: Option<&Path>, vars: &[(&str, &Path)]) -> (Option<String>, Vec<PathBuf>) {
     let mut c = Command::new(python);
-    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).arg("-c").arg(ORACLE).arg(init_py).arg(purelib);
+    // TransformerEngine runs `ldconfig -p` by name: /sbin and /usr/sbin (where Debian keeps it,
+    // off a non-root user's PATH) come last.
+    let mut path = std::env::var_os("PATH").unwrap_or_default();
+    path.push(":/sbin:/usr/sbin");
+    c.env_clear().env("PATH", path).arg("-c").arg(ORACLE).arg(init_py).arg(purelib);
     c.arg(cache.map(|p| p.as_os_str().to_owned()).unwrap_or_default());
     for (k, v) in vars {
         c.env(k, v);
