@@ -47,8 +47,10 @@ wine_skips=(
   fetch_local::store_fetch_records_a_root_and_apply_fetches_none
   fetch_local::a_source_list_falls_through_to_nvidia_and_the_lock_records_who_served
   fetch_local::lock_allow_unreachable_writes_an_unpinned_profile_that_apply_pins
-  # The same fixture index (downloading ahead is the same code on Windows).
+  # The same fixture index (downloading ahead, and importing a cuDNN wheel while it downloads,
+  # are the same code on Windows: the streamed import runs under Wine through `store fetch`).
   fetch_local::apply_downloads_ahead_and_a_broken_download_leaves_nothing_half_done
+  fetch_local::apply_imports_the_cudnn_wheels_while_they_download
   # The same (their wheel folders and the fixture index hold only
   # manylinux wheels).
   fetch_local::declared_toolkits_are_exclusive_and_plan_says_why
