@@ -7,8 +7,8 @@ use crate::store::Added;
 use crate::sys::progress::Progress;
 
 /// Downloads started before they are needed, so that an archive is imported while the next
-/// ones download: [`Prefetch::run`] (on up to [`super::MAX_PARALLEL_DOWNLOADS`] threads) downloads the
-/// artifacts in the order given; [`Prefetch::take`] hands one over to the code that needs it,
+/// ones download: [`Prefetch::run`] (on [`Prefetch::threads`] threads) imports the cuDNN archives
+/// and downloads the other artifacts, cuDNN archives first, each kind in the order given; [`Prefetch::take`] hands one over to the code that needs it,
 /// waiting while it downloads, and [`Prefetch::cancel`] stops the rest. A cuDNN wheel given
 /// with its CUDA major is imported into the store while it downloads where the server allows
 /// ([`crate::store::Store::add_streamed`]: the download is never written whole); the taker gets the entry.
@@ -48,6 +48,11 @@ impl Prefetch {
     /// A prefetch of `artifacts` (later ones of an already listed SHA-256 are dropped), each
     /// with the CUDA major of the cuDNN it is (`None` for other files: CUDA runtime wheels);
     /// nothing starts before [`Prefetch::run`].
+    ///
+    /// The cuDNN archives are started first: each is imported while it downloads, bound by one
+    /// core inflating it, so they all start at once and share the cores to the end, instead of
+    /// the last one starting late and running alone (on 2 cores, the lab's third cuDNN wheel
+    /// started 2.5 s in and ran 1.45 s alone after the others, 2026-12-04).
     pub fn new(artifacts: Vec<(Artifact, Option<u64>)>) -> Prefetch {
         let mut unique: Vec<(Artifact, Option<u64>)> = Vec::new();
         for a in artifacts {
@@ -55,6 +60,7 @@ impl Prefetch {
                 unique.push(a);
             }
         }
+        unique.sort_by_key(|(_, cuda)| cuda.is_none());
         let slots = unique.iter().map(|_| Slot::Queued).collect();
         Prefetch { artifacts: unique, slots: std::sync::Mutex::new(slots), changed: std::sync::Condvar::new(), cancelled: Default::default() }
     }
@@ -64,13 +70,21 @@ impl Prefetch {
         self.artifacts.len()
     }
 
+    /// How many threads should call [`Prefetch::run`]: one per cuDNN archive (each is imported
+    /// on its own thread) and [`super::MAX_PARALLEL_DOWNLOADS`] for the other files, at most one
+    /// per artifact.
+    pub fn threads(&self) -> usize {
+        let cudnn = self.artifacts.iter().filter(|(_, cuda)| cuda.is_some()).count();
+        self.artifacts.len().min(cudnn + super::MAX_PARALLEL_DOWNLOADS)
+    }
+
     /// True when it holds none.
     pub fn is_empty(&self) -> bool {
         self.artifacts.is_empty()
     }
 
     /// Downloads queued artifacts, in order, on the calling thread until none is left or
-    /// [`Prefetch::cancel`] is called. Call it from up to [`super::MAX_PARALLEL_DOWNLOADS`] threads.
+    /// [`Prefetch::cancel`] is called. Call it from [`Prefetch::threads`] threads.
     pub fn run(&self, layout: &Layout, writer: &WriterLock, client: &Client, progress: &dyn Progress) {
         let client = client.cancellable(self.cancelled.clone());
         let task = progress.task();

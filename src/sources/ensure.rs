@@ -55,8 +55,7 @@ pub struct Ensured {
 /// (`cudnn-source`) is fetched from that source alone.
 ///
 /// Without `allow_unreachable`, the downloads it will make (those the pins and the sources'
-/// metadata name) start at once, up to [`fetch::MAX_PARALLEL_DOWNLOADS`] at a time
-/// ([`fetch::Prefetch`]), so that an archive is imported while the next ones download; the
+/// metadata name) start at once, the cuDNN archives first ([`fetch::Prefetch`]), so that an archive is imported while the next ones download; the
 /// imports stay in profile order, and on an error the downloads still running stop and
 /// are deleted.
 #[allow(clippy::too_many_arguments)]
@@ -90,7 +89,7 @@ pub fn ensure_reachable(
     let runtimes = RuntimesAhead::new(roots);
     let client = fetch::Client::new(ep.offline);
     std::thread::scope(|s| {
-        for _ in 0..prefetch.len().min(fetch::MAX_PARALLEL_DOWNLOADS) {
+        for _ in 0..prefetch.threads() {
             s.spawn(|| prefetch.run(layout, writer, &client, progress));
         }
         let ahead = Cx { prefetch: Some(&prefetch), ..cx };

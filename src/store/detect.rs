@@ -539,18 +539,27 @@ type References = BTreeMap<String, binfmt::References>;
 
 /// Step 5 of [`detect`], first half: [`References`] of the library files in `lib_rel` of the
 /// kept items. A file that cannot be read as PE or ELF names nothing.
+///
+/// The files are read side by side, one thread per core (at most 4), shared out by size: an
+/// import ends with this step, and scanning the sections of the real 8.9.4.25 set was most of
+/// what ran after the lab's last cuDNN wheel had arrived (perf, docs/performance.md).
 fn read_references(raw: &Path, root: &str, keep: &BTreeMap<String, Item>, lib_rel: &str) -> References {
-    let mut out = References::new();
-    for (p, it) in keep {
-        if parent(p) != lib_rel || !matches!(it, Item::File { .. }) || !is_library(file_name(p)) {
-            continue;
-        }
+    let files: Vec<(&String, u64)> = keep
+        .iter()
+        .filter_map(|(p, it)| match it {
+            Item::File { size, .. } if parent(p) == lib_rel && is_library(file_name(p)) => Some((p, *size)),
+            _ => None,
+        })
+        .collect();
+    let read = |p: &String| {
         let member = if root.is_empty() { p.clone() } else { format!("{root}/{p}") };
-        if let Ok(found) = binfmt::referenced_libraries(&native(raw, &member)) {
-            out.insert(p.clone(), found);
-        }
-    }
-    out
+        binfmt::referenced_libraries(&native(raw, &member)).ok().map(|found| (p.clone(), found))
+    };
+    let buckets = super::extract::balance(files, super::extract::worker_count(), |f| f.1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = buckets.into_iter().map(|mine| s.spawn(move || mine.into_iter().filter_map(|(p, _)| read(p)).collect::<Vec<_>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().expect("a library reader thread panicked")).collect()
+    })
 }
 
 /// The set of libraries the release in `keep` loads ([`set::walk`]): from the dispatcher

@@ -74,6 +74,8 @@ pub enum Error {
         #[source]
         source: zip::result::ZipError,
     },
+    #[error(transparent)]
+    Extract(#[from] crate::store::Error),
     #[error("the wheel {} holds no {what}", path.display())]
     Empty { path: PathBuf, what: String },
     #[error("cannot write {}", path.display())]
@@ -88,7 +90,7 @@ pub enum Error {
 
 crate::error::diagnose! {
     impl Diagnose for Error {
-        transparent Fetch;
+        transparent Fetch, Extract;
         fn hint(&self) -> Option<String> {
             match self {
                 Error::Wheel { .. } | Error::Empty { .. } => Some("the index served an unexpected wheel; check `pypi-index` / CUENV_PYPI_INDEX".into()),
@@ -234,8 +236,8 @@ fn assemble(layout: &Layout, prefix: &Version, platform: Platform, downloads: Ve
     fs::create_dir(&lib).map_err(write_err(&lib))?;
     let mut files: Vec<(String, String)> = Vec::new();
     let mut wheels = Vec::new();
-    let paths: Vec<&Path> = downloads.iter().map(|(_, d)| d.path()).collect();
-    files.extend(extract_libraries(&paths, &lib, platform)?);
+    let sources: Vec<(&Path, Option<crate::sys::sha256::Sha256>)> = downloads.iter().map(|(_, d)| (d.path(), Some(d.sha256))).collect();
+    files.extend(extract_libraries(&sources, &lib, staging.path(), platform)?);
     for (project, d) in &downloads {
         let version = d.path().file_name().and_then(|n| n.to_str()).and_then(|n| n.split('-').nth(1)).unwrap_or("").to_string();
         wheels.push(WheelRecord { project: project.clone(), version, url: d.url.clone(), sha256: d.sha256.to_string() });
@@ -281,94 +283,53 @@ fn library_name(name: &str, platform: Platform) -> Option<&str> {
     ok.then_some(file)
 }
 
-/// One library to copy: member `index` of wheel `wheel`, to `file`, `size` bytes.
-struct Job {
-    wheel: usize,
-    index: usize,
-    file: String,
-    size: u64,
-}
-
-/// Opens a wheel for reading members (1 MiB reads).
-fn open_wheel(wheel: &Path) -> Result<zip::ZipArchive<io::BufReader<fs::File>>, Error> {
-    let f = fs::File::open(wheel).map_err(write_err(wheel))?;
-    zip::ZipArchive::new(io::BufReader::with_capacity(1 << 20, f)).map_err(|source| Error::Wheel { path: wheel.into(), source })
-}
-
 /// Copies the shared libraries of `wheels` (`nvidia/<pkg>/lib/*.so*` or
 /// `nvidia/<pkg>/bin/*.dll`; CUDA 13 wheels: `nvidia/cu13/lib/*.so*` or
-/// `nvidia/cu13/bin/x86_64/*.dll`) into `dest`; returns (file name, sha256) of each.
+/// `nvidia/cu13/bin/x86_64/*.dll`) into `dest`; returns (file name, sha256) of each, wheel by
+/// wheel, each wheel's by member path. Each wheel is given with the SHA-256 its download was checked against (the index's
+/// published digest or the lab.lock pin), or `None` (then it is hashed here).
 ///
-/// The members are shared out by size among one thread per core (at most 4), each with its
-/// own handle on each wheel, which inflates, hashes and writes its members in turn (cuBLAS's
-/// 490-575 MB `libcublasLt` alone on one core, the rest beside it). When two members would
-/// land on the same file name, they are copied one by one in wheel order (the last one
-/// stays, as before).
+/// Each wheel is extracted as the store extracts a wheel ([`crate::store::extract::extract`]:
+/// members inflated by libdeflate from the mapped archive into their mapped files on one
+/// thread per core, each CRC-32 checked, each file synced) into its own folder under
+/// `scratch`, and its libraries are then moved into `dest`. A wheel whose archive digest was
+/// checked takes its libraries' SHA-256s from its RECORD ([`FileDigests::FromRecord`], the
+/// store's rule for an authenticated wheel, docs/decisions.md 11): 1.5 GB of cuBLAS is not
+/// hashed again. When two wheels hold the same file name, the later wheel's file stays.
 ///
-/// Errors: [`Error::Empty`] for a wheel without libraries (checked before anything is
-/// copied); [`Error::Wheel`], [`Error::Write`].
-fn extract_libraries(wheels: &[&Path], dest: &Path, platform: Platform) -> Result<Vec<(String, String)>, Error> {
-    let mut jobs = Vec::new();
-    for (w, wheel) in wheels.iter().enumerate() {
-        let mut zip = open_wheel(wheel)?;
-        let before = jobs.len();
-        for index in 0..zip.len() {
-            let m = zip.by_index_raw(index).map_err(|source| Error::Wheel { path: wheel.into(), source })?;
-            let name = String::from_utf8_lossy(m.name_raw()).into_owned();
-            if let Some(file) = library_name(&name, platform) {
-                jobs.push(Job { wheel: w, index, file: file.to_string(), size: m.size() });
-            }
-        }
-        if jobs.len() == before {
-            return Err(Error::Empty { path: wheel.into(), what: format!("nvidia/*/{}/ libraries", lib_dir_name(platform)) });
+/// Errors: [`Error::Empty`] for a wheel without libraries (checked on the central directories
+/// before anything is extracted); [`Error::Wheel`], [`Error::Extract`], [`Error::Write`].
+///
+/// [`FileDigests::FromRecord`]: crate::store::extract::FileDigests::FromRecord
+fn extract_libraries(
+    wheels: &[(&Path, Option<crate::sys::sha256::Sha256>)],
+    dest: &Path,
+    scratch: &Path,
+    platform: Platform,
+) -> Result<Vec<(String, String)>, Error> {
+    use crate::store::extract::{self, FileDigests, Item, SourceKind};
+    for (wheel, _) in wheels {
+        let f = fs::File::open(wheel).map_err(write_err(wheel))?;
+        let zip = zip::ZipArchive::new(io::BufReader::new(f)).map_err(|source| Error::Wheel { path: wheel.to_path_buf(), source })?;
+        if !zip.file_names().flatten().any(|n| library_name(&n, platform).is_some()) {
+            return Err(Error::Empty { path: wheel.to_path_buf(), what: format!("nvidia/*/{}/ libraries", lib_dir_name(platform)) });
         }
     }
-    let mut names: Vec<String> = jobs.iter().map(|j| j.file.to_ascii_lowercase()).collect();
-    names.sort();
-    names.dedup();
-    let threads = if names.len() < jobs.len() { 1 } else { crate::store::extract::worker_count().min(jobs.len()) };
-    // Largest first, each to the least loaded thread; a thread keeps wheel order.
-    let buckets = crate::store::extract::balance((0..jobs.len()).collect(), threads, |&i| jobs[i].size);
-    let results: Vec<Result<Vec<(usize, String)>, Error>> = std::thread::scope(|s| {
-        let handles: Vec<_> = buckets
-            .into_iter()
-            .map(|mut mine| {
-                mine.sort();
-                let jobs = &jobs;
-                s.spawn(move || -> Result<Vec<(usize, String)>, Error> {
-                    let mut open: Vec<Option<zip::ZipArchive<io::BufReader<fs::File>>>> = wheels.iter().map(|_| None).collect();
-                    let mut buf = vec![0u8; 1 << 20];
-                    let mut out = Vec::new();
-                    for i in mine {
-                        let j = &jobs[i];
-                        let wheel = wheels[j.wheel];
-                        let zip = match &mut open[j.wheel] {
-                            Some(z) => z,
-                            slot => slot.insert(open_wheel(wheel)?),
-                        };
-                        let mut m = zip.by_index(j.index).map_err(|source| Error::Wheel { path: wheel.into(), source })?;
-                        let path = dest.join(&j.file);
-                        let (_, sha) = crate::store::extract::stream_to_file(&mut m, &path, u64::MAX, &crate::sys::progress::NoProgress, &mut buf).map_err(
-                            |e| match e {
-                                crate::store::extract::StreamError::Read(source) | crate::store::extract::StreamError::Write(source) => {
-                                    Error::Write { path: path.clone(), source }
-                                }
-                            },
-                        )?;
-                        out.push((i, sha.to_string()));
-                    }
-                    Ok(out)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("a library copy thread panicked")).collect()
-    });
-    let mut done: Vec<(usize, String)> = Vec::new();
-    for r in results {
-        done.extend(r?);
+    let mut out = Vec::new();
+    for (i, (wheel, sha256)) in wheels.iter().enumerate() {
+        let raw = scratch.join(format!("wheel-{i}"));
+        fs::create_dir_all(&raw).map_err(write_err(&raw))?;
+        let digests = if sha256.is_some() { FileDigests::FromRecord } else { FileDigests::Hashed };
+        let got = extract::extract(wheel, SourceKind::Wheel, &raw, *sha256, digests, &crate::sys::progress::NoProgress)?;
+        for (path, item) in &got.items {
+            let (Some(file), Item::File { sha256, .. }) = (library_name(path, platform), item) else { continue };
+            let to = dest.join(file);
+            fs::rename(extract::native(&raw, path), &to).map_err(write_err(&to))?;
+            out.push((file.to_string(), sha256.to_string()));
+        }
+        fsutil::remove_tree(&raw).map_err(write_err(&raw))?;
     }
-    done.sort();
-    Ok(done.into_iter().map(|(i, sha)| (jobs[i].file.clone(), sha)).collect())
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -400,7 +361,7 @@ mod tests {
         let b = wheel(t.path(), "b.whl", &[("nvidia/b/lib/libb.so.2", b"b2"), ("nvidia/b/include/b.h", b"h"), ("other/lib/libx.so", b"x")]);
         let dest = t.path().join("lib");
         fs::create_dir(&dest).unwrap();
-        let got = extract_libraries(&[&a, &b], &dest, Platform::LinuxX86_64).unwrap();
+        let got = extract_libraries(&[(&a, None), (&b, None)], &dest, t.path(), Platform::LinuxX86_64).unwrap();
         assert_eq!(got, vec![("liba.so.1".to_string(), sha(b"a1")), ("libbig.so.1".to_string(), sha(&big)), ("libb.so.2".to_string(), sha(b"b2"))]);
         assert_eq!(fs::read(dest.join("libbig.so.1")).unwrap(), big);
         let mut names: Vec<String> = fs::read_dir(&dest).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
@@ -415,8 +376,8 @@ mod tests {
         let b = wheel(t.path(), "b.whl", &[("nvidia/b/lib/libdup.so", b"second")]);
         let dest = t.path().join("lib");
         fs::create_dir(&dest).unwrap();
-        let got = extract_libraries(&[&a, &b], &dest, Platform::LinuxX86_64).unwrap();
-        assert_eq!(got, vec![("libdup.so".to_string(), sha(b"first")), ("liba.so".to_string(), sha(b"a")), ("libdup.so".to_string(), sha(b"second"))]);
+        let got = extract_libraries(&[(&a, None), (&b, None)], &dest, t.path(), Platform::LinuxX86_64).unwrap();
+        assert_eq!(got, vec![("liba.so".to_string(), sha(b"a")), ("libdup.so".to_string(), sha(b"first")), ("libdup.so".to_string(), sha(b"second"))]);
         assert_eq!(fs::read(dest.join("libdup.so")).unwrap(), b"second");
     }
 
@@ -427,7 +388,7 @@ mod tests {
         let b = wheel(t.path(), "b.whl", &[("nvidia/b/include/b.h", b"h")]);
         let dest = t.path().join("lib");
         fs::create_dir(&dest).unwrap();
-        let e = extract_libraries(&[&a, &b], &dest, Platform::LinuxX86_64).unwrap_err();
+        let e = extract_libraries(&[(&a, None), (&b, None)], &dest, t.path(), Platform::LinuxX86_64).unwrap_err();
         assert!(matches!(&e, Error::Empty { path, .. } if path == &b), "{e:?}");
         assert_eq!(fs::read_dir(&dest).unwrap().count(), 0);
     }
