@@ -11,6 +11,8 @@
 #     pip `pip install --no-cache-dir --no-deps --index-url <index>/simple --target`: cuDNN
 #     8.9.4.25 and 9.5.0.50 for CUDA 12 cannot share one --target, so each runs as two commands at
 #     once (8.9.4.25 alone; the other 8 wheels), timed as a pair.
+#   - what the check costs: `cuenv check` of the 3 profiles on the home a cuenv run left (the
+#     same probes apply runs once the generation is built), best of RUNS.
 #   - the peak anonymous RSS of the cuenv process (benches/timed.py samples RssAnon; mapped
 #     archives and output files are page cache, not counted; probe children are not counted).
 # Every timed command runs through benches/timed.py right after prefault (benches/uv_pin.sh).
@@ -112,9 +114,19 @@ export rest_list="${rest[*]}"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); cores: $(nproc); uv $uv_version; $("$py" -m pip --version | cut -d' ' -f1-2); index $index"
 printf '%-34s %8s %8s %8s %8s  %s\n' work cuenv uv pip unzip "ratio"
 c=$(best cuenv "$cuenv" --quiet apply "$work/lab/lab.toml")
+# The check alone, on the home the last cuenv run left: `cuenv check` probes the 3 profiles
+# (load, no GPU here), best of RUNS; the same probes once `apply` has built the generation.
+k=""
+for _ in $(seq "$runs"); do
+  prefault 2048
+  python3 benches/timed.py "$work/time" "${sandbox[@]}" "$cuenv" --quiet check >"$work/out" 2>&1 || { echo "cuenv check failed" >&2; tail -n 30 "$work/out" >&2; exit 1; }
+  s=$(tail -n1 "$work/time"); s=${s% *}
+  if [[ -z $k ]] || awk -v a="$s" -v b="$k" 'BEGIN { exit !(a < b) }'; then k=$s; fi
+done
 u=$(best uv bash -c 'rest=($rest_list); pair "$0" pip install -q --no-cache --no-deps --python "$1" --index-url "$2/simple"' "$uv" "$py" "$index")
 p=$(best pip bash -c 'rest=($rest_list); pair "$0" -m pip install -q --disable-pip-version-check --no-cache-dir --no-deps --index-url "$1/simple"' "$py" "$index")
 printf '%-34s %8s %8s %8s %8s  %s x uv (goal <= 0.80)\n' "apply lab.toml, fresh home (9 whl)" "$c" "$u" "$p" - "$(ratio "$c" "$u")"
+printf '%-34s %8s %8s %8s %8s  %s of the apply\n' "  of which: check, 3 profiles" "$k" - - - "$(ratio "$k" "$c")"
 # The floor of the inflate, CRC-32 and archive SHA-256 work of importing these 9 wheels
 # pinned (lab.lock pins them: RECORD gives the files' digests; benches/import_floor.rs),
 # spread over this machine's cores.

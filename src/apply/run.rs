@@ -369,8 +369,10 @@ fn check(
     use std::sync::mpsc::{RecvTimeoutError, channel};
     let Some(check) = &opts.check else { return Ok(Vec::new()) };
     let m = generation::read(layout, n)?;
-    // The profiles profile_check::run checks, in its order: each shows as a busy phase
-    // until its result arrives (cleared before the result is reported).
+    // The profiles profile_check::run checks, in its order: several run at once
+    // (profile_check::MAX_PARALLEL_CHECKS) and are reported in this order, so the busy phase
+    // names the next one to be reported until its result arrives (cleared before the result
+    // is reported).
     let names: Vec<String> = profile_check::to_check(&m, &[]).map(|v| v.name.clone()).collect();
     let mut next = names.iter();
     if let Some(first) = next.next() {

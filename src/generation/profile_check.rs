@@ -197,88 +197,129 @@ pub fn skipped<'a>(m: &'a Manifest, only: &'a [String]) -> impl Iterator<Item = 
     })
 }
 
+/// At most this many profiles are checked at once: each probe is its own process, mostly one
+/// core loading cuDNN's libraries (and, for `conv`, one small convolution on the GPU, which
+/// the probes share), so a lab of 3 profiles on 2 cores ends in about the time of its longest
+/// check instead of the sum of all (docs/performance.md).
+pub const MAX_PARALLEL_CHECKS: usize = 4;
+
 /// Checks the profiles of manifest `m` named in `only` (all when empty), skipping those
-/// with `check = "none"`. Calls `on_result` after each profile.
+/// with `check = "none"`, up to [`MAX_PARALLEL_CHECKS`] at once. Calls `on_result` for each
+/// profile in the order of [`to_check`] (a later profile that ends first waits for the ones
+/// before it), on the calling thread; returns the results in that order.
 pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_result: &mut dyn FnMut(&ProfileCheck)) -> Vec<ProfileCheck> {
-    let mut out = Vec::new();
-    for view in to_check(m, only) {
-        let major = view.cudnn_version.major();
-        let expected = Expected {
-            // The entry as the profile sees it: the store entry, or the view's copy.
-            entry_dir: if view.copied { layout.profiles_dir().join(&view.name).join("cudnn") } else { view.entry_dir.clone() },
-            version: view.cudnn_version.clone(),
-            cuda_major: Some(view.cuda_major),
-        };
-        let mut gpu = None;
-        let pc = match profile_env(layout, m.link_mode, view, &opts.base_env) {
-            Ok(env) => {
-                let outcome = check::run_probe(&opts.exe, &env, major, view.check == Check::Conv, opts.timeout);
-                let elapsed_ms = outcome.elapsed_ms;
-                let mut result = check::classify(&outcome, &expected);
-                // Driver and GPU fit: which fact rules the profile out on this machine.
-                let machine = gpufit::Machine::from_report(outcome.report.as_ref(), &opts.overrides);
-                // The set's GPU code: the entry's record (read on demand for older entries).
-                let code = crate::store::entry::EntryMeta::read(&view.entry_dir).ok().map(|meta| meta.gpu_code_or_read(&view.entry_dir));
-                let want = gpufit::Want::new(expected.version.clone(), &view.toolkit_version, view.cuda_major).with_code(code);
-                let fit = gpufit::assess(&machine, &want, "this profile's runtime is");
-                result.add_misfits(&fit.misfits);
-                result.notes.extend(fit.not_verified.iter().map(|nv| nv.to_string()));
-                gpu = fit.verdict();
-                // nvJitLink against its users in the profile's folders (F3; the probe loads
-                // neither).
-                let var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" };
-                let dirs: Vec<std::path::PathBuf> =
-                    env.iter().rev().find(|(k, _)| k == var).map(|(_, v)| std::env::split_paths(v).collect()).unwrap_or_default();
-                result.add_companion_verdicts(crate::companion::judge_jitlink_users(&dirs, |n, a| crate::companion::search(&dirs, n, a)));
-                if let Some(note) = incomplete_note(&view.entry_dir) {
-                    result.notes.push(note);
-                }
-                if let Some(note) = damaged_shim_note(m, view) {
-                    result.notes.push(note);
-                }
-                // The consumers of the bound Python env that would load another copy.
-                if let (Some(notes), Some(_)) = (opts.consumer_notes, &view.python_env) {
-                    result.notes.extend(notes(view, &expected.entry_dir, &env));
-                }
-                // The frameworks of the bound env against the profile's releases: a misfit
-                // fails the check; a newer release or a requirement not read is a note.
-                if let (Some((prefix, by)), Some(platform)) = (view.bound_env(), crate::cudnn::platform::Platform::host()) {
-                    for j in crate::requires::judge_profile(prefix, by, platform, &view.cudnn_version.to_string(), &view.toolkit_version) {
-                        match j.verdict {
-                            crate::requires::Verdict::Misfit(_) => result.add_framework_misfit(crate::requires::describe(&j)),
-                            _ => result.notes.push(format!("{} {}", NoteKind::Framework.lead(), crate::requires::describe(&j))),
-                        }
+    let views: Vec<&ViewRecord> = to_check(m, only).collect();
+    in_order(&views, MAX_PARALLEL_CHECKS, &|view| check_view(layout, m, view, opts), on_result)
+}
+
+/// Runs `work` on each of `items` on up to `threads` threads (each takes the next item not
+/// yet taken) and hands the results to `on_result` in the items' order as soon as every
+/// earlier one is there. A panic in `work` is raised again here once the others end.
+fn in_order<T: Sync, R: Send>(items: &[T], threads: usize, work: &(dyn Fn(&T) -> R + Sync), on_result: &mut dyn FnMut(&R)) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
+            let (tx, next) = (tx.clone(), &next);
+            s.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    if tx.send((i, work(item))).is_err() {
+                        break;
                     }
                 }
-                // Scripts of other shells the check did not run.
-                for (script, vars) in view.conda_env.as_deref().map(activate::unrun_scripts).unwrap_or_default() {
-                    result.notes.push(format!(
-                        "{} {} changes {} and was not run by the check (it ran the {} scripts only): in a shell that runs it, this profile may load another cuDNN than the check saw",
-                        NoteKind::Unrun.lead(),
-                        script.display(),
-                        vars.join(" and "),
-                        if cfg!(windows) { ".bat" } else { ".sh" }
-                    ));
-                }
-                ProfileCheck { profile: view.name.clone(), check: view.check, result, elapsed_ms, gpu }
+            });
+        }
+        drop(tx);
+        let mut reported = 0;
+        for (i, r) in rx {
+            done[i] = Some(r);
+            while let Some(Some(r)) = done.get(reported) {
+                on_result(r);
+                reported += 1;
             }
-            Err(e) => ProfileCheck {
-                profile: view.name.clone(),
-                check: view.check,
-                result: CheckResult {
-                    status: CheckStatus::Fail,
-                    reasons: vec![check::Reason::new(check::ReasonKind::LoaderError, e.to_string())],
-                    notes: Vec::new(),
-                    report: None,
-                },
-                elapsed_ms: 0,
-                gpu,
+        }
+    });
+    done.into_iter().flatten().collect()
+}
+
+/// One profile's check: its environment, the probe, and the verdict on what the probe saw.
+fn check_view(layout: &Layout, m: &Manifest, view: &ViewRecord, opts: &Options) -> ProfileCheck {
+    let major = view.cudnn_version.major();
+    let expected = Expected {
+        // The entry as the profile sees it: the store entry, or the view's copy.
+        entry_dir: if view.copied { layout.profiles_dir().join(&view.name).join("cudnn") } else { view.entry_dir.clone() },
+        version: view.cudnn_version.clone(),
+        cuda_major: Some(view.cuda_major),
+    };
+    let mut gpu = None;
+    match profile_env(layout, m.link_mode, view, &opts.base_env) {
+        Ok(env) => {
+            let outcome = check::run_probe(&opts.exe, &env, major, view.check == Check::Conv, opts.timeout);
+            let elapsed_ms = outcome.elapsed_ms;
+            let mut result = check::classify(&outcome, &expected);
+            // Driver and GPU fit: which fact rules the profile out on this machine.
+            let machine = gpufit::Machine::from_report(outcome.report.as_ref(), &opts.overrides);
+            // The set's GPU code: the entry's record (read on demand for older entries).
+            let code = crate::store::entry::EntryMeta::read(&view.entry_dir).ok().map(|meta| meta.gpu_code_or_read(&view.entry_dir));
+            let want = gpufit::Want::new(expected.version.clone(), &view.toolkit_version, view.cuda_major).with_code(code);
+            let fit = gpufit::assess(&machine, &want, "this profile's runtime is");
+            result.add_misfits(&fit.misfits);
+            result.notes.extend(fit.not_verified.iter().map(|nv| nv.to_string()));
+            gpu = fit.verdict();
+            // nvJitLink against its users in the profile's folders (F3; the probe loads
+            // neither).
+            let var = if cfg!(windows) { "PATH" } else { "LD_LIBRARY_PATH" };
+            let dirs: Vec<std::path::PathBuf> = env.iter().rev().find(|(k, _)| k == var).map(|(_, v)| std::env::split_paths(v).collect()).unwrap_or_default();
+            result.add_companion_verdicts(crate::companion::judge_jitlink_users(&dirs, |n, a| crate::companion::search(&dirs, n, a)));
+            if let Some(note) = incomplete_note(&view.entry_dir) {
+                result.notes.push(note);
+            }
+            if let Some(note) = damaged_shim_note(m, view) {
+                result.notes.push(note);
+            }
+            // The consumers of the bound Python env that would load another copy.
+            if let (Some(notes), Some(_)) = (opts.consumer_notes, &view.python_env) {
+                result.notes.extend(notes(view, &expected.entry_dir, &env));
+            }
+            // The frameworks of the bound env against the profile's releases: a misfit
+            // fails the check; a newer release or a requirement not read is a note.
+            if let (Some((prefix, by)), Some(platform)) = (view.bound_env(), crate::cudnn::platform::Platform::host()) {
+                for j in crate::requires::judge_profile(prefix, by, platform, &view.cudnn_version.to_string(), &view.toolkit_version) {
+                    match j.verdict {
+                        crate::requires::Verdict::Misfit(_) => result.add_framework_misfit(crate::requires::describe(&j)),
+                        _ => result.notes.push(format!("{} {}", NoteKind::Framework.lead(), crate::requires::describe(&j))),
+                    }
+                }
+            }
+            // Scripts of other shells the check did not run.
+            for (script, vars) in view.conda_env.as_deref().map(activate::unrun_scripts).unwrap_or_default() {
+                result.notes.push(format!(
+                    "{} {} changes {} and was not run by the check (it ran the {} scripts only): in a shell that runs it, this profile may load another cuDNN than the check saw",
+                    NoteKind::Unrun.lead(),
+                    script.display(),
+                    vars.join(" and "),
+                    if cfg!(windows) { ".bat" } else { ".sh" }
+                ));
+            }
+            ProfileCheck { profile: view.name.clone(), check: view.check, result, elapsed_ms, gpu }
+        }
+        Err(e) => ProfileCheck {
+            profile: view.name.clone(),
+            check: view.check,
+            result: CheckResult {
+                status: CheckStatus::Fail,
+                reasons: vec![check::Reason::new(check::ReasonKind::LoaderError, e.to_string())],
+                notes: Vec::new(),
+                report: None,
             },
-        };
-        on_result(&pc);
-        out.push(pc);
+            elapsed_ms: 0,
+            gpu,
+        },
     }
-    out
 }
 
 /// Writes the results of generation `n`'s checks.
@@ -392,6 +433,34 @@ mod tests {
             assert_eq!(NoteKind::of(&format!("{} something", k.lead())), Some(k));
         }
         assert_eq!(NoteKind::of("cuDNN loaded from the profile's entry: libcudnn.so.9"), None);
+    }
+
+    /// Checks run at once and are reported in profile order: the first item's work waits
+    /// (up to 20 s) for the second's to have started, so run one after another it would see
+    /// nothing; the second ends first and is still reported second.
+    #[test]
+    fn checks_run_at_once_and_are_reported_in_order() {
+        let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+        let started_rx = std::sync::Mutex::new(started_rx);
+        let started_tx = std::sync::Mutex::new(started_tx);
+        let work = |i: &usize| -> (usize, bool) {
+            match *i {
+                0 => (0, started_rx.lock().unwrap().recv_timeout(std::time::Duration::from_secs(20)).is_ok()),
+                n => {
+                    let _ = started_tx.lock().unwrap().send(());
+                    (n, true)
+                }
+            }
+        };
+        let mut seen = Vec::new();
+        let out = in_order(&[0usize, 1, 2], 2, &work, &mut |r| seen.push(r.0));
+        assert_eq!(out, vec![(0, true), (1, true), (2, true)], "the first check did not see the second start");
+        assert_eq!(seen, vec![0, 1, 2]);
+        // One thread: one after another, still in order (and the first waits in vain).
+        let mut seen = Vec::new();
+        let out = in_order(&[1usize, 2], 1, &work, &mut |r| seen.push(r.0));
+        assert_eq!((out.len(), seen), (2, vec![1, 2]));
+        assert!(in_order(&[] as &[usize], 4, &work, &mut |_| ()).is_empty());
     }
 
     /// Versions print as `9.5.0` and `12.6`, never as cuDNN's integers.
