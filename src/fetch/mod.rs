@@ -472,27 +472,18 @@ pub fn download_all(
     prefetch: Option<&Prefetch>,
     progress: &dyn Progress,
 ) -> Vec<Result<Download, Error>> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: std::sync::Mutex<Vec<Option<Result<Download, Error>>>> = std::sync::Mutex::new(artifacts.iter().map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..artifacts.len().min(MAX_PARALLEL_DOWNLOADS) {
-            s.spawn(|| {
-                let task = progress.task();
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(a) = artifacts.get(i) else { break };
-                    let r = match prefetch.and_then(|p| p.take(a)) {
-                        Some(Ok(Fetched::Download(d))) => Ok(d),
-                        Some(Err(e)) => Err(e),
-                        // Only a cuDNN is imported ahead; any other file is downloaded here.
-                        Some(Ok(Fetched::Imported(_))) | None => download(layout, writer, client, a, task.as_ref()),
-                    };
-                    results.lock().unwrap()[i] = Some(r);
-                }
-            });
-        }
-    });
-    results.into_inner().unwrap().into_iter().map(|r| r.expect("every artifact was downloaded")).collect()
+    crate::sys::pool::map_in_order(
+        artifacts,
+        MAX_PARALLEL_DOWNLOADS,
+        &|| progress.task(),
+        &|task, a| match prefetch.and_then(|p| p.take(a)) {
+            Some(Ok(Fetched::Download(d))) => Ok(d),
+            Some(Err(e)) => Err(e),
+            // Only a cuDNN is imported ahead; any other file is downloaded here.
+            Some(Ok(Fetched::Imported(_))) | None => download(layout, writer, client, a, task.as_ref()),
+        },
+        &mut |_| (),
+    )
 }
 
 /// Downloads `artifact` into a fresh folder `download-<pid>-<random>` under

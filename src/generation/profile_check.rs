@@ -209,41 +209,7 @@ pub const MAX_PARALLEL_CHECKS: usize = 4;
 /// before it), on the calling thread; returns the results in that order.
 pub fn run(layout: &Layout, m: &Manifest, only: &[String], opts: &Options, on_result: &mut dyn FnMut(&ProfileCheck)) -> Vec<ProfileCheck> {
     let views: Vec<&ViewRecord> = to_check(m, only).collect();
-    in_order(&views, MAX_PARALLEL_CHECKS, &|view| check_view(layout, m, view, opts), on_result)
-}
-
-/// Runs `work` on each of `items` on up to `threads` threads (each takes the next item not
-/// yet taken) and hands the results to `on_result` in the items' order as soon as every
-/// earlier one is there. A panic in `work` is raised again here once the others end.
-fn in_order<T: Sync, R: Send>(items: &[T], threads: usize, work: &(dyn Fn(&T) -> R + Sync), on_result: &mut dyn FnMut(&R)) -> Vec<R> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
-    std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        for _ in 0..threads.clamp(1, items.len().max(1)) {
-            let (tx, next) = (tx.clone(), &next);
-            s.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(i) else { break };
-                    if tx.send((i, work(item))).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        let mut reported = 0;
-        for (i, r) in rx {
-            done[i] = Some(r);
-            while let Some(Some(r)) = done.get(reported) {
-                on_result(r);
-                reported += 1;
-            }
-        }
-    });
-    done.into_iter().flatten().collect()
+    crate::sys::pool::map_in_order(&views, MAX_PARALLEL_CHECKS, &|| (), &|(), view| check_view(layout, m, view, opts), on_result)
 }
 
 /// One profile's check: its environment, the probe, and the verdict on what the probe saw.
@@ -432,34 +398,6 @@ mod tests {
             assert_eq!(NoteKind::of(&format!("{} something", k.lead())), Some(k));
         }
         assert_eq!(NoteKind::of("cuDNN loaded from the profile's entry: libcudnn.so.9"), None);
-    }
-
-    /// Checks run at once and are reported in profile order: the first item's work waits
-    /// (up to 20 s) for the second's to have started, so run one after another it would see
-    /// nothing; the second ends first and is still reported second.
-    #[test]
-    fn checks_run_at_once_and_are_reported_in_order() {
-        let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
-        let started_rx = std::sync::Mutex::new(started_rx);
-        let started_tx = std::sync::Mutex::new(started_tx);
-        let work = |i: &usize| -> (usize, bool) {
-            match *i {
-                0 => (0, started_rx.lock().unwrap().recv_timeout(std::time::Duration::from_secs(20)).is_ok()),
-                n => {
-                    let _ = started_tx.lock().unwrap().send(());
-                    (n, true)
-                }
-            }
-        };
-        let mut seen = Vec::new();
-        let out = in_order(&[0usize, 1, 2], 2, &work, &mut |r| seen.push(r.0));
-        assert_eq!(out, vec![(0, true), (1, true), (2, true)], "the first check did not see the second start");
-        assert_eq!(seen, vec![0, 1, 2]);
-        // One thread: one after another, still in order.
-        let mut seen = Vec::new();
-        let out = in_order(&[1usize, 2], 1, &work, &mut |r| seen.push(r.0));
-        assert_eq!((out.len(), seen), (2, vec![1, 2]));
-        assert!(in_order(&[] as &[usize], 4, &work, &mut |_| ()).is_empty());
     }
 
     /// Versions print as `9.5.0` and `12.6`, never as cuDNN's integers.

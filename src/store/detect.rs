@@ -540,7 +540,7 @@ type References = BTreeMap<String, binfmt::References>;
 /// Step 5 of [`detect`], first half: [`References`] of the library files in `lib_rel` of the
 /// kept items. A file that cannot be read as PE or ELF names nothing.
 ///
-/// The files are read side by side, one thread per core (at most 4), shared out by size: an
+/// The files are read side by side, one thread per core (at most 4), largest first: an
 /// import ends with this step, and scanning the sections of the real 8.9.4.25 set was most of
 /// what ran after the lab's last cuDNN wheel had arrived (perf, docs/performance.md).
 fn read_references(raw: &Path, root: &str, keep: &BTreeMap<String, Item>, lib_rel: &str) -> References {
@@ -555,11 +555,9 @@ fn read_references(raw: &Path, root: &str, keep: &BTreeMap<String, Item>, lib_re
         let member = if root.is_empty() { p.clone() } else { format!("{root}/{p}") };
         binfmt::referenced_libraries(&native(raw, &member)).ok().map(|found| (p.clone(), found))
     };
-    let buckets = super::extract::balance(files, super::extract::worker_count(), |f| f.1);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = buckets.into_iter().map(|mine| s.spawn(move || mine.into_iter().filter_map(|(p, _)| read(p)).collect::<Vec<_>>())).collect();
-        handles.into_iter().flat_map(|h| h.join().expect("a library reader thread panicked")).collect()
-    })
+    let mut files = files;
+    files.sort_by_key(|f| std::cmp::Reverse(f.1));
+    crate::sys::pool::map(&files, super::extract::worker_count(), &|(p, _)| read(p)).into_iter().flatten().collect()
 }
 
 /// The set of libraries the release in `keep` loads ([`set::walk`]): from the dispatcher

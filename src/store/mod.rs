@@ -530,9 +530,6 @@ impl<'a> Store<'a> {
     }
 }
 
-/// Hashes the files of `jobs` (index, path, recorded size, recorded sha256) on as many
-/// threads as there are cores (at most 8), largest first; returns (index, whether size and
-/// hash match) for each. Memory: one [`extract::hash_file`] buffer per thread.
 /// Held while an import commits its entry ([`Store::add`]).
 static COMMIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -541,24 +538,14 @@ fn staging_prefix() -> String {
     format!("import-{}-", std::process::id())
 }
 
+/// Hashes the files of `jobs` (index, path, recorded size, recorded sha256) on as many
+/// threads as there are cores (at most 8), largest first; returns (index, whether size and
+/// hash match) for each. Memory: one [`extract::hash_file`] buffer per thread.
 fn hash_all(mut jobs: Vec<(usize, PathBuf, Option<u64>, Option<Sha256>)>) -> Vec<(usize, bool)> {
     jobs.sort_by_key(|j| std::cmp::Reverse(fs::metadata(&j.1).map(|m| m.len()).unwrap_or(0)));
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8).min(jobs.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let out = std::sync::Mutex::new(Vec::with_capacity(jobs.len()));
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((i, path, size, sha)) = jobs.get(k) else { break };
-                    let ok = extract::hash_file(path).map(|(n, h)| Some(n) == *size && Some(h) == *sha).unwrap_or(false);
-                    out.lock().unwrap().push((*i, ok));
-                }
-            });
-        }
-    });
-    out.into_inner().unwrap()
+    crate::sys::pool::map(&jobs, crate::sys::pool::cores(8), &|(i, path, size, sha)| {
+        (*i, extract::hash_file(path).map(|(n, h)| Some(n) == *size && Some(h) == *sha).unwrap_or(false))
+    })
 }
 
 /// The cheap check of an entry that a re-import reuses: its identity holds

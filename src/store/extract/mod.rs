@@ -288,20 +288,6 @@ pub(crate) fn worker_count() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 4)
 }
 
-/// Splits `items` into at most `n` non-empty buckets of about equal total `size` (bytes;
-/// largest first, each to the lightest bucket), so one huge DLL does not serialize the rest
-/// behind it. Items of equal size keep their order.
-pub(crate) fn balance<T>(mut items: Vec<T>, n: usize, size: impl Fn(&T) -> u64) -> Vec<Vec<T>> {
-    items.sort_by_key(|f| std::cmp::Reverse(size(f)));
-    let mut buckets: Vec<(u64, Vec<T>)> = (0..n).map(|_| (0, Vec::new())).collect();
-    for f in items {
-        let lightest = buckets.iter_mut().min_by_key(|b| b.0).expect("n >= 1");
-        lightest.0 += size(&f);
-        lightest.1.push(f);
-    }
-    buckets.into_iter().map(|b| b.1).filter(|b| !b.is_empty()).collect()
-}
-
 fn add_parents(items: &mut BTreeMap<String, Item>, path: &str) {
     let mut end = 0;
     while let Some(i) = path[end..].find('/') {

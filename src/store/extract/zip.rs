@@ -12,8 +12,8 @@ use sha2::Digest;
 
 use super::inflate::{Inflater, MemberError, Method};
 use super::{
-    Extracted, FileDigests, Item, MAX_RATIO, RATIO_FLOOR, add_parents, admit, balance, corrupt, expansion_bound, finish_symlinks, hash_file, native, open,
-    worker_count, write_err,
+    Extracted, FileDigests, Item, MAX_RATIO, RATIO_FLOOR, add_parents, admit, corrupt, expansion_bound, finish_symlinks, hash_file, native, open, worker_count,
+    write_err,
 };
 use crate::store::member::{self, CaseIndex, Kind, PathIndex};
 use crate::store::{Error, wheel_record};
@@ -220,7 +220,11 @@ pub(super) fn extract_zip(
         failed: AtomicBool::new(false),
         first_error: Mutex::new(None),
     };
-    let buckets = balance(files, worker_count(), |m| m.size);
+    // Largest first, each worker taking the next member when it is done with one: a worker
+    // left with the 635 MB `libcudnn_cnn_infer.so.8` of 8.9.4.25 no longer leaves the other
+    // core idle while it finishes a bucket fixed up front (docs/performance.md).
+    let workers = worker_count().min(files.len()).max(1);
+    let queue = crate::sys::pool::Queue::largest_first(files, |m| m.size);
     let source_hash = std::thread::scope(|s| {
         // A SHA-256 this process computed while writing the input is not computed again.
         let hasher = s.spawn(|| match computed_sha256 {
@@ -237,14 +241,14 @@ pub(super) fn extract_zip(
                 }
             }
         });
-        for bucket in buckets {
-            // One thread per bucket inflates, hashes and writes each of its members in turn:
-            // a chunk is hashed while it is still in the core's cache, and no thread waits on
-            // another's hand-over (a split inflater/sink pair cost 50,000 context switches
-            // per import).
+        let queue = &queue;
+        for _ in 0..workers {
+            // Each worker inflates, hashes and writes the members it takes in turn: a chunk is
+            // hashed while it is still in the core's cache, and no thread waits on another's
+            // hand-over (a split inflater/sink pair cost 50,000 context switches per import).
             let sync_tx = sync_tx.clone();
             s.spawn(move || {
-                if let Err(e) = member_worker(shared, bucket, &sync_tx) {
+                if let Err(e) = member_worker(shared, queue, &sync_tx) {
                     shared.fail(e);
                 }
             });
@@ -397,12 +401,12 @@ impl Sink {
 /// CRC, hashing and writing each chunk as it comes. Each file's SHA-256 is computed unless
 /// `shared.digests` gives it (an authenticated RECORD). Output stops at the declared size:
 /// more is an error, never written. Each finished file is passed on to be synced.
-fn member_worker(shared: &Shared, members: Vec<ZipMember>, sync: &mpsc::Sender<(File, PathBuf)>) -> Result<(), Error> {
+fn member_worker(shared: &Shared, queue: &crate::sys::pool::Queue<ZipMember>, sync: &mpsc::Sender<(File, PathBuf)>) -> Result<(), Error> {
     let source = shared.source;
     let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, e))?;
     let mut buf = Vec::new();
     let mut inflater = Inflater::new();
-    for m in members {
+    while let Some(m) = queue.take() {
         if shared.stopped() {
             return Ok(());
         }
@@ -493,23 +497,6 @@ fn member_read_error(archive: &Path, member: &str, e: io::Error) -> Error {
 mod tests {
     use super::*;
     use crate::store::extract::{FileDigests, SourceKind, extract};
-
-    #[test]
-    fn balance_spreads_the_largest() {
-        let m = |i, size| ZipMember {
-            index: i,
-            name: String::new(),
-            path: String::new(),
-            size,
-            header: 0,
-            packed: 0,
-            crc: 0,
-            method: zip::CompressionMethod::Stored,
-        };
-        let b = balance(vec![m(0, 415), m(1, 200), m(2, 150), m(3, 60)], 2, |m| m.size);
-        let sums: Vec<u64> = b.iter().map(|v| v.iter().map(|m| m.size).sum()).collect();
-        assert_eq!(sums, vec![415, 410]);
-    }
 
     /// A zip of two deflated members and one stored member, each `len` bytes.
     fn small_zip(path: &Path, len: usize) {
