@@ -36,14 +36,20 @@ pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
         if s.interrupted_switch {
             writeln!(ctx.out(), "an interrupted switch is pending; the next apply, use, rollback or gc finishes it");
         }
+        // A reason every checked profile gives alike (no NVIDIA driver, say) is a fact of the
+        // machine, not of a profile: said once, above the profiles.
+        let shared = shared_reasons(&s.profiles);
+        for r in &shared {
+            writeln!(ctx.out(), "every profile's check: {r}");
+        }
         let (mut fine_links, mut fine_folders, mut fine_shims) = (0, 0, 0);
         for p in &s.profiles {
             writeln!(ctx.out(), "{}{}: cuDNN {} on CUDA {}", if p.active { "* " } else { "  " }, p.name, p.cudnn, p.toolkit);
             match &p.check {
                 Some(c) => {
                     writeln!(ctx.out(), "    check     {}", profile_check::summary(c));
-                    for r in &c.result.reasons {
-                        writeln!(ctx.out(), "              {}", r.cited());
+                    for r in c.result.reasons.iter().map(|r| r.cited()).filter(|r| !shared.contains(r)) {
+                        writeln!(ctx.out(), "              {r}");
                     }
                 }
                 None => writeln!(ctx.out(), "    check     not run (`cuenv check`)"),
@@ -73,6 +79,17 @@ pub fn status(ctx: &Ctx, json: bool) -> Result<ExitCode, Report> {
     damage_hint(ctx, &s);
     stray_hint(ctx, &s);
     Ok(if s.healthy { ExitCode::Success } else { ExitCode::Damaged })
+}
+
+/// The reasons (as [`crate::check::Reason::cited`] words them) that every profile of
+/// `profiles` gives alike, in the first profile's order, when at least two profiles were
+/// checked and none of them was not; else none.
+fn shared_reasons(profiles: &[status::ProfileStatus]) -> Vec<String> {
+    let checks: Option<Vec<Vec<String>>> = profiles.iter().map(|p| p.check.as_ref().map(|c| c.result.reasons.iter().map(|r| r.cited()).collect())).collect();
+    match checks.as_deref() {
+        Some([first, rest @ ..]) if !rest.is_empty() => first.iter().filter(|r| rest.iter().all(|o| o.contains(r))).cloned().collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// A switch left `<home>/active` naming `name`, a profile the current generation

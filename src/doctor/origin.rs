@@ -45,6 +45,22 @@ pub(super) fn active_profile(layout: &Layout, cuenv_profile: Option<OsString>, f
             });
         }
         active_profile = target;
+    } else if active_profile.is_none()
+        && let Some(name) = crate::generation::active::name(layout)
+    {
+        // `cuenv use` made a profile active, but nothing in this shell follows it: no conda
+        // shim, no `.cuenv-profile` hook, no `cuenv env --setup` (decisions 5).
+        findings.push(Finding {
+            rule: None,
+            severity: Severity::Warning,
+            message: format!(
+                "`cuenv use` made profile `{name}` active ({}), but this shell does not follow it ({PROFILE_VAR} is unset), so nothing of `{name}` is on its search path",
+                active_link.display()
+            ),
+            hint: Some(format!(
+                "run `eval \"$(cuenv env --setup)\"` in this shell (PowerShell: `cuenv env --setup --shell powershell | Out-String | Invoke-Expression`) and add that line to its startup file so new shells follow `cuenv use` too; or run one command in it with `cuenv run -p {name} -- COMMAND`"
+            )),
+        });
     }
     let active_view = active_profile.as_ref().and_then(|name| {
         let view = generation::current_manifest(layout).and_then(|m| m.profiles.into_iter().find(|p| &p.name == name));

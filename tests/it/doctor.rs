@@ -532,3 +532,35 @@ fn a_conda_framework_pinning_a_newer_cudnn_than_the_env_holds_is_a_problem() {
     let (_, out, _) = doctor(home.path(), &[empty.path()], &[("CONDA_PREFIX", env.to_str().unwrap())], &[]);
     assert!(!out.contains("requires cudnn"), "{out}");
 }
+
+/// After `cuenv use`, a shell that follows nothing of cuenv's (no shim, no `.cuenv-profile`
+/// hook, no `env --setup`: CUENV_PROFILE unset) gets nothing of the active profile: doctor
+/// says so and names the line that makes the shell follow it. A shell set up with
+/// `env --setup` (CUENV_PROFILE=active) is not told.
+#[test]
+fn after_use_a_shell_that_follows_nothing_is_pointed_at_env_setup() {
+    let lab = crate::support::lab::Lab::new();
+    let file = lab.three();
+    lab.ok(&["apply", "--no-check", file.to_str().unwrap()]);
+    let doctor = |profile: Option<&str>| {
+        let mut c = lab.ctx.cmd();
+        c.env_remove("CUENV_PROFILE").env("CUENV_TOOLKIT_PATHS", "").env("LD_LIBRARY_PATH", "").arg("doctor");
+        if let Some(p) = profile {
+            c.env("CUENV_PROFILE", p);
+        }
+        let out = c.output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // Nothing active yet: nothing to follow, nothing said.
+    assert!(!doctor(None).contains("`cuenv use` made profile"), "{}", doctor(None));
+    lab.ok(&["use", "torch2"]);
+    let out = doctor(None);
+    assert!(out.contains("warning: `cuenv use` made profile `torch2` active"), "{out}");
+    assert!(out.contains("but this shell does not follow it (CUENV_PROFILE is unset)"), "{out}");
+    assert!(out.contains("hint: run `eval \"$(cuenv env --setup)\"` in this shell"), "{out}");
+    assert!(out.contains("`cuenv run -p torch2 -- COMMAND`"), "{out}");
+    // A shell that follows `<home>/active` is not told.
+    let out = doctor(Some("active"));
+    assert!(!out.contains("`cuenv use` made profile"), "{out}");
+    assert!(out.contains("active profile (<home>/active, through `cuenv env --setup`): torch2"), "{out}");
+}
