@@ -2,19 +2,23 @@
 //! with the same parts cuenv uses: every member inflated whole with libdeflate (`libdeflater`,
 //! src/store/extract/inflate.rs) and CRC-32-checked (crc32fast), the archive hashed with
 //! SHA-256 (sha2, SHA-NI where the CPU has it), and, for an import whose archive digest is not
-//! authenticated, every extracted file hashed too. Nothing is written: the output of a member
-//! goes into a buffer of this process.
+//! authenticated, every extracted file hashed too. A member is inflated into a buffer of this
+//! process; writing it into a file of its own (into the page cache, as every import and uv,
+//! pip and unzip do; no `fsync`, whose wait for the disk is not CPU work) is timed apart as
+//! one more part (the least of 3 writes into fresh files), so the floor of the import's
+//! whole work can be told from that of its computation alone.
 //!
 //! For each wheel it prints, in CPU seconds, what each part costs one core, and the lower
 //! bound on the wall time of any import doing that work on N cores: the larger of the total
 //! work divided by N and the inflate of the largest member (one deflate stream is inflated by
 //! one core), for both kinds of import (docs/performance.md "What an import proves"):
 //! pinned (inflate + CRC-32 + the archive's SHA-256; the files' digests come from RECORD) and
-//! unpinned (the same, plus the SHA-256 of every file). benches/vs_uv.sh compares them with
-//! uv, which inflates but hashes nothing.
+//! unpinned (the same, plus the SHA-256 of every file), each without and with the writes.
+//! benches/vs_uv.sh compares them with uv, which inflates and writes but hashes nothing.
 //!
 //! Usage: cargo bench --bench import_floor -- WHEEL...   (cores: CUENV_BENCH_CORES, default
-//! all of this machine's)
+//! all of this machine's; the files are written into a temporary folder of TMPDIR: point it
+//! at the file system of the store being compared)
 use std::fs::File;
 use std::time::{Duration, Instant};
 
@@ -40,6 +44,7 @@ fn main() {
         all.sha_files += w.sha_files;
         all.sha_archive += w.sha_archive;
         all.crc += w.crc;
+        all.write += w.write;
         all.largest_inflate = all.largest_inflate.max(w.largest_inflate);
     }
     if wheels.len() > 1 {
@@ -53,14 +58,17 @@ fn report(what: &str, w: &Work, cores: f64) {
     let floor = |work: Duration| (work.as_secs_f64() / cores).max(w.largest_inflate.as_secs_f64());
     let pinned = floor(w.inflate + w.crc + w.sha_archive);
     let unpinned = floor(w.inflate + w.crc + w.sha_archive + w.sha_files);
+    let pinned_w = floor(w.inflate + w.crc + w.sha_archive + w.write);
+    let unpinned_w = floor(w.inflate + w.crc + w.sha_archive + w.sha_files + w.write);
     println!(
-        "{what}: {} members, {:.0} MB out; one core: inflate {:.2} s, crc32 {:.2} s, sha256 of files {:.2} s, sha256 of archive {:.2} s; largest member inflate {:.2} s; floor on {cores} cores: pinned {pinned:.2} s, unpinned {unpinned:.2} s",
+        "{what}: {} members, {:.0} MB out; one core: inflate {:.2} s, crc32 {:.2} s, sha256 of files {:.2} s, sha256 of archive {:.2} s, write {:.2} s; largest member inflate {:.2} s; floor on {cores} cores: pinned {pinned:.2} s, unpinned {unpinned:.2} s; with the writes: pinned {pinned_w:.2} s, unpinned {unpinned_w:.2} s",
         w.members,
         w.bytes_out as f64 / 1e6,
         w.inflate.as_secs_f64(),
         w.crc.as_secs_f64(),
         w.sha_files.as_secs_f64(),
         w.sha_archive.as_secs_f64(),
+        w.write.as_secs_f64(),
         w.largest_inflate.as_secs_f64(),
     );
 }
@@ -74,6 +82,8 @@ struct Work {
     sha_files: Duration,
     sha_archive: Duration,
     crc: Duration,
+    /// Writing the inflated bytes into files (page cache, no fsync).
+    write: Duration,
     largest_inflate: Duration,
 }
 
@@ -85,6 +95,7 @@ fn measure(path: &str) -> Work {
     let mut dec = libdeflater::Decompressor::new();
     let mut out = Vec::new();
     let mut w = Work { members: zip.len(), ..Work::default() };
+    let scratch = tempfile::tempdir().expect("a temporary folder");
     for i in 0..zip.len() {
         let member = zip.by_index_raw(i).expect("a member");
         let start = member.data_start().expect("a local header") as usize;
@@ -107,6 +118,19 @@ fn measure(path: &str) -> Work {
         let t = Instant::now();
         std::hint::black_box(Sha256::digest(&out));
         w.sha_files += t.elapsed();
+        // The least of 3 writes into fresh files: how long a write takes here depends on when
+        // the host last took memory back (docs/performance.md), and a floor is the least.
+        w.write += (0..3)
+            .map(|k| {
+                let file = scratch.path().join(format!("member-{i}-{k}"));
+                let t = Instant::now();
+                std::fs::write(&file, &out).expect("write a member into the temporary folder");
+                let took = t.elapsed();
+                std::fs::remove_file(&file).expect("remove the written member");
+                took
+            })
+            .min()
+            .unwrap_or_default();
         w.bytes_out += out.len() as u64;
         w.inflate += inflate;
         w.largest_inflate = w.largest_inflate.max(inflate);

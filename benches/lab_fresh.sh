@@ -15,6 +15,14 @@
 #     same probes apply runs once the generation is built), best of RUNS.
 #   - the peak anonymous RSS of the cuenv process (benches/timed.py samples RssAnon; mapped
 #     archives and output files are page cache, not counted; probe children are not counted).
+#   - the CPU each tool used in its best run (user + system of the command and the children it
+#     waited for: benches/timed.py) and the index server's CPU meanwhile: both tools are bound by
+#     the CPU on 2 cores, so these say how much work each did, apart from how well it kept the
+#     cores busy (the server shares the same cores).
+#   - cuenv once more against the same index answering no range requests (LOOPBACK_NO_RANGES=1,
+#     a second server): every cuDNN wheel is then downloaded whole and imported from the mapped
+#     file with libdeflate (the fallback path), which is what spooling each download would cost
+#     and buy (docs/performance.md).
 # Every timed command runs through benches/timed.py right after prefault (benches/uv_pin.sh).
 # The run fails when cuenv, uv or pip fetched no wheel from the loopback index. Every command
 # runs with HOME, XDG_*, JUPYTER_* and CONDA_* pointed into a temporary folder (cuenv's
@@ -35,8 +43,9 @@ cargo build --release -q
 cuenv=$PWD/target/release/cuenv
 work=$(mktemp -d)
 server=""
+server_whole=""
 cleanup() {
-  if [[ -n $server ]]; then kill "$server" 2>/dev/null || true; fi
+  if [[ -n $server ]]; then kill "$server" "$server_whole" 2>/dev/null || true; fi
   chmod -R u+w "$work" 2>/dev/null
   rm -rf "$work"
 }
@@ -44,9 +53,13 @@ trap cleanup EXIT
 
 "$py" benches/loopback_index.py serve "$wheels" "$work/port" "$work/requests.log" &
 server=$!
-for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done
-[[ -s $work/port ]] || { echo "the loopback index did not start" >&2; exit 1; }
+# The same index answering every range request with the whole file: its own port, one log.
+LOOPBACK_NO_RANGES=1 "$py" benches/loopback_index.py serve "$wheels" "$work/port-whole" "$work/requests.log" &
+server_whole=$!
+for _ in $(seq 100); do [[ -s $work/port && -s $work/port-whole ]] && break; sleep 0.1; done
+[[ -s $work/port && -s $work/port-whole ]] || { echo "the loopback index did not start" >&2; exit 1; }
 index=http://127.0.0.1:$(cat "$work/port")
+index_whole=http://127.0.0.1:$(cat "$work/port-whole")
 
 # The same 9 wheels for uv and pip, as project==version (from the index's own listing).
 mapfile -t specs < <(ls "$wheels"/*.whl | xargs -n1 basename | awk -F- '{ gsub("_", "-", $1); print $1 "==" $2 }' | sort -u)
@@ -72,29 +85,35 @@ clean() {
 }
 # wheels_fetched: how many wheel GETs the index answered since the last clean.
 wheels_fetched() { awk -F'\t' '$2 == "GET" && $3 ~ /^\/files\// && $5 > 0' "$work/requests.log" | wc -l; }
+# server_cpu: the CPU seconds (user + system) both index servers have used so far.
+ticks=$(getconf CLK_TCK)
+server_cpu() { cat "/proc/$server/stat" "/proc/$server_whole/stat" | awk -v t="$ticks" '{ s += $14 + $15 } END { printf "%.2f", s / t }'; }
 # timed NAME CMD...: runs CMD once in the sandbox through benches/timed.py, after prefault;
-# prints "seconds peak_anon_kib".
+# prints "seconds peak_anon_kib cpu_seconds server_cpu_seconds".
 timed() {
   local name=$1; shift
   prefault "${PREFAULT_MIB:-8192}"
+  local s0; s0=$(server_cpu)
   if ! python3 benches/timed.py "$work/time" "${sandbox[@]}" "$@" >"$work/out" 2>&1; then
     echo "benchmark step failed: $name" >&2; tail -n 30 "$work/out" >&2; exit 1
   fi
+  local s1; s1=$(server_cpu)
   local n; n=$(wheels_fetched)
   if [[ $n -lt 9 ]]; then echo "$name fetched $n wheels from the loopback index, not 9" >&2; tail -n 30 "$work/out" >&2; exit 1; fi
-  tail -n1 "$work/time"
+  echo "$(tail -n1 "$work/time") $(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.2f", b - a }')"
 }
 # best NAME CMD...: RUNS fresh runs of CMD; prints the least seconds; a cuenv run's peak RSS (KiB)
-# is appended to $work/rss.
+# is appended to $work/rss, and the best run's "cpu_seconds server_cpu_seconds" written to
+# $work/cpu-NAME.
 best() {
   local name=$1; shift
-  local b="" r s
+  local b="" r s m c sc
   for _ in $(seq "$runs"); do
     clean
     r=$(timed "$name" "$@")
-    s=${r% *}
-    if [[ $name == cuenv ]]; then echo "${r#* }" >> "$work/rss"; fi
-    if [[ -z $b ]] || awk -v a="$s" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=$s; fi
+    read -r s m c sc <<<"$r"
+    if [[ $name == cuenv* ]]; then echo "$m" >> "$work/rss"; fi
+    if [[ -z $b ]] || awk -v a="$s" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=$s; echo "$c $sc" > "$work/cpu-$name"; fi
   done
   echo "$b"
 }
@@ -120,19 +139,29 @@ k=""
 for _ in $(seq "$runs"); do
   prefault 2048
   python3 benches/timed.py "$work/time" "${sandbox[@]}" "$cuenv" --quiet check >"$work/out" 2>&1 || { echo "cuenv check failed" >&2; tail -n 30 "$work/out" >&2; exit 1; }
-  s=$(tail -n1 "$work/time"); s=${s% *}
+  read -r s _ <"$work/time"
   if [[ -z $k ]] || awk -v a="$s" -v b="$k" 'BEGIN { exit !(a < b) }'; then k=$s; fi
 done
+# The same apply against the index that serves no ranges: each cuDNN wheel downloaded whole.
+cw=$(best cuenv-whole env "CUENV_PYPI_INDEX=$index_whole" "$cuenv" --quiet apply "$work/lab/lab.toml")
 u=$(best uv bash -c 'rest=($rest_list); pair "$0" pip install -q --no-cache --no-deps --python "$1" --index-url "$2/simple"' "$uv" "$py" "$index")
 p=$(best pip bash -c 'rest=($rest_list); pair "$0" -m pip install -q --disable-pip-version-check --no-cache-dir --no-deps --index-url "$1/simple"' "$py" "$index")
 printf '%-34s %8s %8s %8s %8s  %s x uv (goal <= 0.80)\n' "apply lab.toml, fresh home (9 whl)" "$c" "$u" "$p" - "$(ratio "$c" "$u")"
 printf '%-34s %8s %8s %8s %8s  %s of the apply\n' "  of which: check, 3 profiles" "$k" - - - "$(ratio "$k" "$c")"
+printf '%-34s %8s %8s %8s %8s  %s x uv; %s x the streamed apply\n' "  cuenv, downloads written whole" "$cw" - - - "$(ratio "$cw" "$u")" "$(ratio "$cw" "$c")"
+# CPU of each tool's best run, and of the index servers meanwhile.
+read -r cc cs <"$work/cpu-cuenv"; read -r wc ws <"$work/cpu-cuenv-whole"; read -r uc us <"$work/cpu-uv"; read -r pc ps <"$work/cpu-pip"
+printf '%-34s %8s %8s %8s %8s  %s x uv (whole downloads: %s s, %s x uv)\n' "  CPU s of the best run" "$cc" "$uc" "$pc" - "$(ratio "$cc" "$uc")" "$wc" "$(ratio "$wc" "$uc")"
+printf '%-34s %8s %8s %8s %8s  (whole downloads: %s s)\n' "  CPU s of the index server then" "$cs" "$us" "$ps" - "$ws"
 # The floor of the inflate, CRC-32 and archive SHA-256 work of importing these 9 wheels
 # pinned (lab.lock pins them: RECORD gives the files' digests; benches/import_floor.rs),
 # spread over this machine's cores.
+prefault "${PREFAULT_MIB:-8192}"
 f=$(cargo bench -q --bench import_floor -- "$wheels"/*.whl 2>/dev/null | tail -n1)
-fl=$(sed -E 's/.* pinned ([0-9.]+) s, unpinned.*/\1/' <<<"$f")
+fl=$(sed -E 's/.*floor on [0-9.]+ cores: pinned ([0-9.]+) s,.*/\1/' <<<"$f")
+flw=$(sed -E 's/.*with the writes: pinned ([0-9.]+) s,.*/\1/' <<<"$f")
 printf '%-34s %8s %8s %8s %8s  %s x uv\n' "  floor: pinned imports, $(nproc) cores" "$fl" - - - "$(ratio "$fl" "$u")"
+printf '%-34s %8s %8s %8s %8s  %s x uv\n' "  the same, files written" "$flw" - - - "$(ratio "$flw" "$u")"
 echo "  ($f)"
 peak_rss=$(sort -n "$work/rss" | tail -n1)
 echo "peak anonymous RSS of cuenv apply: $(( peak_rss / 1024 )) MiB (goal < 100)"

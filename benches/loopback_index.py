@@ -261,7 +261,13 @@ def serve(folder, port_file, log_path):
             sent = 0
             if self.command != "HEAD":
                 with open(os.path.join(folder, name), "rb") as f:
-                    sent = self.connection.sendfile(f, start, end - start + 1)
+                    try:
+                        sent = self.connection.sendfile(f, start, end - start + 1)
+                    except (BrokenPipeError, ConnectionResetError):
+                        # The client closed early: a streamed import stops reading once the
+                        # last member's data is in (the central directory came by a range).
+                        sent = f.tell() - start
+                        self.close_connection = True
             self.record(status, sent)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs one benchmark command and writes "seconds peak_anon_kib" to OUT.
+"""Runs one benchmark command and writes "seconds peak_anon_kib cpu_seconds" to OUT.
 
 Usage: benches/timed.py OUT CMD [ARG...]   (exit status: the command's)
 
@@ -10,10 +10,15 @@ Usage: benches/timed.py OUT CMD [ARG...]   (exit status: the command's)
   /usr/bin/time's %M (VmHWM) counts mapped file pages too: cuenv maps each archive and each
   large output file (src/store/extract/inflate.rs), so its %M includes the 430 MB output of
   libcudnn_engines_precompiled.so.9 while its heap stays a few MiB.
+- cpu_seconds: the user + system CPU time of the command and of every descendant it waited
+  for (os.wait4's rusage: cuenv's probe children, the two installs of a `pair`), 2 decimals.
+  On a machine whose cores are all busy, wall time is this divided by the cores at best, so
+  it says how much work a tool did, apart from how well it kept the cores busy.
 
 Every tool of a benchmark is timed through this wrapper, so each pays the same sampling cost
 (one read of a /proc file every 2 ms).
 """
+import os
 import subprocess
 import sys
 import time
@@ -35,13 +40,17 @@ def main():
     start = time.monotonic()
     p = subprocess.Popen(cmd)
     peak = 0
-    while p.poll() is None:
+    while True:
+        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+        if pid == p.pid:
+            break
         peak = max(peak, rss_anon(p.pid))
         time.sleep(0.002)
     seconds = time.monotonic() - start
+    cpu = usage.ru_utime + usage.ru_stime
     with open(out, "w") as f:
-        f.write(f"{seconds:.2f} {peak}\n")
-    sys.exit(p.returncode)
+        f.write(f"{seconds:.2f} {peak} {cpu:.2f}\n")
+    sys.exit(os.waitstatus_to_exitcode(status))
 
 
 if __name__ == "__main__":

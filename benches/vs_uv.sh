@@ -10,7 +10,8 @@
 #     `openssl dgst -sha256` of the same files (SHA-NI; coreutils sha256sum has none here),
 #   - the floor of each import (benches/import_floor.rs): the inflate, CRC-32 and SHA-256
 #     work of a pinned and of an unpinned import, measured here with cuenv's own inflater,
-#     spread over this machine's cores; a goal below it is out of reach on this machine,
+#     spread over this machine's cores, without and with writing the files into the page
+#     cache (which every import and uv do); a goal below it is out of reach on this machine,
 #   - the peak anonymous RSS of every cuenv run above (benches/timed.py samples RssAnon:
 #     the mapped archive and output files are page cache, not counted).
 # Every timed command runs through benches/timed.py, right after prefault (benches/uv_pin.sh:
@@ -34,7 +35,7 @@ cuenv=$PWD/target/release/cuenv
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 
-# timed CMD...: runs CMD once through benches/timed.py, after prefault; prints "seconds peak_anon_kib".
+# timed CMD...: runs CMD once through benches/timed.py, after prefault; prints "seconds peak_anon_kib cpu_seconds".
 timed() {
   prefault "${PREFAULT_MIB:-2048}"
   python3 benches/timed.py "$work/time" "$@" >/dev/null 2>&1 || { echo "benchmark step failed: $*" >&2; exit 1; }
@@ -48,7 +49,7 @@ best() {
   for _ in $(seq "$runs"); do
     eval "$setup"
     r=$(timed "$@")
-    s=${r% *}; m=${r#* }
+    read -r s m _ <<<"$r"
     if [[ $1 == "$cuenv" ]]; then echo "$m" >> "$work/rss"; fi
     if [[ -z $b ]] || awk -v a="$s" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=$s; fi
   done
@@ -74,11 +75,18 @@ for w in "$w95" "$w89"; do
   printf '%-34s %8s %8s %8s %8s  %s x uv (goal <= %s)\n' "import $v, --sha256 (RECORD)" "$cp" "$u" "$p" "$z" "$(ratio "$cp" "$u")" "$goal"
   printf '%-34s %8s %8s %8s %8s  %s x uv\n' "import $v, unpinned (hash all)" "$c" "$u" "$p" "$z" "$(ratio "$c" "$u")"
   # The floors of any import doing that work on this machine's cores (benches/import_floor.rs).
+  prefault "${PREFAULT_MIB:-2048}"
   f=$(cargo bench -q --bench import_floor -- "$w" 2>/dev/null | tail -n1)
-  fp=$(sed -E 's/.* pinned ([0-9.]+) s, unpinned.*/\1/' <<<"$f")
-  fu=$(sed -E 's/.* unpinned ([0-9.]+) s.*/\1/' <<<"$f")
+  # The floor line (import_floor.rs): "floor on N cores: pinned A s, unpinned B s; with the
+  # writes: pinned C s, unpinned D s" (C and D: the files written into the page cache too).
+  fp=$(sed -E 's/.*floor on [0-9.]+ cores: pinned ([0-9.]+) s,.*/\1/' <<<"$f")
+  fu=$(sed -E 's/.*floor on [0-9.]+ cores: pinned [0-9.]+ s, unpinned ([0-9.]+) s;.*/\1/' <<<"$f")
+  fpw=$(sed -E 's/.*with the writes: pinned ([0-9.]+) s,.*/\1/' <<<"$f")
+  fuw=$(sed -E 's/.*with the writes: pinned [0-9.]+ s, unpinned ([0-9.]+) s.*/\1/' <<<"$f")
   printf '%-34s %8s %8s %8s %8s  %s x uv; cuenv is %s x it\n' "  floor, pinned ($(nproc) cores)" "$fp" - - - "$(ratio "$fp" "$u")" "$(ratio "$cp" "$fp")"
-  printf '%-34s %8s %8s %8s %8s  %s x uv; cuenv is %s x it (goal <= 1.05)\n' "  floor, unpinned ($(nproc) cores)" "$fu" - - - "$(ratio "$fu" "$u")" "$(ratio "$c" "$fu")"
+  printf '%-34s %8s %8s %8s %8s  %s x uv; cuenv is %s x it\n' "  floor, unpinned ($(nproc) cores)" "$fu" - - - "$(ratio "$fu" "$u")" "$(ratio "$c" "$fu")"
+  printf '%-34s %8s %8s %8s %8s  %s x uv; cuenv is %s x it\n' "  the same, files written: pinned" "$fpw" - - - "$(ratio "$fpw" "$u")" "$(ratio "$cp" "$fpw")"
+  printf '%-34s %8s %8s %8s %8s  %s x uv; cuenv is %s x it (goal <= 1.05)\n' "  the same, files written: unpinned" "$fuw" - - - "$(ratio "$fuw" "$u")" "$(ratio "$c" "$fuw")"
   floors+=("$f")
 done
 clean
