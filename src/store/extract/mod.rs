@@ -16,11 +16,12 @@
 //!   the bound, so a bomb is never written out.
 //! - The input must be a regular file or a folder: it is opened non-blocking and checked, so
 //!   a FIFO or device is refused instead of blocking forever.
-//! - Zip members are independent, so they are shared out by size among one thread per core
-//!   (at most 4), each with its own file handle, which inflates, hashes and writes its
-//!   members chunk by chunk (a chunk is hashed while still in cache, and no chunk is handed
-//!   between threads); the source file's SHA-256 is computed by one more thread meanwhile.
+//! - Zip members are independent, so one thread per core (at most 4), each with its own file
+//!   handle, takes them from one queue largest first and inflates, hashes and writes each
+//!   (no chunk is handed between threads); the source file's SHA-256 is computed by one more
+//!   thread meanwhile, and two more make finished files durable (`durable.rs`).
 
+mod durable;
 mod folder;
 mod hash;
 mod inflate;

@@ -7,9 +7,9 @@
 //! identity), handing 1 MiB chunks on through a bounded queue; the calling thread walks the
 //! members in the order of their local headers, checks each header against the central
 //! directory, inflates (zlib-rs through `flate2`: a member arrives in pieces, so libdeflate's
-//! whole-buffer inflate does not apply), checks size and CRC-32, and writes. A third syncs
-//! finished files. Anonymous memory is the queue (at most 8 chunks of 1 MiB) and one output
-//! buffer.
+//! whole-buffer inflate does not apply), checks size and CRC-32, and writes. Two more start
+//! write-back and sync finished files (durable.rs). Anonymous memory is the queue (at most 8
+//! chunks of 1 MiB) and one output buffer.
 //!
 //! What it proves is what a whole-file import of a pinned wheel proves (docs/performance.md
 //! "What an import proves"): the caller compares the archive's SHA-256 with the authenticated
@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc;
 
 use sha2::Digest;
@@ -210,20 +210,14 @@ pub fn extract(remote: &mut dyn Remote, raw: &Path, digests: FileDigests, expect
     let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(QUEUE);
     let (received, written) = std::thread::scope(|s| {
         let reader = s.spawn(move || receive(&mut body, size, &tx, progress));
-        let (sync_tx, sync_rx) = mpsc::channel::<(std::fs::File, PathBuf)>();
-        let syncer = s.spawn(move || {
-            for (file, path) in sync_rx {
-                file.sync_all().map_err(|e| Error::Write { path, source: e })?;
-            }
-            Ok::<(), Error>(())
-        });
+        let (durable, synced) = super::durable::spawn(s);
         let mut input = Chunks { rx, cur: Vec::new(), at: 0, pos: 0 };
-        let written = write_members(&source, &mut input, &files, raw, &given, &sync_tx);
-        drop(sync_tx);
+        let written = write_members(&source, &mut input, &files, raw, &given, &durable);
+        drop(durable);
         // The rest of the body is read (and hashed) whatever happened, so that bytes other than
         // the pinned ones are named as such.
         while input.rx.recv().is_ok() {}
-        let synced = syncer.join().expect("sync thread panicked");
+        let synced = synced.join().expect("sync thread panicked");
         (reader.join().expect("body thread panicked"), written.and_then(|w| synced.map(|_| w)))
     });
     progress.finish();
@@ -295,7 +289,7 @@ fn write_members(
     files: &[ZipMember],
     raw: &Path,
     given: &HashMap<String, Sha256>,
-    sync: &mpsc::Sender<(std::fs::File, PathBuf)>,
+    durable: &super::durable::Durable,
 ) -> Result<Vec<(String, Item)>, Error> {
     let corrupt = |detail: String| super::corrupt(source, detail);
     let ended = |m: &ZipMember| corrupt(format!("member `{}` ends early; the archive is truncated", m.name));
@@ -333,7 +327,7 @@ fn write_members(
         }
         let dest = native(raw, &m.path);
         let hash = !given.contains_key(&m.path);
-        let mut sink = Sink::create(&dest, hash)?;
+        let mut sink = Sink::create(&dest, hash, durable)?;
         let mut crc = crc32fast::Hasher::new();
         let start = input.pos;
         {
@@ -372,7 +366,7 @@ fn write_members(
         let Sink { file, dest, sha, written, .. } = sink;
         let sha256 = sha.map(Sha256::finish).or_else(|| given.get(&m.path).copied()).expect("hashed unless RECORD gave the digest");
         out.push((m.path.clone(), Item::File { size: written, sha256 }));
-        let _ = sync.send((file, dest));
+        durable.done(file, dest);
     }
     Ok(out)
 }
@@ -381,6 +375,7 @@ fn write_members(
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::path::PathBuf;
 
     /// An archive in memory, serving ranges (or not) and its body, counting range requests.
     struct Mem {

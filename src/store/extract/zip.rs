@@ -5,11 +5,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, mpsc};
 
 use sha2::Digest;
 
+use super::durable::{self, Durable};
 use super::inflate::{Inflater, MemberError, Method};
 use super::{
     Extracted, FileDigests, Item, MAX_RATIO, RATIO_FLOOR, add_parents, admit, corrupt, expansion_bound, finish_symlinks, hash_file, native, open, worker_count,
@@ -231,29 +232,26 @@ pub(super) fn extract_zip(
             Some(sha) => Ok((input_size, sha)),
             None => hash_file(source),
         });
-        // One thread syncs finished files, so no inflater waits for the disk.
-        let (sync_tx, sync_rx) = mpsc::channel::<(File, PathBuf)>();
+        // Two threads start write-back and sync finished files, so no inflater waits for the
+        // disk (durable.rs).
+        let (durable, synced) = durable::spawn(s);
         let shared = &shared;
-        s.spawn(move || {
-            for (file, path) in sync_rx {
-                if let Err(e) = file.sync_all() {
-                    shared.fail(Error::Write { path, source: e });
-                }
-            }
-        });
         let queue = &queue;
         for _ in 0..workers {
             // Each worker inflates, hashes and writes the members it takes in turn: a chunk is
             // hashed while it is still in the core's cache, and no thread waits on another's
             // hand-over (a split inflater/sink pair cost 50,000 context switches per import).
-            let sync_tx = sync_tx.clone();
+            let durable = durable.clone();
             s.spawn(move || {
-                if let Err(e) = member_worker(shared, queue, &sync_tx) {
+                if let Err(e) = member_worker(shared, queue, &durable) {
                     shared.fail(e);
                 }
             });
         }
-        drop(sync_tx);
+        drop(durable);
+        if let Err(e) = synced.join().expect("sync thread panicked") {
+            shared.fail(e);
+        }
         hasher.join().expect("hash thread panicked")
     });
     progress.finish();
@@ -347,36 +345,23 @@ pub(super) struct Sink {
     /// None: the file's SHA-256 is given (an authenticated RECORD), not computed.
     pub sha: Option<sha2::Sha256>,
     pub written: u64,
-    /// Bytes whose write-back to disk was started ([`start_writeback`]).
+    /// Bytes whose write-back to disk was started ([`Durable::flush_range`]).
     flushed: u64,
+    durable: Durable,
 }
 
-/// A member's bytes are sent on to the disk every this many bytes ...
+/// A member's bytes are sent on to the disk every this many bytes, so that the `fsync` at its
+/// end waits for the last few MiB only, not for hundreds of MiB still in the page cache (the
+/// 430 MB `libcudnn_engines_precompiled.so.9` kept its import waiting 0.13 s after the last
+/// byte). The write-back is started on a thread of its own ([`Durable::flush_range`]).
 const FLUSH_EVERY: u64 = 8 << 20;
 
-/// ... so that the `fsync` at its end waits for the last few MiB only, not for hundreds of
-/// MiB still in the page cache (the 430 MB `libcudnn_engines_precompiled.so.9` kept its import
-/// waiting 0.13 s after the last byte). Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`: it
-/// starts write-back of `len` bytes at `offset` and returns without waiting; durability still
-/// comes from the `fsync`. Elsewhere, and on any error, nothing happens here.
-fn start_writeback(file: &File, offset: u64, len: u64) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: a plain syscall on an open file descriptor; no memory is passed.
-        unsafe {
-            libc::sync_file_range(file.as_raw_fd(), offset as libc::off64_t, len as libc::off64_t, libc::SYNC_FILE_RANGE_WRITE);
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (file, offset, len);
-}
-
 impl Sink {
-    /// A new file at `dest`, hashed as it is written when `hash`.
-    pub(super) fn create(dest: &Path, hash: bool) -> Result<Sink, Error> {
+    /// A new file at `dest`, hashed as it is written when `hash`; its write-back is started
+    /// through `durable` as it grows.
+    pub(super) fn create(dest: &Path, hash: bool, durable: &Durable) -> Result<Sink, Error> {
         let file = File::create(dest).map_err(write_err(dest))?;
-        Ok(Sink { file, dest: dest.into(), sha: hash.then(sha2::Sha256::new), written: 0, flushed: 0 })
+        Ok(Sink { file, dest: dest.into(), sha: hash.then(sha2::Sha256::new), written: 0, flushed: 0, durable: durable.clone() })
     }
 
     /// Hashes and writes the next bytes of the member.
@@ -387,7 +372,7 @@ impl Sink {
         self.file.write_all(bytes).map_err(write_err(&self.dest))?;
         self.written += bytes.len() as u64;
         if self.written - self.flushed >= FLUSH_EVERY {
-            start_writeback(&self.file, self.flushed, self.written - self.flushed);
+            self.durable.flush_range(&self.file, self.flushed, self.written - self.flushed);
             self.flushed = self.written;
         }
         progress.advance(bytes.len() as u64);
@@ -400,8 +385,8 @@ impl Sink {
 /// other method (Deflate64) streamed through the zip crate's reader, which checks size and
 /// CRC, hashing and writing each chunk as it comes. Each file's SHA-256 is computed unless
 /// `shared.digests` gives it (an authenticated RECORD). Output stops at the declared size:
-/// more is an error, never written. Each finished file is passed on to be synced.
-fn member_worker(shared: &Shared, queue: &crate::sys::pool::Queue<ZipMember>, sync: &mpsc::Sender<(File, PathBuf)>) -> Result<(), Error> {
+/// more is an error, never written. Each finished file is passed on to be made durable.
+fn member_worker(shared: &Shared, queue: &crate::sys::pool::Queue<ZipMember>, durable: &Durable) -> Result<(), Error> {
     let source = shared.source;
     let mut zip = zip::ZipArchive::new(open(source)?).map_err(|e| corrupt(source, e))?;
     let mut buf = Vec::new();
@@ -426,7 +411,7 @@ fn member_worker(shared: &Shared, queue: &crate::sys::pool::Queue<ZipMember>, sy
         };
         if !direct {
             buf.resize(CHUNK, 0);
-            let mut sink = Sink::create(&dest, true)?;
+            let mut sink = Sink::create(&dest, true, durable)?;
             let limit = size.saturating_add(1);
             // Deflate64 and others: the zip crate's reader checks size and CRC itself.
             loop {
@@ -453,7 +438,7 @@ fn member_worker(shared: &Shared, queue: &crate::sys::pool::Queue<ZipMember>, sy
                 return Err(Error::SizeMismatch { archive: source.into(), member: m.name, declared: size, actual: written });
             }
             shared.results.lock().unwrap().push((m.path, Item::File { size: written, sha256: Sha256::finish(sha.expect("hashed")) }));
-            let _ = sync.send((file, dest));
+            durable.done(file, dest);
             continue;
         }
         drop(reader);
@@ -473,11 +458,10 @@ fn member_worker(shared: &Shared, queue: &crate::sys::pool::Queue<ZipMember>, sy
         if done.crc != crc {
             return Err(Error::BadCrc { archive: source.into(), member: m.name });
         }
-        start_writeback(&done.file, 0, size);
         shared.progress.advance(size);
         let sha256 = done.sha256.or(given).expect("hashed unless RECORD gave the digest");
         shared.results.lock().unwrap().push((m.path, Item::File { size, sha256 }));
-        let _ = sync.send((done.file, dest));
+        durable.done(done.file, dest);
     }
     Ok(())
 }
