@@ -419,15 +419,10 @@ fn import_artifact_as(
         Some(Ok(Fetched::Imported(_))) => download(layout, writer, client, artifact, progress)?,
         Some(Ok(Fetched::Download(d))) => d,
         Some(Err(e)) => return Err(e),
-        None => {
-            // A wheel is imported while it downloads where the server allows; else downloaded whole.
-            if stream::streamable(client, artifact)
-                && let Some(done) = stream::import(layout, writer, client, artifact, cuda, by_hand, progress)?
-            {
-                return Ok(done);
-            }
-            download(layout, writer, client, artifact, progress)?
-        }
+        None => match stream::import_or_download(layout, writer, client, artifact, cuda, by_hand, progress)? {
+            Fetched::Imported(done) => return Ok(*done),
+            Fetched::Download(d) => d,
+        },
     };
     // The download hashed the bytes as it wrote them: the import does not read them again.
     let opts = AddOptions { sha256: Some(download.sha256), cuda, source_url: Some(download.url.clone()), allow_incomplete: false, sha256_computed: true };

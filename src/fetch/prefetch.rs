@@ -40,7 +40,8 @@ enum Slot {
 pub enum Fetched {
     /// The file, downloaded whole and verified.
     Download(Download),
-    /// A cuDNN wheel imported into the store while it downloaded (as `apply` imports: not by hand).
+    /// A wheel imported into the store while it downloaded (by a prefetch, as `apply` imports:
+    /// not by hand).
     Imported(Box<(Added, FetchedFrom)>),
 }
 
@@ -109,14 +110,8 @@ impl Prefetch {
             let unwind = Unwind(self, i);
             let (artifact, cuda) = &self.artifacts[i];
             let r = match cuda {
-                Some(cuda) if stream::streamable(&client, artifact) => {
-                    match stream::import(layout, writer, &client, artifact, Some(*cuda), false, task.as_ref()) {
-                        Ok(Some(done)) => Ok(Fetched::Imported(Box::new(done))),
-                        Ok(None) => download(layout, writer, &client, artifact, task.as_ref()).map(Fetched::Download),
-                        Err(e) => Err(e),
-                    }
-                }
-                _ => download(layout, writer, &client, artifact, task.as_ref()).map(Fetched::Download),
+                Some(cuda) => stream::import_or_download(layout, writer, &client, artifact, Some(*cuda), false, task.as_ref()),
+                None => download(layout, writer, &client, artifact, task.as_ref()).map(Fetched::Download),
             };
             drop(unwind);
             let mut slots = self.slots.lock().unwrap();

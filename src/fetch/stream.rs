@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use super::http::Client;
-use super::{Artifact, Error, FetchedFrom, findlinks};
+use super::{Artifact, Error, Fetched, FetchedFrom, findlinks};
 use crate::home::layout::Layout;
 use crate::home::writer_lock::WriterLock;
 use crate::store::extract::streamed::Remote;
@@ -39,12 +39,34 @@ impl Remote for HttpRemote<'_> {
 
 /// True when `artifact` may be imported while it downloads: a wheel on an HTTP(S) server
 /// whose size the index publishes, online.
-pub(super) fn streamable(client: &Client, artifact: &Artifact) -> bool {
+fn streamable(client: &Client, artifact: &Artifact) -> bool {
     !client.is_offline()
         && artifact.size.is_some()
         && artifact.file_name.ends_with(".whl")
         && findlinks::local_path(&artifact.url).is_none()
         && (artifact.url.starts_with("http://") || artifact.url.starts_with("https://"))
+}
+
+/// Imports `artifact` while it downloads where it is [`streamable`] and the stream can
+/// ([`import`]); else downloads it whole ([`super::download`]) for the caller to import.
+/// `by_hand` as for [`Store::add_by_hand`].
+///
+/// Errors: as [`import`] and [`super::download`].
+pub(super) fn import_or_download(
+    layout: &Layout,
+    writer: &WriterLock,
+    client: &Client,
+    artifact: &Artifact,
+    cuda: Option<u64>,
+    by_hand: bool,
+    progress: &dyn Progress,
+) -> Result<Fetched, Error> {
+    if streamable(client, artifact)
+        && let Some(done) = import(layout, writer, client, artifact, cuda, by_hand, progress)?
+    {
+        return Ok(Fetched::Imported(Box::new(done)));
+    }
+    super::download(layout, writer, client, artifact, progress).map(Fetched::Download)
 }
 
 /// Imports `artifact` (see [`streamable`]) while it downloads, checked against its published
@@ -53,7 +75,7 @@ pub(super) fn streamable(client: &Client, artifact: &Artifact) -> bool {
 ///
 /// Errors: the store's errors for the archive's content ([`Error::Store`]); bytes other than
 /// the published ones are [`Error::Sha256Mismatch`], as for a whole download.
-pub(super) fn import(
+fn import(
     layout: &Layout,
     writer: &WriterLock,
     client: &Client,

@@ -1073,16 +1073,7 @@ fn apply_downloads_ahead_and_a_broken_download_leaves_nothing_half_done() {
 
     // The 8.9.4.25 download breaks off (both tries) while the others download and import.
     env.server.route(&format!("/files/{w89}"), Route::Drop { body: Arc::new(b89.clone()), after: b89.len() / 2 });
-    let third = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
-    let out = apply(&third);
-    assert_fails(&out, 1, &[&format!("download of {}/files/{w89} broke off after {} bytes of {} (tried 2 times)", env.server.base, b89.len() / 2, b89.len())]);
-    assert!(!third.home.path().join("generations").exists());
-    third.assert_no_leftovers();
-    // What the store holds is whole: the 9.5.0.50 entry at most, and it verifies.
-    let entries = third.entries();
-    assert!(entries.len() <= 1 && entries.iter().all(|e| e["version"] == "9.5.0.50"), "{entries:?}");
-    let out = third.cuenv().args(["store", "verify"]).output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    an_apply_whose_89_download_breaks_off_leaves_nothing(&env, &w89, &b89, &lab);
 }
 
 /// `apply` imports each cuDNN wheel while it downloads (the server serves ranges), next to the
@@ -1121,8 +1112,16 @@ fn apply_imports_the_cudnn_wheels_while_they_download() {
     // 8.9.4.25's stream breaks off, then its whole download too (both tries): apply fails, and
     // what the store holds is whole.
     ranged(&w89, &b89, Some(b89.len() / 2));
+    an_apply_whose_89_download_breaks_off_leaves_nothing(&env, &w89, &b89, &lab);
+}
+
+/// Applies `lab` (pinned) on a fresh home while the server breaks off the download of the
+/// 8.9.4.25 wheel `w89` (bytes `b89`) halfway, every try: the apply fails naming the URL, makes
+/// no generation and leaves nothing behind, and what the store holds is whole (the 9.5.0.50
+/// entry at most) and verifies.
+fn an_apply_whose_89_download_breaks_off_leaves_nothing(env: &Env, w89: &str, b89: &[u8], lab: &Path) {
     let third = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
-    let out = third.cuenv().args(["apply", "--no-check", "--locked"]).arg(&lab).output().unwrap();
+    let out = third.cuenv().args(["apply", "--no-check", "--locked"]).arg(lab).output().unwrap();
     assert_fails(&out, 1, &[&format!("download of {}/files/{w89} broke off after {} bytes of {} (tried 2 times)", env.server.base, b89.len() / 2, b89.len())]);
     assert!(!third.home.path().join("generations").exists());
     third.assert_no_leftovers();
