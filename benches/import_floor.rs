@@ -16,7 +16,12 @@
 //! unpinned (the same, plus the SHA-256 of every file), each without and with the writes.
 //! benches/vs_uv.sh compares them with uv, which inflates and writes but hashes nothing.
 //!
-//! Usage: cargo bench --bench import_floor -- WHEEL...   (cores: CUENV_BENCH_CORES, default
+//! A wheel named as `stream:WHEEL` is one that `apply` imports while it downloads
+//! (src/store/extract/streamed.rs): its members arrive in pieces, so they are inflated with
+//! zlib-rs through `flate2` in 256 KiB pieces instead, as that import does, and its line and
+//! the total say the floor with that inflate too (benches/lab_fresh.sh marks the cuDNN wheels).
+//!
+//! Usage: cargo bench --bench import_floor -- [stream:]WHEEL...   (cores: CUENV_BENCH_CORES, default
 //! all of this machine's; the files are written into a temporary folder of TMPDIR: point it
 //! at the file system of the store being compared)
 use std::fs::File;
@@ -35,9 +40,15 @@ fn main() {
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()) as f64);
     let mut all = Work::default();
+    let mut any_streamed = false;
     for wheel in &wheels {
-        let w = measure(wheel);
-        report(wheel.rsplit('/').next().unwrap_or(wheel), &w, cores);
+        let (path, streamed) = match wheel.strip_prefix("stream:") {
+            Some(path) => (path, true),
+            None => (wheel.as_str(), false),
+        };
+        let w = measure(path, streamed);
+        report(path.rsplit('/').next().unwrap_or(path), &w, cores);
+        any_streamed |= streamed;
         all.members += w.members;
         all.bytes_out += w.bytes_out;
         all.inflate += w.inflate;
@@ -46,6 +57,14 @@ fn main() {
         all.crc += w.crc;
         all.write += w.write;
         all.largest_inflate = all.largest_inflate.max(w.largest_inflate);
+        // The streamed total: a wheel not streamed counts with its libdeflate inflate.
+        let (inflate, largest) = w.streamed.map_or((w.inflate, w.largest_inflate), |s| (s.inflate, s.largest));
+        let total = all.streamed.get_or_insert_with(Streamed::default);
+        total.inflate += inflate;
+        total.largest = total.largest.max(largest);
+    }
+    if !any_streamed {
+        all.streamed = None;
     }
     if wheels.len() > 1 {
         // Several wheels imported by one command (apply): their work adds up.
@@ -71,6 +90,17 @@ fn report(what: &str, w: &Work, cores: f64) {
         w.write.as_secs_f64(),
         w.largest_inflate.as_secs_f64(),
     );
+    if let Some(st) = &w.streamed {
+        // The same work with the inflate of the wheels imported while they download.
+        let floor = |work: Duration| (work.as_secs_f64() / cores).max(st.largest.as_secs_f64());
+        let pinned = floor(st.inflate + w.crc + w.sha_archive);
+        let pinned_w = floor(st.inflate + w.crc + w.sha_archive + w.write);
+        println!(
+            "{what}, as imported while downloading (zlib-rs inflate of the streamed wheels): inflate {:.2} s, largest member {:.2} s; floor on {cores} cores: pinned {pinned:.2} s; with the writes: pinned {pinned_w:.2} s",
+            st.inflate.as_secs_f64(),
+            st.largest.as_secs_f64(),
+        );
+    }
 }
 
 /// One wheel's work, each part timed on one core.
@@ -85,16 +115,28 @@ struct Work {
     /// Writing the inflated bytes into files (page cache, no fsync).
     write: Duration,
     largest_inflate: Duration,
+    /// For a wheel imported while it downloads (and a total with one): the inflate as that
+    /// import does it.
+    streamed: Option<Streamed>,
 }
 
-fn measure(path: &str) -> Work {
+/// Inflate with zlib-rs in pieces (src/store/extract/streamed.rs), on one core.
+#[derive(Default)]
+struct Streamed {
+    inflate: Duration,
+    largest: Duration,
+}
+
+/// Times each part of importing the wheel at `path` (the zlib-rs inflate too when `streamed`).
+fn measure(path: &str, streamed: bool) -> Work {
     let file = File::open(path).expect("open the wheel");
     // SAFETY: read-only mapping of a file nothing writes while the bench runs.
     let map = unsafe { memmap2::Mmap::map(&file) }.expect("map the wheel");
     let mut zip = zip::ZipArchive::new(File::open(path).expect("open the wheel")).expect("a zip");
     let mut dec = libdeflater::Decompressor::new();
     let mut out = Vec::new();
-    let mut w = Work { members: zip.len(), ..Work::default() };
+    let mut w = Work { members: zip.len(), streamed: streamed.then(Streamed::default), ..Work::default() };
+    let mut piece = vec![0u8; 256 << 10];
     let scratch = tempfile::tempdir().expect("a temporary folder");
     for i in 0..zip.len() {
         let member = zip.by_index_raw(i).expect("a member");
@@ -112,6 +154,28 @@ fn measure(path: &str) -> Work {
             other => panic!("member {i}: {other:?} is not measured here"),
         }
         let inflate = t.elapsed();
+        if let Some(st) = &mut w.streamed {
+            let t = Instant::now();
+            let mut n = 0;
+            match member.compression() {
+                zip::CompressionMethod::Stored => n = std::hint::black_box(input).len(),
+                _ => {
+                    let mut dec = flate2::bufread::DeflateDecoder::new(input);
+                    loop {
+                        let got = std::io::Read::read(&mut dec, &mut piece).expect("inflate with zlib-rs");
+                        if got == 0 {
+                            break;
+                        }
+                        std::hint::black_box(&piece[..got]);
+                        n += got;
+                    }
+                }
+            }
+            let took = t.elapsed();
+            assert_eq!(n, out.len(), "member {i}: zlib-rs gave another size");
+            st.inflate += took;
+            st.largest = st.largest.max(took);
+        }
         let t = Instant::now();
         assert_eq!(crc32fast::hash(&out), member.crc32(), "member {i}: CRC-32");
         w.crc += t.elapsed();

@@ -23,6 +23,9 @@
 #     a second server): every cuDNN wheel is then downloaded whole and imported from the mapped
 #     file with libdeflate (the fallback path), which is what spooling each download would cost
 #     and buy (docs/performance.md).
+#   - the floor of the imports' work (benches/import_floor.rs): pinned, without and with the
+#     writes, and the same with the cuDNN wheels inflated as apply imports them while they
+#     download (zlib-rs in pieces: `stream:`), the floor of this design.
 # Every timed command runs through benches/timed.py right after prefault (benches/uv_pin.sh).
 # The run fails when cuenv, uv or pip fetched no wheel from the loopback index. Every command
 # runs with HOME, XDG_*, JUPYTER_* and CONDA_* pointed into a temporary folder (cuenv's
@@ -155,14 +158,24 @@ printf '%-34s %8s %8s %8s %8s  %s x uv (whole downloads: %s s, %s x uv)\n' "  CP
 printf '%-34s %8s %8s %8s %8s  (whole downloads: %s s)\n' "  CPU s of the index server then" "$cs" "$us" "$ps" - "$ws"
 # The floor of the inflate, CRC-32 and archive SHA-256 work of importing these 9 wheels
 # pinned (lab.lock pins them: RECORD gives the files' digests; benches/import_floor.rs),
-# spread over this machine's cores.
+# spread over this machine's cores; then the same with the cuDNN wheels inflated as apply
+# imports them while they download (zlib-rs in pieces: `stream:`).
 prefault "${PREFAULT_MIB:-8192}"
-f=$(cargo bench -q --bench import_floor -- "$wheels"/*.whl 2>/dev/null | tail -n1)
+floor_args=()
+for w in "$wheels"/*.whl; do
+  case $(basename "$w") in nvidia_cudnn_*) floor_args+=("stream:$w") ;; *) floor_args+=("$w") ;; esac
+done
+floor_out=$(cargo bench -q --bench import_floor -- "${floor_args[@]}" 2>/dev/null)
+f=$(grep '^all [0-9]* wheels:' <<<"$floor_out")
+fs=$(grep '^all [0-9]* wheels, as imported while downloading' <<<"$floor_out")
 fl=$(sed -E 's/.*floor on [0-9.]+ cores: pinned ([0-9.]+) s,.*/\1/' <<<"$f")
 flw=$(sed -E 's/.*with the writes: pinned ([0-9.]+) s,.*/\1/' <<<"$f")
+fsw=$(sed -E 's/.*with the writes: pinned ([0-9.]+) s$/\1/' <<<"$fs")
 printf '%-34s %8s %8s %8s %8s  %s x uv\n' "  floor: pinned imports, $(nproc) cores" "$fl" - - - "$(ratio "$fl" "$u")"
 printf '%-34s %8s %8s %8s %8s  %s x uv\n' "  the same, files written" "$flw" - - - "$(ratio "$flw" "$u")"
+printf '%-34s %8s %8s %8s %8s  %s x uv; cuenv is %s x it\n' "  the same, cuDNN inflated streamed" "$fsw" - - - "$(ratio "$fsw" "$u")" "$(ratio "$c" "$fsw")"
 echo "  ($f)"
+echo "  ($fs)"
 peak_rss=$(sort -n "$work/rss" | tail -n1)
 echo "peak anonymous RSS of cuenv apply: $(( peak_rss / 1024 )) MiB (goal < 100)"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
