@@ -1,7 +1,7 @@
 //! Importing a wheel while it downloads ([`crate::store::Store::add_streamed`]) over HTTP: the
 //! central directory by range requests, then the body once. A wheel the stream cannot import
-//! (the server serves no ranges, the stream broke off, an unusual member) is left to the
-//! caller, which downloads it whole as before ([`super::download`]).
+//! (the server serves no ranges, the stream broke off, an unusual member) is downloaded whole
+//! instead ([`super::download`]), for the caller to import as before.
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -11,7 +11,7 @@ use super::{Artifact, Error, Fetched, FetchedFrom, findlinks};
 use crate::home::layout::Layout;
 use crate::home::writer_lock::WriterLock;
 use crate::store::extract::streamed::Remote;
-use crate::store::{AddOptions, Added, Store};
+use crate::store::{AddOptions, Store};
 use crate::sys::progress::Progress;
 
 /// A wheel on an HTTP server, read by range requests and one streamed GET.
@@ -47,11 +47,14 @@ fn streamable(client: &Client, artifact: &Artifact) -> bool {
         && (artifact.url.starts_with("http://") || artifact.url.starts_with("https://"))
 }
 
-/// Imports `artifact` while it downloads where it is [`streamable`] and the stream can
-/// ([`import`]); else downloads it whole ([`super::download`]) for the caller to import.
-/// `by_hand` as for [`Store::add_by_hand`].
+/// Imports `artifact` while it downloads where it is [`streamable`], checked against its
+/// published SHA-256 and size; where the stream cannot do it (the server serves no ranges, the
+/// stream broke off, an unusual member: nothing is left behind), downloads it whole
+/// ([`super::download`]) for the caller to import. `by_hand` as for [`Store::add_by_hand`].
 ///
-/// Errors: as [`import`] and [`super::download`].
+/// Errors: the store's errors for the archive's content ([`Error::Store`]); bytes other than
+/// the published ones are [`Error::Sha256Mismatch`], as for a whole download; the errors of
+/// [`super::download`].
 pub(super) fn import_or_download(
     layout: &Layout,
     writer: &WriterLock,
@@ -61,37 +64,21 @@ pub(super) fn import_or_download(
     by_hand: bool,
     progress: &dyn Progress,
 ) -> Result<Fetched, Error> {
-    if streamable(client, artifact)
-        && let Some(done) = import(layout, writer, client, artifact, cuda, by_hand, progress)?
-    {
-        return Ok(Fetched::Imported(Box::new(done)));
+    if let Some(size) = artifact.size.filter(|_| streamable(client, artifact)) {
+        let shown = artifact.url.split(['#', '?']).next().unwrap_or(&artifact.url);
+        let mut remote = HttpRemote { client, url: artifact.url.clone(), name: PathBuf::from(shown), size };
+        let opts = AddOptions { sha256: Some(artifact.sha256), cuda, source_url: Some(artifact.url.clone()), allow_incomplete: false, sha256_computed: false };
+        match Store::new(layout).add_streamed(writer, &mut remote, &opts, by_hand, progress) {
+            Ok(added) => {
+                let from = FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256, size, downloaded: true };
+                return Ok(Fetched::Imported(Box::new((added, from))));
+            }
+            Err(crate::store::Error::Unstreamable { .. }) => {}
+            Err(crate::store::Error::Sha256Mismatch { expected, actual, .. }) => {
+                return Err(Error::Sha256Mismatch { url: artifact.url.clone(), expected, actual });
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     super::download(layout, writer, client, artifact, progress).map(Fetched::Download)
-}
-
-/// Imports `artifact` (see [`streamable`]) while it downloads, checked against its published
-/// SHA-256 and size; `Ok(None)` when the stream cannot do it (nothing is left behind: the caller
-/// downloads the file whole). `by_hand` as for [`Store::add_by_hand`].
-///
-/// Errors: the store's errors for the archive's content ([`Error::Store`]); bytes other than
-/// the published ones are [`Error::Sha256Mismatch`], as for a whole download.
-fn import(
-    layout: &Layout,
-    writer: &WriterLock,
-    client: &Client,
-    artifact: &Artifact,
-    cuda: Option<u64>,
-    by_hand: bool,
-    progress: &dyn Progress,
-) -> Result<Option<(Added, FetchedFrom)>, Error> {
-    let Some(size) = artifact.size else { return Ok(None) };
-    let shown = artifact.url.split(['#', '?']).next().unwrap_or(&artifact.url);
-    let mut remote = HttpRemote { client, url: artifact.url.clone(), name: PathBuf::from(shown), size };
-    let opts = AddOptions { sha256: Some(artifact.sha256), cuda, source_url: Some(artifact.url.clone()), allow_incomplete: false, sha256_computed: false };
-    match Store::new(layout).add_streamed(writer, &mut remote, &opts, by_hand, progress) {
-        Ok(added) => Ok(Some((added, FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256, size, downloaded: true }))),
-        Err(crate::store::Error::Unstreamable { .. }) => Ok(None),
-        Err(crate::store::Error::Sha256Mismatch { expected, actual, .. }) => Err(Error::Sha256Mismatch { url: artifact.url.clone(), expected, actual }),
-        Err(e) => Err(e.into()),
-    }
 }
