@@ -19,7 +19,7 @@ export CUENV_HOME=$home
 # A toolkit root made from the CUDA 12 runtime wheel, laid out like an install.
 tk=$work/cuda-12.6
 mkdir -p "$tk/lib64" "$tk/bin"
-unzip -q -o "$cache"/nvidia_cuda_runtime_cu12-12.6.77-*.whl -d "$work/rt"
+unzip -q -o "$cache"/nvidia_cuda_runtime_cu12-12.6.77-*manylinux*.whl -d "$work/rt"
 cp "$work"/rt/nvidia/cuda_runtime/lib/libcudart.so.12 "$tk/lib64/"
 echo '{"cuda": {"name": "CUDA SDK", "version": "12.6.77"}}' > "$tk/version.json"
 "$cuenv" --quiet store add "$cache"/nvidia_cudnn_cu12-9.5.0.50-*manylinux*.whl >/dev/null
