@@ -39,8 +39,8 @@ fn main() {
         .ok()
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()) as f64);
-    let mut all = Work::default();
-    let mut any_streamed = false;
+    // A total with the streamed inflate only where some wheel is imported while it downloads.
+    let mut all = Work { streamed: wheels.iter().any(|w| w.starts_with("stream:")).then(Streamed::default), ..Work::default() };
     for wheel in &wheels {
         let (path, streamed) = match wheel.strip_prefix("stream:") {
             Some(path) => (path, true),
@@ -48,7 +48,6 @@ fn main() {
         };
         let w = measure(path, streamed);
         report(path.rsplit('/').next().unwrap_or(path), &w, cores);
-        any_streamed |= streamed;
         all.members += w.members;
         all.bytes_out += w.bytes_out;
         all.inflate += w.inflate;
@@ -58,13 +57,11 @@ fn main() {
         all.write += w.write;
         all.largest_inflate = all.largest_inflate.max(w.largest_inflate);
         // The streamed total: a wheel not streamed counts with its libdeflate inflate.
-        let (inflate, largest) = w.streamed.map_or((w.inflate, w.largest_inflate), |s| (s.inflate, s.largest));
-        let total = all.streamed.get_or_insert_with(Streamed::default);
-        total.inflate += inflate;
-        total.largest = total.largest.max(largest);
-    }
-    if !any_streamed {
-        all.streamed = None;
+        if let Some(total) = &mut all.streamed {
+            let (inflate, largest) = w.streamed.map_or((w.inflate, w.largest_inflate), |s| (s.inflate, s.largest));
+            total.inflate += inflate;
+            total.largest = total.largest.max(largest);
+        }
     }
     if wheels.len() > 1 {
         // Several wheels imported by one command (apply): their work adds up.
