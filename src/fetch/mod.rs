@@ -304,6 +304,71 @@ impl Download {
     }
 }
 
+/// A wheel extracted while it downloaded ([`crate::store::extract::streamed`]), never written
+/// whole: its members in a temporary folder under [`Layout::downloads_dir`], deleted on drop.
+/// The archive's SHA-256 and size were checked against the published ones before it was
+/// handed over; each file's digest is RECORD's (authenticated through that SHA-256) or was
+/// computed as it was written.
+///
+/// Valid while the caller holds the writer lock (the next fetch empties that folder).
+#[derive(Debug)]
+pub struct Unpacked {
+    dir: tempfile::TempDir,
+    /// Where it came from.
+    pub url: String,
+    /// The wheel's file name (the URL's last segment).
+    pub file_name: String,
+    /// The archive's SHA-256 (the published one: the stream was checked against it).
+    pub sha256: Sha256,
+    /// The archive's size in bytes.
+    pub size: u64,
+    /// Every member, by normalized relative path under [`Unpacked::root`].
+    pub items: std::collections::BTreeMap<String, crate::store::extract::Item>,
+}
+
+impl Unpacked {
+    /// The folder its members were extracted into (`a/b.so` is `root/a/b.so`).
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// A wheel fetched for its files ([`fetch_wheels`]): downloaded whole, or extracted while it
+/// downloaded.
+#[derive(Debug)]
+pub enum Wheel {
+    /// Downloaded whole (the server serves no byte ranges, or the stream could not be used).
+    Whole(Download),
+    /// Extracted while it downloaded.
+    Unpacked(Unpacked),
+}
+
+impl Wheel {
+    /// Where it came from.
+    pub fn url(&self) -> &str {
+        match self {
+            Wheel::Whole(d) => &d.url,
+            Wheel::Unpacked(u) => &u.url,
+        }
+    }
+
+    /// The archive's SHA-256, checked against the published one.
+    pub fn sha256(&self) -> Sha256 {
+        match self {
+            Wheel::Whole(d) => d.sha256,
+            Wheel::Unpacked(u) => u.sha256,
+        }
+    }
+
+    /// The wheel's file name (e.g. `nvidia_cublas_cu12-12.6.4.1-py3-none-manylinux2014_x86_64.whl`).
+    pub fn file_name(&self) -> &str {
+        match self {
+            Wheel::Whole(d) => d.path.file_name().and_then(|n| n.to_str()).unwrap_or(""),
+            Wheel::Unpacked(u) => &u.file_name,
+        }
+    }
+}
+
 /// Resolves `req` to the artifact NVIDIA's manifest or the PyPI index publishes.
 ///
 /// Errors: [`Error::Offline`] offline; lookup errors of [`nvidia::resolve`] / [`pypi::resolve`].
@@ -414,15 +479,16 @@ fn import_artifact_as(
         let from = FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256, size, downloaded: false };
         return Ok((Added { meta, dir, existed: true }, from));
     }
-    let download = match prefetch.and_then(|p| p.take(artifact)) {
-        Some(Ok(Fetched::Imported(done))) if !by_hand => return Ok(*done),
-        Some(Ok(Fetched::Imported(_))) => download(layout, writer, client, artifact, progress)?,
-        Some(Ok(Fetched::Download(d))) => d,
-        Some(Err(e)) => return Err(e),
-        None => match stream::import_or_download(layout, writer, client, artifact, cuda, by_hand, progress)? {
-            Fetched::Imported(done) => return Ok(*done),
-            Fetched::Download(d) => d,
-        },
+    let (fetched, imported_as_asked) = match prefetch.and_then(|p| p.take(artifact)) {
+        // A prefetch imports as `apply` does: not by hand.
+        Some(r) => (r?, !by_hand),
+        None => (stream::import_or_download(layout, writer, client, artifact, cuda, by_hand, progress)?, true),
+    };
+    let download = match fetched {
+        Fetched::Imported(done) if imported_as_asked => return Ok(*done),
+        Fetched::Download(d) => d,
+        // Imported ahead but not by hand as asked, or unpacked for another use: downloaded here.
+        Fetched::Imported(_) | Fetched::Unpacked(_) => download(layout, writer, client, artifact, progress)?,
     };
     // The download hashed the bytes as it wrote them: the import does not read them again.
     let opts = AddOptions { sha256: Some(download.sha256), cuda, source_url: Some(download.url.clone()), allow_incomplete: false, sha256_computed: true };
@@ -451,31 +517,34 @@ pub fn fetch_wheel(
     download(layout, writer, &client, &artifact, progress)
 }
 
-/// At most this many downloads run at once ([`download_all`]).
+/// At most this many downloads run at once ([`fetch_wheels`]).
 pub const MAX_PARALLEL_DOWNLOADS: usize = 3;
 
-/// Downloads every artifact of `artifacts` ([`download`]), up to [`MAX_PARALLEL_DOWNLOADS`] at
-/// once, each drawn on its own progress line ([`Progress::task`]). Returns one result per
-/// artifact, in their order (the caller reports the first error in that order).
+/// Fetches every wheel of `artifacts` for its files, up to [`MAX_PARALLEL_DOWNLOADS`] at once,
+/// each drawn on its own progress line ([`Progress::task`]): extracted while it downloads where
+/// the server serves byte ranges, else downloaded whole (`stream::unpack_or_download`).
+/// Returns one result per artifact, in their order (the caller reports the first error in that
+/// order).
 ///
 /// An artifact `prefetch` holds (or is getting) is taken from it ([`Prefetch::take`]).
-pub fn download_all(
+pub fn fetch_wheels(
     layout: &Layout,
     writer: &WriterLock,
     client: &Client,
     artifacts: &[Artifact],
     prefetch: Option<&Prefetch>,
     progress: &dyn Progress,
-) -> Vec<Result<Download, Error>> {
+) -> Vec<Result<Wheel, Error>> {
     crate::sys::pool::map_in_order(
         artifacts,
         MAX_PARALLEL_DOWNLOADS,
         &|| progress.task(),
         &|task, a| match prefetch.and_then(|p| p.take(a)) {
-            Some(Ok(Fetched::Download(d))) => Ok(d),
+            Some(Ok(Fetched::Download(d))) => Ok(Wheel::Whole(d)),
+            Some(Ok(Fetched::Unpacked(u))) => Ok(Wheel::Unpacked(u)),
             Some(Err(e)) => Err(e),
-            // Only a cuDNN is imported ahead; any other file is downloaded here.
-            Some(Ok(Fetched::Imported(_))) | None => download(layout, writer, client, a, task.as_ref()),
+            // Only a cuDNN is imported into the store ahead; this file is fetched here.
+            Some(Ok(Fetched::Imported(_))) | None => stream::unpack_or_download(layout, writer, client, a, task.as_ref()),
         },
         &mut |_| (),
     )
@@ -485,9 +554,24 @@ pub fn download_all(
 /// [`Layout::downloads_dir`] (after deleting folders other processes left there), checking
 /// its size and sha256.
 pub fn download(layout: &Layout, _writer: &WriterLock, client: &Client, artifact: &Artifact, progress: &dyn Progress) -> Result<Download, Error> {
+    let dir = download_dir(layout)?;
+    // A wheel of a local folder (find-links) is copied, not downloaded: no network.
+    let local = findlinks::local_path(&artifact.url).is_some();
+    if !local {
+        client.check_online(&artifact.url, &artifact.file_name)?;
+    }
+    let path = dir.path().join(&artifact.file_name);
+    let expect = http::Expect { size: artifact.size, sha256: Some(artifact.sha256) };
+    let got = if local { findlinks::copy_local(&artifact.url, &path, &expect)? } else { client.download(&artifact.url, &path, &expect, progress)? };
+    Ok(Download { dir, path, url: artifact.url.clone(), sha256: got.sha256, size: got.size })
+}
+
+/// A fresh folder `download-<pid>-<random>` under [`Layout::downloads_dir`] (deleted on drop),
+/// after deleting the folders other processes left there: under the writer lock, those are
+/// left by a crash (this process's own may still be in use: several wheels fetched for one
+/// apply).
+fn download_dir(layout: &Layout) -> Result<tempfile::TempDir, Error> {
     let root = layout.downloads_dir();
-    // Under the writer lock, a folder of another process is left by a crash. This
-    // process's own folders may still be in use (several wheels fetched for one apply).
     let mine = format!("download-{}-", std::process::id());
     // Never through a link: one planted where the folder should be is removed itself.
     for p in fsutil::entries_or_self(&root) {
@@ -495,17 +579,8 @@ pub fn download(layout: &Layout, _writer: &WriterLock, client: &Client, artifact
             fsutil::remove_tree(&p).map_err(|source| Error::Write { path: p.clone(), source })?;
         }
     }
-    // A wheel of a local folder (find-links) is copied, not downloaded: no network.
-    let local = findlinks::local_path(&artifact.url).is_some();
-    if !local {
-        client.check_online(&artifact.url, &artifact.file_name)?;
-    }
     fs::create_dir_all(&root).map_err(|source| Error::Write { path: root.clone(), source })?;
-    let dir = tempfile::Builder::new().prefix(&mine).tempdir_in(&root).map_err(|source| Error::Write { path: root.clone(), source })?;
-    let path = dir.path().join(&artifact.file_name);
-    let expect = http::Expect { size: artifact.size, sha256: Some(artifact.sha256) };
-    let got = if local { findlinks::copy_local(&artifact.url, &path, &expect)? } else { client.download(&artifact.url, &path, &expect, progress)? };
-    Ok(Download { dir, path, url: artifact.url.clone(), sha256: got.sha256, size: got.size })
+    tempfile::Builder::new().prefix(&mine).tempdir_in(&root).map_err(|source| Error::Write { path: root.clone(), source })
 }
 
 /// The last segment of `url`'s path, if it is a plain file name; else `download`.

@@ -1,6 +1,6 @@
 //! Downloads (and imports) started before they are needed ([`Prefetch`]).
 
-use super::{Artifact, Client, Download, Error, FetchedFrom, download, stream};
+use super::{Artifact, Client, Download, Error, FetchedFrom, Unpacked, Wheel, stream};
 use crate::home::layout::Layout;
 use crate::home::writer_lock::WriterLock;
 use crate::store::Added;
@@ -8,14 +8,17 @@ use crate::sys::progress::Progress;
 
 /// Downloads started before they are needed, so that an archive is imported while the next
 /// ones download: [`Prefetch::run`] (on [`Prefetch::threads`] threads) imports the cuDNN archives
-/// and downloads the other artifacts, cuDNN archives first, each kind in the order given; [`Prefetch::take`] hands one over to the code that needs it,
-/// waiting while it downloads, and [`Prefetch::cancel`] stops the rest. A cuDNN wheel given
-/// with its CUDA major is imported into the store while it downloads where the server allows
-/// ([`crate::store::Store::add_streamed`]: the download is never written whole); the taker gets the entry.
+/// and fetches the other artifacts, cuDNN archives first, each kind in the order given;
+/// [`Prefetch::take`] hands one over to the code that needs it, waiting while it downloads,
+/// and [`Prefetch::cancel`] stops the rest. Where the server allows, no download is written
+/// whole: a cuDNN wheel given with its CUDA major is imported into the store while it
+/// downloads ([`crate::store::Store::add_streamed`]; the taker gets the entry), and any other
+/// wheel (a CUDA runtime wheel) is extracted into a download folder while it downloads
+/// ([`Unpacked`]).
 ///
 /// Only an optimisation: an artifact it does not hold, or one not started yet when asked
 /// for, is downloaded by the caller as before, and each download is verified as
-/// [`download`] verifies it. Downloads never taken are deleted when the `Prefetch` drops;
+/// [`super::download`] verifies it. Downloads never taken are deleted when the `Prefetch` drops;
 /// one that fails is reported only to the caller that takes it (a download nobody needs
 /// fails nothing). At most one file per artifact (the same SHA-256 is fetched once).
 #[derive(Debug)]
@@ -40,6 +43,8 @@ enum Slot {
 pub enum Fetched {
     /// The file, downloaded whole and verified.
     Download(Download),
+    /// A wheel other than cuDNN, extracted while it downloaded and verified.
+    Unpacked(Unpacked),
     /// A wheel imported into the store while it downloaded (by a prefetch, as `apply` imports:
     /// not by hand).
     Imported(Box<(Added, FetchedFrom)>),
@@ -111,7 +116,10 @@ impl Prefetch {
             let (artifact, cuda) = &self.artifacts[i];
             let r = match cuda {
                 Some(cuda) => stream::import_or_download(layout, writer, &client, artifact, Some(*cuda), false, task.as_ref()),
-                None => download(layout, writer, &client, artifact, task.as_ref()).map(Fetched::Download),
+                None => stream::unpack_or_download(layout, writer, &client, artifact, task.as_ref()).map(|w| match w {
+                    Wheel::Whole(d) => Fetched::Download(d),
+                    Wheel::Unpacked(u) => Fetched::Unpacked(u),
+                }),
             };
             drop(unwind);
             let mut slots = self.slots.lock().unwrap();

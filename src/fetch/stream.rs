@@ -1,16 +1,18 @@
-//! Importing a wheel while it downloads ([`crate::store::Store::add_streamed`]) over HTTP: the
-//! central directory by range requests, then the body once. A wheel the stream cannot import
-//! (the server serves no ranges, the stream broke off, an unusual member) is downloaded whole
-//! instead ([`super::download`]), for the caller to import as before.
+//! Importing a wheel while it downloads over HTTP: the central directory by range requests, then
+//! the body once (a cuDNN wheel into the store, [`crate::store::Store::add_streamed`]; a CUDA
+//! runtime wheel into a download folder, [`unpack_or_download`]). A wheel the stream cannot
+//! take (the server serves no ranges, the stream broke off, an unusual member) is downloaded
+//! whole instead ([`super::download`]), for the caller to import as before.
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use super::http::Client;
-use super::{Artifact, Error, Fetched, FetchedFrom, findlinks};
+use super::{Artifact, Error, Fetched, FetchedFrom, Unpacked, Wheel, findlinks};
 use crate::home::layout::Layout;
 use crate::home::writer_lock::WriterLock;
-use crate::store::extract::streamed::Remote;
+use crate::store::extract::FileDigests;
+use crate::store::extract::streamed::{self, Remote};
 use crate::store::{AddOptions, Store};
 use crate::sys::progress::Progress;
 
@@ -81,4 +83,34 @@ pub(super) fn import_or_download(
         }
     }
     super::download(layout, writer, client, artifact, progress).map(Fetched::Download)
+}
+
+/// Extracts the wheel `artifact` into a fresh folder under [`Layout::downloads_dir`] while it
+/// downloads, where it is [`streamable`]: checked against its published SHA-256 and size, each
+/// file's digest taken from RECORD (authenticated through that SHA-256) or computed as it is
+/// written. Where the stream cannot do it (nothing is left behind), downloads it whole
+/// ([`super::download`]). What the caller gets is the same either way: the wheel's files,
+/// proven to be the published archive's.
+///
+/// Errors: the store's errors for the archive's content ([`Error::Store`]); bytes other than
+/// the published ones are [`Error::Sha256Mismatch`], as for a whole download; the errors of
+/// [`super::download`].
+pub(super) fn unpack_or_download(layout: &Layout, writer: &WriterLock, client: &Client, artifact: &Artifact, progress: &dyn Progress) -> Result<Wheel, Error> {
+    if let Some(size) = artifact.size.filter(|_| streamable(client, artifact)) {
+        let shown = artifact.url.split(['#', '?']).next().unwrap_or(&artifact.url);
+        let mut remote = HttpRemote { client, url: artifact.url.clone(), name: PathBuf::from(shown), size };
+        let dir = super::download_dir(layout)?;
+        match streamed::extract(&mut remote, dir.path(), FileDigests::FromRecord, artifact.sha256, progress) {
+            Ok(got) => {
+                let (url, file_name, sha256) = (artifact.url.clone(), artifact.file_name.clone(), artifact.sha256);
+                return Ok(Wheel::Unpacked(Unpacked { dir, url, file_name, sha256, size, items: got.items }));
+            }
+            Err(crate::store::Error::Unstreamable { .. }) => drop(dir),
+            Err(crate::store::Error::Sha256Mismatch { expected, actual, .. }) => {
+                return Err(Error::Sha256Mismatch { url: artifact.url.clone(), expected, actual });
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    super::download(layout, writer, client, artifact, progress).map(Wheel::Whole)
 }

@@ -1,5 +1,5 @@
 //! One work queue for the places that spread independent items over a few threads: the
-//! downloads of an apply (`fetch::download_all`), the files `store verify` and a re-import
+//! downloads of an apply (`fetch::fetch_wheels`), the files `store verify` and a re-import
 //! hash (`store::hash_all`) and the probes of a generation's checks
 //! (`generation::profile_check`), and the members of an archive its extraction threads inflate
 //! ([`Queue`]). Threads each take the next item not yet taken, so a long item never holds up

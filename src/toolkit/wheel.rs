@@ -175,11 +175,11 @@ pub fn ensure(
         };
         artifacts.push(a);
     }
-    let mut downloads = Vec::new();
-    for (project, d) in projects.iter().zip(fetch::download_all(layout, writer, &client, &artifacts, prefetch, progress)) {
-        downloads.push((project.clone(), d?));
+    let mut wheels = Vec::new();
+    for (project, w) in projects.iter().zip(fetch::fetch_wheels(layout, writer, &client, &artifacts, prefetch, progress)) {
+        wheels.push((project.clone(), w?));
     }
-    assemble(layout, prefix, platform, downloads)
+    assemble(layout, prefix, platform, wheels)
 }
 
 /// Returns the wheel toolkit root made of exactly the `pinned` wheels (from `lab.lock`), fetching
@@ -203,16 +203,16 @@ pub fn ensure_pinned(
         let what = format!("{} {} ({platform}) from PyPI", w.project, w.version);
         artifacts.push(fetch::resolve_wheel(&client, endpoints, &w.project, &w.version, platform, &what)?);
     }
-    let mut downloads = Vec::new();
-    for (w, d) in pinned.iter().zip(fetch::download_all(layout, writer, &client, &artifacts, prefetch, progress)) {
-        let d = d?;
-        if w.sha256.parse::<crate::sys::sha256::Sha256>().ok() != Some(d.sha256) {
-            return Err(Error::PinMismatch { project: format!("{}=={}", w.project, w.version), pinned: w.sha256.clone(), served: d.sha256.to_string() });
+    let mut wheels = Vec::new();
+    for (w, got) in pinned.iter().zip(fetch::fetch_wheels(layout, writer, &client, &artifacts, prefetch, progress)) {
+        let got = got?;
+        if w.sha256.parse::<crate::sys::sha256::Sha256>().ok() != Some(got.sha256()) {
+            return Err(Error::PinMismatch { project: format!("{}=={}", w.project, w.version), pinned: w.sha256.clone(), served: got.sha256().to_string() });
         }
-        downloads.push((w.project.clone(), d));
+        wheels.push((w.project.clone(), got));
     }
     let prefix: Version = pinned.first().and_then(|w| w.version.parse().ok()).unwrap_or_else(|| Version::new(&[0]));
-    assemble(layout, &prefix, platform, downloads)
+    assemble(layout, &prefix, platform, wheels)
 }
 
 /// Gathers the libraries of `downloads` into a new wheel toolkit root (or finds the identical one).
@@ -223,7 +223,7 @@ pub fn find_pinned(layout: &Layout, pinned: &[WheelRecord], platform: Platform) 
     list(layout).into_iter().find(|(_, m)| same(m)).map(|(root, _)| root)
 }
 
-fn assemble(layout: &Layout, prefix: &Version, platform: Platform, downloads: Vec<(String, fetch::Download)>) -> Result<(PathBuf, bool), Error> {
+fn assemble(layout: &Layout, prefix: &Version, platform: Platform, fetched: Vec<(String, fetch::Wheel)>) -> Result<(PathBuf, bool), Error> {
     let root = layout.toolkits_dir();
     fs::create_dir_all(&root).map_err(write_err(&root))?;
     if let Ok(rd) = fs::read_dir(&root) {
@@ -236,11 +236,17 @@ fn assemble(layout: &Layout, prefix: &Version, platform: Platform, downloads: Ve
     fs::create_dir(&lib).map_err(write_err(&lib))?;
     let mut files: Vec<(String, String)> = Vec::new();
     let mut wheels = Vec::new();
-    let sources: Vec<(&Path, Option<crate::sys::sha256::Sha256>)> = downloads.iter().map(|(_, d)| (d.path(), Some(d.sha256))).collect();
+    let sources: Vec<Source> = fetched
+        .iter()
+        .map(|(_, w)| match w {
+            fetch::Wheel::Whole(d) => Source::File(d.path(), Some(d.sha256)),
+            fetch::Wheel::Unpacked(u) => Source::Unpacked(u),
+        })
+        .collect();
     files.extend(extract_libraries(&sources, &lib, staging.path(), platform)?);
-    for (project, d) in &downloads {
-        let version = d.path().file_name().and_then(|n| n.to_str()).and_then(|n| n.split('-').nth(1)).unwrap_or("").to_string();
-        wheels.push(WheelRecord { project: project.clone(), version, url: d.url.clone(), sha256: d.sha256.to_string() });
+    for (project, w) in &fetched {
+        let version = w.file_name().split('-').nth(1).unwrap_or("").to_string();
+        wheels.push(WheelRecord { project: project.clone(), version, url: w.url().to_string(), sha256: w.sha256().to_string() });
     }
     let version: Version = wheels[0].version.parse().unwrap_or_else(|_| prefix.clone());
     files.sort();
@@ -283,51 +289,72 @@ fn library_name(name: &str, platform: Platform) -> Option<&str> {
     ok.then_some(file)
 }
 
-/// Copies the shared libraries of `wheels` (`nvidia/<pkg>/lib/*.so*` or
+/// A wheel [`extract_libraries`] takes the libraries of.
+enum Source<'a> {
+    /// A wheel file, with the SHA-256 its download was checked against (the index's published
+    /// digest or the lab.lock pin), or `None` (its files are then hashed).
+    File(&'a Path, Option<crate::sys::sha256::Sha256>),
+    /// A wheel extracted while it downloaded (checked against its published SHA-256).
+    Unpacked(&'a fetch::Unpacked),
+}
+
+/// Moves the shared libraries of `wheels` (`nvidia/<pkg>/lib/*.so*` or
 /// `nvidia/<pkg>/bin/*.dll`; CUDA 13 wheels: `nvidia/cu13/lib/*.so*` or
 /// `nvidia/cu13/bin/x86_64/*.dll`) into `dest`; returns (file name, sha256) of each, wheel by
-/// wheel, each wheel's by member path. Each wheel is given with the SHA-256 its download was checked against (the index's
-/// published digest or the lab.lock pin), or `None` (then it is hashed here).
+/// wheel, each wheel's by member path. When two wheels hold the same file name, the later
+/// wheel's file stays.
 ///
-/// Each wheel is extracted as the store extracts a wheel ([`crate::store::extract::extract`]:
+/// A wheel file is extracted as the store extracts a wheel ([`crate::store::extract::extract`]:
 /// members inflated by libdeflate from the mapped archive into their mapped files on one
 /// thread per core, each CRC-32 checked, each file synced) into its own folder under
 /// `scratch`, and its libraries are then moved into `dest`. A wheel whose archive digest was
 /// checked takes its libraries' SHA-256s from its RECORD ([`FileDigests::FromRecord`], the
 /// store's rule for an authenticated wheel, docs/decisions.md 11): 1.5 GB of cuBLAS is not
-/// hashed again. When two wheels hold the same file name, the later wheel's file stays.
+/// hashed again. An [`fetch::Unpacked`] wheel was extracted the same way while it downloaded
+/// ([`crate::store::extract::streamed`]); its libraries are moved (copied where its folder is
+/// on another volume).
 ///
 /// Errors: [`Error::Empty`] for a wheel without libraries (checked on the central directories
 /// before anything is extracted); [`Error::Wheel`], [`Error::Extract`], [`Error::Write`].
 ///
 /// [`FileDigests::FromRecord`]: crate::store::extract::FileDigests::FromRecord
-fn extract_libraries(
-    wheels: &[(&Path, Option<crate::sys::sha256::Sha256>)],
-    dest: &Path,
-    scratch: &Path,
-    platform: Platform,
-) -> Result<Vec<(String, String)>, Error> {
+fn extract_libraries(wheels: &[Source], dest: &Path, scratch: &Path, platform: Platform) -> Result<Vec<(String, String)>, Error> {
     use crate::store::extract::{self, FileDigests, Item, SourceKind};
-    for (wheel, _) in wheels {
-        let f = fs::File::open(wheel).map_err(write_err(wheel))?;
-        let zip = zip::ZipArchive::new(io::BufReader::new(f)).map_err(|source| Error::Wheel { path: wheel.to_path_buf(), source })?;
-        if !zip.file_names().flatten().any(|n| library_name(&n, platform).is_some()) {
-            return Err(Error::Empty { path: wheel.to_path_buf(), what: format!("nvidia/*/{}/ libraries", lib_dir_name(platform)) });
+    for w in wheels {
+        let (has, path) = match w {
+            Source::File(wheel, _) => {
+                let f = fs::File::open(wheel).map_err(write_err(wheel))?;
+                let zip = zip::ZipArchive::new(io::BufReader::new(f)).map_err(|source| Error::Wheel { path: wheel.to_path_buf(), source })?;
+                (zip.file_names().flatten().any(|n| library_name(&n, platform).is_some()), wheel.to_path_buf())
+            }
+            Source::Unpacked(u) => (u.items.keys().any(|n| library_name(n, platform).is_some()), PathBuf::from(&u.url)),
+        };
+        if !has {
+            return Err(Error::Empty { path, what: format!("nvidia/*/{}/ libraries", lib_dir_name(platform)) });
         }
     }
     let mut out = Vec::new();
-    for (i, (wheel, sha256)) in wheels.iter().enumerate() {
+    for (i, w) in wheels.iter().enumerate() {
         let raw = scratch.join(format!("wheel-{i}"));
-        fs::create_dir_all(&raw).map_err(write_err(&raw))?;
-        let digests = if sha256.is_some() { FileDigests::FromRecord } else { FileDigests::Hashed };
-        let got = extract::extract(wheel, SourceKind::Wheel, &raw, *sha256, digests, &crate::sys::progress::NoProgress)?;
-        for (path, item) in &got.items {
+        let (items, from) = match w {
+            Source::File(wheel, sha256) => {
+                fs::create_dir_all(&raw).map_err(write_err(&raw))?;
+                let digests = if sha256.is_some() { FileDigests::FromRecord } else { FileDigests::Hashed };
+                (extract::extract(wheel, SourceKind::Wheel, &raw, *sha256, digests, &crate::sys::progress::NoProgress)?.items, raw.as_path())
+            }
+            Source::Unpacked(u) => (u.items.clone(), u.root()),
+        };
+        for (path, item) in &items {
             let (Some(file), Item::File { sha256, .. }) = (library_name(path, platform), item) else { continue };
-            let to = dest.join(file);
-            fs::rename(extract::native(&raw, path), &to).map_err(write_err(&to))?;
+            let (at, to) = (extract::native(from, path), dest.join(file));
+            if fs::rename(&at, &to).is_err() {
+                fs::copy(&at, &to).map_err(write_err(&to))?;
+            }
             out.push((file.to_string(), sha256.to_string()));
         }
-        fsutil::remove_tree(&raw).map_err(write_err(&raw))?;
+        if matches!(w, Source::File(..)) {
+            fsutil::remove_tree(&raw).map_err(write_err(&raw))?;
+        }
     }
     Ok(out)
 }
@@ -361,7 +388,7 @@ mod tests {
         let b = wheel(t.path(), "b.whl", &[("nvidia/b/lib/libb.so.2", b"b2"), ("nvidia/b/include/b.h", b"h"), ("other/lib/libx.so", b"x")]);
         let dest = t.path().join("lib");
         fs::create_dir(&dest).unwrap();
-        let got = extract_libraries(&[(&a, None), (&b, None)], &dest, t.path(), Platform::LinuxX86_64).unwrap();
+        let got = extract_libraries(&[Source::File(&a, None), Source::File(&b, None)], &dest, t.path(), Platform::LinuxX86_64).unwrap();
         assert_eq!(got, vec![("liba.so.1".to_string(), sha(b"a1")), ("libbig.so.1".to_string(), sha(&big)), ("libb.so.2".to_string(), sha(b"b2"))]);
         assert_eq!(fs::read(dest.join("libbig.so.1")).unwrap(), big);
         let mut names: Vec<String> = fs::read_dir(&dest).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
@@ -376,7 +403,7 @@ mod tests {
         let b = wheel(t.path(), "b.whl", &[("nvidia/b/lib/libdup.so", b"second")]);
         let dest = t.path().join("lib");
         fs::create_dir(&dest).unwrap();
-        let got = extract_libraries(&[(&a, None), (&b, None)], &dest, t.path(), Platform::LinuxX86_64).unwrap();
+        let got = extract_libraries(&[Source::File(&a, None), Source::File(&b, None)], &dest, t.path(), Platform::LinuxX86_64).unwrap();
         assert_eq!(got, vec![("liba.so".to_string(), sha(b"a")), ("libdup.so".to_string(), sha(b"first")), ("libdup.so".to_string(), sha(b"second"))]);
         assert_eq!(fs::read(dest.join("libdup.so")).unwrap(), b"second");
     }
@@ -388,7 +415,7 @@ mod tests {
         let b = wheel(t.path(), "b.whl", &[("nvidia/b/include/b.h", b"h")]);
         let dest = t.path().join("lib");
         fs::create_dir(&dest).unwrap();
-        let e = extract_libraries(&[(&a, None), (&b, None)], &dest, t.path(), Platform::LinuxX86_64).unwrap_err();
+        let e = extract_libraries(&[Source::File(&a, None), Source::File(&b, None)], &dest, t.path(), Platform::LinuxX86_64).unwrap_err();
         assert!(matches!(&e, Error::Empty { path, .. } if path == &b), "{e:?}");
         assert_eq!(fs::read_dir(&dest).unwrap().count(), 0);
     }

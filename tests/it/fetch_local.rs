@@ -1076,16 +1076,25 @@ fn apply_downloads_ahead_and_a_broken_download_leaves_nothing_half_done() {
     an_apply_whose_89_download_breaks_off_leaves_nothing(&env, &w89, &b89, &lab);
 }
 
-/// `apply` imports each cuDNN wheel while it downloads (the server serves ranges), next to the
-/// CUDA runtime wheels it downloads whole; the entries are those a whole download makes. A
-/// stream that breaks off falls back to a whole download, and its failure leaves nothing.
+/// `apply` imports each cuDNN wheel while it downloads (the server serves ranges), and extracts
+/// the CUDA runtime wheels while they download too: no download is written whole, and the
+/// entries and the runtime root are those whole downloads make. A stream that breaks off
+/// falls back to a whole download, and its failure leaves nothing.
 #[test]
 fn apply_imports_the_cudnn_wheels_while_they_download() {
     let TwoCudnn { env, w95, b95, w89, b89, dir: _dir, lab } = two_cudnn_lab();
-    // Pins and entries from whole downloads (this server serves no ranges yet).
+    // Pins, entries and the runtime root from whole downloads (this server serves no ranges yet).
     let out = env.cuenv().args(["apply", "--no-check"]).arg(&lab).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let whole: Vec<Value> = env.entries().into_iter().map(|e| e["id"].clone()).collect();
+    let roots = |e: &Env| {
+        let mut names: Vec<String> =
+            std::fs::read_dir(e.home.path().join("toolkits")).unwrap().map(|d| d.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    };
+    let whole_roots = roots(&env);
+    assert_eq!(whole_roots.len(), 1, "{whole_roots:?}");
 
     let ranged = |name: &str, bytes: &[u8], cut: Option<usize>| {
         let body = Arc::new(bytes.to_vec());
@@ -1093,18 +1102,37 @@ fn apply_imports_the_cudnn_wheels_while_they_download() {
     };
     ranged(&w95, &b95, None);
     ranged(&w89, &b89, None);
+    let mut runtime = Vec::new();
+    for (project, pkg, version, lib, seed) in [
+        ("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "libcudart.so.12", 1),
+        ("nvidia-cublas-cu12", "cublas", "12.6.4.1", "libcublas.so.12", 2),
+        ("nvidia-cuda-nvrtc-cu12", "cuda_nvrtc", "12.6.85", "libnvrtc.so.12", 3),
+    ] {
+        let (name, bytes) = runtime_wheel(project, pkg, version, lib, seed);
+        ranged(&name, &bytes, None);
+        runtime.push(name);
+    }
     let fresh = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
     let before = env.server.log().len();
     let out = fresh.cuenv().args(["apply", "--no-check", "--locked"]).arg(&lab).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let log = env.server.log()[before..].to_vec();
-    for w in [&w95, &w89] {
+    for w in [&w95, &w89].into_iter().chain(&runtime) {
         let whole_gets = log.iter().filter(|l| **l == format!("GET /files/{w}")).count();
         let range_gets = log.iter().filter(|l| l.starts_with(&format!("GET /files/{w} (bytes="))).count();
         assert_eq!((whole_gets, range_gets > 0), (1, true), "{w}: {log:?}");
     }
     let streamed: Vec<Value> = fresh.entries().into_iter().map(|e| e["id"].clone()).collect();
     assert_eq!(streamed, whole, "the same entries as whole downloads make");
+    assert_eq!(roots(&fresh), whole_roots, "the same runtime root as whole downloads make");
+    let view = fresh.home.path().join("profiles/torch");
+    for lib in ["libcudart.so.12", "libcublas.so.12", "libnvrtc.so.12"] {
+        assert_eq!(
+            std::fs::read(view.join("cuda-lib").join(lib)).unwrap(),
+            std::fs::read(env.home.path().join("profiles/torch/cuda-lib").join(lib)).unwrap(),
+            "{lib}"
+        );
+    }
     fresh.assert_no_leftovers();
     let out = fresh.cuenv().args(["store", "verify"]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -1113,6 +1141,44 @@ fn apply_imports_the_cudnn_wheels_while_they_download() {
     // what the store holds is whole.
     ranged(&w89, &b89, Some(b89.len() / 2));
     an_apply_whose_89_download_breaks_off_leaves_nothing(&env, &w89, &b89, &lab);
+}
+
+/// A CUDA runtime wheel extracted while it downloads proves what its whole download proves:
+/// bytes other than the published ones fail the apply naming them, a stream that breaks off
+/// (and the whole download after it) fails it naming the URL, and neither leaves a runtime
+/// root, a generation or a download folder behind.
+#[test]
+fn a_runtime_wheel_streamed_with_other_bytes_or_cut_off_leaves_nothing() {
+    let TwoCudnn { env, dir: _dir, lab, .. } = two_cudnn_lab();
+    let out = env.cuenv().args(["apply", "--no-check"]).arg(&lab).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (name, bytes) = runtime_wheel("nvidia-cublas-cu12", "cublas", "12.6.4.1", "libcublas.so.12", 2);
+    let path = format!("/files/{name}");
+    // One byte of the library's data changed in the body; the central directory (fetched by
+    // range) is the published one.
+    let mut flipped = bytes.clone();
+    flipped[200] ^= 0x40;
+    env.server.route(&path, Route::Ranged { body: Arc::new(bytes.clone()), full: Arc::new(flipped.clone()), cut: None, stall: 0 });
+    let no_root = |e: &Env| {
+        let left: Vec<_> = std::fs::read_dir(e.home.path().join("toolkits")).map(|rd| rd.flatten().map(|d| d.path()).collect()).unwrap_or_default();
+        assert!(left.is_empty(), "left in toolkits: {left:?}");
+        assert!(!e.home.path().join("generations").exists());
+        e.assert_no_leftovers();
+    };
+    let fresh = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let before = env.server.log().len();
+    let out = fresh.cuenv().args(["apply", "--no-check", "--locked"]).arg(&lab).output().unwrap();
+    assert_fails(&out, 2, &[&format!("{}{path}: SHA-256 is {}, but {} was expected", env.server.base, sha256_hex(&flipped), sha256_hex(&bytes))]);
+    let log = env.server.log()[before..].to_vec();
+    assert!(log.iter().any(|l| l.starts_with(&format!("GET {path} (bytes="))), "streamed: {log:?}");
+    no_root(&fresh);
+
+    // The stream breaks off halfway, and so does the whole download that follows (twice).
+    env.server.route(&path, Route::Ranged { body: Arc::new(bytes.clone()), full: Arc::new(bytes.clone()), cut: Some(bytes.len() / 2), stall: 0 });
+    let fresh = Env { home: tempfile::tempdir().unwrap(), server: env.server.clone() };
+    let out = fresh.cuenv().args(["apply", "--no-check", "--locked"]).arg(&lab).output().unwrap();
+    assert_fails(&out, 1, &[&format!("download of {}{path} broke off after {} bytes of {} (tried 2 times)", env.server.base, bytes.len() / 2, bytes.len())]);
+    no_root(&fresh);
 }
 
 /// Applies `lab` (pinned) on a fresh home while the server breaks off the download of the
