@@ -1,6 +1,7 @@
 //! The floor of importing a wheel the way `cuenv store add` must, measured on this machine
-//! with the same parts cuenv uses: every member inflated whole with libdeflate (`libdeflater`,
-//! src/store/extract/inflate.rs) and CRC-32-checked (crc32fast), the archive hashed with
+//! with the parts cuenv uses: every member inflated whole with libdeflate (`libdeflater`, the
+//! fastest inflater cuenv has: src/store/extract/inflate.rs uses it for members up to 8 MiB)
+//! and CRC-32-checked (crc32fast), the archive hashed with
 //! SHA-256 (sha2, SHA-NI where the CPU has it), and, for an import whose archive digest is not
 //! authenticated, every extracted file hashed too. A member is inflated into a buffer of this
 //! process; writing it into a file of its own (into the page cache, as every import and uv,
@@ -16,10 +17,11 @@
 //! unpinned (the same, plus the SHA-256 of every file), each without and with the writes.
 //! benches/vs_uv.sh compares them with uv, which inflates and writes but hashes nothing.
 //!
-//! A wheel named as `stream:WHEEL` is one that `apply` imports while it downloads
-//! (src/store/extract/streamed.rs): its members arrive in pieces, so they are inflated with
-//! zlib-rs through `flate2` in 256 KiB pieces instead, as that import does, and its line and
-//! the total say the floor with that inflate too (benches/lab_fresh.sh marks the cuDNN wheels).
+//! A wheel named as `stream:WHEEL` is also inflated with zlib-rs through `flate2` in 256 KiB
+//! pieces, as `apply` inflates a wheel it imports while it downloads
+//! (src/store/extract/streamed.rs) and as `store add` inflates each member over 8 MiB, and its
+//! line and the total say the floor with that inflate too (benches/lab_fresh.sh marks the
+//! wheels apply streams; benches/vs_uv.sh marks both wheels it imports).
 //!
 //! Usage: cargo bench --bench import_floor -- [stream:]WHEEL...   (cores: CUENV_BENCH_CORES, default
 //! all of this machine's; the files are written into a temporary folder of TMPDIR: point it

@@ -20,11 +20,12 @@
 #     the CPU on 2 cores, so these say how much work each did, apart from how well it kept the
 #     cores busy (the server shares the same cores).
 #   - cuenv once more against the same index answering no range requests (LOOPBACK_NO_RANGES=1,
-#     a second server): every cuDNN wheel is then downloaded whole and imported from the mapped
-#     file with libdeflate (the fallback path), which is what spooling each download would cost
-#     and buy (docs/performance.md).
+#     a second server): every wheel is then downloaded whole and imported from the mapped
+#     file (the fallback path: libdeflate for members up to 8 MiB, zlib-rs in pieces for
+#     larger ones), which is what spooling each download would cost and buy
+#     (docs/performance.md).
 #   - the floor of the imports' work (benches/import_floor.rs): pinned, without and with the
-#     writes, and the same with the cuDNN wheels inflated as apply imports them while they
+#     writes, and the same with the wheels inflated as apply imports them while they
 #     download (zlib-rs in pieces: `stream:`), the floor of this design.
 # Every timed command runs through benches/timed.py right after prefault (benches/uv_pin.sh).
 # The run fails when cuenv, uv or pip fetched no wheel from the loopback index. Every command
@@ -145,7 +146,7 @@ for _ in $(seq "$runs"); do
   read -r s _ <"$work/time"
   if [[ -z $k ]] || awk -v a="$s" -v b="$k" 'BEGIN { exit !(a < b) }'; then k=$s; fi
 done
-# The same apply against the index that serves no ranges: each cuDNN wheel downloaded whole.
+# The same apply against the index that serves no ranges: each wheel downloaded whole.
 cw=$(best cuenv-whole env "CUENV_PYPI_INDEX=$index_whole" "$cuenv" --quiet apply "$work/lab/lab.toml")
 u=$(best uv bash -c 'rest=($rest_list); pair "$0" pip install -q --no-cache --no-deps --python "$1" --index-url "$2/simple"' "$uv" "$py" "$index")
 p=$(best pip bash -c 'rest=($rest_list); pair "$0" -m pip install -q --disable-pip-version-check --no-cache-dir --no-deps --index-url "$1/simple"' "$py" "$index")
@@ -158,12 +159,13 @@ printf '%-34s %8s %8s %8s %8s  %s x uv (whole downloads: %s s, %s x uv)\n' "  CP
 printf '%-34s %8s %8s %8s %8s  (whole downloads: %s s)\n' "  CPU s of the index server then" "$cs" "$us" "$ps" - "$ws"
 # The floor of the inflate, CRC-32 and archive SHA-256 work of importing these 9 wheels
 # pinned (lab.lock pins them: RECORD gives the files' digests; benches/import_floor.rs),
-# spread over this machine's cores; then the same with the cuDNN wheels inflated as apply
-# imports them while they download (zlib-rs in pieces: `stream:`).
+# spread over this machine's cores; then the same with every wheel inflated as apply imports
+# it while it downloads (zlib-rs in pieces: `stream:`; the CUDA runtime wheels too, since
+# 2026-12-07).
 prefault "${PREFAULT_MIB:-8192}"
 floor_args=()
 for w in "$wheels"/*.whl; do
-  case $(basename "$w") in nvidia_cudnn_*) floor_args+=("stream:$w") ;; *) floor_args+=("$w") ;; esac
+  floor_args+=("stream:$w")
 done
 floor_out=$(cargo bench -q --bench import_floor -- "${floor_args[@]}" 2>/dev/null)
 f=$(grep '^all [0-9]* wheels:' <<<"$floor_out")

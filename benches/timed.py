@@ -7,9 +7,9 @@ Usage: benches/timed.py OUT CMD [ARG...]   (exit status: the command's)
 - peak_anon_kib: the largest RssAnon (/proc/PID/status: the process's anonymous memory,
   heap and stacks; not the file-backed pages of the files it maps, which are the page cache)
   seen by sampling every 2 ms, of the command's own process (children are not counted).
-  /usr/bin/time's %M (VmHWM) counts mapped file pages too: cuenv maps each archive and each
-  large output file (src/store/extract/inflate.rs), so its %M includes the 430 MB output of
-  libcudnn_engines_precompiled.so.9 while its heap stays a few MiB.
+  /usr/bin/time's %M (VmHWM) counts mapped file pages too: cuenv maps each archive it
+  imports (src/store/extract/zip.rs), so its %M includes the pages of the wheel it read
+  while its heap stays a few MiB.
 - cpu_seconds: the user + system CPU time of the command and of every descendant it waited
   for (os.wait4's rusage: cuenv's probe children, the two installs of a `pair`), 2 decimals.
   On a machine whose cores are all busy, wall time is this divided by the cores at best, so

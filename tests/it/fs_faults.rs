@@ -268,12 +268,11 @@ fn a_full_disk_fails_apply_with_the_path_the_step_and_a_hint() {
     assert!(failures.len() >= 4, "too few runs failed to mean anything: {failures:?}");
 }
 
-/// A member larger than 8 MiB is inflated into its mapped file, whose blocks are allocated
-/// first: on a full disk that allocation fails with ENOSPC, an error naming the file with a
-/// hint, never a SIGBUS through the mapping; nothing is kept and no staging is left. Pinned
-/// (RECORD's digests) and unpinned alike.
+/// A member larger than 8 MiB is inflated in pieces, each written as it comes: on a full disk
+/// a write fails with ENOSPC, an error naming the file with a hint, never a signal; nothing is
+/// kept and no staging is left. Pinned (RECORD's digests) and unpinned alike.
 #[test]
-fn a_full_disk_under_a_mapped_member_is_an_error_not_a_signal() {
+fn a_full_disk_under_a_large_member_is_an_error_not_a_signal() {
     let ctx = TestContext::new();
     let Some(_home) = tmpfs(&ctx.home, "6m") else { return };
     let wheel = crate::store_integrity::wheel_with_big_member(&ctx.work);

@@ -1,33 +1,36 @@
-//! One zip member into its file, whole: libdeflate inflates the member's compressed bytes (a
-//! slice of the memory-mapped archive) straight into the output file, itself memory-mapped once
-//! its full size is allocated on disk.
+//! One stored or deflated zip member into its file, from its compressed bytes (a slice of the
+//! memory-mapped archive):
+//! - a member of at most [`SMALL`] bytes is inflated whole by libdeflate into the worker's own
+//!   buffer and written with one `write`;
+//! - a larger one is inflated by zlib-rs (`flate2`) in pieces of [`super::zip::CHUNK`] bytes,
+//!   each written with `write` as it comes ([`Sink`]), as an archive that is imported while
+//!   it downloads is inflated (streamed.rs).
 //!
-//! Why whole members: libdeflate inflates the 430 MB `libcudnn_engines_precompiled.so.9` in
-//! 0.80 s where zlib-rs streaming takes 1.07 s (docs/performance.md), but it needs the whole
-//! input and the whole output at once. Both are file-backed mappings (the archive, and the
-//! output file), so they are page cache, not heap: the anonymous memory of a worker stays at
-//! its [`SMALL`]-byte buffer for small members.
+//! Why not libdeflate for the large members too: it inflates the 430 MB
+//! `libcudnn_engines_precompiled.so.9` faster (0.80 s against zlib-rs's 1.07 s), but only into
+//! one buffer of the whole output, which for a 430 MB member is either heap (past the memory
+//! budget) or the output file mapped into memory. The pages of a mapped output are made by
+//! page faults, each zero-filled first; `write` fills new page-cache pages by copying whole
+//! pages, with no faults and no zero-fill. On this project's virtual machines the faults and
+//! zero-fill of the mapped outputs cost 0.5-2.3 s of system time per cuDNN wheel and varied
+//! run to run, against 0.3-0.6 s for writing, so the written path was faster in all but the
+//! best runs and never slow (docs/performance.md, "Mapped outputs against written ones").
 //!
 //! Invariants:
-//! - The output's blocks are allocated before it is mapped (`posix_fallocate` on Linux,
-//!   `SetEndOfFile` on Windows, which allocates on NTFS): a full disk is an `ENOSPC` error
-//!   from that call, never a `SIGBUS` through the mapping.
 //! - Output never grows past the size the central directory declares: libdeflate stops with
-//!   "insufficient space" at the end of the buffer, which is an error ([`MemberError::Larger`]).
+//!   "insufficient space" at the end of its buffer, and the pieces stop at the declared size,
+//!   either of which is an error ([`MemberError::Larger`]).
+//! - A full disk is an `ENOSPC` error from `write`, naming the file.
 //! - The CRC-32 of every byte is computed (crc32fast); the SHA-256 only when asked (a file
 //!   whose digest an authenticated RECORD gives is not hashed again: docs/decisions.md 11).
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::path::Path;
+use super::zip::{CHUNK, Sink};
+use crate::store::Error;
+use crate::sys::progress::Progress;
 
-use sha2::Digest;
-
-use crate::sys::sha256::Sha256;
-
-/// Members of at most this many bytes are inflated into the worker's own buffer and written
-/// with one `write`; larger ones are inflated into their mapped file. With one worker per core
-/// (at most 4) the buffers stay under 32 MiB of anonymous memory together.
+/// Members of at most this many bytes are inflated whole by libdeflate into the worker's own
+/// buffer and written with one `write`; larger ones are inflated in pieces. With one worker per
+/// core (at most 4) the buffers stay under 32 MiB of anonymous memory together.
 pub(super) const SMALL: u64 = 8 << 20;
 
 /// How a member's bytes are stored in the archive (the two methods handled here; the zip
@@ -40,8 +43,9 @@ pub(super) enum Method {
 
 /// Why a member could not be written.
 pub(super) enum MemberError {
-    /// Creating, allocating, mapping or writing the output failed (a full disk: `ENOSPC`).
-    Write(io::Error),
+    /// Creating or writing the output failed (a full disk: `ENOSPC`): the store's error,
+    /// naming the file.
+    Write(Error),
     /// The member yields more bytes than declared (output stops at the declared size).
     Larger,
     /// The member yields this many bytes, fewer than declared.
@@ -50,58 +54,87 @@ pub(super) enum MemberError {
     BadData,
 }
 
-/// A member written: its file (open for the caller to sync), CRC-32 and, when asked, SHA-256.
-pub(super) struct Written {
-    pub file: File,
-    pub crc: u32,
-    pub sha256: Option<Sha256>,
-}
-
-/// One worker's inflater: libdeflate's decompressor and the buffer for small members.
+/// One worker's inflater: libdeflate's decompressor, the buffer for small members and the
+/// piece buffer for large ones.
 pub(super) struct Inflater {
     dec: libdeflater::Decompressor,
     small: Vec<u8>,
+    piece: Vec<u8>,
 }
 
 impl Inflater {
     pub(super) fn new() -> Inflater {
-        Inflater { dec: libdeflater::Decompressor::new(), small: Vec::new() }
+        Inflater { dec: libdeflater::Decompressor::new(), small: Vec::new(), piece: Vec::new() }
     }
 
-    /// Inflates (or copies, for [`Method::Stored`]) `input`, a member's compressed bytes, into a
-    /// new file at `dest` that must hold exactly `size` bytes; hashes it with SHA-256 when
-    /// `hash`. Errors: see [`MemberError`]; on error `dest` may hold a partial file (the
-    /// caller discards the staging folder).
-    pub(super) fn member(&mut self, method: Method, input: &[u8], size: u64, dest: &Path, hash: bool) -> Result<Written, MemberError> {
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(dest).map_err(MemberError::Write)?;
-        let (crc, sha256) = if size <= SMALL {
+    /// Inflates (or copies, for [`Method::Stored`]) `input`, a member's compressed bytes, which
+    /// must yield exactly `size` bytes, into `sink` (a new file, hashed with SHA-256 unless
+    /// RECORD gives its digest); returns the CRC-32 of what it wrote. Errors: see
+    /// [`MemberError`]; on error the file may be partial (the caller discards the staging
+    /// folder).
+    pub(super) fn member(&mut self, method: Method, input: &[u8], size: u64, sink: &mut Sink, progress: &dyn Progress) -> Result<u32, MemberError> {
+        if size <= SMALL {
             self.small.clear();
             self.small.resize(size as usize, 0);
             let n = fill(&mut self.dec, method, input, &mut self.small)?;
             if n as u64 != size {
                 return Err(MemberError::Short(n as u64));
             }
-            (&file).write_all(&self.small).map_err(MemberError::Write)?;
-            digest(&self.small, hash)
-        } else {
-            preallocate(&file, size).map_err(MemberError::Write)?;
-            let len = usize::try_from(size).map_err(|_| MemberError::Write(io::Error::other("the member is larger than this machine's address space")))?;
-            // SAFETY: the file was created by this process in its own staging folder, which no
-            // other cuenv writer touches (the writer lock); its blocks are allocated above, so
-            // no page of the mapping can fail to be backed. MAP_POPULATE (Linux) maps the
-            // pages at once instead of 100,000 faults of 4 KiB, which cost up to 4 s more on
-            // this project's virtual machines.
-            let mut map = unsafe { memmap2::MmapOptions::new().len(len).populate().map_mut(&file) }.map_err(MemberError::Write)?;
-            let n = fill(&mut self.dec, method, input, &mut map)?;
-            if n as u64 != size {
-                return Err(MemberError::Short(n as u64));
-            }
-            let d = digest(&map, hash);
-            drop(map);
-            d
-        };
-        Ok(Written { file, crc, sha256 })
+            sink.put(&self.small, progress).map_err(MemberError::Write)?;
+            return Ok(crc32fast::hash(&self.small));
+        }
+        self.piece.resize(CHUNK, 0);
+        match method {
+            Method::Stored => stored(input, size, sink, progress),
+            Method::Deflated => inflate(input, size, &mut self.piece, sink, progress),
+        }
     }
+}
+
+/// Writes a stored member's `input` (which must be `size` bytes) through `sink` in pieces;
+/// returns its CRC-32.
+fn stored(input: &[u8], size: u64, sink: &mut Sink, progress: &dyn Progress) -> Result<u32, MemberError> {
+    match (input.len() as u64).cmp(&size) {
+        std::cmp::Ordering::Greater => return Err(MemberError::Larger),
+        std::cmp::Ordering::Less => return Err(MemberError::Short(input.len() as u64)),
+        std::cmp::Ordering::Equal => {}
+    }
+    let mut crc = crc32fast::Hasher::new();
+    for piece in input.chunks(CHUNK) {
+        crc.update(piece);
+        sink.put(piece, progress).map_err(MemberError::Write)?;
+    }
+    Ok(crc.finalize())
+}
+
+/// Inflates the raw deflate stream `input` through `sink` in pieces of `piece.len()` bytes,
+/// stopping with [`MemberError::Larger`] at the first byte past `size`; returns its CRC-32.
+fn inflate(input: &[u8], size: u64, piece: &mut [u8], sink: &mut Sink, progress: &dyn Progress) -> Result<u32, MemberError> {
+    let mut dec = flate2::Decompress::new(false);
+    let mut crc = crc32fast::Hasher::new();
+    loop {
+        let (read, wrote) = (dec.total_in(), dec.total_out());
+        // At most one byte past the declared size is asked for: enough to tell "larger".
+        let cap = (piece.len() as u64).min(size + 1 - wrote) as usize;
+        let rest = usize::try_from(read).ok().and_then(|r| input.get(r..)).unwrap_or_default();
+        let status = dec.decompress(rest, &mut piece[..cap], flate2::FlushDecompress::None).map_err(|_| MemberError::BadData)?;
+        let n = (dec.total_out() - wrote) as usize;
+        if dec.total_out() > size {
+            return Err(MemberError::Larger);
+        }
+        crc.update(&piece[..n]);
+        sink.put(&piece[..n], progress).map_err(MemberError::Write)?;
+        match status {
+            flate2::Status::StreamEnd => break,
+            // No progress with input left: the stream is cut short (it never ended).
+            _ if n == 0 && dec.total_in() == read => return Err(MemberError::BadData),
+            _ => {}
+        }
+    }
+    if dec.total_out() != size {
+        return Err(MemberError::Short(dec.total_out()));
+    }
+    Ok(crc.finalize())
 }
 
 /// Inflates or copies `input` into `out`; returns the bytes produced.
@@ -119,37 +152,4 @@ fn fill(dec: &mut libdeflater::Decompressor, method: Method, input: &[u8], out: 
             libdeflater::DecompressionError::BadData => MemberError::BadData,
         }),
     }
-}
-
-/// The CRC-32 of `bytes` and, when `hash`, their SHA-256, in one pass of 256 KiB chunks (each
-/// chunk is read once into the core's cache for both).
-fn digest(bytes: &[u8], hash: bool) -> (u32, Option<Sha256>) {
-    let mut crc = crc32fast::Hasher::new();
-    let mut sha = hash.then(sha2::Sha256::new);
-    for chunk in bytes.chunks(256 << 10) {
-        crc.update(chunk);
-        if let Some(sha) = &mut sha {
-            sha.update(chunk);
-        }
-    }
-    (crc.finalize(), sha.map(Sha256::finish))
-}
-
-/// Allocates `size` bytes of disk for `file` (empty, just created), so writing through a
-/// mapping cannot run out of space. Linux: `posix_fallocate(3)` (glibc writes one byte per
-/// block where the file system has no `fallocate`). Windows: `SetEndOfFile`, which allocates
-/// the clusters of a file that is not sparse on NTFS. Elsewhere: the file is extended only.
-fn preallocate(file: &File, size: u64) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        let len = libc::off_t::try_from(size).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
-        // SAFETY: a plain call on an open file descriptor; no memory is passed.
-        match unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) } {
-            0 => Ok(()),
-            e => Err(io::Error::from_raw_os_error(e)),
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    file.set_len(size)
 }

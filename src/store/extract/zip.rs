@@ -380,8 +380,9 @@ impl Sink {
     }
 }
 
-/// Writes `members` in turn: stored and deflated ones whole, from the mapped archive
-/// ([`Inflater::member`]: libdeflate into the mapped output file, CRC-32 checked here); any
+/// Writes `members` in turn: stored and deflated ones from the mapped archive
+/// ([`Inflater::member`]: libdeflate whole for a small member, zlib-rs in pieces for a large
+/// one, each written with `write`; CRC-32 checked here); any
 /// other method (Deflate64) streamed through the zip crate's reader, which checks size and
 /// CRC, hashing and writing each chunk as it comes. Each file's SHA-256 is computed unless
 /// `shared.digests` gives it (an authenticated RECORD). Output stops at the declared size:
@@ -442,26 +443,27 @@ fn member_worker(shared: &Shared, queue: &crate::sys::pool::Queue<ZipMember>, du
             continue;
         }
         drop(reader);
-        // Stored and deflated members: whole, from the mapped archive (inflate.rs).
+        // Stored and deflated members: from the mapped archive (inflate.rs).
         let input = usize::try_from(span.0).ok().zip(usize::try_from(span.1).ok()).and_then(|(a, b)| shared.map.get(a..b));
         let Some(input) = input else {
             return Err(corrupt(source, format!("member `{}` ends early; the archive is truncated", m.name)));
         };
         let method = if method == zip::CompressionMethod::Stored { Method::Stored } else { Method::Deflated };
         let given = shared.digests.get(&m.path).copied();
-        let done = inflater.member(method, input, size, &dest, given.is_none()).map_err(|e| match e {
-            MemberError::Write(e) => Error::Write { path: dest.clone(), source: e },
+        let mut sink = Sink::create(&dest, given.is_none(), durable)?;
+        let wrote = inflater.member(method, input, size, &mut sink, shared.progress).map_err(|e| match e {
+            MemberError::Write(e) => e,
             MemberError::Larger => read_err(io::Error::new(io::ErrorKind::InvalidData, LARGER)),
             MemberError::Short(actual) => Error::SizeMismatch { archive: source.into(), member: m.name.clone(), declared: size, actual },
             MemberError::BadData => corrupt(source, format!("member `{}`: its deflate data is invalid (damaged or cut short)", m.name)),
         })?;
-        if done.crc != crc {
+        if wrote != crc {
             return Err(Error::BadCrc { archive: source.into(), member: m.name });
         }
-        shared.progress.advance(size);
-        let sha256 = done.sha256.or(given).expect("hashed unless RECORD gave the digest");
+        let Sink { file, dest, sha, .. } = sink;
+        let sha256 = sha.map(Sha256::finish).or(given).expect("hashed unless RECORD gave the digest");
         shared.results.lock().unwrap().push((m.path, Item::File { size, sha256 }));
-        durable.done(done.file, dest);
+        durable.done(file, dest);
     }
     Ok(())
 }
@@ -516,5 +518,93 @@ mod tests {
         let got2 = extract(&input, SourceKind::Zip, &raw2, Some(given), FileDigests::Hashed, &crate::sys::progress::NoProgress).unwrap();
         assert_eq!((got2.source_size, got2.source_sha256), (Some(size), Some(given)));
         assert_eq!(got2.items, got.items);
+    }
+
+    /// 9 MiB of bytes that deflate to about a tenth (more than [`super::super::inflate::SMALL`]:
+    /// inflated in pieces).
+    fn large_data() -> Vec<u8> {
+        let mut x = 0x2545_f491u32;
+        (0..9 << 20)
+            .map(|i: u32| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                if i.is_multiple_of(16) { (x >> 24) as u8 } else { (i / 4096) as u8 }
+            })
+            .collect()
+    }
+
+    /// A zip at `path` of one member `lib/big.so` holding `data`, compressed with `method`.
+    fn large_zip(path: &Path, data: &[u8], method: zip::CompressionMethod) -> Vec<u8> {
+        let mut zip = zip::ZipWriter::new(io::Cursor::new(Vec::new()));
+        zip.start_file("lib/big.so", zip::write::SimpleFileOptions::default().compression_method(method)).unwrap();
+        zip.write_all(data).unwrap();
+        let bytes = zip.finish().unwrap().into_inner();
+        fs::write(path, &bytes).unwrap();
+        bytes
+    }
+
+    fn extract_into(dir: &Path, input: &Path, n: usize) -> Result<Extracted, Error> {
+        let raw = dir.join(format!("raw{n}"));
+        fs::create_dir(&raw).unwrap();
+        extract(input, SourceKind::Zip, &raw, None, FileDigests::Hashed, &crate::sys::progress::NoProgress)
+    }
+
+    /// Sets the uncompressed size the local header and the central directory declare for the
+    /// only member of `zip` to `size`.
+    fn declare_size(zip: &mut [u8], size: u32) {
+        let at = |zip: &[u8], sig: &[u8]| zip.windows(4).position(|w| w == sig).unwrap();
+        let (local, central) = (at(zip, b"PK\x03\x04"), at(zip, b"PK\x01\x02"));
+        zip[local + 22..local + 26].copy_from_slice(&size.to_le_bytes());
+        zip[central + 24..central + 28].copy_from_slice(&size.to_le_bytes());
+    }
+
+    #[test]
+    fn a_large_member_is_written_in_pieces_and_checked_like_a_small_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = large_data();
+        for (n, method) in [zip::CompressionMethod::Deflated, zip::CompressionMethod::Stored].into_iter().enumerate() {
+            let input = dir.path().join(format!("big{n}.zip"));
+            let bytes = large_zip(&input, &data, method);
+            let got = extract_into(dir.path(), &input, n).unwrap();
+            assert_eq!(got.items["lib/big.so"], Item::File { size: data.len() as u64, sha256: Sha256::of(&data) }, "{method}");
+            assert_eq!(fs::read(dir.path().join(format!("raw{n}/lib/big.so"))).unwrap(), data, "{method}");
+            assert!(bytes.len() < data.len() / 4 || method == zip::CompressionMethod::Stored, "deflated to {} bytes", bytes.len());
+        }
+    }
+
+    #[test]
+    fn a_large_member_longer_or_shorter_than_declared_or_damaged_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = large_data();
+        let len = data.len() as u32;
+        let clean = large_zip(&dir.path().join("clean.zip"), &data, zip::CompressionMethod::Deflated);
+        let run = |n: usize, bytes: &[u8]| {
+            let input = dir.path().join(format!("bad{n}.zip"));
+            fs::write(&input, bytes).unwrap();
+            extract_into(dir.path(), &input, n).unwrap_err().to_string()
+        };
+        // Declared one byte short: output stops there, an error.
+        let mut shorter = clean.clone();
+        declare_size(&mut shorter, len - 1);
+        let e = run(0, &shorter);
+        assert!(e.contains("lib/big.so") && e.contains(LARGER), "{e}");
+        // Declared 4 KiB more than it holds.
+        let mut longer = clean.clone();
+        declare_size(&mut longer, len + 4096);
+        let e = run(1, &longer);
+        assert!(e.contains("lib/big.so") && e.contains(&(len + 4096).to_string()) && e.contains(&len.to_string()), "{e}");
+        // One byte of the deflate data changed, in the middle of the member.
+        let mut damaged = clean.clone();
+        damaged[clean.len() / 2] ^= 0x10;
+        let e = run(2, &damaged);
+        // (Invalid data, a stream that ends at another length, or a wrong CRC-32, by where it lands.)
+        let named = ["deflate data is invalid", "CRC", "but its header declares"].iter().any(|w| e.contains(w));
+        assert!(e.contains("lib/big.so") && named, "{e}");
+        // A stored member declared one byte short.
+        let mut stored = large_zip(&dir.path().join("stored.zip"), &data, zip::CompressionMethod::Stored);
+        declare_size(&mut stored, len - 1);
+        let e = run(3, &stored);
+        assert!(e.contains("lib/big.so"), "{e}");
     }
 }
