@@ -4,12 +4,13 @@
 //! written whole.
 //!
 //! Two threads: one reads the body and hashes every byte of it (SHA-256, the archive's
-//! identity), handing 1 MiB chunks on through a bounded queue; the calling thread walks the
+//! identity), handing 1 MiB chunks on through a bounded queue (and reading into them again
+//! once they come back); the calling thread walks the
 //! members in the order of their local headers, checks each header against the central
 //! directory, inflates (zlib-rs through `flate2`: a member arrives in pieces, so libdeflate's
 //! whole-buffer inflate does not apply), checks size and CRC-32, and writes. Two more start
-//! write-back and sync finished files (durable.rs). Anonymous memory is the queue (at most 8
-//! chunks of 1 MiB) and one output buffer.
+//! write-back and sync finished files (durable.rs). Anonymous memory is the queue (at most
+//! `QUEUE` chunks of 1 MiB, and two more being read and inflated) and one output buffer.
 //!
 //! What it proves is what a whole-file import of a pinned wheel proves (docs/performance.md
 //! "What an import proves"): the caller compares the archive's SHA-256 with the authenticated
@@ -54,8 +55,10 @@ const BLOCK: u64 = 256 << 10;
 const MAX_RANGES: u64 = 64 << 20;
 /// The body is read in chunks of this many bytes ...
 const CHUNK_IN: usize = 1 << 20;
-/// ... of which at most this many wait for the inflating thread.
-const QUEUE: usize = 8;
+/// ... of which at most this many wait for the inflating thread. The chunks are handed back
+/// once inflated and read into again, so an import holds at most `QUEUE + 2` of them, and
+/// `apply`, which imports up to 6 wheels at once (`fetch::Prefetch::threads`), about 36 MiB.
+const QUEUE: usize = 4;
 
 /// The archive as a seekable file, made of byte ranges fetched on demand: what the zip crate
 /// reads of the central directory (and of RECORD) before the body streams.
@@ -138,9 +141,11 @@ impl Seek for Ranges<'_> {
     }
 }
 
-/// The body's chunks as they arrive, read in order; `pos` counts the bytes consumed.
+/// The body's chunks as they arrive, read in order; `pos` counts the bytes consumed. Each
+/// chunk read to its end is handed back through `back` to be read into again.
 struct Chunks {
     rx: mpsc::Receiver<Vec<u8>>,
+    back: mpsc::Sender<Vec<u8>>,
     cur: Vec<u8>,
     at: usize,
     pos: u64,
@@ -160,7 +165,12 @@ impl BufRead for Chunks {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         while self.at == self.cur.len() {
             match self.rx.recv() {
-                Ok(c) => (self.cur, self.at) = (c, 0),
+                Ok(c) => {
+                    let done = std::mem::replace(&mut self.cur, c);
+                    self.at = 0;
+                    // The reader may be gone (the body ended): the chunk is then dropped.
+                    let _ = self.back.send(done);
+                }
                 Err(_) => return Ok(&[]),
             }
         }
@@ -208,10 +218,11 @@ pub fn extract(remote: &mut dyn Remote, raw: &Path, digests: FileDigests, expect
     let mut body = ranges.remote.body().map_err(|e| unstreamable(format!("its download did not start: {e}")))?;
     progress.start("download", size);
     let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(QUEUE);
+    let (back, spare) = mpsc::channel::<Vec<u8>>();
     let (received, written) = std::thread::scope(|s| {
-        let reader = s.spawn(move || receive(&mut body, size, &tx, progress));
+        let reader = s.spawn(move || receive(&mut body, size, &tx, &spare, progress));
         let (durable, synced) = super::durable::spawn(s);
-        let mut input = Chunks { rx, cur: Vec::new(), at: 0, pos: 0 };
+        let mut input = Chunks { rx, back, cur: Vec::new(), at: 0, pos: 0 };
         let written = write_members(&source, &mut input, &files, raw, &given, &durable);
         drop(durable);
         // The rest of the body is read (and hashed) whatever happened, so that bytes other than
@@ -249,12 +260,14 @@ fn read_directory(source: &Path, ranges: &mut Ranges, size: u64, digests: FileDi
 }
 
 /// Reads `body` to its end (at most `size` bytes plus one), hashing it and sending it on in
-/// chunks; stops early when the receiver is gone.
-fn receive(body: &mut dyn Read, size: u64, tx: &mpsc::SyncSender<Vec<u8>>, progress: &dyn Progress) -> Received {
+/// chunks (read into those `spare` hands back, else new ones); stops early when the receiver
+/// is gone.
+fn receive(body: &mut dyn Read, size: u64, tx: &mpsc::SyncSender<Vec<u8>>, spare: &mpsc::Receiver<Vec<u8>>, progress: &dyn Progress) -> Received {
     let mut hasher = sha2::Sha256::new();
     let mut total = 0u64;
     loop {
-        let mut buf = vec![0u8; CHUNK_IN];
+        let mut buf = spare.try_recv().unwrap_or_default();
+        buf.resize(CHUNK_IN, 0);
         let mut filled = 0;
         while filled < buf.len() {
             match body.read(&mut buf[filled..]) {
