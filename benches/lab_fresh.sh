@@ -175,7 +175,7 @@ flw=$(sed -E 's/.*with the writes: pinned ([0-9.]+) s,.*/\1/' <<<"$f")
 fsw=$(sed -E 's/.*with the writes: pinned ([0-9.]+) s$/\1/' <<<"$fs")
 printf '%-34s %8s %8s %8s %8s  %s x uv\n' "  floor: pinned imports, $(nproc) cores" "$fl" - - - "$(ratio "$fl" "$u")"
 printf '%-34s %8s %8s %8s %8s  %s x uv\n' "  the same, files written" "$flw" - - - "$(ratio "$flw" "$u")"
-printf '%-34s %8s %8s %8s %8s  %s x uv; cuenv is %s x it\n' "  the same, cuDNN inflated streamed" "$fsw" - - - "$(ratio "$fsw" "$u")" "$(ratio "$c" "$fsw")"
+printf '%-34s %8s %8s %8s %8s  %s x uv; cuenv is %s x it\n' "  the same, every wheel streamed" "$fsw" - - - "$(ratio "$fsw" "$u")" "$(ratio "$c" "$fsw")"
 echo "  ($f)"
 echo "  ($fs)"
 peak_rss=$(sort -n "$work/rss" | tail -n1)
