@@ -305,14 +305,14 @@ enum Source<'a> {
 /// wheel's file stays.
 ///
 /// A wheel file is extracted as the store extracts a wheel ([`crate::store::extract::extract`]:
-/// members inflated by libdeflate from the mapped archive into their mapped files on one
-/// thread per core, each CRC-32 checked, each file synced) into its own folder under
+/// members inflated from the mapped archive on one thread per core, each CRC-32 checked,
+/// each file synced) into its own folder under
 /// `scratch`, and its libraries are then moved into `dest`. A wheel whose archive digest was
 /// checked takes its libraries' SHA-256s from its RECORD ([`FileDigests::FromRecord`], the
 /// store's rule for an authenticated wheel, docs/decisions.md 11): 1.5 GB of cuBLAS is not
-/// hashed again. An [`fetch::Unpacked`] wheel was extracted the same way while it downloaded
-/// ([`crate::store::extract::streamed`]); its libraries are moved (copied where its folder is
-/// on another volume).
+/// hashed again. An [`fetch::Unpacked`] wheel was extracted while it downloaded
+/// ([`crate::store::extract::streamed`]: each member CRC-32 checked, each file synced, the
+/// same digests); its libraries are moved (copied where its folder is on another volume).
 ///
 /// Errors: [`Error::Empty`] for a wheel without libraries (checked on the central directories
 /// before anything is extracted); [`Error::Wheel`], [`Error::Extract`], [`Error::Write`].
