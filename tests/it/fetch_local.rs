@@ -1377,6 +1377,18 @@ fn serve_windows_wheels(s: &Server) -> (String, String) {
     (sha256_hex(&bytes), cudart)
 }
 
+/// Serves every CUDA runtime wheel of `s` (both platforms) with byte ranges, so `apply` and
+/// `lock` extract them while they download.
+fn serve_runtime_ranged(s: &Server) {
+    let mut routes = s.routes.lock().unwrap();
+    for (path, route) in routes.iter_mut() {
+        let runtime = ["nvidia_cuda_runtime_", "nvidia_cublas_", "nvidia_cuda_nvrtc_"].iter().any(|p| path.starts_with(&format!("/files/{p}")));
+        if let (true, Route::Ok(body)) = (runtime, route.clone()) {
+            *route = Route::Ranged { body: body.clone(), full: body, cut: None, stall: 0 };
+        }
+    }
+}
+
 /// This host's platform name and the other one's (Linux <-> Windows).
 fn host_and_other() -> (&'static str, &'static str) {
     if cfg!(windows) { ("windows-x86_64", "linux-x86_64") } else { ("linux-x86_64", "windows-x86_64") }
@@ -1395,6 +1407,9 @@ fn lock_fills_another_platforms_section_and_keeps_this_ones() {
     let (_, linux_cudnn) = serve_pypi(&env.server, |_| {});
     serve_runtime(&env.server);
     let (windows_cudnn_sha, windows_cudart_sha) = serve_windows_wheels(&env.server);
+    // The runtime wheels of both platforms are extracted while they download (the same
+    // code on either host: this runs under Wine too).
+    serve_runtime_ranged(&env.server);
     let linux_cudart_sha = sha256_hex(&runtime_wheel("nvidia-cuda-runtime-cu12", "cuda_runtime", "12.6.77", "libcudart.so.12", 1).1);
     let (host, other) = host_and_other();
     let (other_cudnn_sha, other_cudart_sha) =
@@ -1424,6 +1439,10 @@ fn lock_fills_another_platforms_section_and_keeps_this_ones() {
     assert!(added.contains(&format!("cudnn-name = \"cudnn-9.5.0.50-cuda12-{other}-")), "{added}");
     assert!(added.contains(&format!("cudnn-sha256 = \"{other_cudnn_sha}\"")), "{added}");
     assert!(added.contains(&format!("\"nvidia-cuda-runtime-cu12==12.6.77 sha256:{other_cudart_sha}\"")), "{added}");
+    let other_tag = if other.starts_with("windows") { "win_amd64" } else { "manylinux2014_x86_64" };
+    let streamed =
+        env.server.log().iter().any(|l| l.starts_with("GET /files/nvidia_cublas_cu12-12.6.4.1-py3-none-") && l.contains(other_tag) && l.contains(" (bytes="));
+    assert!(streamed, "the other platform's cuBLAS wheel was extracted while it downloaded: {:?}", env.server.log());
 
     // Locking both again changes nothing.
     let out = env.cuenv().args(["lock", lab_s, "--platform", other, "--platform", host]).output().unwrap();
