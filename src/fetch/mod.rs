@@ -320,8 +320,6 @@ pub struct Unpacked {
     pub file_name: String,
     /// The archive's SHA-256 (the published one: the stream was checked against it).
     pub sha256: Sha256,
-    /// The archive's size in bytes.
-    pub size: u64,
     /// Every member, by normalized relative path under [`Unpacked::root`].
     pub items: std::collections::BTreeMap<String, crate::store::extract::Item>,
 }

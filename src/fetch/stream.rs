@@ -39,19 +39,33 @@ impl Remote for HttpRemote<'_> {
     }
 }
 
-/// True when `artifact` may be imported while it downloads: a wheel on an HTTP(S) server
-/// whose size the index publishes, online.
-fn streamable(client: &Client, artifact: &Artifact) -> bool {
-    !client.is_offline()
-        && artifact.size.is_some()
+/// `artifact` as a [`Remote`], where it may be imported while it downloads: a wheel on an
+/// HTTP(S) server whose size the index publishes, online; `None` otherwise.
+fn remote<'a>(client: &'a Client, artifact: &Artifact) -> Option<HttpRemote<'a>> {
+    let streamable = !client.is_offline()
         && artifact.file_name.ends_with(".whl")
         && findlinks::local_path(&artifact.url).is_none()
-        && (artifact.url.starts_with("http://") || artifact.url.starts_with("https://"))
+        && (artifact.url.starts_with("http://") || artifact.url.starts_with("https://"));
+    let size = artifact.size.filter(|_| streamable)?;
+    let shown = artifact.url.split(['#', '?']).next().unwrap_or(&artifact.url);
+    Some(HttpRemote { client, url: artifact.url.clone(), name: PathBuf::from(shown), size })
 }
 
-/// Imports `artifact` while it downloads where it is [`streamable`], checked against its
-/// published SHA-256 and size; where the stream cannot do it (the server serves no ranges, the
-/// stream broke off, an unusual member: nothing is left behind), downloads it whole
+/// The outcome of a streamed import of `artifact`: `Ok(None)` when the stream could not do it
+/// ([`crate::store::Error::Unstreamable`]: the caller downloads it whole); bytes other than
+/// the published ones are [`Error::Sha256Mismatch`], as for a whole download.
+fn unless_unstreamable<T>(artifact: &Artifact, r: Result<T, crate::store::Error>) -> Result<Option<T>, Error> {
+    match r {
+        Ok(t) => Ok(Some(t)),
+        Err(crate::store::Error::Unstreamable { .. }) => Ok(None),
+        Err(crate::store::Error::Sha256Mismatch { expected, actual, .. }) => Err(Error::Sha256Mismatch { url: artifact.url.clone(), expected, actual }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Imports `artifact` while it downloads where the server allows ([`remote`]), checked against
+/// its published SHA-256 and size; where the stream cannot do it (the server serves no ranges,
+/// the stream broke off, an unusual member: nothing is left behind), downloads it whole
 /// ([`super::download`]) for the caller to import. `by_hand` as for [`Store::add_by_hand`].
 ///
 /// Errors: the store's errors for the archive's content ([`Error::Store`]); bytes other than
@@ -66,29 +80,21 @@ pub(super) fn import_or_download(
     by_hand: bool,
     progress: &dyn Progress,
 ) -> Result<Fetched, Error> {
-    if let Some(size) = artifact.size.filter(|_| streamable(client, artifact)) {
-        let shown = artifact.url.split(['#', '?']).next().unwrap_or(&artifact.url);
-        let mut remote = HttpRemote { client, url: artifact.url.clone(), name: PathBuf::from(shown), size };
+    if let Some(mut remote) = remote(client, artifact) {
         let opts = AddOptions { sha256: Some(artifact.sha256), cuda, source_url: Some(artifact.url.clone()), allow_incomplete: false, sha256_computed: false };
-        match Store::new(layout).add_streamed(writer, &mut remote, &opts, by_hand, progress) {
-            Ok(added) => {
-                let from = FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256, size, downloaded: true };
-                return Ok(Fetched::Imported(Box::new((added, from))));
-            }
-            Err(crate::store::Error::Unstreamable { .. }) => {}
-            Err(crate::store::Error::Sha256Mismatch { expected, actual, .. }) => {
-                return Err(Error::Sha256Mismatch { url: artifact.url.clone(), expected, actual });
-            }
-            Err(e) => return Err(e.into()),
+        let size = remote.size;
+        if let Some(added) = unless_unstreamable(artifact, Store::new(layout).add_streamed(writer, &mut remote, &opts, by_hand, progress))? {
+            let from = FetchedFrom { url: artifact.url.clone(), sha256: artifact.sha256, size, downloaded: true };
+            return Ok(Fetched::Imported(Box::new((added, from))));
         }
     }
     super::download(layout, writer, client, artifact, progress).map(Fetched::Download)
 }
 
 /// Extracts the wheel `artifact` into a fresh folder under [`Layout::downloads_dir`] while it
-/// downloads, where it is [`streamable`]: checked against its published SHA-256 and size, each
-/// file's digest taken from RECORD (authenticated through that SHA-256) or computed as it is
-/// written. Where the stream cannot do it (nothing is left behind), downloads it whole
+/// downloads, where the server allows ([`remote`]): checked against its published SHA-256 and
+/// size, each file's digest taken from RECORD (authenticated through that SHA-256) or computed
+/// as it is written. Where the stream cannot do it (nothing is left behind), downloads it whole
 /// ([`super::download`]). What the caller gets is the same either way: the wheel's files,
 /// proven to be the published archive's.
 ///
@@ -96,20 +102,12 @@ pub(super) fn import_or_download(
 /// the published ones are [`Error::Sha256Mismatch`], as for a whole download; the errors of
 /// [`super::download`].
 pub(super) fn unpack_or_download(layout: &Layout, writer: &WriterLock, client: &Client, artifact: &Artifact, progress: &dyn Progress) -> Result<Wheel, Error> {
-    if let Some(size) = artifact.size.filter(|_| streamable(client, artifact)) {
-        let shown = artifact.url.split(['#', '?']).next().unwrap_or(&artifact.url);
-        let mut remote = HttpRemote { client, url: artifact.url.clone(), name: PathBuf::from(shown), size };
+    if let Some(mut remote) = remote(client, artifact) {
         let dir = super::download_dir(layout)?;
-        match streamed::extract(&mut remote, dir.path(), FileDigests::FromRecord, artifact.sha256, progress) {
-            Ok(got) => {
-                let (url, file_name, sha256) = (artifact.url.clone(), artifact.file_name.clone(), artifact.sha256);
-                return Ok(Wheel::Unpacked(Unpacked { dir, url, file_name, sha256, size, items: got.items }));
-            }
-            Err(crate::store::Error::Unstreamable { .. }) => drop(dir),
-            Err(crate::store::Error::Sha256Mismatch { expected, actual, .. }) => {
-                return Err(Error::Sha256Mismatch { url: artifact.url.clone(), expected, actual });
-            }
-            Err(e) => return Err(e.into()),
+        let got = streamed::extract(&mut remote, dir.path(), FileDigests::FromRecord, artifact.sha256, progress);
+        if let Some(got) = unless_unstreamable(artifact, got)? {
+            let (url, file_name, sha256) = (artifact.url.clone(), artifact.file_name.clone(), artifact.sha256);
+            return Ok(Wheel::Unpacked(Unpacked { dir, url, file_name, sha256, items: got.items }));
         }
     }
     super::download(layout, writer, client, artifact, progress).map(Wheel::Whole)

@@ -336,15 +336,17 @@ fn extract_libraries(wheels: &[Source], dest: &Path, scratch: &Path, platform: P
     let mut out = Vec::new();
     for (i, w) in wheels.iter().enumerate() {
         let raw = scratch.join(format!("wheel-{i}"));
+        let extracted;
         let (items, from) = match w {
             Source::File(wheel, sha256) => {
                 fs::create_dir_all(&raw).map_err(write_err(&raw))?;
                 let digests = if sha256.is_some() { FileDigests::FromRecord } else { FileDigests::Hashed };
-                (extract::extract(wheel, SourceKind::Wheel, &raw, *sha256, digests, &crate::sys::progress::NoProgress)?.items, raw.as_path())
+                extracted = extract::extract(wheel, SourceKind::Wheel, &raw, *sha256, digests, &crate::sys::progress::NoProgress)?.items;
+                (&extracted, raw.as_path())
             }
-            Source::Unpacked(u) => (u.items.clone(), u.root()),
+            Source::Unpacked(u) => (&u.items, u.root()),
         };
-        for (path, item) in &items {
+        for (path, item) in items {
             let (Some(file), Item::File { sha256, .. }) = (library_name(path, platform), item) else { continue };
             let (at, to) = (extract::native(from, path), dest.join(file));
             if fs::rename(&at, &to).is_err() {
